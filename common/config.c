@@ -1,0 +1,658 @@
+/* config.c — key tables and the one parser that reads them. */
+#define _POSIX_C_SOURCE 200809L
+#include "config.h"
+
+#include <libconfig.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+typedef enum { K_STR, K_INT, K_DBL, K_BOOL, K_ENUM, K_STRLIST, K_LIST, K_GROUP } key_kind_t;
+
+typedef struct key key_t_;
+struct key {
+    const char *name;      /* dotted names only inside K_GROUP tables */
+    key_kind_t kind;
+    size_t off;            /* of the value (K_LIST: of the array pointer) */
+    size_t cnt_off;        /* K_LIST/K_STRLIST: of the int count */
+    double min, max;       /* K_INT, K_DBL; K_STRLIST/K_LIST: element count */
+    const char *def;       /* default as text; NULL = required */
+    const char *const *enums; /* K_ENUM: accepted words, stored as their index */
+    const key_t_ *sub;     /* K_LIST element keys, K_GROUP member keys */
+    size_t elem_size;      /* K_LIST */
+    const char *doc;
+};
+
+#define END {NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL}
+#define OFF(f) offsetof(bw_config_t, f)
+
+static const char *const col_types[] = {"int", "double", "string", "bytes", "bool", NULL};
+static const char *const routes[] = {"id", "md5", NULL};
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+
+static const key_t_ column_keys[] = {
+    {"name", K_STR, offsetof(bw_column_t, name), 0, 0, 0, NULL, NULL, NULL, 0,
+     "Column name in the table; also the field name clients use."},
+    {"type", K_ENUM, offsetof(bw_column_t, type), 0, 0, 0, NULL, col_types, NULL, 0,
+     "Value type: int (64-bit signed), double, string (UTF-8), bytes, bool."},
+    {"nullable", K_BOOL, offsetof(bw_column_t, nullable), 0, 0, 0, "false", NULL, NULL, 0,
+     "Whether clients may set it to null."},
+    {"required", K_BOOL, offsetof(bw_column_t, required), 0, 0, 0, "false", NULL, NULL, 0,
+     "Whether a CREATE or UPSERT must set it."},
+    {"max_length", K_INT, offsetof(bw_column_t, max_length), 0, 1, 16777215, "255", NULL, NULL, 0,
+     "string and bytes: longest value accepted, in bytes."},
+    END};
+
+static const key_t_ batch_size_keys[] = {
+    {"create", K_INT, offsetof(bw_object_type_t, batch_size[BW_OP_CREATE]), 0, 1, 100000, "500",
+     NULL, NULL, 0, "Rows per CREATE statement."},
+    {"update", K_INT, offsetof(bw_object_type_t, batch_size[BW_OP_UPDATE]), 0, 1, 100000, "200",
+     NULL, NULL, 0, "Rows per UPDATE statement."},
+    {"upsert", K_INT, offsetof(bw_object_type_t, batch_size[BW_OP_UPSERT]), 0, 1, 100000, "200",
+     NULL, NULL, 0, "Rows per UPSERT statement."},
+    {"delete", K_INT, offsetof(bw_object_type_t, batch_size[BW_OP_DELETE]), 0, 1, 100000, "1000",
+     NULL, NULL, 0, "Rows per DELETE statement."},
+    END};
+
+static const key_t_ object_type_keys[] = {
+    {"name", K_STR, offsetof(bw_object_type_t, name), 0, 0, 0, NULL, NULL, NULL, 0,
+     "Object type name used in requests."},
+    {"type_id", K_INT, offsetof(bw_object_type_t, type_id), 0, 0, 1023, NULL, NULL, NULL, 0,
+     "The 10-bit type id carried in this type's object ids (bits 36-45)."},
+    {"table", K_STR, offsetof(bw_object_type_t, table), 0, 0, 0, NULL, NULL, NULL, 0,
+     "Table in every shard database."},
+    {"id_column", K_STR, offsetof(bw_object_type_t, id_column), 0, 0, 0, "\"id\"", NULL, NULL, 0,
+     "Primary key column holding the 64-bit object id."},
+    {"create_route", K_ENUM, offsetof(bw_object_type_t, create_route), 0, 0, 0, "\"id\"", routes,
+     NULL, 0,
+     "How CREATE picks a shard from the op's shard_key: \"id\" (the shard bits of an id) or "
+     "\"md5\" (md5(key) mod shards.count)."},
+    {"batch_size", K_GROUP, 0, 0, 0, 0, "", NULL, batch_size_keys, 0,
+     "Rows per statement for each operation (each op has its own best size)."},
+    {"columns", K_LIST, offsetof(bw_object_type_t, columns), offsetof(bw_object_type_t, column_cnt),
+     1, 1000, NULL, NULL, column_keys, sizeof(bw_column_t),
+     "Columns clients may write, besides the id column."},
+    END};
+
+static const key_t_ server_keys[] = {
+    {"name", K_STR, offsetof(bw_server_t, name), 0, 0, 0, NULL, NULL, NULL, 0,
+     "Name used in logs and metrics."},
+    {"host", K_STR, offsetof(bw_server_t, host), 0, 0, 0, "\"127.0.0.1\"", NULL, NULL, 0,
+     "MySQL server address."},
+    {"port", K_INT, offsetof(bw_server_t, port), 0, 1, 65535, "3306", NULL, NULL, 0,
+     "MySQL server TCP port."},
+    {"user", K_STR, offsetof(bw_server_t, user), 0, 0, 0, "\"root\"", NULL, NULL, 0, "MySQL user."},
+    {"password", K_STR, offsetof(bw_server_t, password), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "MySQL password."},
+    {"first_shard", K_INT, offsetof(bw_server_t, first_shard), 0, 0, 65535, NULL, NULL, NULL, 0,
+     "First logical shard this server holds."},
+    {"last_shard", K_INT, offsetof(bw_server_t, last_shard), 0, 0, 65535, NULL, NULL, NULL, 0,
+     "Last logical shard this server holds (inclusive)."},
+    END};
+
+static const key_t_ rate_override_keys[] = {
+    {"shard", K_INT, offsetof(bw_rate_override_t, shard), 0, 0, 65535, NULL, NULL, NULL, 0,
+     "Logical shard."},
+    {"rate", K_DBL, offsetof(bw_rate_override_t, rate), 0, 0, 1e6, NULL, NULL, NULL, 0,
+     "Batches per second for this shard; 0 = unlimited."},
+    END};
+
+static const key_t_ top_keys[] = {
+    {"log_level", K_ENUM, OFF(log_level), 0, 0, 0, "\"info\"", log_levels, NULL, 0,
+     "Least level logged: debug, info, warn or error."},
+    {"kafka.brokers", K_STR, OFF(brokers), 0, 0, 0, "\"127.0.0.1:9092\"", NULL, NULL, 0,
+     "Bootstrap servers; the daemons' --brokers option overrides it."},
+    {"kafka.topic", K_STR, OFF(topic), 0, 0, 0, "\"bulkwrite.batches\"", NULL, NULL, 0,
+     "Topic of shard batches: exactly one partition per logical shard."},
+    {"kafka.consumer_group", K_STR, OFF(consumer_group), 0, 0, 0, "\"bulkwrite-consumers\"", NULL,
+     NULL, 0, "Consumer group the consumers share partitions in."},
+    {"kafka.create_topic", K_BOOL, OFF(create_topic), 0, 0, 0, "true", NULL, NULL, 0,
+     "Create the topic at startup when it is missing."},
+    {"kafka.replication_factor", K_INT, OFF(replication_factor), 0, 1, 16, "1", NULL, NULL, 0,
+     "Replication factor of a topic bulkwrite creates."},
+    {"kafka.message_max_bytes", K_INT, OFF(message_max_bytes), 0, 1024, 100000000, "1000000", NULL,
+     NULL, 0, "Largest Kafka message the batcher writes; bigger batches are split."},
+    {"kafka.properties", K_STRLIST, OFF(properties), OFF(property_cnt), 0, 1000, "[]", NULL, NULL,
+     0, "librdkafka properties for producer and consumer, as \"name=value\" strings."},
+    {"kafka.producer_properties", K_STRLIST, OFF(producer_properties),
+     OFF(producer_property_cnt), 0, 1000, "[]", NULL, NULL, 0,
+     "librdkafka properties for the proxy's producer only."},
+    {"kafka.consumer_properties", K_STRLIST, OFF(consumer_properties),
+     OFF(consumer_property_cnt), 0, 1000, "[]", NULL, NULL, 0,
+     "librdkafka properties for the consumer only."},
+    {"shards.count", K_INT, OFF(shard_count), 0, 1, 65536, NULL, NULL, NULL, 0,
+     "Number of logical shards, and of Kafka partitions."},
+    {"shards.database_prefix", K_STR, OFF(database_prefix), 0, 0, 0, "\"db\"", NULL, NULL, 0,
+     "Logical shard N lives in database <prefix><N as 5 digits>, e.g. db00042."},
+    {"shards.default_rate", K_DBL, OFF(default_rate), 0, 0, 1e6, "100.0", NULL, NULL, 0,
+     "Batches per second each shard may take; 0 = unlimited."},
+    {"shards.rate_overrides", K_LIST, OFF(rate_overrides), OFF(rate_override_cnt), 0, 65536, "()",
+     NULL, rate_override_keys, sizeof(bw_rate_override_t),
+     "Per-shard rates that differ from the default (a shard of hot users gets less)."},
+    {"shards.servers", K_LIST, OFF(servers), OFF(server_cnt), 1, 65536, NULL, NULL, server_keys,
+     sizeof(bw_server_t),
+     "MySQL servers, each holding a contiguous range of logical shards; together they must "
+     "hold every shard exactly once."},
+    {"mysql.query_timeout_ms", K_INT, OFF(query_timeout_ms), 0, 1, 3600000, "5000", NULL, NULL, 0,
+     "Longest a batch statement may run (max_statement_time and client read timeout)."},
+    {"mysql.connect_timeout_ms", K_INT, OFF(connect_timeout_ms), 0, 1, 600000, "2000", NULL, NULL,
+     0, "Longest a connection attempt may take."},
+    {"proxy.listen_address", K_STR, OFF(proxy_listen_address), 0, 0, 0, "\"127.0.0.1\"", NULL,
+     NULL, 0, "Address the proxy's HTTP server binds."},
+    {"proxy.port", K_INT, OFF(proxy_port), 0, 0, 65535, "8080", NULL, NULL, 0,
+     "TCP port of the proxy's HTTP server (0 = any free port, printed at startup)."},
+    {"proxy.threads", K_INT, OFF(proxy_threads), 0, 1, 1024, "8", NULL, NULL, 0,
+     "HTTP worker threads: requests served at once."},
+    {"proxy.max_body_bytes", K_INT, OFF(max_body_bytes), 0, 1024, 1073741824, "16777216", NULL,
+     NULL, 0, "Largest request body; a bigger one gets 413."},
+    {"proxy.max_ops", K_INT, OFF(max_ops), 0, 1, 10000000, "100000", NULL, NULL, 0,
+     "Most ops in one request."},
+    {"proxy.produce_timeout_ms", K_INT, OFF(produce_timeout_ms), 0, 100, 3600000, "30000", NULL,
+     NULL, 0,
+     "How long Kafka may take to acknowledge a request's batches (message.timeout.ms); "
+     "ops not acknowledged by then are reported as not accepted."},
+    {"consumer.pull_count", K_INT, OFF(pull_count), 0, 1, 100000, "100", NULL, NULL, 0,
+     "Messages a consumer buffers per partition (pulled at once)."},
+    {"consumer.workers", K_INT, OFF(workers), 0, 1, 1024, "4", NULL, NULL, 0,
+     "Worker threads applying batches; a slow shard holds one worker, not the others."},
+    {"object_types", K_LIST, OFF(object_types), OFF(object_type_cnt), 1, 1024, NULL, NULL,
+     object_type_keys, sizeof(bw_object_type_t), "Object types clients may write."},
+    END};
+
+const char *bw_op_name(int op) {
+    static const char *const names[] = {"?", "create", "update", "upsert", "delete"};
+    return op > 0 && op < BW_OP_MAX ? names[op] : "?";
+}
+
+const char *bw_col_type_name(bw_col_type_t t) { return col_types[t]; }
+
+/* ---- parsing ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *file;
+    char *errstr;
+    size_t errstr_size;
+} parse_ctx_t;
+
+static int setting_line(const config_setting_t *s) {
+    return s ? (int)config_setting_source_line(s) : 0;
+}
+
+static bw_err_t fail_at(parse_ctx_t *ctx, const config_setting_t *s, const char *fmt,
+                        const char *a, const char *b) {
+    char what[512];
+    snprintf(what, sizeof(what), fmt, a, b);
+    return bw_seterr(ctx->errstr, ctx->errstr_size, BW_ERR_INVALID, "%s:%d: %s", ctx->file,
+                     setting_line(s), what);
+}
+
+static bw_err_t parse_table(parse_ctx_t *ctx, const config_setting_t *group, const key_t_ *keys,
+                            void *base, const char *prefix);
+
+/* Parses one scalar `text` (a default) through libconfig so defaults and file values
+ * take the same path. */
+static bw_err_t parse_default(parse_ctx_t *ctx, const key_t_ *k, void *base, const char *where);
+
+static bw_err_t store_scalar(parse_ctx_t *ctx, const config_setting_t *s, const key_t_ *k,
+                             void *base, const char *where) {
+    char *p = (char *)base + k->off;
+    char num[64];
+    switch (k->kind) {
+    case K_STR:
+        if (config_setting_type(s) != CONFIG_TYPE_STRING)
+            return fail_at(ctx, s, "%s: expected a string%s", where, "");
+        *(char **)p = strdup(config_setting_get_string(s));
+        return BW_OK;
+    case K_INT: {
+        int t = config_setting_type(s);
+        if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+            return fail_at(ctx, s, "%s: expected an integer%s", where, "");
+        long long v = config_setting_get_int64(s);
+        if ((double)v < k->min || (double)v > k->max) {
+            snprintf(num, sizeof(num), "%lld (allowed %.0f..%.0f)", v, k->min, k->max);
+            return fail_at(ctx, s, "%s: out of range: %s", where, num);
+        }
+        *(int *)p = (int)v;
+        return BW_OK;
+    }
+    case K_DBL: {
+        int t = config_setting_type(s);
+        double v;
+        if (t == CONFIG_TYPE_FLOAT) v = config_setting_get_float(s);
+        else if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) v = (double)config_setting_get_int64(s);
+        else return fail_at(ctx, s, "%s: expected a number%s", where, "");
+        if (!isfinite(v) || v < k->min || v > k->max) {
+            snprintf(num, sizeof(num), "%g (allowed %g..%g)", v, k->min, k->max);
+            return fail_at(ctx, s, "%s: out of range: %s", where, num);
+        }
+        *(double *)p = v;
+        return BW_OK;
+    }
+    case K_BOOL:
+        if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+            return fail_at(ctx, s, "%s: expected true or false%s", where, "");
+        *(int *)p = config_setting_get_bool(s);
+        return BW_OK;
+    case K_ENUM: {
+        if (config_setting_type(s) != CONFIG_TYPE_STRING)
+            return fail_at(ctx, s, "%s: expected a string%s", where, "");
+        const char *v = config_setting_get_string(s);
+        for (int i = 0; k->enums[i]; i++)
+            if (strcmp(v, k->enums[i]) == 0) {
+                *(int *)p = i;
+                return BW_OK;
+            }
+        return fail_at(ctx, s, "%s: unknown value \"%s\"", where, v);
+    }
+    case K_STRLIST: {
+        if (!config_setting_is_array(s) && !config_setting_is_list(s))
+            return fail_at(ctx, s, "%s: expected a list of strings%s", where, "");
+        int n = config_setting_length(s);
+        char **arr = calloc((size_t)n + 1, sizeof(*arr));
+        for (int i = 0; i < n; i++) {
+            const char *v = config_setting_get_string_elem(s, i);
+            if (!v) {
+                for (int j = 0; j < i; j++) free(arr[j]);
+                free(arr);
+                return fail_at(ctx, config_setting_get_elem(s, (unsigned)i),
+                               "%s: element is not a string%s", where, "");
+            }
+            arr[i] = strdup(v);
+        }
+        *(char ***)p = arr;
+        *(int *)((char *)base + k->cnt_off) = n;
+        return BW_OK;
+    }
+    case K_LIST: {
+        if (!config_setting_is_list(s))
+            return fail_at(ctx, s, "%s: expected a list ( {...}, ... )%s", where, "");
+        int n = config_setting_length(s);
+        if (n < k->min || n > k->max) {
+            snprintf(num, sizeof(num), "%d entries (allowed %.0f..%.0f)", n, k->min, k->max);
+            return fail_at(ctx, s, "%s: %s", where, num);
+        }
+        char *arr = calloc((size_t)n + 1, k->elem_size);
+        *(void **)p = arr;
+        *(int *)((char *)base + k->cnt_off) = n;
+        for (int i = 0; i < n; i++) {
+            const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%.200s[%d]", where, i);
+            if (!config_setting_is_group(e))
+                return fail_at(ctx, e, "%s: expected a group { ... }%s", sub, "");
+            bw_err_t err = parse_table(ctx, e, k->sub, arr + (size_t)i * k->elem_size, sub);
+            if (err) return err;
+        }
+        return BW_OK;
+    }
+    case K_GROUP:
+        if (!config_setting_is_group(s))
+            return fail_at(ctx, s, "%s: expected a group { ... }%s", where, "");
+        return parse_table(ctx, s, k->sub, base, where);
+    }
+    return BW_ERR_INVALID;
+}
+
+static bw_err_t parse_default(parse_ctx_t *ctx, const key_t_ *k, void *base, const char *where) {
+    if (k->kind == K_GROUP) return parse_table(ctx, NULL, k->sub, base, where);
+    config_t tmp;
+    config_init(&tmp);
+    char text[512];
+    snprintf(text, sizeof(text), "v = %s;", k->def);
+    bw_err_t err = BW_ERR_INVALID;
+    if (config_read_string(&tmp, text) == CONFIG_TRUE)
+        err = store_scalar(ctx, config_lookup(&tmp, "v"), k, base, where);
+    config_destroy(&tmp);
+    return err;
+}
+
+/* Looks `name` up under `group`, following dots ("kafka.brokers"). */
+static const config_setting_t *lookup(const config_setting_t *group, const char *name) {
+    return group ? config_setting_lookup((config_setting_t *)group, name) : NULL;
+}
+
+/* First dotted segment of every known key must match each member of `group`. */
+static bw_err_t check_unknown(parse_ctx_t *ctx, const config_setting_t *group, const key_t_ *keys,
+                              const char *prefix) {
+    if (!group) return BW_OK;
+    int n = config_setting_length(group);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *m = config_setting_get_elem(group, (unsigned)i);
+        const char *mname = config_setting_name(m);
+        int known = 0;
+        for (const key_t_ *k = keys; k->name && !known; k++) {
+            size_t len = strlen(mname);
+            known = strncmp(k->name, mname, len) == 0 && (k->name[len] == '\0' || k->name[len] == '.');
+        }
+        if (!known) {
+            char where[256];
+            snprintf(where, sizeof(where), "%.100s%s%.150s", prefix, *prefix ? "." : "", mname);
+            return fail_at(ctx, m, "unknown key \"%s\"%s", where, "");
+        }
+        /* members of a dotted section ("kafka" in "kafka.brokers") are checked too */
+        if (config_setting_is_group(m)) {
+            for (const key_t_ *k = keys; k->name; k++) {
+                size_t len = strlen(mname);
+                if (strncmp(k->name, mname, len) == 0 && k->name[len] == '.') {
+                    int found_all = 1;
+                    int mn = config_setting_length(m);
+                    for (int j = 0; j < mn && found_all; j++) {
+                        const config_setting_t *c = config_setting_get_elem(m, (unsigned)j);
+                        char full[256];
+                        snprintf(full, sizeof(full), "%s.%s", mname, config_setting_name(c));
+                        int ok = 0;
+                        for (const key_t_ *k2 = keys; k2->name && !ok; k2++) ok = strcmp(k2->name, full) == 0;
+                        if (!ok) {
+                            char where[256];
+                            snprintf(where, sizeof(where), "%.100s%s%.150s", prefix, *prefix ? "." : "", full);
+                            return fail_at(ctx, c, "unknown key \"%s\"%s", where, "");
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    return BW_OK;
+}
+
+static bw_err_t parse_table(parse_ctx_t *ctx, const config_setting_t *group, const key_t_ *keys,
+                            void *base, const char *prefix) {
+    bw_err_t err = check_unknown(ctx, group, keys, prefix);
+    if (err) return err;
+    for (const key_t_ *k = keys; k->name; k++) {
+        char where[256];
+        snprintf(where, sizeof(where), "%.100s%s%.150s", prefix, *prefix ? "." : "", k->name);
+        const config_setting_t *s = lookup(group, k->name);
+        if (s) err = store_scalar(ctx, s, k, base, where);
+        else if (k->def) err = parse_default(ctx, k, base, where);
+        else err = fail_at(ctx, group, "missing required key \"%s\"%s", where, "");
+        if (err) return err;
+    }
+    return BW_OK;
+}
+
+/* ---- cross-key validation ----------------------------------------------------- */
+
+static int is_identifier(const char *s) {
+    if (!*s || strlen(s) > 64) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}
+
+static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
+    const config_setting_t *root = config_root_setting(cf);
+    if (!is_identifier(c->database_prefix))
+        return fail_at(ctx, lookup(root, "shards.database_prefix"),
+                       "shards.database_prefix: \"%s\" is not an identifier [A-Za-z0-9_]%s",
+                       c->database_prefix, "");
+    c->shard_server = malloc(sizeof(int) * (size_t)c->shard_count);
+    c->shard_rate = malloc(sizeof(double) * (size_t)c->shard_count);
+    for (int s = 0; s < c->shard_count; s++) {
+        c->shard_server[s] = -1;
+        c->shard_rate[s] = c->default_rate;
+    }
+    const config_setting_t *servers = lookup(root, "shards.servers");
+    for (int i = 0; i < c->server_cnt; i++) {
+        const bw_server_t *sv = &c->servers[i];
+        const config_setting_t *at = config_setting_get_elem(servers, (unsigned)i);
+        if (sv->first_shard > sv->last_shard || sv->last_shard >= c->shard_count)
+            return fail_at(ctx, at, "shards.servers \"%s\": shard range must lie within 0..shards.count-1 %s",
+                           sv->name, "and first_shard <= last_shard");
+        for (int s = sv->first_shard; s <= sv->last_shard; s++) {
+            if (c->shard_server[s] >= 0) {
+                char num[32];
+                snprintf(num, sizeof(num), "%d", s);
+                return fail_at(ctx, at, "shards.servers: shard %s is held by two servers (\"%s\")",
+                               num, sv->name);
+            }
+            c->shard_server[s] = i;
+        }
+    }
+    for (int s = 0; s < c->shard_count; s++)
+        if (c->shard_server[s] < 0) {
+            char num[32];
+            snprintf(num, sizeof(num), "%d", s);
+            return fail_at(ctx, servers, "shards.servers: no server holds shard %s%s", num, "");
+        }
+    const config_setting_t *ovs = lookup(root, "shards.rate_overrides");
+    for (int i = 0; i < c->rate_override_cnt; i++) {
+        const bw_rate_override_t *o = &c->rate_overrides[i];
+        if (o->shard >= c->shard_count)
+            return fail_at(ctx, config_setting_get_elem(ovs, (unsigned)i),
+                           "shards.rate_overrides: shard beyond shards.count%s%s", "", "");
+        c->shard_rate[o->shard] = o->rate;
+    }
+    const config_setting_t *ots = lookup(root, "object_types");
+    for (int i = 0; i < c->object_type_cnt; i++) {
+        const bw_object_type_t *ot = &c->object_types[i];
+        const config_setting_t *at = config_setting_get_elem(ots, (unsigned)i);
+        if (!is_identifier(ot->name) || !is_identifier(ot->table) || !is_identifier(ot->id_column))
+            return fail_at(ctx, at, "object type \"%s\": name, table and id_column must be identifiers %s",
+                           ot->name, "[A-Za-z0-9_]{1,64}");
+        for (int j = 0; j < i; j++)
+            if (strcmp(c->object_types[j].name, ot->name) == 0 || c->object_types[j].type_id == ot->type_id)
+                return fail_at(ctx, at, "object type \"%s\": name or type_id used twice%s", ot->name, "");
+        for (int j = 0; j < ot->column_cnt; j++) {
+            const char *cn = ot->columns[j].name;
+            if (!is_identifier(cn) || strcmp(cn, ot->id_column) == 0)
+                return fail_at(ctx, at, "object type \"%s\": bad column name \"%s\"", ot->name, cn);
+            for (int k = 0; k < j; k++)
+                if (strcmp(ot->columns[k].name, cn) == 0)
+                    return fail_at(ctx, at, "object type \"%s\": column \"%s\" listed twice",
+                                   ot->name, cn);
+        }
+    }
+    for (int i = 0; i < c->server_cnt; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(c->servers[i].name, c->servers[j].name) == 0)
+                return fail_at(ctx, config_setting_get_elem(servers, (unsigned)i),
+                               "shards.servers: name \"%s\" used twice%s", c->servers[i].name, "");
+    return BW_OK;
+}
+
+bw_config_t *bw_config_load(const char *path, char *errstr, size_t errstr_size) {
+    config_t cf;
+    config_init(&cf);
+    bw_config_t *c = calloc(1, sizeof(*c));
+    parse_ctx_t ctx = {path, errstr, errstr_size};
+    if (config_read_file(&cf, path) != CONFIG_TRUE) {
+        if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
+            bw_seterr(errstr, errstr_size, BW_ERR_IO, "%s: cannot read file", path);
+        else
+            bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s:%d: %s", path,
+                      config_error_line(&cf), config_error_text(&cf));
+        goto fail;
+    }
+    c->path = strdup(path);
+    if (parse_table(&ctx, config_root_setting(&cf), top_keys, c, "") != BW_OK) goto fail;
+    if (validate(c, &cf, &ctx) != BW_OK) goto fail;
+    config_destroy(&cf);
+    return c;
+fail:
+    config_destroy(&cf);
+    bw_config_destroy(c);
+    return NULL;
+}
+
+/* ---- teardown, lookups ---------------------------------------------------------- */
+
+static void free_table(const key_t_ *keys, void *base) {
+    for (const key_t_ *k = keys; k->name; k++) {
+        char *p = (char *)base + k->off;
+        switch (k->kind) {
+        case K_STR: free(*(char **)p); break;
+        case K_STRLIST: {
+            char **arr = *(char ***)p;
+            int n = *(int *)((char *)base + k->cnt_off);
+            for (int i = 0; arr && i < n; i++) free(arr[i]);
+            free(arr);
+            break;
+        }
+        case K_LIST: {
+            char *arr = *(char **)p;
+            int n = *(int *)((char *)base + k->cnt_off);
+            for (int i = 0; arr && i < n; i++) free_table(k->sub, arr + (size_t)i * k->elem_size);
+            free(arr);
+            break;
+        }
+        case K_GROUP: free_table(k->sub, base); break;
+        default: break;
+        }
+    }
+}
+
+void bw_config_destroy(bw_config_t *c) {
+    if (!c) return;
+    free_table(top_keys, c);
+    free(c->path);
+    free(c->shard_rate);
+    free(c->shard_server);
+    free(c);
+}
+
+const bw_object_type_t *bw_config_object_type(const bw_config_t *c, const char *name) {
+    for (int i = 0; i < c->object_type_cnt; i++)
+        if (strcmp(c->object_types[i].name, name) == 0) return &c->object_types[i];
+    return NULL;
+}
+
+int bw_config_column(const bw_object_type_t *ot, const char *name) {
+    for (int i = 0; i < ot->column_cnt; i++)
+        if (strcmp(ot->columns[i].name, name) == 0) return i;
+    return -1;
+}
+
+void bw_config_shard_db(const bw_config_t *c, int shard, char *buf, size_t size) {
+    snprintf(buf, size, "%s%05d", c->database_prefix, shard);
+}
+
+/* ---- dump and docs -------------------------------------------------------------- */
+
+static void indent(FILE *out, int depth) {
+    for (int i = 0; i < depth; i++) fputs("  ", out);
+}
+
+static void dump_string(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+static void dump_table(FILE *out, const key_t_ *keys, const void *base, int depth);
+
+static void dump_value(FILE *out, const key_t_ *k, const void *base, int depth) {
+    const char *p = (const char *)base + k->off;
+    switch (k->kind) {
+    case K_STR: dump_string(out, *(char *const *)p); break;
+    case K_INT: fprintf(out, "%d", *(const int *)p); break;
+    case K_DBL: fprintf(out, "%#.6g", *(const double *)p); break;
+    case K_BOOL: fputs(*(const int *)p ? "true" : "false", out); break;
+    case K_ENUM: dump_string(out, k->enums[*(const int *)p]); break;
+    case K_STRLIST: {
+        char *const *arr = *(char *const *const *)p;
+        int n = *(const int *)((const char *)base + k->cnt_off);
+        fputc('[', out);
+        for (int i = 0; i < n; i++) {
+            if (i) fputs(", ", out);
+            dump_string(out, arr[i]);
+        }
+        fputc(']', out);
+        break;
+    }
+    case K_LIST: {
+        const char *arr = *(const char *const *)p;
+        int n = *(const int *)((const char *)base + k->cnt_off);
+        fputs("(\n", out);
+        for (int i = 0; i < n; i++) {
+            indent(out, depth + 1);
+            fputs("{\n", out);
+            dump_table(out, k->sub, arr + (size_t)i * k->elem_size, depth + 2);
+            indent(out, depth + 1);
+            fputs(i + 1 < n ? "},\n" : "}\n", out);
+        }
+        indent(out, depth);
+        fputc(')', out);
+        break;
+    }
+    case K_GROUP:
+        fputs("{\n", out);
+        dump_table(out, k->sub, base, depth + 1);
+        indent(out, depth);
+        fputc('}', out);
+        break;
+    }
+}
+
+static void dump_table(FILE *out, const key_t_ *keys, const void *base, int depth) {
+    for (const key_t_ *k = keys; k->name; k++) {
+        indent(out, depth);
+        fprintf(out, "%s = ", k->name);
+        dump_value(out, k, base, depth);
+        fputs(";\n", out);
+    }
+}
+
+void bw_config_dump(const bw_config_t *c, FILE *out) {
+    fprintf(out, "# effective configuration of %s\n", c->path ? c->path : "(defaults)");
+    dump_table(out, top_keys, c, 0);
+}
+
+static const char *kind_name(const key_t_ *k) {
+    switch (k->kind) {
+    case K_STR: return "string";
+    case K_INT: return "integer";
+    case K_DBL: return "number";
+    case K_BOOL: return "bool";
+    case K_ENUM: return "choice";
+    case K_STRLIST: return "list of strings";
+    case K_LIST: return "list of groups";
+    case K_GROUP: return "group";
+    }
+    return "?";
+}
+
+static void doc_table(FILE *out, const key_t_ *keys, const char *prefix) {
+    for (const key_t_ *k = keys; k->name; k++) {
+        char full[256];
+        snprintf(full, sizeof(full), "%.120s%.120s", prefix, k->name);
+        if (k->kind == K_GROUP) {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%.200s.", full);
+            doc_table(out, k->sub, sub);
+            continue;
+        }
+        fprintf(out, "| `%s` | %s", full, kind_name(k));
+        if (k->kind == K_ENUM) {
+            fputs(": ", out);
+            for (int i = 0; k->enums[i]; i++) fprintf(out, "%s`%s`", i ? ", " : "", k->enums[i]);
+        }
+        if (k->kind == K_INT || k->kind == K_DBL) fprintf(out, " (%g to %g)", k->min, k->max);
+        fprintf(out, " | %s | %s |\n", k->def ? (*k->def ? k->def : "") : "**required**", k->doc);
+        if (k->kind == K_LIST) {
+            char sub[256];
+            snprintf(sub, sizeof(sub), "%.200s[].", full);
+            doc_table(out, k->sub, sub);
+        }
+    }
+}
+
+void bw_config_doc(FILE *out) {
+    fputs("# Configuration\n\n"
+          "<!-- Generated by `bwctl config-doc` from the key tables in common/config.c; "
+          "`make docs` rewrites it and `make check` fails when it drifts. -->\n\n"
+          "bulkwrite reads one [libconfig](https://hyperrealm.github.io/libconfig/) file, "
+          "`conf/bulkwrite.conf` by default. Unknown keys, wrong types and out-of-range "
+          "values stop startup with `file:line: what is wrong`. `--dump-config` prints the "
+          "effective configuration, defaults filled in.\n\n"
+          "| key | type | default | meaning |\n| --- | --- | --- | --- |\n", out);
+    doc_table(out, top_keys, "");
+}

@@ -1,0 +1,121 @@
+/* config.h — the one configuration of every bulkwrite daemon and tool.
+ *
+ * Read from a libconfig file. Every key is described once, in the key tables of
+ * config.c; those tables drive parsing, validation (types, ranges, required keys,
+ * unknown keys), `--dump-config` and the generated docs/configuration.md. */
+#ifndef BW_CONFIG_H
+#define BW_CONFIG_H
+
+#include <stdio.h>
+
+#include "bw.h"
+
+typedef enum {
+    BW_OP_CREATE = 1,
+    BW_OP_UPDATE = 2,
+    BW_OP_UPSERT = 3,
+    BW_OP_DELETE = 4,
+} bw_op_t; /* numbered as bulkwrite.v1.OpType */
+#define BW_OP_MAX 5
+const char *bw_op_name(int op); /* "create", … ; "?" for others */
+
+typedef enum { BW_COL_INT, BW_COL_DOUBLE, BW_COL_STRING, BW_COL_BYTES, BW_COL_BOOL } bw_col_type_t;
+const char *bw_col_type_name(bw_col_type_t t);
+
+typedef struct {
+    char *name;
+    int type;          /* bw_col_type_t */
+    int nullable;      /* NULL accepted */
+    int required;      /* a CREATE must set it */
+    int max_length;    /* string/bytes: bytes at most */
+} bw_column_t;
+
+typedef enum { BW_ROUTE_ID, BW_ROUTE_MD5 } bw_route_t;
+
+typedef struct {
+    char *name;
+    int type_id;          /* the 10-bit type in object ids */
+    char *table;
+    char *id_column;
+    int create_route;     /* bw_route_t */
+    int batch_size[BW_OP_MAX]; /* rows per statement, indexed by bw_op_t */
+    bw_column_t *columns;
+    int column_cnt;
+} bw_object_type_t;
+
+typedef struct {
+    char *name;
+    char *host;
+    int port;
+    char *user;
+    char *password;
+    int first_shard, last_shard; /* logical shards held, inclusive */
+} bw_server_t;
+
+typedef struct {
+    int shard;
+    double rate;
+} bw_rate_override_t;
+
+typedef struct {
+    char *path;
+    int log_level;          /* bw_log_level_t */
+
+    /* kafka */
+    char *brokers;
+    char *topic;
+    char *consumer_group;
+    int create_topic;
+    int replication_factor;
+    int message_max_bytes;
+    char **properties; int property_cnt;                 /* both clients */
+    char **producer_properties; int producer_property_cnt;
+    char **consumer_properties; int consumer_property_cnt;
+
+    /* shards */
+    int shard_count;
+    char *database_prefix;  /* logical shard N lives in database <prefix><N as %05d> */
+    double default_rate;    /* batches per second; 0 = unlimited */
+    bw_rate_override_t *rate_overrides; int rate_override_cnt;
+    bw_server_t *servers; int server_cnt;
+
+    /* mysql */
+    int query_timeout_ms;
+    int connect_timeout_ms;
+
+    /* proxy */
+    char *proxy_listen_address;
+    int proxy_port;
+    int proxy_threads;
+    int max_body_bytes;
+    int max_ops;
+    int produce_timeout_ms;
+
+    /* consumer */
+    int pull_count;
+    int workers;
+
+    bw_object_type_t *object_types; int object_type_cnt;
+
+    /* derived */
+    double *shard_rate;     /* [shard_count] effective configured rate */
+    int *shard_server;      /* [shard_count] index into servers */
+} bw_config_t;
+
+/* Loads and validates `path`. On error returns NULL and writes "file:line: what" to errstr.
+ * The result is owned by the caller: bw_config_destroy(). */
+bw_config_t *bw_config_load(const char *path, char *errstr, size_t errstr_size);
+void bw_config_destroy(bw_config_t *conf);
+
+const bw_object_type_t *bw_config_object_type(const bw_config_t *conf, const char *name);
+/* Index of `name` in ot->columns, or -1. */
+int bw_config_column(const bw_object_type_t *ot, const char *name);
+/* Database name of a logical shard into buf ("db00042"). */
+void bw_config_shard_db(const bw_config_t *conf, int shard, char *buf, size_t size);
+
+/* Writes the effective configuration in libconfig syntax. */
+void bw_config_dump(const bw_config_t *conf, FILE *out);
+/* Writes docs/configuration.md from the key tables. */
+void bw_config_doc(FILE *out);
+
+#endif

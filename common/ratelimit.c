@@ -1,0 +1,53 @@
+#include "ratelimit.h"
+
+static void resync(bw_ratelimit_t *rl, int64_t now_us) {
+    if (now_us > rl->next_free_us) {
+        double fresh = (double)(now_us - rl->next_free_us) / rl->stable_interval_us;
+        rl->stored_permits += fresh;
+        if (rl->stored_permits > rl->max_permits) rl->stored_permits = rl->max_permits;
+        rl->next_free_us = now_us;
+    }
+}
+
+void bw_ratelimit_init(bw_ratelimit_t *rl, double rate, int64_t now_us) {
+    rl->max_burst_seconds = 1.0;
+    rl->stored_permits = 0;
+    rl->max_permits = 0;
+    rl->next_free_us = now_us;
+    rl->rate = 0;
+    rl->stable_interval_us = 1;
+    bw_ratelimit_set_rate(rl, rate, now_us);
+}
+
+void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us) {
+    if (rl->rate > 0) resync(rl, now_us);
+    double old_max = rl->max_permits;
+    rl->rate = rate;
+    if (rate <= 0) {
+        rl->next_free_us = now_us;
+        rl->stored_permits = 0;
+        rl->max_permits = 0;
+        return;
+    }
+    rl->stable_interval_us = 1e6 / rate;
+    rl->max_permits = rl->max_burst_seconds * rate;
+    rl->stored_permits = old_max > 0 ? rl->stored_permits * rl->max_permits / old_max : 0;
+}
+
+int64_t bw_ratelimit_reserve(bw_ratelimit_t *rl, double permits, int64_t now_us) {
+    if (rl->rate <= 0) return 0;
+    resync(rl, now_us);
+    int64_t wait = rl->next_free_us > now_us ? rl->next_free_us - now_us : 0;
+    double from_store = permits < rl->stored_permits ? permits : rl->stored_permits;
+    double fresh = permits - from_store;
+    rl->next_free_us += (int64_t)(fresh * rl->stable_interval_us);
+    rl->stored_permits -= from_store;
+    return wait;
+}
+
+int64_t bw_ratelimit_try_acquire(bw_ratelimit_t *rl, double permits, int64_t now_us) {
+    if (rl->rate <= 0) return 0;
+    if (rl->next_free_us > now_us) return rl->next_free_us - now_us;
+    bw_ratelimit_reserve(rl, permits, now_us);
+    return 0;
+}

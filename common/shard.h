@@ -1,0 +1,41 @@
+/* shard.h — Pinterest's object id layout and shard routing.
+ *
+ *   bit 63..62  zero
+ *   bit 61..46  shard id  (16 bits)
+ *   bit 45..36  type id   (10 bits)
+ *   bit 35..0   local id  (36 bits)
+ *
+ * Keys that are not ids route by md5(key) mod the logical shard count. */
+#ifndef BW_SHARD_H
+#define BW_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BW_ID_SHARD_SHIFT 46
+#define BW_ID_TYPE_SHIFT 36
+#define BW_ID_SHARD_MASK 0xFFFFull
+#define BW_ID_TYPE_MASK 0x3FFull
+#define BW_ID_LOCAL_MASK 0xFFFFFFFFFull
+
+static inline uint64_t bw_id_make(unsigned shard, unsigned type, uint64_t local) {
+    return ((uint64_t)(shard & BW_ID_SHARD_MASK) << BW_ID_SHARD_SHIFT) |
+           ((uint64_t)(type & BW_ID_TYPE_MASK) << BW_ID_TYPE_SHIFT) | (local & BW_ID_LOCAL_MASK);
+}
+static inline unsigned bw_id_shard(uint64_t id) {
+    return (unsigned)((id >> BW_ID_SHARD_SHIFT) & BW_ID_SHARD_MASK);
+}
+static inline unsigned bw_id_type(uint64_t id) {
+    return (unsigned)((id >> BW_ID_TYPE_SHIFT) & BW_ID_TYPE_MASK);
+}
+static inline uint64_t bw_id_local(uint64_t id) { return id & BW_ID_LOCAL_MASK; }
+/* The two top bits must be zero. */
+static inline int bw_id_well_formed(uint64_t id) { return id != 0 && (id >> 62) == 0; }
+
+/* md5(key) mod shard_count, taking the digest's first 8 bytes as a big-endian integer. */
+unsigned bw_shard_of_key(const void *key, size_t len, unsigned shard_count);
+
+/* RFC 1321 MD5. */
+void bw_md5(const void *data, size_t len, unsigned char digest[16]);
+
+#endif

@@ -1,0 +1,210 @@
+#include "sql.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void bw_sql_append_escaped(bw_buf_t *b, const void *s, size_t len) {
+    const unsigned char *p = s;
+    bw_buf_reserve(b, len * 2);
+    char *o = b->data + b->len;
+    for (size_t i = 0; i < len; i++) {
+        char esc = 0;
+        switch (p[i]) {
+        case 0: esc = '0'; break;
+        case '\n': esc = 'n'; break;
+        case '\r': esc = 'r'; break;
+        case 0x1a: esc = 'Z'; break;
+        case '\\': esc = '\\'; break;
+        case '\'': esc = '\''; break;
+        case '"': esc = '"'; break;
+        }
+        if (esc) {
+            *o++ = '\\';
+            *o++ = esc;
+        } else {
+            *o++ = (char)p[i];
+        }
+    }
+    b->len = (size_t)(o - b->data);
+    b->data[b->len] = '\0';
+}
+
+static void append_hex(bw_buf_t *b, const uint8_t *p, size_t len) {
+    static const char hex[] = "0123456789abcdef";
+    bw_buf_reserve(b, len * 2 + 3);
+    char *o = b->data + b->len;
+    *o++ = 'X';
+    *o++ = '\'';
+    for (size_t i = 0; i < len; i++) {
+        *o++ = hex[p[i] >> 4];
+        *o++ = hex[p[i] & 15];
+    }
+    *o++ = '\'';
+    b->len = (size_t)(o - b->data);
+    b->data[b->len] = '\0';
+}
+
+void bw_sql_append_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
+    switch (v ? v->kind_case : BULKWRITE__V1__VALUE__KIND__NOT_SET) {
+    case BULKWRITE__V1__VALUE__KIND_INT_VALUE: bw_buf_printf(b, "%" PRId64, v->int_value); break;
+    case BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE: bw_buf_printf(b, "%.17g", v->double_value); break;
+    case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: bw_buf_puts(b, v->bool_value ? "1" : "0"); break;
+    case BULKWRITE__V1__VALUE__KIND_STRING_VALUE:
+        bw_buf_append(b, "'", 1);
+        bw_sql_append_escaped(b, v->string_value.data, v->string_value.len);
+        bw_buf_append(b, "'", 1);
+        break;
+    case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE:
+        append_hex(b, v->bytes_value.data, v->bytes_value.len);
+        break;
+    default: bw_buf_puts(b, "NULL"); break;
+    }
+}
+
+/* The field of `row` that sets config column `col`, or NULL. */
+static const Bulkwrite__V1__RowField *row_field(const bw_sql_row_t *row, int col) {
+    for (size_t i = 0; i < row->field_cnt; i++)
+        if (row->colmap[row->fields[i]->column] == col) return row->fields[i];
+    return NULL;
+}
+
+static int same_columns(const bw_sql_row_t *a, const bw_sql_row_t *b) {
+    if (a->field_cnt != b->field_cnt) return 0;
+    for (size_t i = 0; i < a->field_cnt; i++)
+        if (!row_field(b, a->colmap[a->fields[i]->column])) return 0;
+    return 1;
+}
+
+size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows, size_t n) {
+    size_t max = (size_t)ot->batch_size[op];
+    if (n < max) max = n;
+    if (op != BW_OP_UPDATE && op != BW_OP_UPSERT) return max;
+    for (size_t i = 1; i < max; i++) {
+        if (op == BW_OP_UPSERT && !same_columns(&rows[0], &rows[i])) return i;
+        for (size_t j = 0; j < i; j++)
+            if (rows[j].id == rows[i].id) return i;
+    }
+    return max;
+}
+
+static void append_ident(bw_buf_t *b, const char *name) {
+    bw_buf_append(b, "`", 1);
+    bw_buf_puts(b, name);
+    bw_buf_append(b, "`", 1);
+}
+
+static void append_table(bw_buf_t *b, const char *db, const bw_object_type_t *ot) {
+    append_ident(b, db);
+    bw_buf_append(b, ".", 1);
+    append_ident(b, ot->table);
+}
+
+static void append_id_list(bw_buf_t *b, const bw_sql_row_t *rows, size_t n) {
+    bw_buf_append(b, "(", 1);
+    for (size_t i = 0; i < n; i++) bw_buf_printf(b, i ? ",%" PRIu64 : "%" PRIu64, rows[i].id);
+    bw_buf_append(b, ")", 1);
+}
+
+/* INSERT for CREATE and UPSERT: the columns are the union over the rows; a row that
+ * leaves one out gets DEFAULT (UPSERT rows share one column set, see bw_sql_plan). */
+static void build_insert(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,
+                         const bw_sql_row_t *rows, size_t n) {
+    unsigned char used[1024] = {0}; /* config.c caps columns at 1000 */
+    for (size_t r = 0; r < n; r++)
+        for (size_t i = 0; i < rows[r].field_cnt; i++) used[rows[r].colmap[rows[r].fields[i]->column]] = 1;
+    bw_buf_puts(out, "INSERT INTO ");
+    append_table(out, db, ot);
+    bw_buf_puts(out, " (");
+    append_ident(out, ot->id_column);
+    for (int c = 0; c < ot->column_cnt; c++)
+        if (used[c]) {
+            bw_buf_append(out, ",", 1);
+            append_ident(out, ot->columns[c].name);
+        }
+    bw_buf_puts(out, ") VALUES ");
+    for (size_t r = 0; r < n; r++) {
+        if (rows[r].id) bw_buf_printf(out, r ? ",(%" PRIu64 : "(%" PRIu64, rows[r].id);
+        else bw_buf_puts(out, r ? ",(DEFAULT" : "(DEFAULT");
+        for (int c = 0; c < ot->column_cnt; c++) {
+            if (!used[c]) continue;
+            bw_buf_append(out, ",", 1);
+            const Bulkwrite__V1__RowField *f = row_field(&rows[r], c);
+            if (f) bw_sql_append_value(out, f->value);
+            else bw_buf_puts(out, "DEFAULT");
+        }
+        bw_buf_append(out, ")", 1);
+    }
+    if (op != BW_OP_UPSERT) return;
+    bw_buf_puts(out, " ON DUPLICATE KEY UPDATE ");
+    int first = 1;
+    for (int c = 0; c < ot->column_cnt; c++) {
+        if (!used[c]) continue;
+        if (!first) bw_buf_append(out, ",", 1);
+        first = 0;
+        append_ident(out, ot->columns[c].name);
+        bw_buf_puts(out, "=VALUES(");
+        append_ident(out, ot->columns[c].name);
+        bw_buf_append(out, ")", 1);
+    }
+    if (first) { /* only the id: keep the row as it is */
+        append_ident(out, ot->id_column);
+        bw_buf_puts(out, "=");
+        append_ident(out, ot->id_column);
+    }
+}
+
+/* One UPDATE for many rows: each column set by some row becomes
+ *   col = CASE id WHEN 1 THEN v1 WHEN 7 THEN col + v7 ELSE col END
+ * and WHERE id IN (…) limits it to the batch. Ids are unique (bw_sql_plan). */
+static void build_update(bw_buf_t *out, const char *db, const bw_object_type_t *ot,
+                         const bw_sql_row_t *rows, size_t n) {
+    bw_buf_puts(out, "UPDATE ");
+    append_table(out, db, ot);
+    bw_buf_puts(out, " SET ");
+    int first_col = 1;
+    for (int c = 0; c < ot->column_cnt; c++) {
+        int any = 0;
+        for (size_t r = 0; r < n && !any; r++) any = row_field(&rows[r], c) != NULL;
+        if (!any) continue;
+        if (!first_col) bw_buf_append(out, ",", 1);
+        first_col = 0;
+        append_ident(out, ot->columns[c].name);
+        bw_buf_puts(out, "=CASE ");
+        append_ident(out, ot->id_column);
+        for (size_t r = 0; r < n; r++) {
+            const Bulkwrite__V1__RowField *f = row_field(&rows[r], c);
+            if (!f) continue;
+            bw_buf_printf(out, " WHEN %" PRIu64 " THEN ", rows[r].id);
+            if (f->increment) {
+                append_ident(out, ot->columns[c].name);
+                bw_buf_append(out, "+", 1);
+            }
+            bw_sql_append_value(out, f->value);
+        }
+        bw_buf_puts(out, " ELSE ");
+        append_ident(out, ot->columns[c].name);
+        bw_buf_puts(out, " END");
+    }
+    bw_buf_puts(out, " WHERE ");
+    append_ident(out, ot->id_column);
+    bw_buf_puts(out, " IN ");
+    append_id_list(out, rows, n);
+}
+
+void bw_sql_build(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,
+                  const bw_sql_row_t *rows, size_t n) {
+    bw_buf_reset(out);
+    switch (op) {
+    case BW_OP_CREATE:
+    case BW_OP_UPSERT: build_insert(out, db, ot, op, rows, n); break;
+    case BW_OP_UPDATE: build_update(out, db, ot, rows, n); break;
+    case BW_OP_DELETE:
+        bw_buf_puts(out, "DELETE FROM ");
+        append_table(out, db, ot);
+        bw_buf_puts(out, " WHERE ");
+        append_ident(out, ot->id_column);
+        bw_buf_puts(out, " IN ");
+        append_id_list(out, rows, n);
+        break;
+    }
+}

@@ -1,0 +1,45 @@
+/* sql.h — building one multi-row statement per batch.
+ *
+ * Identifiers (database, table, columns) come only from the configuration, which
+ * admits [A-Za-z0-9_] and is quoted with backticks anyway. Values are never spliced
+ * raw: numbers are printed, text is escaped for a utf8mb4 connection whose sql_mode
+ * lacks NO_BACKSLASH_ESCAPES (the consumer sets both on connect), binary goes as a hex
+ * literal X'…'. Byte-wise escaping is safe for utf8mb4 because no byte of a multi-byte
+ * UTF-8 sequence is below 0x80, so none can be mistaken for a quote or a backslash.
+ *
+ * @locality any thread; the caller owns the output buffer. */
+#ifndef BW_SQL_H
+#define BW_SQL_H
+
+#include <stdint.h>
+
+#include "buf.h"
+#include "bulkwrite.pb-c.h"
+#include "config.h"
+
+/* One row of a statement: the RowFields of a ShardBatch row and the map from the
+ * batch's column numbers to the object type's columns (resolved by the consumer). */
+typedef struct {
+    uint64_t id;
+    size_t field_cnt;
+    Bulkwrite__V1__RowField *const *fields;
+    const int *colmap;
+} bw_sql_row_t;
+
+/* Appends `len` bytes escaped for use between single quotes. */
+void bw_sql_append_escaped(bw_buf_t *b, const void *s, size_t len);
+/* Appends a value as an SQL literal (NULL, 42, 1.5, 'text', X'00ff', 1). */
+void bw_sql_append_value(bw_buf_t *b, const Bulkwrite__V1__Value *v);
+
+/* How many leading rows of rows[0..n) may share one statement: at most the object
+ * type's batch size for `op`; UPDATE and UPSERT stop before an id repeats (one
+ * statement cannot apply two changes to one row in order); UPSERT also stops where the
+ * set of columns changes (ON DUPLICATE KEY UPDATE names one column list). >= 1 if n > 0. */
+size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows, size_t n);
+
+/* Writes the statement for rows[0..n) (a prefix bw_sql_plan admitted) into `out`,
+ * replacing its contents. */
+void bw_sql_build(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,
+                  const bw_sql_row_t *rows, size_t n);
+
+#endif

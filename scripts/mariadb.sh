@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Throwaway MariaDB servers for tests: one self-contained server per DIR,
+# TCP on 127.0.0.1 only, root with an empty password.
+set -euo pipefail
+
+usage() {
+    cat >&2 <<EOF
+usage: $0 start  DIR PORT   init DIR/data if needed, start server on 127.0.0.1:PORT
+       $0 stop   DIR        clean shutdown (SIGTERM/SIGKILL fallback), wait max 30 s
+       $0 kill   DIR        kill -9 the server (fault tests)
+       $0 status DIR        print whether it runs; exit 0 if up, 3 if down
+Connect: mariadb -h127.0.0.1 -P PORT -uroot   (empty password)
+Files in DIR: data/ mysqld.sock mysqld.pid error.log port
+EOF
+    exit 2
+}
+
+die() { echo "mariadb: ERROR: $*" >&2; exit 1; }
+
+# A pid counts as alive unless gone or a zombie: the server is re-parented to
+# PID 1 when this script exits, and not every init reaps (containers, VMs).
+alive() {
+    local pid=$1 st
+    [[ -n $pid ]] || return 1
+    st=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [[ -n $st && $st != Z && $st != X ]]
+}
+
+# Pid of the server running in DIR, or empty. Checks the command name so a
+# stale pid file whose pid got reused by something else is not trusted.
+server_pid() {
+    local pid
+    pid=$(cat "$DIR/mysqld.pid" 2>/dev/null || true)
+    [[ $pid =~ ^[0-9]+$ ]] || return 0
+    alive "$pid" || return 0
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == mariadbd || $(cat "/proc/$pid/comm" 2>/dev/null) == mysqld ]] || return 0
+    echo "$pid"
+}
+
+wait_gone() { # pid seconds
+    local pid=$1 i
+    for ((i = 0; i < $2 * 10; i++)); do
+        alive "$pid" || return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+sock_sql() { # run SQL as root over the unix socket (works before TCP grants exist)
+    mariadb --no-defaults --protocol=socket -S "$DIR/mysqld.sock" -uroot -N -B -e "$1"
+}
+
+cmd_start() {
+    local port=$1 pid i
+    [[ $port =~ ^[0-9]+$ ]] && ((port > 0 && port < 65536)) || die "bad PORT '$port'"
+    command -v mariadbd >/dev/null 2>&1 || PATH=$PATH:/usr/sbin
+    command -v mariadbd >/dev/null 2>&1 || die "mariadbd not found (run scripts/install-deps.sh)"
+    mkdir -p "$DIR"
+
+    pid=$(server_pid)
+    if [[ -n $pid ]]; then
+        echo "mariadb: already running, pid $pid, on 127.0.0.1:$(cat "$DIR/port" 2>/dev/null || echo '?') ($DIR)"
+        return 0
+    fi
+
+    # unix socket paths are limited to 107 bytes; fail clearly instead of obscurely
+    ((${#DIR} + 12 < 108)) || die "DIR path too long for a unix socket: $DIR"
+
+    # Fail clearly if the port is taken; otherwise the readiness check below
+    # could be answered by somebody else's server.
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        die "127.0.0.1:$port is already in use by another process"
+    fi
+
+    # global_priv.frm only exists once mariadb-install-db finished. A data dir
+    # left by an interrupted init (marker still there) is redone; anything else
+    # we did not create is not ours to delete.
+    if [[ ! -e $DIR/data/mysql/global_priv.frm ]]; then
+        if [[ -e $DIR/.init-in-progress ]]; then
+            rm -rf "$DIR/data"
+        elif [[ -d $DIR/data && -n $(ls -A "$DIR/data") ]]; then
+            die "$DIR/data exists but is not a MariaDB data dir; remove it first"
+        fi
+        touch "$DIR/.init-in-progress"
+        # --user=root: we run as root and mariadbd refuses root without it.
+        # auth=normal: root@localhost gets a usable (empty) password, not unix_socket.
+        if ! mariadb-install-db --no-defaults --user=root \
+                --auth-root-authentication-method=normal \
+                --datadir="$DIR/data" --skip-test-db --skip-name-resolve \
+                >"$DIR/install-db.log" 2>&1; then
+            tail -n 20 "$DIR/install-db.log" >&2
+            die "mariadb-install-db failed (see $DIR/install-db.log)"
+        fi
+        rm -f "$DIR/.init-in-progress"
+    fi
+
+    rm -f "$DIR/mysqld.pid"   # so we only ever read the pid of this start
+    # setsid+nohup: the server must outlive this script and the caller's terminal.
+    setsid nohup mariadbd --no-defaults \
+        --datadir="$DIR/data" --socket="$DIR/mysqld.sock" \
+        --port="$port" --bind-address=127.0.0.1 \
+        --pid-file="$DIR/mysqld.pid" --log-error="$DIR/error.log" \
+        --user=root --skip-name-resolve \
+        --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
+        --max-connections=500 \
+        </dev/null >>"$DIR/mariadbd.out" 2>&1 &
+    local launcher=$!
+    echo "$port" >"$DIR/port"
+
+    # Ready = our own socket answers (the socket is created after the TCP bind).
+    local up=0 died=0
+    for ((i = 0; i < 600; i++)); do
+        if mariadb-admin --no-defaults --protocol=socket -S "$DIR/mysqld.sock" -uroot \
+                --connect-timeout=2 ping >/dev/null 2>&1; then
+            up=1; break
+        fi
+        if ! alive "$launcher" && [[ -z $(server_pid) ]]; then
+            died=1; break   # died during startup (port in use, bad datadir, ...)
+        fi
+        sleep 0.1
+    done
+    if ((up == 0)); then
+        tail -n 20 "$DIR/error.log" >&2 2>/dev/null || true
+        pid=$(server_pid)
+        [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null || true
+        ((died)) && die "mariadbd exited during startup (see $DIR/error.log)"
+        die "server did not come up on 127.0.0.1:$port within 60 s (see $DIR/error.log)"
+    fi
+
+    # Make root usable over TCP with an empty password. With --skip-name-resolve
+    # a TCP client from 127.0.0.1 only matches host '127.0.0.1', not 'localhost'.
+    # Re-applied on every start: cheap, and repairs a data dir made elsewhere.
+    sock_sql "
+        CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+        ALTER USER 'root'@'127.0.0.1' IDENTIFIED VIA mysql_native_password USING PASSWORD('');
+        GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+        ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('');
+        GRANT ALL ON *.* TO 'root'@'localhost' WITH GRANT OPTION;
+    " >/dev/null || die "could not set up root accounts via $DIR/mysqld.sock"
+
+    # Proves TCP login works and that the port really belongs to this DIR's server.
+    local dd
+    dd=$(mariadb --no-defaults -h127.0.0.1 -P "$port" -uroot -N -B -e 'SELECT @@datadir') \
+        || die "server is up but root@127.0.0.1 cannot log in over TCP port $port"
+    [[ ${dd%/} == "$DIR/data" ]] || die "127.0.0.1:$port is served by another server (datadir $dd)"
+
+    echo "mariadb: up on 127.0.0.1:$port ($DIR)"
+}
+
+cmd_stop() {
+    local pid
+    pid=$(server_pid)
+    if [[ -z $pid ]]; then
+        echo "mariadb: not running ($DIR)"
+        return 0
+    fi
+    # Clean shutdown via the socket; a plain SIGTERM does the same if that fails.
+    mariadb-admin --no-defaults --protocol=socket -S "$DIR/mysqld.sock" -uroot \
+        shutdown >/dev/null 2>&1 || kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_gone "$pid" 30; then
+        echo "mariadb: WARNING: pid $pid still alive after 30 s, sending SIGKILL" >&2
+        kill -9 "$pid" 2>/dev/null || true
+        wait_gone "$pid" 5 || die "pid $pid will not die"
+    fi
+    echo "mariadb: stopped ($DIR)"
+}
+
+cmd_kill() {
+    local pid
+    pid=$(server_pid)
+    if [[ -z $pid ]]; then
+        echo "mariadb: not running ($DIR)"
+        return 0
+    fi
+    kill -9 "$pid"
+    wait_gone "$pid" 10 || die "pid $pid survived SIGKILL"
+    echo "mariadb: killed pid $pid ($DIR)"
+}
+
+cmd_status() {
+    local pid
+    pid=$(server_pid)
+    if [[ -n $pid ]]; then
+        echo "mariadb: running, pid $pid, on 127.0.0.1:$(cat "$DIR/port" 2>/dev/null || echo '?') ($DIR)"
+    else
+        echo "mariadb: not running ($DIR)"
+        return 3
+    fi
+}
+
+[[ $# -ge 2 ]] || usage
+cmd=$1
+# absolute path: mariadbd resolves relative paths against its datadir
+DIR=$(realpath -m -- "$2")
+case $cmd in
+    start)  [[ $# -eq 3 ]] || usage; cmd_start "$3" ;;
+    stop)   [[ $# -eq 2 ]] || usage; cmd_stop ;;
+    kill)   [[ $# -eq 2 ]] || usage; cmd_kill ;;
+    status) [[ $# -eq 2 ]] || usage; cmd_status ;;
+    *)      usage ;;
+esac
