@@ -26,7 +26,7 @@ comma := ,
 GEN := build/gen
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread \
-          -I$(GEN) -Icommon -Ibatcher $(SANFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+          -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer $(SANFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 LDFLAGS += $(SANFLAGS)
 
@@ -108,3 +108,6 @@ clean:
 	rm -rf build bin
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# keep tool objects: they are not intermediate files to delete
+.SECONDARY:

@@ -1,5 +1,6 @@
 #include "batcher.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,7 +160,16 @@ static void emit_group(split_ctx_t *ctx, int shard, const uint32_t *v, size_t n)
         protobuf_c_message_pack(&sb.base, payload);
 
         ctx->msgs = grow(ctx->arena, ctx->msgs, sizeof(*ctx->msgs), ctx->msg_cnt, &ctx->msg_cap);
-        ctx->msgs[ctx->msg_cnt++] = (bw_batch_msg_t){shard, payload, len, ops, row_cnt};
+        bw_batch_msg_t *m = &ctx->msgs[ctx->msg_cnt++];
+        memset(m, 0, sizeof(*m));
+        m->shard = shard;
+        m->type_name = ot->name;
+        snprintf(m->op_header, sizeof(m->op_header), "%d", opk);
+        snprintf(m->rows_header, sizeof(m->rows_header), "%zu", row_cnt);
+        m->payload = payload;
+        m->len = len;
+        m->ops = ops;
+        m->op_cnt = row_cnt;
     }
 }
 

@@ -29,6 +29,10 @@ typedef struct {
 
 typedef struct {
     int32_t shard;
+    /* Kafka headers, so a consumer can group messages without decoding them */
+    const char *type_name;  /* bw-type */
+    char op_header[4];      /* bw-op: the OpType number */
+    char rows_header[24];   /* bw-rows: row count */
     void *payload;        /* packed ShardBatch; malloc'd, owned by the caller (or Kafka) */
     size_t len;
     const uint32_t *ops;  /* request indices of the ops it carries (arena) */

@@ -157,6 +157,10 @@ static const key_t_ top_keys[] = {
      "Messages a consumer buffers per partition (pulled at once)."},
     {"consumer.workers", K_INT, OFF(workers), 0, 1, 1024, "4", NULL, NULL, 0,
      "Worker threads applying batches; a slow shard holds one worker, not the others."},
+    {"consumer.listen_address", K_STR, OFF(consumer_listen_address), 0, 0, 0, "\"127.0.0.1\"",
+     NULL, NULL, 0, "Address of the consumer's /metrics, /healthz and /readyz."},
+    {"consumer.port", K_INT, OFF(consumer_port), 0, 0, 65535, "18081", NULL, NULL, 0,
+     "Port of the consumer's HTTP endpoints (0 = any free port, logged at startup)."},
     {"object_types", K_LIST, OFF(object_types), OFF(object_type_cnt), 1, 1024, NULL, NULL,
      object_type_keys, sizeof(bw_object_type_t), "Object types clients may write."},
     END};

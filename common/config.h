@@ -94,6 +94,8 @@ typedef struct {
     /* consumer */
     int pull_count;
     int workers;
+    char *consumer_listen_address;
+    int consumer_port;
 
     bw_object_type_t *object_types; int object_type_cnt;
 

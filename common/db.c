@@ -1,0 +1,138 @@
+#include "db.h"
+
+#include <errmsg.h>
+#include <mysqld_error.h>
+#include <string.h>
+
+#include "log.h"
+
+MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size) {
+    const bw_server_t *sv = &conf->servers[server_index];
+    MYSQL *db = mysql_init(NULL);
+    if (!db) {
+        bw_seterr(errstr, errstr_size, BW_ERR_NOMEM, "mysql_init failed");
+        return NULL;
+    }
+    unsigned int connect_s = (unsigned)(conf->connect_timeout_ms + 999) / 1000;
+    unsigned int io_s = (unsigned)(conf->query_timeout_ms + 999) / 1000 + 2;
+    my_bool off = 0;
+    mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
+    mysql_options(db, MYSQL_OPT_READ_TIMEOUT, &io_s);
+    mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
+    mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    mysql_options(db, MYSQL_OPT_RECONNECT, &off); /* a reconnect mid-transaction would lose it */
+    if (!mysql_real_connect(db, sv->host, sv->user, sv->password, NULL, (unsigned)sv->port, NULL, 0)) {
+        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "connect to %s (%s:%d): %s", sv->name,
+                  sv->host, sv->port, mysql_error(db));
+        mysql_close(db);
+        return NULL;
+    }
+    char q[256];
+    snprintf(q, sizeof(q),
+             "SET SESSION sql_mode='STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,ERROR_FOR_DIVISION_BY_ZERO',"
+             " max_statement_time=%.3f, autocommit=0, innodb_lock_wait_timeout=%d",
+             conf->query_timeout_ms / 1000.0, (conf->query_timeout_ms + 999) / 1000);
+    if (mysql_query(db, q)) {
+        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "session setup on %s: %s", sv->name,
+                  mysql_error(db));
+        mysql_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+int bw_db_error_retryable(unsigned int err) {
+    switch (err) {
+    case ER_LOCK_DEADLOCK:
+    case ER_LOCK_WAIT_TIMEOUT:
+    case ER_STATEMENT_TIMEOUT:
+    case ER_QUERY_INTERRUPTED:
+    case ER_OPTION_PREVENTS_STATEMENT: /* read_only during a failover */
+    case ER_CON_COUNT_ERROR:
+    case ER_TOO_MANY_USER_CONNECTIONS:
+    case ER_SERVER_SHUTDOWN:
+    case ER_NORMAL_SHUTDOWN:
+    case ER_CONNECTION_KILLED:
+    case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST:
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_COMMANDS_OUT_OF_SYNC:
+    case CR_SERVER_LOST_EXTENDED:
+        return 1;
+    }
+    return 0;
+}
+
+static void column_sql(const bw_column_t *c, bw_buf_t *out) {
+    bw_buf_printf(out, ", `%s` ", c->name);
+    switch (c->type) {
+    case BW_COL_INT: bw_buf_puts(out, "BIGINT"); break;
+    case BW_COL_DOUBLE: bw_buf_puts(out, "DOUBLE"); break;
+    case BW_COL_BOOL: bw_buf_puts(out, "TINYINT(1)"); break;
+    case BW_COL_STRING:
+        if (c->max_length <= 16000) bw_buf_printf(out, "VARCHAR(%d)", c->max_length);
+        else bw_buf_puts(out, "MEDIUMTEXT");
+        break;
+    case BW_COL_BYTES:
+        if (c->max_length <= 8000) bw_buf_printf(out, "VARBINARY(%d)", c->max_length);
+        else bw_buf_puts(out, "MEDIUMBLOB");
+        break;
+    }
+    if (c->nullable) bw_buf_puts(out, " NULL DEFAULT NULL");
+    else if (c->required) bw_buf_puts(out, " NOT NULL");
+    else if (c->type == BW_COL_STRING || c->type == BW_COL_BYTES) bw_buf_puts(out, " NOT NULL DEFAULT ''");
+    else bw_buf_puts(out, " NOT NULL DEFAULT 0");
+}
+
+void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out) {
+    const bw_server_t *sv = &conf->servers[server_index];
+    for (int s = sv->first_shard; s <= sv->last_shard; s++) {
+        char db[80];
+        bw_config_shard_db(conf, s, db, sizeof(db));
+        bw_buf_printf(out, "CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4;\n", db);
+        /* where the consumer keeps each partition's next offset, committed with the batch */
+        bw_buf_printf(out,
+                      "CREATE TABLE IF NOT EXISTS `%s`.`bw_offsets` (topic VARCHAR(249) NOT NULL, "
+                      "kafka_partition INT NOT NULL, next_offset BIGINT NOT NULL, "
+                      "PRIMARY KEY (topic, kafka_partition)) ENGINE=InnoDB;\n",
+                      db);
+        for (int t = 0; t < conf->object_type_cnt; t++) {
+            const bw_object_type_t *ot = &conf->object_types[t];
+            bw_buf_printf(out, "CREATE TABLE IF NOT EXISTS `%s`.`%s` (`%s` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT",
+                          db, ot->table, ot->id_column);
+            for (int c = 0; c < ot->column_cnt; c++) column_sql(&ot->columns[c], out);
+            bw_buf_printf(out, ", PRIMARY KEY (`%s`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n", ot->id_column);
+        }
+    }
+}
+
+bw_err_t bw_db_apply_schema(const bw_config_t *conf, char *errstr, size_t errstr_size) {
+    bw_buf_t sql;
+    bw_buf_init(&sql);
+    bw_err_t ret = BW_OK;
+    for (int i = 0; i < conf->server_cnt && ret == BW_OK; i++) {
+        MYSQL *db = bw_db_connect(conf, i, errstr, errstr_size);
+        if (!db) {
+            ret = BW_ERR_MYSQL_RETRY;
+            break;
+        }
+        bw_buf_reset(&sql);
+        bw_db_schema_sql(conf, i, &sql);
+        for (char *line = sql.data, *nl; line && *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            *nl = '\0';
+            if (mysql_query(db, line)) {
+                ret = bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_DATA, "schema on %s: %s: %s",
+                                conf->servers[i].name, mysql_error(db), line);
+                break;
+            }
+        }
+        if (ret == BW_OK && mysql_commit(db))
+            ret = bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "commit on %s: %s",
+                            conf->servers[i].name, mysql_error(db));
+        mysql_close(db);
+    }
+    bw_buf_free(&sql);
+    return ret;
+}

@@ -1,0 +1,177 @@
+#include "metrics.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static const double buckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+#define BUCKETS (sizeof(buckets) / sizeof(buckets[0]))
+
+typedef struct {
+    uint64_t counts[BUCKETS + 1];
+    double sum;
+    uint64_t cnt;
+} histogram_t;
+
+typedef struct {
+    uint64_t rows, failed_rows, batches;
+    uint64_t errors[BW_APPLY_ERR_KINDS];
+    double rate;
+    int paused;
+    int64_t lag;
+    int assigned;
+} shard_stats_t;
+
+struct bw_metrics {
+    pthread_mutex_t mu;
+    bw_metrics_role_t role;
+    int shard_count;
+    /* proxy */
+    uint64_t status_counts[600];
+    uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages;
+    histogram_t accept_latency;
+    /* consumer */
+    shard_stats_t *shards;
+    histogram_t apply_latency;
+};
+
+static const char *const err_names[] = {"retryable", "timeout", "data", "decode"};
+
+bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
+    bw_metrics_t *m = calloc(1, sizeof(*m));
+    pthread_mutex_init(&m->mu, NULL);
+    m->role = role;
+    m->shard_count = conf->shard_count;
+    if (role == BW_METRICS_CONSUMER) m->shards = calloc((size_t)conf->shard_count, sizeof(*m->shards));
+    return m;
+}
+
+void bw_metrics_destroy(bw_metrics_t *m) {
+    if (!m) return;
+    pthread_mutex_destroy(&m->mu);
+    free(m->shards);
+    free(m);
+}
+
+static void observe(histogram_t *h, int64_t us) {
+    double s = (double)us / 1e6;
+    size_t i = 0;
+    while (i < BUCKETS && s > buckets[i]) i++;
+    h->counts[i]++;
+    h->sum += s;
+    h->cnt++;
+}
+
+void bw_metrics_count_status(bw_metrics_t *m, unsigned status) {
+    pthread_mutex_lock(&m->mu);
+    if (status < 600) m->status_counts[status]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepted, uint64_t rejected,
+                              uint64_t not_accepted, uint64_t messages, int64_t latency_us) {
+    pthread_mutex_lock(&m->mu);
+    if (status < 600) m->status_counts[status]++;
+    m->ops_accepted += accepted;
+    m->ops_rejected += rejected;
+    m->ops_not_accepted += not_accepted;
+    m->messages += messages;
+    observe(&m->accept_latency, latency_us);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,
+                              int64_t latency_us) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].rows += rows;
+    m->shards[shard].failed_rows += failed_rows;
+    m->shards[shard].batches++;
+    observe(&m->apply_latency, latency_us);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].errors[kind]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int64_t lag) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].rate = rate;
+    m->shards[shard].paused = paused;
+    m->shards[shard].lag = lag;
+    m->shards[shard].assigned = 1;
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void render_histogram(bw_buf_t *out, const char *name, const char *help, const histogram_t *h) {
+    bw_buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < BUCKETS; i++) {
+        cum += h->counts[i];
+        bw_buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, buckets[i], (unsigned long long)cum);
+    }
+    bw_buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+                  (unsigned long long)h->cnt, name, h->sum, name, (unsigned long long)h->cnt);
+}
+
+static void header(bw_buf_t *out, const char *name, const char *type, const char *help) {
+    bw_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+#define SHARD_SERIES(name, type, help, fmt, expr)                                    \
+    do {                                                                             \
+        header(out, name, type, help);                                               \
+        for (int s = 0; s < m->shard_count; s++) {                                   \
+            const shard_stats_t *st = &m->shards[s];                                 \
+            if (!st->assigned && !st->batches && !st->errors[0] && !st->errors[1] && \
+                !st->errors[2] && !st->errors[3])                                    \
+                continue;                                                            \
+            bw_buf_printf(out, name "{shard=\"%d\"} " fmt "\n", s, expr);            \
+        }                                                                            \
+    } while (0)
+
+void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
+    pthread_mutex_lock(&m->mu);
+    if (m->role == BW_METRICS_PROXY) {
+        header(out, "bulkwrite_proxy_requests_total", "counter", "HTTP requests answered, by status code.");
+        for (unsigned s = 0; s < 600; s++)
+            if (m->status_counts[s])
+                bw_buf_printf(out, "bulkwrite_proxy_requests_total{code=\"%u\"} %llu\n", s,
+                              (unsigned long long)m->status_counts[s]);
+        header(out, "bulkwrite_proxy_ops_accepted_total", "counter", "Ops durably written to Kafka.");
+        bw_buf_printf(out, "bulkwrite_proxy_ops_accepted_total %llu\n", (unsigned long long)m->ops_accepted);
+        header(out, "bulkwrite_proxy_ops_rejected_total", "counter", "Ops rejected as invalid.");
+        bw_buf_printf(out, "bulkwrite_proxy_ops_rejected_total %llu\n", (unsigned long long)m->ops_rejected);
+        header(out, "bulkwrite_proxy_kafka_produce_errors_total", "counter",
+               "Ops not accepted because Kafka did not acknowledge their batch.");
+        bw_buf_printf(out, "bulkwrite_proxy_kafka_produce_errors_total %llu\n",
+                      (unsigned long long)m->ops_not_accepted);
+        header(out, "bulkwrite_proxy_kafka_messages_total", "counter", "Shard batches produced.");
+        bw_buf_printf(out, "bulkwrite_proxy_kafka_messages_total %llu\n", (unsigned long long)m->messages);
+        render_histogram(out, "bulkwrite_proxy_accept_latency_seconds",
+                         "Time from request received to reply, including Kafka acknowledgement.",
+                         &m->accept_latency);
+    } else {
+        SHARD_SERIES("bulkwrite_consumer_rows_applied_total", "counter", "Rows applied to the shard.",
+                     "%llu", (unsigned long long)st->rows);
+        SHARD_SERIES("bulkwrite_consumer_rows_failed_total", "counter",
+                     "Rows the shard refused (data errors).", "%llu", (unsigned long long)st->failed_rows);
+        SHARD_SERIES("bulkwrite_consumer_batches_applied_total", "counter",
+                     "Batch transactions committed on the shard.", "%llu", (unsigned long long)st->batches);
+        header(out, "bulkwrite_consumer_errors_total", "counter", "Apply errors by kind.");
+        for (int s = 0; s < m->shard_count; s++)
+            for (int k = 0; k < BW_APPLY_ERR_KINDS; k++)
+                if (m->shards[s].errors[k])
+                    bw_buf_printf(out, "bulkwrite_consumer_errors_total{shard=\"%d\",kind=\"%s\"} %llu\n", s,
+                                  err_names[k], (unsigned long long)m->shards[s].errors[k]);
+        SHARD_SERIES("bulkwrite_consumer_rate_batches_per_second", "gauge",
+                     "Effective rate limit (0 = unlimited).", "%g", st->rate);
+        SHARD_SERIES("bulkwrite_consumer_paused", "gauge", "1 while the shard is paused.", "%d", st->paused);
+        SHARD_SERIES("bulkwrite_consumer_lag_messages", "gauge",
+                     "Messages buffered but not yet applied for the shard.", "%lld", (long long)st->lag);
+        render_histogram(out, "bulkwrite_consumer_apply_latency_seconds",
+                         "Time to apply one batch transaction.", &m->apply_latency);
+    }
+    pthread_mutex_unlock(&m->mu);
+}

@@ -1,0 +1,42 @@
+/* metrics.h — counters, gauges and histograms, rendered in Prometheus text format.
+ *
+ * Each daemon has one fixed set (docs/operations.md lists every series). Updates take
+ * a mutex per call — per request or per batch, never per row.
+ * @locality any thread. */
+#ifndef BW_METRICS_H
+#define BW_METRICS_H
+
+#include <stdint.h>
+
+#include "buf.h"
+#include "config.h"
+
+typedef enum { BW_METRICS_PROXY, BW_METRICS_CONSUMER } bw_metrics_role_t;
+
+typedef enum {
+    BW_APPLY_ERR_RETRYABLE, /* deadlock, lost connection, gone away, ... */
+    BW_APPLY_ERR_TIMEOUT,   /* statement or lock-wait timeout */
+    BW_APPLY_ERR_DATA,      /* the row itself was refused */
+    BW_APPLY_ERR_DECODE,    /* a Kafka message that is not a valid ShardBatch */
+    BW_APPLY_ERR_KINDS
+} bw_apply_err_t;
+
+typedef struct bw_metrics bw_metrics_t;
+
+bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role);
+void bw_metrics_destroy(bw_metrics_t *m);
+
+/* proxy */
+void bw_metrics_count_status(bw_metrics_t *m, unsigned status);
+void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepted, uint64_t rejected,
+                              uint64_t not_accepted, uint64_t messages, int64_t latency_us);
+
+/* consumer */
+void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,
+                              int64_t latency_us);
+void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind);
+void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int64_t lag);
+
+void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out);
+
+#endif

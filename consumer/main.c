@@ -1,0 +1,525 @@
+/* bw-consumer — applies shard batches from Kafka to the MySQL shards, at each shard's rate.
+ *
+ * Threads:
+ *  - the dispatcher (main thread) polls Kafka, serves rebalances, buffers up to
+ *    consumer.pull_count messages per partition (pausing a partition whose buffer is
+ *    full), and hands each partition's next run of messages to the worker pool once the
+ *    shard's rate limiter allows it. A partition has at most one job in flight, so a
+ *    shard's batches are applied in partition order.
+ *  - consumer.workers worker threads apply jobs (apply.c). A hung shard holds one
+ *    worker until its query timeout; the other shards go on with the rest.
+ *  - libmicrohttpd's thread serves /metrics, /healthz and /readyz.
+ *
+ * Offsets: the shard's own database holds each partition's next offset, updated in the
+ * batch's transaction (exactly-once effects); the Kafka commit that follows only saves
+ * re-reading. */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "kafka.h"
+#include "log.h"
+#include "metrics.h"
+#include "ratelimit.h"
+
+#define COMPONENT "consumer"
+#define BACKOFF_INITIAL_US 100000
+#define BACKOFF_MAX_US 10000000
+
+typedef struct job job_t;
+
+/* One assigned partition (= logical shard). @locality dispatcher thread only. */
+typedef struct {
+    int assigned;
+    int paused;                /* fetching paused: buffer full */
+    rd_kafka_message_t **buf;  /* buffered messages, offset order */
+    size_t len, cap;
+    job_t *job;                /* in flight, or NULL */
+    int64_t ready_at_us;       /* not before (rate limit or retry backoff) */
+    int64_t backoff_us;
+    bw_ratelimit_t rl;
+} part_t;
+
+struct job {
+    int shard;
+    rd_kafka_message_t **msgs; /* the partition's first cnt buffered messages (copied) */
+    size_t cnt;
+    int64_t started_us;
+    bw_apply_result_t res;
+    job_t *next;
+};
+
+typedef struct {
+    bw_config_t *conf;
+    rd_kafka_t *rk;
+    part_t *parts;
+    atomic_int run;
+    bw_metrics_t *metrics;
+    /* worker pool. @locks mu guards todo, done, busy, stopping */
+    pthread_mutex_t mu;
+    pthread_cond_t todo_cv, done_cv;
+    job_t *todo, *todo_tail, *done;
+    int busy; /* jobs handed out and not yet collected */
+    int stopping;
+    pthread_t *workers;
+    struct MHD_Daemon *httpd;
+} consumer_t;
+
+static consumer_t cs;
+
+/* ---- workers ----------------------------------------------------------------------- */
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    bw_applier_t ap;
+    bw_applier_init(&ap, cs.conf, cs.metrics);
+    pthread_mutex_lock(&cs.mu);
+    for (;;) {
+        while (!cs.todo && !cs.stopping) pthread_cond_wait(&cs.todo_cv, &cs.mu);
+        if (!cs.todo) break;
+        job_t *j = cs.todo;
+        cs.todo = j->next;
+        if (!cs.todo) cs.todo_tail = NULL;
+        pthread_mutex_unlock(&cs.mu);
+
+        bw_applier_apply(&ap, j->shard, j->msgs, j->cnt, &j->res);
+
+        pthread_mutex_lock(&cs.mu);
+        j->next = cs.done;
+        cs.done = j;
+        pthread_cond_signal(&cs.done_cv);
+    }
+    pthread_mutex_unlock(&cs.mu);
+    bw_applier_destroy(&ap);
+    return NULL;
+}
+
+/* ---- dispatcher -------------------------------------------------------------------- */
+
+static int header_eq(rd_kafka_message_t *m, const char *name, const void *val, size_t len) {
+    rd_kafka_headers_t *h;
+    const void *v;
+    size_t vlen;
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, &v, &vlen)) return 0;
+    return vlen == len && memcmp(v, val, len) == 0;
+}
+
+static long header_long(rd_kafka_message_t *m, const char *name) {
+    rd_kafka_headers_t *h;
+    const void *v;
+    size_t vlen;
+    char tmp[24];
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, &v, &vlen) ||
+        vlen >= sizeof(tmp))
+        return -1;
+    memcpy(tmp, v, vlen);
+    tmp[vlen] = '\0';
+    return strtol(tmp, NULL, 10);
+}
+
+/* How many leading buffered messages form one job: consecutive messages of the same
+ * (object type, op), read from the producer's headers, up to that op's batch size. */
+static size_t job_size(const part_t *p) {
+    rd_kafka_headers_t *h;
+    const void *type;
+    size_t type_len;
+    rd_kafka_message_t *first = p->buf[0];
+    if (rd_kafka_message_headers(first, &h) || rd_kafka_header_get_last(h, "bw-type", &type, &type_len))
+        return 1;
+    char tname[128];
+    if (type_len >= sizeof(tname)) return 1;
+    memcpy(tname, type, type_len);
+    tname[type_len] = '\0';
+    const bw_object_type_t *ot = bw_config_object_type(cs.conf, tname);
+    long op = header_long(first, "bw-op"), rows = header_long(first, "bw-rows");
+    if (!ot || op < BW_OP_CREATE || op > BW_OP_DELETE || rows < 0) return 1;
+    char op_text[8];
+    int op_len = snprintf(op_text, sizeof(op_text), "%ld", op);
+    long limit = ot->batch_size[op];
+    size_t n = 1;
+    while (n < p->len && header_eq(p->buf[n], "bw-type", type, type_len) &&
+           header_eq(p->buf[n], "bw-op", op_text, (size_t)op_len)) {
+        long r = header_long(p->buf[n], "bw-rows");
+        if (r < 0 || rows + r > limit) break;
+        rows += r;
+        n++;
+    }
+    return n;
+}
+
+static void set_paused(int shard, int paused) {
+    part_t *p = &cs.parts[shard];
+    if (p->paused == paused) return;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, cs.conf->topic, shard);
+    if (paused) rd_kafka_pause_partitions(cs.rk, l);
+    else rd_kafka_resume_partitions(cs.rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    p->paused = paused;
+}
+
+static void commit_offset(int shard, int64_t next) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, cs.conf->topic, shard)->offset = next;
+    rd_kafka_commit(cs.rk, l, 1);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Takes a finished job back: on success drops its messages and commits; on a retry
+ * keeps them and backs off exponentially with jitter. */
+static void collect(job_t *j) {
+    part_t *p = &cs.parts[j->shard];
+    int64_t now = bw_now_us();
+    if (j->res.status == BW_APPLY_OK) {
+        for (size_t i = 0; i < j->cnt; i++) rd_kafka_message_destroy(p->buf[i]);
+        memmove(p->buf, p->buf + j->cnt, (p->len - j->cnt) * sizeof(*p->buf));
+        p->len -= j->cnt;
+        p->backoff_us = 0;
+        commit_offset(j->shard, j->res.next_offset);
+        bw_metrics_shard_applied(cs.metrics, j->shard, j->res.rows_applied, j->res.rows_failed,
+                                 now - j->started_us);
+        bw_log(BW_LOG_DEBUG, COMPONENT, j->shard, NULL,
+               "applied %zu messages: %llu rows, %llu failed, %llu messages already applied",
+               j->cnt, (unsigned long long)j->res.rows_applied, (unsigned long long)j->res.rows_failed,
+               (unsigned long long)j->res.messages_skipped);
+        if (p->paused && p->len < (size_t)cs.conf->pull_count / 2 + 1) set_paused(j->shard, 0);
+    } else {
+        p->backoff_us = p->backoff_us ? p->backoff_us * 2 : BACKOFF_INITIAL_US;
+        if (p->backoff_us > BACKOFF_MAX_US) p->backoff_us = BACKOFF_MAX_US;
+        int64_t jitter = (int64_t)(rand() % 1000) * p->backoff_us / 4000; /* up to +25% */
+        p->ready_at_us = now + p->backoff_us + jitter;
+        bw_metrics_shard_error(cs.metrics, j->shard, j->res.timeout ? BW_APPLY_ERR_TIMEOUT : BW_APPLY_ERR_RETRYABLE);
+        bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "batch not applied, retrying in %lld ms: %s",
+               (long long)(p->backoff_us + jitter) / 1000, j->res.error);
+    }
+    p->job = NULL;
+    free(j->msgs);
+    free(j);
+}
+
+/* Collects finished jobs; waits up to timeout_us for one if `wait`. */
+static void collect_done(int64_t wait_us) {
+    pthread_mutex_lock(&cs.mu);
+    if (!cs.done && wait_us > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)(wait_us % 1000000) * 1000;
+        ts.tv_sec += wait_us / 1000000 + ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&cs.done_cv, &cs.mu, &ts);
+    }
+    job_t *done = cs.done;
+    cs.done = NULL;
+    pthread_mutex_unlock(&cs.mu);
+    while (done) {
+        job_t *next = done->next;
+        pthread_mutex_lock(&cs.mu);
+        cs.busy--;
+        pthread_mutex_unlock(&cs.mu);
+        collect(done);
+        done = next;
+    }
+}
+
+/* Hands out every job that is due. Returns microseconds until the next one might be. */
+static int64_t dispatch(void) {
+    int64_t now = bw_now_us(), next = 10000;
+    for (int s = 0; s < cs.conf->shard_count; s++) {
+        part_t *p = &cs.parts[s];
+        if (!p->assigned || p->job || !p->len) continue;
+        if (p->ready_at_us > now) {
+            if (p->ready_at_us - now < next) next = p->ready_at_us - now;
+            continue;
+        }
+        pthread_mutex_lock(&cs.mu);
+        int full = cs.busy >= cs.conf->workers;
+        pthread_mutex_unlock(&cs.mu);
+        if (full) return 1000; /* pool full: back off, Kafka keeps buffering */
+        int64_t wait = bw_ratelimit_try_acquire(&p->rl, 1, now);
+        if (wait > 0) {
+            p->ready_at_us = now + wait;
+            if (wait < next) next = wait;
+            continue;
+        }
+        job_t *j = calloc(1, sizeof(*j));
+        j->shard = s;
+        j->cnt = job_size(p);
+        j->msgs = malloc(j->cnt * sizeof(*j->msgs));
+        memcpy(j->msgs, p->buf, j->cnt * sizeof(*j->msgs));
+        j->started_us = now;
+        p->job = j;
+        pthread_mutex_lock(&cs.mu);
+        cs.busy++;
+        if (cs.todo_tail) cs.todo_tail->next = j;
+        else cs.todo = j;
+        cs.todo_tail = j;
+        pthread_cond_signal(&cs.todo_cv);
+        pthread_mutex_unlock(&cs.mu);
+    }
+    return next;
+}
+
+static void buffer_message(rd_kafka_message_t *m) {
+    if (m->err) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "kafka: %s", rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    if (m->partition < 0 || m->partition >= cs.conf->shard_count || !cs.parts[m->partition].assigned) {
+        rd_kafka_message_destroy(m); /* from a partition no longer ours */
+        return;
+    }
+    part_t *p = &cs.parts[m->partition];
+    if (p->len == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : (size_t)cs.conf->pull_count;
+        p->buf = realloc(p->buf, p->cap * sizeof(*p->buf));
+        if (!p->buf) abort();
+    }
+    p->buf[p->len++] = m;
+    if (p->len >= (size_t)cs.conf->pull_count) set_paused(m->partition, 1);
+}
+
+/* Lets in-flight jobs of the listed partitions finish, then forgets the partitions. */
+static void release_partitions(const rd_kafka_topic_partition_list_t *l) {
+    for (;;) {
+        int in_flight = 0;
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].partition < cs.conf->shard_count && cs.parts[l->elems[i].partition].job)
+                in_flight = 1;
+        if (!in_flight) break;
+        collect_done(100000);
+    }
+    for (int i = 0; i < l->cnt; i++) {
+        int s = l->elems[i].partition;
+        if (s >= cs.conf->shard_count) continue;
+        part_t *p = &cs.parts[s];
+        for (size_t k = 0; k < p->len; k++) rd_kafka_message_destroy(p->buf[k]);
+        p->len = 0;
+        p->assigned = 0;
+        p->paused = 0;
+        bw_metrics_shard_state(cs.metrics, s, 0, 0, 0);
+    }
+}
+
+/* @locality dispatcher thread, from rd_kafka_consumer_poll */
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *l, void *opaque) {
+    (void)opaque;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        int64_t now = bw_now_us();
+        for (int i = 0; i < l->cnt; i++) {
+            int s = l->elems[i].partition;
+            if (s >= cs.conf->shard_count) continue;
+            part_t *p = &cs.parts[s];
+            p->assigned = 1;
+            p->paused = 0;
+            p->ready_at_us = 0;
+            p->backoff_us = 0;
+            bw_ratelimit_init(&p->rl, cs.conf->shard_rate[s], now);
+        }
+        bw_info(COMPONENT, "assigned %d partitions", l->cnt);
+        rd_kafka_assign(rk, l);
+    } else {
+        bw_info(COMPONENT, "revoking %d partitions", l->cnt);
+        release_partitions(l);
+        rd_kafka_assign(rk, NULL);
+    }
+}
+
+static void update_gauges(void) {
+    for (int s = 0; s < cs.conf->shard_count; s++) {
+        part_t *p = &cs.parts[s];
+        if (!p->assigned) continue;
+        int64_t lo, hi, lag = (int64_t)p->len;
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, cs.conf->topic, s);
+        /* lag = high watermark - next offset to apply */
+        if (rd_kafka_position(cs.rk, l) == 0 && l->elems[0].offset >= 0 &&
+            rd_kafka_get_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi) == 0 && hi >= 0) {
+            int64_t next = p->len ? p->buf[0]->offset : l->elems[0].offset;
+            lag = hi - next;
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        bw_metrics_shard_state(cs.metrics, s, p->rl.rate, 0, lag);
+    }
+}
+
+/* ---- HTTP ----------------------------------------------------------------------------- */
+
+static enum MHD_Result on_http(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *data,
+                               size_t *data_size, void **con_cls) {
+    (void)cls; (void)version; (void)data; (void)data_size; (void)con_cls;
+    bw_buf_t b;
+    bw_buf_init(&b);
+    unsigned status = MHD_HTTP_OK;
+    const char *type = "text/plain";
+    if (strcmp(method, "GET") != 0) {
+        status = MHD_HTTP_METHOD_NOT_ALLOWED;
+        bw_buf_puts(&b, "only GET\n");
+    } else if (strcmp(url, "/metrics") == 0) {
+        type = "text/plain; version=0.0.4";
+        bw_metrics_render(cs.metrics, &b);
+    } else if (strcmp(url, "/healthz") == 0) {
+        bw_buf_puts(&b, "ok\n");
+    } else if (strcmp(url, "/readyz") == 0) {
+        bw_buf_puts(&b, "ready\n");
+    } else {
+        status = MHD_HTTP_NOT_FOUND;
+        bw_buf_printf(&b, "no such endpoint: %s\n", url);
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(b.len, b.data ? b.data : (void *)"", MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    bw_buf_free(&b);
+    return ret;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+static void on_signal(int sig) {
+    (void)sig;
+    atomic_store(&cs.run, 0);
+}
+
+static void usage(FILE *out) {
+    fputs("usage: bw-consumer [-c CONFIG] [--brokers HOST:PORT] [--port N] [--dump-config]\n"
+          "  -c, --config FILE    configuration (default conf/bulkwrite.conf)\n"
+          "  -b, --brokers LIST   Kafka bootstrap servers (overrides kafka.brokers)\n"
+          "  -p, --port N         port of /metrics, /healthz, /readyz (overrides consumer.port; 0 = any)\n"
+          "      --dump-config    print the effective configuration and exit\n",
+          out);
+}
+
+int main(int argc, char **argv) {
+    const char *config_path = "conf/bulkwrite.conf", *brokers = NULL;
+    int port = -1, dump = 0;
+    static const struct option opts[] = {{"config", required_argument, 0, 'c'},
+                                         {"brokers", required_argument, 0, 'b'},
+                                         {"port", required_argument, 0, 'p'},
+                                         {"dump-config", no_argument, 0, 'D'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    for (int o; (o = getopt_long(argc, argv, "c:b:p:h", opts, NULL)) != -1;) {
+        switch (o) {
+        case 'c': config_path = optarg; break;
+        case 'b': brokers = optarg; break;
+        case 'p': port = atoi(optarg); break;
+        case 'D': dump = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    char err[512];
+    cs.conf = bw_config_load(config_path, err, sizeof(err));
+    if (!cs.conf) {
+        fprintf(stderr, "bw-consumer: %s\n", err);
+        return 1;
+    }
+    if (dump) {
+        bw_config_dump(cs.conf, stdout);
+        return 0;
+    }
+    bw_log_set_level((bw_log_level_t)cs.conf->log_level);
+    if (port >= 0) cs.conf->consumer_port = port;
+    srand((unsigned)bw_now_us());
+
+    rd_kafka_conf_t *kc = bw_kafka_conf(cs.conf, BW_KAFKA_CONSUMER, brokers, err, sizeof(err));
+    if (!kc) {
+        bw_error(COMPONENT, "%s", err);
+        return 1;
+    }
+    rd_kafka_conf_set_rebalance_cb(kc, on_rebalance);
+    cs.rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, err, sizeof(err));
+    if (!cs.rk) {
+        bw_error(COMPONENT, "kafka consumer: %s", err);
+        return 1;
+    }
+    if (bw_kafka_ensure_topic(cs.rk, cs.conf, 10000, err, sizeof(err)) != BW_OK) {
+        bw_error(COMPONENT, "%s", err);
+        rd_kafka_destroy(cs.rk);
+        return 1;
+    }
+    rd_kafka_poll_set_consumer(cs.rk);
+    cs.parts = calloc((size_t)cs.conf->shard_count, sizeof(*cs.parts));
+    cs.metrics = bw_metrics_new(cs.conf, BW_METRICS_CONSUMER);
+    pthread_mutex_init(&cs.mu, NULL);
+    pthread_cond_init(&cs.todo_cv, NULL);
+    pthread_cond_init(&cs.done_cv, NULL);
+    cs.workers = calloc((size_t)cs.conf->workers, sizeof(*cs.workers));
+    for (int i = 0; i < cs.conf->workers; i++) pthread_create(&cs.workers[i], NULL, worker_main, NULL);
+
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cs.conf->consumer_port)};
+    inet_pton(AF_INET, cs.conf->consumer_listen_address, &addr.sin_addr);
+    cs.httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                                on_http, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_END);
+    if (!cs.httpd) {
+        bw_error(COMPONENT, "cannot listen on %s:%d", cs.conf->consumer_listen_address, cs.conf->consumer_port);
+        return 1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(cs.httpd, MHD_DAEMON_INFO_BIND_PORT);
+
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(topics, cs.conf->topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(cs.rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (e) {
+        bw_error(COMPONENT, "subscribe to %s: %s", cs.conf->topic, rd_kafka_err2str(e));
+        return 1;
+    }
+    bw_info(COMPONENT, "consuming %s in group %s with %d workers; metrics on http://%s:%d/metrics",
+            cs.conf->topic, cs.conf->consumer_group, cs.conf->workers, cs.conf->consumer_listen_address,
+            di ? di->port : cs.conf->consumer_port);
+
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    atomic_store(&cs.run, 1);
+    int64_t next_gauges = 0;
+    int64_t wait_us = 0;
+    while (atomic_load(&cs.run)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(cs.rk, (int)(wait_us / 1000));
+        /* drain what is already fetched without blocking */
+        for (int i = 0; m && i < 10000; i++) {
+            buffer_message(m);
+            m = rd_kafka_consumer_poll(cs.rk, 0);
+        }
+        if (m) buffer_message(m);
+        collect_done(0);
+        wait_us = dispatch();
+        if (wait_us > 5000) wait_us = 5000; /* finished jobs are collected at least this often */
+        int64_t now = bw_now_us();
+        if (now >= next_gauges) {
+            update_gauges();
+            next_gauges = now + 1000000;
+        }
+    }
+
+    bw_info(COMPONENT, "shutting down: finishing batches in flight");
+    for (int s = 0; s < cs.conf->shard_count; s++)
+        while (cs.parts[s].job) collect_done(100000);
+    rd_kafka_consumer_close(cs.rk); /* revokes: nothing in flight by now */
+    pthread_mutex_lock(&cs.mu);
+    cs.stopping = 1;
+    pthread_cond_broadcast(&cs.todo_cv);
+    pthread_mutex_unlock(&cs.mu);
+    for (int i = 0; i < cs.conf->workers; i++) pthread_join(cs.workers[i], NULL);
+    rd_kafka_destroy(cs.rk);
+    MHD_stop_daemon(cs.httpd);
+    for (int s = 0; s < cs.conf->shard_count; s++) free(cs.parts[s].buf);
+    free(cs.parts);
+    free(cs.workers);
+    bw_metrics_destroy(cs.metrics);
+    bw_config_destroy(cs.conf);
+    return 0;
+}

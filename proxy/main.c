@@ -1,0 +1,455 @@
+/* bw-proxy — the bulk write API.
+ *
+ * POST /v1/batches takes a BatchWriteRequest (protobuf or JSON), validates each op,
+ * hands the valid ones to the batcher, produces one Kafka message per batch to the
+ * shard's partition, and answers only once Kafka has acknowledged every message
+ * (acks=all, idempotent producer): 202 when every valid op is durable, 503 naming the
+ * ops Kafka did not take otherwise. Invalid ops are rejected one by one with reasons.
+ *
+ * Threads: libmicrohttpd runs one thread per connection (a request blocks until its
+ * acknowledgements arrive); one poller thread serves librdkafka's delivery reports. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "batcher.h"
+#include "kafka.h"
+#include "log.h"
+#include "metrics.h"
+#include "request.h"
+
+#define COMPONENT "proxy"
+
+typedef struct {
+    bw_config_t *conf;
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+    struct MHD_Daemon *httpd;
+    atomic_int run;         /* main loop */
+    atomic_int run_poller;  /* delivery-report poller: outlives the HTTP server */
+    pthread_t poller;
+    bw_metrics_t *metrics;
+} proxy_t;
+
+static proxy_t proxy;
+
+/* ---- delivery tracking ------------------------------------------------------------ */
+
+/* One request's outstanding messages. @locks mu guards pending and errs. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t pending;
+    rd_kafka_resp_err_t *errs; /* per message */
+} tracker_t;
+
+typedef struct {
+    tracker_t *tr;
+    size_t msg;
+} delivery_t;
+
+/* @locality poller thread */
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    (void)opaque;
+    delivery_t *d = m->_private;
+    pthread_mutex_lock(&d->tr->mu);
+    d->tr->errs[d->msg] = m->err;
+    if (--d->tr->pending == 0) pthread_cond_signal(&d->tr->cv);
+    pthread_mutex_unlock(&d->tr->mu);
+}
+
+static void *poller_main(void *arg) {
+    (void)arg;
+    while (atomic_load(&proxy.run_poller)) rd_kafka_poll(proxy.rk, 100);
+    return NULL;
+}
+
+/* Produces every message of `set`, waits for all acknowledgements and fills errs[].
+ * Payload ownership passes to librdkafka on a successful produce call. */
+static void produce_all(bw_batch_set_t *set, const char *job_id, rd_kafka_resp_err_t *errs,
+                        bw_arena_t *arena) {
+    tracker_t tr = {.pending = 0, .errs = errs};
+    pthread_mutex_init(&tr.mu, NULL);
+    pthread_cond_init(&tr.cv, NULL);
+    delivery_t *ds = bw_arena_alloc(arena, (set->msg_cnt + 1) * sizeof(*ds));
+    int64_t deadline = bw_now_us() + (int64_t)proxy.conf->produce_timeout_ms * 1000;
+    for (size_t i = 0; i < set->msg_cnt; i++) {
+        bw_batch_msg_t *m = &set->msgs[i];
+        ds[i] = (delivery_t){&tr, i};
+        pthread_mutex_lock(&tr.mu);
+        tr.pending++;
+        pthread_mutex_unlock(&tr.mu);
+        for (;;) {
+            rd_kafka_resp_err_t err = rd_kafka_producev(
+                proxy.rk, RD_KAFKA_V_RKT(proxy.rkt), RD_KAFKA_V_PARTITION(m->shard),
+                RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(job_id, strlen(job_id)),
+                RD_KAFKA_V_HEADER("bw-type", m->type_name, -1),
+                RD_KAFKA_V_HEADER("bw-op", m->op_header, -1),
+                RD_KAFKA_V_HEADER("bw-rows", m->rows_header, -1),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_OPAQUE(&ds[i]), RD_KAFKA_V_END);
+            if (!err) {
+                m->payload = NULL; /* librdkafka frees it */
+                break;
+            }
+            /* a full local queue drains as acks arrive; anything else is final */
+            if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && bw_now_us() < deadline) {
+                usleep(10000);
+                continue;
+            }
+            pthread_mutex_lock(&tr.mu);
+            errs[i] = err;
+            tr.pending--;
+            pthread_mutex_unlock(&tr.mu);
+            break;
+        }
+    }
+    pthread_mutex_lock(&tr.mu);
+    while (tr.pending) pthread_cond_wait(&tr.cv, &tr.mu);
+    pthread_mutex_unlock(&tr.mu);
+    pthread_mutex_destroy(&tr.mu);
+    pthread_cond_destroy(&tr.cv);
+    bw_batcher_free_payloads(set); /* those never handed over */
+}
+
+/* ---- HTTP --------------------------------------------------------------------------- */
+
+typedef struct {
+    char *body;
+    size_t len, cap;
+    int too_large;
+} upload_t;
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
+                             void *body, size_t len, int free_body) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        len, body, free_body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    /* {"error": "..."} with the message JSON-escaped */
+    bw_buf_t b;
+    bw_buf_init(&b);
+    bw_buf_puts(&b, "{\"error\":\"");
+    for (const char *p = msg; *p; p++) {
+        if (*p == '"' || *p == '\\') bw_buf_printf(&b, "\\%c", *p);
+        else if ((unsigned char)*p < 0x20) bw_buf_printf(&b, "\\u%04x", *p);
+        else bw_buf_append(&b, p, 1);
+    }
+    bw_buf_puts(&b, "\"}\n");
+    bw_metrics_count_status(proxy.metrics, status);
+    return reply(c, status, "application/json", b.data, b.len, 1);
+}
+
+static void make_job_id(char out[33]) {
+    unsigned char r[16];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) abort();
+    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", r[i]);
+}
+
+static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
+    int64_t started = bw_now_us();
+    const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    bw_format_t fmt;
+    if (ctype && strncmp(ctype, "application/x-protobuf", 22) == 0) fmt = BW_FMT_PROTOBUF;
+    else if (ctype && strncmp(ctype, "application/json", 16) == 0) fmt = BW_FMT_JSON;
+    else
+        return reply_error(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                           "Content-Type must be application/x-protobuf or application/json, not %s",
+                           ctype ? ctype : "(none)");
+    if (up->too_large)
+        return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "request body over proxy.max_body_bytes (%d bytes)",
+                           proxy.conf->max_body_bytes);
+
+    bw_arena_t arena;
+    bw_arena_init(&arena, 1 << 16);
+    char err[512];
+    enum MHD_Result ret;
+    Bulkwrite__V1__BatchWriteRequest *req =
+        bw_request_decode(fmt, up->body ? up->body : "", up->len, &arena, err, sizeof(err));
+    if (!req) {
+        ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+        goto done;
+    }
+    if (req->n_ops == 0) {
+        ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "the request has no ops");
+        goto done;
+    }
+    if (req->n_ops > (size_t)proxy.conf->max_ops) {
+        ret = reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the request has %zu ops; proxy.max_ops is %d",
+                          req->n_ops, proxy.conf->max_ops);
+        goto done;
+    }
+
+    bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
+    bw_rejection_t *rejected;
+    size_t rejected_cnt = bw_request_validate(proxy.conf, req, &arena, routes, &rejected);
+    char job_id[33];
+    make_job_id(job_id);
+
+    bw_batch_set_t set;
+    uint32_t *too_large;
+    size_t too_large_cnt;
+    bw_batcher_split(proxy.conf, req, routes, job_id, bw_wall_ms(), &arena, &set, &too_large,
+                     &too_large_cnt);
+    rd_kafka_resp_err_t *errs = bw_arena_alloc(&arena, (set.msg_cnt + 1) * sizeof(*errs));
+    memset(errs, 0, (set.msg_cnt + 1) * sizeof(*errs));
+    if (set.msg_cnt) produce_all(&set, job_id, errs, &arena);
+
+    /* every reason in one list, in request order */
+    size_t failed_ops = 0;
+    for (size_t i = 0; i < set.msg_cnt; i++)
+        if (errs[i]) failed_ops += set.msgs[i].op_cnt;
+    size_t total = rejected_cnt + too_large_cnt + failed_ops;
+    bw_rejection_t *all = bw_arena_alloc(&arena, (total + 1) * sizeof(*all));
+    size_t n = 0;
+    memcpy(all, rejected, rejected_cnt * sizeof(*all));
+    n = rejected_cnt;
+    for (size_t i = 0; i < too_large_cnt; i++) {
+        all[n].index = too_large[i];
+        all[n++].reason = bw_arena_strndup(&arena, err,
+            (size_t)snprintf(err, sizeof(err), "op too large for one Kafka message (kafka.message_max_bytes %d)",
+                             proxy.conf->message_max_bytes));
+    }
+    for (size_t i = 0; i < set.msg_cnt; i++) {
+        if (!errs[i]) continue;
+        int len = snprintf(err, sizeof(err), "not accepted: Kafka did not acknowledge it (%s); nothing of it "
+                           "is durable, resubmit it", rd_kafka_err2str(errs[i]));
+        const char *reason = bw_arena_strndup(&arena, err, (size_t)len);
+        for (size_t k = 0; k < set.msgs[i].op_cnt; k++) all[n++] = (bw_rejection_t){set.msgs[i].ops[k], reason};
+        bw_log(BW_LOG_ERROR, COMPONENT, set.msgs[i].shard, job_id, "kafka produce failed: %s",
+               rd_kafka_err2str(errs[i]));
+    }
+    /* sort by op index so clients read it in request order */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && all[j - 1].index > all[j].index; j--) {
+            bw_rejection_t t = all[j];
+            all[j] = all[j - 1];
+            all[j - 1] = t;
+        }
+    uint32_t accepted = (uint32_t)(req->n_ops - n);
+    unsigned status = failed_ops ? MHD_HTTP_SERVICE_UNAVAILABLE
+                      : accepted ? MHD_HTTP_ACCEPTED
+                                 : MHD_HTTP_UNPROCESSABLE_CONTENT;
+    char *body;
+    size_t body_len;
+    bw_response_encode(fmt, job_id, accepted, all, n, &body, &body_len);
+    bw_metrics_count_request(proxy.metrics, status, accepted, n - failed_ops, failed_ops,
+                             set.msg_cnt, bw_now_us() - started);
+    bw_log(BW_LOG_DEBUG, COMPONENT, -1, job_id, "%zu ops: %u accepted in %zu messages, %zu rejected",
+           req->n_ops, accepted, set.msg_cnt, n);
+    ret = reply(c, status, fmt == BW_FMT_JSON ? "application/json" : "application/x-protobuf", body,
+                body_len, 1);
+done:
+    bw_arena_destroy(&arena);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *data_size, void **con_cls) {
+    (void)cls;
+    (void)version;
+    if (strcmp(method, "POST") == 0 && strcmp(url, "/v1/batches") == 0) {
+        upload_t *up = *con_cls;
+        if (!up) {
+            *con_cls = up = calloc(1, sizeof(*up));
+            return up ? MHD_YES : MHD_NO;
+        }
+        if (*data_size) {
+            if (!up->too_large && up->len + *data_size > (size_t)proxy.conf->max_body_bytes) {
+                up->too_large = 1; /* keep reading, drop the rest, answer 413 at the end */
+                free(up->body);
+                up->body = NULL;
+                up->len = up->cap = 0;
+            }
+            if (!up->too_large) {
+                if (up->len + *data_size > up->cap) {
+                    size_t cap = up->cap ? up->cap * 2 : 65536;
+                    while (cap < up->len + *data_size) cap *= 2;
+                    char *nb = realloc(up->body, cap);
+                    if (!nb) return MHD_NO;
+                    up->body = nb;
+                    up->cap = cap;
+                }
+                memcpy(up->body + up->len, data, *data_size);
+                up->len += *data_size;
+            }
+            *data_size = 0;
+            return MHD_YES;
+        }
+        return handle_batch(c, up);
+    }
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/healthz") == 0)
+        return reply(c, MHD_HTTP_OK, "text/plain", "ok\n", 3, 0);
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/readyz") == 0) {
+        /* ready while some broker is reachable */
+        const struct rd_kafka_metadata *md;
+        if (rd_kafka_metadata(proxy.rk, 0, proxy.rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            rd_kafka_metadata_destroy(md);
+            return reply(c, MHD_HTTP_OK, "text/plain", "ready\n", 6, 0);
+        }
+        return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", "kafka unreachable\n", 18, 0);
+    }
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0) {
+        bw_buf_t b;
+        bw_buf_init(&b);
+        bw_metrics_render(proxy.metrics, &b);
+        return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4", b.data, b.len, 1);
+    }
+    if (strcmp(url, "/v1/batches") == 0)
+        return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST for %s", url);
+    return reply_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s %s", method, url);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    upload_t *up = *con_cls;
+    if (up) {
+        free(up->body);
+        free(up);
+        *con_cls = NULL;
+    }
+}
+
+/* ---- main --------------------------------------------------------------------------- */
+
+static void on_signal(int sig) {
+    (void)sig;
+    atomic_store(&proxy.run, 0);
+}
+
+static void usage(FILE *out) {
+    fputs("usage: bw-proxy [-c CONFIG] [--brokers HOST:PORT] [--port N] [--dump-config]\n"
+          "  -c, --config FILE    configuration (default conf/bulkwrite.conf)\n"
+          "  -b, --brokers LIST   Kafka bootstrap servers (overrides kafka.brokers)\n"
+          "  -p, --port N         HTTP port (overrides proxy.port; 0 = any free port)\n"
+          "      --port-file F    write the bound port to F once listening\n"
+          "      --dump-config    print the effective configuration and exit\n",
+          out);
+}
+
+int main(int argc, char **argv) {
+    const char *config_path = "conf/bulkwrite.conf", *brokers = NULL, *port_file = NULL;
+    int port = -1, dump = 0;
+    static const struct option opts[] = {{"config", required_argument, 0, 'c'},
+                                         {"brokers", required_argument, 0, 'b'},
+                                         {"port", required_argument, 0, 'p'},
+                                         {"port-file", required_argument, 0, 'P'},
+                                         {"dump-config", no_argument, 0, 'D'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    for (int o; (o = getopt_long(argc, argv, "c:b:p:h", opts, NULL)) != -1;) {
+        switch (o) {
+        case 'c': config_path = optarg; break;
+        case 'b': brokers = optarg; break;
+        case 'p': port = atoi(optarg); break;
+        case 'P': port_file = optarg; break;
+        case 'D': dump = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    char err[512];
+    proxy.conf = bw_config_load(config_path, err, sizeof(err));
+    if (!proxy.conf) {
+        fprintf(stderr, "bw-proxy: %s\n", err);
+        return 1;
+    }
+    if (dump) {
+        bw_config_dump(proxy.conf, stdout);
+        return 0;
+    }
+    bw_log_set_level((bw_log_level_t)proxy.conf->log_level);
+    if (port >= 0) proxy.conf->proxy_port = port;
+
+    rd_kafka_conf_t *kc = bw_kafka_conf(proxy.conf, BW_KAFKA_PRODUCER, brokers, err, sizeof(err));
+    if (!kc) {
+        bw_error(COMPONENT, "%s", err);
+        return 1;
+    }
+    rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
+    proxy.rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
+    if (!proxy.rk) {
+        bw_error(COMPONENT, "kafka producer: %s", err);
+        return 1;
+    }
+    if (bw_kafka_ensure_topic(proxy.rk, proxy.conf, 10000, err, sizeof(err)) != BW_OK) {
+        bw_error(COMPONENT, "%s", err);
+        rd_kafka_destroy(proxy.rk);
+        return 1;
+    }
+    proxy.rkt = rd_kafka_topic_new(proxy.rk, proxy.conf->topic, NULL);
+    proxy.metrics = bw_metrics_new(proxy.conf, BW_METRICS_PROXY);
+    atomic_store(&proxy.run, 1);
+    atomic_store(&proxy.run_poller, 1);
+    pthread_create(&proxy.poller, NULL, poller_main, NULL);
+
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)proxy.conf->proxy_port)};
+    if (inet_pton(AF_INET, proxy.conf->proxy_listen_address, &addr.sin_addr) != 1) {
+        bw_error(COMPONENT, "proxy.listen_address \"%s\" is not an IPv4 address", proxy.conf->proxy_listen_address);
+        return 1;
+    }
+    proxy.httpd = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)proxy.conf->proxy_threads * 16, MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+    if (!proxy.httpd) {
+        bw_error(COMPONENT, "cannot listen on %s:%d: %s", proxy.conf->proxy_listen_address,
+                 proxy.conf->proxy_port, strerror(errno));
+        return 1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(proxy.httpd, MHD_DAEMON_INFO_BIND_PORT);
+    int bound = di ? di->port : proxy.conf->proxy_port;
+    bw_info(COMPONENT, "listening on http://%s:%d, topic %s, %d shards", proxy.conf->proxy_listen_address,
+            bound, proxy.conf->topic, proxy.conf->shard_count);
+    if (port_file) {
+        FILE *f = fopen(port_file, "w");
+        if (f) {
+            fprintf(f, "%d\n", bound);
+            fclose(f);
+        }
+    }
+
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    while (atomic_load(&proxy.run)) usleep(100000);
+
+    bw_info(COMPONENT, "shutting down: finishing requests in flight");
+    MHD_stop_daemon(proxy.httpd); /* the poller still serves acks while requests finish */
+    atomic_store(&proxy.run_poller, 0);
+    pthread_join(proxy.poller, NULL);
+    rd_kafka_flush(proxy.rk, 10000);
+    rd_kafka_topic_destroy(proxy.rkt);
+    rd_kafka_destroy(proxy.rk);
+    bw_metrics_destroy(proxy.metrics);
+    bw_config_destroy(proxy.conf);
+    return 0;
+}

@@ -1,0 +1,40 @@
+/* request.h — turning an HTTP body into validated, routed ops, and the reply back.
+ *
+ * Both encodings decode into the same protobuf-c structs (JSON is mapped field for
+ * field), so validation and batching have one path. Everything is allocated from the
+ * caller's arena. @locality any thread. */
+#ifndef BW_REQUEST_H
+#define BW_REQUEST_H
+
+#include "arena.h"
+#include "batcher.h"
+#include "bulkwrite.pb-c.h"
+#include "config.h"
+
+typedef enum { BW_FMT_PROTOBUF, BW_FMT_JSON } bw_format_t;
+
+typedef struct {
+    uint32_t index;
+    const char *reason;
+} bw_rejection_t;
+
+/* Decodes a request body. NULL with errstr saying what is malformed. */
+Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void *body, size_t len,
+                                                    bw_arena_t *arena, char *errstr,
+                                                    size_t errstr_size);
+
+/* Validates every op against the config and routes the valid ones. routes[i] gets the
+ * shard (or -1); each invalid op gets a rejection with its reason. Returns the number of
+ * rejections, stored in *rejected (arena). */
+size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *req,
+                           bw_arena_t *arena, bw_op_route_t *routes, bw_rejection_t **rejected);
+
+/* Encodes the reply into a malloc'd buffer (*out, *out_len). */
+void bw_response_encode(bw_format_t fmt, const char *job_id, uint32_t accepted,
+                        const bw_rejection_t *rejected, size_t rejected_cnt, char **out,
+                        size_t *out_len);
+
+/* 1 if s[0..len) is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
+int bw_utf8_valid(const unsigned char *s, size_t len);
+
+#endif

@@ -1,0 +1,18 @@
+/* main.c — runs every unit-test suite. Output CK_NORMAL (overridable with CK_VERBOSITY);
+ * exits non-zero when any check fails. */
+#include <stdlib.h>
+
+#include "helpers.h"
+
+int main(void) {
+    SRunner *sr = srunner_create(shard_suite());
+    srunner_add_suite(sr, ratelimit_suite());
+    srunner_add_suite(sr, config_suite());
+    srunner_add_suite(sr, sql_suite());
+    srunner_add_suite(sr, batcher_suite());
+    srunner_add_suite(sr, request_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

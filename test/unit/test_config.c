@@ -1,0 +1,523 @@
+/* test_config.c — the reference config, every kind of config error (with file:line and
+ * the key named), the generated docs and the dump/reload round trip. */
+#include <libconfig.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "helpers.h"
+
+START_TEST(reference_loads) {
+    bw_config_t *c = t_ref_config();
+    ck_assert_int_eq(c->shard_count, 8);
+    ck_assert_int_eq(c->server_cnt, 2);
+    ck_assert_int_eq(c->object_type_cnt, 2);
+    ck_assert_str_eq(c->brokers, "127.0.0.1:9092");
+    ck_assert_str_eq(c->topic, "bulkwrite.batches");
+    ck_assert_str_eq(c->consumer_group, "bulkwrite-consumers");
+    ck_assert_int_eq(c->create_topic, 1);
+    ck_assert_int_eq(c->replication_factor, 1);
+    ck_assert_int_eq(c->message_max_bytes, 1000000);
+    ck_assert_int_eq(c->property_cnt, 0);
+    ck_assert_int_eq(c->producer_property_cnt, 1);
+    ck_assert_str_eq(c->producer_properties[0], "linger.ms=5");
+    ck_assert_int_eq(c->consumer_property_cnt, 1);
+    ck_assert_str_eq(c->consumer_properties[0], "session.timeout.ms=10000");
+    ck_assert_str_eq(c->database_prefix, "db");
+    ck_assert(c->default_rate == 200.0);
+    ck_assert_int_eq(c->rate_override_cnt, 1);
+    ck_assert_int_eq(c->rate_overrides[0].shard, 7);
+    ck_assert(c->rate_overrides[0].rate == 50.0);
+    ck_assert_int_eq(c->query_timeout_ms, 5000);
+    ck_assert_int_eq(c->connect_timeout_ms, 2000);
+    ck_assert_str_eq(c->proxy_listen_address, "127.0.0.1");
+    ck_assert_int_eq(c->proxy_port, 18080);
+    ck_assert_int_eq(c->proxy_threads, 8);
+    ck_assert_int_eq(c->max_body_bytes, 16777216);
+    ck_assert_int_eq(c->max_ops, 100000);
+    ck_assert_int_eq(c->produce_timeout_ms, 30000);
+    ck_assert_int_eq(c->pull_count, 100);
+    ck_assert_int_eq(c->workers, 4);
+    ck_assert_int_eq(c->log_level, 1); /* info */
+
+    /* derived: shard -> server and per-shard rate */
+    for (int s = 0; s < 8; s++) {
+        ck_assert_int_eq(c->shard_server[s], s < 4 ? 0 : 1);
+        ck_assert(c->shard_rate[s] == (s == 7 ? 50.0 : 200.0));
+    }
+    ck_assert_str_eq(c->servers[0].name, "mysql-a");
+    ck_assert_int_eq(c->servers[0].port, 13306);
+    ck_assert_int_eq(c->servers[0].first_shard, 0);
+    ck_assert_int_eq(c->servers[0].last_shard, 3);
+    ck_assert_str_eq(c->servers[1].name, "mysql-b");
+    ck_assert_int_eq(c->servers[1].port, 13307);
+    ck_assert_int_eq(c->servers[1].first_shard, 4);
+    ck_assert_int_eq(c->servers[1].last_shard, 7);
+    ck_assert_str_eq(c->servers[1].user, "root");
+    ck_assert_str_eq(c->servers[1].password, "");
+
+    const bw_object_type_t *pin = bw_config_object_type(c, "pin");
+    const bw_object_type_t *board = bw_config_object_type(c, "board");
+    ck_assert_ptr_nonnull(pin);
+    ck_assert_ptr_nonnull(board);
+    ck_assert_ptr_null(bw_config_object_type(c, "pins"));
+    ck_assert_int_eq(pin->type_id, 1);
+    ck_assert_str_eq(pin->table, "pins");
+    ck_assert_str_eq(pin->id_column, "id");
+    ck_assert_int_eq(pin->create_route, BW_ROUTE_ID);
+    ck_assert_int_eq(pin->batch_size[BW_OP_CREATE], 500);
+    ck_assert_int_eq(pin->batch_size[BW_OP_UPDATE], 200);
+    ck_assert_int_eq(pin->batch_size[BW_OP_UPSERT], 200);
+    ck_assert_int_eq(pin->batch_size[BW_OP_DELETE], 1000);
+    ck_assert_int_eq(pin->column_cnt, 6);
+    static const char *pin_cols[] = {"owner_id", "board_id", "title", "description", "like_count", "image"};
+    static const int pin_types[] = {BW_COL_INT, BW_COL_INT, BW_COL_STRING, BW_COL_STRING, BW_COL_INT, BW_COL_BYTES};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_str_eq(pin->columns[i].name, pin_cols[i]);
+        ck_assert_int_eq(pin->columns[i].type, pin_types[i]);
+        ck_assert_int_eq(bw_config_column(pin, pin_cols[i]), i);
+    }
+    ck_assert_int_eq(bw_config_column(pin, "id"), -1);
+    ck_assert_int_eq(bw_config_column(pin, "nope"), -1);
+    ck_assert_int_eq(pin->columns[0].required, 1);
+    ck_assert_int_eq(pin->columns[0].nullable, 0);
+    ck_assert_int_eq(pin->columns[1].nullable, 1);
+    ck_assert_int_eq(pin->columns[1].required, 0);
+    ck_assert_int_eq(pin->columns[2].max_length, 255);
+    ck_assert_int_eq(pin->columns[3].max_length, 2000);
+    ck_assert_int_eq(pin->columns[5].max_length, 65535);
+    ck_assert_int_eq(board->type_id, 2);
+    ck_assert_int_eq(board->create_route, BW_ROUTE_MD5);
+    ck_assert_int_eq(board->column_cnt, 4);
+    ck_assert_int_eq(board->columns[2].type, BW_COL_DOUBLE);
+    ck_assert_int_eq(board->columns[3].type, BW_COL_BOOL);
+    ck_assert_int_eq(board->columns[0].max_length, 128);
+
+    char db[32];
+    bw_config_shard_db(c, 7, db, sizeof(db));
+    ck_assert_str_eq(db, "db00007");
+    bw_config_shard_db(c, 0, db, sizeof(db));
+    ck_assert_str_eq(db, "db00000");
+    ck_assert_str_eq(bw_op_name(BW_OP_CREATE), "create");
+    ck_assert_str_eq(bw_op_name(BW_OP_DELETE), "delete");
+    ck_assert_str_eq(bw_op_name(0), "?");
+    ck_assert_str_eq(bw_op_name(5), "?");
+    bw_config_destroy(c);
+}
+END_TEST
+
+START_TEST(defaults_fill_in) {
+    /* remove optional keys: the documented defaults appear */
+    bw_config_t *c = t_conf_variant_load("  default_rate = 200.0;\n", "");
+    ck_assert(c->default_rate == 100.0);
+    ck_assert(c->shard_rate[0] == 100.0);
+    ck_assert(c->shard_rate[7] == 50.0); /* the override still applies */
+    bw_config_destroy(c);
+    c = t_conf_variant_load("nullable = true; max_length = 255; }", "}");
+    const bw_object_type_t *pin = bw_config_object_type(c, "pin");
+    ck_assert_int_eq(pin->columns[2].max_length, 255);
+    ck_assert_int_eq(pin->columns[2].nullable, 0);
+    bw_config_destroy(c);
+    c = t_conf_variant_load("    batch_size = { create = 500; update = 200; upsert = 200; delete = 1000; };\n"
+                            "    columns = (\n      { name = \"owner_id\"",
+                            "    columns = (\n      { name = \"owner_id\"");
+    pin = bw_config_object_type(c, "pin");
+    ck_assert_int_eq(pin->batch_size[BW_OP_CREATE], 500);
+    ck_assert_int_eq(pin->batch_size[BW_OP_DELETE], 1000);
+    bw_config_destroy(c);
+    /* a rate given as an integer is a number too */
+    c = t_conf_variant_load("default_rate = 200.0;", "default_rate = 150;");
+    ck_assert(c->default_rate == 150.0);
+    bw_config_destroy(c);
+}
+END_TEST
+
+/* Loads the reference with `find` replaced by `repl`; asserts the load fails with an
+ * error starting "<path>:<line>:" and containing every one of the NULL-ended needles. */
+static void expect_error(const char *find, const char *repl, int line, ...) {
+    char *path = t_conf_variant(find, repl, NULL);
+    char err[1024] = "";
+    bw_config_t *c = bw_config_load(path, err, sizeof(err));
+    if (c) bw_config_destroy(c);
+    ck_assert_msg(c == NULL, "replacing \"%s\" by \"%s\" should fail to load", find, repl);
+    char want[1100];
+    snprintf(want, sizeof(want), "%s:%d: ", path, line);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "error \"%s\" does not start with \"%s\"", err, want);
+    va_list ap;
+    va_start(ap, line);
+    for (const char *needle; (needle = va_arg(ap, const char *));)
+        ck_assert_msg(strstr(err, needle) != NULL, "error \"%s\" lacks \"%s\"", err, needle);
+    va_end(ap);
+    t_unlink_free(path);
+}
+
+#define REF t_ref_conf_text()
+
+START_TEST(error_syntax) {
+    expect_error("count = 8;", "count = = 8;", t_line_of(REF, NULL, "count = 8;"), "syntax error", NULL);
+    expect_error("workers = 4;", "workers = 4", t_line_of(REF, NULL, "workers = 4;") + 1, "syntax error", NULL);
+}
+END_TEST
+
+START_TEST(error_unknown_key) {
+    expect_error("brokers = ", "brokerz = ", t_line_of(REF, NULL, "brokers = "), "unknown key", "kafka.brokerz", NULL);
+    expect_error("log_level = \"info\";", "log_level = \"info\";\nlog_levle = \"debug\";",
+                 t_line_of(REF, NULL, "log_level = \"info\";") + 1, "unknown key", "log_levle", NULL);
+    expect_error("type_id = 2;", "type_id = 2; colour = \"red\";", t_line_of(REF, NULL, "type_id = 2;"),
+                 "unknown key", "object_types[1].colour", NULL);
+    expect_error("{ name = \"score\";", "{ name = \"score\"; width = 3;",
+                 t_line_of(REF, NULL, "{ name = \"score\";"), "unknown key", "columns[2].width", NULL);
+    expect_error("batch_size = { create = 500; update = 200; upsert = 200; delete = 1000; };\n    columns = (\n      { name = \"partner\"",
+                 "batch_size = { create = 500; update = 200; upsert = 200; delete = 1000; insert = 3; };\n    columns = (\n      { name = \"partner\"",
+                 t_line_of(REF, "name = \"board\"", "batch_size"), "unknown key", "batch_size.insert", NULL);
+    expect_error("consumer = {", "consumr = {", t_line_of(REF, NULL, "consumer = {"), "unknown key", "consumr", NULL);
+}
+END_TEST
+
+START_TEST(error_wrong_type) {
+    expect_error("count = 8;", "count = \"8\";", t_line_of(REF, NULL, "count = 8;"), "shards.count", "integer", NULL);
+    expect_error("create_topic = true;", "create_topic = 1;", t_line_of(REF, NULL, "create_topic = true;"),
+                 "kafka.create_topic", "true or false", NULL);
+    expect_error("topic = \"bulkwrite.batches\";", "topic = 5;", t_line_of(REF, NULL, "topic = \"bulkwrite.batches\";"),
+                 "kafka.topic", "string", NULL);
+    expect_error("default_rate = 200.0;", "default_rate = \"fast\";", t_line_of(REF, NULL, "default_rate = 200.0;"),
+                 "shards.default_rate", "number", NULL);
+    expect_error("port = 13307;", "port = 13307.5;", t_line_of(REF, NULL, "port = 13307;"),
+                 "shards.servers[1].port", "integer", NULL);
+    expect_error("producer_properties = [ \"linger.ms=5\" ];", "producer_properties = \"linger.ms=5\";",
+                 t_line_of(REF, NULL, "producer_properties = ["), "kafka.producer_properties", "list of strings", NULL);
+    expect_error("mysql = {", "mysql = 3;\nmysql_unused = {", t_line_of(REF, NULL, "mysql = {"), "mysql", NULL);
+}
+END_TEST
+
+START_TEST(error_out_of_range) {
+    expect_error("replication_factor = 1;", "replication_factor = 0;", t_line_of(REF, NULL, "replication_factor = 1;"),
+                 "kafka.replication_factor", "out of range", "0", NULL);
+    expect_error("type_id = 2;", "type_id = 1024;", t_line_of(REF, NULL, "type_id = 2;"),
+                 "object_types[1].type_id", "out of range", "1024", NULL);
+    expect_error("port = 13306;", "port = 65536;", t_line_of(REF, NULL, "port = 13306;"),
+                 "shards.servers[0].port", "out of range", NULL);
+    expect_error("message_max_bytes = 1000000;", "message_max_bytes = 1023;",
+                 t_line_of(REF, NULL, "message_max_bytes = 1000000;"), "kafka.message_max_bytes", "out of range", NULL);
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = -1.0; }", t_line_of(REF, NULL, "{ shard = 7; rate = 50.0; }"),
+                 "shards.rate_overrides[0].rate", "out of range", NULL);
+    /* an int64 literal beyond int is out of range, not truncated */
+    expect_error("workers = 4;", "workers = 4294967297L;", t_line_of(REF, NULL, "workers = 4;"),
+                 "consumer.workers", "out of range", NULL);
+    /* cross-key range: an override for a shard beyond shards.count */
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 8; rate = 50.0; }", t_line_of(REF, NULL, "{ shard = 7; rate = 50.0; }"),
+                 "rate_overrides", "shard", NULL);
+    /* a server range beyond shards.count */
+    expect_error("last_shard = 7;", "last_shard = 8;", t_line_of(REF, "mysql-b", "last_shard"),
+                 "shards.servers", "mysql-b", NULL);
+}
+END_TEST
+
+START_TEST(error_missing_required) {
+    /* the line is that of the section the key belongs in */
+    expect_error("  count = 8;\n", "", t_line_of(REF, NULL, "shards = {"), "missing required key", "shards.count", NULL);
+    expect_error("    type_id = 1;             # type bits of pin ids\n", "", t_line_of(REF, "name = \"pin\"", "type_id") - 2,
+                 "missing required key", "object_types[0].type_id", NULL);
+    expect_error("first_shard = 4;", "", t_line_of(REF, "mysql-b", "name") - 1, "missing required key",
+                 "shards.servers[1].first_shard", NULL);
+    expect_error("{ name = \"score\";    type = \"double\";", "{ name = \"score\";",
+                 t_line_of(REF, NULL, "name = \"score\""), "missing required key", "columns[2].type", NULL);
+}
+END_TEST
+
+START_TEST(error_shard_ownership) {
+    /* shard 3 held by mysql-a and mysql-b */
+    expect_error("first_shard = 4;", "first_shard = 3;", t_line_of(REF, "mysql-b", "first_shard"), "shard 3",
+                 "two servers", "mysql-b", NULL);
+    /* shard 7 held by none */
+    expect_error("last_shard = 7;", "last_shard = 6;", t_line_of(REF, NULL, "servers = ("), "no server holds shard 7",
+                 "shards.servers", NULL);
+    /* a gap in the middle */
+    expect_error("last_shard = 3;", "last_shard = 2;", t_line_of(REF, NULL, "servers = ("), "no server holds shard 3", NULL);
+    /* reversed range */
+    expect_error("first_shard = 4;", "first_shard = 8;", t_line_of(REF, "mysql-b", "first_shard"), "mysql-b",
+                 "first_shard <= last_shard", NULL);
+    /* two servers with one name */
+    expect_error("name = \"mysql-b\";", "name = \"mysql-a\";", t_line_of(REF, NULL, "name = \"mysql-b\";"), "mysql-a",
+                 "used twice", NULL);
+}
+END_TEST
+
+START_TEST(error_identifiers) {
+    expect_error("table = \"pins\";", "table = \"pins; DROP TABLE x\";", t_line_of(REF, NULL, "table = \"pins\";"),
+                 "table", "pins; DROP TABLE x", NULL);
+    expect_error("id_column = \"id\";", "id_column = \"id`\";", t_line_of(REF, NULL, "id_column = \"id\";"),
+                 "id_column", "id`", NULL);
+    expect_error("name = \"pin\";", "name = \"pin pin\";", t_line_of(REF, NULL, "name = \"pin\";"), "name",
+                 "pin pin", NULL);
+    expect_error("{ name = \"title\";", "{ name = \"ti-tle\";", t_line_of(REF, NULL, "{ name = \"title\";"),
+                 "ti-tle", NULL);
+    expect_error("database_prefix = \"db\";", "database_prefix = \"db.\";", t_line_of(REF, NULL, "database_prefix"),
+                 "shards.database_prefix", "db.", NULL);
+    /* 65 characters: too long for MySQL */
+    expect_error("table = \"pins\";",
+                 "table = \"p2345678901234567890123456789012345678901234567890123456789012345\";",
+                 t_line_of(REF, NULL, "table = \"pins\";"), "table", NULL);
+    /* a column named like the id column */
+    expect_error("{ name = \"board_id\";", "{ name = \"id\";", t_line_of(REF, NULL, "{ name = \"board_id\";"), "\"id\"", NULL);
+}
+END_TEST
+
+START_TEST(error_duplicates) {
+    expect_error("{ name = \"board_id\";", "{ name = \"owner_id\";", t_line_of(REF, NULL, "{ name = \"board_id\";"),
+                 "owner_id", "twice", NULL);
+    expect_error("type_id = 2;", "type_id = 1;", t_line_of(REF, NULL, "type_id = 2;"), "type_id", "twice", NULL);
+    expect_error("name = \"board\";", "name = \"pin\";", t_line_of(REF, NULL, "name = \"board\";"), "pin", "twice", NULL);
+}
+END_TEST
+
+START_TEST(error_enum) {
+    expect_error("create_route = \"md5\";", "create_route = \"sha1\";", t_line_of(REF, NULL, "create_route = \"md5\";"),
+                 "object_types[1].create_route", "unknown value", "sha1", NULL);
+    expect_error("log_level = \"info\";", "log_level = \"verbose\";", t_line_of(REF, NULL, "log_level = \"info\";"),
+                 "log_level", "verbose", NULL);
+    expect_error("type = \"bool\";", "type = \"boolean\";", t_line_of(REF, NULL, "type = \"bool\";"),
+                 "object_types[1].columns[3].type", "boolean", NULL);
+}
+END_TEST
+
+START_TEST(error_unreadable_file) {
+    char err[512] = "";
+    ck_assert_ptr_null(bw_config_load("/nonexistent/bulkwrite.conf", err, sizeof(err)));
+    ck_assert_msg(strstr(err, "/nonexistent/bulkwrite.conf") != NULL, "%s", err);
+    /* errstr may be NULL */
+    ck_assert_ptr_null(bw_config_load("/nonexistent/bulkwrite.conf", NULL, 0));
+}
+END_TEST
+
+/* ---- docs ----------------------------------------------------------------------- */
+
+static char *doc_text(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    bw_config_doc(f);
+    fclose(f);
+    return text;
+}
+
+/* Every setting of the reference file, as the doc names it ("shards.servers[].port"). */
+static void check_documented(const char *doc, const config_setting_t *s, const char *prefix) {
+    int n = config_setting_length(s);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *m = config_setting_get_elem(s, (unsigned)i);
+        char path[512];
+        const char *name = config_setting_name(m);
+        if (name) snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", name);
+        else snprintf(path, sizeof(path), "%s[]", prefix);
+        if (config_setting_is_group(m) && name) {
+            /* a section ("kafka") or a K_GROUP ("batch_size"): its members are documented */
+            check_documented(doc, m, path);
+            continue;
+        }
+        if (name) {
+            char want[600];
+            snprintf(want, sizeof(want), "| `%s` |", path);
+            ck_assert_msg(strstr(doc, want) != NULL, "docs lack %s", want);
+        }
+        if (config_setting_is_list(m)) check_documented(doc, m, path);
+        else if (config_setting_is_group(m)) check_documented(doc, m, prefix); /* list element */
+    }
+}
+
+START_TEST(doc_mentions_every_key) {
+    char *doc = doc_text();
+    static const char *keys[] = {
+        "log_level", "kafka.brokers", "kafka.topic", "kafka.consumer_group", "kafka.create_topic",
+        "kafka.replication_factor", "kafka.message_max_bytes", "kafka.properties",
+        "kafka.producer_properties", "kafka.consumer_properties", "shards.count",
+        "shards.database_prefix", "shards.default_rate", "shards.rate_overrides", "shards.servers",
+        "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address", "proxy.port",
+        "proxy.threads", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
+        "consumer.pull_count", "consumer.workers", "object_types",
+        "shards.servers[].first_shard", "shards.rate_overrides[].rate", "object_types[].type_id",
+        "object_types[].batch_size.create", "object_types[].batch_size.delete",
+        "object_types[].columns[].max_length", "object_types[].create_route"};
+    for (size_t i = 0; i < BW_ARRAY_LEN(keys); i++) {
+        char want[128];
+        snprintf(want, sizeof(want), "| `%s` |", keys[i]);
+        ck_assert_msg(strstr(doc, want) != NULL, "docs lack %s", want);
+    }
+    /* required keys say so; enums list their words */
+    ck_assert_ptr_nonnull(strstr(doc, "| `shards.count` | integer (1 to 65536) | **required** |"));
+    ck_assert_ptr_nonnull(strstr(doc, "`id`, `md5`"));
+    /* independently: every key the reference file uses is documented */
+    config_t cf;
+    config_init(&cf);
+    ck_assert(config_read_file(&cf, t_ref_conf_path()) == CONFIG_TRUE);
+    check_documented(doc, config_root_setting(&cf), "");
+    config_destroy(&cf);
+    free(doc);
+}
+END_TEST
+
+/* ---- dump and reload -------------------------------------------------------------- */
+
+static void assert_same_config(const bw_config_t *a, const bw_config_t *b) {
+#define SAME_STR(f) ck_assert_str_eq(a->f, b->f)
+#define SAME_INT(f) ck_assert_int_eq(a->f, b->f)
+#define SAME_DBL(f) ck_assert_msg(a->f == b->f, #f ": %.17g vs %.17g", a->f, b->f)
+    SAME_INT(log_level);
+    SAME_STR(brokers);
+    SAME_STR(topic);
+    SAME_STR(consumer_group);
+    SAME_INT(create_topic);
+    SAME_INT(replication_factor);
+    SAME_INT(message_max_bytes);
+    SAME_INT(property_cnt);
+    for (int i = 0; i < a->property_cnt; i++) SAME_STR(properties[i]);
+    SAME_INT(producer_property_cnt);
+    for (int i = 0; i < a->producer_property_cnt; i++) SAME_STR(producer_properties[i]);
+    SAME_INT(consumer_property_cnt);
+    for (int i = 0; i < a->consumer_property_cnt; i++) SAME_STR(consumer_properties[i]);
+    SAME_INT(shard_count);
+    SAME_STR(database_prefix);
+    SAME_DBL(default_rate);
+    SAME_INT(rate_override_cnt);
+    for (int i = 0; i < a->rate_override_cnt; i++) {
+        SAME_INT(rate_overrides[i].shard);
+        SAME_DBL(rate_overrides[i].rate);
+    }
+    SAME_INT(server_cnt);
+    for (int i = 0; i < a->server_cnt; i++) {
+        SAME_STR(servers[i].name);
+        SAME_STR(servers[i].host);
+        SAME_INT(servers[i].port);
+        SAME_STR(servers[i].user);
+        SAME_STR(servers[i].password);
+        SAME_INT(servers[i].first_shard);
+        SAME_INT(servers[i].last_shard);
+    }
+    SAME_INT(query_timeout_ms);
+    SAME_INT(connect_timeout_ms);
+    SAME_STR(proxy_listen_address);
+    SAME_INT(proxy_port);
+    SAME_INT(proxy_threads);
+    SAME_INT(max_body_bytes);
+    SAME_INT(max_ops);
+    SAME_INT(produce_timeout_ms);
+    SAME_INT(pull_count);
+    SAME_INT(workers);
+    SAME_INT(object_type_cnt);
+    for (int i = 0; i < a->object_type_cnt; i++) {
+        SAME_STR(object_types[i].name);
+        SAME_INT(object_types[i].type_id);
+        SAME_STR(object_types[i].table);
+        SAME_STR(object_types[i].id_column);
+        SAME_INT(object_types[i].create_route);
+        for (int o = 1; o < BW_OP_MAX; o++) SAME_INT(object_types[i].batch_size[o]);
+        SAME_INT(object_types[i].column_cnt);
+        for (int j = 0; j < a->object_types[i].column_cnt; j++) {
+            SAME_STR(object_types[i].columns[j].name);
+            SAME_INT(object_types[i].columns[j].type);
+            SAME_INT(object_types[i].columns[j].nullable);
+            SAME_INT(object_types[i].columns[j].required);
+            SAME_INT(object_types[i].columns[j].max_length);
+        }
+    }
+    for (int s = 0; s < a->shard_count; s++) {
+        SAME_INT(shard_server[s]);
+        SAME_DBL(shard_rate[s]);
+    }
+#undef SAME_STR
+#undef SAME_INT
+#undef SAME_DBL
+}
+
+static char *dump_text(const bw_config_t *c) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    bw_config_dump(c, f);
+    fclose(f);
+    return text;
+}
+
+static void dump_reload(bw_config_t *c) {
+    char *text = dump_text(c);
+    char *path = t_write_temp(text);
+    char err[1024] = "";
+    bw_config_t *d = bw_config_load(path, err, sizeof(err));
+    ck_assert_msg(d != NULL, "the dump does not load: %s\n%s", err, text);
+    assert_same_config(c, d);
+    /* and dumping again gives the same text, past the header line naming the file */
+    char *text2 = dump_text(d);
+    ck_assert_str_eq(strchr(text, '\n'), strchr(text2, '\n'));
+    free(text2);
+    bw_config_destroy(d);
+    t_unlink_free(path);
+    free(text);
+}
+
+START_TEST(dump_reloads_same_values) {
+    bw_config_t *c = t_ref_config();
+    dump_reload(c);
+    bw_config_destroy(c);
+}
+END_TEST
+
+START_TEST(dump_reloads_awkward_values) {
+    /* rates needing all 17 digits, strings needing escapes, an empty list */
+    char *p1 = t_conf_variant("default_rate = 200.0;", "default_rate = 0.1234567890123;", NULL);
+    bw_config_t *c = NULL;
+    char err[1024] = "";
+    c = bw_config_load(p1, err, sizeof(err));
+    ck_assert_msg(c != NULL, "%s", err);
+    ck_assert(c->default_rate == 0.1234567890123);
+    dump_reload(c);
+    bw_config_destroy(c);
+    t_unlink_free(p1);
+
+    c = t_conf_variant_load("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 1e-300; }, { shard = 2; rate = 999999.99; }");
+    ck_assert(c->shard_rate[2] == 999999.99);
+    dump_reload(c);
+    bw_config_destroy(c);
+
+    c = t_conf_variant_load("password = \"\";         # password\n      first_shard = 0;",
+                            "password = \"p\\\"w\\\\d\";   # password\n      first_shard = 0;");
+    ck_assert_str_eq(c->servers[0].password, "p\"w\\d");
+    dump_reload(c);
+    bw_config_destroy(c);
+
+    c = t_conf_variant_load("rate_overrides = (\n    # Shard 7 holds hot users: keep bulk traffic gentle there.\n"
+                            "    { shard = 7; rate = 50.0; }\n  );",
+                            "rate_overrides = ( );");
+    ck_assert_int_eq(c->rate_override_cnt, 0);
+    ck_assert(c->shard_rate[7] == 200.0);
+    dump_reload(c);
+    bw_config_destroy(c);
+}
+END_TEST
+
+Suite *config_suite(void) {
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("load");
+    tcase_add_test(tc, reference_loads);
+    tcase_add_test(tc, defaults_fill_in);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, error_syntax);
+    tcase_add_test(tc, error_unknown_key);
+    tcase_add_test(tc, error_wrong_type);
+    tcase_add_test(tc, error_out_of_range);
+    tcase_add_test(tc, error_missing_required);
+    tcase_add_test(tc, error_shard_ownership);
+    tcase_add_test(tc, error_identifiers);
+    tcase_add_test(tc, error_duplicates);
+    tcase_add_test(tc, error_enum);
+    tcase_add_test(tc, error_unreadable_file);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("dump");
+    tcase_add_test(tc, doc_mentions_every_key);
+    tcase_add_test(tc, dump_reloads_same_values);
+    tcase_add_test(tc, dump_reloads_awkward_values);
+    suite_add_tcase(s, tc);
+    return s;
+}
