@@ -9,6 +9,7 @@
 #   make SANITIZE=thread check              under ThreadSanitizer
 
 SANITIZE ?=
+comma := ,
 CC ?= cc
 PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson libmariadb libcurl
 
@@ -21,7 +22,7 @@ BUILD := build/san-$(subst $(comma),-,$(SANITIZE))
 BIN := $(BUILD)/bin
 SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
-comma := ,
+
 
 GEN := build/gen
 CFLAGS ?= -O2 -g

@@ -188,8 +188,11 @@ static bw_err_t fail_at(parse_ctx_t *ctx, const config_setting_t *s, const char 
                         const char *a, const char *b) {
     char what[512];
     snprintf(what, sizeof(what), fmt, a, b);
-    return bw_seterr(ctx->errstr, ctx->errstr_size, BW_ERR_INVALID, "%s:%d: %s", ctx->file,
-                     setting_line(s), what);
+    int line = setting_line(s);
+    if (line <= 0) /* the root has no line */
+        return bw_seterr(ctx->errstr, ctx->errstr_size, BW_ERR_INVALID, "%s: %s", ctx->file, what);
+    return bw_seterr(ctx->errstr, ctx->errstr_size, BW_ERR_INVALID, "%s:%d: %s", ctx->file, line,
+                     what);
 }
 
 static bw_err_t parse_table(parse_ctx_t *ctx, const config_setting_t *group, const key_t_ *keys,
@@ -325,15 +328,22 @@ static bw_err_t check_unknown(parse_ctx_t *ctx, const config_setting_t *group, c
     for (int i = 0; i < n; i++) {
         const config_setting_t *m = config_setting_get_elem(group, (unsigned)i);
         const char *mname = config_setting_name(m);
-        int known = 0;
-        for (const key_t_ *k = keys; k->name && !known; k++) {
+        int known = 0, exact = 0;
+        for (const key_t_ *k = keys; k->name; k++) {
             size_t len = strlen(mname);
-            known = strncmp(k->name, mname, len) == 0 && (k->name[len] == '\0' || k->name[len] == '.');
+            if (strncmp(k->name, mname, len) != 0) continue;
+            if (k->name[len] == '\0') exact = 1;
+            if (k->name[len] == '\0' || k->name[len] == '.') known = 1;
         }
         if (!known) {
             char where[256];
             snprintf(where, sizeof(where), "%.100s%s%.150s", prefix, *prefix ? "." : "", mname);
             return fail_at(ctx, m, "unknown key \"%s\"%s", where, "");
+        }
+        if (!exact && !config_setting_is_group(m)) { /* a section such as "kafka" */
+            char where[256];
+            snprintf(where, sizeof(where), "%.100s%s%.150s", prefix, *prefix ? "." : "", mname);
+            return fail_at(ctx, m, "%s: expected a group { ... }%s", where, "");
         }
         /* members of a dotted section ("kafka" in "kafka.brokers") are checked too */
         if (config_setting_is_group(m)) {
@@ -372,7 +382,18 @@ static bw_err_t parse_table(parse_ctx_t *ctx, const config_setting_t *group, con
         const config_setting_t *s = lookup(group, k->name);
         if (s) err = store_scalar(ctx, s, k, base, where);
         else if (k->def) err = parse_default(ctx, k, base, where);
-        else err = fail_at(ctx, group, "missing required key \"%s\"%s", where, "");
+        else {
+            /* point at the section the key belongs in ("shards" for "shards.count") */
+            const config_setting_t *at = group;
+            const char *dot = strrchr(k->name, '.');
+            if (dot) {
+                char sec[128];
+                snprintf(sec, sizeof(sec), "%.*s", (int)(dot - k->name), k->name);
+                const config_setting_t *p = lookup(group, sec);
+                if (p) at = p;
+            }
+            err = fail_at(ctx, at, "missing required key \"%s\"%s", where, "");
+        }
         if (err) return err;
     }
     return BW_OK;
@@ -387,6 +408,12 @@ static int is_identifier(const char *s) {
               *s == '_'))
             return 0;
     return 1;
+}
+
+/* The member `name` of group `g`, for its line; `g` itself when absent. */
+static const config_setting_t *member(const config_setting_t *g, const char *name) {
+    const config_setting_t *m = g ? config_setting_get_member((config_setting_t *)g, name) : NULL;
+    return m ? m : g;
 }
 
 static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
@@ -406,13 +433,15 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
         const bw_server_t *sv = &c->servers[i];
         const config_setting_t *at = config_setting_get_elem(servers, (unsigned)i);
         if (sv->first_shard > sv->last_shard || sv->last_shard >= c->shard_count)
-            return fail_at(ctx, at, "shards.servers \"%s\": shard range must lie within 0..shards.count-1 %s",
+            return fail_at(ctx, member(at, sv->last_shard >= c->shard_count ? "last_shard" : "first_shard"),
+                           "shards.servers \"%s\": shard range must lie within 0..shards.count-1 %s",
                            sv->name, "and first_shard <= last_shard");
         for (int s = sv->first_shard; s <= sv->last_shard; s++) {
             if (c->shard_server[s] >= 0) {
                 char num[32];
                 snprintf(num, sizeof(num), "%d", s);
-                return fail_at(ctx, at, "shards.servers: shard %s is held by two servers (\"%s\")",
+                return fail_at(ctx, member(at, "first_shard"),
+                               "shards.servers: shard %s is held by two servers (\"%s\")",
                                num, sv->name);
             }
             c->shard_server[s] = i;
@@ -436,26 +465,37 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
     for (int i = 0; i < c->object_type_cnt; i++) {
         const bw_object_type_t *ot = &c->object_types[i];
         const config_setting_t *at = config_setting_get_elem(ots, (unsigned)i);
-        if (!is_identifier(ot->name) || !is_identifier(ot->table) || !is_identifier(ot->id_column))
-            return fail_at(ctx, at, "object type \"%s\": name, table and id_column must be identifiers %s",
-                           ot->name, "[A-Za-z0-9_]{1,64}");
-        for (int j = 0; j < i; j++)
-            if (strcmp(c->object_types[j].name, ot->name) == 0 || c->object_types[j].type_id == ot->type_id)
-                return fail_at(ctx, at, "object type \"%s\": name or type_id used twice%s", ot->name, "");
+        const char *idents[][2] = {{"name", ot->name}, {"table", ot->table}, {"id_column", ot->id_column}};
+        for (size_t j = 0; j < 3; j++)
+            if (!is_identifier(idents[j][1])) {
+                char key[64];
+                snprintf(key, sizeof(key), "object_types[%d].%s", i, idents[j][0]);
+                return fail_at(ctx, member(at, idents[j][0]),
+                               "%s: \"%s\" is not an identifier [A-Za-z0-9_]{1,64}", key, idents[j][1]);
+            }
+        for (int j = 0; j < i; j++) {
+            if (strcmp(c->object_types[j].name, ot->name) == 0)
+                return fail_at(ctx, member(at, "name"), "object type \"%s\": name used twice%s", ot->name, "");
+            if (c->object_types[j].type_id == ot->type_id)
+                return fail_at(ctx, member(at, "type_id"), "object type \"%s\": type_id used twice%s",
+                               ot->name, "");
+        }
+        const config_setting_t *cols = member(at, "columns");
         for (int j = 0; j < ot->column_cnt; j++) {
             const char *cn = ot->columns[j].name;
+            const config_setting_t *cat = member(config_setting_get_elem(cols, (unsigned)j), "name");
             if (!is_identifier(cn) || strcmp(cn, ot->id_column) == 0)
-                return fail_at(ctx, at, "object type \"%s\": bad column name \"%s\"", ot->name, cn);
+                return fail_at(ctx, cat, "object type \"%s\": bad column name \"%s\"", ot->name, cn);
             for (int k = 0; k < j; k++)
                 if (strcmp(ot->columns[k].name, cn) == 0)
-                    return fail_at(ctx, at, "object type \"%s\": column \"%s\" listed twice",
+                    return fail_at(ctx, cat, "object type \"%s\": column \"%s\" listed twice",
                                    ot->name, cn);
         }
     }
     for (int i = 0; i < c->server_cnt; i++)
         for (int j = 0; j < i; j++)
             if (strcmp(c->servers[i].name, c->servers[j].name) == 0)
-                return fail_at(ctx, config_setting_get_elem(servers, (unsigned)i),
+                return fail_at(ctx, member(config_setting_get_elem(servers, (unsigned)i), "name"),
                                "shards.servers: name \"%s\" used twice%s", c->servers[i].name, "");
     return BW_OK;
 }
@@ -553,12 +593,24 @@ static void dump_string(FILE *out, const char *s) {
 
 static void dump_table(FILE *out, const key_t_ *keys, const void *base, int depth);
 
+/* The shortest %g form that reads back as the same double, always with a '.' or an
+ * exponent so libconfig reads a float. */
+static void dump_double(FILE *out, double v) {
+    char text[64];
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(text, sizeof(text), "%.*g", prec, v);
+        if (strtod(text, NULL) == v) break;
+    }
+    if (!strpbrk(text, ".eEn")) strcat(text, ".0");
+    fputs(text, out);
+}
+
 static void dump_value(FILE *out, const key_t_ *k, const void *base, int depth) {
     const char *p = (const char *)base + k->off;
     switch (k->kind) {
     case K_STR: dump_string(out, *(char *const *)p); break;
     case K_INT: fprintf(out, "%d", *(const int *)p); break;
-    case K_DBL: fprintf(out, "%#.6g", *(const double *)p); break;
+    case K_DBL: dump_double(out, *(const double *)p); break;
     case K_BOOL: fputs(*(const int *)p ? "true" : "false", out); break;
     case K_ENUM: dump_string(out, k->enums[*(const int *)p]); break;
     case K_STRLIST: {
@@ -607,7 +659,28 @@ static void dump_table(FILE *out, const key_t_ *keys, const void *base, int dept
 
 void bw_config_dump(const bw_config_t *c, FILE *out) {
     fprintf(out, "# effective configuration of %s\n", c->path ? c->path : "(defaults)");
-    dump_table(out, top_keys, c, 0);
+    /* dotted keys are written inside their section: kafka = { brokers = ...; }; */
+    const char *section = NULL;
+    size_t section_len = 0;
+    for (const key_t_ *k = top_keys; k->name; k++) {
+        const char *dot = strchr(k->name, '.');
+        size_t len = dot ? (size_t)(dot - k->name) : 0;
+        if (section && (len != section_len || strncmp(section, k->name, len) != 0)) {
+            fputs("};\n", out);
+            section = NULL;
+        }
+        if (dot && !section) {
+            fprintf(out, "%.*s = {\n", (int)len, k->name);
+            section = k->name;
+            section_len = len;
+        }
+        int depth = section ? 1 : 0;
+        indent(out, depth);
+        fprintf(out, "%s = ", section ? dot + 1 : k->name);
+        dump_value(out, k, c, depth);
+        fputs(";\n", out);
+    }
+    if (section) fputs("};\n", out);
 }
 
 static const char *kind_name(const key_t_ *k) {

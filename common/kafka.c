@@ -46,6 +46,8 @@ rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, co
         if (set(kc, "enable.idempotence", "true", errstr, errstr_size) ||
             set(kc, "acks", "all", errstr, errstr_size) ||
             set(kc, "linger.ms", "5", errstr, errstr_size) ||
+            /* rows of one batch repeat most of their bytes: lz4 shrinks them several times */
+            set(kc, "compression.type", "lz4", errstr, errstr_size) ||
             set(kc, "message.timeout.ms", num, errstr, errstr_size) ||
             set(kc, "message.max.bytes", num + 16, errstr, errstr_size) ||
             set_list(kc, conf->properties, conf->property_cnt, "kafka.properties", errstr, errstr_size) ||

@@ -2,8 +2,8 @@
  *
  * Threads:
  *  - the dispatcher (main thread) polls Kafka, serves rebalances, buffers up to
- *    consumer.pull_count messages per partition (pausing a partition whose buffer is
- *    full), and hands each partition's next run of messages to the worker pool once the
+ *    consumer.pull_count messages per partition (a partition whose buffer is full is
+ *    paused, so a slow shard's backlog stays in Kafka, not in this process), and hands each partition's next run of messages to the worker pool once the
  *    shard's rate limiter allows it. A partition has at most one job in flight, so a
  *    shard's batches are applied in partition order.
  *  - consumer.workers worker threads apply jobs (apply.c). A hung shard holds one
@@ -39,7 +39,8 @@ typedef struct job job_t;
 /* One assigned partition (= logical shard). @locality dispatcher thread only. */
 typedef struct {
     int assigned;
-    int paused;                /* fetching paused: buffer full */
+    int paused;                /* fetching paused: the buffer is full */
+    int64_t next_fetch;        /* offset after the last buffered message */
     rd_kafka_message_t **buf;  /* buffered messages, offset order */
     size_t len, cap;
     job_t *job;                /* in flight, or NULL */
@@ -155,13 +156,25 @@ static size_t job_size(const part_t *p) {
     return n;
 }
 
+/* Pauses or resumes fetching a partition. librdkafka drops what it prefetched for a
+ * paused partition, so a resume first seeks to just after the last buffered message:
+ * fetching restarts exactly there, whatever librdkafka's own position says. */
 static void set_paused(int shard, int paused) {
     part_t *p = &cs.parts[shard];
     if (p->paused == paused) return;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, cs.conf->topic, shard);
-    if (paused) rd_kafka_pause_partitions(cs.rk, l);
-    else rd_kafka_resume_partitions(cs.rk, l);
+    if (paused) {
+        rd_kafka_pause_partitions(cs.rk, l);
+    } else {
+        rd_kafka_resume_partitions(cs.rk, l);
+        l->elems[0].offset = p->next_fetch;
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(cs.rk, l, 5000);
+        if (e) {
+            bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "seek after resume: %s", rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+        }
+    }
     rd_kafka_topic_partition_list_destroy(l);
     p->paused = paused;
 }
@@ -184,13 +197,13 @@ static void collect(job_t *j) {
         p->len -= j->cnt;
         p->backoff_us = 0;
         commit_offset(j->shard, j->res.next_offset);
+        if (p->paused && p->len <= (size_t)cs.conf->pull_count / 2) set_paused(j->shard, 0);
         bw_metrics_shard_applied(cs.metrics, j->shard, j->res.rows_applied, j->res.rows_failed,
                                  now - j->started_us);
         bw_log(BW_LOG_DEBUG, COMPONENT, j->shard, NULL,
                "applied %zu messages: %llu rows, %llu failed, %llu messages already applied",
                j->cnt, (unsigned long long)j->res.rows_applied, (unsigned long long)j->res.rows_failed,
                (unsigned long long)j->res.messages_skipped);
-        if (p->paused && p->len < (size_t)cs.conf->pull_count / 2 + 1) set_paused(j->shard, 0);
     } else {
         p->backoff_us = p->backoff_us ? p->backoff_us * 2 : BACKOFF_INITIAL_US;
         if (p->backoff_us > BACKOFF_MAX_US) p->backoff_us = BACKOFF_MAX_US;
@@ -279,12 +292,18 @@ static void buffer_message(rd_kafka_message_t *m) {
         return;
     }
     part_t *p = &cs.parts[m->partition];
+    if (p->len && m->offset <= p->buf[p->len - 1]->offset) {
+        /* a redelivery of what is already buffered: keep the first copy */
+        rd_kafka_message_destroy(m);
+        return;
+    }
     if (p->len == p->cap) {
         p->cap = p->cap ? p->cap * 2 : (size_t)cs.conf->pull_count;
         p->buf = realloc(p->buf, p->cap * sizeof(*p->buf));
         if (!p->buf) abort();
     }
     p->buf[p->len++] = m;
+    p->next_fetch = m->offset + 1;
     if (p->len >= (size_t)cs.conf->pull_count) set_paused(m->partition, 1);
 }
 
@@ -326,8 +345,8 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             p->backoff_us = 0;
             bw_ratelimit_init(&p->rl, cs.conf->shard_rate[s], now);
         }
-        bw_info(COMPONENT, "assigned %d partitions", l->cnt);
         rd_kafka_assign(rk, l);
+        bw_info(COMPONENT, "assigned %d partitions", l->cnt);
     } else {
         bw_info(COMPONENT, "revoking %d partitions", l->cnt);
         release_partitions(l);

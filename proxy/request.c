@@ -241,6 +241,23 @@ int bw_utf8_valid(const unsigned char *s, size_t len) {
     return 1;
 }
 
+/* Replaces, in place, every byte that does not start a valid UTF-8 sequence with '?'.
+ * Reasons quote client text cut to a length (which may split a sequence) and protobuf
+ * strings that were never checked; a reply must still be UTF-8 (jansson refuses to
+ * build a JSON string otherwise, and proto3 clients reject such a string field). */
+static void utf8_sanitize(char *s) {
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (n && i + n <= len && bw_utf8_valid((const unsigned char *)s + i, n)) {
+            i += n;
+        } else {
+            s[i++] = '?';
+        }
+    }
+}
+
 #define REJECT(...) do { snprintf(why, why_size, __VA_ARGS__); return -1; } while (0)
 
 /* Validates one field value against its column. */
@@ -393,6 +410,7 @@ size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWr
             rej = n;
         }
         rej[cnt].index = (uint32_t)i;
+        utf8_sanitize(why);
         rej[cnt].reason = bw_arena_strndup(arena, why, strlen(why));
         cnt++;
     }
@@ -410,9 +428,13 @@ void bw_response_encode(bw_format_t fmt, const char *job_id, uint32_t accepted,
         json_object_set_new(root, "job_id", json_string(job_id));
         json_object_set_new(root, "accepted", json_integer(accepted));
         json_t *arr = json_array();
-        for (size_t i = 0; i < rejected_cnt; i++)
+        for (size_t i = 0; i < rejected_cnt; i++) {
+            char *reason = strdup(rejected[i].reason); /* json_pack drops non-UTF-8 silently */
+            utf8_sanitize(reason);
             json_array_append_new(arr, json_pack("{s:I,s:s}", "index", (json_int_t)rejected[i].index,
-                                                 "reason", rejected[i].reason));
+                                                 "reason", reason));
+            free(reason);
+        }
         json_object_set_new(root, "rejected", arr);
         *out = json_dumps(root, JSON_COMPACT);
         *out_len = strlen(*out);

@@ -1,6 +1,7 @@
 /* test_config.c — the reference config, every kind of config error (with file:line and
  * the key named), the generated docs and the dump/reload round trip. */
 #include <libconfig.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,8 @@ START_TEST(reference_loads) {
     ck_assert_int_eq(c->produce_timeout_ms, 30000);
     ck_assert_int_eq(c->pull_count, 100);
     ck_assert_int_eq(c->workers, 4);
+    ck_assert_str_eq(c->consumer_listen_address, "127.0.0.1"); /* defaults */
+    ck_assert_int_eq(c->consumer_port, 18081);
     ck_assert_int_eq(c->log_level, 1); /* info */
 
     /* derived: shard -> server and per-shard rate */
@@ -157,7 +160,9 @@ static void expect_error(const char *find, const char *repl, int line, ...) {
 
 START_TEST(error_syntax) {
     expect_error("count = 8;", "count = = 8;", t_line_of(REF, NULL, "count = 8;"), "syntax error", NULL);
-    expect_error("workers = 4;", "workers = 4", t_line_of(REF, NULL, "workers = 4;") + 1, "syntax error", NULL);
+    expect_error("workers = 4;", "workers = 4 4;", t_line_of(REF, NULL, "workers = 4;"), "syntax error", NULL);
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 50.0; ", t_line_of(REF, NULL, "{ shard = 7;") + 1,
+                 "syntax error", NULL);
 }
 END_TEST
 
@@ -188,7 +193,18 @@ START_TEST(error_wrong_type) {
                  "shards.servers[1].port", "integer", NULL);
     expect_error("producer_properties = [ \"linger.ms=5\" ];", "producer_properties = \"linger.ms=5\";",
                  t_line_of(REF, NULL, "producer_properties = ["), "kafka.producer_properties", "list of strings", NULL);
-    expect_error("mysql = {", "mysql = 3;\nmysql_unused = {", t_line_of(REF, NULL, "mysql = {"), "mysql", NULL);
+    /* a whole section given as a scalar */
+    const char *from = strstr(REF, "mysql = {");
+    char *block = strndup(from, (size_t)(strstr(from, "};\n") + 3 - from));
+    expect_error(block, "mysql = 3;\n", t_line_of(REF, NULL, "mysql = {"), "mysql", "group", NULL);
+    free(block);
+    expect_error("batch_size = { create = 500; update = 200; upsert = 200; delete = 1000; };",
+                 "batch_size = 500;", t_line_of(REF, NULL, "batch_size = {"), "object_types[0].batch_size", "group", NULL);
+    from = strstr(REF, "columns = (");
+    block = strndup(from, (size_t)(strstr(from, "    );\n") + 7 - from));
+    expect_error(block, "columns = [ \"x\" ];\n", t_line_of(REF, NULL, "columns = ("), "object_types[0].columns",
+                 "list", NULL);
+    free(block);
 }
 END_TEST
 
@@ -218,9 +234,9 @@ END_TEST
 START_TEST(error_missing_required) {
     /* the line is that of the section the key belongs in */
     expect_error("  count = 8;\n", "", t_line_of(REF, NULL, "shards = {"), "missing required key", "shards.count", NULL);
-    expect_error("    type_id = 1;             # type bits of pin ids\n", "", t_line_of(REF, "name = \"pin\"", "type_id") - 2,
+    expect_error("    type_id = 1;             # type bits of pin ids\n", "", t_line_of(REF, NULL, "name = \"pin\"") - 2,
                  "missing required key", "object_types[0].type_id", NULL);
-    expect_error("first_shard = 4;", "", t_line_of(REF, "mysql-b", "name") - 1, "missing required key",
+    expect_error("first_shard = 4;", "", t_line_of(REF, NULL, "name = \"mysql-b\"") - 1, "missing required key",
                  "shards.servers[1].first_shard", NULL);
     expect_error("{ name = \"score\";    type = \"double\";", "{ name = \"score\";",
                  t_line_of(REF, NULL, "name = \"score\""), "missing required key", "columns[2].type", NULL);
@@ -323,7 +339,7 @@ static void check_documented(const char *doc, const config_setting_t *s, const c
             ck_assert_msg(strstr(doc, want) != NULL, "docs lack %s", want);
         }
         if (config_setting_is_list(m)) check_documented(doc, m, path);
-        else if (config_setting_is_group(m)) check_documented(doc, m, prefix); /* list element */
+        else if (config_setting_is_group(m)) check_documented(doc, m, path); /* list element */
     }
 }
 
@@ -336,7 +352,7 @@ START_TEST(doc_mentions_every_key) {
         "shards.database_prefix", "shards.default_rate", "shards.rate_overrides", "shards.servers",
         "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address", "proxy.port",
         "proxy.threads", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
-        "consumer.pull_count", "consumer.workers", "object_types",
+        "consumer.pull_count", "consumer.workers", "consumer.listen_address", "consumer.port", "object_types",
         "shards.servers[].first_shard", "shards.rate_overrides[].rate", "object_types[].type_id",
         "object_types[].batch_size.create", "object_types[].batch_size.delete",
         "object_types[].columns[].max_length", "object_types[].create_route"};
@@ -405,6 +421,8 @@ static void assert_same_config(const bw_config_t *a, const bw_config_t *b) {
     SAME_INT(produce_timeout_ms);
     SAME_INT(pull_count);
     SAME_INT(workers);
+    SAME_STR(consumer_listen_address);
+    SAME_INT(consumer_port);
     SAME_INT(object_type_cnt);
     for (int i = 0; i < a->object_type_cnt; i++) {
         SAME_STR(object_types[i].name);
@@ -483,6 +501,12 @@ START_TEST(dump_reloads_awkward_values) {
     c = t_conf_variant_load("password = \"\";         # password\n      first_shard = 0;",
                             "password = \"p\\\"w\\\\d\";   # password\n      first_shard = 0;");
     ck_assert_str_eq(c->servers[0].password, "p\"w\\d");
+    dump_reload(c);
+    bw_config_destroy(c);
+
+    c = t_conf_variant_load("password = \"\";         # password\n      first_shard = 0;",
+                            "password = \"tab\\there\\nnew line\\r\\f\\x01\";\n      first_shard = 0;");
+    ck_assert_str_eq(c->servers[0].password, "tab\there\nnew line\r\f\x01");
     dump_reload(c);
     bw_config_destroy(c);
 

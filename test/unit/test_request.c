@@ -1,0 +1,623 @@
+/* test_request.c — JSON and protobuf request decoding, per-op validation with reasons,
+ * UTF-8 validation, and response encoding. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "request.h"
+#include "shard.h"
+
+static bw_arena_t A;
+static bw_config_t *C;
+static void setup(void) {
+    bw_arena_init(&A, 1 << 16);
+    C = t_ref_config();
+}
+static void teardown(void) {
+    bw_config_destroy(C);
+    bw_arena_destroy(&A);
+}
+
+static char errbuf[512];
+
+static Bulkwrite__V1__BatchWriteRequest *json(const char *body) {
+    errbuf[0] = '\0';
+    return bw_request_decode(BW_FMT_JSON, body, strlen(body), &A, errbuf, sizeof(errbuf));
+}
+
+static void expect_bad_json(const char *body, const char *needle) {
+    Bulkwrite__V1__BatchWriteRequest *req = json(body);
+    ck_assert_msg(req == NULL, "accepted malformed JSON: %s", body);
+    ck_assert_msg(strstr(errbuf, needle) != NULL, "error for %s is \"%s\", lacks \"%s\"", body, errbuf, needle);
+}
+
+/* Packs with protobuf-c, decodes through bw_request_decode. */
+static Bulkwrite__V1__BatchWriteRequest *via_protobuf(const Bulkwrite__V1__BatchWriteRequest *req) {
+    size_t len = bulkwrite__v1__batch_write_request__get_packed_size(req);
+    uint8_t *buf = bw_arena_alloc(&A, len + 1);
+    ck_assert_uint_eq(bulkwrite__v1__batch_write_request__pack(req, buf), len);
+    errbuf[0] = '\0';
+    Bulkwrite__V1__BatchWriteRequest *out = bw_request_decode(BW_FMT_PROTOBUF, buf, len, &A, errbuf, sizeof(errbuf));
+    ck_assert_msg(out != NULL, "protobuf decode failed: %s", errbuf);
+    return out;
+}
+
+#define PIN_ID(shard, local) bw_id_make(shard, 1, local)
+#define BOARD_ID(shard, local) bw_id_make(shard, 2, local)
+
+/* ---- decoding -------------------------------------------------------------------- */
+
+START_TEST(json_maps_field_for_field) {
+    char body[2048];
+    uint64_t owner = bw_id_make(3, 9, 77), pin = PIN_ID(3, 5);
+    snprintf(body, sizeof(body),
+             "{\"request_id\": \"req-1\", \"ops\": ["
+             " {\"op\": \"create\", \"object_type\": \"pin\", \"id\": %" PRIu64 ", \"shard_key\": \"%" PRIu64 "\","
+             "  \"fields\": {\"owner_id\": -12, \"title\": \"caf\\u00e9 \\ud83d\\ude00\", \"board_id\": null,"
+             "              \"image\": {\"base64\": \"AP8nXA==\"}}},"
+             " {\"op\": \"UPDATE\", \"object_type\": \"pin\", \"id\": \"%" PRIu64 "\","
+             "  \"fields\": {\"like_count\": {\"increment\": 3}, \"description\": \"\"}},"
+             " {\"op\": \"upsert\", \"object_type\": \"board\", \"id\": %" PRIu64 ","
+             "  \"fields\": {\"score\": 2.5, \"archived\": true, \"partner\": \"p\", \"name\": \"n\"}},"
+             " {\"op\": \"delete\", \"object_type\": \"pin\", \"id\": %" PRIu64 "}"
+             "]}",
+             pin, owner, pin, BOARD_ID(1, 1), pin);
+    Bulkwrite__V1__BatchWriteRequest *got = json(body);
+    ck_assert_msg(got != NULL, "%s", errbuf);
+
+    t_req_t r;
+    t_req_init(&r, &A, 8);
+    r.req->request_id = "req-1";
+    Bulkwrite__V1__Op *o = t_op(&r, BW_OP_CREATE, "pin", pin, t_idstr(&r, owner));
+    t_f_int(&r, o, "owner_id", -12);
+    t_f_str(&r, o, "title", "caf\xc3\xa9 \xf0\x9f\x98\x80", 10);
+    t_f_null(&r, o, "board_id");
+    t_f_bytes(&r, o, "image", "\x00\xff\x27\x5c", 4);
+    o = t_op(&r, BW_OP_UPDATE, "pin", pin, "");
+    t_f_inc(&r, o, "like_count", 3);
+    t_f_str(&r, o, "description", "", 0);
+    o = t_op(&r, BW_OP_UPSERT, "board", BOARD_ID(1, 1), "");
+    t_f_dbl(&r, o, "score", 2.5);
+    t_f_bool(&r, o, "archived", 1);
+    t_f_str(&r, o, "partner", "p", 1);
+    t_f_str(&r, o, "name", "n", 1);
+    t_op(&r, BW_OP_DELETE, "pin", pin, "");
+    char why[256] = "";
+    ck_assert_msg(t_request_eq(r.req, got, why, sizeof(why)), "JSON decoded differently: %s", why);
+
+    /* the same request through protobuf decodes to the same structs */
+    Bulkwrite__V1__BatchWriteRequest *pb = via_protobuf(got);
+    ck_assert_msg(t_request_eq(got, pb, why, sizeof(why)), "protobuf round trip differs: %s", why);
+    pb = via_protobuf(r.req);
+    ck_assert_msg(t_request_eq(r.req, pb, why, sizeof(why)), "protobuf round trip differs: %s", why);
+
+    /* both validate the same way: everything valid */
+    bw_op_route_t routes[8];
+    bw_rejection_t *rej;
+    ck_assert_uint_eq(bw_request_validate(C, got, &A, routes, &rej), 0);
+    ck_assert_int_eq(routes[0].shard, 3);
+    ck_assert_int_eq(routes[2].shard, 1);
+}
+END_TEST
+
+START_TEST(json_nul_and_escapes) {
+    Bulkwrite__V1__BatchWriteRequest *req =
+        json("{\"ops\": [{\"op\": \"update\", \"object_type\": \"pin\", \"id\": 68719476737,"
+             " \"fields\": {\"title\": \"a\\u0000b\\\"\\\\\\n\"}}]}");
+    ck_assert_msg(req != NULL, "%s", errbuf);
+    const Bulkwrite__V1__Value *v = req->ops[0]->fields[0]->value;
+    ck_assert_int_eq(v->kind_case, BULKWRITE__V1__VALUE__KIND_STRING_VALUE);
+    ck_assert_uint_eq(v->string_value.len, 6);
+    ck_assert(memcmp(v->string_value.data, "a\0b\"\\\n", 6) == 0);
+    /* NUL survives protobuf too (text is carried as bytes) */
+    Bulkwrite__V1__BatchWriteRequest *pb = via_protobuf(req);
+    ck_assert_uint_eq(pb->ops[0]->fields[0]->value->string_value.len, 6);
+    ck_assert(memcmp(pb->ops[0]->fields[0]->value->string_value.data, "a\0b\"\\\n", 6) == 0);
+    /* and it is valid UTF-8, so it validates */
+    bw_op_route_t routes[1];
+    bw_rejection_t *rej;
+    ck_assert_uint_eq(bw_request_validate(C, req, &A, routes, &rej), 0);
+    /* an integer id and a decimal-string id are the same; max well-formed id as a string */
+    req = json("{\"ops\": [{\"op\": \"delete\", \"object_type\": \"pin\", \"id\": \"4611686018427387903\"}]}");
+    ck_assert_msg(req != NULL, "%s", errbuf);
+    ck_assert_uint_eq(req->ops[0]->id, 4611686018427387903ull);
+    req = json("{\"ops\": []}");
+    ck_assert_ptr_nonnull(req);
+    ck_assert_uint_eq(req->n_ops, 0);
+    req = json("{}");
+    ck_assert_ptr_nonnull(req);
+    ck_assert_uint_eq(req->n_ops, 0);
+}
+END_TEST
+
+START_TEST(json_malformed) {
+    expect_bad_json("", "malformed JSON");
+    expect_bad_json("{\"ops\": [", "malformed JSON");
+    expect_bad_json("{\"ops\": [}", "malformed JSON");
+    expect_bad_json("{\"ops\": []} trailing", "malformed JSON");
+    expect_bad_json("{'ops': []}", "malformed JSON");
+    expect_bad_json("{\"ops\": [], \"ops\": []}", "malformed JSON");     /* duplicate key */
+    expect_bad_json("{\"ops\": [{\"op\": \"create\", \"op\": \"delete\"}]}", "malformed JSON");
+    expect_bad_json("{\"ops\": [{\"op\": \"update\", \"object_type\": \"pin\", \"id\": 1,"
+                    " \"fields\": {\"title\": \"a\", \"title\": \"b\"}}]}",
+                    "malformed JSON");
+    expect_bad_json("[1, 2]", "JSON object");
+    expect_bad_json("{\"ops\": {}}", "ops");
+    expect_bad_json("{\"ops\": [], \"extra\": 1}", "extra");
+    expect_bad_json("{\"ops\": [5]}", "ops[0]: not an object");
+    expect_bad_json("{\"ops\": [{}, {\"nope\": 1}]}", "ops[1]: unknown member \"nope\"");
+    expect_bad_json("{\"ops\": [{\"op\": 1}]}", "ops[0].op: not a string");
+    expect_bad_json("{\"ops\": [{\"object_type\": 1}]}", "ops[0].object_type");
+    expect_bad_json("{\"ops\": [{\"id\": -1}]}", "ops[0].id");
+    expect_bad_json("{\"ops\": [{\"id\": \"12x\"}]}", "ops[0].id");
+    expect_bad_json("{\"ops\": [{\"id\": \" 12\"}]}", "ops[0].id");
+    expect_bad_json("{\"ops\": [{\"id\": 1.5}]}", "ops[0].id");
+    expect_bad_json("{\"ops\": [{\"shard_key\": 7}]}", "ops[0].shard_key");
+    expect_bad_json("{\"ops\": [{\"fields\": []}]}", "ops[0].fields");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": [1]}}]}", "arrays");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"image\": {\"base64\": \"!!!!\"}}}]}", "base64");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"image\": {\"hex\": \"00\"}}}]}", "base64");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"like_count\": {\"increment\": \"1\"}}}]}", "increment");
+    /* JSON text must be UTF-8 */
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\xff\"}}]}", "malformed JSON");
+}
+END_TEST
+
+START_TEST(protobuf_malformed) {
+    static const struct {
+        const char *data;
+        size_t len;
+    } bad[] = {
+        {"\xff\xff\xff", 3},          /* field number 0x1fffff..., truncated varint */
+        {"\x12\x05\x0a\x01", 4},      /* ops: length 5, 2 bytes present */
+        {"\x12\x02\x08", 3},          /* truncated */
+        {"\x0a\x80", 2},              /* request_id with a truncated length */
+        {"\x12\x03\x1a\x01\x00", 5},  /* op.id (fixed64) given as length-delimited: wrong wire type */
+        {"\x07", 1},                  /* wire type 7 does not exist */
+    };
+    for (size_t i = 0; i < BW_ARRAY_LEN(bad); i++) {
+        errbuf[0] = '\0';
+        Bulkwrite__V1__BatchWriteRequest *req =
+            bw_request_decode(BW_FMT_PROTOBUF, bad[i].data, bad[i].len, &A, errbuf, sizeof(errbuf));
+        ck_assert_msg(req == NULL, "malformed protobuf %zu accepted", i);
+        ck_assert_msg(strstr(errbuf, "malformed protobuf") != NULL, "error \"%s\"", errbuf);
+    }
+    /* an empty body is a valid empty request */
+    Bulkwrite__V1__BatchWriteRequest *req = bw_request_decode(BW_FMT_PROTOBUF, "", 0, &A, errbuf, sizeof(errbuf));
+    ck_assert_ptr_nonnull(req);
+    ck_assert_uint_eq(req->n_ops, 0);
+}
+END_TEST
+
+/* ---- validation ------------------------------------------------------------------ */
+
+typedef struct {
+    Bulkwrite__V1__Op *op;
+    const char *reason; /* NULL = valid */
+    int shard;          /* when valid */
+} expect_t;
+
+static void check_validation(t_req_t *r, const expect_t *e, size_t n) {
+    bw_op_route_t *routes = bw_arena_alloc(&A, (n + 1) * sizeof(*routes));
+    bw_rejection_t *rej = NULL;
+    size_t nrej = bw_request_validate(C, r->req, &A, routes, &rej);
+    size_t want_rej = 0;
+    for (size_t i = 0; i < n; i++) want_rej += e[i].reason != NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!e[i].reason) {
+            ck_assert_msg(routes[i].shard == e[i].shard, "op %zu: shard %d, want %d", i, routes[i].shard, e[i].shard);
+            ck_assert_msg(k >= nrej || rej[k].index != i, "valid op %zu rejected: %s", i, rej[k].reason);
+            continue;
+        }
+        ck_assert_int_eq(routes[i].shard, -1);
+        ck_assert_msg(k < nrej && rej[k].index == i, "op %zu (want \"%s\") not rejected", i, e[i].reason);
+        ck_assert_msg(strstr(rej[k].reason, e[i].reason) != NULL, "op %zu: reason \"%s\" lacks \"%s\"", i,
+                      rej[k].reason, e[i].reason);
+        k++;
+    }
+    ck_assert_uint_eq(nrej, want_rej);
+}
+
+static Bulkwrite__V1__Op *pin_create(t_req_t *r, uint64_t id, unsigned owner_shard) {
+    Bulkwrite__V1__Op *o = t_op(r, BW_OP_CREATE, "pin", id, t_idstr(r, bw_id_make(owner_shard, 9, 1)));
+    t_f_int(r, o, "owner_id", 1);
+    return o;
+}
+
+START_TEST(validate_rejections) {
+    t_req_t r;
+    t_req_init(&r, &A, 80);
+    expect_t e[80];
+    size_t n = 0;
+    Bulkwrite__V1__Op *o;
+    char title[300];
+    memset(title, 't', sizeof(title));
+
+#define EXPECT(op_, reason_) (e[n++] = (expect_t){(op_), (reason_), -1})
+#define VALID(op_, shard_) (e[n++] = (expect_t){(op_), NULL, (shard_)})
+
+    VALID(pin_create(&r, PIN_ID(3, 1), 3), 3);
+    VALID(pin_create(&r, 0, 5), 5);
+
+    o = t_op(&r, BW_OP_DELETE, "widget", PIN_ID(1, 1), NULL);
+    EXPECT(o, "unknown object_type \"widget\"");
+    o = t_op(&r, 0, "pin", PIN_ID(1, 1), NULL); /* an unknown op word decodes to 0 */
+    EXPECT(o, "op must be one of create, update, upsert, delete");
+    o = t_op(&r, 9, "pin", PIN_ID(1, 1), NULL);
+    EXPECT(o, "op must be one of");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "colour", 1);
+    EXPECT(o, "unknown column \"colour\" for object type pin");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "title", 5);
+    EXPECT(o, "field \"title\": column type is string, the value is not");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_str(&r, o, "owner_id", "5", 1);
+    EXPECT(o, "field \"owner_id\": column type is int");
+    o = t_op(&r, BW_OP_UPDATE, "board", BOARD_ID(1, 1), NULL);
+    t_f_int(&r, o, "archived", 1);
+    EXPECT(o, "field \"archived\": column type is bool");
+    o = t_op(&r, BW_OP_UPDATE, "board", BOARD_ID(1, 1), NULL);
+    t_f_str(&r, o, "score", "1.5", 3);
+    EXPECT(o, "field \"score\": column type is double");
+    o = t_op(&r, BW_OP_UPDATE, "board", BOARD_ID(1, 1), NULL);
+    t_f_bool(&r, o, "score", 1);
+    EXPECT(o, "field \"score\": column type is double");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_dbl(&r, o, "like_count", 1.0);
+    EXPECT(o, "field \"like_count\": column type is int");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_bytes(&r, o, "title", "x", 1);
+    EXPECT(o, "field \"title\": column type is string");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "image", 1);
+    EXPECT(o, "field \"image\": column type is bytes");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_null(&r, o, "owner_id");
+    EXPECT(o, "field \"owner_id\": null (or no value) in a column that is not nullable");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_field(&r, o, "owner_id")->value = NULL; /* protobuf: a field without a value */
+    EXPECT(o, "not nullable");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_str(&r, o, "title", title, 256);
+    EXPECT(o, "field \"title\": 256 bytes, longer than its max_length 255");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_str(&r, o, "title", "ok\xff", 3);
+    EXPECT(o, "field \"title\": text is not valid UTF-8");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_str(&r, o, "title", "\xed\xa0\x80", 3); /* a surrogate */
+    EXPECT(o, "not valid UTF-8");
+    o = t_op(&r, BW_OP_DELETE, "pin", PIN_ID(8, 1), NULL);
+    EXPECT(o, "shard 8 is out of range (shards.count is 8)");
+    o = t_op(&r, BW_OP_DELETE, "pin", PIN_ID(65535, 1), NULL);
+    EXPECT(o, "shard 65535 is out of range");
+    o = t_op(&r, BW_OP_DELETE, "pin", BOARD_ID(1, 1), NULL);
+    EXPECT(o, "type id 2 is not pin's type id 1");
+    o = t_op(&r, BW_OP_DELETE, "pin", PIN_ID(1, 1) | (1ull << 63), NULL);
+    EXPECT(o, "the two top bits must be zero");
+    o = t_op(&r, BW_OP_DELETE, "pin", PIN_ID(1, 1) | (1ull << 62), NULL);
+    EXPECT(o, "the two top bits must be zero");
+    o = t_op(&r, BW_OP_UPDATE, "pin", 0, NULL);
+    t_f_int(&r, o, "like_count", 1);
+    EXPECT(o, "update needs the object's id");
+    o = t_op(&r, BW_OP_DELETE, "pin", 0, NULL);
+    EXPECT(o, "delete needs the object's id");
+    o = t_op(&r, BW_OP_UPSERT, "pin", 0, NULL);
+    t_f_int(&r, o, "owner_id", 1);
+    EXPECT(o, "upsert needs the object's id");
+    o = t_op(&r, BW_OP_CREATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "owner_id", 1);
+    EXPECT(o, "create needs the owner's shard_key");
+    o = t_op(&r, BW_OP_CREATE, "pin", PIN_ID(1, 1), "");
+    t_f_int(&r, o, "owner_id", 1);
+    EXPECT(o, "create needs the owner's shard_key");
+    o = t_op(&r, BW_OP_CREATE, "pin", 0, "alice");
+    t_f_int(&r, o, "owner_id", 1);
+    EXPECT(o, "shard_key \"alice\" is not an object id (create_route is \"id\")");
+    o = t_op(&r, BW_OP_CREATE, "pin", 0, t_idstr(&r, bw_id_make(9, 9, 1)));
+    t_f_int(&r, o, "owner_id", 1);
+    EXPECT(o, "shard 9 is out of range");
+    o = pin_create(&r, PIN_ID(2, 1), 3);
+    EXPECT(o, "names shard 2 but its owner's shard_key routes to shard 3");
+
+    /* md5 route: the shard is md5(key) mod 8; an id elsewhere is rejected */
+    const char *key = "partner-acme";
+    unsigned ks = bw_shard_of_key(key, strlen(key), 8);
+    o = t_op(&r, BW_OP_CREATE, "board", 0, key);
+    t_f_str(&r, o, "partner", key, strlen(key));
+    t_f_str(&r, o, "name", "x", 1);
+    VALID(o, (int)ks);
+    o = t_op(&r, BW_OP_CREATE, "board", BOARD_ID(ks, 5), key);
+    t_f_str(&r, o, "partner", key, strlen(key));
+    t_f_str(&r, o, "name", "x", 1);
+    VALID(o, (int)ks);
+    o = t_op(&r, BW_OP_CREATE, "board", BOARD_ID((ks + 1) % 8, 5), key);
+    t_f_str(&r, o, "partner", key, strlen(key));
+    t_f_str(&r, o, "name", "x", 1);
+    EXPECT(o, "routes to shard");
+
+    o = t_op(&r, BW_OP_DELETE, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "like_count", 1);
+    EXPECT(o, "delete takes no fields");
+    o = pin_create(&r, 0, 1);
+    t_f_inc(&r, o, "like_count", 1);
+    EXPECT(o, "field \"like_count\": increment is only for UPDATE of int or double columns");
+    o = t_op(&r, BW_OP_UPSERT, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "owner_id", 1);
+    t_f_inc(&r, o, "like_count", 1);
+    EXPECT(o, "increment is only for UPDATE");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_str(&r, o, "title", "x", 1);
+    o->fields[0]->increment = 1;
+    EXPECT(o, "increment is only for UPDATE of int or double columns");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_null(&r, o, "like_count");
+    o->fields[0]->increment = 1;
+    EXPECT(o, "cannot increment by null");
+    o = t_op(&r, BW_OP_CREATE, "pin", 0, t_idstr(&r, bw_id_make(1, 9, 1)));
+    t_f_str(&r, o, "title", "t", 1);
+    EXPECT(o, "required column \"owner_id\" is missing");
+    o = t_op(&r, BW_OP_UPSERT, "board", BOARD_ID(1, 1), NULL);
+    t_f_str(&r, o, "partner", "p", 1);
+    EXPECT(o, "required column \"name\" is missing");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    EXPECT(o, "update needs at least one field");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), "123");
+    t_f_int(&r, o, "like_count", 1);
+    EXPECT(o, "shard_key is only for create");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "like_count", 1);
+    t_f_int(&r, o, "like_count", 2);
+    EXPECT(o, "field \"like_count\" is given twice");
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "id", 1);
+    EXPECT(o, "set the id with the op's id");
+    o = t_op(&r, BW_OP_UPDATE, "board", BOARD_ID(1, 1), NULL);
+    t_f_dbl(&r, o, "score", NAN);
+    EXPECT(o, "NaN and infinity");
+    o = t_op(&r, BW_OP_UPDATE, "board", BOARD_ID(1, 1), NULL);
+    t_f_dbl(&r, o, "score", -INFINITY);
+    EXPECT(o, "NaN and infinity");
+
+    /* valid ones mixed in */
+    o = t_op(&r, BW_OP_UPDATE, "board", BOARD_ID(6, 1), NULL);
+    t_f_int(&r, o, "score", 3); /* an int is a fine double */
+    t_f_inc(&r, o, "score", 1); /* a double column increments too (given once more: rejected?) */
+    o->n_fields = 1;            /* keep only the int */
+    VALID(o, 6);
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(7, 1), NULL);
+    t_f_str(&r, o, "image", "text is fine binary", 19);
+    t_f_str(&r, o, "title", title, 255);
+    t_f_inc(&r, o, "like_count", -1);
+    t_f_null(&r, o, "board_id");
+    VALID(o, 7);
+    o = t_op(&r, BW_OP_DELETE, "pin", PIN_ID(0, (1ull << 36) - 1), NULL);
+    VALID(o, 0);
+    o = t_op(&r, BW_OP_UPSERT, "pin", PIN_ID(4, 1), NULL);
+    t_f_int(&r, o, "owner_id", 1);
+    VALID(o, 4);
+    ck_assert_uint_le(n, 80);
+    check_validation(&r, e, n);
+
+    /* the same request through protobuf gives the same verdicts */
+    t_req_t r2 = r;
+    r2.req = via_protobuf(r.req);
+    for (size_t i = 0; i < n; i++) e[i].op = r2.req->ops[i];
+    /* NaN does not compare equal to itself, so compare verdicts, not structs */
+    check_validation(&r2, e, n);
+#undef EXPECT
+#undef VALID
+}
+END_TEST
+
+START_TEST(validate_json_op_word) {
+    Bulkwrite__V1__BatchWriteRequest *req =
+        json("{\"ops\": [{\"op\": \"frobnicate\", \"object_type\": \"pin\", \"id\": 68719476737},"
+             "           {\"op\": \"Delete\", \"object_type\": \"pin\", \"id\": 68719476737}]}");
+    ck_assert_msg(req != NULL, "%s", errbuf);
+    bw_op_route_t routes[2];
+    bw_rejection_t *rej;
+    ck_assert_uint_eq(bw_request_validate(C, req, &A, routes, &rej), 1);
+    ck_assert_uint_eq(rej[0].index, 0);
+    ck_assert_ptr_nonnull(strstr(rej[0].reason, "op must be one of"));
+    ck_assert_int_eq(routes[1].shard, 0);
+    /* invalid UTF-8 cannot come through JSON but can through protobuf bytes */
+    t_req_t r;
+    t_req_init(&r, &A, 4);
+    Bulkwrite__V1__Op *o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_str(&r, o, "description", "\xc0\xaf", 2); /* overlong '/' */
+    Bulkwrite__V1__BatchWriteRequest *pb = via_protobuf(r.req);
+    ck_assert_uint_eq(bw_request_validate(C, pb, &A, routes, &rej), 1);
+    ck_assert_ptr_nonnull(strstr(rej[0].reason, "not valid UTF-8"));
+}
+END_TEST
+
+START_TEST(utf8_validity) {
+    static const struct {
+        const char *s;
+        size_t len;
+        int ok;
+    } v[] = {
+#define U(lit, ok) {lit, sizeof(lit) - 1, ok}
+        U("", 1),
+        U("plain ASCII \x7f", 1),
+        U("\0", 1),
+        U("\xc2\x80", 1),                 /* U+0080, smallest 2-byte */
+        U("\xdf\xbf", 1),                 /* U+07FF */
+        U("\xe0\xa0\x80", 1),             /* U+0800 */
+        U("\xef\xbf\xbf", 1),             /* U+FFFF */
+        U("\xed\x9f\xbf", 1),             /* U+D7FF, below the surrogates */
+        U("\xee\x80\x80", 1),             /* U+E000, above them */
+        U("\xf0\x90\x80\x80", 1),         /* U+10000 */
+        U("\xf4\x8f\xbf\xbf", 1),         /* U+10FFFF */
+        U("\xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80", 1),
+        U("\xc0\x80", 0),                 /* overlong NUL */
+        U("\xc1\xbf", 0),                 /* overlong U+007F */
+        U("\xe0\x80\xaf", 0),             /* overlong '/' in 3 bytes */
+        U("\xe0\x9f\xbf", 0),             /* overlong U+07FF */
+        U("\xf0\x80\x80\xaf", 0),         /* overlong in 4 bytes */
+        U("\xf0\x8f\xbf\xbf", 0),         /* overlong U+FFFF */
+        U("\xed\xa0\x80", 0),             /* U+D800 */
+        U("\xed\xbf\xbf", 0),             /* U+DFFF */
+        U("\xed\xa0\xbd\xed\xb8\x80", 0), /* CESU-8 surrogate pair */
+        U("\xf4\x90\x80\x80", 0),         /* U+110000 */
+        U("\xf5\x80\x80\x80", 0),
+        U("\xf7\xbf\xbf\xbf", 0),
+        U("\xf8\x88\x80\x80\x80", 0),     /* 5-byte form */
+        U("\xfc\x84\x80\x80\x80\x80", 0), /* 6-byte form */
+        U("\xfe", 0),
+        U("\xff", 0),
+        U("\x80", 0),                     /* lone continuation */
+        U("a\xbf", 0),
+        U("\xc3", 0),                     /* truncated 2-byte */
+        U("\xe6\x97", 0),                 /* truncated 3-byte */
+        U("\xf0\x9f\x98", 0),             /* truncated 4-byte */
+        U("\xc3\x28", 0),                 /* bad continuation */
+        U("\xe6\x28\xa5", 0),
+        U("\xf0\x9f\x28\x80", 0),
+        U("ok\xc3", 0),
+#undef U
+    };
+    for (size_t i = 0; i < BW_ARRAY_LEN(v); i++)
+        ck_assert_msg(bw_utf8_valid((const unsigned char *)v[i].s, v[i].len) == v[i].ok, "case %zu: want %d", i,
+                      v[i].ok);
+    /* the length bounds the scan: a valid prefix of an invalid buffer is valid */
+    ck_assert(bw_utf8_valid((const unsigned char *)"ab\xff", 2));
+    ck_assert(!bw_utf8_valid((const unsigned char *)"\xe6\x97\xa5", 2));
+}
+END_TEST
+
+/* ---- responses ----------------------------------------------------------------------- */
+
+START_TEST(response_json) {
+    bw_rejection_t rej[] = {{1, "unknown object_type \"widget\""}, {7, "field \"t\": quote \" and \\ and caf\xc3\xa9"}};
+    char *out = NULL;
+    size_t len = 0;
+    bw_response_encode(BW_FMT_JSON, "job-42", 5, rej, 2, &out, &len);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(strlen(out), len);
+    json_error_t jerr;
+    json_t *root = json_loadb(out, len, JSON_REJECT_DUPLICATES, &jerr);
+    ck_assert_msg(root != NULL, "response is not JSON: %s", jerr.text);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "job_id")), "job-42");
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "accepted")), 5);
+    json_t *arr = json_object_get(root, "rejected");
+    ck_assert_uint_eq(json_array_size(arr), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *e = json_array_get(arr, i);
+        ck_assert_int_eq(json_integer_value(json_object_get(e, "index")), rej[i].index);
+        ck_assert_str_eq(json_string_value(json_object_get(e, "reason")), rej[i].reason);
+    }
+    json_decref(root);
+    free(out);
+    /* no rejections: an empty array, not a missing member */
+    bw_response_encode(BW_FMT_JSON, "j", 0, NULL, 0, &out, &len);
+    root = json_loadb(out, len, 0, &jerr);
+    ck_assert_ptr_nonnull(root);
+    ck_assert(json_is_array(json_object_get(root, "rejected")));
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "rejected")), 0);
+    json_decref(root);
+    free(out);
+}
+END_TEST
+
+START_TEST(response_protobuf) {
+    bw_rejection_t rej[] = {{0, "a"}, {4294967295u, "field \"x\": \xf0\x9f\x98\x80"}, {3, ""}};
+    char *out = NULL;
+    size_t len = 0;
+    bw_response_encode(BW_FMT_PROTOBUF, "job-7", 123456, rej, 3, &out, &len);
+    Bulkwrite__V1__BatchWriteResponse *resp =
+        bulkwrite__v1__batch_write_response__unpack(NULL, len, (const uint8_t *)out);
+    ck_assert_ptr_nonnull(resp);
+    ck_assert_str_eq(resp->job_id, "job-7");
+    ck_assert_uint_eq(resp->accepted, 123456);
+    ck_assert_uint_eq(resp->n_rejected, 3);
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_uint_eq(resp->rejected[i]->index, rej[i].index);
+        ck_assert_str_eq(resp->rejected[i]->reason, rej[i].reason);
+    }
+    bulkwrite__v1__batch_write_response__free_unpacked(resp, NULL);
+    free(out);
+    bw_response_encode(BW_FMT_PROTOBUF, "", 0, NULL, 0, &out, &len);
+    resp = bulkwrite__v1__batch_write_response__unpack(NULL, len, (const uint8_t *)out);
+    ck_assert_ptr_nonnull(resp);
+    ck_assert_uint_eq(resp->n_rejected, 0);
+    bulkwrite__v1__batch_write_response__free_unpacked(resp, NULL);
+    free(out);
+}
+END_TEST
+
+START_TEST(response_reasons_quoting_client_text) {
+    /* Reasons quote client text (object type, field names) cut to a length: the cut
+     * must not split a UTF-8 sequence, and text that was never UTF-8 (protobuf strings
+     * are not checked) must not break the JSON reply or drop the rejection. */
+    t_req_t r;
+    t_req_init(&r, &A, 4);
+    char type[200] = "a";
+    for (int i = 0; i < 60; i++) strcat(type, "\xc3\xa9"); /* 1 + 120 bytes: a cut at 100 splits an é */
+    t_op(&r, BW_OP_DELETE, type, PIN_ID(1, 1), NULL);
+    Bulkwrite__V1__Op *o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_int(&r, o, "bad\xff\xfe name", 1);
+    t_op(&r, BW_OP_DELETE, "\xe6\x97", PIN_ID(1, 1), NULL);
+    bw_op_route_t routes[4];
+    bw_rejection_t *rej;
+    Bulkwrite__V1__BatchWriteRequest *pb = via_protobuf(r.req);
+    size_t n = bw_request_validate(C, pb, &A, routes, &rej);
+    ck_assert_uint_eq(n, 3);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(bw_utf8_valid((const unsigned char *)rej[i].reason, strlen(rej[i].reason)),
+                      "reason %zu is not UTF-8: %s", i, rej[i].reason);
+    ck_assert_ptr_nonnull(strstr(rej[0].reason, "unknown object_type \"a\xc3\xa9"));
+    char *out = NULL;
+    size_t len = 0;
+    bw_response_encode(BW_FMT_JSON, "job", 0, rej, n, &out, &len);
+    ck_assert_ptr_nonnull(out);
+    json_error_t jerr;
+    json_t *root = json_loadb(out, len, 0, &jerr);
+    ck_assert_msg(root != NULL, "reply is not JSON: %s", jerr.text);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "rejected")), 3);
+    json_decref(root);
+    free(out);
+    /* encoding a reason that is not UTF-8 keeps the rejection, with '?' for bad bytes */
+    bw_rejection_t raw[] = {{0, "ok"}, {1, "bad \xc3 and \xff end \xc3\xa9"}};
+    bw_response_encode(BW_FMT_JSON, "job", 0, raw, 2, &out, &len);
+    root = json_loadb(out, len, 0, &jerr);
+    ck_assert_msg(root != NULL, "reply is not JSON: %s", jerr.text);
+    json_t *arr = json_object_get(root, "rejected");
+    ck_assert_uint_eq(json_array_size(arr), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(arr, 1), "index")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(arr, 1), "reason")),
+                     "bad ? and ? end \xc3\xa9");
+    json_decref(root);
+    free(out);
+}
+END_TEST
+
+Suite *request_suite(void) {
+    Suite *s = suite_create("request");
+    TCase *tc = tcase_create("decode");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, json_maps_field_for_field);
+    tcase_add_test(tc, json_nul_and_escapes);
+    tcase_add_test(tc, json_malformed);
+    tcase_add_test(tc, protobuf_malformed);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("validate");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, validate_rejections);
+    tcase_add_test(tc, validate_json_op_word);
+    tcase_add_test(tc, utf8_validity);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("response");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, response_json);
+    tcase_add_test(tc, response_protobuf);
+    tcase_add_test(tc, response_reasons_quoting_client_text);
+    suite_add_tcase(s, tc);
+    return s;
+}
