@@ -50,9 +50,9 @@ echo "kafka: $BROKERS; proxy: $URL; consumer metrics: http://127.0.0.1:18081/met
 echo "== feed ingestion: $FEED pin creates for one partner (shard $HOT_SHARD)"
 "$BIN/bw-workload" -c "$CONF" submit --url "$URL/v1/batches" --protobuf "feed:$FEED:$HOT_SHARD"
 echo "== spam cleanup: delete every 10th of those pins"
-"$BIN/bw-workload" -c "$CONF" submit --url "$URL/v1/batches" "cleanup:$FEED"
+"$BIN/bw-workload" -c "$CONF" submit --url "$URL/v1/batches" "cleanup:$FEED:$HOT_SHARD"
 
 echo "== waiting for the consumer, then checking every shard row by row"
-"$BIN/bw-workload" -c "$CONF" verify --wait 300 "feed:$FEED:$HOT_SHARD" "cleanup:$FEED"
+"$BIN/bw-workload" -c "$CONF" verify --wait 300 "feed:$FEED:$HOT_SHARD" "cleanup:$FEED:$HOT_SHARD"
 echo "== consumer metrics for shard $HOT_SHARD"
 curl -sf http://127.0.0.1:18081/metrics | grep "shard=\"$HOT_SHARD\"" || true

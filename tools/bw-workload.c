@@ -9,8 +9,8 @@
  * A JOB is NAME:COUNT[:ARG], generated the same way by submit and verify:
  *   feed:N:SHARD     N pin creates for one partner whose user id lives on SHARD (the hot shard)
  *   spread:N         N pin creates spread over every shard
- *   cleanup:N        deletes of every 10th feed pin among the first N (spam cleanup)
- *   like:N           like_count += 1 on every 10th+1 feed pin among the first N
+ *   cleanup:N:SHARD  deletes of every 10th pin among the first N of the feed on SHARD (spam cleanup)
+ *   like:N:SHARD     like_count += 1 on every 10th+1 pin among the first N of the feed on SHARD
  * Texts carry quotes, backslashes and multi-byte UTF-8 on purpose. */
 #include <curl/curl.h>
 #include <getopt.h>
@@ -103,7 +103,7 @@ static pinset_t *expected_state(const job_t *jobs, int job_cnt) {
         const job_t *jb = &jobs[j];
         if (jb->kind != JOB_CLEANUP && jb->kind != JOB_LIKE) continue;
         for (int f = 0; f < job_cnt; f++) {
-            if (jobs[f].kind != JOB_FEED) continue;
+            if (jobs[f].kind != JOB_FEED || jobs[f].shard != jb->shard) continue;
             for (long i = 0; i < jb->count && i < jobs[f].count; i++) {
                 pin_t *p = pin_find(&sets[jobs[f].shard], feed_pin(jobs[f].shard, i));
                 if (jb->kind == JOB_CLEANUP && i % 10 == 0) p->present = 0;
@@ -255,18 +255,11 @@ static json_t *op_json(const Bulkwrite__V1__Op *op) {
     return o;
 }
 
-/* Job ops are numbered; cleanup and like touch the first feed job's shard. */
-static int submit_job(sender_t *s, job_t jb, const job_t *jobs, int job_cnt) {
+/* Cleanup and like touch pins i*10 (resp. i*10+1) < N of the feed on their shard. */
+static int submit_job(sender_t *s, job_t jb) {
     long total = jb.count;
-    if (jb.kind == JOB_CLEANUP || jb.kind == JOB_LIKE) {
-        for (int f = 0; f < job_cnt; f++)
-            if (jobs[f].kind == JOB_FEED) {
-                jb.shard = jobs[f].shard;
-                total = (jb.count < jobs[f].count ? jb.count : jobs[f].count) / 10;
-                if (jb.kind == JOB_LIKE && (jb.count < jobs[f].count ? jb.count : jobs[f].count) % 10 > 1) total++;
-                break;
-            }
-    }
+    if (jb.kind == JOB_CLEANUP) total = (jb.count + 9) / 10;
+    if (jb.kind == JOB_LIKE) total = (jb.count + 8) / 10;
     op_buf_t *bufs = calloc((size_t)s->per_request, sizeof(*bufs));
     Bulkwrite__V1__Op **ops = calloc((size_t)s->per_request, sizeof(*ops));
     int ret = 0;
@@ -465,7 +458,7 @@ static int parse_job(const char *s, job_t *jb) {
     else if (strcmp(name, "cleanup") == 0) jb->kind = JOB_CLEANUP;
     else if (strcmp(name, "like") == 0) jb->kind = JOB_LIKE;
     else return -1;
-    if (jb->kind == JOB_FEED && (shard < 0 || shard >= conf->shard_count)) return -1;
+    if (jb->kind != JOB_SPREAD && (n < 3 || shard < 0 || shard >= conf->shard_count)) return -1;
     return 0;
 }
 
@@ -473,7 +466,7 @@ static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
-          "JOB: feed:N:SHARD | spread:N | cleanup:N | like:N\n",
+          "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD\n",
           out);
     return code;
 }
@@ -521,7 +514,7 @@ int main(int argc, char **argv) {
     sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request, .curl = curl_easy_init()};
     int ret = 0;
     int64_t t0 = bw_now_us();
-    for (int i = 0; i < job_cnt && !ret; i++) ret = submit_job(&s, jobs[i], jobs, job_cnt);
+    for (int i = 0; i < job_cnt && !ret; i++) ret = submit_job(&s, jobs[i]);
     double secs = (double)(bw_now_us() - t0) / 1e6;
     fprintf(stderr, "submit: %ld ops sent, %ld accepted, %ld not accepted in %.2f s\n", s.sent, s.accepted,
             s.rejected, secs);

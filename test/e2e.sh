@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# End-to-end tests: real MariaDB servers, the proxy, two consumer processes, and either
+# the embedded Kafka (librdkafka mock cluster) or a real Apache Kafka broker.
+#
+#   test/e2e.sh embedded|kafka
+#
+# Each check prints "ok - …" or "not ok - …"; the last line is "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:?usage: test/e2e.sh embedded|kafka}
+BIN=${BW_BIN:-bin}
+WORK=$(mktemp -d /tmp/bw-e2e.XXXXXX)
+DB_A=24306 DB_B=24307 PROXY=28080 C1=28081 C2=28082 KAFKA=29092
+HOT=5 HOT_RATE=5
+pids=()
+passed=0 failed=0
+
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    scripts/mariadb.sh stop "$WORK/mysql-a" >/dev/null 2>&1 || true
+    scripts/mariadb.sh stop "$WORK/mysql-b" >/dev/null 2>&1 || true
+    [ "$MODE" = kafka ] && scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1
+    if [ "$failed" -gt 0 ] || [ "${BW_KEEP:-0}" = 1 ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+check() { # check NAME COMMAND...
+    local name=$1; shift
+    if "$@" >"$WORK/check.out" 2>&1; then
+        echo "ok - $name"; passed=$((passed + 1))
+    else
+        echo "not ok - $name"; sed 's/^/    /' "$WORK/check.out" | tail -25; failed=$((failed + 1))
+    fi
+}
+
+wait_for() { # wait_for SECONDS COMMAND...
+    local secs=$1; shift
+    for _ in $(seq 1 $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    return 1
+}
+
+# The reference config with this test's ports, no default rate limit, and a hot shard at 5 batches/s.
+CONF=$WORK/bulkwrite.conf
+sed -e "s/port = 13306;/port = $DB_A;/" -e "s/port = 13307;/port = $DB_B;/" \
+    -e "s/port = 18080;/port = $PROXY;/" -e "s/default_rate = 200.0;/default_rate = 0.0;/" \
+    -e "s/{ shard = 7; rate = 50.0; }/{ shard = $HOT; rate = $HOT_RATE.0; }/" \
+    -e "s/consumer_group = \"bulkwrite-consumers\"/consumer_group = \"bw-e2e-$MODE\"/" \
+    conf/bulkwrite.conf >"$CONF"
+"$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
+
+echo "# e2e ($MODE): MariaDB on $DB_A and $DB_B"
+scripts/mariadb.sh start "$WORK/mysql-a" $DB_A >/dev/null || exit 1
+scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null || exit 1
+"$BIN/bwctl" -c "$CONF" schema >/dev/null || exit 1
+
+if [ "$MODE" = embedded ]; then
+    "$BIN/bw-kafka-embedded" -c "$CONF" --bootstrap-file "$WORK/bootstrap" >"$WORK/kafka.log" 2>&1 &
+    pids+=($!)
+    wait_for 20 test -s "$WORK/bootstrap" || { echo "embedded kafka did not start"; exit 1; }
+    BROKERS=$(cat "$WORK/bootstrap")
+else
+    scripts/kafka.sh start "$WORK/kafka" $KAFKA || exit 1
+    BROKERS=127.0.0.1:$KAFKA
+fi
+echo "# kafka: $BROKERS"
+
+# The proxy creates the topic (real broker) or finds it (embedded); consumers start after it.
+"$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >"$WORK/proxy.log" 2>&1 &
+pids+=($!)
+wait_for 60 curl -sf "http://127.0.0.1:$PROXY/healthz" || { echo "proxy did not start"; tail "$WORK/proxy.log"; exit 1; }
+for port in $C1 $C2; do
+    "$BIN/bw-consumer" -c "$CONF" -b "$BROKERS" -p $port >"$WORK/consumer-$port.log" 2>&1 &
+    pids+=($!)
+done
+assigned_both() { grep -q "assigned" "$WORK/consumer-$C1.log" && grep -q "assigned" "$WORK/consumer-$C2.log"; }
+check "two consumers join the group and share the partitions" wait_for 60 assigned_both
+
+topic_partitions() {
+    if [ "$MODE" = kafka ]; then
+        java -cp "${BW_KAFKA_HOME:-/var/cache/bulkwrite/kafka-4.1.1}/libs/*" \
+               -Dorg.slf4j.simpleLogger.defaultLogLevel=warn org.apache.kafka.tools.TopicCommand \
+               --bootstrap-server "$BROKERS" --describe --topic bulkwrite.batches | grep -q "PartitionCount: 8"
+    else
+        true
+    fi
+}
+[ "$MODE" = kafka ] && check "the proxy created the topic with one partition per shard" topic_partitions
+
+URL=http://127.0.0.1:$PROXY/v1/batches
+JOBS=(spread:100000)
+check "100,000 creates over 8 shards are accepted (protobuf)" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf spread:100000
+check "every shard holds exactly the rows sent, row by row" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 240 spread:100000
+
+# The hot shard at 5 batches/s: 20,000 creates = 40 batches of 500 take about
+# (40 - 6 stored or immediate permits) / 5 = 6.8 s; the bounds are generous.
+start=$(date +%s.%N)
+check "20,000 creates for a partner on the rate-limited shard are accepted" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf feed:20000:$HOT
+check "the rate-limited shard applies them all" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 240 spread:100000 feed:20000:$HOT
+elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+echo "# rate-limited shard: 40 batches at $HOT_RATE/s took ${elapsed}s"
+check "the rate-limited shard took at least 5 s and at most 120 s (${elapsed}s)" \
+    awk -v e="$elapsed" 'BEGIN {exit !(e >= 5 && e <= 120)}'
+
+check "JSON: a spam cleanup and like increments are accepted" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" cleanup:20000:$HOT like:20000:$HOT
+check "deletes and increments land exactly once" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 240 spread:100000 feed:20000:$HOT cleanup:20000:$HOT like:20000:$HOT
+
+check "every Kafka message sits in its shard's partition" \
+    "$BIN/bw-workload" -c "$CONF" audit --brokers "$BROKERS"
+
+applied() { # rows applied by the consumer on PORT
+    curl -sf "http://127.0.0.1:$1/metrics" | awk '/^bulkwrite_consumer_rows_applied_total/ {s += $2} END {print s + 0}'
+}
+rows1=$(applied $C1) rows2=$(applied $C2)
+echo "# rows applied: consumer 1 $rows1, consumer 2 $rows2"
+# 100,000 + 20,000 creates, 2,000 deletes, 2,000 updates
+check "both consumers applied rows, together each row once ($rows1 + $rows2 = 124000)" \
+    bash -c "[ $rows1 -gt 0 ] && [ $rows2 -gt 0 ] && [ $((rows1 + rows2)) -eq 124000 ]"
+
+status_of() { curl -s -o /dev/null -w '%{http_code}' -H "Content-Type: $1" --data-binary "$2" "$URL"; }
+check "malformed JSON gets 400" test "$(status_of application/json '{"ops": [')" = 400
+check "a wrong content type gets 415" test "$(status_of text/plain 'hello')" = 415
+check "an invalid op is rejected alone with its reason" bash -c \
+    "curl -sf -H 'Content-Type: application/json' --data-binary '{\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476736},{\"op\":\"delete\",\"object_type\":\"nope\",\"id\":1}]}' '$URL' | grep -q '\"index\":1,\"reason\":\"unknown object_type'"
+check "promtool accepts the proxy's metrics" bash -c "curl -sf http://127.0.0.1:$PROXY/metrics | promtool check metrics"
+check "promtool accepts the consumer's metrics" bash -c "curl -sf http://127.0.0.1:$C1/metrics | promtool check metrics"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
