@@ -3,7 +3,6 @@
 #   make                 build every daemon and tool into bin/
 #   make demo            install what is missing, build, run the demo on embedded defaults
 #   make check           install what is missing, run every test (unit, e2e embedded + real Kafka)
-#   make bench           throughput ratios against baselines measured in the same run
 #   make docs            regenerate docs/configuration.md from the config key table
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
 #   make SANITIZE=thread check              under ThreadSanitizer
@@ -44,7 +43,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload
-.PHONY: all deps check unit e2e e2e-embedded e2e-kafka demo bench docs docs-check clean
+.PHONY: all deps check unit e2e e2e-embedded e2e-kafka demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -93,10 +92,6 @@ e2e-kafka: all
 demo: deps
 	$(MAKE) all
 	scripts/demo.sh
-
-bench: deps
-	$(MAKE) all
-	scripts/bench.sh
 
 docs: $(BIN)/bwctl
 	$(BIN)/bwctl config-doc > docs/configuration.md
