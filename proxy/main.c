@@ -235,8 +235,8 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     }
     for (size_t i = 0; i < set.msg_cnt; i++) {
         if (!errs[i]) continue;
-        int len = snprintf(err, sizeof(err), "not accepted: Kafka did not acknowledge it (%s); nothing of it "
-                           "is durable, resubmit it", rd_kafka_err2str(errs[i]));
+        int len = snprintf(err, sizeof(err), "not accepted: Kafka did not acknowledge it (%s); after a "
+                           "timeout it may still have been stored", rd_kafka_err2str(errs[i]));
         const char *reason = bw_arena_strndup(&arena, err, (size_t)len);
         for (size_t k = 0; k < set.msgs[i].op_cnt; k++) all[n++] = (bw_rejection_t){set.msgs[i].ops[k], reason};
         bw_log(BW_LOG_ERROR, COMPONENT, set.msgs[i].shard, job_id, "kafka produce failed: %s",

@@ -46,6 +46,7 @@ sed -e "s/port = 13306;/port = $DB_A;/" -e "s/port = 13307;/port = $DB_B;/" \
     -e "s/port = 18080;/port = $PROXY;/" -e "s/default_rate = 200.0;/default_rate = 0.0;/" \
     -e "s/{ shard = 7; rate = 50.0; }/{ shard = $HOT; rate = $HOT_RATE.0; }/" \
     -e "s/consumer_group = \"bulkwrite-consumers\"/consumer_group = \"bw-e2e-$MODE\"/" \
+    -e "s/produce_timeout_ms = 30000;/produce_timeout_ms = 3000;/" \
     conf/bulkwrite.conf >"$CONF"
 "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
 
@@ -130,6 +131,31 @@ check "an invalid op is rejected alone with its reason" bash -c \
     "curl -sf -H 'Content-Type: application/json' --data-binary '{\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476736},{\"op\":\"delete\",\"object_type\":\"nope\",\"id\":1}]}' '$URL' | grep -q '\"index\":1,\"reason\":\"unknown object_type'"
 check "promtool accepts the proxy's metrics" bash -c "curl -sf http://127.0.0.1:$PROXY/metrics | promtool check metrics"
 check "promtool accepts the consumer's metrics" bash -c "curl -sf http://127.0.0.1:$C1/metrics | promtool check metrics"
+
+# A config whose shard count differs from the topic's partitions must not start.
+sed -e 's/count = 8;/count = 4;/' -e 's/last_shard = 3;/last_shard = 1;/' -e 's/first_shard = 4;/first_shard = 2;/' \
+    -e 's/last_shard = 7;/last_shard = 3;/' -e "s/{ shard = $HOT; rate/{ shard = 1; rate/" "$CONF" >"$WORK/four.conf"
+wrong_count() {
+    ! "$BIN/bw-proxy" -c "$WORK/four.conf" -b "$BROKERS" -p 0 2>"$WORK/four.log" &&
+        grep -q "has 8 partitions but shards.count is 4" "$WORK/four.log"
+}
+check "a topic whose partition count differs from shards.count stops startup" wrong_count
+
+if [ "$MODE" = kafka ]; then
+    # With the broker gone, nothing may be reported as accepted: both ops come back as
+    # not accepted, with the reason, once produce_timeout_ms (3 s here) has passed.
+    scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1
+    body='{"ops":[{"op":"delete","object_type":"pin","id":68719476736},{"op":"delete","object_type":"pin","id":68719476737}]}'
+    kafka_down() {
+        local code
+        code=$(curl -s -o "$WORK/down.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$body" "$URL")
+        cat "$WORK/down.json"
+        [ "$code" = 503 ] && grep -q '"accepted":0' "$WORK/down.json" &&
+            grep -q '"index":0,"reason":"not accepted' "$WORK/down.json" &&
+            grep -q '"index":1,"reason":"not accepted' "$WORK/down.json"
+    }
+    check "with Kafka down the reply names every op as not accepted (503)" kafka_down
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
