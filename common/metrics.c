@@ -167,7 +167,7 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                                   err_names[k], (unsigned long long)m->shards[s].errors[k]);
         SHARD_SERIES("bulkwrite_consumer_rate_batches_per_second", "gauge",
                      "Effective rate limit (0 = unlimited).", "%g", st->rate);
-        SHARD_SERIES("bulkwrite_consumer_paused", "gauge", "1 while the shard is paused.", "%d", st->paused);
+        SHARD_SERIES("bulkwrite_consumer_paused", "gauge", "1 while fetching for the shard is paused (its buffer is full).", "%d", st->paused);
         SHARD_SERIES("bulkwrite_consumer_lag_messages", "gauge",
                      "Messages buffered but not yet applied for the shard.", "%lld", (long long)st->lag);
         render_histogram(out, "bulkwrite_consumer_apply_latency_seconds",

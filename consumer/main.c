@@ -368,7 +368,7 @@ static void update_gauges(void) {
             lag = hi - next;
         }
         rd_kafka_topic_partition_list_destroy(l);
-        bw_metrics_shard_state(cs.metrics, s, p->rl.rate, 0, lag);
+        bw_metrics_shard_state(cs.metrics, s, p->rl.rate, p->paused, lag);
     }
 }
 
