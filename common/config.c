@@ -143,8 +143,9 @@ static const key_t_ top_keys[] = {
      NULL, 0, "Address the proxy's HTTP server binds."},
     {"proxy.port", K_INT, OFF(proxy_port), 0, 0, 65535, "8080", NULL, NULL, 0,
      "TCP port of the proxy's HTTP server (0 = any free port, printed at startup)."},
-    {"proxy.threads", K_INT, OFF(proxy_threads), 0, 1, 1024, "8", NULL, NULL, 0,
-     "HTTP worker threads: requests served at once."},
+    {"proxy.max_connections", K_INT, OFF(proxy_max_connections), 0, 1, 65536, "128", NULL, NULL, 0,
+     "Most HTTP connections served at once; each has its own thread, which waits for its "
+     "request's Kafka acknowledgements."},
     {"proxy.max_body_bytes", K_INT, OFF(max_body_bytes), 0, 1024, 1073741824, "16777216", NULL,
      NULL, 0, "Largest request body; a bigger one gets 413."},
     {"proxy.max_ops", K_INT, OFF(max_ops), 0, 1, 10000000, "100000", NULL, NULL, 0,

@@ -86,7 +86,7 @@ typedef struct {
     /* proxy */
     char *proxy_listen_address;
     int proxy_port;
-    int proxy_threads;
+    int proxy_max_connections;
     int max_body_bytes;
     int max_ops;
     int produce_timeout_ms;

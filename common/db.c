@@ -2,9 +2,11 @@
 
 #include <errmsg.h>
 #include <mysqld_error.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "sql.h"
 
 MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size) {
     const bw_server_t *sv = &conf->servers[server_index];
@@ -61,6 +63,23 @@ int bw_db_error_retryable(unsigned int err) {
     case CR_SERVER_LOST_EXTENDED:
         return 1;
     }
+    return 0;
+}
+
+unsigned bw_db_read_offset(MYSQL *db, const bw_config_t *conf, int shard, int for_update,
+                           bw_buf_t *scratch, int64_t *next) {
+    char dbname[80];
+    bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
+    bw_buf_reset(scratch);
+    bw_buf_printf(scratch, "SELECT next_offset FROM `%s`.`bw_offsets` WHERE topic='", dbname);
+    bw_sql_append_escaped(scratch, conf->topic, strlen(conf->topic));
+    bw_buf_printf(scratch, "' AND kafka_partition=%d%s", shard, for_update ? " FOR UPDATE" : "");
+    if (mysql_real_query(db, scratch->data, (unsigned long)scratch->len)) return mysql_errno(db);
+    MYSQL_RES *r = mysql_store_result(db);
+    if (!r) return mysql_errno(db);
+    MYSQL_ROW row = mysql_fetch_row(r);
+    *next = row && row[0] ? strtoll(row[0], NULL, 10) : -1;
+    mysql_free_result(r);
     return 0;
 }
 

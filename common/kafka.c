@@ -15,6 +15,18 @@ static int set(rd_kafka_conf_t *kc, const char *name, const char *value, char *e
     return 0;
 }
 
+/* Properties whose value is part of bulkwrite's guarantees; a pass-through list may not
+ * change them. */
+static const char *const owned[] = {
+    "bootstrap.servers", /* --brokers or kafka.brokers */
+    "enable.idempotence", "acks", "request.required.acks", /* "accepted" means durable */
+    "message.timeout.ms", "delivery.timeout.ms",            /* proxy.produce_timeout_ms */
+    "message.max.bytes",                                    /* kafka.message_max_bytes */
+    "group.id",                                             /* kafka.consumer_group */
+    "enable.auto.commit", "enable.auto.offset.store",       /* offsets move with the data */
+    "auto.offset.reset",
+    NULL};
+
 static int set_list(rd_kafka_conf_t *kc, char **props, int cnt, const char *key, char *errstr,
                     size_t errstr_size) {
     for (int i = 0; i < cnt; i++) {
@@ -27,6 +39,12 @@ static int set_list(rd_kafka_conf_t *kc, char **props, int cnt, const char *key,
         }
         memcpy(name, props[i], (size_t)(eq - props[i]));
         name[eq - props[i]] = '\0';
+        for (const char *const *o = owned; *o; o++)
+            if (strcmp(name, *o) == 0) {
+                bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
+                          "%s: %s is set by bulkwrite itself and cannot be overridden", key, name);
+                return -1;
+            }
         if (set(kc, name, eq + 1, errstr, errstr_size)) return -1;
     }
     return 0;
@@ -59,7 +77,9 @@ rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, co
         if (set(kc, "group.id", conf->consumer_group, errstr, errstr_size) ||
             set(kc, "enable.auto.commit", "false", errstr, errstr_size) ||
             set(kc, "enable.auto.offset.store", "false", errstr, errstr_size) ||
-            set(kc, "auto.offset.reset", "earliest", errstr, errstr_size) ||
+            /* where to start is decided from the shards' stored offsets (consumer/main.c);
+             * an offset Kafka no longer holds must be an error, never a silent jump */
+            set(kc, "auto.offset.reset", "error", errstr, errstr_size) ||
             set(kc, "enable.partition.eof", "false", errstr, errstr_size) ||
             set(kc, "queued.max.messages.kbytes", "4096", errstr, errstr_size) ||
             set_list(kc, conf->properties, conf->property_cnt, "kafka.properties", errstr, errstr_size) ||

@@ -13,7 +13,7 @@ typedef struct {
 } histogram_t;
 
 typedef struct {
-    uint64_t rows, failed_rows, batches;
+    uint64_t rows, failed_rows, batches, replayed;
     uint64_t errors[BW_APPLY_ERR_KINDS];
     double rate;
     int paused;
@@ -80,8 +80,9 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
 }
 
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,
-                              int64_t latency_us) {
+                              uint64_t replayed_messages, int64_t latency_us) {
     pthread_mutex_lock(&m->mu);
+    m->shards[shard].replayed += replayed_messages;
     m->shards[shard].rows += rows;
     m->shards[shard].failed_rows += failed_rows;
     m->shards[shard].batches++;
@@ -159,6 +160,9 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                      "Rows the shard refused (data errors).", "%llu", (unsigned long long)st->failed_rows);
         SHARD_SERIES("bulkwrite_consumer_batches_applied_total", "counter",
                      "Batch transactions committed on the shard.", "%llu", (unsigned long long)st->batches);
+        SHARD_SERIES("bulkwrite_consumer_messages_replayed_total", "counter",
+                     "Messages read again that the shard had already applied (skipped, not re-applied).",
+                     "%llu", (unsigned long long)st->replayed);
         header(out, "bulkwrite_consumer_errors_total", "counter", "Apply errors by kind.");
         for (int s = 0; s < m->shard_count; s++)
             for (int k = 0; k < BW_APPLY_ERR_KINDS; k++)

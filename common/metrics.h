@@ -1,6 +1,6 @@
 /* metrics.h — counters, gauges and histograms, rendered in Prometheus text format.
  *
- * Each daemon has one fixed set (docs/operations.md lists every series). Updates take
+ * Each daemon has one fixed set (docs/api.md lists every series). Updates take
  * a mutex per call — per request or per batch, never per row.
  * @locality any thread. */
 #ifndef BW_METRICS_H
@@ -33,7 +33,7 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
 
 /* consumer */
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,
-                              int64_t latency_us);
+                              uint64_t replayed_messages, int64_t latency_us);
 void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind);
 void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int64_t lag);
 

@@ -138,21 +138,6 @@ static int apply_run(apply_ctx_t *x, const bw_object_type_t *ot, int op, const b
     return 0;
 }
 
-static int64_t stored_offset(apply_ctx_t *x, const char *topic) {
-    bw_buf_t *b = &x->ap->sql;
-    bw_buf_reset(b);
-    bw_buf_printf(b, "SELECT next_offset FROM `%s`.`bw_offsets` WHERE topic='", x->dbname);
-    bw_sql_append_escaped(b, topic, strlen(topic));
-    bw_buf_printf(b, "' AND kafka_partition=%d FOR UPDATE", x->shard);
-    if (query(x, b->data, b->len)) return failed_retry(x, "reading the stored offset"), -2;
-    MYSQL_RES *r = mysql_store_result(x->db);
-    if (!r) return failed_retry(x, "reading the stored offset"), -2;
-    MYSQL_ROW row = mysql_fetch_row(r);
-    int64_t off = row && row[0] ? strtoll(row[0], NULL, 10) : -1;
-    mysql_free_result(r);
-    return off;
-}
-
 static int store_offset(apply_ctx_t *x, const char *topic, int64_t next) {
     bw_buf_t *b = &x->ap->sql;
     bw_buf_reset(b);
@@ -180,8 +165,11 @@ void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *ms
     }
     x.db = ap->conns[x.server];
 
-    int64_t stored = stored_offset(&x, conf->topic);
-    if (stored == -2) goto rollback;
+    int64_t stored;
+    if (bw_db_read_offset(x.db, conf, shard, 1, &ap->sql, &stored)) {
+        failed_retry(&x, "reading the stored offset");
+        goto rollback;
+    }
 
     decoded_t *dec = bw_arena_alloc(&ap->arena, cnt * sizeof(*dec));
     size_t row_cap = 0;

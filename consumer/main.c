@@ -13,11 +13,8 @@
  * Offsets: the shard's own database holds each partition's next offset, updated in the
  * batch's transaction (exactly-once effects); the Kafka commit that follows only saves
  * re-reading. */
-#include <arpa/inet.h>
-#include <getopt.h>
 #include <microhttpd.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +22,8 @@
 #include <unistd.h>
 
 #include "apply.h"
+#include "db.h"
+#include "daemon.h"
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
@@ -63,6 +62,7 @@ typedef struct {
     rd_kafka_t *rk;
     part_t *parts;
     atomic_int run;
+    atomic_int joined;        /* a first assignment (maybe empty) arrived */
     bw_metrics_t *metrics;
     /* worker pool. @locks mu guards todo, done, busy, stopping */
     pthread_mutex_t mu;
@@ -199,7 +199,7 @@ static void collect(job_t *j) {
         commit_offset(j->shard, j->res.next_offset);
         if (p->paused && p->len <= (size_t)cs.conf->pull_count / 2) set_paused(j->shard, 0);
         bw_metrics_shard_applied(cs.metrics, j->shard, j->res.rows_applied, j->res.rows_failed,
-                                 now - j->started_us);
+                                 j->res.messages_skipped, now - j->started_us);
         bw_log(BW_LOG_DEBUG, COMPONENT, j->shard, NULL,
                "applied %zu messages: %llu rows, %llu failed, %llu messages already applied",
                j->cnt, (unsigned long long)j->res.rows_applied, (unsigned long long)j->res.rows_failed,
@@ -282,7 +282,11 @@ static int64_t dispatch(void) {
 
 static void buffer_message(rd_kafka_message_t *m) {
     if (m->err) {
-        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
+            bw_log(BW_LOG_ERROR, COMPONENT, m->partition, NULL,
+                   "the shard's next offset is no longer in Kafka: messages were deleted before they "
+                   "were applied; the shard stops here (%s)", rd_kafka_message_errstr(m));
+        else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "kafka: %s", rd_kafka_message_errstr(m));
         rd_kafka_message_destroy(m);
         return;
@@ -329,6 +333,39 @@ static void release_partitions(const rd_kafka_topic_partition_list_t *l) {
     }
 }
 
+/* Sets where each assigned partition resumes: the next offset stored in its shard's own
+ * database, which moves only with the data it describes; a partition that never applied
+ * anything starts at the beginning of its log. With auto.offset.reset=error, an offset
+ * Kafka no longer holds (deleted before it was applied) is reported, never skipped.
+ * If a server cannot be read now, its partitions resume from Kafka's committed offset,
+ * and the apply transaction still skips anything already applied. */
+static void resume_offsets(rd_kafka_topic_partition_list_t *l) {
+    bw_buf_t scratch;
+    bw_buf_init(&scratch);
+    for (int sv = 0; sv < cs.conf->server_cnt; sv++) {
+        MYSQL *db = NULL;
+        char err[512] = "";
+        for (int i = 0; i < l->cnt; i++) {
+            int s = l->elems[i].partition;
+            if (s >= cs.conf->shard_count || cs.conf->shard_server[s] != sv) continue;
+            if (!db && !err[0] && !(db = bw_db_connect(cs.conf, sv, err, sizeof(err))))
+                bw_log(BW_LOG_WARN, COMPONENT, s, NULL, "resuming from Kafka's committed offsets: %s", err);
+            int64_t next;
+            if (!db || bw_db_read_offset(db, cs.conf, s, 0, &scratch, &next)) {
+                l->elems[i].offset = RD_KAFKA_OFFSET_STORED;
+                continue;
+            }
+            l->elems[i].offset = next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+            bw_log(BW_LOG_DEBUG, COMPONENT, s, NULL, "resuming at offset %lld", (long long)next);
+        }
+        if (db) {
+            mysql_rollback(db);
+            mysql_close(db);
+        }
+    }
+    bw_buf_free(&scratch);
+}
+
 /* @locality dispatcher thread, from rd_kafka_consumer_poll */
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *l, void *opaque) {
@@ -345,8 +382,10 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             p->backoff_us = 0;
             bw_ratelimit_init(&p->rl, cs.conf->shard_rate[s], now);
         }
+        resume_offsets(l);
         rd_kafka_assign(rk, l);
         bw_info(COMPONENT, "assigned %d partitions", l->cnt);
+        atomic_store(&cs.joined, 1);
     } else {
         bw_info(COMPONENT, "revoking %d partitions", l->cnt);
         release_partitions(l);
@@ -374,86 +413,31 @@ static void update_gauges(void) {
 
 /* ---- HTTP ----------------------------------------------------------------------------- */
 
+/* /readyz: ready once the group has given this consumer its (possibly empty) share. */
+static int joined_group(void) { return atomic_load(&cs.joined); }
+
 static enum MHD_Result on_http(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *data,
                                size_t *data_size, void **con_cls) {
     (void)cls; (void)version; (void)data; (void)data_size; (void)con_cls;
-    bw_buf_t b;
-    bw_buf_init(&b);
-    unsigned status = MHD_HTTP_OK;
-    const char *type = "text/plain";
-    if (strcmp(method, "GET") != 0) {
-        status = MHD_HTTP_METHOD_NOT_ALLOWED;
-        bw_buf_puts(&b, "only GET\n");
-    } else if (strcmp(url, "/metrics") == 0) {
-        type = "text/plain; version=0.0.4";
-        bw_metrics_render(cs.metrics, &b);
-    } else if (strcmp(url, "/healthz") == 0) {
-        bw_buf_puts(&b, "ok\n");
-    } else if (strcmp(url, "/readyz") == 0) {
-        bw_buf_puts(&b, "ready\n");
-    } else {
-        status = MHD_HTTP_NOT_FOUND;
-        bw_buf_printf(&b, "no such endpoint: %s\n", url);
-    }
-    struct MHD_Response *r = MHD_create_response_from_buffer(b.len, b.data ? b.data : (void *)"", MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    bw_buf_free(&b);
-    return ret;
+    enum MHD_Result ret;
+    if (bw_daemon_serve_ops(c, method, url, cs.metrics, joined_group, &ret)) return ret;
+    char msg[256];
+    int len = snprintf(msg, sizeof(msg), "no such endpoint: %s %s\n", method, url);
+    return bw_daemon_reply(c, MHD_HTTP_NOT_FOUND, "text/plain", msg, (size_t)len, 0);
 }
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-static void on_signal(int sig) {
-    (void)sig;
-    atomic_store(&cs.run, 0);
-}
-
-static void usage(FILE *out) {
-    fputs("usage: bw-consumer [-c CONFIG] [--brokers HOST:PORT] [--port N] [--dump-config]\n"
-          "  -c, --config FILE    configuration (default conf/bulkwrite.conf)\n"
-          "  -b, --brokers LIST   Kafka bootstrap servers (overrides kafka.brokers)\n"
-          "  -p, --port N         port of /metrics, /healthz, /readyz (overrides consumer.port; 0 = any)\n"
-          "      --dump-config    print the effective configuration and exit\n",
-          out);
-}
-
 int main(int argc, char **argv) {
-    const char *config_path = "conf/bulkwrite.conf", *brokers = NULL;
-    int port = -1, dump = 0;
-    static const struct option opts[] = {{"config", required_argument, 0, 'c'},
-                                         {"brokers", required_argument, 0, 'b'},
-                                         {"port", required_argument, 0, 'p'},
-                                         {"dump-config", no_argument, 0, 'D'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    for (int o; (o = getopt_long(argc, argv, "c:b:p:h", opts, NULL)) != -1;) {
-        switch (o) {
-        case 'c': config_path = optarg; break;
-        case 'b': brokers = optarg; break;
-        case 'p': port = atoi(optarg); break;
-        case 'D': dump = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
+    bw_daemon_t d = {.name = "bw-consumer", .port_help = "port of /metrics, /healthz, /readyz (overrides consumer.port)"};
+    int exit_code;
+    if (!(cs.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
+    if (d.port >= 0) cs.conf->consumer_port = d.port;
     char err[512];
-    cs.conf = bw_config_load(config_path, err, sizeof(err));
-    if (!cs.conf) {
-        fprintf(stderr, "bw-consumer: %s\n", err);
-        return 1;
-    }
-    if (dump) {
-        bw_config_dump(cs.conf, stdout);
-        return 0;
-    }
-    bw_log_set_level((bw_log_level_t)cs.conf->log_level);
-    if (port >= 0) cs.conf->consumer_port = port;
     srand((unsigned)bw_now_us());
 
-    rd_kafka_conf_t *kc = bw_kafka_conf(cs.conf, BW_KAFKA_CONSUMER, brokers, err, sizeof(err));
+    rd_kafka_conf_t *kc = bw_kafka_conf(cs.conf, BW_KAFKA_CONSUMER, d.brokers, err, sizeof(err));
     if (!kc) {
         bw_error(COMPONENT, "%s", err);
         return 1;
@@ -478,15 +462,10 @@ int main(int argc, char **argv) {
     cs.workers = calloc((size_t)cs.conf->workers, sizeof(*cs.workers));
     for (int i = 0; i < cs.conf->workers; i++) pthread_create(&cs.workers[i], NULL, worker_main, NULL);
 
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cs.conf->consumer_port)};
-    inet_pton(AF_INET, cs.conf->consumer_listen_address, &addr.sin_addr);
-    cs.httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                                on_http, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_END);
-    if (!cs.httpd) {
-        bw_error(COMPONENT, "cannot listen on %s:%d", cs.conf->consumer_listen_address, cs.conf->consumer_port);
-        return 1;
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(cs.httpd, MHD_DAEMON_INFO_BIND_PORT);
+    int bound;
+    cs.httpd = bw_daemon_listen(&d, cs.conf->consumer_listen_address, cs.conf->consumer_port, 0, on_http,
+                                NULL, 64, &bound);
+    if (!cs.httpd) return 1;
 
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(topics, cs.conf->topic, RD_KAFKA_PARTITION_UA);
@@ -498,12 +477,10 @@ int main(int argc, char **argv) {
     }
     bw_info(COMPONENT, "consuming %s in group %s with %d workers; metrics on http://%s:%d/metrics",
             cs.conf->topic, cs.conf->consumer_group, cs.conf->workers, cs.conf->consumer_listen_address,
-            di ? di->port : cs.conf->consumer_port);
+            bound);
 
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGPIPE, SIG_IGN);
     atomic_store(&cs.run, 1);
+    bw_daemon_handle_signals(&cs.run);
     int64_t next_gauges = 0;
     int64_t wait_us = 0;
     while (atomic_load(&cs.run)) {

@@ -8,12 +8,8 @@
  *
  * Threads: libmicrohttpd runs one thread per connection (a request blocks until its
  * acknowledgements arrive); one poller thread serves librdkafka's delivery reports. */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <getopt.h>
 #include <microhttpd.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +20,7 @@
 
 #include "arena.h"
 #include "batcher.h"
+#include "daemon.h"
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
@@ -131,16 +128,6 @@ typedef struct {
     int too_large;
 } upload_t;
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
-                             void *body, size_t len, int free_body) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        len, body, free_body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...) {
@@ -160,7 +147,7 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
     }
     bw_buf_puts(&b, "\"}\n");
     bw_metrics_count_status(proxy.metrics, status);
-    return reply(c, status, "application/json", b.data, b.len, 1);
+    return bw_daemon_reply(c, status, "application/json", b.data, b.len, 1);
 }
 
 static void make_job_id(char out[33]) {
@@ -260,11 +247,19 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
                              set.msg_cnt, bw_now_us() - started);
     bw_log(BW_LOG_DEBUG, COMPONENT, -1, job_id, "%zu ops: %u accepted in %zu messages, %zu rejected",
            req->n_ops, accepted, set.msg_cnt, n);
-    ret = reply(c, status, fmt == BW_FMT_JSON ? "application/json" : "application/x-protobuf", body,
+    ret = bw_daemon_reply(c, status, fmt == BW_FMT_JSON ? "application/json" : "application/x-protobuf", body,
                 body_len, 1);
 done:
     bw_arena_destroy(&arena);
     return ret;
+}
+
+/* /readyz: ready while a broker answers a metadata request. @locality an HTTP thread */
+static int kafka_reachable(void) {
+    const struct rd_kafka_metadata *md;
+    if (rd_kafka_metadata(proxy.rk, 0, proxy.rkt, &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
+    rd_kafka_metadata_destroy(md);
+    return 1;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -302,23 +297,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         return handle_batch(c, up);
     }
-    if (strcmp(method, "GET") == 0 && strcmp(url, "/healthz") == 0)
-        return reply(c, MHD_HTTP_OK, "text/plain", "ok\n", 3, 0);
-    if (strcmp(method, "GET") == 0 && strcmp(url, "/readyz") == 0) {
-        /* ready while some broker is reachable */
-        const struct rd_kafka_metadata *md;
-        if (rd_kafka_metadata(proxy.rk, 0, proxy.rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            rd_kafka_metadata_destroy(md);
-            return reply(c, MHD_HTTP_OK, "text/plain", "ready\n", 6, 0);
-        }
-        return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", "kafka unreachable\n", 18, 0);
-    }
-    if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0) {
-        bw_buf_t b;
-        bw_buf_init(&b);
-        bw_metrics_render(proxy.metrics, &b);
-        return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4", b.data, b.len, 1);
-    }
+    enum MHD_Result ret;
+    if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
     if (strcmp(url, "/v1/batches") == 0)
         return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST for %s", url);
     return reply_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s %s", method, url);
@@ -339,56 +319,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- main --------------------------------------------------------------------------- */
 
-static void on_signal(int sig) {
-    (void)sig;
-    atomic_store(&proxy.run, 0);
-}
-
-static void usage(FILE *out) {
-    fputs("usage: bw-proxy [-c CONFIG] [--brokers HOST:PORT] [--port N] [--dump-config]\n"
-          "  -c, --config FILE    configuration (default conf/bulkwrite.conf)\n"
-          "  -b, --brokers LIST   Kafka bootstrap servers (overrides kafka.brokers)\n"
-          "  -p, --port N         HTTP port (overrides proxy.port; 0 = any free port)\n"
-          "      --port-file F    write the bound port to F once listening\n"
-          "      --dump-config    print the effective configuration and exit\n",
-          out);
-}
-
 int main(int argc, char **argv) {
-    const char *config_path = "conf/bulkwrite.conf", *brokers = NULL, *port_file = NULL;
-    int port = -1, dump = 0;
-    static const struct option opts[] = {{"config", required_argument, 0, 'c'},
-                                         {"brokers", required_argument, 0, 'b'},
-                                         {"port", required_argument, 0, 'p'},
-                                         {"port-file", required_argument, 0, 'P'},
-                                         {"dump-config", no_argument, 0, 'D'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    for (int o; (o = getopt_long(argc, argv, "c:b:p:h", opts, NULL)) != -1;) {
-        switch (o) {
-        case 'c': config_path = optarg; break;
-        case 'b': brokers = optarg; break;
-        case 'p': port = atoi(optarg); break;
-        case 'P': port_file = optarg; break;
-        case 'D': dump = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
+    bw_daemon_t d = {.name = "bw-proxy", .port_help = "HTTP port (overrides proxy.port)"};
+    int exit_code;
+    if (!(proxy.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
+    if (d.port >= 0) proxy.conf->proxy_port = d.port;
     char err[512];
-    proxy.conf = bw_config_load(config_path, err, sizeof(err));
-    if (!proxy.conf) {
-        fprintf(stderr, "bw-proxy: %s\n", err);
-        return 1;
-    }
-    if (dump) {
-        bw_config_dump(proxy.conf, stdout);
-        return 0;
-    }
-    bw_log_set_level((bw_log_level_t)proxy.conf->log_level);
-    if (port >= 0) proxy.conf->proxy_port = port;
-
-    rd_kafka_conf_t *kc = bw_kafka_conf(proxy.conf, BW_KAFKA_PRODUCER, brokers, err, sizeof(err));
+    rd_kafka_conf_t *kc = bw_kafka_conf(proxy.conf, BW_KAFKA_PRODUCER, d.brokers, err, sizeof(err));
     if (!kc) {
         bw_error(COMPONENT, "%s", err);
         return 1;
@@ -410,36 +347,15 @@ int main(int argc, char **argv) {
     atomic_store(&proxy.run_poller, 1);
     pthread_create(&proxy.poller, NULL, poller_main, NULL);
 
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)proxy.conf->proxy_port)};
-    if (inet_pton(AF_INET, proxy.conf->proxy_listen_address, &addr.sin_addr) != 1) {
-        bw_error(COMPONENT, "proxy.listen_address \"%s\" is not an IPv4 address", proxy.conf->proxy_listen_address);
-        return 1;
-    }
-    proxy.httpd = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-        0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)proxy.conf->proxy_threads * 16, MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
-    if (!proxy.httpd) {
-        bw_error(COMPONENT, "cannot listen on %s:%d: %s", proxy.conf->proxy_listen_address,
-                 proxy.conf->proxy_port, strerror(errno));
-        return 1;
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(proxy.httpd, MHD_DAEMON_INFO_BIND_PORT);
-    int bound = di ? di->port : proxy.conf->proxy_port;
+    /* one thread per connection: a request's thread waits for its acknowledgements */
+    int bound;
+    proxy.httpd = bw_daemon_listen(&d, proxy.conf->proxy_listen_address, proxy.conf->proxy_port,
+                                   MHD_USE_THREAD_PER_CONNECTION, on_request, on_completed,
+                                   (unsigned)proxy.conf->proxy_max_connections, &bound);
+    if (!proxy.httpd) return 1;
     bw_info(COMPONENT, "listening on http://%s:%d, topic %s, %d shards", proxy.conf->proxy_listen_address,
             bound, proxy.conf->topic, proxy.conf->shard_count);
-    if (port_file) {
-        FILE *f = fopen(port_file, "w");
-        if (f) {
-            fprintf(f, "%d\n", bound);
-            fclose(f);
-        }
-    }
-
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGPIPE, SIG_IGN);
+    bw_daemon_handle_signals(&proxy.run);
     while (atomic_load(&proxy.run)) usleep(100000);
 
     bw_info(COMPONENT, "shutting down: finishing requests in flight");

@@ -70,9 +70,10 @@ echo "# kafka: $BROKERS"
 "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >"$WORK/proxy.log" 2>&1 &
 pids+=($!)
 wait_for 60 curl -sf "http://127.0.0.1:$PROXY/healthz" || { echo "proxy did not start"; tail "$WORK/proxy.log"; exit 1; }
+consumer_pids=()
 for port in $C1 $C2; do
     "$BIN/bw-consumer" -c "$CONF" -b "$BROKERS" -p $port >"$WORK/consumer-$port.log" 2>&1 &
-    pids+=($!)
+    pids+=($!) consumer_pids+=($!)
 done
 assigned_both() { grep -q "assigned" "$WORK/consumer-$C1.log" && grep -q "assigned" "$WORK/consumer-$C2.log"; }
 check "two consumers join the group and share the partitions" wait_for 60 assigned_both
@@ -107,10 +108,25 @@ echo "# rate-limited shard: 40 batches at $HOT_RATE/s took ${elapsed}s"
 check "the rate-limited shard took at least 5 s and at most 120 s (${elapsed}s)" \
     awk -v e="$elapsed" 'BEGIN {exit !(e >= 5 && e <= 120)}'
 
-check "JSON: a spam cleanup and like increments are accepted" \
-    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" cleanup:20000:$HOT like:20000:$HOT
+metric_sum() { # metric_sum NAME [SHARD]: summed over both consumers (and shards)
+    for port in $C1 $C2; do curl -sf "http://127.0.0.1:$port/metrics"; done |
+        awk -v name="$1" -v shard="${2:-}" '$1 ~ "^" name "[{]" && (shard == "" || index($1, "shard=\"" shard "\"")) {s += $2}
+            END {print s + 0}'
+}
+batches_before=$(metric_sum bulkwrite_consumer_batches_applied_total $HOT)
+check "JSON: a spam cleanup is accepted" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" cleanup:20000:$HOT
+# 2,000 increments in requests of 10 ops: 200 small messages on the 5 batches/s shard.
+# Buffered behind the limiter, consecutive ones coalesce into statements of up to 200 rows.
+check "JSON: like increments in 200 small requests are accepted" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 10 like:20000:$HOT
 check "deletes and increments land exactly once" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 240 spread:100000 feed:20000:$HOT cleanup:20000:$HOT like:20000:$HOT
+
+batches=$(( $(metric_sum bulkwrite_consumer_batches_applied_total $HOT) - batches_before ))
+echo "# 2 delete messages and 200 increment messages on the limited shard took $batches statements"
+check "small messages of one (type, op) coalesce: at most 60 statements for 202 messages ($batches)" \
+    test "$batches" -le 60
 
 check "every Kafka message sits in its shard's partition" \
     "$BIN/bw-workload" -c "$CONF" audit --brokers "$BROKERS"
@@ -123,6 +139,23 @@ echo "# rows applied: consumer 1 $rows1, consumer 2 $rows2"
 # 100,000 + 20,000 creates, 2,000 deletes, 2,000 updates
 check "both consumers applied rows, together each row once ($rows1 + $rows2 = 124000)" \
     bash -c "[ $rows1 -gt 0 ] && [ $rows2 -gt 0 ] && [ $((rows1 + rows2)) -eq 124000 ]"
+
+# A consumer in a brand-new group has no Kafka offsets: it must resume from the offsets
+# stored in the shards, reading nothing again and applying nothing twice.
+for pid in "${consumer_pids[@]}"; do kill "$pid"; wait "$pid" 2>/dev/null; done
+sed "s/consumer_group = \"bw-e2e-$MODE\"/consumer_group = \"bw-e2e-$MODE-fresh\"/" "$CONF" >"$WORK/fresh.conf"
+"$BIN/bw-consumer" -c "$WORK/fresh.conf" -b "$BROKERS" -p $C1 >"$WORK/consumer-fresh.log" 2>&1 &
+pids+=($!)
+check "a consumer in a new group joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
+check "it applies new work: 1,000 creates on shard 2" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:1000:2
+check "the shards hold exactly the expected rows, old and new" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:100000 feed:20000:$HOT cleanup:20000:$HOT \
+    like:20000:$HOT feed:1000:2
+fresh() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v name="$1" '$1 ~ "^" name "[{]" {s += $2} END {print s + 0}'; }
+fresh_rows=$(fresh bulkwrite_consumer_rows_applied_total) fresh_replayed=$(fresh bulkwrite_consumer_messages_replayed_total)
+check "it resumed from the shards' stored offsets: 1000 rows applied, 0 messages re-read ($fresh_rows, $fresh_replayed)" \
+    test "$fresh_rows,$fresh_replayed" = "1000,0"
 
 status_of() { curl -s -o /dev/null -w '%{http_code}' -H "Content-Type: $1" --data-binary "$2" "$URL"; }
 check "malformed JSON gets 400" test "$(status_of application/json '{"ops": [')" = 400

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "kafka.h"
 #include "helpers.h"
 
 START_TEST(reference_loads) {
@@ -35,7 +36,7 @@ START_TEST(reference_loads) {
     ck_assert_int_eq(c->connect_timeout_ms, 2000);
     ck_assert_str_eq(c->proxy_listen_address, "127.0.0.1");
     ck_assert_int_eq(c->proxy_port, 18080);
-    ck_assert_int_eq(c->proxy_threads, 8);
+    ck_assert_int_eq(c->proxy_max_connections, 128);
     ck_assert_int_eq(c->max_body_bytes, 16777216);
     ck_assert_int_eq(c->max_ops, 100000);
     ck_assert_int_eq(c->produce_timeout_ms, 30000);
@@ -299,6 +300,46 @@ START_TEST(error_enum) {
 }
 END_TEST
 
+/* Pass-through Kafka properties may tune librdkafka but not undo bulkwrite's guarantees. */
+START_TEST(kafka_properties_cannot_override_guarantees) {
+    char err[512] = "";
+    bw_config_t *ok = t_conf_variant_load("producer_properties = [ \"linger.ms=5\" ];",
+                                          "producer_properties = [ \"linger.ms=7\", \"batch.num.messages=500\" ];");
+    rd_kafka_conf_t *kc = bw_kafka_conf(ok, BW_KAFKA_PRODUCER, NULL, err, sizeof(err));
+    ck_assert_msg(kc != NULL, "%s", err);
+    char val[64];
+    size_t len = sizeof(val);
+    ck_assert_int_eq(rd_kafka_conf_get(kc, "linger.ms", val, &len), RD_KAFKA_CONF_OK);
+    ck_assert_str_eq(val, "7");
+    len = sizeof(val);
+    ck_assert_int_eq(rd_kafka_conf_get(kc, "acks", val, &len), RD_KAFKA_CONF_OK);
+    ck_assert_str_eq(val, "-1"); /* all */
+    rd_kafka_conf_destroy(kc);
+    bw_config_destroy(ok);
+
+    static const char *const owned[][2] = {
+        {"producer_properties = [ \"linger.ms=5\" ];", "producer_properties = [ \"acks=1\" ];"},
+        {"producer_properties = [ \"linger.ms=5\" ];", "producer_properties = [ \"enable.idempotence=false\" ];"},
+        {"properties = [ ];", "properties = [ \"enable.auto.commit=true\" ];"},
+        {"consumer_properties = [ \"session.timeout.ms=10000\" ];",
+         "consumer_properties = [ \"auto.offset.reset=earliest\" ];"},
+    };
+    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
+        bw_config_t *c = t_conf_variant_load(owned[i][0], owned[i][1]);
+        /* a shared or producer list fails the producer, a consumer list the consumer */
+        char perr[512] = "", cerr[512] = "";
+        rd_kafka_conf_t *p = bw_kafka_conf(c, BW_KAFKA_PRODUCER, NULL, perr, sizeof(perr));
+        rd_kafka_conf_t *q = bw_kafka_conf(c, BW_KAFKA_CONSUMER, NULL, cerr, sizeof(cerr));
+        ck_assert_msg(!p || !q, "case %zu accepted by both clients", i);
+        ck_assert_msg(strstr(perr, "cannot be overridden") || strstr(cerr, "cannot be overridden"),
+                      "case %zu: %s / %s", i, perr, cerr);
+        if (p) rd_kafka_conf_destroy(p);
+        if (q) rd_kafka_conf_destroy(q);
+        bw_config_destroy(c);
+    }
+}
+END_TEST
+
 START_TEST(error_unreadable_file) {
     char err[512] = "";
     ck_assert_ptr_null(bw_config_load("/nonexistent/bulkwrite.conf", err, sizeof(err)));
@@ -351,7 +392,7 @@ START_TEST(doc_mentions_every_key) {
         "kafka.producer_properties", "kafka.consumer_properties", "shards.count",
         "shards.database_prefix", "shards.default_rate", "shards.rate_overrides", "shards.servers",
         "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address", "proxy.port",
-        "proxy.threads", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
+        "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
         "consumer.pull_count", "consumer.workers", "consumer.listen_address", "consumer.port", "object_types",
         "shards.servers[].first_shard", "shards.rate_overrides[].rate", "object_types[].type_id",
         "object_types[].batch_size.create", "object_types[].batch_size.delete",
@@ -415,7 +456,7 @@ static void assert_same_config(const bw_config_t *a, const bw_config_t *b) {
     SAME_INT(connect_timeout_ms);
     SAME_STR(proxy_listen_address);
     SAME_INT(proxy_port);
-    SAME_INT(proxy_threads);
+    SAME_INT(proxy_max_connections);
     SAME_INT(max_body_bytes);
     SAME_INT(max_ops);
     SAME_INT(produce_timeout_ms);
@@ -537,6 +578,7 @@ Suite *config_suite(void) {
     tcase_add_test(tc, error_duplicates);
     tcase_add_test(tc, error_enum);
     tcase_add_test(tc, error_unreadable_file);
+    tcase_add_test(tc, kafka_properties_cannot_override_guarantees);
     suite_add_tcase(s, tc);
     tc = tcase_create("dump");
     tcase_add_test(tc, doc_mentions_every_key);

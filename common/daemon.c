@@ -1,0 +1,143 @@
+#include "daemon.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static void usage(const bw_daemon_t *d, FILE *out) {
+    fprintf(out,
+            "usage: %s [-c CONFIG] [--brokers HOST:PORT] [--port N] [--port-file F] [--dump-config]\n"
+            "  -c, --config FILE    configuration (default conf/bulkwrite.conf)\n"
+            "  -b, --brokers LIST   Kafka bootstrap servers (overrides kafka.brokers)\n"
+            "  -p, --port N         %s (0 = any free port)\n"
+            "      --port-file F    write the bound port to F once listening\n"
+            "      --dump-config    print the effective configuration and exit\n",
+            d->name, d->port_help);
+}
+
+bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_code) {
+    static const struct option opts[] = {{"config", required_argument, 0, 'c'},
+                                         {"brokers", required_argument, 0, 'b'},
+                                         {"port", required_argument, 0, 'p'},
+                                         {"port-file", required_argument, 0, 'P'},
+                                         {"dump-config", no_argument, 0, 'D'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    d->config_path = "conf/bulkwrite.conf";
+    d->brokers = d->port_file = NULL;
+    d->port = -1;
+    int dump = 0;
+    for (int o; (o = getopt_long(argc, argv, "c:b:p:h", opts, NULL)) != -1;) {
+        char *end;
+        switch (o) {
+        case 'c': d->config_path = optarg; break;
+        case 'b': d->brokers = optarg; break;
+        case 'p':
+            d->port = (int)strtol(optarg, &end, 10);
+            if (*end || d->port < 0 || d->port > 65535) {
+                fprintf(stderr, "%s: --port %s is not a port number\n", d->name, optarg);
+                *exit_code = 2;
+                return NULL;
+            }
+            break;
+        case 'P': d->port_file = optarg; break;
+        case 'D': dump = 1; break;
+        case 'h': usage(d, stdout); *exit_code = 0; return NULL;
+        default: usage(d, stderr); *exit_code = 2; return NULL;
+        }
+    }
+    char err[512];
+    bw_config_t *conf = bw_config_load(d->config_path, err, sizeof(err));
+    if (!conf) {
+        fprintf(stderr, "%s: %s\n", d->name, err);
+        *exit_code = 1;
+        return NULL;
+    }
+    if (dump) {
+        bw_config_dump(conf, stdout);
+        bw_config_destroy(conf);
+        *exit_code = 0;
+        return NULL;
+    }
+    bw_log_set_level((bw_log_level_t)conf->log_level);
+    return conf;
+}
+
+struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, int port,
+                                    unsigned flags, MHD_AccessHandlerCallback handler,
+                                    MHD_RequestCompletedCallback completed,
+                                    unsigned connection_limit, int *bound_port) {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, address, &addr.sin_addr) != 1) {
+        bw_error(d->name, "listen address \"%s\" is not an IPv4 address", address);
+        return NULL;
+    }
+    struct MHD_Daemon *httpd = MHD_start_daemon(
+        flags | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+    if (!httpd) {
+        bw_error(d->name, "cannot listen on %s:%d: %s", address, port, strerror(errno));
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(httpd, MHD_DAEMON_INFO_BIND_PORT);
+    *bound_port = di ? di->port : port;
+    if (d->port_file) {
+        /* written whole, then renamed: a reader never sees half a number */
+        char tmp[4096];
+        snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", *bound_port) < 0 || fclose(f) || rename(tmp, d->port_file))
+            bw_error(d->name, "cannot write the port to %s", d->port_file);
+    }
+    return httpd;
+}
+
+enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const char *type, void *body,
+                                size_t len, int free_body) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        len, body ? body : (void *)"", free_body && body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+int bw_daemon_serve_ops(struct MHD_Connection *c, const char *method, const char *url,
+                        bw_metrics_t *metrics, int (*ready)(void), enum MHD_Result *ret) {
+    if (strcmp(method, "GET") != 0) return 0;
+    if (strcmp(url, "/healthz") == 0) {
+        *ret = bw_daemon_reply(c, MHD_HTTP_OK, "text/plain", "ok\n", 3, 0);
+    } else if (strcmp(url, "/readyz") == 0) {
+        *ret = !ready || ready() ? bw_daemon_reply(c, MHD_HTTP_OK, "text/plain", "ready\n", 6, 0)
+                                 : bw_daemon_reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", "not ready\n", 10, 0);
+    } else if (strcmp(url, "/metrics") == 0) {
+        bw_buf_t b;
+        bw_buf_init(&b);
+        bw_metrics_render(metrics, &b);
+        *ret = bw_daemon_reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4", b.data, b.len, 1);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static atomic_int *signal_run;
+
+static void on_signal(int sig) {
+    (void)sig;
+    atomic_store(signal_run, 0);
+}
+
+void bw_daemon_handle_signals(atomic_int *run) {
+    signal_run = run;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+}

@@ -1,0 +1,51 @@
+/* daemon.h — what every bulkwrite daemon does before its own work.
+ *
+ * The shared command line (-c/--config, -b/--brokers, -p/--port, --port-file,
+ * --dump-config, -h/--help), loading and validating the configuration, the log level,
+ * the HTTP listener, and the signals that ask for a clean shutdown. */
+#ifndef BW_DAEMON_H
+#define BW_DAEMON_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+
+#include "config.h"
+#include "metrics.h"
+
+typedef struct {
+    const char *name;      /* "bw-proxy": usage and error prefix */
+    const char *port_help; /* what --port serves, for the usage text */
+    /* filled by bw_daemon_init */
+    const char *config_path;
+    const char *brokers;   /* --brokers, or NULL for kafka.brokers */
+    const char *port_file; /* --port-file, or NULL */
+    int port;              /* --port, or -1 for the config's port */
+} bw_daemon_t;
+
+/* Parses the command line and loads the configuration. Returns it (owned by the caller)
+ * or NULL with *exit_code set: 0 after --help or --dump-config, 1 for a bad config,
+ * 2 for bad usage. */
+bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_code);
+
+/* Starts libmicrohttpd on address:port (port 0 = any free port) with `flags` and
+ * `handler`; writes the bound port to --port-file if one was given. NULL on failure,
+ * logged. *bound_port gets the port actually bound. */
+struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, int port,
+                                    unsigned flags, MHD_AccessHandlerCallback handler,
+                                    MHD_RequestCompletedCallback completed,
+                                    unsigned connection_limit, int *bound_port);
+
+/* Queues a response; with free_body the body (malloc'd) passes to libmicrohttpd. */
+enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const char *type, void *body,
+                                size_t len, int free_body);
+
+/* Serves the operations endpoints every daemon has: GET /metrics (Prometheus text),
+ * /healthz (the process answers) and /readyz (ready() says; NULL = always ready).
+ * Returns 1 with *ret set when `url` was one of them. @locality an HTTP thread. */
+int bw_daemon_serve_ops(struct MHD_Connection *c, const char *method, const char *url,
+                        bw_metrics_t *metrics, int (*ready)(void), enum MHD_Result *ret);
+
+/* SIGINT and SIGTERM set *run to 0; SIGPIPE is ignored (a client hanging up is not fatal). */
+void bw_daemon_handle_signals(atomic_int *run);
+
+#endif
