@@ -1,6 +1,7 @@
 #include "sql.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 void bw_sql_append_escaped(bw_buf_t *b, const void *s, size_t len) {
@@ -75,14 +76,54 @@ static int same_columns(const bw_sql_row_t *a, const bw_sql_row_t *b) {
     return 1;
 }
 
+/* Ids seen in the statement being planned: an open-addressing set per thread, kept
+ * across calls and invalidated by a generation stamp, so planning is linear in the
+ * batch and allocates only when a batch outgrows every earlier one. */
+typedef struct {
+    uint64_t id;
+    uint32_t gen;
+} id_slot_t;
+static _Thread_local id_slot_t *seen;
+static _Thread_local size_t seen_cap;
+static _Thread_local uint32_t seen_gen;
+
+/* Adds id; returns 1 if it was already there. */
+static int seen_add(uint64_t id) {
+    size_t h = (size_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (seen_cap - 1);
+    while (seen[h].gen == seen_gen) {
+        if (seen[h].id == id) return 1;
+        h = (h + 1) & (seen_cap - 1);
+    }
+    seen[h] = (id_slot_t){id, seen_gen};
+    return 0;
+}
+
+void bw_sql_thread_done(void) {
+    free(seen);
+    seen = NULL;
+    seen_cap = 0;
+}
+
 size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows, size_t n) {
     size_t max = (size_t)ot->batch_size[op];
     if (n < max) max = n;
     if (op != BW_OP_UPDATE && op != BW_OP_UPSERT) return max;
-    for (size_t i = 1; i < max; i++) {
-        if (op == BW_OP_UPSERT && !same_columns(&rows[0], &rows[i])) return i;
-        for (size_t j = 0; j < i; j++)
-            if (rows[j].id == rows[i].id) return i;
+    if (seen_cap < 2 * max) {
+        size_t cap = 64;
+        while (cap < 2 * max) cap *= 2;
+        free(seen);
+        seen = calloc(cap, sizeof(*seen));
+        if (!seen) abort();
+        seen_cap = cap;
+        seen_gen = 0;
+    }
+    if (++seen_gen == 0) { /* the stamp wrapped: clear once */
+        memset(seen, 0, seen_cap * sizeof(*seen));
+        seen_gen = 1;
+    }
+    for (size_t i = 0; i < max; i++) {
+        if (i && op == BW_OP_UPSERT && !same_columns(&rows[0], &rows[i])) return i;
+        if (seen_add(rows[i].id)) return i;
     }
     return max;
 }

@@ -37,6 +37,9 @@ void bw_sql_append_value(bw_buf_t *b, const Bulkwrite__V1__Value *v);
  * set of columns changes (ON DUPLICATE KEY UPDATE names one column list). >= 1 if n > 0. */
 size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows, size_t n);
 
+/* Frees the calling thread's planning scratch (call when a thread that planned ends). */
+void bw_sql_thread_done(void);
+
 /* Writes the statement for rows[0..n) (a prefix bw_sql_plan admitted) into `out`,
  * replacing its contents. */
 void bw_sql_build(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,

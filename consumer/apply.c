@@ -28,6 +28,7 @@ void bw_applier_destroy(bw_applier_t *ap) {
     free(ap->conns);
     bw_buf_free(&ap->sql);
     bw_arena_destroy(&ap->arena);
+    bw_sql_thread_done();
 }
 
 /* The state of one apply call. */

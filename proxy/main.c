@@ -211,9 +211,8 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
         if (errs[i]) failed_ops += set.msgs[i].op_cnt;
     size_t total = rejected_cnt + too_large_cnt + failed_ops;
     bw_rejection_t *all = bw_arena_alloc(&arena, (total + 1) * sizeof(*all));
-    size_t n = 0;
-    memcpy(all, rejected, rejected_cnt * sizeof(*all));
-    n = rejected_cnt;
+    if (rejected_cnt) memcpy(all, rejected, rejected_cnt * sizeof(*all));
+    size_t n = rejected_cnt;
     for (size_t i = 0; i < too_large_cnt; i++) {
         all[n].index = too_large[i];
         all[n++].reason = bw_arena_strndup(&arena, err,

@@ -349,13 +349,14 @@ static int check_shard(int shard, pinset_t *want, MYSQL *db, shard_check_t *out,
 static int verify(const job_t *jobs, int job_cnt, int wait_s) {
     pinset_t *want = expected_state(jobs, job_cnt);
     MYSQL **conns = calloc((size_t)conf->server_cnt, sizeof(*conns));
+    shard_check_t *res = calloc((size_t)conf->shard_count, sizeof(*res));
     char err[512];
+    int ok = 0;
     for (int i = 0; i < conf->server_cnt; i++)
         if (!(conns[i] = bw_db_connect(conf, i, err, sizeof(err)))) {
             fprintf(stderr, "bw-workload: %s\n", err);
-            return 1;
+            goto done;
         }
-    shard_check_t *res = calloc((size_t)conf->shard_count, sizeof(*res));
     long total_expected = 0;
     for (int s = 0; s < conf->shard_count; s++)
         for (size_t i = 0; i < want[s].len; i++) total_expected += want[s].pins[i].present;
@@ -374,14 +375,14 @@ static int verify(const job_t *jobs, int job_cnt, int wait_s) {
         }
     }
     /* then compare row by row; applies may still be finishing updates, so retry a while */
-    int ok = 0;
     for (int t = 0; t <= wait_s && !ok; t++) {
         if (t) sleep(1);
         ok = 1;
         for (int s = 0; s < conf->shard_count; s++) {
             if (check_shard(s, &want[s], conns[conf->shard_server[s]], &res[s], 0)) {
                 fprintf(stderr, "bw-workload: shard %d: %s\n", s, mysql_error(conns[conf->shard_server[s]]));
-                return 1;
+                ok = 0;
+                goto done;
             }
             ok &= !res[s].missing && !res[s].unexpected && !res[s].wrong && res[s].actual == res[s].expected;
         }
@@ -397,7 +398,13 @@ static int verify(const job_t *jobs, int job_cnt, int wait_s) {
                good ? "ok" : "MISMATCH");
     }
     printf("verify: %s\n", ok ? "every shard matches the expected state row by row" : "MISMATCH");
-    for (int i = 0; i < conf->server_cnt; i++) mysql_close(conns[i]);
+done:
+    for (int i = 0; i < conf->server_cnt; i++)
+        if (conns[i]) mysql_close(conns[i]);
+    for (int s = 0; s < conf->shard_count; s++) free(want[s].pins);
+    free(want);
+    free(conns);
+    free(res);
     return ok ? 0 : 1;
 }
 
@@ -462,6 +469,8 @@ static int parse_job(const char *s, job_t *jb) {
     return 0;
 }
 
+static int submit(const char *url, int protobuf, long per_request, const job_t *jobs, int job_cnt);
+
 static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
@@ -500,16 +509,25 @@ int main(int argc, char **argv) {
     conf = bw_config_load(config_path, err, sizeof(err));
     if (!conf) return fprintf(stderr, "bw-workload: %s\n", err), 1;
     const char *cmd = argv[optind++];
-    if (strcmp(cmd, "audit") == 0) return brokers ? audit(brokers) : usage(stderr, 2);
-    int job_cnt = argc - optind;
+    int job_cnt = argc - optind, ret = 0;
     job_t *jobs = calloc((size_t)job_cnt + 1, sizeof(*jobs));
-    for (int i = 0; i < job_cnt; i++)
+    for (int i = 0; i < job_cnt && !ret; i++)
         if (parse_job(argv[optind + i], &jobs[i])) {
             fprintf(stderr, "bw-workload: bad job \"%s\"\n", argv[optind + i]);
-            return usage(stderr, 2);
+            ret = usage(stderr, 2);
         }
-    if (strcmp(cmd, "verify") == 0) return verify(jobs, job_cnt, wait_s);
-    if (strcmp(cmd, "submit") != 0 || !url) return usage(stderr, 2);
+    if (!ret) {
+        if (strcmp(cmd, "audit") == 0) ret = brokers ? audit(brokers) : usage(stderr, 2);
+        else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, job_cnt, wait_s);
+        else if (strcmp(cmd, "submit") == 0 && url) ret = submit(url, protobuf, per_request, jobs, job_cnt);
+        else ret = usage(stderr, 2);
+    }
+    free(jobs);
+    bw_config_destroy(conf);
+    return ret;
+}
+
+static int submit(const char *url, int protobuf, long per_request, const job_t *jobs, int job_cnt) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request, .curl = curl_easy_init()};
     int ret = 0;
