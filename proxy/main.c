@@ -156,6 +156,11 @@ static void make_job_id(char out[33]) {
     for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", r[i]);
 }
 
+static int rejection_cmp(const void *a, const void *b) {
+    uint32_t x = ((const bw_rejection_t *)a)->index, y = ((const bw_rejection_t *)b)->index;
+    return x < y ? -1 : x > y;
+}
+
 static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     int64_t started = bw_now_us();
     const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -228,13 +233,8 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
         bw_log(BW_LOG_ERROR, COMPONENT, set.msgs[i].shard, job_id, "kafka produce failed: %s",
                rd_kafka_err2str(errs[i]));
     }
-    /* sort by op index so clients read it in request order */
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && all[j - 1].index > all[j].index; j--) {
-            bw_rejection_t t = all[j];
-            all[j] = all[j - 1];
-            all[j - 1] = t;
-        }
+    /* by op index, so clients read it in request order (an op appears at most once) */
+    qsort(all, n, sizeof(*all), rejection_cmp);
     uint32_t accepted = (uint32_t)(req->n_ops - n);
     unsigned status = failed_ops ? MHD_HTTP_SERVICE_UNAVAILABLE
                       : accepted ? MHD_HTTP_ACCEPTED
