@@ -2,7 +2,8 @@
 #
 #   make                 build every daemon and tool into bin/
 #   make demo            install what is missing, build, run the demo on embedded defaults
-#   make check           install what is missing, run every test (unit, e2e embedded + real Kafka)
+#   make check           install what is missing, run every test (unit, e2e and fault tests,
+#                        each against the embedded Kafka and a real broker)
 #   make docs            regenerate docs/configuration.md from the config key table
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
 #   make SANITIZE=thread check              under ThreadSanitizer
@@ -43,7 +44,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload
-.PHONY: all deps check unit e2e e2e-embedded e2e-kafka demo docs docs-check clean
+.PHONY: all deps check unit e2e e2e-embedded e2e-kafka fault fault-embedded fault-kafka demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -78,12 +79,17 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB)
 # ---- tests ------------------------------------------------------------------------
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
-	$(MAKE) docs-check unit e2e
+	$(MAKE) docs-check unit e2e fault
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
 
 e2e: e2e-embedded e2e-kafka
+fault: fault-embedded fault-kafka
+fault-embedded: all
+	BW_BIN=$(BIN) test/fault.sh embedded
+fault-kafka: all
+	BW_BIN=$(BIN) test/fault.sh kafka
 e2e-embedded: all
 	BW_BIN=$(BIN) test/e2e.sh embedded
 e2e-kafka: all

@@ -384,6 +384,9 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         }
         resume_offsets(l);
         rd_kafka_assign(rk, l);
+        /* librdkafka keeps a partition paused across a rebalance; this consumer may have
+         * paused it (buffer full) before it was revoked and handed back */
+        rd_kafka_resume_partitions(rk, l);
         bw_info(COMPONENT, "assigned %d partitions", l->cnt);
         atomic_store(&cs.joined, 1);
     } else {

@@ -8,72 +8,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:?usage: test/e2e.sh embedded|kafka}
-BIN=${BW_BIN:-bin}
-WORK=$(mktemp -d /tmp/bw-e2e.XXXXXX)
-DB_A=24306 DB_B=24307 PROXY=28080 C1=28081 C2=28082 KAFKA=29092
-HOT=5 HOT_RATE=5
-pids=()
-passed=0 failed=0
+. test/lib.sh
+bw_stack_start e2e "$MODE"
 
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    scripts/mariadb.sh stop "$WORK/mysql-a" >/dev/null 2>&1 || true
-    scripts/mariadb.sh stop "$WORK/mysql-b" >/dev/null 2>&1 || true
-    [ "$MODE" = kafka ] && scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1
-    if [ "$failed" -gt 0 ] || [ "${BW_KEEP:-0}" = 1 ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-
-check() { # check NAME COMMAND...
-    local name=$1; shift
-    if "$@" >"$WORK/check.out" 2>&1; then
-        echo "ok - $name"; passed=$((passed + 1))
-    else
-        echo "not ok - $name"; sed 's/^/    /' "$WORK/check.out" | tail -25; failed=$((failed + 1))
-    fi
-}
-
-wait_for() { # wait_for SECONDS COMMAND...
-    local secs=$1; shift
-    for _ in $(seq 1 $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-    return 1
-}
-
-# The reference config with this test's ports, no default rate limit, and a hot shard at 5 batches/s.
-CONF=$WORK/bulkwrite.conf
-sed -e "s/port = 13306;/port = $DB_A;/" -e "s/port = 13307;/port = $DB_B;/" \
-    -e "s/port = 18080;/port = $PROXY;/" -e "s/default_rate = 200.0;/default_rate = 0.0;/" \
-    -e "s/{ shard = 7; rate = 50.0; }/{ shard = $HOT; rate = $HOT_RATE.0; }/" \
-    -e "s/consumer_group = \"bulkwrite-consumers\"/consumer_group = \"bw-e2e-$MODE\"/" \
-    -e "s/produce_timeout_ms = 30000;/produce_timeout_ms = 3000;/" \
-    conf/bulkwrite.conf >"$CONF"
-"$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
-
-echo "# e2e ($MODE): MariaDB on $DB_A and $DB_B"
-scripts/mariadb.sh start "$WORK/mysql-a" $DB_A >/dev/null || exit 1
-scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null || exit 1
-"$BIN/bwctl" -c "$CONF" schema >/dev/null || exit 1
-
-if [ "$MODE" = embedded ]; then
-    "$BIN/bw-kafka-embedded" -c "$CONF" --bootstrap-file "$WORK/bootstrap" >"$WORK/kafka.log" 2>&1 &
-    pids+=($!)
-    wait_for 20 test -s "$WORK/bootstrap" || { echo "embedded kafka did not start"; exit 1; }
-    BROKERS=$(cat "$WORK/bootstrap")
-else
-    scripts/kafka.sh start "$WORK/kafka" $KAFKA || exit 1
-    BROKERS=127.0.0.1:$KAFKA
-fi
-echo "# kafka: $BROKERS"
-
-# The proxy creates the topic (real broker) or finds it (embedded); consumers start after it.
-"$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >"$WORK/proxy.log" 2>&1 &
-pids+=($!)
-wait_for 60 curl -sf "http://127.0.0.1:$PROXY/healthz" || { echo "proxy did not start"; tail "$WORK/proxy.log"; exit 1; }
 consumer_pids=()
 for port in $C1 $C2; do
-    "$BIN/bw-consumer" -c "$CONF" -b "$BROKERS" -p $port >"$WORK/consumer-$port.log" 2>&1 &
-    pids+=($!) consumer_pids+=($!)
+    start_consumer $port
+    consumer_pids+=($LAST_PID)
 done
 assigned_both() { grep -q "assigned" "$WORK/consumer-$C1.log" && grep -q "assigned" "$WORK/consumer-$C2.log"; }
 check "two consumers join the group and share the partitions" wait_for 60 assigned_both
@@ -89,8 +30,6 @@ topic_partitions() {
 }
 [ "$MODE" = kafka ] && check "the proxy created the topic with one partition per shard" topic_partitions
 
-URL=http://127.0.0.1:$PROXY/v1/batches
-JOBS=(spread:100000)
 check "100,000 creates over 8 shards are accepted (protobuf)" \
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf spread:100000
 check "every shard holds exactly the rows sent, row by row" \
@@ -144,8 +83,7 @@ check "both consumers applied rows, together each row once ($rows1 + $rows2 = 12
 # stored in the shards, reading nothing again and applying nothing twice.
 for pid in "${consumer_pids[@]}"; do kill "$pid"; wait "$pid" 2>/dev/null; done
 sed "s/consumer_group = \"bw-e2e-$MODE\"/consumer_group = \"bw-e2e-$MODE-fresh\"/" "$CONF" >"$WORK/fresh.conf"
-"$BIN/bw-consumer" -c "$WORK/fresh.conf" -b "$BROKERS" -p $C1 >"$WORK/consumer-fresh.log" 2>&1 &
-pids+=($!)
+start_consumer $C1 "$WORK/fresh.conf"
 check "a consumer in a new group joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
 check "it applies new work: 1,000 creates on shard 2" \
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:1000:2

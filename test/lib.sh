@@ -1,0 +1,86 @@
+# test/lib.sh — shared by the shell test tiers (e2e.sh, fault.sh): a stack of two real
+# MariaDB servers, Kafka (embedded or a real broker) and the proxy; consumers are
+# started by each test. Sourced, not run.
+#
+#   bw_stack_start NAME MODE    sets WORK, CONF, BROKERS, URL and the ports below
+#   start_consumer PORT [CONF]  starts a consumer; its pid is in $!-like LAST_PID
+#   check NAME COMMAND...       prints "ok - NAME" or "not ok - NAME" with the output
+#   wait_for SECONDS COMMAND... polls every 0.1 s
+# The caller ends with: echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]
+
+BIN=${BW_BIN:-bin}
+DB_A=24306 DB_B=24307 PROXY=28080 C1=28081 C2=28082 KAFKA=29092
+HOT=5 HOT_RATE=5
+pids=()
+passed=0 failed=0
+
+bw_stack_stop() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    scripts/mariadb.sh stop "$WORK/mysql-a" >/dev/null 2>&1 || true
+    scripts/mariadb.sh stop "$WORK/mysql-b" >/dev/null 2>&1 || true
+    [ "$MODE" = kafka ] && scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1
+    if [ "$failed" -gt 0 ] || [ "${BW_KEEP:-0}" = 1 ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
+}
+
+check() { # check NAME COMMAND...
+    local name=$1; shift
+    if "$@" >"$WORK/check.out" 2>&1; then
+        echo "ok - $name"; passed=$((passed + 1))
+    else
+        echo "not ok - $name"; sed 's/^/    /' "$WORK/check.out" | tail -25; failed=$((failed + 1))
+    fi
+}
+
+wait_for() { # wait_for SECONDS COMMAND...
+    local secs=$1; shift
+    for _ in $(seq 1 $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    return 1
+}
+
+start_consumer() { # start_consumer PORT [CONF]
+    "$BIN/bw-consumer" -c "${2:-$CONF}" -b "$BROKERS" -p "$1" >>"$WORK/consumer-$1.log" 2>&1 &
+    LAST_PID=$!
+    pids+=($LAST_PID)
+}
+
+# Starts MariaDB x2 (shards 0-3 and 4-7), Kafka and the proxy for test NAME in MODE
+# (embedded|kafka). The config is the reference one with this tier's ports, no default
+# rate limit, and shard $HOT limited to $HOT_RATE batches/s. Exits on failure.
+bw_stack_start() {
+    local name=$1
+    MODE=$2
+    WORK=$(mktemp -d "/tmp/bw-$name.XXXXXX")
+    trap bw_stack_stop EXIT
+    CONF=$WORK/bulkwrite.conf
+    sed -e "s/port = 13306;/port = $DB_A;/" -e "s/port = 13307;/port = $DB_B;/" \
+        -e "s/port = 18080;/port = $PROXY;/" -e "s/default_rate = 200.0;/default_rate = 0.0;/" \
+        -e "s/{ shard = 7; rate = 50.0; }/{ shard = $HOT; rate = $HOT_RATE.0; }/" \
+        -e "s/consumer_group = \"bulkwrite-consumers\"/consumer_group = \"bw-$name-$MODE\"/" \
+        -e "s/produce_timeout_ms = 30000;/produce_timeout_ms = 3000;/" \
+        conf/bulkwrite.conf >"$CONF"
+    "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
+
+    echo "# $name ($MODE): MariaDB on $DB_A and $DB_B"
+    scripts/mariadb.sh start "$WORK/mysql-a" $DB_A >/dev/null || exit 1
+    scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null || exit 1
+    "$BIN/bwctl" -c "$CONF" schema >/dev/null || exit 1
+
+    if [ "$MODE" = embedded ]; then
+        "$BIN/bw-kafka-embedded" -c "$CONF" --bootstrap-file "$WORK/bootstrap" >"$WORK/kafka.log" 2>&1 &
+        pids+=($!)
+        wait_for 20 test -s "$WORK/bootstrap" || { echo "embedded kafka did not start"; exit 1; }
+        BROKERS=$(cat "$WORK/bootstrap")
+    else
+        scripts/kafka.sh start "$WORK/kafka" $KAFKA >/dev/null || exit 1
+        BROKERS=127.0.0.1:$KAFKA
+    fi
+    echo "# kafka: $BROKERS"
+
+    # The proxy creates the topic (real broker) or finds it (embedded); consumers come after.
+    "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >"$WORK/proxy.log" 2>&1 &
+    PROXY_PID=$!
+    pids+=($PROXY_PID)
+    wait_for 60 curl -sf "http://127.0.0.1:$PROXY/healthz" || { echo "proxy did not start"; tail "$WORK/proxy.log"; exit 1; }
+    URL=http://127.0.0.1:$PROXY/v1/batches
+}
