@@ -44,7 +44,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload
-.PHONY: all deps check unit e2e e2e-embedded e2e-kafka fault fault-embedded fault-kafka demo docs docs-check clean
+.PHONY: all deps check check-sanitize unit e2e e2e-embedded e2e-kafka fault fault-embedded fault-kafka demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -80,6 +80,12 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB)
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
 	$(MAKE) docs-check unit e2e fault
+	$(MAKE) check-sanitize
+
+# The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
+check-sanitize:
+	$(MAKE) SANITIZE=address,undefined all unit e2e-embedded fault-embedded
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
