@@ -154,6 +154,7 @@ static void emit_group(split_ctx_t *ctx, int shard, const uint32_t *v, size_t n)
         sb.n_rows = row_cnt;
         sb.rows = rows;
         sb.enqueued_at_ms = ctx->now_ms;
+        sb.part = (uint32_t)ctx->msg_cnt; /* deterministic: same request, same parts */
         size_t len = protobuf_c_message_get_packed_size(&sb.base);
         void *payload = malloc(len ? len : 1);
         if (!payload) abort();

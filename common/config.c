@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "config.h"
 
+#include <ctype.h>
 #include <libconfig.h>
 #include <math.h>
 #include <stdlib.h>
@@ -108,6 +109,10 @@ static const key_t_ top_keys[] = {
      "Topic of shard batches: exactly one partition per logical shard."},
     {"kafka.consumer_group", K_STR, OFF(consumer_group), 0, 0, 0, "\"bulkwrite-consumers\"", NULL,
      NULL, 0, "Consumer group the consumers share partitions in."},
+    {"kafka.dead_letter_topic", K_STR, OFF(dead_letter_topic), 0, 0, 0, "\"bulkwrite.dead_letters\"",
+     NULL, NULL, 0,
+     "Topic the consumer writes each op a shard refused to (JSON, keyed job_id/part/op_index), "
+     "before the batch commits; created with one partition if missing."},
     {"kafka.create_topic", K_BOOL, OFF(create_topic), 0, 0, 0, "true", NULL, NULL, 0,
      "Create the topic at startup when it is missing."},
     {"kafka.replication_factor", K_INT, OFF(replication_factor), 0, 1, 16, "1", NULL, NULL, 0,
@@ -162,6 +167,28 @@ static const key_t_ top_keys[] = {
      NULL, NULL, 0, "Address of the consumer's /metrics, /healthz and /readyz."},
     {"consumer.port", K_INT, OFF(consumer_port), 0, 0, 65535, "18081", NULL, NULL, 0,
      "Port of the consumer's HTTP endpoints (0 = any free port, logged at startup)."},
+    {"consumer.retry_initial_ms", K_INT, OFF(retry_initial_ms), 0, 1, 3600000, "100", NULL, NULL, 0,
+     "First wait before retrying a batch that failed for a retryable reason (deadlock, lost "
+     "connection, timeout, ...); each further failure doubles it, plus up to 25% jitter."},
+    {"consumer.retry_max_ms", K_INT, OFF(retry_max_ms), 0, 1, 3600000, "10000", NULL, NULL, 0,
+     "Longest wait between retries of a batch."},
+    {"consumer.pause_after_timeouts", K_INT, OFF(pause_after_timeouts), 0, 1, 1000, "2", NULL,
+     NULL, 0,
+     "Consecutive timeouts (or lost connections) on a shard that raise an alert and stop "
+     "pulling the shard for consumer.pause_ms."},
+    {"consumer.pause_ms", K_INT, OFF(pause_ms), 0, 1, 86400000, "30000", NULL, NULL, 0,
+     "How long an unhealthy shard is left alone before a probe batch (one message) is tried; "
+     "success resumes it and resolves the alert, another timeout pauses it again."},
+    {"alerts.webhook_url", K_STR, OFF(alert_webhook_url), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "Alertmanager v2 alerts endpoint (http://host:9093/api/v2/alerts) the consumer posts "
+     "shard alerts to; empty = alerts go to the log and the metrics only."},
+    {"alerts.resend_ms", K_INT, OFF(alert_resend_ms), 0, 1000, 86400000, "60000", NULL, NULL, 0,
+     "How often a firing alert is posted again (Alertmanager resolves alerts it stops hearing "
+     "about after its resolve_timeout)."},
+    {"alerts.timeout_ms", K_INT, OFF(alert_timeout_ms), 0, 100, 600000, "5000", NULL, NULL, 0,
+     "Longest one webhook post may take; a failed post is retried at the next resend."},
+    {"alerts.labels", K_STRLIST, OFF(alert_labels), OFF(alert_label_cnt), 0, 100, "[]", NULL, NULL,
+     0, "Extra labels on every alert, as \"name=value\" strings (e.g. \"team=storage\")."},
     {"object_types", K_LIST, OFF(object_types), OFF(object_type_cnt), 1, 1024, NULL, NULL,
      object_type_keys, sizeof(bw_object_type_t), "Object types clients may write."},
     END};
@@ -498,6 +525,21 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
             if (strcmp(c->servers[i].name, c->servers[j].name) == 0)
                 return fail_at(ctx, member(config_setting_get_elem(servers, (unsigned)i), "name"),
                                "shards.servers: name \"%s\" used twice%s", c->servers[i].name, "");
+    if (c->retry_max_ms < c->retry_initial_ms)
+        return fail_at(ctx, lookup(root, "consumer.retry_max_ms"),
+                       "consumer.retry_max_ms must be at least consumer.retry_initial_ms%s%s", "", "");
+    if (c->alert_webhook_url[0] && strncmp(c->alert_webhook_url, "http://", 7) &&
+        strncmp(c->alert_webhook_url, "https://", 8))
+        return fail_at(ctx, lookup(root, "alerts.webhook_url"),
+                       "alerts.webhook_url: \"%s\" is not an http:// or https:// URL%s", c->alert_webhook_url, "");
+    for (int i = 0; i < c->alert_label_cnt; i++) {
+        const char *l = c->alert_labels[i], *eq = strchr(l, '=');
+        int ok = eq && eq > l && (isalpha((unsigned char)l[0]) || l[0] == '_');
+        for (const char *p = l; ok && p < eq; p++) ok = isalnum((unsigned char)*p) || *p == '_';
+        if (!ok)
+            return fail_at(ctx, lookup(root, "alerts.labels"),
+                           "alerts.labels: \"%s\" is not name=value with a label name [A-Za-z_][A-Za-z0-9_]*%s", l, "");
+    }
     return BW_OK;
 }
 

@@ -65,6 +65,7 @@ typedef struct {
     char *brokers;
     char *topic;
     char *consumer_group;
+    char *dead_letter_topic;
     int create_topic;
     int replication_factor;
     int message_max_bytes;
@@ -96,6 +97,15 @@ typedef struct {
     int workers;
     char *consumer_listen_address;
     int consumer_port;
+    int retry_initial_ms, retry_max_ms;
+    int pause_after_timeouts;
+    int pause_ms;
+
+    /* alerts */
+    char *alert_webhook_url;
+    int alert_resend_ms;
+    int alert_timeout_ms;
+    char **alert_labels; int alert_label_cnt;
 
     bw_object_type_t *object_types; int object_type_cnt;
 

@@ -116,6 +116,24 @@ void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out) 
                       "kafka_partition INT NOT NULL, next_offset BIGINT NOT NULL, "
                       "PRIMARY KEY (topic, kafka_partition)) ENGINE=InnoDB;\n",
                       db);
+        /* one row per applied message, written in its batch's transaction: a message
+         * resubmitted under the same request_id is found here and not applied again,
+         * and the job's applied/failed counts on this shard are the sums */
+        bw_buf_printf(out,
+                      "CREATE TABLE IF NOT EXISTS `%s`.`bw_job_parts` (job_id CHAR(32) CHARACTER SET ascii NOT NULL, "
+                      "part INT UNSIGNED NOT NULL, kafka_offset BIGINT NOT NULL, "
+                      "rows_applied INT UNSIGNED NOT NULL, rows_failed INT UNSIGNED NOT NULL, "
+                      "applied_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+                      "PRIMARY KEY (job_id, part)) ENGINE=InnoDB;\n",
+                      db);
+        /* every op the shard refused, with the reason (also sent to the dead-letter topic) */
+        bw_buf_printf(out,
+                      "CREATE TABLE IF NOT EXISTS `%s`.`bw_job_failures` (job_id CHAR(32) CHARACTER SET ascii NOT NULL, "
+                      "op_index INT UNSIGNED NOT NULL, part INT UNSIGNED NOT NULL, object_id BIGINT UNSIGNED NOT NULL, "
+                      "error_code INT UNSIGNED NOT NULL, reason VARCHAR(1024) NOT NULL, "
+                      "failed_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+                      "PRIMARY KEY (job_id, op_index)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n",
+                      db);
         for (int t = 0; t < conf->object_type_cnt; t++) {
             const bw_object_type_t *ot = &conf->object_types[t];
             bw_buf_printf(out, "CREATE TABLE IF NOT EXISTS `%s`.`%s` (`%s` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT",

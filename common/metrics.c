@@ -13,10 +13,10 @@ typedef struct {
 } histogram_t;
 
 typedef struct {
-    uint64_t rows, failed_rows, batches, replayed;
+    uint64_t rows, failed_rows, batches, replayed, duplicates, dead_letters;
     uint64_t errors[BW_APPLY_ERR_KINDS];
     double rate;
-    int paused;
+    int paused, held, alert;
     int64_t lag;
     int assigned;
 } shard_stats_t;
@@ -32,9 +32,10 @@ struct bw_metrics {
     /* consumer */
     shard_stats_t *shards;
     histogram_t apply_latency;
+    uint64_t alert_posts[2]; /* failed, ok */
 };
 
-static const char *const err_names[] = {"retryable", "timeout", "data", "decode"};
+static const char *const err_names[] = {"retryable", "timeout", "connection", "data", "decode"};
 
 bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
     bw_metrics_t *m = calloc(1, sizeof(*m));
@@ -80,9 +81,12 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
 }
 
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,
-                              uint64_t replayed_messages, int64_t latency_us) {
+                              uint64_t replayed_messages, uint64_t duplicate_messages,
+                              uint64_t dead_letters, int64_t latency_us) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].replayed += replayed_messages;
+    m->shards[shard].duplicates += duplicate_messages;
+    m->shards[shard].dead_letters += dead_letters;
     m->shards[shard].rows += rows;
     m->shards[shard].failed_rows += failed_rows;
     m->shards[shard].batches++;
@@ -105,6 +109,32 @@ void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused,
     pthread_mutex_unlock(&m->mu);
 }
 
+void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].held = held;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_alert(bw_metrics_t *m, int shard, int firing) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].alert = firing;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_alert_post(bw_metrics_t *m, int ok) {
+    pthread_mutex_lock(&m->mu);
+    m->alert_posts[ok != 0]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* A shard appears in the per-shard series once it was assigned or did anything. */
+static int shard_seen(const shard_stats_t *st) {
+    if (st->assigned || st->batches || st->alert) return 1;
+    for (int k = 0; k < BW_APPLY_ERR_KINDS; k++)
+        if (st->errors[k]) return 1;
+    return 0;
+}
+
 static void render_histogram(bw_buf_t *out, const char *name, const char *help, const histogram_t *h) {
     bw_buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     uint64_t cum = 0;
@@ -125,9 +155,7 @@ static void header(bw_buf_t *out, const char *name, const char *type, const char
         header(out, name, type, help);                                               \
         for (int s = 0; s < m->shard_count; s++) {                                   \
             const shard_stats_t *st = &m->shards[s];                                 \
-            if (!st->assigned && !st->batches && !st->errors[0] && !st->errors[1] && \
-                !st->errors[2] && !st->errors[3])                                    \
-                continue;                                                            \
+            if (!shard_seen(st)) continue;                                           \
             bw_buf_printf(out, name "{shard=\"%d\"} " fmt "\n", s, expr);            \
         }                                                                            \
     } while (0)
@@ -163,7 +191,14 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
         SHARD_SERIES("bulkwrite_consumer_messages_replayed_total", "counter",
                      "Messages read again that the shard had already applied (skipped, not re-applied).",
                      "%llu", (unsigned long long)st->replayed);
-        header(out, "bulkwrite_consumer_errors_total", "counter", "Apply errors by kind.");
+        SHARD_SERIES("bulkwrite_consumer_messages_duplicate_total", "counter",
+                     "Messages of a resubmitted request (same request_id) already applied: skipped.",
+                     "%llu", (unsigned long long)st->duplicates);
+        SHARD_SERIES("bulkwrite_consumer_dead_letters_total", "counter",
+                     "Refused ops (or undecodable messages) written to the dead-letter topic.", "%llu",
+                     (unsigned long long)st->dead_letters);
+        header(out, "bulkwrite_consumer_errors_total", "counter",
+               "Apply errors by kind; every retryable, timeout and connection error is followed by a retry.");
         for (int s = 0; s < m->shard_count; s++)
             for (int k = 0; k < BW_APPLY_ERR_KINDS; k++)
                 if (m->shards[s].errors[k])
@@ -172,6 +207,17 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
         SHARD_SERIES("bulkwrite_consumer_rate_batches_per_second", "gauge",
                      "Effective rate limit (0 = unlimited).", "%g", st->rate);
         SHARD_SERIES("bulkwrite_consumer_paused", "gauge", "1 while fetching for the shard is paused (its buffer is full).", "%d", st->paused);
+        SHARD_SERIES("bulkwrite_consumer_unhealthy", "gauge",
+                     "1 while the shard is held back after consecutive timeouts (until a probe batch succeeds).",
+                     "%d", st->held);
+        SHARD_SERIES("bulkwrite_consumer_alert_firing", "gauge",
+                     "1 while this consumer's BulkwriteShardUnhealthy alert for the shard is firing.", "%d", st->alert);
+        header(out, "bulkwrite_consumer_alert_posts_total", "counter",
+               "Posts to alerts.webhook_url, by result.");
+        bw_buf_printf(out, "bulkwrite_consumer_alert_posts_total{result=\"ok\"} %llu\n",
+                      (unsigned long long)m->alert_posts[1]);
+        bw_buf_printf(out, "bulkwrite_consumer_alert_posts_total{result=\"failed\"} %llu\n",
+                      (unsigned long long)m->alert_posts[0]);
         SHARD_SERIES("bulkwrite_consumer_lag_messages", "gauge",
                      "Messages buffered but not yet applied for the shard.", "%lld", (long long)st->lag);
         render_histogram(out, "bulkwrite_consumer_apply_latency_seconds",

@@ -16,6 +16,7 @@ typedef enum { BW_METRICS_PROXY, BW_METRICS_CONSUMER } bw_metrics_role_t;
 typedef enum {
     BW_APPLY_ERR_RETRYABLE, /* deadlock, lost connection, gone away, ... */
     BW_APPLY_ERR_TIMEOUT,   /* statement or lock-wait timeout */
+    BW_APPLY_ERR_CONNECTION, /* cannot connect, or the connection broke */
     BW_APPLY_ERR_DATA,      /* the row itself was refused */
     BW_APPLY_ERR_DECODE,    /* a Kafka message that is not a valid ShardBatch */
     BW_APPLY_ERR_KINDS
@@ -33,9 +34,13 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
 
 /* consumer */
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,
-                              uint64_t replayed_messages, int64_t latency_us);
+                              uint64_t replayed_messages, uint64_t duplicate_messages,
+                              uint64_t dead_letters, int64_t latency_us);
 void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind);
 void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int64_t lag);
+void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held); /* unhealthy: not pulled */
+void bw_metrics_shard_alert(bw_metrics_t *m, int shard, int firing);
+void bw_metrics_alert_post(bw_metrics_t *m, int ok);
 
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out);
 

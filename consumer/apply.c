@@ -13,10 +13,12 @@
 
 #define COMPONENT "consumer"
 
-void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *metrics) {
+void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *metrics,
+                     bw_dead_letters_t *dead_letters) {
     memset(ap, 0, sizeof(*ap));
     ap->conf = conf;
     ap->metrics = metrics;
+    ap->dead_letters = dead_letters;
     ap->conns = calloc((size_t)conf->server_cnt, sizeof(*ap->conns));
     bw_buf_init(&ap->sql);
     bw_arena_init(&ap->arena, 1 << 20);
@@ -31,6 +33,23 @@ void bw_applier_destroy(bw_applier_t *ap) {
     bw_sql_thread_done();
 }
 
+/* A message of the call, decoded, and what became of it. */
+typedef struct {
+    Bulkwrite__V1__ShardBatch *sb; /* NULL: below the stored offset, or undecodable */
+    const bw_object_type_t *ot;
+    int *colmap;
+    int duplicate;                 /* (job_id, part) applied before */
+    uint32_t applied, failed;      /* rows */
+} decoded_t;
+
+/* A refused op. */
+typedef struct {
+    uint32_t msg;
+    const Bulkwrite__V1__Row *row;
+    unsigned code;
+    const char *reason;
+} failure_t;
+
 /* The state of one apply call. */
 typedef struct {
     bw_applier_t *ap;
@@ -38,7 +57,12 @@ typedef struct {
     MYSQL *db;
     char dbname[80];
     bw_apply_result_t *res;
-    const char *job_id; /* of the message being applied, for logs */
+    rd_kafka_message_t *const *msgs;
+    decoded_t *dec;
+    failure_t *failures;
+    size_t failure_cnt;
+    bw_dead_letter_t *undecodable; /* raw dead letters of messages that did not decode */
+    size_t undecodable_cnt;
 } apply_ctx_t;
 
 /* Classifies the last MySQL error: a retry (connection dropped if it is broken) or a
@@ -49,8 +73,13 @@ static int failed_retry(apply_ctx_t *x, const char *what) {
              mysql_error(x->db), err);
     if (!bw_db_error_retryable(err)) return 0;
     x->res->status = BW_APPLY_RETRY;
-    x->res->timeout = err == ER_STATEMENT_TIMEOUT || err == ER_LOCK_WAIT_TIMEOUT ||
-                      err == ER_QUERY_INTERRUPTED || err == CR_SERVER_LOST;
+    if (err == ER_STATEMENT_TIMEOUT || err == ER_LOCK_WAIT_TIMEOUT || err == ER_QUERY_INTERRUPTED ||
+        err == CR_SERVER_LOST)
+        x->res->fail = BW_FAIL_TIMEOUT;
+    else if (err >= 2000 && err < 3000)
+        x->res->fail = BW_FAIL_CONNECTION;
+    else
+        x->res->fail = BW_FAIL_OTHER;
     if (err >= 2000 && err < 3000) { /* client-side: the connection is gone or unusable */
         mysql_close(x->db);
         x->ap->conns[x->server] = NULL;
@@ -63,21 +92,42 @@ static int query(apply_ctx_t *x, const char *sql, size_t len) {
     return mysql_real_query(x->db, sql, (unsigned long)len);
 }
 
-/* A decoded message: its rows and where its columns live in the object type. */
-typedef struct {
-    Bulkwrite__V1__ShardBatch *sb;
-    const bw_object_type_t *ot;
-    int *colmap;
-} decoded_t;
+static void add_failure(apply_ctx_t *x, uint32_t msg, const Bulkwrite__V1__Row *row, unsigned code,
+                        const char *reason) {
+    x->failures[x->failure_cnt++] = (failure_t){msg, row, code, bw_arena_strndup(&x->ap->arena, reason, strlen(reason))};
+    x->dec[msg].failed++;
+    x->res->rows_failed++;
+    bw_metrics_shard_error(x->ap->metrics, x->shard, BW_APPLY_ERR_DATA);
+}
 
-/* Unpacks and checks a message against the config. NULL (logged, counted) if unusable. */
-static int decode(apply_ctx_t *x, const rd_kafka_message_t *m, decoded_t *d) {
+static int job_id_valid(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 32) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* Checks message i (unpacked into dec[i].sb, NULL if that failed) against the config. A message that cannot be applied is
+ * reported and dead-lettered, never silently dropped: -1. */
+static int decode(apply_ctx_t *x, size_t i) {
     const bw_config_t *conf = x->ap->conf;
-    d->sb = bulkwrite__v1__shard_batch__unpack(&x->ap->arena.pb, m->len, m->payload);
+    const rd_kafka_message_t *m = x->msgs[i];
+    decoded_t *d = &x->dec[i];
     const char *why = NULL;
     if (!d->sb) why = "not a bulkwrite.v1.ShardBatch";
+    else if (!job_id_valid(d->sb->job_id)) why = "its job_id is not 1 to 32 lower-case hex digits";
     else if ((int)d->sb->shard != x->shard) why = "its shard differs from its partition";
-    else if (!(d->ot = bw_config_object_type(conf, d->sb->object_type))) why = "unknown object type";
+    if (why) { /* no job to charge: the whole message goes to the dead-letter topic */
+        bw_log(BW_LOG_ERROR, COMPONENT, x->shard, NULL, "message at offset %" PRId64 " cannot be applied: %s",
+               m->offset, why);
+        bw_metrics_shard_error(x->ap->metrics, x->shard, BW_APPLY_ERR_DECODE);
+        x->undecodable[x->undecodable_cnt++] = (bw_dead_letter_t){
+            .shard = x->shard, .offset = m->offset, .error = why, .raw = m->payload, .raw_len = m->len};
+        d->sb = NULL;
+        return -1;
+    }
+    if (!(d->ot = bw_config_object_type(conf, d->sb->object_type))) why = "unknown object type";
     else if ((int)d->sb->op < BW_OP_CREATE || (int)d->sb->op > BW_OP_DELETE) why = "unknown op";
     if (!why) {
         d->colmap = bw_arena_alloc(&x->ap->arena, (d->sb->n_columns + 1) * sizeof(int));
@@ -88,54 +138,157 @@ static int decode(apply_ctx_t *x, const rd_kafka_message_t *m, decoded_t *d) {
                 if (d->sb->rows[r]->fields[f]->column >= d->sb->n_columns) why = "column index out of range";
     }
     if (!why) return 0;
-    /* a message that cannot be applied is reported, never silently dropped */
-    bw_log(BW_LOG_ERROR, COMPONENT, x->shard, d->sb ? d->sb->job_id : NULL,
+    /* the job is known: each op fails on it with the reason (the config changed under it) */
+    bw_log(BW_LOG_ERROR, COMPONENT, x->shard, d->sb->job_id,
            "message at offset %" PRId64 " cannot be applied: %s", m->offset, why);
-    bw_metrics_shard_error(x->ap->metrics, x->shard, BW_APPLY_ERR_DECODE);
-    x->res->rows_failed += d->sb ? d->sb->n_rows : 1;
-    return -1;
+    for (size_t r = 0; r < d->sb->n_rows; r++) add_failure(x, (uint32_t)i, d->sb->rows[r], 0, why);
+    d->ot = NULL; /* recorded as a part, nothing to apply */
+    return 0;
 }
 
+/* Marks messages whose (job_id, part) the shard has applied before, or that repeat an
+ * earlier message of this call. */
+static int find_duplicates(apply_ctx_t *x, size_t cnt) {
+    bw_buf_t *b = &x->ap->sql;
+    bw_buf_reset(b);
+    bw_buf_printf(b, "SELECT job_id, part FROM `%s`.`bw_job_parts` WHERE ", x->dbname);
+    size_t asked = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        const Bulkwrite__V1__ShardBatch *sb = x->dec[i].sb;
+        if (!sb) continue;
+        for (size_t k = 0; k < i && !x->dec[i].duplicate; k++)
+            if (x->dec[k].sb && !x->dec[k].duplicate && x->dec[k].sb->part == sb->part &&
+                strcmp(x->dec[k].sb->job_id, sb->job_id) == 0)
+                x->dec[i].duplicate = 1;
+        if (x->dec[i].duplicate) continue;
+        /* job ids are checked hex (decode), so they need no escaping */
+        bw_buf_printf(b, "%s(job_id='%s' AND part=%" PRIu32 ")", asked++ ? " OR " : "", sb->job_id, sb->part);
+    }
+    if (!asked) return 0;
+    if (query(x, b->data, b->len)) return failed_retry(x, "looking up applied parts"), -1;
+    MYSQL_RES *r = mysql_store_result(x->db);
+    if (!r) return failed_retry(x, "looking up applied parts"), -1;
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(r))) {
+        uint32_t part = (uint32_t)strtoul(row[1], NULL, 10);
+        for (size_t i = 0; i < cnt; i++)
+            if (x->dec[i].sb && x->dec[i].sb->part == part && strcmp(x->dec[i].sb->job_id, row[0]) == 0)
+                x->dec[i].duplicate = 1;
+    }
+    mysql_free_result(r);
+    return 0;
+}
+
+/* Rows of one (type, op) run, with the message each came from. */
+typedef struct {
+    const bw_object_type_t *ot;
+    int op;
+    bw_sql_row_t *rows;
+    const Bulkwrite__V1__Row **src;
+    uint32_t *msg;
+    size_t n;
+} run_t;
+
 /* Applies rows one at a time under savepoints: those the shard refuses fail alone. */
-static int apply_rows_one_by_one(apply_ctx_t *x, const bw_object_type_t *ot, int op,
-                                 const bw_sql_row_t *rows, const uint32_t *op_index,
-                                 const char *const *jobs, size_t n) {
-    for (size_t i = 0; i < n; i++) {
+static int apply_rows_one_by_one(apply_ctx_t *x, const run_t *run, size_t from, size_t n) {
+    for (size_t i = from; i < from + n; i++) {
         if (query(x, "SAVEPOINT bw_row", 16)) return failed_retry(x, "savepoint"), -1;
-        bw_sql_build(&x->ap->sql, x->dbname, ot, op, &rows[i], 1);
+        bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, &run->rows[i], 1);
         if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) {
             x->res->rows_applied++;
+            x->dec[run->msg[i]].applied++;
             continue;
         }
         if (failed_retry(x, "statement")) return -1;
-        bw_log(BW_LOG_WARN, COMPONENT, x->shard, jobs[i], "op %" PRIu32 " (%s id %" PRIu64 ") failed: %s",
-               op_index[i], bw_op_name(op), rows[i].id, x->res->error);
-        bw_metrics_shard_error(x->ap->metrics, x->shard, BW_APPLY_ERR_DATA);
-        x->res->rows_failed++;
+        unsigned code = mysql_errno(x->db);
+        const char *job = x->dec[run->msg[i]].sb->job_id;
+        bw_log(BW_LOG_WARN, COMPONENT, x->shard, job, "op %" PRIu32 " (%s id %" PRIu64 ") failed: %s",
+               run->src[i]->op_index, bw_op_name(run->op), run->rows[i].id, x->res->error);
+        add_failure(x, run->msg[i], run->src[i], code, mysql_error(x->db));
         if (query(x, "ROLLBACK TO SAVEPOINT bw_row", 28)) return failed_retry(x, "rollback to savepoint"), -1;
     }
     x->res->error[0] = '\0';
     return 0;
 }
 
-/* Applies rows[0..n) of one (type, op) as few statements as bw_sql_plan allows. */
-static int apply_run(apply_ctx_t *x, const bw_object_type_t *ot, int op, const bw_sql_row_t *rows,
-                     const uint32_t *op_index, const char *const *jobs, size_t n) {
+/* Applies a run as few statements as bw_sql_plan allows. */
+static int apply_run(apply_ctx_t *x, const run_t *run) {
     size_t done = 0;
-    while (done < n) {
-        size_t k = bw_sql_plan(ot, op, rows + done, n - done);
-        bw_sql_build(&x->ap->sql, x->dbname, ot, op, rows + done, k);
+    while (done < run->n) {
+        size_t k = bw_sql_plan(run->ot, run->op, run->rows + done, run->n - done);
+        bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, run->rows + done, k);
         if (query(x, "SAVEPOINT bw_stmt", 17)) return failed_retry(x, "savepoint"), -1;
         if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) {
             x->res->rows_applied += k;
+            for (size_t i = done; i < done + k; i++) x->dec[run->msg[i]].applied++;
         } else {
             if (failed_retry(x, "statement")) return -1;
             /* a data error: find the offending rows without losing the others */
             if (query(x, "ROLLBACK TO SAVEPOINT bw_stmt", 29)) return failed_retry(x, "rollback to savepoint"), -1;
-            if (apply_rows_one_by_one(x, ot, op, rows + done, op_index + done, jobs + done, k)) return -1;
+            if (apply_rows_one_by_one(x, run, done, k)) return -1;
         }
         done += k;
     }
+    return 0;
+}
+
+/* bw_job_parts rows for every message applied now (counts per message). */
+static int record_parts(apply_ctx_t *x, size_t cnt) {
+    bw_buf_t *b = &x->ap->sql;
+    bw_buf_reset(b);
+    bw_buf_printf(b, "INSERT INTO `%s`.`bw_job_parts` (job_id, part, kafka_offset, rows_applied, rows_failed) VALUES ",
+                  x->dbname);
+    size_t n = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        const decoded_t *d = &x->dec[i];
+        if (!d->sb || d->duplicate) continue;
+        bw_buf_printf(b, "%s('%s',%" PRIu32 ",%" PRId64 ",%" PRIu32 ",%" PRIu32 ")", n++ ? "," : "",
+                      d->sb->job_id, d->sb->part, x->msgs[i]->offset, d->applied, d->failed);
+    }
+    if (n && query(x, b->data, b->len)) return failed_retry(x, "recording job parts"), -1;
+    if (!x->failure_cnt) return 0;
+    bw_buf_reset(b);
+    bw_buf_printf(b, "INSERT INTO `%s`.`bw_job_failures` (job_id, op_index, part, object_id, error_code, reason) VALUES ",
+                  x->dbname);
+    for (size_t i = 0; i < x->failure_cnt; i++) {
+        const failure_t *f = &x->failures[i];
+        const Bulkwrite__V1__ShardBatch *sb = x->dec[f->msg].sb;
+        size_t rlen = strlen(f->reason);
+        bw_buf_printf(b, "%s('%s',%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%u,'", i ? "," : "", sb->job_id,
+                      f->row->op_index, sb->part, f->row->id, f->code);
+        bw_sql_append_escaped(b, f->reason, rlen > 1000 ? 1000 : rlen);
+        bw_buf_puts(b, "')");
+    }
+    /* an op refused again by a re-split resubmission keeps its latest reason */
+    bw_buf_puts(b, " ON DUPLICATE KEY UPDATE reason=VALUES(reason), error_code=VALUES(error_code)");
+    if (query(x, b->data, b->len)) return failed_retry(x, "recording failed ops"), -1;
+    return 0;
+}
+
+/* Sends every refused op (and undecodable message) to the dead-letter topic. */
+static int send_dead_letters(apply_ctx_t *x) {
+    size_t n = x->failure_cnt + x->undecodable_cnt;
+    if (!n) return 0;
+    if (!x->ap->dead_letters) { /* tests without Kafka: the failures table still has them */
+        x->res->dead_letters = 0;
+        return 0;
+    }
+    bw_dead_letter_t *recs = bw_arena_alloc(&x->ap->arena, n * sizeof(*recs));
+    for (size_t i = 0; i < x->failure_cnt; i++) {
+        const failure_t *f = &x->failures[i];
+        const Bulkwrite__V1__ShardBatch *sb = x->dec[f->msg].sb;
+        recs[i] = (bw_dead_letter_t){.job_id = sb->job_id, .part = sb->part, .shard = x->shard,
+                                     .offset = x->msgs[f->msg]->offset, .op = (int)sb->op,
+                                     .object_type = sb->object_type, .row = f->row, .columns = sb->columns,
+                                     .error_code = f->code, .error = f->reason};
+    }
+    if (x->undecodable_cnt) memcpy(recs + x->failure_cnt, x->undecodable, x->undecodable_cnt * sizeof(*recs));
+    if (bw_dead_letters_send(x->ap->dead_letters, recs, n, x->res->error, sizeof(x->res->error))) {
+        x->res->status = BW_APPLY_RETRY;
+        x->res->fail = BW_FAIL_OTHER;
+        return -1;
+    }
+    x->res->dead_letters = n;
     return 0;
 }
 
@@ -155,12 +308,13 @@ void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *ms
     res->status = BW_APPLY_OK;
     bw_arena_reset(&ap->arena);
     const bw_config_t *conf = ap->conf;
-    apply_ctx_t x = {.ap = ap, .shard = shard, .server = conf->shard_server[shard], .res = res};
+    apply_ctx_t x = {.ap = ap, .shard = shard, .server = conf->shard_server[shard], .res = res, .msgs = msgs};
     bw_config_shard_db(conf, shard, x.dbname, sizeof(x.dbname));
     if (!ap->conns[x.server]) {
         ap->conns[x.server] = bw_db_connect(conf, x.server, res->error, sizeof(res->error));
         if (!ap->conns[x.server]) {
             res->status = BW_APPLY_RETRY;
+            res->fail = BW_FAIL_CONNECTION;
             return;
         }
     }
@@ -172,54 +326,70 @@ void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *ms
         goto rollback;
     }
 
-    decoded_t *dec = bw_arena_alloc(&ap->arena, cnt * sizeof(*dec));
+    x.dec = bw_arena_alloc(&ap->arena, cnt * sizeof(*x.dec));
+    x.undecodable = bw_arena_alloc(&ap->arena, cnt * sizeof(*x.undecodable));
+    memset(x.dec, 0, cnt * sizeof(*x.dec));
     size_t row_cap = 0;
     for (size_t i = 0; i < cnt; i++) {
-        memset(&dec[i], 0, sizeof(dec[i]));
-        if (msgs[i]->offset < stored) continue;
-        if (decode(&x, msgs[i], &dec[i])) dec[i].sb = NULL;
-        else row_cap += dec[i].sb->n_rows;
-    }
-    bw_sql_row_t *rows = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*rows));
-    uint32_t *op_index = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*op_index));
-    const char **jobs = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*jobs));
-    size_t n = 0;
-    const bw_object_type_t *run_ot = NULL;
-    int run_op = 0;
-    /* rows of consecutive messages sharing (type, op) form one run */
-    for (size_t i = 0; i <= cnt; i++) {
-        const decoded_t *d = i < cnt ? &dec[i] : NULL;
-        if (i < cnt && msgs[i]->offset < stored) {
+        if (msgs[i]->offset < stored) {
             res->messages_skipped++;
             continue;
         }
-        if (d && !d->sb) continue;
-        if (n && (!d || d->ot != run_ot || (int)d->sb->op != run_op)) {
-            if (apply_run(&x, run_ot, run_op, rows, op_index, jobs, n)) goto rollback;
-            n = 0;
+        decoded_t *d = &x.dec[i];
+        d->sb = bulkwrite__v1__shard_batch__unpack(&ap->arena.pb, msgs[i]->len, msgs[i]->payload);
+        row_cap += d->sb ? d->sb->n_rows : 0;
+    }
+    x.failures = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*x.failures));
+    for (size_t i = 0; i < cnt; i++)
+        if (msgs[i]->offset >= stored) decode(&x, i);
+    if (find_duplicates(&x, cnt)) goto rollback;
+
+    run_t run = {.rows = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*run.rows)),
+                 .src = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*run.src)),
+                 .msg = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*run.msg))};
+    /* rows of consecutive messages sharing (type, op) form one run */
+    for (size_t i = 0; i <= cnt; i++) {
+        const decoded_t *d = i < cnt ? &x.dec[i] : NULL;
+        if (d && (!d->sb || !d->ot)) continue;
+        if (d && d->duplicate) {
+            res->messages_duplicate++;
+            bw_log(BW_LOG_INFO, COMPONENT, shard, d->sb->job_id,
+                   "part %" PRIu32 " at offset %" PRId64 " was applied before (resubmitted request): skipped",
+                   d->sb->part, msgs[i]->offset);
+            continue;
+        }
+        if (run.n && (!d || d->ot != run.ot || (int)d->sb->op != run.op)) {
+            if (apply_run(&x, &run)) goto rollback;
+            run.n = 0;
         }
         if (!d) break;
-        run_ot = d->ot;
-        run_op = (int)d->sb->op;
+        run.ot = d->ot;
+        run.op = (int)d->sb->op;
         for (size_t r = 0; r < d->sb->n_rows; r++) {
             const Bulkwrite__V1__Row *row = d->sb->rows[r];
-            rows[n] = (bw_sql_row_t){row->id, row->n_fields, row->fields, d->colmap};
-            op_index[n] = row->op_index;
-            jobs[n] = d->sb->job_id;
-            n++;
+            run.rows[run.n] = (bw_sql_row_t){row->id, row->n_fields, row->fields, d->colmap};
+            run.src[run.n] = row;
+            run.msg[run.n] = (uint32_t)i;
+            run.n++;
         }
     }
+    if (record_parts(&x, cnt)) goto rollback;
     res->next_offset = msgs[cnt - 1]->offset + 1;
     if (stored > res->next_offset) res->next_offset = stored; /* all skipped: keep the later one */
     else if (store_offset(&x, conf->topic, res->next_offset)) goto rollback;
+    /* refused ops are durable in Kafka before the batch that refused them commits */
+    if (send_dead_letters(&x)) goto rollback;
     if (mysql_commit(x.db)) {
         failed_retry(&x, "commit");
         res->status = BW_APPLY_RETRY; /* whatever the code: nothing is known to be committed */
+        if (!res->fail) res->fail = BW_FAIL_OTHER;
         goto rollback;
     }
     return;
 rollback:
     if (x.db) mysql_rollback(x.db);
     res->status = BW_APPLY_RETRY;
-    res->rows_applied = res->rows_failed = res->messages_skipped = 0;
+    if (!res->fail) res->fail = BW_FAIL_OTHER;
+    res->rows_applied = res->rows_failed = res->messages_skipped = res->messages_duplicate = 0;
+    res->dead_letters = 0;
 }

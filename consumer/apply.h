@@ -3,9 +3,13 @@
  * One call = one transaction on the shard's database:
  *   1. read the partition's stored next offset (SELECT … FOR UPDATE on bw_offsets);
  *   2. skip messages below it (applied before a crash or a rebalance);
- *   3. apply the rest as multi-row statements (normally one);
- *   4. store the new next offset;
- *   5. COMMIT.
+ *   3. skip messages whose (job_id, part) is in bw_job_parts (a request resubmitted
+ *      under the same request_id);
+ *   4. apply the rest as multi-row statements (normally one);
+ *   5. record each message in bw_job_parts (its applied and failed counts) and each
+ *      refused op in bw_job_failures;
+ *   6. send the refused ops to the dead-letter topic and wait for Kafka's ack;
+ *   7. store the new next offset; COMMIT.
  * The offset moves only with the data, so a replayed message is never applied twice.
  * When a statement hits a data error (duplicate key, value too long, …), the rows are
  * applied one at a time under savepoints so that only the offending rows fail.
@@ -20,6 +24,7 @@
 #include "arena.h"
 #include "buf.h"
 #include "config.h"
+#include "deadletter.h"
 #include "metrics.h"
 
 typedef struct {
@@ -28,6 +33,7 @@ typedef struct {
     bw_buf_t sql;
     bw_arena_t arena;
     bw_metrics_t *metrics;
+    bw_dead_letters_t *dead_letters;
 } bw_applier_t;
 
 typedef enum {
@@ -35,17 +41,29 @@ typedef enum {
     BW_APPLY_RETRY,     /* nothing committed; retry the same messages later */
 } bw_apply_status_t;
 
+/* Why a batch must be retried; timeouts and connection failures count towards the
+ * shard's alert (consumer.pause_after_timeouts). */
+typedef enum {
+    BW_FAIL_NONE,
+    BW_FAIL_TIMEOUT,    /* statement or lock-wait timeout, or no answer in time */
+    BW_FAIL_CONNECTION, /* cannot connect, or the connection broke */
+    BW_FAIL_OTHER,      /* deadlock, read-only, too many connections, dead-letter topic down, … */
+} bw_fail_kind_t;
+
 typedef struct {
     bw_apply_status_t status;
-    int timeout;               /* the retry was caused by a timeout */
+    bw_fail_kind_t fail;       /* set when status is BW_APPLY_RETRY */
     int64_t next_offset;       /* after commit: the partition's next offset */
     uint64_t rows_applied;
     uint64_t rows_failed;
     uint64_t messages_skipped; /* applied before (a replay after a crash or rebalance) */
+    uint64_t messages_duplicate; /* parts of a resubmitted request, applied before */
+    uint64_t dead_letters;     /* records sent to the dead-letter topic */
     char error[512];           /* what went wrong, for logs and alerts */
 } bw_apply_result_t;
 
-void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *metrics);
+void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *metrics,
+                     bw_dead_letters_t *dead_letters);
 void bw_applier_destroy(bw_applier_t *ap);
 
 /* Applies msgs[0..cnt), all of partition `shard`, in offset order. */

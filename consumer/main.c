@@ -12,7 +12,14 @@
  *
  * Offsets: the shard's own database holds each partition's next offset, updated in the
  * batch's transaction (exactly-once effects); the Kafka commit that follows only saves
- * re-reading. */
+ * re-reading.
+ *
+ * Failures: a retryable error backs the shard off exponentially (consumer.retry_*_ms,
+ * with jitter); the batch is kept and tried again, never dropped. After
+ * consumer.pause_after_timeouts consecutive timeouts or connection failures the shard
+ * is unhealthy: an alert fires (alerts.c), its partition stops being fetched, and after
+ * consumer.pause_ms one message is tried as a probe; its success resumes the shard and
+ * resolves the alert. Other shards keep their workers and their rates throughout. */
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,7 +28,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alerts.h"
 #include "apply.h"
+#include "deadletter.h"
 #include "db.h"
 #include "daemon.h"
 #include "kafka.h"
@@ -30,8 +39,6 @@
 #include "ratelimit.h"
 
 #define COMPONENT "consumer"
-#define BACKOFF_INITIAL_US 100000
-#define BACKOFF_MAX_US 10000000
 
 typedef struct job job_t;
 
@@ -45,6 +52,8 @@ typedef struct {
     job_t *job;                /* in flight, or NULL */
     int64_t ready_at_us;       /* not before (rate limit or retry backoff) */
     int64_t backoff_us;
+    int timeouts;              /* consecutive timeouts or connection failures */
+    int unhealthy;             /* alert raised: not fetched; the next job is a probe */
     bw_ratelimit_t rl;
 } part_t;
 
@@ -64,6 +73,8 @@ typedef struct {
     atomic_int run;
     atomic_int joined;        /* a first assignment (maybe empty) arrived */
     bw_metrics_t *metrics;
+    bw_dead_letters_t *dead_letters;
+    bw_alerts_t *alerts;
     /* worker pool. @locks mu guards todo, done, busy, stopping */
     pthread_mutex_t mu;
     pthread_cond_t todo_cv, done_cv;
@@ -81,7 +92,7 @@ static consumer_t cs;
 static void *worker_main(void *arg) {
     (void)arg;
     bw_applier_t ap;
-    bw_applier_init(&ap, cs.conf, cs.metrics);
+    bw_applier_init(&ap, cs.conf, cs.metrics, cs.dead_letters);
     pthread_mutex_lock(&cs.mu);
     for (;;) {
         while (!cs.todo && !cs.stopping) pthread_cond_wait(&cs.todo_cv, &cs.mu);
@@ -186,6 +197,31 @@ static void commit_offset(int shard, int64_t next) {
     rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* The shard applied a batch again: it is healthy, its alert (if any) resolves. */
+static void mark_healthy(int shard) {
+    part_t *p = &cs.parts[shard];
+    p->timeouts = 0;
+    if (!p->unhealthy) return;
+    p->unhealthy = 0;
+    bw_metrics_shard_held(cs.metrics, shard, 0);
+    bw_alerts_resolve(cs.alerts, shard);
+}
+
+/* A timeout or connection failure; the shard turns unhealthy after too many in a row. */
+static void count_timeout(int shard, const char *error, int64_t now) {
+    part_t *p = &cs.parts[shard];
+    if (++p->timeouts < cs.conf->pause_after_timeouts) return;
+    if (!p->unhealthy)
+        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL,
+               "%d consecutive timeouts or connection failures: not pulling the shard for %d ms, then probing",
+               p->timeouts, cs.conf->pause_ms);
+    p->unhealthy = 1;
+    bw_metrics_shard_held(cs.metrics, shard, 1);
+    bw_alerts_fire(cs.alerts, shard, error); /* again: the alert carries the latest error */
+    set_paused(shard, 1);
+    p->ready_at_us = now + (int64_t)cs.conf->pause_ms * 1000;
+}
+
 /* Takes a finished job back: on success drops its messages and commits; on a retry
  * keeps them and backs off exponentially with jitter. */
 static void collect(job_t *j) {
@@ -196,22 +232,29 @@ static void collect(job_t *j) {
         memmove(p->buf, p->buf + j->cnt, (p->len - j->cnt) * sizeof(*p->buf));
         p->len -= j->cnt;
         p->backoff_us = 0;
+        mark_healthy(j->shard);
         commit_offset(j->shard, j->res.next_offset);
         if (p->paused && p->len <= (size_t)cs.conf->pull_count / 2) set_paused(j->shard, 0);
         bw_metrics_shard_applied(cs.metrics, j->shard, j->res.rows_applied, j->res.rows_failed,
-                                 j->res.messages_skipped, now - j->started_us);
+                                 j->res.messages_skipped, j->res.messages_duplicate, j->res.dead_letters,
+                                 now - j->started_us);
         bw_log(BW_LOG_DEBUG, COMPONENT, j->shard, NULL,
                "applied %zu messages: %llu rows, %llu failed, %llu messages already applied",
                j->cnt, (unsigned long long)j->res.rows_applied, (unsigned long long)j->res.rows_failed,
                (unsigned long long)j->res.messages_skipped);
     } else {
-        p->backoff_us = p->backoff_us ? p->backoff_us * 2 : BACKOFF_INITIAL_US;
-        if (p->backoff_us > BACKOFF_MAX_US) p->backoff_us = BACKOFF_MAX_US;
+        int64_t initial = (int64_t)cs.conf->retry_initial_ms * 1000, max = (int64_t)cs.conf->retry_max_ms * 1000;
+        p->backoff_us = p->backoff_us ? p->backoff_us * 2 : initial;
+        if (p->backoff_us > max) p->backoff_us = max;
         int64_t jitter = (int64_t)(rand() % 1000) * p->backoff_us / 4000; /* up to +25% */
         p->ready_at_us = now + p->backoff_us + jitter;
-        bw_metrics_shard_error(cs.metrics, j->shard, j->res.timeout ? BW_APPLY_ERR_TIMEOUT : BW_APPLY_ERR_RETRYABLE);
+        bw_apply_err_t kind = j->res.fail == BW_FAIL_TIMEOUT      ? BW_APPLY_ERR_TIMEOUT
+                              : j->res.fail == BW_FAIL_CONNECTION ? BW_APPLY_ERR_CONNECTION
+                                                                  : BW_APPLY_ERR_RETRYABLE;
+        bw_metrics_shard_error(cs.metrics, j->shard, kind);
         bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "batch not applied, retrying in %lld ms: %s",
                (long long)(p->backoff_us + jitter) / 1000, j->res.error);
+        if (kind != BW_APPLY_ERR_RETRYABLE) count_timeout(j->shard, j->res.error, now);
     }
     p->job = NULL;
     free(j->msgs);
@@ -264,7 +307,7 @@ static int64_t dispatch(void) {
         }
         job_t *j = calloc(1, sizeof(*j));
         j->shard = s;
-        j->cnt = job_size(p);
+        j->cnt = p->unhealthy ? 1 : job_size(p); /* an unhealthy shard gets one probe message */
         j->msgs = malloc(j->cnt * sizeof(*j->msgs));
         memcpy(j->msgs, p->buf, j->cnt * sizeof(*j->msgs));
         j->started_us = now;
@@ -329,6 +372,7 @@ static void release_partitions(const rd_kafka_topic_partition_list_t *l) {
         p->len = 0;
         p->assigned = 0;
         p->paused = 0;
+        mark_healthy(s); /* no longer ours: its new owner alerts if it is still sick */
         bw_metrics_shard_state(cs.metrics, s, 0, 0, 0);
     }
 }
@@ -380,6 +424,8 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             p->paused = 0;
             p->ready_at_us = 0;
             p->backoff_us = 0;
+            p->timeouts = 0;
+            p->unhealthy = 0;
             bw_ratelimit_init(&p->rl, cs.conf->shard_rate[s], now);
         }
         resume_offsets(l);
@@ -457,6 +503,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     rd_kafka_poll_set_consumer(cs.rk);
+    if (!(cs.dead_letters = bw_dead_letters_new(cs.conf, d.brokers, err, sizeof(err)))) {
+        bw_error(COMPONENT, "dead-letter producer: %s", err);
+        rd_kafka_destroy(cs.rk);
+        return 1;
+    }
     cs.parts = calloc((size_t)cs.conf->shard_count, sizeof(*cs.parts));
     cs.metrics = bw_metrics_new(cs.conf, BW_METRICS_CONSUMER);
     pthread_mutex_init(&cs.mu, NULL);
@@ -469,6 +520,9 @@ int main(int argc, char **argv) {
     cs.httpd = bw_daemon_listen(&d, cs.conf->consumer_listen_address, cs.conf->consumer_port, 0, on_http,
                                 NULL, 64, &bound);
     if (!cs.httpd) return 1;
+    char generator[300];
+    snprintf(generator, sizeof(generator), "http://%s:%d/metrics", cs.conf->consumer_listen_address, bound);
+    cs.alerts = bw_alerts_new(cs.conf, cs.metrics, generator);
 
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(topics, cs.conf->topic, RD_KAFKA_PARTITION_UA);
@@ -514,6 +568,8 @@ int main(int argc, char **argv) {
     pthread_mutex_unlock(&cs.mu);
     for (int i = 0; i < cs.conf->workers; i++) pthread_join(cs.workers[i], NULL);
     rd_kafka_destroy(cs.rk);
+    bw_dead_letters_destroy(cs.dead_letters);
+    bw_alerts_destroy(cs.alerts);
     MHD_stop_daemon(cs.httpd);
     for (int s = 0; s < cs.conf->shard_count; s++) free(cs.parts[s].buf);
     free(cs.parts);

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -150,12 +149,6 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
     return bw_daemon_reply(c, status, "application/json", b.data, b.len, 1);
 }
 
-static void make_job_id(char out[33]) {
-    unsigned char r[16];
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) abort();
-    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", r[i]);
-}
-
 static int rejection_cmp(const void *a, const void *b) {
     uint32_t x = ((const bw_rejection_t *)a)->index, y = ((const bw_rejection_t *)b)->index;
     return x < y ? -1 : x > y;
@@ -195,11 +188,14 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
         goto done;
     }
 
+    char job_id[33];
+    if (bw_request_job_id(req, job_id, err, sizeof(err))) {
+        ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+        goto done;
+    }
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
     bw_rejection_t *rejected;
     size_t rejected_cnt = bw_request_validate(proxy.conf, req, &arena, routes, &rejected);
-    char job_id[33];
-    make_job_id(job_id);
 
     bw_batch_set_t set;
     uint32_t *too_large;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "shard.h"
 
@@ -216,6 +217,32 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void 
 }
 
 /* ---- validation -------------------------------------------------------------------- */
+
+int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, char out[33], char *errstr,
+                      size_t errstr_size) {
+    unsigned char d[16];
+    const char *rid = req->request_id ? req->request_id : "";
+    size_t len = strlen(rid);
+    if (len == 0) {
+        if (getrandom(d, sizeof(d), 0) != (ssize_t)sizeof(d)) abort();
+    } else {
+        if (len > BW_REQUEST_ID_MAX)
+            return snprintf(errstr, errstr_size, "request_id is %zu bytes; at most %d are allowed", len,
+                            BW_REQUEST_ID_MAX), -1;
+        if (!bw_utf8_valid((const unsigned char *)rid, len))
+            return snprintf(errstr, errstr_size, "request_id is not valid UTF-8"), -1;
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)rid[i] < 0x20 || rid[i] == 0x7f)
+                return snprintf(errstr, errstr_size, "request_id contains a control character at byte %zu", i), -1;
+        static const char ns[] = "bulkwrite.v1/";
+        char key[sizeof(ns) + BW_REQUEST_ID_MAX];
+        memcpy(key, ns, sizeof(ns) - 1);
+        memcpy(key + sizeof(ns) - 1, rid, len);
+        bw_md5(key, sizeof(ns) - 1 + len, d);
+    }
+    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+    return 0;
+}
 
 int bw_utf8_valid(const unsigned char *s, size_t len) {
     size_t i = 0;

@@ -23,6 +23,16 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void 
                                                     bw_arena_t *arena, char *errstr,
                                                     size_t errstr_size);
 
+#define BW_REQUEST_ID_MAX 128
+
+/* The request's job id (32 hex digits) into out. Without a request_id it is random;
+ * with one it is md5("bulkwrite.v1/" request_id), so a resubmitted request is the same
+ * job and its messages carry the same (job_id, part) names, which the consumer applies
+ * once. -1 with errstr if the request_id is unusable (too long, not UTF-8, control
+ * characters). */
+int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, char out[33], char *errstr,
+                      size_t errstr_size);
+
 /* Validates every op against the config and routes the valid ones. routes[i] gets the
  * shard (or -1); each invalid op gets a rejection with its reason. Returns the number of
  * rejections, stored in *rejected (arena). */

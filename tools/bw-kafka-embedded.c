@@ -59,10 +59,17 @@ int main(int argc, char **argv) {
         return 1;
     }
     rd_kafka_mock_cluster_t *mc = rd_kafka_handle_mock_cluster(rk);
-    rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, conf->topic, conf->shard_count, 1);
-    if (e) {
-        fprintf(stderr, "bw-kafka-embedded: creating topic %s: %s\n", conf->topic, rd_kafka_err2str(e));
-        return 1;
+    /* the mock has no CreateTopics: every topic the daemons need is made here */
+    const struct {
+        const char *name;
+        int partitions;
+    } topics[] = {{conf->topic, conf->shard_count}, {conf->dead_letter_topic, 1}};
+    for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) {
+        rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, topics[i].name, topics[i].partitions, 1);
+        if (e) {
+            fprintf(stderr, "bw-kafka-embedded: creating topic %s: %s\n", topics[i].name, rd_kafka_err2str(e));
+            return 1;
+        }
     }
     const char *bootstrap = rd_kafka_mock_cluster_bootstraps(mc);
     printf("%s\n", bootstrap);

@@ -1,0 +1,229 @@
+#define _POSIX_C_SOURCE 200809L
+#include "alerts.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+#define COMPONENT "alerts"
+#define RETRY_MS 2000
+
+typedef struct {
+    int firing;
+    int unsent;           /* state changed since the last successful post */
+    int64_t starts_ms, ends_ms;
+    int64_t next_post_ms; /* re-post a firing alert from then on */
+    char error[512];
+} alert_t;
+
+/* @locks mu guards alerts[], stopping */
+struct bw_alerts {
+    const bw_config_t *conf;
+    bw_metrics_t *metrics;
+    char generator_url[256];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    alert_t *alerts; /* [shard_count] */
+    int stopping;
+    pthread_t thread;
+    int has_thread;
+};
+
+static void rfc3339(int64_t ms, char out[32]) {
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
+}
+
+/* @locks caller holds mu (or owns a) */
+char *bw_alerts_body(const bw_alerts_t *a, const int *shards, size_t n, int64_t now_ms) {
+    (void)now_ms;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        int s = shards[i];
+        const alert_t *al = &a->alerts[s];
+        const bw_server_t *sv = &a->conf->servers[a->conf->shard_server[s]];
+        char shard[16], db[80], address[300], ts[32];
+        snprintf(shard, sizeof(shard), "%d", s);
+        bw_config_shard_db(a->conf, s, db, sizeof(db));
+        snprintf(address, sizeof(address), "%s:%d", sv->host, sv->port);
+        json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "alertname", "BulkwriteShardUnhealthy",
+                                   "service", "bulkwrite", "severity", "page", "shard", shard, "database", db,
+                                   "server", sv->name);
+        for (int l = 0; l < a->conf->alert_label_cnt; l++) {
+            const char *kv = a->conf->alert_labels[l], *eq = strchr(kv, '=');
+            char name[128];
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+            json_object_set_new(labels, name, json_string(eq + 1));
+        }
+        char summary[700];
+        snprintf(summary, sizeof(summary),
+                 "bulkwrite shard %d (%s on %s, %s) stopped taking batches: %d consecutive timeouts or lost "
+                 "connections; the consumer pauses it and probes again every %d ms",
+                 s, db, sv->name, address, a->conf->pause_after_timeouts, a->conf->pause_ms);
+        json_t *ann = json_pack("{s:s, s:s}", "summary", summary, "error", al->error);
+        rfc3339(al->starts_ms, ts);
+        json_t *o = json_pack("{s:o, s:o, s:s, s:s}", "labels", labels, "annotations", ann, "startsAt", ts,
+                              "generatorURL", a->generator_url);
+        if (!al->firing) {
+            rfc3339(al->ends_ms, ts);
+            json_object_set_new(o, "endsAt", json_string(ts));
+        }
+        json_array_append_new(arr, o);
+    }
+    char *body = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    if (!body) abort();
+    return body;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ud) {
+    (void)p;
+    (void)ud;
+    return size * n;
+}
+
+/* Posts body; 0 on a 2xx answer, else -1 with err. */
+static int post(const bw_alerts_t *a, const char *body, char *err, size_t esz) {
+    CURL *c = curl_easy_init();
+    if (!c) return snprintf(err, esz, "curl_easy_init failed"), -1;
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, a->conf->alert_webhook_url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)a->conf->alert_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK) return snprintf(err, esz, "%s", curl_easy_strerror(rc)), -1;
+    if (status < 200 || status > 299) return snprintf(err, esz, "HTTP status %ld", status), -1;
+    return 0;
+}
+
+static void *sender_main(void *arg) {
+    bw_alerts_t *a = arg;
+    int n_shards = a->conf->shard_count;
+    int *due = malloc(sizeof(int) * (size_t)n_shards);
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        int64_t now = bw_wall_ms();
+        size_t n = 0;
+        for (int s = 0; s < n_shards; s++) {
+            alert_t *al = &a->alerts[s];
+            if ((al->unsent || al->firing) && now >= al->next_post_ms) due[n++] = s;
+        }
+        if (n) {
+            char *body = bw_alerts_body(a, due, n, now);
+            pthread_mutex_unlock(&a->mu);
+            char err[256];
+            int rc = post(a, body, err, sizeof(err));
+            free(body);
+            pthread_mutex_lock(&a->mu);
+            now = bw_wall_ms();
+            for (size_t i = 0; i < n; i++) {
+                alert_t *al = &a->alerts[due[i]];
+                /* a change made during the post is sent next round */
+                if (rc == 0) al->unsent = 0;
+                al->next_post_ms = now + (rc == 0 ? a->conf->alert_resend_ms : RETRY_MS);
+            }
+            bw_metrics_alert_post(a->metrics, rc == 0);
+            if (rc) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "posting %zu alerts to %s failed: %s", n,
+                           a->conf->alert_webhook_url, err);
+        }
+        if (a->stopping) break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+    }
+    pthread_mutex_unlock(&a->mu);
+    free(due);
+    return NULL;
+}
+
+bw_alerts_t *bw_alerts_new(const bw_config_t *conf, bw_metrics_t *metrics, const char *generator_url) {
+    bw_alerts_t *a = calloc(1, sizeof(*a));
+    a->conf = conf;
+    a->metrics = metrics;
+    snprintf(a->generator_url, sizeof(a->generator_url), "%s", generator_url);
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    a->alerts = calloc((size_t)conf->shard_count, sizeof(*a->alerts));
+    if (conf->alert_webhook_url[0]) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        a->has_thread = pthread_create(&a->thread, NULL, sender_main, a) == 0;
+    }
+    return a;
+}
+
+void bw_alerts_destroy(bw_alerts_t *a) {
+    if (!a) return;
+    if (a->has_thread) {
+        pthread_mutex_lock(&a->mu);
+        a->stopping = 1;
+        pthread_cond_signal(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        pthread_join(a->thread, NULL);
+        curl_global_cleanup();
+    }
+    pthread_mutex_destroy(&a->mu);
+    pthread_cond_destroy(&a->cv);
+    free(a->alerts);
+    free(a);
+}
+
+void bw_alerts_fire(bw_alerts_t *a, int shard, const char *error) {
+    pthread_mutex_lock(&a->mu);
+    alert_t *al = &a->alerts[shard];
+    int was = al->firing;
+    if (!was) {
+        al->firing = 1;
+        al->starts_ms = bw_wall_ms();
+        al->unsent = 1;
+        al->next_post_ms = 0;
+    }
+    snprintf(al->error, sizeof(al->error), "%s", error);
+    pthread_cond_signal(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    if (!was) {
+        bw_metrics_shard_alert(a->metrics, shard, 1);
+        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "ALERT BulkwriteShardUnhealthy firing: %s", error);
+    }
+}
+
+void bw_alerts_resolve(bw_alerts_t *a, int shard) {
+    pthread_mutex_lock(&a->mu);
+    alert_t *al = &a->alerts[shard];
+    int was = al->firing;
+    if (was) {
+        al->firing = 0;
+        al->ends_ms = bw_wall_ms();
+        al->unsent = 1;
+        al->next_post_ms = 0;
+        pthread_cond_signal(&a->cv);
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (was) {
+        bw_metrics_shard_alert(a->metrics, shard, 0);
+        bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "ALERT BulkwriteShardUnhealthy resolved: the shard applies batches again");
+    }
+}
+
+int bw_alerts_firing(bw_alerts_t *a, int shard) {
+    pthread_mutex_lock(&a->mu);
+    int f = a->alerts[shard].firing;
+    pthread_mutex_unlock(&a->mu);
+    return f;
+}

@@ -1,0 +1,31 @@
+/* alerts.h — shard alerts: to the log, to a metric, and to an Alertmanager webhook.
+ *
+ * One alert per shard, named BulkwriteShardUnhealthy, labelled with the shard, its
+ * database and server. Firing it again only updates its error text; resolving sends
+ * it once more with endsAt set. A background thread posts to alerts.webhook_url in
+ * Alertmanager's v2 format (a JSON array of {labels, annotations, startsAt, endsAt,
+ * generatorURL}), re-posting firing alerts every alerts.resend_ms, and retrying a
+ * failed post, so a webhook that was down hears the current state once it is back.
+ *
+ * @locality any thread. */
+#ifndef BW_ALERTS_H
+#define BW_ALERTS_H
+
+#include "config.h"
+#include "metrics.h"
+
+typedef struct bw_alerts bw_alerts_t;
+
+/* generator_url: where an SRE looks next (the consumer's /metrics). */
+bw_alerts_t *bw_alerts_new(const bw_config_t *conf, bw_metrics_t *metrics, const char *generator_url);
+/* Stops the thread after a last attempt to post what is pending. */
+void bw_alerts_destroy(bw_alerts_t *a);
+
+void bw_alerts_fire(bw_alerts_t *a, int shard, const char *error);
+void bw_alerts_resolve(bw_alerts_t *a, int shard);
+int bw_alerts_firing(bw_alerts_t *a, int shard);
+
+/* The Alertmanager v2 body for the given alerts (malloc'd). Exposed for tests. */
+char *bw_alerts_body(const bw_alerts_t *a, const int *shards, size_t n, int64_t now_ms);
+
+#endif
