@@ -95,6 +95,47 @@ fresh_rows=$(fresh bulkwrite_consumer_rows_applied_total) fresh_replayed=$(fresh
 check "it resumed from the shards' stored offsets: 1000 rows applied, 0 messages re-read ($fresh_rows, $fresh_replayed)" \
     test "$fresh_rows,$fresh_replayed" = "1000,0"
 
+# request_id: a client that resends a request (its connection broke before the reply)
+# gets the same job, and the ops are applied once, increments included.
+job_of() {
+    curl -sf -H 'Content-Type: application/json' --data-binary \
+        '{"request_id":"e2e-same","ops":[{"op":"delete","object_type":"pin","id":68719476736}]}' "$URL" |
+        grep -o '"job_id":"[0-9a-f]*"'
+}
+job1=$(job_of) job2=$(job_of)
+check "the same request_id twice gets the same job ($job1)" test -n "$job1" -a "$job1" = "$job2"
+check "a request_id over 128 bytes gets 400 naming it" bash -c \
+    "curl -s -H 'Content-Type: application/json' --data-binary '{\"request_id\":\"$(printf 'x%.0s' $(seq 1 129))\",\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":1}]}' '$URL' | grep -q 'request_id is 129 bytes'"
+for attempt in 1 2; do
+    check "increments with request ids, sent in full (attempt $attempt)" \
+        "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 10 --request-id e2e-likes like:1000:2
+done
+check "sent twice under the same request ids, the increments are applied once" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:100000 feed:20000:$HOT cleanup:20000:$HOT \
+    like:20000:$HOT feed:1000:2 like:1000:2
+dups=$(fresh bulkwrite_consumer_messages_duplicate_total)
+# 100 increments in 10 requests of 10 (one message each), plus the one-op request above
+check "the consumer skipped the resent messages as duplicates ($dups of 11)" test "$dups" -eq 11
+
+# Data errors: the same 1,000 creates again (no request_id, so a new job) all hit
+# duplicate keys. Each op fails alone, is recorded with its reason on its job, and goes
+# to the dead-letter topic; nothing else changes.
+check "1,000 creates of existing pins are accepted" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:1000:2
+failed_rows() { test "$(fresh bulkwrite_consumer_rows_failed_total)" -eq 1000; }
+check "the consumer counts 1,000 failed rows" wait_for 60 failed_rows
+failures=$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e \
+    "SELECT COUNT(*), COUNT(DISTINCT job_id), SUM(error_code = 1062), SUM(reason LIKE 'Duplicate entry%') FROM db00002.bw_job_failures")
+check "the shard records each failed op with its error and reason ($failures)" \
+    test "$(echo $failures)" = "1000 1 1000 1000"
+"$BIN/bw-workload" -c "$CONF" dead-letters --brokers "$BROKERS" >"$WORK/dead-letters.jsonl" 2>"$WORK/dead-letters.log"
+dl=$(grep -c '"error_code":1062' "$WORK/dead-letters.jsonl")
+check "every failed op is in the dead-letter topic with its op and reason ($dl of 1000)" \
+    bash -c "[ $dl -eq 1000 ] && grep -q '\"op\":{\"fields\":{\"board_id\"' '$WORK/dead-letters.jsonl'"
+check "after the data errors the shards still hold exactly the expected rows" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:100000 feed:20000:$HOT cleanup:20000:$HOT \
+    like:20000:$HOT feed:1000:2 like:1000:2
+
 status_of() { curl -s -o /dev/null -w '%{http_code}' -H "Content-Type: $1" --data-binary "$2" "$URL"; }
 check "malformed JSON gets 400" test "$(status_of application/json '{"ops": [')" = 400
 check "a wrong content type gets 415" test "$(status_of text/plain 'hello')" = 415

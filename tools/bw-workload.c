@@ -1,10 +1,15 @@
 /* bw-workload — deterministic jobs for the demo, the end-to-end tests and the benchmarks.
  *
- *   bw-workload submit  --url URL JOB...     send the jobs' ops to a proxy
+ *   bw-workload submit  --url URL JOB...     send the jobs' ops to a proxy; with
+ *                       [--request-id PREFIX]  every request carries a request_id
+ *                       [--retry-for S]        (PREFIX/JOB/FIRST-OP) and a request that fails
+ *                                            (connection, 5xx) is resent as it was for up to
+ *                                            S seconds, the way a careful client retries
  *   bw-workload verify  [--wait S] JOB...    compare every shard, row by row, with the state
  *                                            the jobs imply; print a per-shard table
  *   bw-workload audit   --brokers B          read the whole topic: every message must sit in
  *                                            its shard's partition
+ *   bw-workload dead-letters --brokers B     print every dead-letter record (JSON lines)
  *
  * A JOB is NAME:COUNT[:ARG], generated the same way by submit and verify:
  *   feed:N:SHARD     N pin creates for one partner whose user id lives on SHARD (the hot shard)
@@ -120,8 +125,10 @@ typedef struct {
     const char *url;
     int protobuf;
     long per_request;
+    const char *request_id_prefix; /* NULL: no request_id */
+    int retry_for_s;
     CURL *curl;
-    long sent, accepted, rejected;
+    long sent, accepted, rejected, retries;
 } sender_t;
 
 static size_t collect_body(char *p, size_t sz, size_t n, void *ud) {
@@ -130,6 +137,8 @@ static size_t collect_body(char *p, size_t sz, size_t n, void *ud) {
     return sz * n;
 }
 
+/* 0 when every op was accepted, 1 when the request may be resent (no answer, 5xx),
+ * -1 otherwise. */
 static int post(sender_t *s, const void *body, size_t len, long ops) {
     bw_buf_t resp;
     bw_buf_init(&resp);
@@ -150,10 +159,12 @@ static int post(sender_t *s, const void *body, size_t len, long ops) {
     int ret = 0;
     if (rc != CURLE_OK) {
         fprintf(stderr, "bw-workload: POST %s: %s\n", s->url, curl_easy_strerror(rc));
-        ret = -1;
+        bw_buf_free(&resp);
+        return 1;
     } else if (status != 202) {
         fprintf(stderr, "bw-workload: POST %s: HTTP %ld: %.500s\n", s->url, status, resp.data ? resp.data : "");
-        ret = -1;
+        bw_buf_free(&resp);
+        return status >= 500 ? 1 : -1;
     } else {
         long acc = -1;
         if (s->protobuf) {
@@ -269,25 +280,41 @@ static int submit_job(sender_t *s, job_t jb) {
             make_op(&jb, start + k, &bufs[k]);
             ops[k] = &bufs[k].op;
         }
+        static const char *const names[] = {"feed", "spread", "cleanup", "like"};
+        char rid[160] = "";
+        if (s->request_id_prefix)
+            snprintf(rid, sizeof(rid), "%s/%s:%ld:%d/%ld", s->request_id_prefix, names[jb.kind], jb.count,
+                     jb.shard, start);
+        void *body;
+        size_t len;
         if (s->protobuf) {
             Bulkwrite__V1__BatchWriteRequest req = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+            req.request_id = rid;
             req.n_ops = (size_t)n;
             req.ops = ops;
-            size_t len = bulkwrite__v1__batch_write_request__get_packed_size(&req);
-            uint8_t *body = malloc(len);
+            len = bulkwrite__v1__batch_write_request__get_packed_size(&req);
+            body = malloc(len);
             bulkwrite__v1__batch_write_request__pack(&req, body);
-            if (post(s, body, len, n)) ret = -1;
-            free(body);
         } else {
             json_t *arr = json_array();
             for (long k = 0; k < n; k++) json_array_append_new(arr, op_json(ops[k]));
             json_t *root = json_pack("{s:o}", "ops", arr);
-            char *body = json_dumps(root, JSON_COMPACT);
-            if (post(s, body, strlen(body), n)) ret = -1;
-            free(body);
+            if (rid[0]) json_object_set_new(root, "request_id", json_string(rid));
+            body = json_dumps(root, JSON_COMPACT);
+            len = strlen(body);
             json_decref(root);
         }
-        if (ret) break;
+        int64_t deadline = bw_now_us() + (int64_t)s->retry_for_s * 1000000;
+        int rc;
+        while ((rc = post(s, body, len, n)) == 1 && bw_now_us() < deadline) {
+            s->retries++;
+            usleep(300000);
+        }
+        free(body);
+        if (rc) {
+            ret = -1;
+            break;
+        }
     }
     free(bufs);
     free(ops);
@@ -450,6 +477,50 @@ static int audit(const char *brokers) {
     return bad || eof < conf->shard_count || !msgs ? 1 : 0;
 }
 
+/* Prints the dead-letter topic's records as JSON lines, then their count on stderr. */
+static int dead_letters(const char *brokers) {
+    char err[512];
+    rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    rd_kafka_conf_set(kc, "bootstrap.servers", brokers, err, sizeof(err));
+    rd_kafka_conf_set(kc, "group.id", "bw-workload-dead-letters", err, sizeof(err));
+    rd_kafka_conf_set(kc, "enable.partition.eof", "true", err, sizeof(err));
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, err, sizeof(err));
+    if (!rk) return fprintf(stderr, "bw-workload: %s\n", err), 1;
+    const struct rd_kafka_metadata *md;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, conf->dead_letter_topic, NULL);
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) || md->topic_cnt != 1 || md->topics[0].err) {
+        fprintf(stderr, "bw-workload: no topic %s\n", conf->dead_letter_topic);
+        rd_kafka_topic_destroy(rkt);
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    int parts = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(parts);
+    for (int p = 0; p < parts; p++)
+        rd_kafka_topic_partition_list_add(l, conf->dead_letter_topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    int eof = 0;
+    long n = 0;
+    int64_t deadline = bw_now_us() + 60 * 1000000LL;
+    while (eof < parts && bw_now_us() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 1000);
+        if (!m) continue;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) eof++;
+        else if (!m->err) {
+            printf("%.*s\n", (int)m->len, (const char *)m->payload);
+            n++;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    fprintf(stderr, "dead-letters: %ld records\n", n);
+    return eof < parts ? 1 : 0;
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static int parse_job(const char *s, job_t *jb) {
@@ -469,12 +540,14 @@ static int parse_job(const char *s, job_t *jb) {
     return 0;
 }
 
-static int submit(const char *url, int protobuf, long per_request, const job_t *jobs, int job_cnt);
+static int submit(sender_t *s, const job_t *jobs, int job_cnt);
 
 static int usage(FILE *out, int code) {
-    fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf] JOB...\n"
+    fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
+          "                          [--request-id PREFIX] [--retry-for SECONDS] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
+          "       bw-workload [-c CONFIG] dead-letters --brokers LIST\n"
           "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD\n",
           out);
     return code;
@@ -483,13 +556,16 @@ static int usage(FILE *out, int code) {
 int main(int argc, char **argv) {
     const char *config_path = "conf/bulkwrite.conf", *url = NULL, *brokers = NULL;
     long per_request = 5000;
-    int protobuf = 0, wait_s = 0;
+    int protobuf = 0, wait_s = 0, retry_for = 0;
+    const char *request_id = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"url", required_argument, 0, 'u'},
                                          {"per-request", required_argument, 0, 'n'},
                                          {"protobuf", no_argument, 0, 'P'},
                                          {"wait", required_argument, 0, 'w'},
                                          {"brokers", required_argument, 0, 'b'},
+                                         {"request-id", required_argument, 0, 'r'},
+                                         {"retry-for", required_argument, 0, 'R'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "c:u:n:w:b:h", opts, NULL)) != -1;) {
@@ -500,6 +576,8 @@ int main(int argc, char **argv) {
         case 'P': protobuf = 1; break;
         case 'w': wait_s = atoi(optarg); break;
         case 'b': brokers = optarg; break;
+        case 'r': request_id = optarg; break;
+        case 'R': retry_for = atoi(optarg); break;
         case 'h': return usage(stdout, 0);
         default: return usage(stderr, 2);
         }
@@ -519,7 +597,12 @@ int main(int argc, char **argv) {
     if (!ret) {
         if (strcmp(cmd, "audit") == 0) ret = brokers ? audit(brokers) : usage(stderr, 2);
         else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, job_cnt, wait_s);
-        else if (strcmp(cmd, "submit") == 0 && url) ret = submit(url, protobuf, per_request, jobs, job_cnt);
+        else if (strcmp(cmd, "dead-letters") == 0) ret = brokers ? dead_letters(brokers) : usage(stderr, 2);
+        else if (strcmp(cmd, "submit") == 0 && url) {
+            sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request,
+                          .request_id_prefix = request_id, .retry_for_s = retry_for};
+            ret = submit(&s, jobs, job_cnt);
+        }
         else ret = usage(stderr, 2);
     }
     free(jobs);
@@ -527,16 +610,16 @@ int main(int argc, char **argv) {
     return ret;
 }
 
-static int submit(const char *url, int protobuf, long per_request, const job_t *jobs, int job_cnt) {
+static int submit(sender_t *s, const job_t *jobs, int job_cnt) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request, .curl = curl_easy_init()};
+    s->curl = curl_easy_init();
     int ret = 0;
     int64_t t0 = bw_now_us();
-    for (int i = 0; i < job_cnt && !ret; i++) ret = submit_job(&s, jobs[i]);
+    for (int i = 0; i < job_cnt && !ret; i++) ret = submit_job(s, jobs[i]);
     double secs = (double)(bw_now_us() - t0) / 1e6;
-    fprintf(stderr, "submit: %ld ops sent, %ld accepted, %ld not accepted in %.2f s\n", s.sent, s.accepted,
-            s.rejected, secs);
-    curl_easy_cleanup(s.curl);
+    fprintf(stderr, "submit: %ld ops sent, %ld accepted, %ld not accepted, %ld requests resent, in %.2f s\n",
+            s->sent, s->accepted, s->rejected, s->retries, secs);
+    curl_easy_cleanup(s->curl);
     curl_global_cleanup();
     return ret ? 1 : 0;
 }
