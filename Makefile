@@ -44,7 +44,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload
-.PHONY: all deps check check-sanitize unit e2e e2e-embedded e2e-kafka fault fault-embedded fault-kafka demo docs docs-check clean
+.PHONY: fuzz all deps check check-sanitize unit e2e e2e-embedded e2e-kafka fault fault-embedded fault-kafka demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -76,10 +76,26 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs check) $(LDLIBS)
 
+# libFuzzer harness over decoding, validation and batching (clang; ASan + UBSan)
+FUZZ_BIN := build/fuzz/fuzz-request
+FUZZ_SECONDS ?= 60
+$(FUZZ_BIN): test/fuzz/fuzz_request.c $(filter-out $(PROTO_C),$(LIB_SRC)) $(PROTO_C)
+	@mkdir -p $(dir $@)
+	clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer \
+	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $^ -o $@ $(LDLIBS)
+
+# Runs the harness for FUZZ_SECONDS from the committed seeds (read-only); what it finds
+# new goes to build/fuzz/corpus, a crash to build/fuzz/crash-*.
+fuzz: $(FUZZ_BIN)
+	rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+	  -print_final_stats=1 -artifact_prefix=build/fuzz/ build/fuzz/corpus test/fuzz/corpus
+
 # ---- tests ------------------------------------------------------------------------
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
-	$(MAKE) docs-check unit e2e fault
+	$(MAKE) docs-check unit fuzz e2e fault
 	$(MAKE) check-sanitize
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
@@ -92,10 +108,11 @@ unit: $(BIN)/unit-tests
 
 e2e: e2e-embedded e2e-kafka
 fault: fault-embedded fault-kafka
+FAULTS := consumer-kill proxy-kill mysql-down row-locks
 fault-embedded: all
-	BW_BIN=$(BIN) test/fault.sh embedded
+	for s in $(FAULTS); do BW_BIN=$(BIN) test/fault.sh embedded $$s || exit 1; done
 fault-kafka: all
-	BW_BIN=$(BIN) test/fault.sh kafka
+	for s in $(FAULTS) broker-restart; do BW_BIN=$(BIN) test/fault.sh kafka $$s || exit 1; done
 e2e-embedded: all
 	BW_BIN=$(BIN) test/e2e.sh embedded
 e2e-kafka: all

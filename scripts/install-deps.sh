@@ -20,7 +20,7 @@ PKGS=(
     mariadb-server mariadb-client
     prometheus prometheus-alertmanager
     clang libclang-rt-14-dev
-    curl
+    curl jq
 )
 
 # A Java/Maven installed some other way (sdkman, tarball) is good enough.

@@ -1,65 +1,224 @@
 #!/usr/bin/env bash
-# Fault tests: faults injected while real jobs run; each ends by comparing every shard
+# Fault tests: a fault injected while real jobs run; each ends by comparing every shard
 # with the expected state row by row (nothing lost, nothing applied twice).
 #
-#   test/fault.sh embedded|kafka
+#   test/fault.sh embedded|kafka SCENARIO
 #
-# (a) kill -9 of a consumer at random moments, 10 times, during a 222,000-op job that
-#     includes non-idempotent increments.
+# consumer-kill   (a) kill -9 of a consumer at random moments, 10 times, during a
+#                     222,000-op job that includes non-idempotent increments
+# proxy-kill      (b) kill -9 of the proxy, 6 times, while clients stream requests and
+#                     resend unanswered ones under their request_id: every op applied once
+# mysql-down      (c) one MariaDB server killed for 30 s mid-job: the alert fires in a real
+#                     Alertmanager, the other server's shards keep going, the backlog
+#                     drains after the restart, the alert resolves
+# row-locks       (d) rows of a shard held locked by another transaction: timeouts, alert,
+#                     pause, probes, recovery; other shards keep going meanwhile
+# broker-restart  (e) the real Kafka broker stopped and started again mid-job (kafka only)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/fault.sh embedded|kafka}
+MODE=${1:?usage: test/fault.sh embedded|kafka SCENARIO}
+SCENARIO=${2:?usage: test/fault.sh embedded|kafka SCENARIO}
 . test/lib.sh
-bw_stack_start fault "$MODE"
+bw_stack_start "fault-$SCENARIO" "$MODE"
 
-# Slow every shard to 3 batches/s so the job is still being applied while consumers die,
-# and let the group notice a dead member quickly.
-sed -i -e "s/default_rate = 0.0;/default_rate = 3.0;/" -e "s/session.timeout.ms=10000/session.timeout.ms=6000/" "$CONF"
-
-declare -A consumer_pid
-for port in $C1 $C2; do start_consumer $port; consumer_pid[$port]=$LAST_PID; done
-check "two consumers join the group" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
-
-JOBS=(spread:200000 feed:20000:$HOT like:20000:$HOT)
-# the increments go in small requests: many small messages, coalesced or replayed
-( "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 2000 spread:200000 feed:20000:$HOT &&
-  "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 20 like:20000:$HOT ) >"$WORK/submit.log" 2>&1 &
-submitter=$!
-
-rows_now() {
-    local n=0
-    for port in $DB_A $DB_B; do
-        for db in $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SHOW DATABASES LIKE 'db0%'"); do
-            n=$((n + $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SELECT COUNT(*) FROM $db.pins")))
-        done
+rows_on() { # rows_on PORT [DB_PATTERN]: pins on one server
+    local n=0 db
+    for db in $(mariadb -h127.0.0.1 -P$1 -uroot -N -e "SHOW DATABASES LIKE '${2:-db0%}'"); do
+        n=$((n + $(mariadb -h127.0.0.1 -P$1 -uroot -N -e "SELECT COUNT(*) FROM $db.pins")))
     done
     echo $n
 }
+rows_now() { echo $(($(rows_on $DB_A) + $(rows_on $DB_B))); }
+metric_sum() { # metric_sum NAME [SHARD] over both consumers
+    for port in $C1 $C2; do curl -sf "http://127.0.0.1:$port/metrics"; done |
+        awk -v name="$1" -v shard="${2:-}" '$1 ~ "^" name "[{]" && (shard == "" || index($1, "shard=\"" shard "\"")) {s += $2}
+            END {print s + 0}'
+}
+alert_is() { [ "$(alert_state "$1")" = "$2" ]; } # alert_is SHARD active|none
+random_sleep() { sleep "$(awk -v s=$RANDOM -v lo="$1" -v hi="$2" 'BEGIN {printf "%.2f", lo + (s % 1000) / 1000 * (hi - lo)}')"; }
+# tighter failure handling, so that alerts, pauses and probes happen within a test's time
+fast_failures() {
+    sed -i -e "s/pause_ms = 30000;/pause_ms = 3000;/" -e "s/retry_max_ms = 10000;/retry_max_ms = 1000;/" \
+        -e "s/connect_timeout_ms = 2000;/connect_timeout_ms = 1000;/" "$CONF"
+}
 
-# Each kill waits until the shards are making progress again (the group has rebalanced
-# after the last one), then strikes at a random moment, so that it lands mid-batch.
-kills=0 mid_job=0 last=0
-progressed() { [ "$(rows_now)" -ge $((last + 1500)) ]; }
-for i in $(seq 1 10); do
-    wait_for 60 progressed
-    sleep "$(awk -v s=$RANDOM 'BEGIN {printf "%.2f", (s % 1000) / 1000}')"
-    port=$([ $((i % 2)) = 0 ] && echo $C1 || echo $C2)
-    rows=$(rows_now) last=$rows
-    kill -9 "${consumer_pid[$port]}" && kills=$((kills + 1))
-    wait "${consumer_pid[$port]}" 2>/dev/null
-    [ "$rows" -lt 220000 ] && mid_job=$((mid_job + 1))
-    echo "# kill -9 consumer on $port with $rows rows in place"
-    start_consumer $port
-    consumer_pid[$port]=$LAST_PID
-done
-check "the job was submitted in full" wait "$submitter"
-check "10 consumers were killed with kill -9, at least 5 of them mid-job ($kills, $mid_job)" \
-    test "$kills" -eq 10 -a "$mid_job" -ge 5
-check "after the kills every shard equals the expected state row by row" \
-    "$BIN/bw-workload" -c "$CONF" verify --wait 400 "${JOBS[@]}"
-replayed=$(for port in $C1 $C2; do curl -sf "http://127.0.0.1:$port/metrics"; done |
-    awk '/^bulkwrite_consumer_messages_replayed_total/ {s += $2} END {print s + 0}')
-echo "# messages read again and skipped by the restarted consumers: $replayed"
+declare -A consumer_pid
+start_consumers() {
+    for port in $C1 $C2; do start_consumer $port; consumer_pid[$port]=$LAST_PID; done
+    check "two consumers join the group" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
+}
+
+case $SCENARIO in
+consumer-kill)
+    # Slow every shard to 3 batches/s so the job is still being applied while consumers
+    # die, and let the group notice a dead member quickly.
+    sed -i -e "s/default_rate = 0.0;/default_rate = 3.0;/" -e "s/session.timeout.ms=10000/session.timeout.ms=6000/" "$CONF"
+    start_consumers
+    JOBS=(spread:200000 feed:20000:$HOT like:20000:$HOT)
+    # the increments go in small requests: many small messages, coalesced or replayed
+    ( "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 2000 spread:200000 feed:20000:$HOT &&
+      "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 20 like:20000:$HOT ) >"$WORK/submit.log" 2>&1 &
+    submitter=$!
+
+    # Each kill waits until the shards are making progress again (the group has
+    # rebalanced after the last one), then strikes at a random moment, mid-batch.
+    kills=0 mid_job=0 last=0
+    progressed() { [ "$(rows_now)" -ge $((last + 1500)) ]; }
+    for i in $(seq 1 10); do
+        wait_for 60 progressed
+        random_sleep 0 1
+        port=$([ $((i % 2)) = 0 ] && echo $C1 || echo $C2)
+        rows=$(rows_now) last=$rows
+        kill -9 "${consumer_pid[$port]}" && kills=$((kills + 1))
+        wait "${consumer_pid[$port]}" 2>/dev/null
+        [ "$rows" -lt 220000 ] && mid_job=$((mid_job + 1))
+        echo "# kill -9 consumer on $port with $rows rows in place"
+        start_consumer $port
+        consumer_pid[$port]=$LAST_PID
+    done
+    check "the job was submitted in full" wait "$submitter"
+    check "10 consumers were killed with kill -9, at least 5 of them mid-job ($kills, $mid_job)" \
+        test "$kills" -eq 10 -a "$mid_job" -ge 5
+    check "after the kills every shard equals the expected state row by row" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 400 "${JOBS[@]}"
+    echo "# messages read again and skipped by the restarted consumers: $(metric_sum bulkwrite_consumer_messages_replayed_total)"
+    ;;
+
+proxy-kill)
+    start_consumers
+    JOBS=(spread:200000 feed:20000:$HOT like:20000:$HOT)
+    # Clients that stream small requests and resend an unanswered one, as it was, under
+    # its request_id (the proxy may have produced it before it died).
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 100 \
+        --request-id fault-b1 --retry-for 180 spread:200000 >"$WORK/client1.log" 2>&1 &
+    client1=$!
+    ( "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 100 \
+          --request-id fault-b2 --retry-for 180 feed:20000:$HOT &&
+      "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 2 \
+          --request-id fault-b3 --retry-for 180 like:20000:$HOT ) >"$WORK/client2.log" 2>&1 &
+    client2=$!
+    kills=0 streaming=0
+    for i in $(seq 1 6); do
+        random_sleep 0.3 1.5
+        if kill -0 $client1 2>/dev/null || kill -0 $client2 2>/dev/null; then streaming=$((streaming + 1)); fi
+        kill -9 "$PROXY_PID" && kills=$((kills + 1))
+        wait "$PROXY_PID" 2>/dev/null
+        echo "# kill -9 proxy ($i)"
+        "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
+        PROXY_PID=$!
+        pids+=($PROXY_PID)
+        wait_for 60 curl -sf "http://127.0.0.1:$PROXY/healthz"
+    done
+    check "6 kills of the proxy, at least 4 while clients streamed ($kills, $streaming)" \
+        test "$kills" -eq 6 -a "$streaming" -ge 4
+    check "client 1 got a 202 for every request in the end" wait "$client1"
+    check "client 2 got a 202 for every request in the end" wait "$client2"
+    cat "$WORK/client1.log" "$WORK/client2.log" | grep '^submit:' | sed 's/^/# /'
+    resent=$(cat "$WORK/client1.log" "$WORK/client2.log" | awk '/^submit:/ {s += $(NF-5)} END {print s + 0}')
+    check "the kills cut requests off: clients resent $resent of them" test "$resent" -ge 3
+    check "every accepted op is applied exactly once, row by row (increments included)" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 400 "${JOBS[@]}"
+    echo "# resent messages skipped as duplicates: $(metric_sum bulkwrite_consumer_messages_duplicate_total)"
+    ;;
+
+mysql-down)
+    fast_failures
+    sed -i -e "s/default_rate = 0.0;/default_rate = 2.0;/" "$CONF"
+    start_alertmanager
+    start_consumers
+    JOBS=(spread:200000)
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 5000 spread:200000 >"$WORK/submit.log" 2>&1 &
+    submitter=$!
+    started() { [ "$(rows_on $DB_B)" -ge 10000 ]; }
+    check "the job is under way on server B" wait_for 120 started
+    a_before=$(rows_on $DB_A)
+    scripts/mariadb.sh kill "$WORK/mysql-b" >/dev/null
+    down_at=$(date +%s)
+    echo "# server B (shards 4-7) killed with $a_before rows on A"
+    check "the alert for a shard of server B fires in Alertmanager" \
+        wait_for 25 alert_is 5 active
+    alerts_json >"$WORK/alerts.json"
+    check "the alert names the shard, its database, server and the error" jq -e \
+        '[.[] | select(.labels.shard == "5")][0] | .labels.database == "db00005" and .labels.server == "mysql-b"
+         and .labels.team == "storage" and (.annotations.error | test("connect|server")) and (.startsAt | length > 0)' \
+        "$WORK/alerts.json"
+    a_quiet() { alert_is 0 none && alert_is 3 none; }
+    check "no shard of server A alerts" a_quiet
+    sleep $((30 - ($(date +%s) - down_at)))
+    a_after=$(rows_on $DB_A)
+    check "server A's shards kept going while B was down ($a_before -> $a_after rows)" test "$a_after" -gt "$a_before"
+    check "the consumer reports shard 5 unhealthy" test "$(metric_sum bulkwrite_consumer_unhealthy 5)" -ge 1
+    scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null
+    echo "# server B restarted after $(($(date +%s) - down_at)) s"
+    check "the submitter got every request accepted" wait "$submitter"
+    check "the backlog drains: every shard equals the expected state row by row" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 300 "${JOBS[@]}"
+    resolved() { for s in 4 5 6 7; do alert_is $s none || return 1; done; }
+    check "the alerts resolve in Alertmanager" wait_for 60 resolved
+    check "the consumers' alert gauges are back to 0" test "$(metric_sum bulkwrite_consumer_alert_firing)" -eq 0
+    ;;
+
+row-locks)
+    fast_failures
+    sed -i -e "s/query_timeout_ms = 5000;/query_timeout_ms = 1000;/" "$CONF"
+    start_alertmanager
+    start_consumers
+    check "20,000 creates on shard 3 are accepted" "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:20000:3
+    check "and applied" "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:20000:3
+    # Another transaction holds every row of shard 3 for 20 s.
+    mariadb -h127.0.0.1 -P$DB_A -uroot -e \
+        "BEGIN; SELECT COUNT(*) FROM db00003.pins FOR UPDATE; SELECT SLEEP(20); COMMIT;" >/dev/null 2>&1 &
+    locker=$!
+    sleep 1
+    check "increments on the locked shard are accepted" \
+        "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 100 like:20000:3
+    check "timeouts raise the alert for shard 3 in Alertmanager" \
+        wait_for 30 alert_is 3 active
+    check "the consumer holds shard 3 back (unhealthy) after 2 or more timeouts" bash -c \
+        "[ $(metric_sum bulkwrite_consumer_unhealthy 3) -eq 1 ] && [ $(metric_sum bulkwrite_consumer_errors_total 3) -ge 2 ]"
+    check "other shards keep going: 2,000 creates on shard 6 are accepted" \
+        "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:2000:6
+    applied6() { [ "$(rows_on $DB_B db00006)" -eq 2000 ]; }
+    check "and applied while shard 3 is still locked" wait_for 10 applied6
+    check "the lock was still held then" kill -0 $locker
+    wait $locker
+    check "after the lock is released a probe succeeds and the alert resolves" \
+        wait_for 60 alert_is 3 none
+    check "every shard equals the expected state row by row (increments once)" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:20000:3 like:20000:3 feed:2000:6
+    echo "# timeouts on shard 3: $(metric_sum bulkwrite_consumer_errors_total 3)"
+    ;;
+
+broker-restart)
+    [ "$MODE" = kafka ] || { echo "broker-restart needs the real broker (kafka mode)"; exit 2; }
+    sed -i -e "s/default_rate = 0.0;/default_rate = 3.0;/" "$CONF"
+    start_consumers
+    JOBS=(spread:100000 feed:20000:$HOT like:20000:$HOT)
+    ( "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 2000 \
+          --request-id fault-e1 --retry-for 240 spread:100000 feed:20000:$HOT &&
+      "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 20 \
+          --request-id fault-e2 --retry-for 240 like:20000:$HOT ) >"$WORK/submit.log" 2>&1 &
+    submitter=$!
+    mid() { [ "$(rows_now)" -ge 30000 ]; }
+    check "the job is under way" wait_for 120 mid
+    before=$(rows_now)
+    scripts/kafka.sh stop "$WORK/kafka" >/dev/null
+    echo "# broker stopped with $before rows applied"
+    sleep 5
+    scripts/kafka.sh start "$WORK/kafka" $KAFKA >/dev/null
+    echo "# broker started again"
+    check "the job was submitted in full (unanswered requests resent)" wait "$submitter"
+    grep '^submit:' "$WORK/submit.log" | sed 's/^/# /'
+    check "the restart happened mid-job ($before rows of 140,000 then)" test "$before" -lt 140000
+    check "after the restart every shard equals the expected state row by row" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 400 "${JOBS[@]}"
+    ;;
+
+*)
+    echo "unknown scenario $SCENARIO"
+    exit 2
+    ;;
+esac
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,10 +6,14 @@
 #   start_consumer PORT [CONF]  starts a consumer; its pid is in $!-like LAST_PID
 #   check NAME COMMAND...       prints "ok - NAME" or "not ok - NAME" with the output
 #   wait_for SECONDS COMMAND... polls every 0.1 s
+#   start_alertmanager          a real Alertmanager (Debian's) on $ALERTMANAGER; the
+#                               config's alerts.webhook_url points at it
+#   alert_state SHARD           "active" while Alertmanager holds a firing
+#                               BulkwriteShardUnhealthy alert for SHARD, else "none"
 # The caller ends with: echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]
 
 BIN=${BW_BIN:-bin}
-DB_A=24306 DB_B=24307 PROXY=28080 C1=28081 C2=28082 KAFKA=29092
+DB_A=24306 DB_B=24307 PROXY=28080 C1=28081 C2=28082 KAFKA=29092 ALERTMANAGER=29093
 HOT=5 HOT_RATE=5
 pids=()
 passed=0 failed=0
@@ -36,6 +40,30 @@ wait_for() { # wait_for SECONDS COMMAND...
     local secs=$1; shift
     for _ in $(seq 1 $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
     return 1
+}
+
+start_alertmanager() {
+    mkdir -p "$WORK/alertmanager"
+    cat >"$WORK/alertmanager/alertmanager.yml" <<'YML'
+route:
+  receiver: sink
+  group_wait: 1s
+receivers:
+  - name: sink
+YML
+    prometheus-alertmanager --config.file="$WORK/alertmanager/alertmanager.yml" \
+        --storage.path="$WORK/alertmanager" --web.listen-address=127.0.0.1:$ALERTMANAGER \
+        --cluster.listen-address= >"$WORK/alertmanager.log" 2>&1 &
+    pids+=($!)
+    wait_for 30 curl -sf "http://127.0.0.1:$ALERTMANAGER/-/ready" || { echo "alertmanager did not start"; exit 1; }
+    sed -i "s|webhook_url = \"\";|webhook_url = \"http://127.0.0.1:$ALERTMANAGER/api/v2/alerts\";|" "$CONF"
+}
+
+alerts_json() { curl -sf "http://127.0.0.1:$ALERTMANAGER/api/v2/alerts?active=true&silenced=false&inhibited=false"; }
+
+alert_state() { # alert_state SHARD
+    alerts_json | jq -r --arg s "$1" '[.[] | select(.labels.alertname == "BulkwriteShardUnhealthy" and
+        .labels.shard == $s)] | if length > 0 then .[0].status.state else "none" end'
 }
 
 start_consumer() { # start_consumer PORT [CONF]

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "db.h"
+
 const char *t_ref_conf_path(void) {
     const char *p = getenv("BW_TEST_CONF");
     return p && *p ? p : "conf/bulkwrite.conf";
@@ -215,4 +217,32 @@ int t_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__V1_
     }
     return 1;
 #undef DIFF
+}
+
+bw_config_t *t_live_config(const char *database_prefix) {
+    const char *port = getenv("BW_TEST_MYSQL_PORT");
+    if (!port || !*port) {
+        fprintf(stderr, "NOTE: BW_TEST_MYSQL_PORT is unset: skipping a live MariaDB test "
+                        "(test/run-unit.sh starts a server and sets it)\n");
+        return NULL;
+    }
+    const char *ot = strstr(t_ref_conf_text(), "object_types = (");
+    ck_assert_ptr_nonnull(ot);
+    size_t cap = strlen(ot) + 1024;
+    char *text = malloc(cap);
+    snprintf(text, cap,
+             "shards = { count = 2; database_prefix = \"%s\"; default_rate = 0.0;\n"
+             "  servers = ( { name = \"local\"; host = \"127.0.0.1\"; port = %s; user = \"root\";\n"
+             "                password = \"\"; first_shard = 0; last_shard = 1; } ); };\n"
+             "mysql = { query_timeout_ms = 20000; connect_timeout_ms = 5000; };\n%s",
+             database_prefix, port, ot);
+    char *path = t_write_temp(text);
+    free(text);
+    char err[1024] = "";
+    bw_config_t *conf = bw_config_load(path, err, sizeof(err));
+    t_unlink_free(path);
+    ck_assert_msg(conf != NULL, "live config: %s", err);
+    ck_assert_msg(bw_db_apply_schema(conf, err, sizeof(err)) == BW_OK, "schema: %s", err);
+    ck_assert_msg(bw_db_apply_schema(conf, err, sizeof(err)) == BW_OK, "schema again: %s", err);
+    return conf;
 }

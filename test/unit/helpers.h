@@ -35,6 +35,12 @@ bw_config_t *t_ref_config(void);
 /* Loads a variant; fails the test if it does not load. */
 bw_config_t *t_conf_variant_load(const char *find, const char *repl);
 
+/* A config for the throwaway MariaDB of test/run-unit.sh (env BW_TEST_MYSQL_PORT): two
+ * logical shards in databases <prefix>00000 and <prefix>00001, the reference object
+ * types, schema applied (twice: it must be idempotent). NULL, with a note, when no
+ * server is set. The caller bw_config_destroy()s it. */
+bw_config_t *t_live_config(const char *database_prefix);
+
 /* ---- request builder (everything in the arena) ------------------------------------ */
 typedef struct {
     bw_arena_t *a;
@@ -67,5 +73,7 @@ Suite *config_suite(void);
 Suite *sql_suite(void);
 Suite *batcher_suite(void);
 Suite *request_suite(void);
+Suite *apply_suite(void);
+Suite *alerts_suite(void);
 
 #endif

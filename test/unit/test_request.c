@@ -51,6 +51,39 @@ static Bulkwrite__V1__BatchWriteRequest *via_protobuf(const Bulkwrite__V1__Batch
 
 /* ---- decoding -------------------------------------------------------------------- */
 
+START_TEST(request_id_names_the_job) {
+    Bulkwrite__V1__BatchWriteRequest r = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+    char a[33], b[33], err[256];
+    r.request_id = "feed-17";
+    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, b, err, sizeof(err)), 0);
+    ck_assert_str_eq(a, b); /* a resent request is the same job */
+    ck_assert_uint_eq(strspn(a, "0123456789abcdef"), 32);
+    r.request_id = "feed-18";
+    ck_assert_int_eq(bw_request_job_id(&r, b, err, sizeof(err)), 0);
+    ck_assert_str_ne(a, b);
+    r.request_id = "";
+    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, b, err, sizeof(err)), 0);
+    ck_assert_str_ne(a, b); /* no request_id: a fresh job each time */
+    char longest[BW_REQUEST_ID_MAX + 2];
+    memset(longest, 'k', sizeof(longest) - 1);
+    longest[BW_REQUEST_ID_MAX] = '\0';
+    r.request_id = longest;
+    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), 0);
+    longest[BW_REQUEST_ID_MAX] = 'k';
+    longest[BW_REQUEST_ID_MAX + 1] = '\0';
+    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), -1);
+    ck_assert_str_eq(err, "request_id is 129 bytes; at most 128 are allowed");
+    r.request_id = "tab\there";
+    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), -1);
+    ck_assert_str_eq(err, "request_id contains a control character at byte 3");
+    r.request_id = "\xc3\x28";
+    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), -1);
+    ck_assert_str_eq(err, "request_id is not valid UTF-8");
+}
+END_TEST
+
 START_TEST(json_maps_field_for_field) {
     char body[2048];
     uint64_t owner = bw_id_make(3, 9, 77), pin = PIN_ID(3, 5);
@@ -602,6 +635,7 @@ Suite *request_suite(void) {
     Suite *s = suite_create("request");
     TCase *tc = tcase_create("decode");
     tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, request_id_names_the_job);
     tcase_add_test(tc, json_maps_field_for_field);
     tcase_add_test(tc, json_nul_and_escapes);
     tcase_add_test(tc, json_malformed);

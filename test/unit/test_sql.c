@@ -378,31 +378,8 @@ static MYSQL *live_db;
 static bw_config_t *live_conf;
 
 static int live_setup(void) {
-    const char *port = getenv("BW_TEST_MYSQL_PORT");
-    if (!port || !*port) {
-        fprintf(stderr, "NOTE: BW_TEST_MYSQL_PORT is unset: skipping the live MariaDB round trip "
-                        "(test/run-unit.sh starts a server and sets it)\n");
-        return 0;
-    }
-    const char *ot = strstr(t_ref_conf_text(), "object_types = (");
-    ck_assert_ptr_nonnull(ot);
-    size_t cap = strlen(ot) + 1024;
-    char *text = malloc(cap);
-    snprintf(text, cap,
-             "shards = { count = 2; database_prefix = \"bwunit\"; default_rate = 0.0;\n"
-             "  servers = ( { name = \"local\"; host = \"127.0.0.1\"; port = %s; user = \"root\";\n"
-             "                password = \"\"; first_shard = 0; last_shard = 1; } ); };\n"
-             "mysql = { query_timeout_ms = 20000; connect_timeout_ms = 5000; };\n%s",
-             port, ot);
-    char *path = t_write_temp(text);
-    free(text);
-    char err[1024] = "";
-    live_conf = bw_config_load(path, err, sizeof(err));
-    t_unlink_free(path);
-    ck_assert_msg(live_conf != NULL, "live config: %s", err);
-    ck_assert_msg(bw_db_apply_schema(live_conf, err, sizeof(err)) == BW_OK, "schema: %s", err);
-    /* idempotent */
-    ck_assert_msg(bw_db_apply_schema(live_conf, err, sizeof(err)) == BW_OK, "schema again: %s", err);
+    if (!(live_conf = t_live_config("bwunit"))) return 0;
+    char err[512];
     live_db = bw_db_connect(live_conf, 0, err, sizeof(err));
     ck_assert_msg(live_db != NULL, "connect: %s", err);
     return 1;
