@@ -2,11 +2,13 @@
 #
 #   make                 build every daemon and tool into bin/
 #   make demo            install what is missing, build, run the demo on embedded defaults
-#   make check           install what is missing, run every test (unit, e2e and fault tests,
-#                        each against the embedded Kafka and a real broker)
+#   make check           install what is missing, run every test (unit, fuzz, e2e and fault
+#                        tests against the embedded Kafka and a real broker; then ASan+UBSan
+#                        and TSan tiers)
 #   make docs            regenerate docs/configuration.md from the config key table
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
-#   make SANITIZE=thread check              under ThreadSanitizer
+#   make check-tsan                         the unit tier under ThreadSanitizer
+#   make fuzz [FUZZ_SECONDS=60]             the libFuzzer harness from the committed seeds
 
 SANITIZE ?=
 comma := ,
@@ -44,7 +46,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload
-.PHONY: fuzz all deps check check-sanitize unit e2e e2e-embedded e2e-kafka fault fault-embedded fault-kafka demo docs docs-check clean
+.PHONY: fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka fault fault-embedded fault-kafka demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -96,12 +98,17 @@ fuzz: $(FUZZ_BIN)
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
 	$(MAKE) docs-check unit fuzz e2e fault
-	$(MAKE) check-sanitize
+	$(MAKE) check-sanitize check-tsan
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
 	$(MAKE) SANITIZE=address,undefined all unit e2e-embedded fault-embedded
+
+# The unit tier under ThreadSanitizer: the threaded modules (alert sender, metrics,
+# per-thread SQL planning). The daemons cannot run under TSan with Debian's librdkafka.
+check-tsan:
+	$(MAKE) SANITIZE=thread unit
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)

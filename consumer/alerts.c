@@ -19,6 +19,7 @@ typedef struct {
     int unsent;           /* state changed since the last successful post */
     int64_t starts_ms, ends_ms;
     int64_t next_post_ms; /* re-post a firing alert from then on */
+    uint64_t version;     /* bumped by every change, so a post only settles what it sent */
     char error[512];
 } alert_t;
 
@@ -116,13 +117,17 @@ static void *sender_main(void *arg) {
     bw_alerts_t *a = arg;
     int n_shards = a->conf->shard_count;
     int *due = malloc(sizeof(int) * (size_t)n_shards);
+    uint64_t *sent_version = malloc(sizeof(uint64_t) * (size_t)n_shards);
     pthread_mutex_lock(&a->mu);
     for (;;) {
         int64_t now = bw_wall_ms();
         size_t n = 0;
         for (int s = 0; s < n_shards; s++) {
             alert_t *al = &a->alerts[s];
-            if ((al->unsent || al->firing) && now >= al->next_post_ms) due[n++] = s;
+            if ((al->unsent || al->firing) && now >= al->next_post_ms) {
+                sent_version[n] = al->version;
+                due[n++] = s;
+            }
         }
         if (n) {
             char *body = bw_alerts_body(a, due, n, now);
@@ -134,7 +139,7 @@ static void *sender_main(void *arg) {
             now = bw_wall_ms();
             for (size_t i = 0; i < n; i++) {
                 alert_t *al = &a->alerts[due[i]];
-                /* a change made during the post is sent next round */
+                if (al->version != sent_version[i]) continue; /* changed meanwhile: post again now */
                 if (rc == 0) al->unsent = 0;
                 al->next_post_ms = now + (rc == 0 ? a->conf->alert_resend_ms : RETRY_MS);
             }
@@ -150,6 +155,7 @@ static void *sender_main(void *arg) {
     }
     pthread_mutex_unlock(&a->mu);
     free(due);
+    free(sent_version);
     return NULL;
 }
 
@@ -195,6 +201,7 @@ void bw_alerts_fire(bw_alerts_t *a, int shard, const char *error) {
         al->next_post_ms = 0;
     }
     snprintf(al->error, sizeof(al->error), "%s", error);
+    al->version++;
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
     if (!was) {
@@ -212,6 +219,7 @@ void bw_alerts_resolve(bw_alerts_t *a, int shard) {
         al->ends_ms = bw_wall_ms();
         al->unsent = 1;
         al->next_post_ms = 0;
+        al->version++;
         pthread_cond_signal(&a->cv);
     }
     pthread_mutex_unlock(&a->mu);

@@ -1,8 +1,11 @@
 /* test_alerts.c — the Alertmanager v2 body of shard alerts (the fault tests post it to a
  * real Alertmanager). */
 #include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alerts.h"
 #include "helpers.h"
@@ -75,10 +78,115 @@ START_TEST(firing_then_resolved) {
 }
 END_TEST
 
+/* ---- a local Alertmanager stand-in: records the latest posted state of each shard ---- */
+
+#define SHARDS 8
+static pthread_mutex_t rx_mu = PTHREAD_MUTEX_INITIALIZER;
+static int rx_posts;
+static int rx_resolved[SHARDS]; /* latest post for the shard had endsAt */
+static int rx_bad;              /* a post that was not a v2 alerts array of complete alerts */
+
+typedef struct {
+    char *data;
+    size_t len;
+} rx_body_t;
+
+static enum MHD_Result rx_handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *data, size_t *size, void **state) {
+    (void)cls;
+    (void)version;
+    rx_body_t *b = *state;
+    if (!b) {
+        *state = calloc(1, sizeof(rx_body_t));
+        return MHD_YES;
+    }
+    if (*size) {
+        b->data = realloc(b->data, b->len + *size + 1);
+        memcpy(b->data + b->len, data, *size);
+        b->len += *size;
+        b->data[b->len] = '\0';
+        *size = 0;
+        return MHD_YES;
+    }
+    json_t *j = b->data ? json_loads(b->data, 0, NULL) : NULL;
+    pthread_mutex_lock(&rx_mu);
+    if (strcmp(method, "POST") || strcmp(url, "/api/v2/alerts") || !json_is_array(j)) rx_bad++;
+    size_t i;
+    json_t *al;
+    json_array_foreach(j, i, al) {
+        json_t *labels = json_object_get(al, "labels");
+        const char *shard = json_string_value(json_object_get(labels, "shard"));
+        if (!shard || !json_string_value(json_object_get(labels, "alertname")) ||
+            !json_string_value(json_object_get(json_object_get(al, "annotations"), "error")) ||
+            !json_string_value(json_object_get(al, "startsAt")) || atoi(shard) >= SHARDS)
+            rx_bad++;
+        else
+            rx_resolved[atoi(shard)] = json_object_get(al, "endsAt") != NULL;
+    }
+    rx_posts++;
+    pthread_mutex_unlock(&rx_mu);
+    json_decref(j);
+    free(b->data);
+    free(b);
+    *state = NULL;
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static bw_alerts_t *racing;
+static void *flapper(void *arg) {
+    int shard = (int)(intptr_t)arg;
+    for (int i = 0; i < 200; i++) {
+        char err[64];
+        snprintf(err, sizeof(err), "timeout %d", i);
+        bw_alerts_fire(racing, shard, err);
+        if (i % 3 == 0) usleep(100);
+        bw_alerts_resolve(racing, shard);
+    }
+    return NULL;
+}
+
+/* Threads fire and resolve alerts while the sender thread posts them: every post is a
+ * well-formed v2 array, and the receiver ends with every shard resolved. (Also run
+ * under ThreadSanitizer by make check.) */
+START_TEST(concurrent_alerts_reach_the_webhook) {
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, rx_handler, NULL,
+                                            MHD_OPTION_END);
+    ck_assert_ptr_nonnull(d);
+    unsigned port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    char url[128];
+    snprintf(url, sizeof(url), "webhook_url = \"http://127.0.0.1:%u/api/v2/alerts\";", port);
+    bw_config_t *conf = t_conf_variant_load("webhook_url = \"\";", url);
+    bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    racing = bw_alerts_new(conf, m, "http://127.0.0.1:1/metrics");
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, flapper, (void *)(intptr_t)(i + 2));
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    int done = 0;
+    for (int tries = 0; tries < 100 && !done; tries++) {
+        usleep(100000);
+        pthread_mutex_lock(&rx_mu);
+        done = rx_posts > 0 && rx_resolved[2] && rx_resolved[3] && rx_resolved[4] && rx_resolved[5];
+        pthread_mutex_unlock(&rx_mu);
+    }
+    bw_alerts_destroy(racing);
+    MHD_stop_daemon(d);
+    pthread_mutex_lock(&rx_mu);
+    ck_assert_msg(done, "the receiver did not end with shards 2-5 resolved (%d posts)", rx_posts);
+    ck_assert_int_eq(rx_bad, 0);
+    pthread_mutex_unlock(&rx_mu);
+    bw_metrics_destroy(m);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 Suite *alerts_suite(void) {
     Suite *s = suite_create("alerts");
     TCase *tc = tcase_create("alerts");
     tcase_add_test(tc, firing_then_resolved);
+    tcase_add_test(tc, concurrent_alerts_reach_the_webhook);
     suite_add_tcase(s, tc);
     return s;
 }
