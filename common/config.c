@@ -113,6 +113,15 @@ static const key_t_ top_keys[] = {
      NULL, NULL, 0,
      "Topic the consumer writes each op a shard refused to (JSON, keyed job_id/part/op_index), "
      "before the batch commits; created with one partition if missing."},
+    {"kafka.jobs_topic", K_STR, OFF(jobs_topic), 0, 0, 0, "\"bulkwrite.jobs\"", NULL, NULL, 0,
+     "Compacted topic of job records (what the proxy accepted per shard, key = job id), "
+     "read by every proxy to answer GET /v1/jobs/{id}."},
+    {"kafka.control_topic", K_STR, OFF(control_topic), 0, 0, 0, "\"bulkwrite.control\"", NULL, NULL,
+     0, "Compacted topic of per-shard operator settings (rate, pause; key = shard/N), read by "
+        "every consumer; it survives restarts."},
+    {"kafka.status_topic", K_STR, OFF(status_topic), 0, 0, 0, "\"bulkwrite.status\"", NULL, NULL, 0,
+     "Compacted topic where consumers publish each shard's lag, rate and recent errors (key = "
+     "shard/N), read by the proxy for GET /v1/shards."},
     {"kafka.create_topic", K_BOOL, OFF(create_topic), 0, 0, 0, "true", NULL, NULL, 0,
      "Create the topic at startup when it is missing."},
     {"kafka.replication_factor", K_INT, OFF(replication_factor), 0, 1, 16, "1", NULL, NULL, 0,
@@ -167,6 +176,8 @@ static const key_t_ top_keys[] = {
      NULL, NULL, 0, "Address of the consumer's /metrics, /healthz and /readyz."},
     {"consumer.port", K_INT, OFF(consumer_port), 0, 0, 65535, "18081", NULL, NULL, 0,
      "Port of the consumer's HTTP endpoints (0 = any free port, logged at startup)."},
+    {"consumer.status_interval_ms", K_INT, OFF(status_interval_ms), 0, 100, 3600000, "2000", NULL,
+     NULL, 0, "How often a consumer publishes the status of its shards to kafka.status_topic."},
     {"consumer.retry_initial_ms", K_INT, OFF(retry_initial_ms), 0, 1, 3600000, "100", NULL, NULL, 0,
      "First wait before retrying a batch that failed for a retryable reason (deadlock, lost "
      "connection, timeout, ...); each further failure doubles it, plus up to 25% jitter."},
@@ -698,6 +709,24 @@ static void dump_table(FILE *out, const key_t_ *keys, const void *base, int dept
         dump_value(out, k, base, depth);
         fputs(";\n", out);
     }
+}
+
+int bw_config_same(const bw_config_t *a, const bw_config_t *b, const char *key) {
+    for (const key_t_ *k = top_keys; k->name; k++) {
+        if (strcmp(k->name, key)) continue;
+        char *ta = NULL, *tb = NULL;
+        size_t la = 0, lb = 0;
+        FILE *fa = open_memstream(&ta, &la), *fb = open_memstream(&tb, &lb);
+        dump_value(fa, k, a, 0);
+        dump_value(fb, k, b, 0);
+        fclose(fa);
+        fclose(fb);
+        int same = la == lb && memcmp(ta, tb, la) == 0;
+        free(ta);
+        free(tb);
+        return same;
+    }
+    return -1;
 }
 
 void bw_config_dump(const bw_config_t *c, FILE *out) {

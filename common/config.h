@@ -66,6 +66,7 @@ typedef struct {
     char *topic;
     char *consumer_group;
     char *dead_letter_topic;
+    char *jobs_topic, *control_topic, *status_topic;
     int create_topic;
     int replication_factor;
     int message_max_bytes;
@@ -97,6 +98,7 @@ typedef struct {
     int workers;
     char *consumer_listen_address;
     int consumer_port;
+    int status_interval_ms;
     int retry_initial_ms, retry_max_ms;
     int pause_after_timeouts;
     int pause_ms;
@@ -124,6 +126,10 @@ const bw_object_type_t *bw_config_object_type(const bw_config_t *conf, const cha
 int bw_config_column(const bw_object_type_t *ot, const char *name);
 /* Database name of a logical shard into buf ("db00042"). */
 void bw_config_shard_db(const bw_config_t *conf, int shard, char *buf, size_t size);
+
+/* 1 if `key` (a top-level dotted name such as "shards.servers") has the same value in
+ * both, 0 if not, -1 if there is no such key. */
+int bw_config_same(const bw_config_t *a, const bw_config_t *b, const char *key);
 
 /* Writes the effective configuration in libconfig syntax. */
 void bw_config_dump(const bw_config_t *conf, FILE *out);

@@ -128,16 +128,53 @@ int bw_daemon_serve_ops(struct MHD_Connection *c, const char *method, const char
     return 1;
 }
 
-static atomic_int *signal_run;
+static atomic_int *signal_run, *signal_reload;
 
 static void on_signal(int sig) {
-    (void)sig;
-    atomic_store(signal_run, 0);
+    if (sig == SIGHUP) atomic_store(signal_reload, 1);
+    else atomic_store(signal_run, 0);
 }
 
-void bw_daemon_handle_signals(atomic_int *run) {
+void bw_daemon_handle_signals(atomic_int *run, atomic_int *reload) {
     signal_run = run;
+    signal_reload = reload;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
     signal(SIGPIPE, SIG_IGN);
+}
+
+bw_config_t *bw_daemon_reload(const bw_daemon_t *d, const bw_config_t *running) {
+    char err[1024];
+    bw_config_t *c = bw_config_load(d->config_path, err, sizeof(err));
+    if (!c) {
+        bw_log(BW_LOG_ERROR, "config", -1, NULL, "SIGHUP: reload refused, the running config stays: %s", err);
+        return NULL;
+    }
+    /* the command line's --port overrides the file in both */
+    if (d->port >= 0) {
+        c->proxy_port = running->proxy_port;
+        c->consumer_port = running->consumer_port;
+    }
+    /* what the running processes were built around: a restart changes these */
+    static const char *const fixed[] = {
+        "kafka.brokers", "kafka.topic", "kafka.consumer_group", "kafka.dead_letter_topic", "kafka.jobs_topic",
+        "kafka.control_topic", "kafka.status_topic", "kafka.properties", "kafka.producer_properties",
+        "kafka.consumer_properties", "kafka.message_max_bytes", "shards.count", "shards.database_prefix",
+        "shards.servers", "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address",
+        "proxy.port", "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
+        "consumer.listen_address", "consumer.port", "consumer.workers", "consumer.pull_count", "alerts.webhook_url",
+        "alerts.resend_ms", "alerts.timeout_ms", "alerts.labels", "object_types"};
+    const char *changed = NULL;
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && !changed; i++)
+        if (bw_config_same(running, c, fixed[i]) != 1) changed = fixed[i];
+    if (changed) {
+        bw_log(BW_LOG_ERROR, "config", -1, NULL,
+               "SIGHUP: reload refused, the running config stays: %s changed, which needs a restart", changed);
+        bw_config_destroy(c);
+        return NULL;
+    }
+    bw_log_set_level((bw_log_level_t)c->log_level);
+    bw_log(BW_LOG_INFO, "config", -1, NULL, "SIGHUP: reloaded %s", d->config_path);
+    return c;
 }

@@ -45,7 +45,14 @@ enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const
 int bw_daemon_serve_ops(struct MHD_Connection *c, const char *method, const char *url,
                         bw_metrics_t *metrics, int (*ready)(void), enum MHD_Result *ret);
 
-/* SIGINT and SIGTERM set *run to 0; SIGPIPE is ignored (a client hanging up is not fatal). */
-void bw_daemon_handle_signals(atomic_int *run);
+/* SIGINT and SIGTERM set *run to 0; SIGHUP sets *reload to 1 (the daemon reloads its
+ * config file); SIGPIPE is ignored (a client hanging up is not fatal). */
+void bw_daemon_handle_signals(atomic_int *run, atomic_int *reload);
+
+/* Reloads d->config_path for SIGHUP: returns the new config (caller owns it), or NULL
+ * with the reason logged (the running config stays). Keys that only a restart can
+ * change (Kafka, shards layout, servers, listeners, object types) must be equal, or the
+ * reload is refused with the key named. The log level is applied here. */
+bw_config_t *bw_daemon_reload(const bw_daemon_t *d, const bw_config_t *running);
 
 #endif

@@ -20,9 +20,10 @@ rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, co
 bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int timeout_ms,
                                char *errstr, size_t errstr_size);
 
-/* Makes sure the dead-letter topic exists (any partition count; created with one when
- * missing, if kafka.create_topic). */
-bw_err_t bw_kafka_ensure_dead_letter_topic(rd_kafka_t *rk, const bw_config_t *conf, int timeout_ms,
-                                           char *errstr, size_t errstr_size);
+/* Makes sure a side topic exists (any partition count; created with one partition when
+ * missing, if kafka.create_topic; `compacted`: cleanup.policy=compact, for topics read
+ * as "latest value per key"). */
+bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int compacted,
+                                    int timeout_ms, char *errstr, size_t errstr_size);
 
 #endif

@@ -16,7 +16,8 @@ typedef struct {
     uint64_t rows, failed_rows, batches, replayed, duplicates, dead_letters;
     uint64_t errors[BW_APPLY_ERR_KINDS];
     double rate;
-    int paused, held, alert;
+    int paused, buffer_full, held, alert;
+    uint64_t retries;
     int64_t lag;
     int assigned;
 } shard_stats_t;
@@ -100,10 +101,17 @@ void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int64_t lag) {
+void bw_metrics_shard_retry(bw_metrics_t *m, int shard) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].retries++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int buffer_full, int64_t lag) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].rate = rate;
     m->shards[shard].paused = paused;
+    m->shards[shard].buffer_full = buffer_full;
     m->shards[shard].lag = lag;
     m->shards[shard].assigned = 1;
     pthread_mutex_unlock(&m->mu);
@@ -206,7 +214,13 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                                   err_names[k], (unsigned long long)m->shards[s].errors[k]);
         SHARD_SERIES("bulkwrite_consumer_rate_batches_per_second", "gauge",
                      "Effective rate limit (0 = unlimited).", "%g", st->rate);
-        SHARD_SERIES("bulkwrite_consumer_paused", "gauge", "1 while fetching for the shard is paused (its buffer is full).", "%d", st->paused);
+        SHARD_SERIES("bulkwrite_consumer_retries_total", "counter",
+                     "Batches scheduled again after a retryable error (timeouts and connection errors included).",
+                     "%llu", (unsigned long long)st->retries);
+        SHARD_SERIES("bulkwrite_consumer_paused", "gauge", "1 while an operator has paused the shard.", "%d", st->paused);
+        SHARD_SERIES("bulkwrite_consumer_buffer_full", "gauge",
+                     "1 while fetching for the shard is paused because its buffer is full (back-pressure).", "%d",
+                     st->buffer_full);
         SHARD_SERIES("bulkwrite_consumer_unhealthy", "gauge",
                      "1 while the shard is held back after consecutive timeouts (until a probe batch succeeds).",
                      "%d", st->held);

@@ -67,9 +67,9 @@ char *bw_alerts_body(const bw_alerts_t *a, const int *shards, size_t n, int64_t 
         }
         char summary[700];
         snprintf(summary, sizeof(summary),
-                 "bulkwrite shard %d (%s on %s, %s) stopped taking batches: %d consecutive timeouts or lost "
-                 "connections; the consumer pauses it and probes again every %d ms",
-                 s, db, sv->name, address, a->conf->pause_after_timeouts, a->conf->pause_ms);
+                 "bulkwrite shard %d (%s on %s, %s) stopped taking batches: consecutive timeouts or lost "
+                 "connections; the consumer holds it back and probes it with one batch at a time",
+                 s, db, sv->name, address);
         json_t *ann = json_pack("{s:s, s:s}", "summary", summary, "error", al->error);
         rfc3339(al->starts_ms, ts);
         json_t *o = json_pack("{s:o, s:o, s:s, s:s}", "labels", labels, "annotations", ann, "startsAt", ts,

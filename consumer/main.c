@@ -19,7 +19,13 @@
  * consumer.pause_after_timeouts consecutive timeouts or connection failures the shard
  * is unhealthy: an alert fires (alerts.c), its partition stops being fetched, and after
  * consumer.pause_ms one message is tried as a probe; its success resumes the shard and
- * resolves the alert. Other shards keep their workers and their rates throughout. */
+ * resolves the alert. Other shards keep their workers and their rates throughout.
+ *
+ * Runtime control: the operator's per-shard rate and pause come from the compacted
+ * control topic (shardtable.c), read continuously; the dispatcher applies a change on
+ * its next loop. Every consumer.status_interval_ms the consumer publishes each assigned
+ * shard's lag, rate and recent errors to the status topic (GET /v1/shards on the proxy).
+ * SIGHUP reloads the config file's runtime keys (rates, retries, pauses, log level). */
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,6 +43,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "ratelimit.h"
+#include "shardtable.h"
 
 #define COMPONENT "consumer"
 
@@ -52,9 +59,18 @@ typedef struct {
     job_t *job;                /* in flight, or NULL */
     int64_t ready_at_us;       /* not before (rate limit or retry backoff) */
     int64_t backoff_us;
+    int64_t lag;               /* as last measured */
     int timeouts;              /* consecutive timeouts or connection failures */
     int unhealthy;             /* alert raised: not fetched; the next job is a probe */
+    int op_paused;             /* paused by an operator (control topic) */
     bw_ratelimit_t rl;
+    uint64_t rows_applied, rows_failed; /* since assigned, for the status record */
+    struct {
+        int64_t at_ms;
+        const char *kind;
+        char message[240];
+    } errors[5];               /* recent errors, a ring; errors_next is the next slot */
+    int errors_next;
 } part_t;
 
 struct job {
@@ -75,6 +91,10 @@ typedef struct {
     bw_metrics_t *metrics;
     bw_dead_letters_t *dead_letters;
     bw_alerts_t *alerts;
+    bw_shard_table_t *table;   /* operator settings */
+    unsigned table_version;    /* of the settings last applied */
+    rd_kafka_t *status_rk;     /* status records (fire and forget) */
+    char instance[300];        /* host:port of this consumer, in status records */
     /* worker pool. @locks mu guards todo, done, busy, stopping */
     pthread_mutex_t mu;
     pthread_cond_t todo_cv, done_cv;
@@ -190,6 +210,48 @@ static void set_paused(int shard, int paused) {
     p->paused = paused;
 }
 
+/* Fetching runs unless the operator paused the shard, it is unhealthy, or its buffer is
+ * full (resumed once half drained). */
+static void refresh_fetch(int shard) {
+    part_t *p = &cs.parts[shard];
+    size_t full = (size_t)cs.conf->pull_count;
+    int want = p->op_paused || p->unhealthy || p->len >= full || (p->paused && p->len > full / 2);
+    set_paused(shard, want);
+}
+
+static double configured_rate(int shard) { return cs.conf->shard_rate[shard]; }
+
+static void note_error(int shard, const char *kind, const char *message) {
+    part_t *p = &cs.parts[shard];
+    p->errors[p->errors_next].at_ms = bw_wall_ms();
+    p->errors[p->errors_next].kind = kind;
+    snprintf(p->errors[p->errors_next].message, sizeof(p->errors[0].message), "%s", message);
+    p->errors_next = (p->errors_next + 1) % 5;
+}
+
+/* Applies the operator's settings (and configured rates, after a reload) to every
+ * assigned shard. */
+static void apply_settings(int64_t now) {
+    for (int s = 0; s < cs.conf->shard_count; s++) {
+        part_t *p = &cs.parts[s];
+        if (!p->assigned) continue;
+        bw_shard_setting_t set;
+        bw_shard_table_setting(cs.table, s, &set);
+        double rate = set.has_rate ? set.rate : configured_rate(s);
+        if (rate != p->rl.rate) {
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g batches/s%s%s", p->rl.rate, rate,
+                   set.has_rate ? " (operator: " : " (configured)", set.has_rate ? set.reason : "");
+            bw_ratelimit_set_rate(&p->rl, rate, now);
+        }
+        if (set.paused != p->op_paused) {
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "%s by an operator%s%s", set.paused ? "paused" : "resumed",
+                   set.reason[0] ? ": " : "", set.reason);
+            p->op_paused = set.paused;
+            refresh_fetch(s);
+        }
+    }
+}
+
 static void commit_offset(int shard, int64_t next) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, cs.conf->topic, shard)->offset = next;
@@ -205,6 +267,7 @@ static void mark_healthy(int shard) {
     p->unhealthy = 0;
     bw_metrics_shard_held(cs.metrics, shard, 0);
     bw_alerts_resolve(cs.alerts, shard);
+    refresh_fetch(shard);
 }
 
 /* A timeout or connection failure; the shard turns unhealthy after too many in a row. */
@@ -218,7 +281,7 @@ static void count_timeout(int shard, const char *error, int64_t now) {
     p->unhealthy = 1;
     bw_metrics_shard_held(cs.metrics, shard, 1);
     bw_alerts_fire(cs.alerts, shard, error); /* again: the alert carries the latest error */
-    set_paused(shard, 1);
+    refresh_fetch(shard);
     p->ready_at_us = now + (int64_t)cs.conf->pause_ms * 1000;
 }
 
@@ -234,7 +297,15 @@ static void collect(job_t *j) {
         p->backoff_us = 0;
         mark_healthy(j->shard);
         commit_offset(j->shard, j->res.next_offset);
-        if (p->paused && p->len <= (size_t)cs.conf->pull_count / 2) set_paused(j->shard, 0);
+        refresh_fetch(j->shard);
+        p->rows_applied += j->res.rows_applied;
+        p->rows_failed += j->res.rows_failed;
+        if (j->res.rows_failed) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "%llu ops refused (see bw_job_failures and the dead-letter topic)",
+                     (unsigned long long)j->res.rows_failed);
+            note_error(j->shard, "data", msg);
+        }
         bw_metrics_shard_applied(cs.metrics, j->shard, j->res.rows_applied, j->res.rows_failed,
                                  j->res.messages_skipped, j->res.messages_duplicate, j->res.dead_letters,
                                  now - j->started_us);
@@ -252,6 +323,9 @@ static void collect(job_t *j) {
                               : j->res.fail == BW_FAIL_CONNECTION ? BW_APPLY_ERR_CONNECTION
                                                                   : BW_APPLY_ERR_RETRYABLE;
         bw_metrics_shard_error(cs.metrics, j->shard, kind);
+        bw_metrics_shard_retry(cs.metrics, j->shard);
+        note_error(j->shard, kind == BW_APPLY_ERR_TIMEOUT ? "timeout" : kind == BW_APPLY_ERR_CONNECTION ? "connection" : "retryable",
+                   j->res.error);
         bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "batch not applied, retrying in %lld ms: %s",
                (long long)(p->backoff_us + jitter) / 1000, j->res.error);
         if (kind != BW_APPLY_ERR_RETRYABLE) count_timeout(j->shard, j->res.error, now);
@@ -290,7 +364,7 @@ static int64_t dispatch(void) {
     int64_t now = bw_now_us(), next = 10000;
     for (int s = 0; s < cs.conf->shard_count; s++) {
         part_t *p = &cs.parts[s];
-        if (!p->assigned || p->job || !p->len) continue;
+        if (!p->assigned || p->job || !p->len || p->op_paused) continue;
         if (p->ready_at_us > now) {
             if (p->ready_at_us - now < next) next = p->ready_at_us - now;
             continue;
@@ -351,7 +425,7 @@ static void buffer_message(rd_kafka_message_t *m) {
     }
     p->buf[p->len++] = m;
     p->next_fetch = m->offset + 1;
-    if (p->len >= (size_t)cs.conf->pull_count) set_paused(m->partition, 1);
+    if (p->len >= (size_t)cs.conf->pull_count) refresh_fetch(m->partition);
 }
 
 /* Lets in-flight jobs of the listed partitions finish, then forgets the partitions. */
@@ -370,10 +444,11 @@ static void release_partitions(const rd_kafka_topic_partition_list_t *l) {
         part_t *p = &cs.parts[s];
         for (size_t k = 0; k < p->len; k++) rd_kafka_message_destroy(p->buf[k]);
         p->len = 0;
+        mark_healthy(s); /* no longer ours: its new owner alerts if it is still sick */
         p->assigned = 0;
         p->paused = 0;
-        mark_healthy(s); /* no longer ours: its new owner alerts if it is still sick */
-        bw_metrics_shard_state(cs.metrics, s, 0, 0, 0);
+        p->op_paused = 0;
+        bw_metrics_shard_state(cs.metrics, s, 0, 0, 0, 0);
     }
 }
 
@@ -400,6 +475,7 @@ static void resume_offsets(rd_kafka_topic_partition_list_t *l) {
                 continue;
             }
             l->elems[i].offset = next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+            cs.parts[s].next_fetch = next;
             bw_log(BW_LOG_DEBUG, COMPONENT, s, NULL, "resuming at offset %lld", (long long)next);
         }
         if (db) {
@@ -422,17 +498,21 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             part_t *p = &cs.parts[s];
             p->assigned = 1;
             p->paused = 0;
+            p->next_fetch = -1; /* known once resume_offsets has read the shard */
             p->ready_at_us = 0;
             p->backoff_us = 0;
             p->timeouts = 0;
             p->unhealthy = 0;
-            bw_ratelimit_init(&p->rl, cs.conf->shard_rate[s], now);
+            p->op_paused = 0;
+            p->rows_applied = p->rows_failed = 0;
+            bw_ratelimit_init(&p->rl, configured_rate(s), now);
         }
         resume_offsets(l);
         rd_kafka_assign(rk, l);
         /* librdkafka keeps a partition paused across a rebalance; this consumer may have
          * paused it (buffer full) before it was revoked and handed back */
         rd_kafka_resume_partitions(rk, l);
+        apply_settings(now); /* an operator's pause or rate holds from the first batch */
         bw_info(COMPONENT, "assigned %d partitions", l->cnt);
         atomic_store(&cs.joined, 1);
     } else {
@@ -446,18 +526,85 @@ static void update_gauges(void) {
     for (int s = 0; s < cs.conf->shard_count; s++) {
         part_t *p = &cs.parts[s];
         if (!p->assigned) continue;
-        int64_t lo, hi, lag = (int64_t)p->len;
-        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(l, cs.conf->topic, s);
+        int64_t lo, hi = -1, lag = (int64_t)p->len;
         /* lag = high watermark - next offset to apply */
-        if (rd_kafka_position(cs.rk, l) == 0 && l->elems[0].offset >= 0 &&
-            rd_kafka_get_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi) == 0 && hi >= 0) {
-            int64_t next = p->len ? p->buf[0]->offset : l->elems[0].offset;
-            lag = hi - next;
+        int64_t next = p->len ? p->buf[0]->offset : p->next_fetch;
+        if (next < 0) {
+            rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+            rd_kafka_topic_partition_list_add(l, cs.conf->topic, s);
+            if (rd_kafka_position(cs.rk, l) == 0) next = l->elems[0].offset;
+            rd_kafka_topic_partition_list_destroy(l);
         }
-        rd_kafka_topic_partition_list_destroy(l);
-        bw_metrics_shard_state(cs.metrics, s, p->rl.rate, p->paused, lag);
+        /* a paused partition is not fetched, so the cached watermark goes stale: ask */
+        if (p->paused) rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi, 500);
+        else rd_kafka_get_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi);
+        if (next >= 0 && hi >= 0) lag = hi > next ? hi - next : 0;
+        bw_metrics_shard_state(cs.metrics, s, p->rl.rate, p->op_paused, p->paused && !p->op_paused && !p->unhealthy, lag);
+        p->lag = lag;
     }
+}
+
+static void on_status_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    (void)opaque;
+    if (m->err) bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "status record: %s", rd_kafka_err2str(m->err));
+}
+
+/* One status record per assigned shard (fire and forget: a lost one is replaced by the
+ * next). */
+static void publish_status(void) {
+    int64_t now = bw_wall_ms();
+    for (int s = 0; s < cs.conf->shard_count; s++) {
+        part_t *p = &cs.parts[s];
+        if (!p->assigned) continue;
+        Bulkwrite__V1__ShardStatus st = BULKWRITE__V1__SHARD_STATUS__INIT;
+        Bulkwrite__V1__ShardError errs[5], *errp[5];
+        st.shard = (uint32_t)s;
+        st.consumer = cs.instance;
+        st.updated_at_ms = now;
+        st.lag = p->lag;
+        st.rate = p->rl.rate;
+        st.paused = p->op_paused;
+        st.unhealthy = p->unhealthy;
+        st.rows_applied = p->rows_applied;
+        st.rows_failed = p->rows_failed;
+        for (int i = 0; i < 5; i++) { /* newest first */
+            int k = (p->errors_next + 4 - i) % 5;
+            if (!p->errors[k].at_ms) break;
+            bulkwrite__v1__shard_error__init(&errs[i]);
+            errs[i].at_ms = p->errors[k].at_ms;
+            errs[i].kind = (char *)p->errors[k].kind;
+            errs[i].message = p->errors[k].message;
+            errp[i] = &errs[i];
+            st.n_recent_errors++;
+        }
+        st.recent_errors = errp;
+        uint8_t buf[4096];
+        size_t len = bulkwrite__v1__shard_status__get_packed_size(&st);
+        if (len > sizeof(buf)) continue;
+        bulkwrite__v1__shard_status__pack(&st, buf);
+        char key[24];
+        int klen = bw_shard_key(s, key);
+        rd_kafka_producev(cs.status_rk, RD_KAFKA_V_TOPIC(cs.conf->status_topic), RD_KAFKA_V_KEY(key, (size_t)klen),
+                          RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    }
+}
+
+/* SIGHUP: the runtime keys of the new file replace the running ones (this thread is the
+ * only reader of rates, retry and pause settings). */
+static void reload(const bw_daemon_t *d) {
+    bw_config_t *n = bw_daemon_reload(d, cs.conf);
+    if (!n) return;
+    memcpy(cs.conf->shard_rate, n->shard_rate, sizeof(double) * (size_t)cs.conf->shard_count);
+    cs.conf->default_rate = n->default_rate;
+    cs.conf->retry_initial_ms = n->retry_initial_ms;
+    cs.conf->retry_max_ms = n->retry_max_ms;
+    cs.conf->pause_after_timeouts = n->pause_after_timeouts;
+    cs.conf->pause_ms = n->pause_ms;
+    cs.conf->status_interval_ms = n->status_interval_ms;
+    cs.conf->log_level = n->log_level;
+    bw_config_destroy(n);
+    apply_settings(bw_now_us());
 }
 
 /* ---- HTTP ----------------------------------------------------------------------------- */
@@ -508,6 +655,19 @@ int main(int argc, char **argv) {
         rd_kafka_destroy(cs.rk);
         return 1;
     }
+    rd_kafka_conf_t *sc = bw_kafka_conf(cs.conf, BW_KAFKA_PRODUCER, d.brokers, err, sizeof(err));
+    if (sc) rd_kafka_conf_set_dr_msg_cb(sc, on_status_delivery);
+    if (!sc || !(cs.status_rk = rd_kafka_new(RD_KAFKA_PRODUCER, sc, err, sizeof(err))) ||
+        bw_kafka_ensure_side_topic(cs.status_rk, cs.conf, cs.conf->status_topic, 1, 10000, err, sizeof(err)) ||
+        bw_kafka_ensure_side_topic(cs.status_rk, cs.conf, cs.conf->control_topic, 1, 10000, err, sizeof(err)) ||
+        !(cs.table = bw_shard_table_start(cs.conf, d.brokers, 0, err, sizeof(err)))) {
+        bw_error(COMPONENT, "control and status topics: %s", err);
+        return 1;
+    }
+    /* an operator's pause must hold from the first assignment on */
+    if (!bw_shard_table_sync(cs.table, 10000))
+        bw_warn(COMPONENT, "the control topic %s was not read to its end in 10 s: settings may apply late",
+                cs.conf->control_topic);
     cs.parts = calloc((size_t)cs.conf->shard_count, sizeof(*cs.parts));
     cs.metrics = bw_metrics_new(cs.conf, BW_METRICS_CONSUMER);
     pthread_mutex_init(&cs.mu, NULL);
@@ -523,6 +683,7 @@ int main(int argc, char **argv) {
     char generator[300];
     snprintf(generator, sizeof(generator), "http://%s:%d/metrics", cs.conf->consumer_listen_address, bound);
     cs.alerts = bw_alerts_new(cs.conf, cs.metrics, generator);
+    snprintf(cs.instance, sizeof(cs.instance), "%s:%d", cs.conf->consumer_listen_address, bound);
 
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(topics, cs.conf->topic, RD_KAFKA_PARTITION_UA);
@@ -537,8 +698,9 @@ int main(int argc, char **argv) {
             bound);
 
     atomic_store(&cs.run, 1);
-    bw_daemon_handle_signals(&cs.run);
-    int64_t next_gauges = 0;
+    atomic_int reload_requested = 0;
+    bw_daemon_handle_signals(&cs.run, &reload_requested);
+    int64_t next_gauges = 0, next_status = 0;
     int64_t wait_us = 0;
     while (atomic_load(&cs.run)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(cs.rk, (int)(wait_us / 1000));
@@ -549,6 +711,12 @@ int main(int argc, char **argv) {
         }
         if (m) buffer_message(m);
         collect_done(0);
+        if (atomic_exchange(&reload_requested, 0)) reload(&d);
+        unsigned version = bw_shard_table_version(cs.table);
+        if (version != cs.table_version) {
+            cs.table_version = version;
+            apply_settings(bw_now_us());
+        }
         wait_us = dispatch();
         if (wait_us > 5000) wait_us = 5000; /* finished jobs are collected at least this often */
         int64_t now = bw_now_us();
@@ -556,6 +724,11 @@ int main(int argc, char **argv) {
             update_gauges();
             next_gauges = now + 1000000;
         }
+        if (now >= next_status) {
+            publish_status();
+            next_status = now + (int64_t)cs.conf->status_interval_ms * 1000;
+        }
+        rd_kafka_poll(cs.status_rk, 0);
     }
 
     bw_info(COMPONENT, "shutting down: finishing batches in flight");
@@ -570,6 +743,9 @@ int main(int argc, char **argv) {
     rd_kafka_destroy(cs.rk);
     bw_dead_letters_destroy(cs.dead_letters);
     bw_alerts_destroy(cs.alerts);
+    bw_shard_table_stop(cs.table);
+    rd_kafka_flush(cs.status_rk, 2000);
+    rd_kafka_destroy(cs.status_rk);
     MHD_stop_daemon(cs.httpd);
     for (int s = 0; s < cs.conf->shard_count; s++) free(cs.parts[s].buf);
     free(cs.parts);

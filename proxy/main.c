@@ -1,4 +1,4 @@
-/* bw-proxy — the bulk write API.
+/* bw-proxy — the bulk write API, job receipts and the SREs' shard API.
  *
  * POST /v1/batches takes a BatchWriteRequest (protobuf or JSON), validates each op,
  * hands the valid ones to the batcher, produces one Kafka message per batch to the
@@ -6,8 +6,13 @@
  * (acks=all, idempotent producer): 202 when every valid op is durable, 503 naming the
  * ops Kafka did not take otherwise. Invalid ops are rejected one by one with reasons.
  *
+ * Then it records the job (accepted ops per shard) in the jobs topic, so that any
+ * proxy can answer GET /v1/jobs/{id} (jobs.c). GET /v1/shards and POST
+ * /v1/shards/{n}/rate|pause|resume read and write the control topic (admin.c).
+ *
  * Threads: libmicrohttpd runs one thread per connection (a request blocks until its
- * acknowledgements arrive); one poller thread serves librdkafka's delivery reports. */
+ * acknowledgements arrive); one poller thread serves librdkafka's delivery reports;
+ * tails of the jobs, control and status topics each have a thread. */
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -17,13 +22,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "arena.h"
 #include "batcher.h"
 #include "daemon.h"
+#include "jobs.h"
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
 #include "request.h"
+#include "shardtable.h"
 
 #define COMPONENT "proxy"
 
@@ -36,6 +44,8 @@ typedef struct {
     atomic_int run_poller;  /* delivery-report poller: outlives the HTTP server */
     pthread_t poller;
     bw_metrics_t *metrics;
+    bw_jobs_t *jobs;
+    bw_shard_table_t *shards;
 } proxy_t;
 
 static proxy_t proxy;
@@ -117,6 +127,71 @@ static void produce_all(bw_batch_set_t *set, const char *job_id, rd_kafka_resp_e
     pthread_mutex_destroy(&tr.mu);
     pthread_cond_destroy(&tr.cv);
     bw_batcher_free_payloads(set); /* those never handed over */
+}
+
+/* Produces one record to a side topic and waits for its acknowledgement. */
+static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, size_t klen, const void *val,
+                                          size_t vlen) {
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    tracker_t tr = {.pending = 1, .errs = &err};
+    pthread_mutex_init(&tr.mu, NULL);
+    pthread_cond_init(&tr.cv, NULL);
+    delivery_t dv = {&tr, 0};
+    rd_kafka_resp_err_t e = rd_kafka_producev(proxy.rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen),
+                                              RD_KAFKA_V_VALUE((void *)val, vlen),
+                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&dv),
+                                              RD_KAFKA_V_END);
+    if (e) {
+        err = e;
+    } else {
+        pthread_mutex_lock(&tr.mu);
+        while (tr.pending) pthread_cond_wait(&tr.cv, &tr.mu);
+        pthread_mutex_unlock(&tr.mu);
+    }
+    pthread_mutex_destroy(&tr.mu);
+    pthread_cond_destroy(&tr.cv);
+    return err;
+}
+
+/* Writes the job's record: the ops Kafka took, per shard. */
+static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id, const bw_batch_set_t *set,
+                       const rd_kafka_resp_err_t *errs, uint32_t accepted, bw_arena_t *arena) {
+    int shard_count = proxy.conf->shard_count;
+    uint32_t *per_shard = bw_arena_alloc(arena, sizeof(uint32_t) * (size_t)shard_count);
+    memset(per_shard, 0, sizeof(uint32_t) * (size_t)shard_count);
+    size_t touched = 0;
+    for (size_t i = 0; i < set->msg_cnt; i++) {
+        if (errs[i]) continue;
+        if (!per_shard[set->msgs[i].shard]) touched++;
+        per_shard[set->msgs[i].shard] += (uint32_t)set->msgs[i].op_cnt;
+    }
+    Bulkwrite__V1__ShardOps *so = bw_arena_alloc(arena, sizeof(*so) * (touched + 1));
+    Bulkwrite__V1__ShardOps **sop = bw_arena_alloc(arena, sizeof(*sop) * (touched + 1));
+    size_t n = 0;
+    for (int s = 0; s < shard_count; s++) {
+        if (!per_shard[s]) continue;
+        bulkwrite__v1__shard_ops__init(&so[n]);
+        so[n].shard = (uint32_t)s;
+        so[n].ops = per_shard[s];
+        sop[n] = &so[n];
+        n++;
+    }
+    Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
+    rec.job_id = (char *)job_id;
+    rec.request_id = req->request_id ? req->request_id : "";
+    rec.created_at_ms = bw_wall_ms();
+    rec.ops = (uint32_t)req->n_ops;
+    rec.rejected = (uint32_t)req->n_ops - accepted;
+    rec.shards = sop;
+    rec.n_shards = n;
+    size_t len = bulkwrite__v1__job_record__get_packed_size(&rec);
+    uint8_t *buf = bw_arena_alloc(arena, len + 1);
+    bulkwrite__v1__job_record__pack(&rec, buf);
+    rd_kafka_resp_err_t err = produce_record(proxy.conf->jobs_topic, job_id, strlen(job_id), buf, len);
+    /* the ops are durable all the same; only the receipt is missing */
+    if (err)
+        bw_log(BW_LOG_ERROR, COMPONENT, -1, job_id, "job record not written to %s (%s): GET /v1/jobs/%s will not find it",
+               proxy.conf->jobs_topic, rd_kafka_err2str(err), job_id);
 }
 
 /* ---- HTTP --------------------------------------------------------------------------- */
@@ -232,6 +307,7 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     /* by op index, so clients read it in request order (an op appears at most once) */
     qsort(all, n, sizeof(*all), rejection_cmp);
     uint32_t accepted = (uint32_t)(req->n_ops - n);
+    if (accepted) record_job(req, job_id, &set, errs, accepted, &arena);
     unsigned status = failed_ops ? MHD_HTTP_SERVICE_UNAVAILABLE
                       : accepted ? MHD_HTTP_ACCEPTED
                                  : MHD_HTTP_UNPROCESSABLE_CONTENT;
@@ -249,6 +325,64 @@ done:
     return ret;
 }
 
+/* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it. */
+static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id) {
+    if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "a job id is 32 lower-case hex digits, not \"%.64s\"", id);
+    void *raw;
+    size_t raw_len;
+    if (bw_jobs_record(proxy.jobs, id, &raw, &raw_len))
+        return reply_error(c, MHD_HTTP_NOT_FOUND, "no job %s (jobs are kept as long as %s keeps them)", id,
+                           proxy.conf->jobs_topic);
+    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
+    free(raw);
+    if (!rec) return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id);
+    Bulkwrite__V1__JobStatus st;
+    bw_jobs_status(proxy.conf, rec, &st);
+    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    enum MHD_Result ret;
+    if (accept && strstr(accept, "application/x-protobuf")) {
+        size_t len = bulkwrite__v1__job_status__get_packed_size(&st);
+        uint8_t *body = malloc(len ? len : 1);
+        bulkwrite__v1__job_status__pack(&st, body);
+        ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/x-protobuf", body, len, 1);
+    } else {
+        char *body = bw_jobs_status_json(&st);
+        ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
+    bw_jobs_status_free(&st);
+    return ret;
+}
+
+/* POST /v1/shards/{n}/rate|pause|resume: a new control record for the shard, acknowledged
+ * by Kafka before the reply. */
+static enum MHD_Result handle_shard_control(struct MHD_Connection *c, const char *url, upload_t *up) {
+    char err[512];
+    const char *action;
+    int shard = bw_admin_parse_url(proxy.conf, url, &action, err, sizeof(err));
+    if (shard < 0) return reply_error(c, MHD_HTTP_NOT_FOUND, "%s", err);
+    if (up->too_large) return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+    bw_shard_table_sync(proxy.shards, 2000); /* start from the latest setting */
+    bw_shard_setting_t set;
+    bw_shard_table_setting(proxy.shards, shard, &set);
+    void *rec;
+    size_t rec_len;
+    if (bw_admin_control_update(shard, action, up->body ? up->body : "", up->len, &set, &rec, &rec_len, err,
+                                sizeof(err)))
+        return reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+    char key[24];
+    int klen = bw_shard_key(shard, key);
+    rd_kafka_resp_err_t e = produce_record(proxy.conf->control_topic, key, (size_t)klen, rec, rec_len);
+    free(rec);
+    if (e)
+        return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the change was not stored: Kafka did not acknowledge it (%s)",
+                           rd_kafka_err2str(e));
+    bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "operator: %s%s%s", action, set.reason[0] ? ": " : "", set.reason);
+    char *body = bw_admin_setting_json(proxy.conf, shard, &set);
+    return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+}
+
 /* /readyz: ready while a broker answers a metadata request. @locality an HTTP thread */
 static int kafka_reachable(void) {
     const struct rd_kafka_metadata *md;
@@ -262,7 +396,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   size_t *data_size, void **con_cls) {
     (void)cls;
     (void)version;
-    if (strcmp(method, "POST") == 0 && strcmp(url, "/v1/batches") == 0) {
+    if (strcmp(method, "POST") == 0) {
         upload_t *up = *con_cls;
         if (!up) {
             *con_cls = up = calloc(1, sizeof(*up));
@@ -290,12 +424,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             *data_size = 0;
             return MHD_YES;
         }
-        return handle_batch(c, up);
+        if (strcmp(url, "/v1/batches") == 0) return handle_batch(c, up);
+        if (strncmp(url, "/v1/shards/", 11) == 0) return handle_shard_control(c, url, up);
     }
     enum MHD_Result ret;
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
-    if (strcmp(url, "/v1/batches") == 0)
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9);
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {
+        char *body = bw_admin_shards_json(proxy.conf, proxy.shards);
+        return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
+    if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0)
         return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST for %s", url);
+    if (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)
+        return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET for %s", url);
     return reply_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s %s", method, url);
 }
 
@@ -336,6 +478,14 @@ int main(int argc, char **argv) {
         rd_kafka_destroy(proxy.rk);
         return 1;
     }
+    if (bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->jobs_topic, 1, 10000, err, sizeof(err)) ||
+        bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->control_topic, 1, 10000, err, sizeof(err)) ||
+        bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->status_topic, 1, 10000, err, sizeof(err)) ||
+        !(proxy.jobs = bw_jobs_start(proxy.conf, d.brokers, err, sizeof(err))) ||
+        !(proxy.shards = bw_shard_table_start(proxy.conf, d.brokers, 1, err, sizeof(err)))) {
+        bw_error(COMPONENT, "jobs, control and status topics: %s", err);
+        return 1;
+    }
     proxy.rkt = rd_kafka_topic_new(proxy.rk, proxy.conf->topic, NULL);
     proxy.metrics = bw_metrics_new(proxy.conf, BW_METRICS_PROXY);
     atomic_store(&proxy.run, 1);
@@ -350,13 +500,20 @@ int main(int argc, char **argv) {
     if (!proxy.httpd) return 1;
     bw_info(COMPONENT, "listening on http://%s:%d, topic %s, %d shards", proxy.conf->proxy_listen_address,
             bound, proxy.conf->topic, proxy.conf->shard_count);
-    bw_daemon_handle_signals(&proxy.run);
-    while (atomic_load(&proxy.run)) usleep(100000);
+    atomic_int reload = 0;
+    bw_daemon_handle_signals(&proxy.run, &reload);
+    while (atomic_load(&proxy.run)) {
+        usleep(100000);
+        /* the proxy's runtime key is the log level, which reload applies */
+        if (atomic_exchange(&reload, 0)) bw_config_destroy(bw_daemon_reload(&d, proxy.conf));
+    }
 
     bw_info(COMPONENT, "shutting down: finishing requests in flight");
     MHD_stop_daemon(proxy.httpd); /* the poller still serves acks while requests finish */
     atomic_store(&proxy.run_poller, 0);
     pthread_join(proxy.poller, NULL);
+    bw_jobs_stop(proxy.jobs);
+    bw_shard_table_stop(proxy.shards);
     rd_kafka_flush(proxy.rk, 10000);
     rd_kafka_topic_destroy(proxy.rkt);
     rd_kafka_destroy(proxy.rk);

@@ -113,28 +113,153 @@ done
 check "sent twice under the same request ids, the increments are applied once" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:100000 feed:20000:$HOT cleanup:20000:$HOT \
     like:20000:$HOT feed:1000:2 like:1000:2
-dups=$(fresh bulkwrite_consumer_messages_duplicate_total)
-# 100 increments in 10 requests of 10 (one message each), plus the one-op request above
-check "the consumer skipped the resent messages as duplicates ($dups of 11)" test "$dups" -eq 11
+# 100 increments in 10 requests of 10 (one message each), plus the one-op request above;
+# the state is the same before the copies are read, so wait for them
+dups_are() { [ "$(fresh bulkwrite_consumer_messages_duplicate_total)" -eq "$1" ]; }
+wait_for 30 dups_are 11
+check "the consumer skipped the resent messages as duplicates ($(fresh bulkwrite_consumer_messages_duplicate_total) of 11)" dups_are 11
 
-# Data errors: the same 1,000 creates again (no request_id, so a new job) all hit
-# duplicate keys. Each op fails alone, is recorded with its reason on its job, and goes
-# to the dead-letter topic; nothing else changes.
-check "1,000 creates of existing pins are accepted" \
-    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:1000:2
+# Data errors: 1,000 creates of pins that exist (feed:1000:2 made them), sent from a
+# JSON-lines file by the CLI in two requests of 500. Each op fails alone, is recorded with
+# its reason on its job, and goes to the dead-letter topic; nothing else changes.
+owner2=$(( (2 << 46) | 42 ))
+for i in $(seq 1 1000); do
+    printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"%d","fields":{"owner_id":%d,"title":"again"}}\n' \
+        $(( (2 << 46) | (1 << 36) | i )) $owner2 $owner2
+done >"$WORK/dup.jsonl"
+check "bwctl submit: 1,000 creates of existing pins are accepted in 2 requests" \
+    bash -c "'$BIN/bwctl' -c '$CONF' --url 'http://127.0.0.1:$PROXY' submit --batch 500 '$WORK/dup.jsonl' >'$WORK/dup.jobs' 2>'$WORK/dup.err' && [ \$(wc -l <'$WORK/dup.jobs') -eq 2 ]"
+dup_job=$(head -1 "$WORK/dup.jobs")
 failed_rows() { test "$(fresh bulkwrite_consumer_rows_failed_total)" -eq 1000; }
 check "the consumer counts 1,000 failed rows" wait_for 60 failed_rows
 failures=$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e \
     "SELECT COUNT(*), COUNT(DISTINCT job_id), SUM(error_code = 1062), SUM(reason LIKE 'Duplicate entry%') FROM db00002.bw_job_failures")
 check "the shard records each failed op with its error and reason ($failures)" \
-    test "$(echo $failures)" = "1000 1 1000 1000"
+    test "$(echo $failures)" = "1000 2 1000 1000"
 "$BIN/bw-workload" -c "$CONF" dead-letters --brokers "$BROKERS" >"$WORK/dead-letters.jsonl" 2>"$WORK/dead-letters.log"
 dl=$(grep -c '"error_code":1062' "$WORK/dead-letters.jsonl")
 check "every failed op is in the dead-letter topic with its op and reason ($dl of 1000)" \
-    bash -c "[ $dl -eq 1000 ] && grep -q '\"op\":{\"fields\":{\"board_id\"' '$WORK/dead-letters.jsonl'"
+    bash -c "[ $dl -eq 1000 ] && grep -q '\"op\":{\"fields\":{\"owner_id\"' '$WORK/dead-letters.jsonl'"
 check "after the data errors the shards still hold exactly the expected rows" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:100000 feed:20000:$HOT cleanup:20000:$HOT \
     like:20000:$HOT feed:1000:2 like:1000:2
+
+# ---- job receipts -------------------------------------------------------------------------
+BWCTL=("$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY")
+job_json() { curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$1"; }
+watch_failed() {
+    "${BWCTL[@]}" watch --timeout 60 "$dup_job" 2>"$WORK/watch.err"
+    local rc=$?
+    cat "$WORK/watch.err"
+    [ $rc -eq 1 ] && grep -q '500 submitted, 0 applied, 500 failed' "$WORK/watch.err"
+}
+check "bwctl watch ends with exit 1 and the failure counts for a job whose ops all failed" watch_failed
+job_counts() { job_json "$1" | jq -c '[.submitted, .applied, .failed, .pending, .finished, (.shards | map(.shard)), (.failures | length), (.failures[0].reason | test("^Duplicate entry"))]'; }
+counts=$(job_counts "$dup_job")
+check "GET /v1/jobs: 500 submitted, 0 applied, 500 failed, 0 pending, finished, shard 2, 20 sampled reasons ($counts)" \
+    test "$counts" = '[500,0,500,0,true,[2],20,true]'
+like_job=$(curl -sf -H 'Content-Type: application/json' --data-binary \
+    '{"ops":[{"op":"update","object_type":"pin","id":'$(( (2 << 46) | (1 << 36) | 999999 ))',"fields":{"board_id":9}},{"op":"delete","object_type":"pin","id":'$(( (3 << 46) | (1 << 36) | 999999 ))'},{"op":"delete","object_type":"nope","id":1}]}' \
+    "$URL" | jq -r .job_id)
+# (an update and a delete of pins that do not exist: no-ops that count as applied)
+check "a job over two shards with one invalid op finishes: 2 applied, 1 rejected" \
+    "${BWCTL[@]}" watch --timeout 60 "$like_job"
+breakdown=$(job_json "$like_job" | jq -c '[.submitted, .applied, .rejected, (.shards | map([.shard, .submitted, .applied]))]')
+check "its status has a per-shard breakdown ($breakdown)" test "$breakdown" = '[2,2,1,[[2,1,1],[3,1,1]]]'
+protobuf_status() {
+    [ "$(curl -s -o "$WORK/job.pb" -w '%{content_type}' -H 'Accept: application/x-protobuf' \
+        "http://127.0.0.1:$PROXY/v1/jobs/$dup_job")" = application/x-protobuf ] && grep -q "$dup_job" "$WORK/job.pb"
+}
+check "GET /v1/jobs answers protobuf (JobStatus) on request" protobuf_status
+check "an unknown job gets 404" test "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PROXY/v1/jobs/0123456789abcdef0123456789abcdef)" = 404
+check "a malformed job id gets 400" test "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PROXY/v1/jobs/xyz)" = 400
+
+# After a consumer restart and a proxy restart the answer is the same (Kafka and the
+# shards hold it, not the processes).
+kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null
+start_consumer $C1 "$WORK/fresh.conf"
+kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null
+"$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
+PROXY_PID=$!
+pids+=($PROXY_PID)
+wait_for 60 curl -sf "http://127.0.0.1:$PROXY/healthz"
+check "a restarted consumer rejoins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
+check "after restarting the consumer and the proxy the job's counts are unchanged" \
+    test "$(job_counts "$dup_job")" = "$counts"
+
+# ---- runtime control -------------------------------------------------------------------------
+metric_of() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="$1{shard=\"$2\"}" '$1 == m {print $2}'; }
+metric_is() { [ "$(metric_of "$1" "$2")" = "$3" ]; }
+check "bwctl set-rate: shard 3 to 2.5 batches/s" "${BWCTL[@]}" set-rate 3 2.5 --reason "e2e"
+check "the running consumer (another process) applies it within 5 s" \
+    wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 3 2.5
+check "bwctl pause: shard 4" "${BWCTL[@]}" pause 4 --reason "e2e drain test"
+check "the consumer pauses shard 4 within 5 s" wait_for 5 metric_is bulkwrite_consumer_paused 4 1
+rows4() { mariadb -h127.0.0.1 -P$DB_B -uroot -N -e "SELECT COUNT(*) FROM db00004.pins"; }
+before4=$(rows4)
+check "500 creates for paused shard 4 are accepted" "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:500:4
+sleep 3
+check "nothing is applied to the paused shard ($before4 rows before, $(rows4) after 3 s)" test "$(rows4)" = "$before4"
+shards_table() { "${BWCTL[@]}" shards >"$WORK/shards.txt" && cat "$WORK/shards.txt" &&
+    awk '$1 == 4 && $6 == "yes" && $8 > 0 {p = 1} $1 == 3 && $5 == 2.5 {r = 1} END {exit !(p && r && NR == 9)}' "$WORK/shards.txt"; }
+check "bwctl shards: 8 shards; 4 paused with lag, 3 at 2.5 batches/s" wait_for 10 shards_table
+kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null
+start_consumer $C1 "$WORK/fresh.conf"
+check "after a consumer restart shard 4 is still paused" wait_for 60 metric_is bulkwrite_consumer_paused 4 1
+check "and shard 3 still at 2.5 batches/s" metric_is bulkwrite_consumer_rate_batches_per_second 3 2.5
+check "bwctl resume: shard 4" "${BWCTL[@]}" resume 4
+check "the resumed shard applies its backlog, row by row" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:100000 feed:20000:$HOT cleanup:20000:$HOT \
+    like:20000:$HOT feed:1000:2 like:1000:2 feed:500:4
+check "bwctl set-rate 3 default: back to the configured rate" "${BWCTL[@]}" set-rate 3 default
+check "the consumer goes back to the configured rate (0 = unlimited)" \
+    wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 3 0
+refused() { # refused MESSAGE BWCTL-ARGS...: exit 1 and the message on stderr
+    local msg=$1; shift
+    "${BWCTL[@]}" "$@" 2>"$WORK/refused.err"
+    local rc=$?
+    cat "$WORK/refused.err"
+    [ $rc -eq 1 ] && grep -qF "$msg" "$WORK/refused.err"
+}
+check "a rate over 1,000,000 is refused with the reason" refused "rate must be a number" set-rate 3 2000000
+check "a shard out of range is refused with the reason" refused "shard 99 is out of range: shards.count is 8" pause 99
+check "a negative rate is refused by the API with the reason" bash -c \
+    "curl -s -H 'Content-Type: application/json' --data-binary '{\"rate\": -5}' http://127.0.0.1:$PROXY/v1/shards/3/rate | grep -q 'rate must be a number'"
+usage_codes() {
+    "${BWCTL[@]}" set-rate 3 >/dev/null 2>&1
+    [ $? -eq 2 ] && "${BWCTL[@]}" watch --help >/dev/null && "${BWCTL[@]}" submit --help | grep -q jsonl &&
+        "${BWCTL[@]}" --help | grep -q set-rate
+}
+check "bad usage exits 2, --help exits 0" usage_codes
+
+# SIGHUP: the running consumer takes the file's new rates; a key that needs a restart is refused.
+sed -i "s/default_rate = 0.0;/default_rate = 7.0;/" "$WORK/fresh.conf"
+kill -HUP "$LAST_PID"
+check "SIGHUP: the consumer takes the new default rate from its file" \
+    wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 0 7
+sed -i -e "s/default_rate = 7.0;/default_rate = 0.0;/" -e "s/workers = 4;/workers = 5;/" "$WORK/fresh.conf"
+kill -HUP "$LAST_PID"
+check "SIGHUP with a restart-only change is refused, naming the key, and nothing changes" \
+    wait_for 5 grep -q "reload refused.*consumer.workers changed, which needs a restart" "$WORK/consumer-$C1.log"
+check "the rate stays 7" metric_is bulkwrite_consumer_rate_batches_per_second 0 7
+sed -i "s/workers = 5;/workers = 4;/" "$WORK/fresh.conf"
+kill -HUP "$LAST_PID"
+check "SIGHUP again: back to unlimited" wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 0 0
+
+# CSV through the CLI: 300 boards, typed by the configuration's column types.
+{ echo 'op,object_type,shard_key,partner,name,score,archived'
+  for i in $(seq 1 300); do echo "create,board,partner-$i,partner-$i,\"Board \"\"$i\"\", spring\",$i.5,$([ $((i % 2)) = 0 ] && echo true || echo false)"; done
+} >"$WORK/boards.csv"
+submit_csv() { "${BWCTL[@]}" submit --batch 100 "$WORK/boards.csv" >"$WORK/boards.jobs"; }
+check "bwctl submit: 300 boards from CSV are accepted" submit_csv
+boards_job=$(tail -1 "$WORK/boards.jobs")
+check "bwctl watch: the last CSV job finishes with nothing failed" "${BWCTL[@]}" watch --timeout 60 "$boards_job"
+boards() { local n=0; for port in $DB_A $DB_B; do for db in $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SHOW DATABASES LIKE 'db0%'"); do
+    n=$((n + $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SELECT COUNT(*) FROM $db.boards WHERE name LIKE 'Board \"%'"))); done; done; echo $n; }
+board_row() { for port in $DB_A $DB_B; do for db in $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SHOW DATABASES LIKE 'db0%'"); do
+    mariadb -h127.0.0.1 -P$port -uroot -N -e "SELECT partner, name, score, archived FROM $db.boards WHERE partner = 'partner-42'"; done; done; }
+boards_ok() { [ "$(boards)" -eq 300 ] && [ "$(board_row | tr '\t' '|')" = 'partner-42|Board "42", spring|42.5|1' ]; }
+check "the shards hold 300 boards, quotes and types intact ($(board_row | tr '\t' '|'))" boards_ok
 
 status_of() { curl -s -o /dev/null -w '%{http_code}' -H "Content-Type: $1" --data-binary "$2" "$URL"; }
 check "malformed JSON gets 400" test "$(status_of application/json '{"ops": [')" = 400

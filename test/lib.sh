@@ -13,7 +13,10 @@
 # The caller ends with: echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]
 
 BIN=${BW_BIN:-bin}
-DB_A=24306 DB_B=24307 PROXY=28080 C1=28081 C2=28082 KAFKA=29092 ALERTMANAGER=29093
+# BW_TEST_PORT_OFFSET shifts every port, so two runs can share a machine
+off=${BW_TEST_PORT_OFFSET:-0}
+DB_A=$((24306 + off)) DB_B=$((24307 + off)) PROXY=$((28080 + off)) C1=$((28081 + off)) C2=$((28082 + off))
+KAFKA=$((29092 + off)) ALERTMANAGER=$((29093 + off))
 HOT=5 HOT_RATE=5
 pids=()
 passed=0 failed=0

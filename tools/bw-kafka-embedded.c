@@ -63,7 +63,8 @@ int main(int argc, char **argv) {
     const struct {
         const char *name;
         int partitions;
-    } topics[] = {{conf->topic, conf->shard_count}, {conf->dead_letter_topic, 1}};
+    } topics[] = {{conf->topic, conf->shard_count}, {conf->dead_letter_topic, 1}, {conf->jobs_topic, 1},
+                  {conf->control_topic, 1}, {conf->status_topic, 1}};
     for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) {
         rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, topics[i].name, topics[i].partitions, 1);
         if (e) {

@@ -1,80 +1,643 @@
-/* bwctl — the operator's command line.
+/* bwctl — the command line for clients and SREs.
  *
- *   bwctl [-c CONFIG] schema [--print]   create every shard database and table (or print the DDL)
- *   bwctl [-c CONFIG] check-config       load and validate the configuration
- *   bwctl [-c CONFIG] dump-config        print the effective configuration
- *   bwctl config-doc                     print docs/configuration.md
+ *   bwctl [-c CONFIG] [--url URL] COMMAND [ARGS]   (bwctl COMMAND --help for each)
  *
- * Exit codes: 0 success, 1 failure (message on stderr), 2 usage. */
+ *   submit FILE          send ops from JSON lines or CSV, in batches, with a progress bar
+ *   watch JOB_ID         follow a job until it is finished: progress bar and ETA
+ *   job JOB_ID           print a job's status (JSON)
+ *   shards               a table of every shard: rates, paused, lag, recent errors
+ *   set-rate SHARD RATE  set a shard's rate (batches/s; 0 = unlimited; "default" = configured)
+ *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
+ *   resume SHARD         apply them again
+ *   schema [--print]     create every shard database and table (or print the DDL)
+ *   check-config         load and validate the configuration
+ *   dump-config          print the effective configuration
+ *   config-doc           print docs/configuration.md
+ *
+ * The URL defaults to the proxy of the configuration (proxy.listen_address:proxy.port).
+ * Exit codes: 0 success; 1 failure (message on stderr; for submit: some ops were not
+ * accepted; for watch: the job finished with failed ops); 2 usage; 3 watch timed out. */
+#include <curl/curl.h>
+#include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "config.h"
 #include "db.h"
 
+static bw_config_t *conf;
+static char base_url[512];
+
+/* ---- HTTP ------------------------------------------------------------------------------ */
+
+static size_t collect(char *p, size_t sz, size_t n, void *ud) {
+    bw_buf_append(ud, p, sz * n);
+    return sz * n;
+}
+
+/* method GET (body NULL) or POST (JSON body). Returns the HTTP status, or -1 with the
+ * transport error in resp; resp gets the body (NUL-terminated). */
+static long http(const char *method, const char *path, const char *body, bw_buf_t *resp) {
+    CURL *c = curl_easy_init();
+    char url[1024];
+    snprintf(url, sizeof(url), "%s%s", base_url, path);
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    h = curl_slist_append(h, "Expect:");
+    bw_buf_reset(resp);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+    if (strcmp(method, "POST") == 0) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+    CURLcode rc = curl_easy_perform(c);
+    long status = -1;
+    if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    else bw_buf_printf(resp, "%s: %s", url, curl_easy_strerror(rc));
+    bw_buf_append(resp, "", 1);
+    resp->len--;
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return status;
+}
+
+/* The "error" of a JSON error body, or the body itself. */
+static const char *error_text(bw_buf_t *resp, char *out, size_t size) {
+    json_t *j = json_loadb(resp->data, resp->len, 0, NULL);
+    const char *e = json_string_value(json_object_get(j, "error"));
+    snprintf(out, size, "%s", e ? e : resp->data ? resp->data : "");
+    json_decref(j);
+    return out;
+}
+
+/* ---- progress --------------------------------------------------------------------------- */
+
+/* A bar on a terminal (redrawn in place), a plain line every 2 s otherwise. */
+static void progress(const char *what, double done, double total, double rate, int final) {
+    static int64_t last_us;
+    int64_t now = bw_now_us();
+    int tty = isatty(2);
+    if (!final && now - last_us < (tty ? 100000 : 2000000)) return;
+    last_us = now;
+    double frac = total > 0 ? done / total : 1;
+    if (frac > 1) frac = 1;
+    char eta[32] = "";
+    if (rate > 0 && total > done) snprintf(eta, sizeof(eta), " ETA %.0fs", (total - done) / rate);
+    if (tty) {
+        char bar[31];
+        int fill = (int)(frac * 30);
+        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+        bar[30] = '\0';
+        fprintf(stderr, "\r%s [%s] %3.0f%% %.0f/%.0f %.0f/s%s   %s", what, bar, frac * 100, done, total, rate, eta,
+                final ? "\n" : "");
+    } else {
+        fprintf(stderr, "%s %3.0f%% %.0f/%.0f %.0f/s%s\n", what, frac * 100, done, total, rate, eta);
+    }
+}
+
+/* ---- submit ----------------------------------------------------------------------------- */
+
+typedef struct {
+    size_t batch;
+    const char *request_id;  /* prefix */
+    int retry_s;
+    long sent, accepted, rejected, requests, resent;
+    long total_lines;
+    json_t *ops;             /* the batch being filled */
+    long first_line;         /* input line of ops[0] */
+    long *lines;             /* input line of each op in the batch */
+    int failed;
+} submit_t;
+
+static int flush_batch(submit_t *sb) {
+    size_t n = json_array_size(sb->ops);
+    if (!n) return 0;
+    char rid[256];
+    snprintf(rid, sizeof(rid), "%s-%ld", sb->request_id, sb->requests);
+    json_t *req = json_pack("{s:s, s:O}", "request_id", rid, "ops", sb->ops);
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    int64_t deadline = bw_now_us() + (int64_t)sb->retry_s * 1000000;
+    long status;
+    /* no answer or 5xx: resend as it was; the request_id makes it apply once */
+    while (((status = http("POST", "/v1/batches", body, &resp)) < 0 || status >= 500) && bw_now_us() < deadline) {
+        sb->resent++;
+        sleep(1);
+    }
+    free(body);
+    sb->requests++;
+    sb->sent += (long)n;
+    json_t *r = status > 0 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+    if (status == 202 || status == 422) {
+        long acc = (long)json_integer_value(json_object_get(r, "accepted"));
+        sb->accepted += acc;
+        printf("%s\n", json_string_value(json_object_get(r, "job_id")));
+        size_t i;
+        json_t *rej;
+        json_array_foreach(json_object_get(r, "rejected"), i, rej) {
+            size_t idx = (size_t)json_integer_value(json_object_get(rej, "index"));
+            fprintf(stderr, "line %ld: %s\n", idx < n ? sb->lines[idx] : -1L,
+                    json_string_value(json_object_get(rej, "reason")));
+            sb->rejected++;
+        }
+        if (acc < (long)n) sb->failed = 1;
+    } else {
+        char e[512];
+        fprintf(stderr, "bwctl: lines %ld-%ld not accepted: HTTP %ld: %s\n", sb->lines[0], sb->lines[n - 1], status,
+                error_text(&resp, e, sizeof(e)));
+        sb->rejected += (long)n;
+        sb->failed = 1;
+    }
+    json_decref(r);
+    bw_buf_free(&resp);
+    json_array_clear(sb->ops);
+    return 0;
+}
+
+/* Splits one CSV record (RFC 4180 quoting) in place; fields point into line. */
+static int csv_split(char *line, char **fields, int max) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        if (n == max) return -1;
+        char *out = p;
+        fields[n++] = p;
+        if (*p == '"') {
+            p++;
+            for (;;) {
+                if (!*p) return -1; /* unterminated quote */
+                if (*p == '"' && p[1] == '"') { *out++ = '"'; p += 2; }
+                else if (*p == '"') { p++; break; }
+                else *out++ = *p++;
+            }
+            if (*p && *p != ',') return -1;
+        } else {
+            while (*p && *p != ',') *out++ = *p++;
+        }
+        int more = *p == ',';
+        if (*p) p++;
+        *out = '\0';
+        if (!more) return n;
+    }
+}
+
+/* One CSV row as an op in the API's JSON: columns op, object_type, id, shard_key, then
+ * fields by name ("name+=" for an increment); an empty cell leaves the field out, \N is
+ * null; values are typed by the configuration's column types. */
+static json_t *csv_op(char **hdr, int nh, char **cell, int nc, char *err, size_t esz) {
+    if (nc != nh) return snprintf(err, esz, "%d cells, the header has %d", nc, nh), NULL;
+    json_t *op = json_object(), *fields = json_object();
+    const bw_object_type_t *ot = NULL;
+    for (int i = 0; i < nh; i++)
+        if (strcmp(hdr[i], "object_type") == 0) ot = bw_config_object_type(conf, cell[i]);
+    for (int i = 0; i < nh; i++) {
+        const char *h = hdr[i], *v = cell[i];
+        if (strcmp(h, "op") == 0 || strcmp(h, "object_type") == 0 || strcmp(h, "shard_key") == 0) {
+            if (*v) json_object_set_new(op, h, json_string(v));
+            continue;
+        }
+        if (strcmp(h, "id") == 0) {
+            if (*v) json_object_set_new(op, "id", json_string(v));
+            continue;
+        }
+        if (!*v) continue;
+        char name[128];
+        size_t hl = strlen(h);
+        int inc = hl > 2 && strcmp(h + hl - 2, "+=") == 0;
+        snprintf(name, sizeof(name), "%.*s", (int)(inc ? hl - 2 : hl), h);
+        int col = ot ? bw_config_column(ot, name) : -1;
+        json_t *jv;
+        if (strcmp(v, "\\N") == 0) jv = json_null();
+        else if (col < 0) jv = json_string(v); /* the proxy names the unknown column */
+        else {
+            char *end;
+            errno = 0;
+            switch (ot->columns[col].type) {
+            case BW_COL_INT: {
+                long long x = strtoll(v, &end, 10);
+                if (*end || errno) goto bad;
+                jv = json_integer(x);
+                break;
+            }
+            case BW_COL_DOUBLE: {
+                double x = strtod(v, &end);
+                if (*end || errno) goto bad;
+                jv = json_real(x);
+                break;
+            }
+            case BW_COL_BOOL:
+                if (strcmp(v, "true") && strcmp(v, "false")) goto bad;
+                jv = json_boolean(strcmp(v, "true") == 0);
+                break;
+            case BW_COL_BYTES: jv = json_pack("{s:s}", "base64", v); break;
+            default: jv = json_string(v);
+            }
+        }
+        if (inc) jv = json_pack("{s:o}", "increment", jv);
+        json_object_set_new(fields, name, jv);
+        continue;
+    bad:
+        snprintf(err, esz, "column %s: \"%s\" is not a %s", name, v, bw_col_type_name(ot->columns[col].type));
+        json_decref(op);
+        json_decref(fields);
+        return NULL;
+    }
+    if (json_object_size(fields)) json_object_set(op, "fields", fields);
+    json_decref(fields);
+    return op;
+}
+
+static long count_lines(FILE *f) {
+    long n = 0;
+    int ch, last = '\n';
+    while ((ch = getc(f)) != EOF) {
+        if (ch == '\n') n++;
+        last = ch;
+    }
+    if (last != '\n') n++;
+    rewind(f);
+    return n;
+}
+
+static int cmd_submit(int argc, char **argv) {
+    static const char help[] =
+        "usage: bwctl submit [--format jsonl|csv] [--batch N] [--request-id PREFIX] [--retry-for S] FILE|-\n"
+        "Sends the ops in FILE to the proxy in requests of N ops (default 1000), printing each\n"
+        "request's job id on stdout and each rejected op (with its input line) on stderr.\n"
+        "  jsonl: one op per line in the API's JSON encoding, e.g.\n"
+        "         {\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}\n"
+        "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
+        "         an empty cell leaves a field out, \\N is null\n"
+        "Request i carries request_id PREFIX-i (default: random): a request that gets no answer\n"
+        "or a 5xx is resent for up to S seconds (default 60) and still applies once.\n"
+        "Exit: 0 every op accepted; 1 some were not; 2 usage.\n";
+    submit_t sb = {.batch = 1000, .retry_s = 60};
+    const char *format = NULL;
+    static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
+                                         {"request-id", required_argument, 0, 'r'}, {"retry-for", required_argument, 0, 'R'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
+    for (int o; (o = getopt_long(argc, argv, "f:n:r:R:h", opts, NULL)) != -1;) {
+        if (o == 'f') format = optarg;
+        else if (o == 'n') sb.batch = (size_t)atol(optarg);
+        else if (o == 'r') sb.request_id = optarg;
+        else if (o == 'R') sb.retry_s = atoi(optarg);
+        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+    }
+    if (optind != argc - 1 || sb.batch < 1) return fputs(help, stderr), 2;
+    const char *path = argv[optind];
+    if (!format) {
+        size_t l = strlen(path);
+        format = l > 4 && strcmp(path + l - 4, ".csv") == 0 ? "csv" : "jsonl";
+    }
+    int csv = strcmp(format, "csv") == 0;
+    if (!csv && strcmp(format, "jsonl")) return fprintf(stderr, "bwctl: unknown format %s (jsonl or csv)\n", format), 2;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f) return fprintf(stderr, "bwctl: %s: %s\n", path, strerror(errno)), 1;
+    char rid[40];
+    if (!sb.request_id) {
+        unsigned char r[8];
+        if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) return 1;
+        snprintf(rid, sizeof(rid), "bwctl-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+        sb.request_id = rid;
+    }
+    sb.total_lines = f == stdin ? 0 : count_lines(f);
+    sb.ops = json_array();
+    sb.lines = calloc(sb.batch, sizeof(long));
+    char *line = NULL, *hdr_line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0, bad = 0;
+    char *hdr[256], *cell[256];
+    int nh = 0;
+    int64_t t0 = bw_now_us();
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        if (!len) continue;
+        char err[512] = "";
+        json_t *op = NULL;
+        if (csv && !nh) {
+            hdr_line = strdup(line);
+            if ((nh = csv_split(hdr_line, hdr, 256)) < 1) return fprintf(stderr, "bwctl: %s:1: bad CSV header\n", path), 1;
+            continue;
+        }
+        if (csv) {
+            int nc = csv_split(line, cell, 256);
+            if (nc < 0) snprintf(err, sizeof(err), "malformed CSV");
+            else op = csv_op(hdr, nh, cell, nc, err, sizeof(err));
+        } else {
+            json_error_t je;
+            if (!(op = json_loadb(line, (size_t)len, 0, &je))) snprintf(err, sizeof(err), "malformed JSON: %s", je.text);
+        }
+        if (!op) {
+            fprintf(stderr, "line %ld: %s\n", lineno, err);
+            bad++;
+            continue;
+        }
+        sb.lines[json_array_size(sb.ops)] = lineno;
+        json_array_append_new(sb.ops, op);
+        if (json_array_size(sb.ops) == sb.batch) flush_batch(&sb);
+        double secs = (double)(bw_now_us() - t0) / 1e6;
+        progress("submit", (double)lineno, (double)(sb.total_lines ? sb.total_lines : lineno), secs > 0 ? sb.sent / secs : 0, 0);
+    }
+    flush_batch(&sb);
+    double secs = (double)(bw_now_us() - t0) / 1e6;
+    progress("submit", (double)lineno, (double)(sb.total_lines ? sb.total_lines : lineno), secs > 0 ? sb.sent / secs : 0, 1);
+    fprintf(stderr, "submit: %ld ops in %ld requests: %ld accepted, %ld rejected, %ld unreadable lines, %ld resent requests\n",
+            sb.sent, sb.requests, sb.accepted, sb.rejected, bad, sb.resent);
+    free(line);
+    free(hdr_line);
+    free(sb.lines);
+    json_decref(sb.ops);
+    if (f != stdin) fclose(f);
+    return sb.failed || bad ? 1 : 0;
+}
+
+/* ---- jobs ------------------------------------------------------------------------------- */
+
+static json_t *get_job(const char *id, char *err, size_t esz, long *status) {
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    *status = http("GET", path, NULL, &resp);
+    json_t *j = *status == 200 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+    if (!j) error_text(&resp, err, esz);
+    bw_buf_free(&resp);
+    return j;
+}
+
+static int cmd_job(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-')
+        return fputs("usage: bwctl job JOB_ID\nPrints the job's status as JSON (GET /v1/jobs/JOB_ID).\n",
+                     argc == 2 ? stdout : stderr), argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    char err[512];
+    long status;
+    json_t *j = get_job(argv[1], err, sizeof(err), &status);
+    if (!j) return fprintf(stderr, "bwctl: %s\n", err), 1;
+    char *s = json_dumps(j, JSON_INDENT(2));
+    puts(s);
+    free(s);
+    json_decref(j);
+    return 0;
+}
+
+static long jint(json_t *o, const char *k) { return (long)json_integer_value(json_object_get(o, k)); }
+
+static int cmd_watch(int argc, char **argv) {
+    static const char help[] =
+        "usage: bwctl watch [--interval S] [--timeout S] JOB_ID\n"
+        "Follows the job until nothing is pending: a progress bar with rate and ETA on stderr,\n"
+        "then the counts and a sample of failed ops.\n"
+        "Exit: 0 finished, nothing failed; 1 finished with failed ops (or the job is unknown);\n"
+        "3 not finished within the timeout (default: none).\n";
+    double interval = 1;
+    int timeout = 0;
+    static const struct option opts[] = {{"interval", required_argument, 0, 'i'}, {"timeout", required_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
+    for (int o; (o = getopt_long(argc, argv, "i:t:h", opts, NULL)) != -1;) {
+        if (o == 'i') interval = atof(optarg);
+        else if (o == 't') timeout = atoi(optarg);
+        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+    }
+    if (optind != argc - 1 || interval <= 0) return fputs(help, stderr), 2;
+    const char *id = argv[optind];
+    int64_t t0 = bw_now_us(), deadline = timeout > 0 ? t0 + (int64_t)timeout * 1000000 : INT64_MAX;
+    long first_done = -1;
+    for (;;) {
+        char err[512];
+        long status;
+        json_t *j = get_job(id, err, sizeof(err), &status);
+        if (!j) return fprintf(stderr, "bwctl: %s\n", err), 1;
+        long submitted = jint(j, "submitted"), done = jint(j, "applied") + jint(j, "failed");
+        if (first_done < 0) first_done = done;
+        double secs = (double)(bw_now_us() - t0) / 1e6;
+        double rate = secs > 0 ? (double)(done - first_done) / secs : 0;
+        int finished = json_is_true(json_object_get(j, "finished"));
+        progress("watch", (double)done, (double)submitted, rate, finished);
+        if (finished) {
+            fprintf(stderr, "job %s: %ld submitted, %ld applied, %ld failed, %ld rejected at submission\n", id, submitted,
+                    jint(j, "applied"), jint(j, "failed"), jint(j, "rejected"));
+            size_t i;
+            json_t *fo;
+            json_array_foreach(json_object_get(j, "failures"), i, fo)
+                fprintf(stderr, "  op %ld (shard %ld, id %s): %s\n", jint(fo, "op_index"), jint(fo, "shard"),
+                        json_string_value(json_object_get(fo, "id")), json_string_value(json_object_get(fo, "reason")));
+            int rc = jint(j, "failed") ? 1 : 0;
+            json_decref(j);
+            return rc;
+        }
+        json_decref(j);
+        if (bw_now_us() >= deadline) {
+            fprintf(stderr, "bwctl: job %s not finished after %d s\n", id, timeout);
+            return 3;
+        }
+        usleep((useconds_t)(interval * 1e6));
+    }
+}
+
+/* ---- shards ----------------------------------------------------------------------------- */
+
+static int cmd_shards(int argc, char **argv) {
+    if (argc != 1)
+        return fputs("usage: bwctl shards\nA table of every shard: configured and effective rate, paused, "
+                     "unhealthy, lag, its consumer, and the latest error.\n",
+                     strcmp(argv[1], "--help") ? stderr : stdout), strcmp(argv[1], "--help") ? 2 : 0;
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    long status = http("GET", "/v1/shards", NULL, &resp);
+    json_t *j = status == 200 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+    if (!j) {
+        char e[512];
+        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
+        bw_buf_free(&resp);
+        return 1;
+    }
+    printf("%-6s %-9s %-10s %10s %10s %-6s %-9s %8s %-22s %s\n", "SHARD", "DATABASE", "SERVER", "CONFIGURED",
+           "EFFECTIVE", "PAUSED", "UNHEALTHY", "LAG", "CONSUMER", "LAST ERROR");
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(j, "shards"), i, s) {
+        json_t *c = json_object_get(s, "consumer");
+        char lag[24] = "-", unhealthy[8] = "-", last[300] = "";
+        if (json_is_object(c)) {
+            snprintf(lag, sizeof(lag), "%ld", jint(c, "lag"));
+            snprintf(unhealthy, sizeof(unhealthy), "%s", json_is_true(json_object_get(c, "unhealthy")) ? "yes" : "no");
+            json_t *e = json_array_get(json_object_get(c, "recent_errors"), 0);
+            if (e)
+                snprintf(last, sizeof(last), "%s: %.200s", json_string_value(json_object_get(e, "kind")),
+                         json_string_value(json_object_get(e, "message")));
+        }
+        printf("%-6ld %-9s %-10s %10g %10g %-6s %-9s %8s %-22s %s\n", jint(s, "shard"),
+               json_string_value(json_object_get(s, "database")), json_string_value(json_object_get(s, "server")),
+               json_real_value(json_object_get(s, "configured_rate")), json_number_value(json_object_get(s, "effective_rate")),
+               json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag,
+               json_is_object(c) ? json_string_value(json_object_get(c, "instance")) : "-", last);
+    }
+    json_decref(j);
+    bw_buf_free(&resp);
+    return 0;
+}
+
+static int cmd_control(int argc, char **argv) {
+    const char *cmd = argv[0];
+    int is_rate = strcmp(cmd, "set-rate") == 0;
+    char help[512];
+    snprintf(help, sizeof(help),
+             "usage: bwctl %s SHARD%s [--reason TEXT]\n%s\n"
+             "Every consumer applies it within seconds; it lasts until changed, across restarts.\n",
+             cmd, is_rate ? " RATE|default" : "",
+             is_rate ? "Sets the shard's rate in batches per second (0 = unlimited; default = the configured rate)."
+             : strcmp(cmd, "pause") == 0 ? "Stops applying the shard's batches; they wait in Kafka."
+                                         : "Applies the shard's batches again.");
+    const char *reason = "";
+    static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
+    for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
+        if (o == 'r') reason = optarg;
+        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+    }
+    if (argc - optind != (is_rate ? 2 : 1)) return fputs(help, stderr), 2;
+    char *end;
+    long shard = strtol(argv[optind], &end, 10);
+    if (*end || end == argv[optind]) return fprintf(stderr, "bwctl: \"%s\" is not a shard number\n", argv[optind]), 2;
+    json_t *body = json_pack("{s:s}", "reason", reason);
+    if (is_rate) {
+        const char *r = argv[optind + 1];
+        if (strcmp(r, "default") == 0) json_object_set_new(body, "rate", json_null());
+        else {
+            double v = strtod(r, &end);
+            if (*end || end == r) return fprintf(stderr, "bwctl: \"%s\" is not a rate (a number, or default)\n", r), 2;
+            json_object_set_new(body, "rate", json_real(v));
+        }
+    }
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/shards/%ld/%s", shard, is_rate ? "rate" : cmd);
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    long status = http("POST", path, text, &resp);
+    free(text);
+    int rc = 0;
+    if (status == 200) {
+        printf("%s\n", resp.data);
+    } else {
+        char e[512];
+        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
+        rc = 1;
+    }
+    bw_buf_free(&resp);
+    return rc;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
 static int usage(FILE *out, int code) {
-    fputs("usage: bwctl [-c CONFIG] COMMAND\n"
-          "commands:\n"
-          "  schema [--print]   create the shard databases and tables on every server\n"
-          "                     (idempotent), or print the DDL\n"
-          "  check-config       validate the configuration; prints file:line: what on error\n"
-          "  dump-config        print the effective configuration, defaults filled in\n"
-          "  config-doc         print the configuration reference (docs/configuration.md)\n"
+    fputs("usage: bwctl [-c CONFIG] [--url URL] COMMAND [ARGS]\n"
+          "commands (bwctl COMMAND --help for each):\n"
+          "  submit FILE          send ops from JSON lines or CSV in batches, with a progress bar\n"
+          "  watch JOB_ID         follow a job until it is finished, with a progress bar and ETA\n"
+          "  job JOB_ID           print a job's status (JSON)\n"
+          "  shards               a table of every shard: rates, paused, lag, recent errors\n"
+          "  set-rate SHARD RATE  set a shard's rate (batches/s; 0 = unlimited; default = configured)\n"
+          "  pause SHARD          stop applying a shard's batches (they wait in Kafka)\n"
+          "  resume SHARD         apply them again\n"
+          "  schema [--print]     create the shard databases and tables on every server\n"
+          "                       (idempotent), or print the DDL\n"
+          "  check-config         validate the configuration; prints file:line: what on error\n"
+          "  dump-config          print the effective configuration, defaults filled in\n"
+          "  config-doc           print the configuration reference (docs/configuration.md)\n"
           "options:\n"
-          "  -c, --config FILE  configuration (default conf/bulkwrite.conf)\n",
+          "  -c, --config FILE  configuration (default conf/bulkwrite.conf)\n"
+          "  -u, --url URL      the proxy (default http://proxy.listen_address:proxy.port)\n"
+          "exit codes: 0 success, 1 failure, 2 usage, 3 watch timed out\n",
           out);
     return code;
 }
 
+static int cmd_schema(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--print") == 0) {
+        bw_buf_t b;
+        bw_buf_init(&b);
+        for (int i = 0; i < conf->server_cnt; i++) {
+            bw_buf_printf(&b, "-- server %s (%s:%d)\n", conf->servers[i].name, conf->servers[i].host,
+                          conf->servers[i].port);
+            bw_db_schema_sql(conf, i, &b);
+        }
+        fwrite(b.data, 1, b.len, stdout);
+        bw_buf_free(&b);
+        return 0;
+    }
+    if (argc > 1)
+        return fputs("usage: bwctl schema [--print]\nCreates every shard database and table (idempotent); "
+                     "--print writes the DDL instead.\n", strcmp(argv[1], "--help") ? stderr : stdout),
+               strcmp(argv[1], "--help") ? 2 : 0;
+    char err[512];
+    if (bw_db_apply_schema(conf, err, sizeof(err)) != BW_OK) return fprintf(stderr, "bwctl: %s\n", err), 1;
+    printf("schema: %d shard databases ready on %d servers\n", conf->shard_count, conf->server_cnt);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    const char *config_path = "conf/bulkwrite.conf";
+    const char *config_path = "conf/bulkwrite.conf", *url = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
+                                         {"url", required_argument, 0, 'u'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    for (int o; (o = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, "+c:u:h", opts, NULL)) != -1;) {
         if (o == 'c') config_path = optarg;
+        else if (o == 'u') url = optarg;
         else return usage(o == 'h' ? stdout : stderr, o == 'h' ? 0 : 2);
     }
     if (optind >= argc) return usage(stderr, 2);
     const char *cmd = argv[optind];
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
     if (strcmp(cmd, "config-doc") == 0) {
         bw_config_doc(stdout);
         return 0;
     }
     char err[512];
-    bw_config_t *conf = bw_config_load(config_path, err, sizeof(err));
-    if (!conf) {
+    if (!(conf = bw_config_load(config_path, err, sizeof(err)))) {
         fprintf(stderr, "bwctl: %s\n", err);
         return 1;
     }
-    int ret = 0;
+    if (url) snprintf(base_url, sizeof(base_url), "%s", url);
+    else snprintf(base_url, sizeof(base_url), "http://%s:%d", conf->proxy_listen_address, conf->proxy_port);
+    size_t ul = strlen(base_url);
+    if (ul && base_url[ul - 1] == '/') base_url[ul - 1] = '\0';
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int ret;
     if (strcmp(cmd, "check-config") == 0) {
         printf("%s: ok (%d shards on %d servers, %d object types)\n", config_path, conf->shard_count,
                conf->server_cnt, conf->object_type_cnt);
+        ret = 0;
     } else if (strcmp(cmd, "dump-config") == 0) {
         bw_config_dump(conf, stdout);
-    } else if (strcmp(cmd, "schema") == 0) {
-        if (optind + 1 < argc && strcmp(argv[optind + 1], "--print") == 0) {
-            bw_buf_t b;
-            bw_buf_init(&b);
-            for (int i = 0; i < conf->server_cnt; i++) {
-                bw_buf_printf(&b, "-- server %s (%s:%d)\n", conf->servers[i].name, conf->servers[i].host,
-                              conf->servers[i].port);
-                bw_db_schema_sql(conf, i, &b);
-            }
-            fwrite(b.data, 1, b.len, stdout);
-            bw_buf_free(&b);
-        } else if (bw_db_apply_schema(conf, err, sizeof(err)) != BW_OK) {
-            fprintf(stderr, "bwctl: %s\n", err);
-            ret = 1;
-        } else {
-            printf("schema: %d shard databases ready on %d servers\n", conf->shard_count, conf->server_cnt);
-        }
-    } else {
-        ret = usage(stderr, 2);
-    }
+        ret = 0;
+    } else if (strcmp(cmd, "schema") == 0) ret = cmd_schema(sub_argc, sub_argv);
+    else if (strcmp(cmd, "submit") == 0) ret = cmd_submit(sub_argc, sub_argv);
+    else if (strcmp(cmd, "watch") == 0) ret = cmd_watch(sub_argc, sub_argv);
+    else if (strcmp(cmd, "job") == 0) ret = cmd_job(sub_argc, sub_argv);
+    else if (strcmp(cmd, "shards") == 0) ret = cmd_shards(sub_argc, sub_argv);
+    else if (strcmp(cmd, "set-rate") == 0 || strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
+        ret = cmd_control(sub_argc, sub_argv);
+    else ret = usage(stderr, 2);
+    curl_global_cleanup();
     bw_config_destroy(conf);
     return ret;
 }

@@ -1,0 +1,124 @@
+#include "shardtable.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tail.h"
+
+typedef struct {
+    void *data;
+    size_t len;
+} blob_t;
+
+/* @locks mu guards control[], status[] */
+struct bw_shard_table {
+    int shard_count;
+    pthread_mutex_t mu;
+    blob_t *control, *status;
+    atomic_uint version;
+    bw_tail_t *control_tail, *status_tail;
+};
+
+int bw_shard_key(int shard, char key[24]) { return snprintf(key, 24, "shard/%d", shard); }
+
+static int parse_key(const void *key, size_t len, int shard_count) {
+    char k[24];
+    if (!key || len < 7 || len >= sizeof(k)) return -1;
+    memcpy(k, key, len);
+    k[len] = '\0';
+    char *end;
+    long s = strtol(k + 6, &end, 10);
+    if (strncmp(k, "shard/", 6) || *end || end == k + 6 || s < 0 || s >= shard_count) return -1;
+    return (int)s;
+}
+
+static void store(bw_shard_table_t *t, blob_t *slots, const void *key, size_t klen, const void *val, size_t vlen) {
+    int s = parse_key(key, klen, t->shard_count);
+    if (s < 0) return; /* not ours (another layout) */
+    void *copy = NULL;
+    if (vlen) {
+        copy = malloc(vlen);
+        memcpy(copy, val, vlen);
+    }
+    pthread_mutex_lock(&t->mu);
+    free(slots[s].data);
+    slots[s] = (blob_t){copy, vlen}; /* an empty value (tombstone) clears it */
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
+    bw_shard_table_t *t = ud;
+    store(t, t->control, key, klen, val, vlen);
+    atomic_fetch_add(&t->version, 1);
+}
+
+unsigned bw_shard_table_version(bw_shard_table_t *t) { return atomic_load(&t->version); }
+
+static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
+    bw_shard_table_t *t = ud;
+    store(t, t->status, key, klen, val, vlen);
+}
+
+bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brokers, int with_status,
+                                       char *errstr, size_t errstr_size) {
+    bw_shard_table_t *t = calloc(1, sizeof(*t));
+    t->shard_count = conf->shard_count;
+    pthread_mutex_init(&t->mu, NULL);
+    t->control = calloc((size_t)conf->shard_count, sizeof(blob_t));
+    t->status = calloc((size_t)conf->shard_count, sizeof(blob_t));
+    if (!(t->control_tail = bw_tail_start(conf, brokers, conf->control_topic, on_control, t, errstr, errstr_size)) ||
+        (with_status &&
+         !(t->status_tail = bw_tail_start(conf, brokers, conf->status_topic, on_status, t, errstr, errstr_size)))) {
+        bw_shard_table_stop(t);
+        return NULL;
+    }
+    return t;
+}
+
+void bw_shard_table_stop(bw_shard_table_t *t) {
+    if (!t) return;
+    bw_tail_stop(t->control_tail);
+    bw_tail_stop(t->status_tail);
+    for (int s = 0; s < t->shard_count; s++) {
+        free(t->control[s].data);
+        free(t->status[s].data);
+    }
+    free(t->control);
+    free(t->status);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+int bw_shard_table_sync(bw_shard_table_t *t, int timeout_ms) {
+    int ok = bw_tail_sync(t->control_tail, timeout_ms);
+    if (t->status_tail) ok = bw_tail_sync(t->status_tail, timeout_ms) && ok;
+    return ok;
+}
+
+void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out) {
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&t->mu);
+    Bulkwrite__V1__ShardControl *c =
+        t->control[shard].data ? bulkwrite__v1__shard_control__unpack(NULL, t->control[shard].len, t->control[shard].data)
+                               : NULL;
+    pthread_mutex_unlock(&t->mu);
+    if (!c) return;
+    out->paused = c->paused;
+    out->has_rate = c->has_rate;
+    out->rate = c->rate;
+    out->updated_at_ms = c->updated_at_ms;
+    snprintf(out->reason, sizeof(out->reason), "%s", c->reason ? c->reason : "");
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+}
+
+Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard) {
+    pthread_mutex_lock(&t->mu);
+    Bulkwrite__V1__ShardStatus *s =
+        t->status[shard].data ? bulkwrite__v1__shard_status__unpack(NULL, t->status[shard].len, t->status[shard].data)
+                              : NULL;
+    pthread_mutex_unlock(&t->mu);
+    return s;
+}

@@ -1,0 +1,44 @@
+/* shardtable.h — the operator's settings and the consumers' status of every shard, as
+ * the latest record per key ("shard/N") of the compacted control and status topics.
+ *
+ * The proxy writes control records (admin API) and reads both topics (GET /v1/shards);
+ * consumers read the control topic and write status records. Kafka keeps the table, so
+ * a setting survives restarts of every process and reaches each consumer as soon as
+ * its tail reads it (well under a second on a healthy cluster).
+ *
+ * @locality any thread (a mutex guards the table; the tails fill it). */
+#ifndef BW_SHARDTABLE_H
+#define BW_SHARDTABLE_H
+
+#include "bulkwrite.pb-c.h"
+#include "config.h"
+
+typedef struct bw_shard_table bw_shard_table_t;
+
+typedef struct {
+    int paused;
+    int has_rate;
+    double rate;
+    int64_t updated_at_ms; /* 0: never set */
+    char reason[256];
+} bw_shard_setting_t;
+
+/* Follows the control topic, and the status topic too if with_status. */
+bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brokers, int with_status,
+                                       char *errstr, size_t errstr_size);
+void bw_shard_table_stop(bw_shard_table_t *t);
+
+/* Waits until everything written before the call has been read (or timeout). */
+int bw_shard_table_sync(bw_shard_table_t *t, int timeout_ms);
+
+void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out);
+/* Bumped by every control record read: re-read the settings when it moves. */
+unsigned bw_shard_table_version(bw_shard_table_t *t);
+/* The latest status record of the shard, unpacked (free with
+ * bulkwrite__v1__shard_status__free_unpacked(s, NULL)), or NULL. */
+Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard);
+
+/* "shard/N" into key; returns its length. Both topics use it. */
+int bw_shard_key(int shard, char key[24]);
+
+#endif

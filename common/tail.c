@@ -1,0 +1,128 @@
+#include "tail.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kafka.h"
+#include "log.h"
+
+#define MAX_PARTS 64
+
+struct bw_tail {
+    rd_kafka_t *rk;
+    char *topic;
+    int parts;
+    bw_tail_fn fn;
+    void *ud;
+    pthread_t thread;
+    atomic_int run;
+    atomic_int caught_up;
+    atomic_llong next[MAX_PARTS]; /* next offset to read, per partition */
+    int64_t start_end[MAX_PARTS];
+};
+
+static void *tail_main(void *arg) {
+    bw_tail_t *t = arg;
+    while (atomic_load(&t->run)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(t->rk, 100);
+        if (!m) continue;
+        if (!m->err) {
+            t->fn(t->ud, m->key, m->key_len, m->payload, m->len);
+            if (m->partition >= 0 && m->partition < t->parts) atomic_store(&t->next[m->partition], m->offset + 1);
+        } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            bw_log(BW_LOG_WARN, "kafka", -1, NULL, "reading %s: %s", t->topic, rd_kafka_message_errstr(m));
+        }
+        if (!atomic_load(&t->caught_up)) {
+            int all = 1;
+            for (int p = 0; p < t->parts; p++)
+                if (atomic_load(&t->next[p]) < t->start_end[p]) all = 0;
+            if (all) atomic_store(&t->caught_up, 1);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    return NULL;
+}
+
+bw_tail_t *bw_tail_start(const bw_config_t *conf, const char *brokers, const char *topic, bw_tail_fn fn,
+                         void *ud, char *errstr, size_t errstr_size) {
+    rd_kafka_conf_t *kc = bw_kafka_conf(conf, BW_KAFKA_CONSUMER, brokers, errstr, errstr_size);
+    if (!kc) return NULL;
+    /* assign() only: no group membership, no commits; always from the beginning */
+    rd_kafka_conf_set(kc, "auto.offset.reset", "earliest", NULL, 0);
+    bw_tail_t *t = calloc(1, sizeof(*t));
+    t->fn = fn;
+    t->ud = ud;
+    t->topic = strdup(topic);
+    if (!(t->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size))) goto fail;
+    const struct rd_kafka_metadata *md;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(t->rk, topic, NULL);
+    rd_kafka_resp_err_t err = rd_kafka_metadata(t->rk, 0, rkt, &md, 10000);
+    rd_kafka_topic_destroy(rkt);
+    if (err || md->topic_cnt != 1 || md->topics[0].err) {
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "topic %s: %s", topic,
+                  rd_kafka_err2str(err ? err : md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC));
+        if (!err) rd_kafka_metadata_destroy(md);
+        goto fail;
+    }
+    t->parts = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    if (t->parts > MAX_PARTS) {
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "topic %s has %d partitions; at most %d are read", topic,
+                  t->parts, MAX_PARTS);
+        goto fail;
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(t->parts);
+    for (int p = 0; p < t->parts; p++) {
+        int64_t lo = 0, hi = 0;
+        rd_kafka_query_watermark_offsets(t->rk, topic, p, &lo, &hi, 10000);
+        t->start_end[p] = hi;
+        atomic_init(&t->next[p], lo);
+        rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_assign(t->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    atomic_init(&t->run, 1);
+    int all = 1;
+    for (int p = 0; p < t->parts; p++)
+        if (atomic_load(&t->next[p]) < t->start_end[p]) all = 0;
+    atomic_init(&t->caught_up, all);
+    pthread_create(&t->thread, NULL, tail_main, t);
+    return t;
+fail:
+    if (t->rk) rd_kafka_destroy(t->rk);
+    free(t->topic);
+    free(t);
+    return NULL;
+}
+
+int bw_tail_caught_up(bw_tail_t *t) { return atomic_load(&t->caught_up); }
+
+int bw_tail_sync(bw_tail_t *t, int timeout_ms) {
+    int64_t hi[MAX_PARTS];
+    for (int p = 0; p < t->parts; p++) {
+        int64_t lo;
+        if (rd_kafka_query_watermark_offsets(t->rk, t->topic, p, &lo, &hi[p], timeout_ms)) return 0;
+    }
+    int64_t deadline = bw_now_us() + (int64_t)timeout_ms * 1000;
+    for (;;) {
+        int done = 1;
+        for (int p = 0; p < t->parts; p++)
+            if (atomic_load(&t->next[p]) < hi[p]) done = 0;
+        if (done) return 1;
+        if (bw_now_us() >= deadline) return 0;
+        usleep(5000);
+    }
+}
+
+void bw_tail_stop(bw_tail_t *t) {
+    if (!t) return;
+    atomic_store(&t->run, 0);
+    pthread_join(t->thread, NULL);
+    rd_kafka_consumer_close(t->rk);
+    rd_kafka_destroy(t->rk);
+    free(t->topic);
+    free(t);
+}

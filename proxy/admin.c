@@ -1,0 +1,139 @@
+#include "admin.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bw.h"
+
+static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
+    char db[80];
+    bw_config_shard_db(conf, shard, db, sizeof(db));
+    json_t *o = json_pack("{s:i, s:s, s:s, s:f, s:b}", "shard", shard, "database", db, "server",
+                          conf->servers[conf->shard_server[shard]].name, "configured_rate", conf->shard_rate[shard],
+                          "paused", set->paused);
+    json_object_set_new(o, "operator_rate", set->has_rate ? json_real(set->rate) : json_null());
+    json_object_set_new(o, "effective_rate", json_real(set->has_rate ? set->rate : conf->shard_rate[shard]));
+    if (set->updated_at_ms) {
+        json_object_set_new(o, "changed_at_ms", json_integer(set->updated_at_ms));
+        json_object_set_new(o, "reason", json_string(set->reason));
+    }
+    return o;
+}
+
+char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
+    json_t *o = setting_obj(conf, shard, set);
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table) {
+    json_t *arr = json_array();
+    int64_t now = bw_wall_ms();
+    for (int s = 0; s < conf->shard_count; s++) {
+        bw_shard_setting_t set;
+        bw_shard_table_setting(table, s, &set);
+        json_t *o = setting_obj(conf, s, &set);
+        Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(table, s);
+        if (st) {
+            json_t *errs = json_array();
+            for (size_t i = 0; i < st->n_recent_errors; i++)
+                json_array_append_new(errs, json_pack("{s:I, s:s, s:s}", "at_ms", (json_int_t)st->recent_errors[i]->at_ms,
+                                                      "kind", st->recent_errors[i]->kind, "message",
+                                                      st->recent_errors[i]->message));
+            json_object_set_new(o, "consumer", json_pack("{s:s, s:I, s:I, s:f, s:b, s:b, s:I, s:I, s:o}", "instance",
+                                                         st->consumer, "age_ms", (json_int_t)(now - st->updated_at_ms),
+                                                         "lag", (json_int_t)st->lag, "rate", st->rate, "paused",
+                                                         st->paused, "unhealthy", st->unhealthy, "rows_applied",
+                                                         (json_int_t)st->rows_applied, "rows_failed",
+                                                         (json_int_t)st->rows_failed, "recent_errors", errs));
+            bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+        } else {
+            json_object_set_new(o, "consumer", json_null()); /* no consumer has reported it yet */
+        }
+        json_array_append_new(arr, o);
+    }
+    json_t *root = json_pack("{s:o}", "shards", arr);
+    char *out = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return out;
+}
+
+int bw_admin_parse_url(const bw_config_t *conf, const char *url, const char **action, char *err, size_t esz) {
+    const char *p = url + strlen("/v1/shards/");
+    char *end;
+    long s = strtol(p, &end, 10);
+    if (end == p || *end != '/') return snprintf(err, esz, "expected /v1/shards/{shard}/rate|pause|resume"), -1;
+    if (s < 0 || s >= conf->shard_count)
+        return snprintf(err, esz, "shard %ld is out of range: shards.count is %d", s, conf->shard_count), -1;
+    *action = end + 1;
+    if (strcmp(*action, "rate") && strcmp(*action, "pause") && strcmp(*action, "resume"))
+        return snprintf(err, esz, "unknown action \"%s\": use rate, pause or resume", *action), -1;
+    return (int)s;
+}
+
+int bw_admin_control_update(int shard, const char *action, const char *body, size_t len, bw_shard_setting_t *set,
+                            void **out, size_t *out_len, char *err, size_t esz) {
+    json_t *j = NULL;
+    if (len) {
+        json_error_t je;
+        if (!(j = json_loadb(body, len, 0, &je)) || !json_is_object(j)) {
+            snprintf(err, esz, "the body must be a JSON object%s%s", j ? "" : ": ", j ? "" : je.text);
+            json_decref(j);
+            return -1;
+        }
+    }
+    const char *key;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(j, key, v) {
+        if (strcmp(key, "reason") == 0) {
+            if (!json_is_string(v) || strlen(json_string_value(v)) >= sizeof(set->reason)) {
+                rc = snprintf(err, esz, "reason must be a string of at most %zu bytes", sizeof(set->reason) - 1);
+                break;
+            }
+        } else if (strcmp(key, "rate") == 0 && strcmp(action, "rate") == 0) {
+            if (!json_is_null(v) && (!json_is_number(v) || !isfinite(json_number_value(v)) ||
+                                     json_number_value(v) < 0 || json_number_value(v) > 1e6)) {
+                rc = snprintf(err, esz, "rate must be a number of batches per second from 0 (unlimited) to 1000000, "
+                                        "or null for the configured rate");
+                break;
+            }
+        } else {
+            rc = snprintf(err, esz, "unknown member \"%s\" for %s", key, action);
+            break;
+        }
+    }
+    if (!rc && strcmp(action, "rate") == 0 && !json_object_get(j, "rate"))
+        rc = snprintf(err, esz, "rate needs {\"rate\": number or null}");
+    if (rc) {
+        json_decref(j);
+        return -1;
+    }
+    if (strcmp(action, "rate") == 0) {
+        json_t *r = json_object_get(j, "rate");
+        set->has_rate = !json_is_null(r);
+        set->rate = set->has_rate ? json_number_value(r) : 0;
+    } else {
+        set->paused = strcmp(action, "pause") == 0;
+    }
+    json_t *reason = json_object_get(j, "reason");
+    snprintf(set->reason, sizeof(set->reason), "%s", reason ? json_string_value(reason) : "");
+    set->updated_at_ms = bw_wall_ms();
+    json_decref(j);
+
+    Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    c.shard = (uint32_t)shard;
+    c.has_rate = set->has_rate;
+    c.rate = set->rate;
+    c.paused = set->paused;
+    c.updated_at_ms = set->updated_at_ms;
+    c.reason = set->reason;
+    *out_len = bulkwrite__v1__shard_control__get_packed_size(&c);
+    *out = malloc(*out_len ? *out_len : 1);
+    bulkwrite__v1__shard_control__pack(&c, *out);
+    return 0;
+}

@@ -1,0 +1,39 @@
+/* jobs.h — job receipts: what the proxy accepted, and what the shards made of it.
+ *
+ * At submission the proxy writes a JobRecord (accepted ops per shard) to the compacted
+ * jobs topic, keyed by job id, before it replies. Every proxy follows that topic into
+ * an in-memory index, so any proxy answers GET /v1/jobs/{id}, also after restarts. The
+ * answer adds, per shard, the applied and failed counts from the shard's bw_job_parts
+ * table and a sample of failures from bw_job_failures — written in the apply
+ * transaction, so they are exact.
+ *
+ * @locality any thread (the index has a mutex; the tail thread fills it). */
+#ifndef BW_JOBS_H
+#define BW_JOBS_H
+
+#include <stddef.h>
+
+#include "bulkwrite.pb-c.h"
+#include "config.h"
+
+typedef struct bw_jobs bw_jobs_t;
+
+bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *errstr, size_t errstr_size);
+void bw_jobs_stop(bw_jobs_t *j);
+int bw_jobs_caught_up(bw_jobs_t *j);
+
+/* The record of a job (packed, malloc'd: *out, *len), looked up in the index; when it
+ * is not there yet, the index is first brought up to date with the topic (a job just
+ * accepted by another proxy). 0 found, -1 not found. */
+int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
+
+/* Fills st from the record and the shards. Every string and array is malloc'd:
+ * free with bw_jobs_status_free. */
+void bw_jobs_status(const bw_config_t *conf, const Bulkwrite__V1__JobRecord *rec, Bulkwrite__V1__JobStatus *st);
+void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
+/* JSON text of a status (malloc'd). */
+char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);
+
+#define BW_JOB_FAILURE_SAMPLE 20
+
+#endif
