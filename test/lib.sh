@@ -16,7 +16,7 @@ BIN=${BW_BIN:-bin}
 # BW_TEST_PORT_OFFSET shifts every port, so two runs can share a machine
 off=${BW_TEST_PORT_OFFSET:-0}
 DB_A=$((24306 + off)) DB_B=$((24307 + off)) PROXY=$((28080 + off)) C1=$((28081 + off)) C2=$((28082 + off))
-KAFKA=$((29092 + off)) ALERTMANAGER=$((29093 + off))
+KAFKA=$((29092 + off)) ALERTMANAGER=$((29095 + off)) # Kafka's controller takes KAFKA + 1
 HOT=5 HOT_RATE=5
 pids=()
 passed=0 failed=0

@@ -75,5 +75,6 @@ Suite *batcher_suite(void);
 Suite *request_suite(void);
 Suite *apply_suite(void);
 Suite *alerts_suite(void);
+Suite *admin_suite(void);
 
 #endif
