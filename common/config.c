@@ -116,6 +116,10 @@ static const key_t_ top_keys[] = {
     {"kafka.jobs_topic", K_STR, OFF(jobs_topic), 0, 0, 0, "\"bulkwrite.jobs\"", NULL, NULL, 0,
      "Compacted topic of job records (what the proxy accepted per shard, key = job id), "
      "read by every proxy to answer GET /v1/jobs/{id}."},
+    {"kafka.jobs_retention_ms", K_INT, OFF(jobs_retention_ms), 0, 60000, 2147483647, "604800000", NULL,
+     NULL, 0,
+     "retention.ms of a jobs topic bulkwrite creates (compact,delete): how long GET /v1/jobs/{id} "
+     "can find a job after it was submitted (default 7 days)."},
     {"kafka.control_topic", K_STR, OFF(control_topic), 0, 0, 0, "\"bulkwrite.control\"", NULL, NULL,
      0, "Compacted topic of per-shard operator settings (rate, pause; key = shard/N), read by "
         "every consumer; it survives restarts."},

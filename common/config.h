@@ -67,6 +67,7 @@ typedef struct {
     char *consumer_group;
     char *dead_letter_topic;
     char *jobs_topic, *control_topic, *status_topic;
+    int jobs_retention_ms;
     int create_topic;
     int replication_factor;
     int message_max_bytes;

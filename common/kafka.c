@@ -118,13 +118,19 @@ static int partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, ch
 }
 
 static bw_err_t create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int partitions,
-                             int compacted, int timeout_ms, char *errstr, size_t errstr_size) {
+                             bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
     char err[256];
     bw_err_t ret = BW_OK;
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, conf->replication_factor, err,
                                                     sizeof(err));
     if (!nt) return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "new topic: %s", err);
-    if (compacted) rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    if (kind == BW_TOPIC_TABLE) rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    if (kind == BW_TOPIC_EXPIRING) {
+        char ms[24];
+        snprintf(ms, sizeof(ms), "%lld", (long long)conf->jobs_retention_ms);
+        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact,delete");
+        rd_kafka_NewTopic_set_config(nt, "retention.ms", ms);
+    }
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
     rd_kafka_AdminOptions_set_operation_timeout(opt, timeout_ms, err, sizeof(err));
@@ -153,13 +159,13 @@ static bw_err_t create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char
 
 /* The topic's partition count after creating it with `partitions` if missing; -1 on error. */
 static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int partitions,
-                         int compacted, int timeout_ms, char *errstr, size_t errstr_size) {
+                         bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
     int cnt = partition_count(rk, topic, timeout_ms, errstr, errstr_size);
     if (cnt != 0) return cnt;
     if (!conf->create_topic)
         return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
                          "kafka topic %s does not exist and kafka.create_topic is false", topic), -1;
-    if (create_topic(rk, conf, topic, partitions, compacted, timeout_ms, errstr, errstr_size)) return -1;
+    if (create_topic(rk, conf, topic, partitions, kind, timeout_ms, errstr, errstr_size)) return -1;
     bw_info("kafka", "created topic %s with %d partitions", topic, partitions);
     /* metadata may lag the creation for a moment */
     for (int i = 0; i < 50 && cnt <= 0; i++) {
@@ -169,14 +175,14 @@ static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *to
     return cnt > 0 ? cnt : -1;
 }
 
-bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int compacted,
-                                    int timeout_ms, char *errstr, size_t errstr_size) {
-    return ensure_exists(rk, conf, topic, 1, compacted, timeout_ms, errstr, errstr_size) < 0 ? BW_ERR_KAFKA : BW_OK;
+bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic,
+                                    bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
+    return ensure_exists(rk, conf, topic, 1, kind, timeout_ms, errstr, errstr_size) < 0 ? BW_ERR_KAFKA : BW_OK;
 }
 
 bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int timeout_ms,
                                char *errstr, size_t errstr_size) {
-    int cnt = ensure_exists(rk, conf, conf->topic, conf->shard_count, 0, timeout_ms, errstr, errstr_size);
+    int cnt = ensure_exists(rk, conf, conf->topic, conf->shard_count, BW_TOPIC_LOG, timeout_ms, errstr, errstr_size);
     if (cnt < 0) return BW_ERR_KAFKA;
     if (cnt != conf->shard_count)
         return bw_seterr(errstr, errstr_size, BW_ERR_INVALID,

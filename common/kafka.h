@@ -20,10 +20,15 @@ rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, co
 bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int timeout_ms,
                                char *errstr, size_t errstr_size);
 
+typedef enum {
+    BW_TOPIC_LOG,      /* a plain log (the dead letters) */
+    BW_TOPIC_TABLE,    /* cleanup.policy=compact: the latest value per key, kept forever */
+    BW_TOPIC_EXPIRING, /* compact,delete: per key, for kafka.jobs_retention_ms */
+} bw_topic_kind_t;
+
 /* Makes sure a side topic exists (any partition count; created with one partition when
- * missing, if kafka.create_topic; `compacted`: cleanup.policy=compact, for topics read
- * as "latest value per key"). */
-bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int compacted,
-                                    int timeout_ms, char *errstr, size_t errstr_size);
+ * missing, if kafka.create_topic). */
+bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic,
+                                    bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size);
 
 #endif

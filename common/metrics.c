@@ -95,9 +95,9 @@ void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_
     pthread_mutex_unlock(&m->mu);
 }
 
-void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind) {
+void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind, uint64_t n) {
     pthread_mutex_lock(&m->mu);
-    m->shards[shard].errors[kind]++;
+    m->shards[shard].errors[kind] += n;
     pthread_mutex_unlock(&m->mu);
 }
 

@@ -36,7 +36,7 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,
                               uint64_t replayed_messages, uint64_t duplicate_messages,
                               uint64_t dead_letters, int64_t latency_us);
-void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind);
+void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind, uint64_t n);
 void bw_metrics_shard_retry(bw_metrics_t *m, int shard);
 /* paused: by an operator; buffer_full: fetching paused for back-pressure */
 void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int buffer_full, int64_t lag);

@@ -31,6 +31,11 @@ void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us) {
     }
     rl->stable_interval_us = 1e6 / rate;
     rl->max_permits = rl->max_burst_seconds * rate;
+    /* unlike Guava, a debt run up at the old rate is capped at one new interval: an
+     * operator who lifts a shard from 0.001 to 100 batches/s expects it now, not in
+     * 1,000 s */
+    int64_t cap = now_us + (int64_t)rl->stable_interval_us;
+    if (rl->next_free_us > cap) rl->next_free_us = cap;
     rl->stored_permits = old_max > 0 ? rl->stored_permits * rl->max_permits / old_max : 0;
 }
 

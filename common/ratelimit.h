@@ -20,7 +20,8 @@ typedef struct {
 } bw_ratelimit_t;
 
 void bw_ratelimit_init(bw_ratelimit_t *rl, double rate, int64_t now_us);
-/* Changes the rate, keeping stored permits in proportion (as Guava does). */
+/* Changes the rate, keeping stored permits in proportion (as Guava does); a wait owed
+ * at the old rate is cut to at most one interval of the new one. */
 void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us);
 
 /* Takes `permits` now if the limiter allows it (Guava's tryAcquire with no timeout) and

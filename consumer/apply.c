@@ -39,6 +39,7 @@ typedef struct {
     const bw_object_type_t *ot;
     int *colmap;
     int duplicate;                 /* (job_id, part) applied before */
+    const char *unusable;          /* why its ops cannot be applied (config mismatch), or NULL */
     uint32_t applied, failed;      /* rows */
 } decoded_t;
 
@@ -97,7 +98,6 @@ static void add_failure(apply_ctx_t *x, uint32_t msg, const Bulkwrite__V1__Row *
     x->failures[x->failure_cnt++] = (failure_t){msg, row, code, bw_arena_strndup(&x->ap->arena, reason, strlen(reason))};
     x->dec[msg].failed++;
     x->res->rows_failed++;
-    bw_metrics_shard_error(x->ap->metrics, x->shard, BW_APPLY_ERR_DATA);
 }
 
 static int job_id_valid(const char *s) {
@@ -121,7 +121,6 @@ static int decode(apply_ctx_t *x, size_t i) {
     if (why) { /* no job to charge: the whole message goes to the dead-letter topic */
         bw_log(BW_LOG_ERROR, COMPONENT, x->shard, NULL, "message at offset %" PRId64 " cannot be applied: %s",
                m->offset, why);
-        bw_metrics_shard_error(x->ap->metrics, x->shard, BW_APPLY_ERR_DECODE);
         x->undecodable[x->undecodable_cnt++] = (bw_dead_letter_t){
             .shard = x->shard, .offset = m->offset, .error = why, .raw = m->payload, .raw_len = m->len};
         d->sb = NULL;
@@ -137,13 +136,22 @@ static int decode(apply_ctx_t *x, size_t i) {
             for (size_t f = 0; f < d->sb->rows[r]->n_fields && !why; f++)
                 if (d->sb->rows[r]->fields[f]->column >= d->sb->n_columns) why = "column index out of range";
     }
-    if (!why) return 0;
-    /* the job is known: each op fails on it with the reason (the config changed under it) */
-    bw_log(BW_LOG_ERROR, COMPONENT, x->shard, d->sb->job_id,
-           "message at offset %" PRId64 " cannot be applied: %s", m->offset, why);
-    for (size_t r = 0; r < d->sb->n_rows; r++) add_failure(x, (uint32_t)i, d->sb->rows[r], 0, why);
-    d->ot = NULL; /* recorded as a part, nothing to apply */
+    /* the job is known: each op fails on it with the reason (the config changed under
+     * it), unless the part turns out to be a resent one applied before */
+    d->unusable = why;
+    d->ot = NULL;
     return 0;
+}
+
+/* Fails every op of the unusable messages that are not duplicates. */
+static void fail_unusable(apply_ctx_t *x, size_t cnt) {
+    for (size_t i = 0; i < cnt; i++) {
+        decoded_t *d = &x->dec[i];
+        if (!d->sb || !d->unusable || d->duplicate) continue;
+        bw_log(BW_LOG_ERROR, COMPONENT, x->shard, d->sb->job_id, "message at offset %" PRId64 " cannot be applied: %s",
+               x->msgs[i]->offset, d->unusable);
+        for (size_t r = 0; r < d->sb->n_rows; r++) add_failure(x, (uint32_t)i, d->sb->rows[r], 0, d->unusable);
+    }
 }
 
 /* Marks messages whose (job_id, part) the shard has applied before, or that repeat an
@@ -268,6 +276,7 @@ static int record_parts(apply_ctx_t *x, size_t cnt) {
 /* Sends every refused op (and undecodable message) to the dead-letter topic. */
 static int send_dead_letters(apply_ctx_t *x) {
     size_t n = x->failure_cnt + x->undecodable_cnt;
+    x->res->messages_undecodable = x->undecodable_cnt;
     if (!n) return 0;
     if (!x->ap->dead_letters) { /* tests without Kafka: the failures table still has them */
         x->res->dead_letters = 0;
@@ -343,6 +352,7 @@ void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *ms
     for (size_t i = 0; i < cnt; i++)
         if (msgs[i]->offset >= stored) decode(&x, i);
     if (find_duplicates(&x, cnt)) goto rollback;
+    fail_unusable(&x, cnt);
 
     run_t run = {.rows = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*run.rows)),
                  .src = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*run.src)),
@@ -391,5 +401,5 @@ rollback:
     res->status = BW_APPLY_RETRY;
     if (!res->fail) res->fail = BW_FAIL_OTHER;
     res->rows_applied = res->rows_failed = res->messages_skipped = res->messages_duplicate = 0;
-    res->dead_letters = 0;
+    res->dead_letters = res->messages_undecodable = 0;
 }

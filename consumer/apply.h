@@ -59,6 +59,7 @@ typedef struct {
     uint64_t messages_skipped; /* applied before (a replay after a crash or rebalance) */
     uint64_t messages_duplicate; /* parts of a resubmitted request, applied before */
     uint64_t dead_letters;     /* records sent to the dead-letter topic */
+    uint64_t messages_undecodable; /* passed whole to the dead-letter topic */
     char error[512];           /* what went wrong, for logs and alerts */
 } bw_apply_result_t;
 

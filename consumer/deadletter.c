@@ -45,7 +45,7 @@ bw_dead_letters_t *bw_dead_letters_new(const bw_config_t *conf, const char *brok
         free(dl);
         return NULL;
     }
-    if (bw_kafka_ensure_side_topic(dl->rk, conf, conf->dead_letter_topic, 0, 10000, errstr, errstr_size)) {
+    if (bw_kafka_ensure_side_topic(dl->rk, conf, conf->dead_letter_topic, BW_TOPIC_LOG, 10000, errstr, errstr_size)) {
         bw_dead_letters_destroy(dl);
         return NULL;
     }

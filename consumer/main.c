@@ -53,7 +53,8 @@ typedef struct job job_t;
 typedef struct {
     int assigned;
     int paused;                /* fetching paused: the buffer is full */
-    int64_t next_fetch;        /* offset after the last buffered message */
+    int64_t next_fetch;        /* offset after the last buffered message; -1 before any */
+    int64_t assigned_from;     /* the offset given at assignment (may be logical) */
     rd_kafka_message_t **buf;  /* buffered messages, offset order */
     size_t len, cap;
     job_t *job;                /* in flight, or NULL */
@@ -190,6 +191,23 @@ static size_t job_size(const part_t *p) {
 /* Pauses or resumes fetching a partition. librdkafka drops what it prefetched for a
  * paused partition, so a resume first seeks to just after the last buffered message:
  * fetching restarts exactly there, whatever librdkafka's own position says. */
+/* Where fetching resumes: after the last buffered message; before any message arrived,
+ * where the partition was assigned (never the end of the log: a shard paused before
+ * it applied anything must still get its backlog). */
+static int64_t resume_point(int shard) {
+    part_t *p = &cs.parts[shard];
+    if (p->next_fetch >= 0) return p->next_fetch;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, cs.conf->topic, shard);
+    int64_t at = RD_KAFKA_OFFSET_BEGINNING; /* the shard never stored an offset */
+    if (p->assigned_from == RD_KAFKA_OFFSET_STORED) {
+        /* its database could not be read at assignment: Kafka's committed offset */
+        if (rd_kafka_committed(cs.rk, l, 5000) == 0 && l->elems[0].offset >= 0) at = l->elems[0].offset;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return at;
+}
+
 static void set_paused(int shard, int paused) {
     part_t *p = &cs.parts[shard];
     if (p->paused == paused) return;
@@ -199,7 +217,7 @@ static void set_paused(int shard, int paused) {
         rd_kafka_pause_partitions(cs.rk, l);
     } else {
         rd_kafka_resume_partitions(cs.rk, l);
-        l->elems[0].offset = p->next_fetch;
+        l->elems[0].offset = resume_point(shard);
         rd_kafka_error_t *e = rd_kafka_seek_partitions(cs.rk, l, 5000);
         if (e) {
             bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "seek after resume: %s", rd_kafka_error_string(e));
@@ -239,9 +257,11 @@ static void apply_settings(int64_t now) {
         bw_shard_table_setting(cs.table, s, &set);
         double rate = set.has_rate ? set.rate : configured_rate(s);
         if (rate != p->rl.rate) {
-            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g batches/s%s%s", p->rl.rate, rate,
-                   set.has_rate ? " (operator: " : " (configured)", set.has_rate ? set.reason : "");
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g batches/s%s%s%s", p->rl.rate, rate,
+                   set.has_rate ? " (operator: " : " (configured)", set.has_rate ? set.reason : "",
+                   set.has_rate ? ")" : "");
             bw_ratelimit_set_rate(&p->rl, rate, now);
+            if (!p->backoff_us) p->ready_at_us = 0; /* a wait set by the old rate; a retry backoff stays */
         }
         if (set.paused != p->op_paused) {
             bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "%s by an operator%s%s", set.paused ? "paused" : "resumed",
@@ -306,6 +326,10 @@ static void collect(job_t *j) {
                      (unsigned long long)j->res.rows_failed);
             note_error(j->shard, "data", msg);
         }
+        /* counted once committed: a rolled-back attempt is not counted twice */
+        if (j->res.rows_failed) bw_metrics_shard_error(cs.metrics, j->shard, BW_APPLY_ERR_DATA, j->res.rows_failed);
+        if (j->res.messages_undecodable)
+            bw_metrics_shard_error(cs.metrics, j->shard, BW_APPLY_ERR_DECODE, j->res.messages_undecodable);
         bw_metrics_shard_applied(cs.metrics, j->shard, j->res.rows_applied, j->res.rows_failed,
                                  j->res.messages_skipped, j->res.messages_duplicate, j->res.dead_letters,
                                  now - j->started_us);
@@ -322,7 +346,7 @@ static void collect(job_t *j) {
         bw_apply_err_t kind = j->res.fail == BW_FAIL_TIMEOUT      ? BW_APPLY_ERR_TIMEOUT
                               : j->res.fail == BW_FAIL_CONNECTION ? BW_APPLY_ERR_CONNECTION
                                                                   : BW_APPLY_ERR_RETRYABLE;
-        bw_metrics_shard_error(cs.metrics, j->shard, kind);
+        bw_metrics_shard_error(cs.metrics, j->shard, kind, 1);
         bw_metrics_shard_retry(cs.metrics, j->shard);
         note_error(j->shard, kind == BW_APPLY_ERR_TIMEOUT ? "timeout" : kind == BW_APPLY_ERR_CONNECTION ? "connection" : "retryable",
                    j->res.error);
@@ -476,6 +500,7 @@ static void resume_offsets(rd_kafka_topic_partition_list_t *l) {
             }
             l->elems[i].offset = next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
             cs.parts[s].next_fetch = next;
+            cs.parts[s].assigned_from = l->elems[i].offset;
             bw_log(BW_LOG_DEBUG, COMPONENT, s, NULL, "resuming at offset %lld", (long long)next);
         }
         if (db) {
@@ -499,6 +524,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             p->assigned = 1;
             p->paused = 0;
             p->next_fetch = -1; /* known once resume_offsets has read the shard */
+            p->assigned_from = RD_KAFKA_OFFSET_STORED;
             p->ready_at_us = 0;
             p->backoff_us = 0;
             p->timeouts = 0;
@@ -535,8 +561,9 @@ static void update_gauges(void) {
             if (rd_kafka_position(cs.rk, l) == 0) next = l->elems[0].offset;
             rd_kafka_topic_partition_list_destroy(l);
         }
-        /* a paused partition is not fetched, so the cached watermark goes stale: ask */
-        if (p->paused) rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi, 500);
+        /* an operator-paused partition is not fetched at all, so its cached watermark
+         * goes stale: ask the broker (few shards are paused by hand) */
+        if (p->op_paused) rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi, 500);
         else rd_kafka_get_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi);
         if (next >= 0 && hi >= 0) lag = hi > next ? hi - next : 0;
         bw_metrics_shard_state(cs.metrics, s, p->rl.rate, p->op_paused, p->paused && !p->op_paused && !p->unhealthy, lag);
@@ -658,8 +685,8 @@ int main(int argc, char **argv) {
     rd_kafka_conf_t *sc = bw_kafka_conf(cs.conf, BW_KAFKA_PRODUCER, d.brokers, err, sizeof(err));
     if (sc) rd_kafka_conf_set_dr_msg_cb(sc, on_status_delivery);
     if (!sc || !(cs.status_rk = rd_kafka_new(RD_KAFKA_PRODUCER, sc, err, sizeof(err))) ||
-        bw_kafka_ensure_side_topic(cs.status_rk, cs.conf, cs.conf->status_topic, 1, 10000, err, sizeof(err)) ||
-        bw_kafka_ensure_side_topic(cs.status_rk, cs.conf, cs.conf->control_topic, 1, 10000, err, sizeof(err)) ||
+        bw_kafka_ensure_side_topic(cs.status_rk, cs.conf, cs.conf->status_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
+        bw_kafka_ensure_side_topic(cs.status_rk, cs.conf, cs.conf->control_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         !(cs.table = bw_shard_table_start(cs.conf, d.brokers, 0, err, sizeof(err)))) {
         bw_error(COMPONENT, "control and status topics: %s", err);
         return 1;

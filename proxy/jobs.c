@@ -91,7 +91,7 @@ void bw_jobs_stop(bw_jobs_t *j) {
 
 int bw_jobs_caught_up(bw_jobs_t *j) { return bw_tail_caught_up(j->tail); }
 
-static int lookup(bw_jobs_t *j, const char *id, void **out, size_t *len) {
+int bw_jobs_lookup(bw_jobs_t *j, const char *id, void **out, size_t *len) {
     pthread_mutex_lock(&j->mu);
     slot_t *s = find(j, id);
     int found = s->id[0] != '\0';
@@ -105,9 +105,9 @@ static int lookup(bw_jobs_t *j, const char *id, void **out, size_t *len) {
 }
 
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
-    if (lookup(j, job_id, out, len) == 0) return 0;
+    if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
     bw_tail_sync(j->tail, 3000);
-    return lookup(j, job_id, out, len);
+    return bw_jobs_lookup(j, job_id, out, len);
 }
 
 /* ---- status from the shards ---------------------------------------------------------- */
@@ -127,7 +127,7 @@ static int failure_cmp(const void *a, const void *b) {
 static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__JobRecord *rec,
                         Bulkwrite__V1__JobShard **shards, failure_t *fails, size_t *fail_cnt) {
     char err[512] = "";
-    MYSQL *db = bw_db_connect(conf, sv, err, sizeof(err));
+    MYSQL *db = NULL;
     bw_buf_t q;
     bw_buf_init(&q);
     size_t n = 0;
@@ -140,8 +140,9 @@ static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__Jo
         bw_buf_printf(&q, "%sSELECT %d, COALESCE(SUM(rows_applied),0), COALESCE(SUM(rows_failed),0) FROM `%s`.bw_job_parts WHERE job_id='%s'",
                       n++ ? " UNION ALL " : "", s, dbname, rec->job_id);
     }
-    if (!n) goto done;
-    if (!db || mysql_real_query(db, q.data, (unsigned long)q.len)) goto failed;
+    if (!n) goto done; /* no shard of the job here: no connection */
+    if (!(db = bw_db_connect(conf, sv, err, sizeof(err))) || mysql_real_query(db, q.data, (unsigned long)q.len))
+        goto failed;
     MYSQL_RES *r = mysql_store_result(db);
     if (!r) goto failed;
     MYSQL_ROW row;
@@ -185,7 +186,15 @@ done:
     bw_buf_free(&q);
 }
 
-void bw_jobs_status(const bw_config_t *conf, const Bulkwrite__V1__JobRecord *rec, Bulkwrite__V1__JobStatus *st) {
+void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
+                    Bulkwrite__V1__JobStatus *st) {
+    /* the record comes from Kafka: trust only what was checked (the id from the URL,
+     * shards in range) */
+    rec->job_id = (char *)job_id;
+    size_t kept = 0;
+    for (size_t i = 0; i < rec->n_shards; i++)
+        if (rec->shards[i]->shard < (uint32_t)conf->shard_count) rec->shards[kept++] = rec->shards[i];
+    rec->n_shards = kept;
     bulkwrite__v1__job_status__init(st);
     st->job_id = strdup(rec->job_id);
     st->request_id = strdup(rec->request_id ? rec->request_id : "");

@@ -22,14 +22,19 @@ bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *err
 void bw_jobs_stop(bw_jobs_t *j);
 int bw_jobs_caught_up(bw_jobs_t *j);
 
+/* The record of a job as the index holds it now (packed, malloc'd). 0 found, -1 not. */
+int bw_jobs_lookup(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
+
 /* The record of a job (packed, malloc'd: *out, *len), looked up in the index; when it
  * is not there yet, the index is first brought up to date with the topic (a job just
  * accepted by another proxy). 0 found, -1 not found. */
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
 
-/* Fills st from the record and the shards. Every string and array is malloc'd:
- * free with bw_jobs_status_free. */
-void bw_jobs_status(const bw_config_t *conf, const Bulkwrite__V1__JobRecord *rec, Bulkwrite__V1__JobStatus *st);
+/* Fills st from the record and the shards. job_id is the checked id (32 hex digits)
+ * the record was found under; shards out of range are dropped from rec. Every string
+ * and array of st is malloc'd: free with bw_jobs_status_free. */
+void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
+                    Bulkwrite__V1__JobStatus *st);
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
 /* JSON text of a status (malloc'd). */
 char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);

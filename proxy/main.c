@@ -137,10 +137,14 @@ static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, si
     pthread_mutex_init(&tr.mu, NULL);
     pthread_cond_init(&tr.cv, NULL);
     delivery_t dv = {&tr, 0};
-    rd_kafka_resp_err_t e = rd_kafka_producev(proxy.rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen),
-                                              RD_KAFKA_V_VALUE((void *)val, vlen),
-                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&dv),
-                                              RD_KAFKA_V_END);
+    int64_t deadline = bw_now_us() + (int64_t)proxy.conf->produce_timeout_ms * 1000;
+    rd_kafka_resp_err_t e;
+    /* a full local queue drains as acknowledgements arrive */
+    while ((e = rd_kafka_producev(proxy.rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen),
+                                  RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_OPAQUE(&dv), RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
+           bw_now_us() < deadline)
+        usleep(10000);
     if (e) {
         err = e;
     } else {
@@ -155,7 +159,7 @@ static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, si
 
 /* Writes the job's record: the ops Kafka took, per shard. */
 static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id, const bw_batch_set_t *set,
-                       const rd_kafka_resp_err_t *errs, uint32_t accepted, bw_arena_t *arena) {
+                       const rd_kafka_resp_err_t *errs, bw_arena_t *arena) {
     int shard_count = proxy.conf->shard_count;
     uint32_t *per_shard = bw_arena_alloc(arena, sizeof(uint32_t) * (size_t)shard_count);
     memset(per_shard, 0, sizeof(uint32_t) * (size_t)shard_count);
@@ -165,11 +169,30 @@ static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *
         if (!per_shard[set->msgs[i].shard]) touched++;
         per_shard[set->msgs[i].shard] += (uint32_t)set->msgs[i].op_cnt;
     }
+    /* a resent request (same request_id) may be acknowledged in part this time: the
+     * record keeps the most any attempt got accepted per shard */
+    void *prev_raw;
+    size_t prev_len;
+    int64_t created = bw_wall_ms();
+    if (req->request_id && req->request_id[0] && bw_jobs_lookup(proxy.jobs, job_id, &prev_raw, &prev_len) == 0) {
+        Bulkwrite__V1__JobRecord *prev = bulkwrite__v1__job_record__unpack(NULL, prev_len, prev_raw);
+        free(prev_raw);
+        for (size_t i = 0; prev && i < prev->n_shards; i++) {
+            uint32_t s = prev->shards[i]->shard;
+            if (s >= (uint32_t)shard_count || prev->shards[i]->ops <= per_shard[s]) continue;
+            if (!per_shard[s]) touched++;
+            per_shard[s] = prev->shards[i]->ops;
+        }
+        if (prev && prev->created_at_ms) created = prev->created_at_ms;
+        if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
+    }
     Bulkwrite__V1__ShardOps *so = bw_arena_alloc(arena, sizeof(*so) * (touched + 1));
     Bulkwrite__V1__ShardOps **sop = bw_arena_alloc(arena, sizeof(*sop) * (touched + 1));
     size_t n = 0;
+    uint32_t total = 0;
     for (int s = 0; s < shard_count; s++) {
         if (!per_shard[s]) continue;
+        total += per_shard[s];
         bulkwrite__v1__shard_ops__init(&so[n]);
         so[n].shard = (uint32_t)s;
         so[n].ops = per_shard[s];
@@ -179,9 +202,9 @@ static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *
     Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
     rec.job_id = (char *)job_id;
     rec.request_id = req->request_id ? req->request_id : "";
-    rec.created_at_ms = bw_wall_ms();
+    rec.created_at_ms = created;
     rec.ops = (uint32_t)req->n_ops;
-    rec.rejected = (uint32_t)req->n_ops - accepted;
+    rec.rejected = total < req->n_ops ? (uint32_t)req->n_ops - total : 0;
     rec.shards = sop;
     rec.n_shards = n;
     size_t len = bulkwrite__v1__job_record__get_packed_size(&rec);
@@ -307,7 +330,7 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     /* by op index, so clients read it in request order (an op appears at most once) */
     qsort(all, n, sizeof(*all), rejection_cmp);
     uint32_t accepted = (uint32_t)(req->n_ops - n);
-    if (accepted) record_job(req, job_id, &set, errs, accepted, &arena);
+    if (accepted) record_job(req, job_id, &set, errs, &arena);
     unsigned status = failed_ops ? MHD_HTTP_SERVICE_UNAVAILABLE
                       : accepted ? MHD_HTTP_ACCEPTED
                                  : MHD_HTTP_UNPROCESSABLE_CONTENT;
@@ -338,7 +361,9 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id) {
     free(raw);
     if (!rec) return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id);
     Bulkwrite__V1__JobStatus st;
-    bw_jobs_status(proxy.conf, rec, &st);
+    char *record_id = rec->job_id; /* freed with the record */
+    bw_jobs_status(proxy.conf, rec, id, &st);
+    rec->job_id = record_id;
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
     const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     enum MHD_Result ret;
@@ -363,18 +388,26 @@ static enum MHD_Result handle_shard_control(struct MHD_Connection *c, const char
     int shard = bw_admin_parse_url(proxy.conf, url, &action, err, sizeof(err));
     if (shard < 0) return reply_error(c, MHD_HTTP_NOT_FOUND, "%s", err);
     if (up->too_large) return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+    /* read-modify-write of the shard's record: one change at a time in this proxy (two
+     * proxies changing one shard at once can still race; the last write wins) */
+    static pthread_mutex_t control_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&control_mu);
     bw_shard_table_sync(proxy.shards, 2000); /* start from the latest setting */
     bw_shard_setting_t set;
     bw_shard_table_setting(proxy.shards, shard, &set);
     void *rec;
     size_t rec_len;
     if (bw_admin_control_update(shard, action, up->body ? up->body : "", up->len, &set, &rec, &rec_len, err,
-                                sizeof(err)))
+                                sizeof(err))) {
+        pthread_mutex_unlock(&control_mu);
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+    }
     char key[24];
     int klen = bw_shard_key(shard, key);
     rd_kafka_resp_err_t e = produce_record(proxy.conf->control_topic, key, (size_t)klen, rec, rec_len);
     free(rec);
+    if (!e) bw_shard_table_sync(proxy.shards, 2000); /* the next change starts from this one */
+    pthread_mutex_unlock(&control_mu);
     if (e)
         return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the change was not stored: Kafka did not acknowledge it (%s)",
                            rd_kafka_err2str(e));
@@ -478,9 +511,9 @@ int main(int argc, char **argv) {
         rd_kafka_destroy(proxy.rk);
         return 1;
     }
-    if (bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->jobs_topic, 1, 10000, err, sizeof(err)) ||
-        bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->control_topic, 1, 10000, err, sizeof(err)) ||
-        bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->status_topic, 1, 10000, err, sizeof(err)) ||
+    if (bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->jobs_topic, BW_TOPIC_EXPIRING, 10000, err, sizeof(err)) ||
+        bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->control_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
+        bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->status_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         !(proxy.jobs = bw_jobs_start(proxy.conf, d.brokers, err, sizeof(err))) ||
         !(proxy.shards = bw_shard_table_start(proxy.conf, d.brokers, 1, err, sizeof(err)))) {
         bw_error(COMPONENT, "jobs, control and status topics: %s", err);

@@ -19,6 +19,30 @@ done
 assigned_both() { grep -q "assigned" "$WORK/consumer-$C1.log" && grep -q "assigned" "$WORK/consumer-$C2.log"; }
 check "two consumers join the group and share the partitions" wait_for 60 assigned_both
 
+# A shard paused before it ever applied anything keeps its backlog and applies all of it
+# on resume (it has no stored offset yet: resuming must not jump to the end of the log).
+BWCTL=("$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY")
+paused_sum() { for port in $C1 $C2; do curl -sf "http://127.0.0.1:$port/metrics"; done |
+    awk -v m="$1{shard=\"$2\"}" '$1 == m {s += $2} END {print s + 0}'; }
+is_paused6() { [ "$(paused_sum bulkwrite_consumer_paused 6)" = 1 ]; }
+check "a fresh shard (6) is paused before its first batch" "${BWCTL[@]}" pause 6 --reason "fresh shard test"
+check "the consumer owning shard 6 pauses it" wait_for 10 is_paused6
+key6=
+for i in $(seq 1 200); do
+    h=$(printf %s "fresh-$i" | md5sum | cut -c15-16)
+    if [ $((16#$h % 8)) = 6 ]; then key6=fresh-$i; break; fi
+done
+fresh_boards() { mariadb -h127.0.0.1 -P$DB_B -uroot -N -e "SELECT COUNT(*) FROM db00006.boards WHERE partner = '$key6'"; }
+ops6=$(for i in $(seq 1 50); do printf '%s{"op":"create","object_type":"board","shard_key":"%s","fields":{"partner":"%s","name":"n%d"}}' \
+    "$([ $i = 1 ] || echo ,)" "$key6" "$key6" $i; done)
+check "50 boards for shard 6 (key $key6) are accepted while it is paused" test "$(curl -s -o /dev/null -w '%{http_code}' \
+    -H 'Content-Type: application/json' --data-binary "{\"ops\":[$ops6]}" "$URL")" = 202
+sleep 3
+check "nothing is applied to the paused fresh shard" test "$(fresh_boards)" = 0
+check "resume shard 6" "${BWCTL[@]}" resume 6
+boards6_applied() { [ "$(fresh_boards)" = 50 ]; }
+check "after the resume all 50 are applied" wait_for 30 boards6_applied
+
 topic_partitions() {
     if [ "$MODE" = kafka ]; then
         java -cp "${BW_KAFKA_HOME:-/var/cache/bulkwrite/kafka-4.1.1}/libs/*" \
@@ -145,7 +169,6 @@ check "after the data errors the shards still hold exactly the expected rows" \
     like:20000:$HOT feed:1000:2 like:1000:2
 
 # ---- job receipts -------------------------------------------------------------------------
-BWCTL=("$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY")
 job_json() { curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$1"; }
 watch_failed() {
     "${BWCTL[@]}" watch --timeout 60 "$dup_job" 2>"$WORK/watch.err"

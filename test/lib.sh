@@ -27,6 +27,16 @@ bw_stack_stop() {
     scripts/mariadb.sh stop "$WORK/mysql-a" >/dev/null 2>&1 || true
     scripts/mariadb.sh stop "$WORK/mysql-b" >/dev/null 2>&1 || true
     [ "$MODE" = kafka ] && scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1
+    # a sanitizer report in any daemon or tool fails the run, even if no check noticed
+    local reports
+    reports=$(grep -l -E 'WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:' "$WORK"/*.log 2>/dev/null)
+    if [ -n "$reports" ]; then
+        echo "not ok - sanitizer reports in: $reports"
+        failed=$((failed + 1))
+        trap - EXIT
+        echo "logs kept in $WORK"
+        exit 1
+    fi
     if [ "$failed" -gt 0 ] || [ "${BW_KEEP:-0}" = 1 ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
 }
 

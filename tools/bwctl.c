@@ -78,6 +78,13 @@ static const char *error_text(bw_buf_t *resp, char *out, size_t size) {
     return out;
 }
 
+static long jint(json_t *o, const char *k) { return (long)json_integer_value(json_object_get(o, k)); }
+/* a member as text, "" when absent or not a string */
+static const char *jstr(json_t *o, const char *k) {
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "";
+}
+
 /* ---- progress --------------------------------------------------------------------------- */
 
 /* A bar on a terminal (redrawn in place), a plain line every 2 s otherwise. */
@@ -141,13 +148,12 @@ static int flush_batch(submit_t *sb) {
     if (status == 202 || status == 422) {
         long acc = (long)json_integer_value(json_object_get(r, "accepted"));
         sb->accepted += acc;
-        printf("%s\n", json_string_value(json_object_get(r, "job_id")));
+        printf("%s\n", jstr(r, "job_id"));
         size_t i;
         json_t *rej;
         json_array_foreach(json_object_get(r, "rejected"), i, rej) {
             size_t idx = (size_t)json_integer_value(json_object_get(rej, "index"));
-            fprintf(stderr, "line %ld: %s\n", idx < n ? sb->lines[idx] : -1L,
-                    json_string_value(json_object_get(rej, "reason")));
+            fprintf(stderr, "line %ld: %s\n", idx < n ? sb->lines[idx] : -1L, jstr(rej, "reason"));
             sb->rejected++;
         }
         if (acc < (long)n) sb->failed = 1;
@@ -393,7 +399,7 @@ static int cmd_job(int argc, char **argv) {
     return 0;
 }
 
-static long jint(json_t *o, const char *k) { return (long)json_integer_value(json_object_get(o, k)); }
+
 
 static int cmd_watch(int argc, char **argv) {
     static const char help[] =
@@ -434,7 +440,7 @@ static int cmd_watch(int argc, char **argv) {
             json_t *fo;
             json_array_foreach(json_object_get(j, "failures"), i, fo)
                 fprintf(stderr, "  op %ld (shard %ld, id %s): %s\n", jint(fo, "op_index"), jint(fo, "shard"),
-                        json_string_value(json_object_get(fo, "id")), json_string_value(json_object_get(fo, "reason")));
+                        jstr(fo, "id"), jstr(fo, "reason"));
             int rc = jint(j, "failed") ? 1 : 0;
             json_decref(j);
             return rc;
@@ -477,14 +483,13 @@ static int cmd_shards(int argc, char **argv) {
             snprintf(unhealthy, sizeof(unhealthy), "%s", json_is_true(json_object_get(c, "unhealthy")) ? "yes" : "no");
             json_t *e = json_array_get(json_object_get(c, "recent_errors"), 0);
             if (e)
-                snprintf(last, sizeof(last), "%s: %.200s", json_string_value(json_object_get(e, "kind")),
-                         json_string_value(json_object_get(e, "message")));
+                snprintf(last, sizeof(last), "%s: %.200s", jstr(e, "kind"), jstr(e, "message"));
         }
-        printf("%-6ld %-9s %-10s %10g %10g %-6s %-9s %8s %-22s %s\n", jint(s, "shard"),
-               json_string_value(json_object_get(s, "database")), json_string_value(json_object_get(s, "server")),
+        printf("%-6ld %-9s %-10s %10g %10g %-6s %-9s %8s %-22s %s\n", jint(s, "shard"), jstr(s, "database"),
+               jstr(s, "server"),
                json_real_value(json_object_get(s, "configured_rate")), json_number_value(json_object_get(s, "effective_rate")),
                json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag,
-               json_is_object(c) ? json_string_value(json_object_get(c, "instance")) : "-", last);
+               json_is_object(c) ? jstr(c, "instance") : "-", last);
     }
     json_decref(j);
     bw_buf_free(&resp);

@@ -16,6 +16,21 @@ START_TEST(first_acquire_immediate) {
 }
 END_TEST
 
+/* An operator lifts a throttled shard: the wait owed at 0.001/s is cut to one new interval. */
+START_TEST(rate_raise_cuts_the_old_wait) {
+    bw_ratelimit_t rl;
+    bw_ratelimit_init(&rl, 0.001, 0);
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 0), 0);
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 10 * SEC), 990 * SEC);
+    bw_ratelimit_set_rate(&rl, 10.0, 10 * SEC);
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 10 * SEC), 100 * MS);
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 10 * SEC + 100 * MS), 0);
+    /* lowering the rate keeps a short wait as it is */
+    bw_ratelimit_set_rate(&rl, 1.0, 10 * SEC + 100 * MS);
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 10 * SEC + 100 * MS), 100 * MS);
+}
+END_TEST
+
 START_TEST(try_acquire_spacing_rate5) {
     bw_ratelimit_t rl;
     bw_ratelimit_init(&rl, 5.0, 0);
@@ -97,8 +112,10 @@ START_TEST(set_rate_midway) {
     ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 0), 0);
     ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 200 * MS), 0); /* next free at 400 ms */
     bw_ratelimit_set_rate(&rl, 10.0, 200 * MS);
-    /* the permit already paid for keeps its time; afterwards 100 ms spacing */
-    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 300 * MS), 100 * MS);
+    /* the wait already owed is cut to one new interval (due at 300 ms, not 400 ms);
+     * afterwards 100 ms spacing */
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 250 * MS), 50 * MS);
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 300 * MS), 0);
     ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 400 * MS), 0);
     ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 450 * MS), 50 * MS);
     ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 500 * MS), 0);
@@ -195,6 +212,7 @@ Suite *ratelimit_suite(void) {
     TCase *tc = tcase_create("guava");
     tcase_add_test(tc, first_acquire_immediate);
     tcase_add_test(tc, try_acquire_spacing_rate5);
+    tcase_add_test(tc, rate_raise_cuts_the_old_wait);
     tcase_add_test(tc, reserve_accumulates_like_guava);
     tcase_add_test(tc, stored_permits_burst);
     tcase_add_test(tc, set_rate_midway);
