@@ -136,6 +136,7 @@ static int decode(apply_ctx_t *x, size_t i) {
             for (size_t f = 0; f < d->sb->rows[r]->n_fields && !why; f++)
                 if (d->sb->rows[r]->fields[f]->column >= d->sb->n_columns) why = "column index out of range";
     }
+    if (!why) return 0;
     /* the job is known: each op fails on it with the reason (the config changed under
      * it), unless the part turns out to be a resent one applied before */
     d->unusable = why;
