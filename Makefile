@@ -7,7 +7,7 @@
 #                        and TSan tiers)
 #   make docs            regenerate docs/configuration.md from the config key table
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
-#   make check-tsan                         the unit tier under ThreadSanitizer
+#   make check-tsan                         the unit and embedded e2e tiers under ThreadSanitizer
 #   make fuzz [FUZZ_SECONDS=60]             the libFuzzer harness from the committed seeds
 
 SANITIZE ?=
