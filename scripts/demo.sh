@@ -54,8 +54,8 @@ echo "== spam cleanup: delete every 10th of those pins"
 
 echo "== waiting for the consumer, then checking every shard row by row"
 "$BIN/bw-workload" -c "$CONF" verify --wait 300 "feed:$FEED:$HOT_SHARD" "cleanup:$FEED:$HOT_SHARD"
-echo "== the shards as an SRE sees them (bwctl shards; gauges refresh every second)"
-sleep 2
+echo "== the shards as an SRE sees them (bwctl shards; consumers report every 2 s)"
+sleep 4
 "$BIN/bwctl" -c "$CONF" shards
 echo "== consumer metrics for shard $HOT_SHARD"
 curl -sf http://127.0.0.1:18081/metrics | grep "shard=\"$HOT_SHARD\"" || true
