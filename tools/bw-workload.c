@@ -85,7 +85,7 @@ static int pin_cmp(const void *a, const void *b) {
 
 static pin_t *pin_find(pinset_t *ps, uint64_t id) {
     pin_t key = {.id = id};
-    return bsearch(&key, ps->pins, ps->len, sizeof(pin_t), pin_cmp);
+    return ps->len ? bsearch(&key, ps->pins, ps->len, sizeof(pin_t), pin_cmp) : NULL;
 }
 
 /* Expected pins per shard after all jobs, in id order. */
@@ -103,7 +103,8 @@ static pinset_t *expected_state(const job_t *jobs, int job_cnt) {
             }
         }
     }
-    for (int s = 0; s < conf->shard_count; s++) qsort(sets[s].pins, sets[s].len, sizeof(pin_t), pin_cmp);
+    for (int s = 0; s < conf->shard_count; s++)
+        if (sets[s].len) qsort(sets[s].pins, sets[s].len, sizeof(pin_t), pin_cmp); /* pins is NULL when empty */
     for (int j = 0; j < job_cnt; j++) {
         const job_t *jb = &jobs[j];
         if (jb->kind != JOB_CLEANUP && jb->kind != JOB_LIKE) continue;
