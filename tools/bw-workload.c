@@ -438,86 +438,85 @@ done:
 
 /* ---- audit ------------------------------------------------------------------------------- */
 
-static int audit(const char *brokers) {
+/* Reads every partition of `topic` from its beginning to its end (or until timeout_s),
+ * handing each message to fn. Returns how many partitions were read to the end, and
+ * their count in *parts; -1 if the topic cannot be read. */
+static int read_topic(const char *brokers, const char *topic, int timeout_s,
+                      void (*fn)(const rd_kafka_message_t *m, void *ud), void *ud, int *parts) {
     char err[512];
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
     rd_kafka_conf_set(kc, "bootstrap.servers", brokers, err, sizeof(err));
-    rd_kafka_conf_set(kc, "group.id", "bw-workload-audit", err, sizeof(err));
+    rd_kafka_conf_set(kc, "group.id", "bw-workload-reader", err, sizeof(err));
     rd_kafka_conf_set(kc, "enable.partition.eof", "true", err, sizeof(err));
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, err, sizeof(err));
-    if (!rk) return fprintf(stderr, "bw-workload: %s\n", err), 1;
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(conf->shard_count);
-    for (int s = 0; s < conf->shard_count; s++)
-        rd_kafka_topic_partition_list_add(l, conf->topic, s)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    if (!rk) return fprintf(stderr, "bw-workload: %s\n", err), -1;
+    const struct rd_kafka_metadata *md;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    rd_kafka_resp_err_t merr = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+    rd_kafka_topic_destroy(rkt);
+    if (merr || md->topic_cnt != 1 || md->topics[0].err) {
+        fprintf(stderr, "bw-workload: no topic %s\n", topic);
+        if (!merr) rd_kafka_metadata_destroy(md);
+        rd_kafka_destroy(rk);
+        return -1;
+    }
+    *parts = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(*parts);
+    for (int p = 0; p < *parts; p++)
+        rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_assign(rk, l);
     rd_kafka_topic_partition_list_destroy(l);
     int eof = 0;
-    long msgs = 0, rows = 0, bad = 0;
-    int64_t deadline = bw_now_us() + 120 * 1000000LL;
-    while (eof < conf->shard_count && bw_now_us() < deadline) {
+    int64_t deadline = bw_now_us() + timeout_s * 1000000LL;
+    while (eof < *parts && bw_now_us() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 1000);
         if (!m) continue;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) eof++;
-        else if (!m->err) {
-            Bulkwrite__V1__ShardBatch *sb = bulkwrite__v1__shard_batch__unpack(NULL, m->len, m->payload);
-            msgs++;
-            if (!sb || (int)sb->shard != m->partition) bad++;
-            else {
-                for (size_t r = 0; r < sb->n_rows; r++)
-                    if (sb->rows[r]->id && (int)bw_id_shard(sb->rows[r]->id) != m->partition) bad++;
-                rows += (long)sb->n_rows;
-            }
-            if (sb) bulkwrite__v1__shard_batch__free_unpacked(sb, NULL);
-        }
+        else if (!m->err) fn(m, ud);
         rd_kafka_message_destroy(m);
     }
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
-    printf("audit: %ld messages, %ld rows, %ld misplaced, %d of %d partitions read to the end\n", msgs, rows,
-           bad, eof, conf->shard_count);
-    return bad || eof < conf->shard_count || !msgs ? 1 : 0;
+    return eof;
+}
+
+typedef struct {
+    long msgs, rows, bad;
+} audit_t;
+
+static void audit_message(const rd_kafka_message_t *m, void *ud) {
+    audit_t *a = ud;
+    Bulkwrite__V1__ShardBatch *sb = bulkwrite__v1__shard_batch__unpack(NULL, m->len, m->payload);
+    a->msgs++;
+    if (!sb || (int)sb->shard != m->partition) a->bad++;
+    else {
+        for (size_t r = 0; r < sb->n_rows; r++)
+            if (sb->rows[r]->id && (int)bw_id_shard(sb->rows[r]->id) != m->partition) a->bad++;
+        a->rows += (long)sb->n_rows;
+    }
+    if (sb) bulkwrite__v1__shard_batch__free_unpacked(sb, NULL);
+}
+
+static int audit(const char *brokers) {
+    audit_t a = {0};
+    int parts = 0, eof = read_topic(brokers, conf->topic, 120, audit_message, &a, &parts);
+    if (eof < 0) return 1;
+    printf("audit: %ld messages, %ld rows, %ld misplaced, %d of %d partitions read to the end\n", a.msgs, a.rows,
+           a.bad, eof, parts);
+    return a.bad || eof < parts || parts != conf->shard_count || !a.msgs ? 1 : 0;
+}
+
+static void print_message(const rd_kafka_message_t *m, void *ud) {
+    printf("%.*s\n", (int)m->len, (const char *)m->payload);
+    (*(long *)ud)++;
 }
 
 /* Prints the dead-letter topic's records as JSON lines, then their count on stderr. */
 static int dead_letters(const char *brokers) {
-    char err[512];
-    rd_kafka_conf_t *kc = rd_kafka_conf_new();
-    rd_kafka_conf_set(kc, "bootstrap.servers", brokers, err, sizeof(err));
-    rd_kafka_conf_set(kc, "group.id", "bw-workload-dead-letters", err, sizeof(err));
-    rd_kafka_conf_set(kc, "enable.partition.eof", "true", err, sizeof(err));
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, err, sizeof(err));
-    if (!rk) return fprintf(stderr, "bw-workload: %s\n", err), 1;
-    const struct rd_kafka_metadata *md;
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, conf->dead_letter_topic, NULL);
-    if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) || md->topic_cnt != 1 || md->topics[0].err) {
-        fprintf(stderr, "bw-workload: no topic %s\n", conf->dead_letter_topic);
-        rd_kafka_topic_destroy(rkt);
-        rd_kafka_destroy(rk);
-        return 1;
-    }
-    int parts = md->topics[0].partition_cnt;
-    rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(parts);
-    for (int p = 0; p < parts; p++)
-        rd_kafka_topic_partition_list_add(l, conf->dead_letter_topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-    rd_kafka_assign(rk, l);
-    rd_kafka_topic_partition_list_destroy(l);
-    int eof = 0;
     long n = 0;
-    int64_t deadline = bw_now_us() + 60 * 1000000LL;
-    while (eof < parts && bw_now_us() < deadline) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 1000);
-        if (!m) continue;
-        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) eof++;
-        else if (!m->err) {
-            printf("%.*s\n", (int)m->len, (const char *)m->payload);
-            n++;
-        }
-        rd_kafka_message_destroy(m);
-    }
-    rd_kafka_consumer_close(rk);
-    rd_kafka_destroy(rk);
+    int parts = 0, eof = read_topic(brokers, conf->dead_letter_topic, 60, print_message, &n, &parts);
+    if (eof < 0) return 1;
     fprintf(stderr, "dead-letters: %ld records\n", n);
     return eof < parts ? 1 : 0;
 }
