@@ -176,6 +176,11 @@ row-locks)
         wait_for 30 alert_is 3 active
     check "the consumer holds shard 3 back (unhealthy) after 2 or more timeouts" bash -c \
         "[ $(metric_sum bulkwrite_consumer_unhealthy 3) -eq 1 ] && [ $(metric_sum bulkwrite_consumer_errors_total 3) -ge 2 ]"
+    shard3_error() {
+        "$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY" shards >"$WORK/shards.txt" &&
+            awk '$1 == 3 && $7 == "yes" && / timeout: / {found = 1} END {exit !found}' "$WORK/shards.txt"
+    }
+    check "bwctl shards lists shard 3 unhealthy with its recent timeout" wait_for 10 shard3_error
     check "other shards keep going: 2,000 creates on shard 6 are accepted" \
         "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:2000:6
     applied6() { [ "$(rows_on $DB_B db00006)" -eq 2000 ]; }
