@@ -128,6 +128,11 @@ static const key_t_ top_keys[] = {
      "shard/N), read by the proxy for GET /v1/shards."},
     {"kafka.create_topic", K_BOOL, OFF(create_topic), 0, 0, 0, "true", NULL, NULL, 0,
      "Create the topic at startup when it is missing."},
+    {"kafka.allow_retention", K_BOOL, OFF(allow_retention), 0, 0, 0, "false", NULL, NULL, 0,
+     "Start even if the batches topic has a retention.ms or retention.bytes that could delete "
+     "messages before they are applied (logged as a warning with the bound it implies). When "
+     "false such a topic stops startup. Topics bulkwrite creates have no time or size "
+     "retention: the consumer deletes what every shard has applied (DeleteRecords)."},
     {"kafka.replication_factor", K_INT, OFF(replication_factor), 0, 1, 16, "1", NULL, NULL, 0,
      "Replication factor of a topic bulkwrite creates."},
     {"kafka.message_max_bytes", K_INT, OFF(message_max_bytes), 0, 1024, 100000000, "1000000", NULL,
@@ -172,6 +177,17 @@ static const key_t_ top_keys[] = {
      NULL, 0,
      "How long Kafka may take to acknowledge a request's batches (message.timeout.ms); "
      "ops not acknowledged by then are reported as not accepted."},
+    {"proxy.backlog_max_messages", K_INT, OFF(backlog_max_messages), 0, 1, 2147483647, "1000000",
+     NULL, NULL, 0,
+     "Per shard: most messages Kafka may hold that the shard has not applied. Ops that would "
+     "pass it get 429 with Retry-After (the rest of the request is accepted). On the embedded "
+     "Kafka it is capped at 50000, below the mock cluster's per-partition limit."},
+    {"proxy.backlog_max_bytes", K_INT, OFF(backlog_max_bytes), 0, 65536, 2147483647, "268435456",
+     NULL, NULL, 0,
+     "Per shard: most bytes of unapplied messages (uncompressed payload, key and headers). On the "
+     "embedded Kafka it is capped at 4 MiB, below the mock cluster's 5 MiB per partition."},
+    {"proxy.backlog_retry_after_s", K_INT, OFF(backlog_retry_after_s), 0, 1, 3600, "1", NULL, NULL,
+     0, "Retry-After (seconds) of a 429 for a shard whose backlog is full."},
     {"consumer.pull_count", K_INT, OFF(pull_count), 0, 1, 100000, "100", NULL, NULL, 0,
      "Messages a consumer buffers per partition (pulled at once)."},
     {"consumer.workers", K_INT, OFF(workers), 0, 1, 1024, "4", NULL, NULL, 0,
@@ -182,6 +198,23 @@ static const key_t_ top_keys[] = {
      "Port of the consumer's HTTP endpoints (0 = any free port, logged at startup)."},
     {"consumer.status_interval_ms", K_INT, OFF(status_interval_ms), 0, 100, 3600000, "2000", NULL,
      NULL, 0, "How often a consumer publishes the status of its shards to kafka.status_topic."},
+    {"consumer.progress_interval_ms", K_INT, OFF(progress_interval_ms), 0, 50, 3600000, "250",
+     NULL, NULL, 0,
+     "How often a consumer publishes the status of shards whose applied offset moved: the "
+     "proxies' backlog admission sees room this soon after a batch is applied."},
+    {"consumer.delete_applied_interval_ms", K_INT, OFF(delete_applied_interval_ms), 0, 0, 86400000,
+     "10000", NULL, NULL, 0,
+     "How often a consumer deletes from Kafka (DeleteRecords) what its shards have applied and "
+     "stored in their ledgers; 0 = never. Skipped on the embedded Kafka, which has no such call."},
+    {"consumer.max_batch_bytes", K_INT, OFF(max_batch_bytes), 0, 1024, 1073741824, "4194304", NULL,
+     NULL, 0,
+     "Most Kafka payload bytes combined into one statement (besides the op's batch_size rows): "
+     "keeps statements of big rows under the server's max_allowed_packet."},
+    {"consumer.backlog_age_warn_pct", K_INT, OFF(backlog_age_warn_pct), 0, 1, 99, "50", NULL, NULL,
+     0,
+     "Where the batches topic has a retention.ms (kafka.allow_retention), a shard whose oldest "
+     "unapplied message is older than this share of it raises the BulkwriteShardBacklogAging "
+     "warning."},
     {"consumer.retry_initial_ms", K_INT, OFF(retry_initial_ms), 0, 1, 3600000, "100", NULL, NULL, 0,
      "First wait before retrying a batch that failed for a retryable reason (deadlock, lost "
      "connection, timeout, ...); each further failure doubles it, plus up to 25% jitter."},

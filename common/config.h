@@ -69,6 +69,7 @@ typedef struct {
     char *jobs_topic, *control_topic, *status_topic;
     int jobs_retention_ms;
     int create_topic;
+    int allow_retention;    /* an operator's retention on the batches topic: warn, not refuse */
     int replication_factor;
     int message_max_bytes;
     char **properties; int property_cnt;                 /* both clients */
@@ -93,6 +94,9 @@ typedef struct {
     int max_body_bytes;
     int max_ops;
     int produce_timeout_ms;
+    int backlog_max_messages; /* per shard: unapplied messages admitted at most */
+    int backlog_max_bytes;    /* per shard: unapplied bytes admitted at most */
+    int backlog_retry_after_s;
 
     /* consumer */
     int pull_count;
@@ -100,6 +104,10 @@ typedef struct {
     char *consumer_listen_address;
     int consumer_port;
     int status_interval_ms;
+    int progress_interval_ms;
+    int delete_applied_interval_ms;
+    int max_batch_bytes;
+    int backlog_age_warn_pct;
     int retry_initial_ms, retry_max_ms;
     int pause_after_timeouts;
     int pause_ms;
