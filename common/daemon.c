@@ -101,9 +101,15 @@ struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, i
 
 enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const char *type, void *body,
                                 size_t len, int free_body) {
+    return bw_daemon_reply_with(c, status, type, body, len, free_body, NULL, NULL);
+}
+
+enum MHD_Result bw_daemon_reply_with(struct MHD_Connection *c, unsigned status, const char *type, void *body,
+                                     size_t len, int free_body, const char *header, const char *value) {
     struct MHD_Response *r = MHD_create_response_from_buffer(
         len, body ? body : (void *)"", free_body && body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (header) MHD_add_response_header(r, header, value);
     enum MHD_Result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;

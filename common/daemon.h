@@ -38,6 +38,9 @@ struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, i
 /* Queues a response; with free_body the body (malloc'd) passes to libmicrohttpd. */
 enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const char *type, void *body,
                                 size_t len, int free_body);
+/* The same with one more header (e.g. Retry-After). */
+enum MHD_Result bw_daemon_reply_with(struct MHD_Connection *c, unsigned status, const char *type, void *body,
+                                     size_t len, int free_body, const char *header, const char *value);
 
 /* Serves the operations endpoints every daemon has: GET /metrics (Prometheus text),
  * /healthz (the process answers) and /readyz (ready() says; NULL = always ready).

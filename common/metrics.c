@@ -19,7 +19,9 @@ typedef struct {
     int paused, buffer_full, held, alert;
     uint64_t retries;
     int64_t lag;
+    int64_t lost;             /* messages deleted from Kafka before they were applied */
     int assigned;
+    uint64_t backlog_refused; /* proxy: ops answered 429, the shard's backlog full */
 } shard_stats_t;
 
 struct bw_metrics {
@@ -43,7 +45,7 @@ bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
     pthread_mutex_init(&m->mu, NULL);
     m->role = role;
     m->shard_count = conf->shard_count;
-    if (role == BW_METRICS_CONSUMER) m->shards = calloc((size_t)conf->shard_count, sizeof(*m->shards));
+    m->shards = calloc((size_t)conf->shard_count, sizeof(*m->shards));
     return m;
 }
 
@@ -78,6 +80,18 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
     m->ops_not_accepted += not_accepted;
     m->messages += messages;
     observe(&m->accept_latency, latency_us);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_backlog_refused(bw_metrics_t *m, int shard, uint64_t ops) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].backlog_refused += ops;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_lost(bw_metrics_t *m, int shard, int64_t messages) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].lost = messages;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -186,6 +200,12 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                       (unsigned long long)m->ops_not_accepted);
         header(out, "bulkwrite_proxy_kafka_messages_total", "counter", "Shard batches produced.");
         bw_buf_printf(out, "bulkwrite_proxy_kafka_messages_total %llu\n", (unsigned long long)m->messages);
+        header(out, "bulkwrite_proxy_backlog_refused_ops_total", "counter",
+               "Valid ops answered 429 because their shard's backlog in Kafka was full (the client resends).");
+        for (int s = 0; s < m->shard_count; s++)
+            if (m->shards[s].backlog_refused)
+                bw_buf_printf(out, "bulkwrite_proxy_backlog_refused_ops_total{shard=\"%d\"} %llu\n", s,
+                              (unsigned long long)m->shards[s].backlog_refused);
         render_histogram(out, "bulkwrite_proxy_accept_latency_seconds",
                          "Time from request received to reply, including Kafka acknowledgement.",
                          &m->accept_latency);
@@ -233,7 +253,11 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
         bw_buf_printf(out, "bulkwrite_consumer_alert_posts_total{result=\"failed\"} %llu\n",
                       (unsigned long long)m->alert_posts[0]);
         SHARD_SERIES("bulkwrite_consumer_lag_messages", "gauge",
-                     "Messages buffered but not yet applied for the shard.", "%lld", (long long)st->lag);
+                     "Messages in Kafka the shard has not applied (high watermark minus its next offset).",
+                     "%lld", (long long)st->lag);
+        SHARD_SERIES("bulkwrite_consumer_lost_messages", "gauge",
+                     "Messages Kafka deleted before the shard applied them (the shard stops; see the "
+                     "BulkwriteShardDataLost alert).", "%lld", (long long)st->lost);
         render_histogram(out, "bulkwrite_consumer_apply_latency_seconds",
                          "Time to apply one batch transaction.", &m->apply_latency);
     }

@@ -31,6 +31,7 @@ void bw_metrics_destroy(bw_metrics_t *m);
 void bw_metrics_count_status(bw_metrics_t *m, unsigned status);
 void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepted, uint64_t rejected,
                               uint64_t not_accepted, uint64_t messages, int64_t latency_us);
+void bw_metrics_backlog_refused(bw_metrics_t *m, int shard, uint64_t ops);
 
 /* consumer */
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,
@@ -42,6 +43,7 @@ void bw_metrics_shard_retry(bw_metrics_t *m, int shard);
 void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int buffer_full, int64_t lag);
 void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held); /* unhealthy: not pulled */
 void bw_metrics_shard_alert(bw_metrics_t *m, int shard, int firing);
+void bw_metrics_shard_lost(bw_metrics_t *m, int shard, int64_t messages);
 void bw_metrics_alert_post(bw_metrics_t *m, int ok);
 
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out);

@@ -20,6 +20,7 @@ struct bw_shard_table {
     blob_t *control, *status;
     atomic_uint version;
     bw_tail_t *control_tail, *status_tail;
+    bw_status_hook_t hook;
 };
 
 int bw_shard_key(int shard, char key[24]) { return snprintf(key, 24, "shard/%d", shard); }
@@ -35,9 +36,10 @@ static int parse_key(const void *key, size_t len, int shard_count) {
     return (int)s;
 }
 
-static void store(bw_shard_table_t *t, blob_t *slots, const void *key, size_t klen, const void *val, size_t vlen) {
+/* The shard the record is for, or -1 when it is not ours (another layout). */
+static int store(bw_shard_table_t *t, blob_t *slots, const void *key, size_t klen, const void *val, size_t vlen) {
     int s = parse_key(key, klen, t->shard_count);
-    if (s < 0) return; /* not ours (another layout) */
+    if (s < 0) return -1;
     void *copy = NULL;
     if (vlen) {
         copy = malloc(vlen);
@@ -47,6 +49,7 @@ static void store(bw_shard_table_t *t, blob_t *slots, const void *key, size_t kl
     free(slots[s].data);
     slots[s] = (blob_t){copy, vlen}; /* an empty value (tombstone) clears it */
     pthread_mutex_unlock(&t->mu);
+    return s;
 }
 
 static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
@@ -59,18 +62,24 @@ unsigned bw_shard_table_version(bw_shard_table_t *t) { return atomic_load(&t->ve
 
 static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_shard_table_t *t = ud;
-    store(t, t->status, key, klen, val, vlen);
+    int s = store(t, t->status, key, klen, val, vlen);
+    if (s < 0 || !t->hook.fn || !vlen) return;
+    Bulkwrite__V1__ShardStatus *st = bulkwrite__v1__shard_status__unpack(NULL, vlen, val);
+    if (!st) return;
+    t->hook.fn(t->hook.ud, s, st);
+    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
 }
 
-bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brokers, int with_status,
-                                       char *errstr, size_t errstr_size) {
+bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brokers,
+                                       const bw_status_hook_t *status, char *errstr, size_t errstr_size) {
     bw_shard_table_t *t = calloc(1, sizeof(*t));
+    if (status) t->hook = *status;
     t->shard_count = conf->shard_count;
     pthread_mutex_init(&t->mu, NULL);
     t->control = calloc((size_t)conf->shard_count, sizeof(blob_t));
     t->status = calloc((size_t)conf->shard_count, sizeof(blob_t));
     if (!(t->control_tail = bw_tail_start(conf, brokers, conf->control_topic, on_control, t, errstr, errstr_size)) ||
-        (with_status &&
+        (status &&
          !(t->status_tail = bw_tail_start(conf, brokers, conf->status_topic, on_status, t, errstr, errstr_size)))) {
         bw_shard_table_stop(t);
         return NULL;

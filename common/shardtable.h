@@ -23,9 +23,17 @@ typedef struct {
     char reason[256];
 } bw_shard_setting_t;
 
-/* Follows the control topic, and the status topic too if with_status. */
-bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brokers, int with_status,
-                                       char *errstr, size_t errstr_size);
+/* Called on the status tail's thread with every status record read (st is freed after
+ * the call). The proxy's backlog admission learns applied offsets this way, at once. */
+typedef struct {
+    void (*fn)(void *ud, int shard, const Bulkwrite__V1__ShardStatus *st);
+    void *ud;
+} bw_status_hook_t;
+
+/* Follows the control topic, and the status topic too if status is not NULL (its fn
+ * may be NULL: the table alone). */
+bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brokers,
+                                       const bw_status_hook_t *status, char *errstr, size_t errstr_size);
 void bw_shard_table_stop(bw_shard_table_t *t);
 
 /* Waits until everything written before the call has been read (or timeout). */

@@ -30,7 +30,7 @@ struct bw_alerts {
     char generator_url[256];
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    alert_t *alerts; /* [shard_count] */
+    alert_t *alerts; /* [BW_ALERT_KINDS * shard_count], kind-major */
     int stopping;
     pthread_t thread;
     int has_thread;
@@ -44,20 +44,36 @@ static void rfc3339(int64_t ms, char out[32]) {
     snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
 }
 
+static const struct {
+    const char *name, *severity, *summary;
+} kinds[BW_ALERT_KINDS] = {
+    {"BulkwriteShardUnhealthy", "page",
+     "stopped taking batches: consecutive timeouts or lost connections; the consumer holds it back and "
+     "probes it with one batch at a time"},
+    {"BulkwriteShardDataLost", "page",
+     "lost accepted writes: Kafka deleted messages before the shard applied them; the shard stops there "
+     "(see the runbook: docs/operations.md)"},
+    {"BulkwriteShardBacklogAging", "warning",
+     "has unapplied messages approaching the batches topic's retention.ms: resume or speed up the shard "
+     "before Kafka deletes them"},
+};
+
+const char *bw_alert_name(bw_alert_kind_t kind) { return kinds[kind].name; }
+
 /* @locks caller holds mu (or owns a) */
-char *bw_alerts_body(const bw_alerts_t *a, const int *shards, size_t n, int64_t now_ms) {
+char *bw_alerts_body(const bw_alerts_t *a, const int *alerts, size_t n, int64_t now_ms) {
     (void)now_ms;
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
-        int s = shards[i];
-        const alert_t *al = &a->alerts[s];
+        int kind = alerts[i] / a->conf->shard_count, s = alerts[i] % a->conf->shard_count;
+        const alert_t *al = &a->alerts[alerts[i]];
         const bw_server_t *sv = &a->conf->servers[a->conf->shard_server[s]];
         char shard[16], db[80], address[300], ts[32];
         snprintf(shard, sizeof(shard), "%d", s);
         bw_config_shard_db(a->conf, s, db, sizeof(db));
         snprintf(address, sizeof(address), "%s:%d", sv->host, sv->port);
-        json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "alertname", "BulkwriteShardUnhealthy",
-                                   "service", "bulkwrite", "severity", "page", "shard", shard, "database", db,
+        json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "alertname", kinds[kind].name,
+                                   "service", "bulkwrite", "severity", kinds[kind].severity, "shard", shard, "database", db,
                                    "server", sv->name);
         for (int l = 0; l < a->conf->alert_label_cnt; l++) {
             const char *kv = a->conf->alert_labels[l], *eq = strchr(kv, '=');
@@ -66,10 +82,8 @@ char *bw_alerts_body(const bw_alerts_t *a, const int *shards, size_t n, int64_t 
             json_object_set_new(labels, name, json_string(eq + 1));
         }
         char summary[700];
-        snprintf(summary, sizeof(summary),
-                 "bulkwrite shard %d (%s on %s, %s) stopped taking batches: consecutive timeouts or lost "
-                 "connections; the consumer holds it back and probes it with one batch at a time",
-                 s, db, sv->name, address);
+        snprintf(summary, sizeof(summary), "bulkwrite shard %d (%s on %s, %s) %s", s, db, sv->name, address,
+                 kinds[kind].summary);
         json_t *ann = json_pack("{s:s, s:s}", "summary", summary, "error", al->error);
         rfc3339(al->starts_ms, ts);
         json_t *o = json_pack("{s:o, s:o, s:s, s:s}", "labels", labels, "annotations", ann, "startsAt", ts,
@@ -115,14 +129,14 @@ static int post(const bw_alerts_t *a, const char *body, char *err, size_t esz) {
 
 static void *sender_main(void *arg) {
     bw_alerts_t *a = arg;
-    int n_shards = a->conf->shard_count;
-    int *due = malloc(sizeof(int) * (size_t)n_shards);
-    uint64_t *sent_version = malloc(sizeof(uint64_t) * (size_t)n_shards);
+    int n_alerts = a->conf->shard_count * BW_ALERT_KINDS;
+    int *due = malloc(sizeof(int) * (size_t)n_alerts);
+    uint64_t *sent_version = malloc(sizeof(uint64_t) * (size_t)n_alerts);
     pthread_mutex_lock(&a->mu);
     for (;;) {
         int64_t now = bw_wall_ms();
         size_t n = 0;
-        for (int s = 0; s < n_shards; s++) {
+        for (int s = 0; s < n_alerts; s++) {
             alert_t *al = &a->alerts[s];
             if ((al->unsent || al->firing) && now >= al->next_post_ms) {
                 sent_version[n] = al->version;
@@ -166,7 +180,7 @@ bw_alerts_t *bw_alerts_new(const bw_config_t *conf, bw_metrics_t *metrics, const
     snprintf(a->generator_url, sizeof(a->generator_url), "%s", generator_url);
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
-    a->alerts = calloc((size_t)conf->shard_count, sizeof(*a->alerts));
+    a->alerts = calloc((size_t)conf->shard_count * BW_ALERT_KINDS, sizeof(*a->alerts));
     if (conf->alert_webhook_url[0]) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
         a->has_thread = pthread_create(&a->thread, NULL, sender_main, a) == 0;
@@ -190,9 +204,9 @@ void bw_alerts_destroy(bw_alerts_t *a) {
     free(a);
 }
 
-void bw_alerts_fire(bw_alerts_t *a, int shard, const char *error) {
+void bw_alerts_fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char *error) {
     pthread_mutex_lock(&a->mu);
-    alert_t *al = &a->alerts[shard];
+    alert_t *al = &a->alerts[kind * a->conf->shard_count + shard];
     int was = al->firing;
     if (!was) {
         al->firing = 1;
@@ -205,14 +219,15 @@ void bw_alerts_fire(bw_alerts_t *a, int shard, const char *error) {
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
     if (!was) {
-        bw_metrics_shard_alert(a->metrics, shard, 1);
-        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "ALERT BulkwriteShardUnhealthy firing: %s", error);
+        if (kind == BW_ALERT_UNHEALTHY) bw_metrics_shard_alert(a->metrics, shard, 1);
+        bw_log(kind == BW_ALERT_BACKLOG_AGING ? BW_LOG_WARN : BW_LOG_ERROR, COMPONENT, shard, NULL,
+               "ALERT %s firing: %s", kinds[kind].name, error);
     }
 }
 
-void bw_alerts_resolve(bw_alerts_t *a, int shard) {
+void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     pthread_mutex_lock(&a->mu);
-    alert_t *al = &a->alerts[shard];
+    alert_t *al = &a->alerts[kind * a->conf->shard_count + shard];
     int was = al->firing;
     if (was) {
         al->firing = 0;
@@ -224,14 +239,14 @@ void bw_alerts_resolve(bw_alerts_t *a, int shard) {
     }
     pthread_mutex_unlock(&a->mu);
     if (was) {
-        bw_metrics_shard_alert(a->metrics, shard, 0);
-        bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "ALERT BulkwriteShardUnhealthy resolved: the shard applies batches again");
+        if (kind == BW_ALERT_UNHEALTHY) bw_metrics_shard_alert(a->metrics, shard, 0);
+        bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "ALERT %s resolved", kinds[kind].name);
     }
 }
 
-int bw_alerts_firing(bw_alerts_t *a, int shard) {
+int bw_alerts_firing(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     pthread_mutex_lock(&a->mu);
-    int f = a->alerts[shard].firing;
+    int f = a->alerts[kind * a->conf->shard_count + shard].firing;
     pthread_mutex_unlock(&a->mu);
     return f;
 }

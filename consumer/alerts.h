@@ -1,6 +1,6 @@
 /* alerts.h — shard alerts: to the log, to a metric, and to an Alertmanager webhook.
  *
- * One alert per shard, named BulkwriteShardUnhealthy, labelled with the shard, its
+ * Per shard, one alert of each kind (bw_alert_kind_t), labelled with the shard, its
  * database and server. Firing it again only updates its error text; resolving sends
  * it once more with endsAt set. A background thread posts to alerts.webhook_url in
  * Alertmanager's v2 format (a JSON array of {labels, annotations, startsAt, endsAt,
@@ -16,16 +16,26 @@
 
 typedef struct bw_alerts bw_alerts_t;
 
+typedef enum {
+    BW_ALERT_UNHEALTHY,      /* BulkwriteShardUnhealthy (page): consecutive timeouts, held back */
+    BW_ALERT_DATA_LOST,      /* BulkwriteShardDataLost (page): Kafka deleted unapplied messages */
+    BW_ALERT_BACKLOG_AGING,  /* BulkwriteShardBacklogAging (warning): nearing the topic's retention */
+    BW_ALERT_KINDS
+} bw_alert_kind_t;
+
+const char *bw_alert_name(bw_alert_kind_t kind);
+
 /* generator_url: where an SRE looks next (the consumer's /metrics). */
 bw_alerts_t *bw_alerts_new(const bw_config_t *conf, bw_metrics_t *metrics, const char *generator_url);
 /* Stops the thread after a last attempt to post what is pending. */
 void bw_alerts_destroy(bw_alerts_t *a);
 
-void bw_alerts_fire(bw_alerts_t *a, int shard, const char *error);
-void bw_alerts_resolve(bw_alerts_t *a, int shard);
-int bw_alerts_firing(bw_alerts_t *a, int shard);
+void bw_alerts_fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char *error);
+void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard);
+int bw_alerts_firing(bw_alerts_t *a, bw_alert_kind_t kind, int shard);
 
-/* The Alertmanager v2 body for the given alerts (malloc'd). Exposed for tests. */
-char *bw_alerts_body(const bw_alerts_t *a, const int *shards, size_t n, int64_t now_ms);
+/* The Alertmanager v2 body for the given alerts (malloc'd), each named by
+ * kind * shards.count + shard. Exposed for tests. */
+char *bw_alerts_body(const bw_alerts_t *a, const int *alerts, size_t n, int64_t now_ms);
 
 #endif

@@ -61,6 +61,11 @@ typedef struct {
     int64_t ready_at_us;       /* not before (rate limit or retry backoff) */
     int64_t backoff_us;
     int64_t lag;               /* as last measured */
+    int64_t applied;           /* the next offset to apply, as stored in the shard's ledger; -1 unknown */
+    int64_t published_applied; /* applied as last published in a status record */
+    int64_t high, low;         /* watermarks as last measured; -1 unknown */
+    int64_t deleted_to;        /* DeleteRecords asked up to here */
+    int64_t lost_from, lost_to;/* messages deleted before they were applied; empty if equal */
     int timeouts;              /* consecutive timeouts or connection failures */
     int unhealthy;             /* alert raised: not fetched; the next job is a probe */
     int op_paused;             /* paused by an operator (control topic) */
@@ -95,6 +100,8 @@ typedef struct {
     bw_shard_table_t *table;   /* operator settings */
     unsigned table_version;    /* of the settings last applied */
     rd_kafka_t *status_rk;     /* status records (fire and forget) */
+    bw_topic_retention_t retention; /* of the batches topic, as found at startup */
+    rd_kafka_queue_t *delete_q;     /* DeleteRecords results; NULL when none is in flight */
     char instance[300];        /* host:port of this consumer, in status records */
     /* worker pool. @locks mu guards todo, done, busy, stopping */
     pthread_mutex_t mu;
@@ -177,12 +184,14 @@ static size_t job_size(const part_t *p) {
     char op_text[8];
     int op_len = snprintf(op_text, sizeof(op_text), "%ld", op);
     long limit = ot->batch_size[op];
-    size_t n = 1;
+    size_t n = 1, bytes = first->len;
+    /* rows bound the statement's work, bytes its size (max_allowed_packet) */
     while (n < p->len && header_eq(p->buf[n], "bw-type", type, type_len) &&
            header_eq(p->buf[n], "bw-op", op_text, (size_t)op_len)) {
         long r = header_long(p->buf[n], "bw-rows");
-        if (r < 0 || rows + r > limit) break;
+        if (r < 0 || rows + r > limit || bytes + p->buf[n]->len > (size_t)cs.conf->max_batch_bytes) break;
         rows += r;
+        bytes += p->buf[n]->len;
         n++;
     }
     return n;
@@ -228,12 +237,13 @@ static void set_paused(int shard, int paused) {
     p->paused = paused;
 }
 
-/* Fetching runs unless the operator paused the shard, it is unhealthy, or its buffer is
- * full (resumed once half drained). */
+/* Fetching runs unless the operator paused the shard, it is unhealthy, its next
+ * messages are lost, or its buffer is full (resumed once half drained). */
 static void refresh_fetch(int shard) {
     part_t *p = &cs.parts[shard];
     size_t full = (size_t)cs.conf->pull_count;
-    int want = p->op_paused || p->unhealthy || p->len >= full || (p->paused && p->len > full / 2);
+    int lost = p->lost_to > p->lost_from;
+    int want = p->op_paused || p->unhealthy || lost || p->len >= full || (p->paused && p->len > full / 2);
     set_paused(shard, want);
 }
 
@@ -286,7 +296,7 @@ static void mark_healthy(int shard) {
     if (!p->unhealthy) return;
     p->unhealthy = 0;
     bw_metrics_shard_held(cs.metrics, shard, 0);
-    bw_alerts_resolve(cs.alerts, shard);
+    bw_alerts_resolve(cs.alerts, BW_ALERT_UNHEALTHY, shard);
     refresh_fetch(shard);
 }
 
@@ -300,7 +310,7 @@ static void count_timeout(int shard, const char *error, int64_t now) {
                p->timeouts, cs.conf->pause_ms);
     p->unhealthy = 1;
     bw_metrics_shard_held(cs.metrics, shard, 1);
-    bw_alerts_fire(cs.alerts, shard, error); /* again: the alert carries the latest error */
+    bw_alerts_fire(cs.alerts, BW_ALERT_UNHEALTHY, shard, error); /* again: the alert carries the latest error */
     refresh_fetch(shard);
     p->ready_at_us = now + (int64_t)cs.conf->pause_ms * 1000;
 }
@@ -316,6 +326,7 @@ static void collect(job_t *j) {
         p->len -= j->cnt;
         p->backoff_us = 0;
         mark_healthy(j->shard);
+        p->applied = j->res.next_offset;
         commit_offset(j->shard, j->res.next_offset);
         refresh_fetch(j->shard);
         p->rows_applied += j->res.rows_applied;
@@ -421,12 +432,38 @@ static int64_t dispatch(void) {
     return next;
 }
 
+/* The shard's next messages are gone from Kafka (an operator's retention, a truncated
+ * log): deleted before they were applied. The shard stops at the gap, loudly: an alert
+ * names the missing offsets, the status record carries them (jobs whose messages were
+ * there report them lost), and the lag counts them. Nothing is skipped silently. */
+static void on_lost(int shard, const char *why) {
+    part_t *p = &cs.parts[shard];
+    int64_t lo = -1, hi = -1;
+    rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, shard, &lo, &hi, 5000);
+    int64_t from = p->next_fetch >= 0 ? p->next_fetch : p->applied >= 0 ? p->applied : 0;
+    if (lo <= from) return; /* not a gap after all (e.g. a stale fetch position): fetching goes on */
+    p->lost_from = from;
+    p->lost_to = lo;
+    p->low = lo;
+    p->high = hi;
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "offsets %lld to %lld of partition %d (%lld messages) were deleted from Kafka before the shard applied "
+             "them; the shard stops at offset %lld (%s)",
+             (long long)from, (long long)lo - 1, shard, (long long)(lo - from), (long long)from, why);
+    bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "%s", msg);
+    note_error(shard, "lost", msg);
+    bw_metrics_shard_lost(cs.metrics, shard, lo - from);
+    bw_alerts_fire(cs.alerts, BW_ALERT_DATA_LOST, shard, msg);
+    refresh_fetch(shard);
+    p->published_applied = -2; /* publish at once */
+}
+
 static void buffer_message(rd_kafka_message_t *m) {
     if (m->err) {
-        if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
-            bw_log(BW_LOG_ERROR, COMPONENT, m->partition, NULL,
-                   "the shard's next offset is no longer in Kafka: messages were deleted before they "
-                   "were applied; the shard stops here (%s)", rd_kafka_message_errstr(m));
+        if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && m->partition >= 0 &&
+            m->partition < cs.conf->shard_count && cs.parts[m->partition].assigned)
+            on_lost(m->partition, rd_kafka_message_errstr(m));
         else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "kafka: %s", rd_kafka_message_errstr(m));
         rd_kafka_message_destroy(m);
@@ -469,6 +506,8 @@ static void release_partitions(const rd_kafka_topic_partition_list_t *l) {
         for (size_t k = 0; k < p->len; k++) rd_kafka_message_destroy(p->buf[k]);
         p->len = 0;
         mark_healthy(s); /* no longer ours: its new owner alerts if it is still sick */
+        bw_alerts_resolve(cs.alerts, BW_ALERT_DATA_LOST, s);
+        bw_alerts_resolve(cs.alerts, BW_ALERT_BACKLOG_AGING, s);
         p->assigned = 0;
         p->paused = 0;
         p->op_paused = 0;
@@ -500,6 +539,7 @@ static void resume_offsets(rd_kafka_topic_partition_list_t *l) {
             }
             l->elems[i].offset = next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
             cs.parts[s].next_fetch = next;
+            cs.parts[s].applied = next;
             cs.parts[s].assigned_from = l->elems[i].offset;
             bw_log(BW_LOG_DEBUG, COMPONENT, s, NULL, "resuming at offset %lld", (long long)next);
         }
@@ -531,6 +571,11 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             p->unhealthy = 0;
             p->op_paused = 0;
             p->rows_applied = p->rows_failed = 0;
+            p->applied = p->high = p->low = -1;
+            p->published_applied = -2;
+            p->deleted_to = 0;
+            p->lost_from = p->lost_to = 0;
+            bw_metrics_shard_lost(cs.metrics, s, 0);
             bw_ratelimit_init(&p->rl, configured_rate(s), now);
         }
         resume_offsets(l);
@@ -548,26 +593,56 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
 }
 
+/* Timestamp (ms) of the next message the shard applies, 0 if none is buffered. */
+static int64_t oldest_unapplied_ms(const part_t *p) {
+    if (!p->len) return 0;
+    rd_kafka_timestamp_type_t type;
+    int64_t ts = rd_kafka_message_timestamp(p->buf[0], &type);
+    return ts > 0 ? ts : 0;
+}
+
+/* With a retention.ms on the topic (an operator's choice), warn well before Kafka may
+ * delete a shard's unapplied messages. */
+static void check_backlog_age(int shard, int64_t now_ms) {
+    if (cs.retention.retention_ms <= 0) return;
+    int64_t oldest = oldest_unapplied_ms(&cs.parts[shard]);
+    int64_t warn_after = cs.retention.retention_ms * cs.conf->backlog_age_warn_pct / 100;
+    if (oldest && now_ms - oldest > warn_after) {
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "the oldest unapplied message is %lld s old; the topic's retention.ms deletes messages after %lld s",
+                 (long long)(now_ms - oldest) / 1000, (long long)cs.retention.retention_ms / 1000);
+        bw_alerts_fire(cs.alerts, BW_ALERT_BACKLOG_AGING, shard, msg);
+    } else {
+        bw_alerts_resolve(cs.alerts, BW_ALERT_BACKLOG_AGING, shard);
+    }
+}
+
 static void update_gauges(void) {
+    int64_t now_ms = bw_wall_ms();
     for (int s = 0; s < cs.conf->shard_count; s++) {
         part_t *p = &cs.parts[s];
         if (!p->assigned) continue;
-        int64_t lo, hi = -1, lag = (int64_t)p->len;
+        int64_t lo = -1, hi = -1, lag = (int64_t)p->len;
         /* lag = high watermark - next offset to apply */
-        int64_t next = p->len ? p->buf[0]->offset : p->next_fetch;
+        int64_t next = p->len ? p->buf[0]->offset : p->lost_to > p->lost_from ? p->lost_from : p->next_fetch;
         if (next < 0) {
             rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
             rd_kafka_topic_partition_list_add(l, cs.conf->topic, s);
             if (rd_kafka_position(cs.rk, l) == 0) next = l->elems[0].offset;
             rd_kafka_topic_partition_list_destroy(l);
         }
-        /* an operator-paused partition is not fetched at all, so its cached watermark
-         * goes stale: ask the broker (few shards are paused by hand) */
-        if (p->op_paused) rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi, 500);
+        /* a partition not fetched (paused by an operator, or stopped at lost messages)
+         * has a stale cached watermark: ask the broker (few shards are in that state) */
+        if (p->op_paused || p->lost_to > p->lost_from)
+            rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi, 500);
         else rd_kafka_get_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi);
         if (next >= 0 && hi >= 0) lag = hi > next ? hi - next : 0;
         bw_metrics_shard_state(cs.metrics, s, p->rl.rate, p->op_paused, p->paused && !p->op_paused && !p->unhealthy, lag);
         p->lag = lag;
+        if (hi >= 0) p->high = hi;
+        if (lo >= 0) p->low = lo;
+        check_backlog_age(s, now_ms);
     }
 }
 
@@ -577,44 +652,99 @@ static void on_status_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void
     if (m->err) bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "status record: %s", rd_kafka_err2str(m->err));
 }
 
-/* One status record per assigned shard (fire and forget: a lost one is replaced by the
- * next). */
-static void publish_status(void) {
+/* One shard's status record (fire and forget: a lost one is replaced by the next). */
+static void publish_shard_status(int s, int64_t now) {
+    part_t *p = &cs.parts[s];
+    Bulkwrite__V1__ShardStatus st = BULKWRITE__V1__SHARD_STATUS__INIT;
+    Bulkwrite__V1__ShardError errs[5], *errp[5];
+    st.shard = (uint32_t)s;
+    st.consumer = cs.instance;
+    st.updated_at_ms = now;
+    st.lag = p->lag;
+    st.rate = p->rl.rate;
+    st.paused = p->op_paused;
+    st.unhealthy = p->unhealthy;
+    st.rows_applied = p->rows_applied;
+    st.rows_failed = p->rows_failed;
+    st.applied_offset = p->applied >= 0 ? p->applied : p->low >= 0 ? p->low : 0;
+    st.high_watermark = p->high >= 0 ? p->high : 0;
+    st.log_start_offset = p->low >= 0 ? p->low : 0;
+    st.lost_from = p->lost_from;
+    st.lost_to = p->lost_to;
+    st.oldest_unapplied_ms = oldest_unapplied_ms(p);
+    for (int i = 0; i < 5; i++) { /* newest first */
+        int k = (p->errors_next + 4 - i) % 5;
+        if (!p->errors[k].at_ms) break;
+        bulkwrite__v1__shard_error__init(&errs[i]);
+        errs[i].at_ms = p->errors[k].at_ms;
+        errs[i].kind = (char *)p->errors[k].kind;
+        errs[i].message = p->errors[k].message;
+        errp[i] = &errs[i];
+        st.n_recent_errors++;
+    }
+    st.recent_errors = errp;
+    uint8_t buf[4096];
+    size_t len = bulkwrite__v1__shard_status__get_packed_size(&st);
+    if (len > sizeof(buf)) return;
+    bulkwrite__v1__shard_status__pack(&st, buf);
+    char key[24];
+    int klen = bw_shard_key(s, key);
+    rd_kafka_producev(cs.status_rk, RD_KAFKA_V_TOPIC(cs.conf->status_topic), RD_KAFKA_V_KEY(key, (size_t)klen),
+                      RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    p->published_applied = p->applied;
+}
+
+/* Every assigned shard's status (all), or only those whose applied offset moved since
+ * they were last published: the proxies' backlog admission sees room soon. */
+static void publish_status(int all) {
     int64_t now = bw_wall_ms();
     for (int s = 0; s < cs.conf->shard_count; s++) {
         part_t *p = &cs.parts[s];
-        if (!p->assigned) continue;
-        Bulkwrite__V1__ShardStatus st = BULKWRITE__V1__SHARD_STATUS__INIT;
-        Bulkwrite__V1__ShardError errs[5], *errp[5];
-        st.shard = (uint32_t)s;
-        st.consumer = cs.instance;
-        st.updated_at_ms = now;
-        st.lag = p->lag;
-        st.rate = p->rl.rate;
-        st.paused = p->op_paused;
-        st.unhealthy = p->unhealthy;
-        st.rows_applied = p->rows_applied;
-        st.rows_failed = p->rows_failed;
-        for (int i = 0; i < 5; i++) { /* newest first */
-            int k = (p->errors_next + 4 - i) % 5;
-            if (!p->errors[k].at_ms) break;
-            bulkwrite__v1__shard_error__init(&errs[i]);
-            errs[i].at_ms = p->errors[k].at_ms;
-            errs[i].kind = (char *)p->errors[k].kind;
-            errs[i].message = p->errors[k].message;
-            errp[i] = &errs[i];
-            st.n_recent_errors++;
-        }
-        st.recent_errors = errp;
-        uint8_t buf[4096];
-        size_t len = bulkwrite__v1__shard_status__get_packed_size(&st);
-        if (len > sizeof(buf)) continue;
-        bulkwrite__v1__shard_status__pack(&st, buf);
-        char key[24];
-        int klen = bw_shard_key(s, key);
-        rd_kafka_producev(cs.status_rk, RD_KAFKA_V_TOPIC(cs.conf->status_topic), RD_KAFKA_V_KEY(key, (size_t)klen),
-                          RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (p->assigned && (all || p->applied != p->published_applied)) publish_shard_status(s, now);
     }
+}
+
+/* ---- freeing what the shards applied (DeleteRecords, real brokers only) -------------- */
+
+/* Asks Kafka to delete, per partition, what the shard has applied and stored in its
+ * ledger since the last time. One request at a time; its result is read by
+ * collect_deleted(). Disk then holds the real backlog, not a retention's worth. */
+static void delete_applied(void) {
+    if (cs.delete_q || cs.retention.embedded || !cs.conf->delete_applied_interval_ms) return;
+    int32_t *parts = malloc(sizeof(int32_t) * (size_t)cs.conf->shard_count);
+    int64_t *offsets = malloc(sizeof(int64_t) * (size_t)cs.conf->shard_count);
+    size_t n = 0;
+    for (int s = 0; s < cs.conf->shard_count; s++) {
+        part_t *p = &cs.parts[s];
+        if (!p->assigned || p->applied <= p->deleted_to) continue;
+        parts[n] = s;
+        offsets[n++] = p->applied;
+        p->deleted_to = p->applied;
+    }
+    if (n) {
+        cs.delete_q = rd_kafka_queue_new(cs.rk);
+        bw_kafka_delete_records_start(cs.rk, cs.conf->topic, parts, offsets, n, 30000, cs.delete_q);
+    }
+    free(parts);
+    free(offsets);
+}
+
+static void collect_deleted(void) {
+    if (!cs.delete_q) return;
+    size_t cap = (size_t)cs.conf->shard_count, n = 0;
+    int32_t *parts = malloc(sizeof(int32_t) * cap);
+    int64_t *low = malloc(sizeof(int64_t) * cap);
+    char err[512] = "";
+    if (bw_kafka_delete_records_poll(cs.delete_q, parts, low, cap, &n, err, sizeof(err))) {
+        rd_kafka_queue_destroy(cs.delete_q);
+        cs.delete_q = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (low[i] >= 0 && parts[i] >= 0 && parts[i] < cs.conf->shard_count) cs.parts[parts[i]].low = low[i];
+        if (err[0]) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "deleting applied records: %s (tried again later)", err);
+        else bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "deleted applied records of %zu partitions", n);
+    }
+    free(parts);
+    free(low);
 }
 
 /* SIGHUP: the runtime keys of the new file replace the running ones (this thread is the
@@ -629,6 +759,7 @@ static void reload(const bw_daemon_t *d) {
     cs.conf->pause_after_timeouts = n->pause_after_timeouts;
     cs.conf->pause_ms = n->pause_ms;
     cs.conf->status_interval_ms = n->status_interval_ms;
+    cs.conf->progress_interval_ms = n->progress_interval_ms;
     cs.conf->log_level = n->log_level;
     bw_config_destroy(n);
     apply_settings(bw_now_us());
@@ -671,7 +802,7 @@ int main(int argc, char **argv) {
         bw_error(COMPONENT, "kafka consumer: %s", err);
         return 1;
     }
-    if (bw_kafka_ensure_topic(cs.rk, cs.conf, 10000, err, sizeof(err)) != BW_OK) {
+    if (bw_kafka_ensure_topic(cs.rk, cs.conf, 10000, &cs.retention, err, sizeof(err)) != BW_OK) {
         bw_error(COMPONENT, "%s", err);
         rd_kafka_destroy(cs.rk);
         return 1;
@@ -687,7 +818,7 @@ int main(int argc, char **argv) {
     if (!sc || !(cs.status_rk = rd_kafka_new(RD_KAFKA_PRODUCER, sc, err, sizeof(err))) ||
         bw_kafka_ensure_side_topic(cs.status_rk, cs.conf, cs.conf->status_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         bw_kafka_ensure_side_topic(cs.status_rk, cs.conf, cs.conf->control_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
-        !(cs.table = bw_shard_table_start(cs.conf, d.brokers, 0, err, sizeof(err)))) {
+        !(cs.table = bw_shard_table_start(cs.conf, d.brokers, NULL, err, sizeof(err)))) {
         bw_error(COMPONENT, "control and status topics: %s", err);
         return 1;
     }
@@ -727,7 +858,7 @@ int main(int argc, char **argv) {
     atomic_store(&cs.run, 1);
     atomic_int reload_requested = 0;
     bw_daemon_handle_signals(&cs.run, &reload_requested);
-    int64_t next_gauges = 0, next_status = 0;
+    int64_t next_gauges = 0, next_status = 0, next_progress = 0, next_delete = 0;
     int64_t wait_us = 0;
     while (atomic_load(&cs.run)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(cs.rk, (int)(wait_us / 1000));
@@ -752,9 +883,18 @@ int main(int argc, char **argv) {
             next_gauges = now + 1000000;
         }
         if (now >= next_status) {
-            publish_status();
+            publish_status(1);
             next_status = now + (int64_t)cs.conf->status_interval_ms * 1000;
+            next_progress = now + (int64_t)cs.conf->progress_interval_ms * 1000;
+        } else if (now >= next_progress) {
+            publish_status(0);
+            next_progress = now + (int64_t)cs.conf->progress_interval_ms * 1000;
         }
+        if (now >= next_delete && cs.conf->delete_applied_interval_ms) {
+            delete_applied();
+            next_delete = now + (int64_t)cs.conf->delete_applied_interval_ms * 1000;
+        }
+        collect_deleted();
         rd_kafka_poll(cs.status_rk, 0);
     }
 
@@ -762,6 +902,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < cs.conf->shard_count; s++)
         while (cs.parts[s].job) collect_done(100000);
     rd_kafka_consumer_close(cs.rk); /* revokes: nothing in flight by now */
+    if (cs.delete_q) rd_kafka_queue_destroy(cs.delete_q);
     pthread_mutex_lock(&cs.mu);
     cs.stopping = 1;
     pthread_cond_broadcast(&cs.todo_cv);

@@ -30,7 +30,23 @@ char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_s
     return s;
 }
 
-char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table) {
+/* What Kafka holds for the shard and whether the proxy admits more (backlog.h), and
+ * offsets the consumer found deleted before they were applied. */
+static json_t *backlog_obj(bw_backlog_t *backlog, int shard, const Bulkwrite__V1__ShardStatus *st) {
+    bw_backlog_view_t v;
+    bw_backlog_view(backlog, shard, &v);
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "messages", (json_int_t)v.messages, "bytes",
+                          (json_int_t)v.bytes, "max_messages", (json_int_t)v.max_messages, "max_bytes",
+                          (json_int_t)v.max_bytes, "applied_offset", (json_int_t)v.applied, "high_watermark",
+                          (json_int_t)v.high, "log_start_offset", (json_int_t)v.low);
+    json_object_set_new(o, "full", json_boolean(v.messages >= v.max_messages || v.bytes >= v.max_bytes));
+    if (st && st->lost_to > st->lost_from)
+        json_object_set_new(o, "lost", json_pack("{s:I, s:I}", "from_offset", (json_int_t)st->lost_from,
+                                                 "to_offset", (json_int_t)st->lost_to));
+    return o;
+}
+
+char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog) {
     json_t *arr = json_array();
     int64_t now = bw_wall_ms();
     for (int s = 0; s < conf->shard_count; s++) {
@@ -38,6 +54,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table) {
         bw_shard_table_setting(table, s, &set);
         json_t *o = setting_obj(conf, s, &set);
         Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(table, s);
+        if (backlog) json_object_set_new(o, "backlog", backlog_obj(backlog, s, st));
         if (st) {
             json_t *errs = json_array();
             for (size_t i = 0; i < st->n_recent_errors; i++)

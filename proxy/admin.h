@@ -10,10 +10,12 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "backlog.h"
 #include "shardtable.h"
 
 /* JSON of every shard (malloc'd). */
-char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table);
+/* backlog may be NULL (no backlog member then). */
+char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog);
 /* JSON of one shard's setting (malloc'd). */
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 

@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "db.h"
 #include "log.h"
+#include "shardtable.h"
 #include "tail.h"
 
 /* Open-addressing index: job id (32 hex digits) -> latest packed JobRecord. */
@@ -186,8 +187,28 @@ done:
     bw_buf_free(&q);
 }
 
+/* Ops of the job still pending on a shard whose consumer found messages deleted from
+ * Kafka before they were applied, where the job's messages lie in (or behind) that gap:
+ * they are lost, not pending. */
+static void mark_lost(bw_shard_table_t *table, const Bulkwrite__V1__ShardOps *ops, Bulkwrite__V1__JobShard *js) {
+    Bulkwrite__V1__ShardStatus *st = table && js->pending ? bw_shard_table_status(table, (int)js->shard) : NULL;
+    if (!st) return;
+    if (st->lost_to > st->lost_from && ops->last_offset >= st->lost_from) {
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "lost in Kafka: offsets %lld to %lld of partition %u were deleted before the shard applied them; "
+                 "%u ops of this job were there or behind them",
+                 (long long)st->lost_from, (long long)st->lost_to - 1, js->shard, js->pending);
+        free(js->error);
+        js->error = strdup(msg);
+        js->lost = js->pending;
+        js->pending = 0;
+    }
+    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+}
+
 void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
-                    Bulkwrite__V1__JobStatus *st) {
+                    bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st) {
     /* the record comes from Kafka: trust only what was checked (the id from the URL,
      * shards in range) */
     rec->job_id = (char *)job_id;
@@ -219,6 +240,8 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         else complete = 0;
         uint32_t done = js->applied + js->failed;
         js->pending = js->submitted > done ? js->submitted - done : 0;
+        mark_lost(table, rec->shards[i], js);
+        st->lost += js->lost;
         st->submitted += js->submitted;
         st->applied += js->applied;
         st->failed += js->failed;
@@ -268,6 +291,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
         json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i}", "shard", (json_int_t)s->shard, "submitted",
                               (json_int_t)s->submitted, "applied", (json_int_t)s->applied, "failed",
                               (json_int_t)s->failed, "pending", (json_int_t)s->pending);
+        if (s->lost) json_object_set_new(o, "lost", json_integer(s->lost));
         if (s->error && s->error[0]) json_object_set_new(o, "error", json_string(s->error));
         json_array_append_new(shards, o);
     }
@@ -284,6 +308,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
                           "submitted", (json_int_t)st->submitted, "applied", (json_int_t)st->applied, "failed",
                           (json_int_t)st->failed, "pending", (json_int_t)st->pending, "rejected",
                           (json_int_t)st->rejected, "finished", st->finished, "shards", shards, "failures", fails);
+    json_object_set_new(j, "lost", json_integer(st->lost));
     char *out = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     return out;

@@ -24,6 +24,7 @@
 
 #include "admin.h"
 #include "arena.h"
+#include "backlog.h"
 #include "batcher.h"
 #include "daemon.h"
 #include "jobs.h"
@@ -46,23 +47,27 @@ typedef struct {
     bw_metrics_t *metrics;
     bw_jobs_t *jobs;
     bw_shard_table_t *shards;
+    bw_backlog_t *backlog;
 } proxy_t;
 
 static proxy_t proxy;
 
 /* ---- delivery tracking ------------------------------------------------------------ */
 
-/* One request's outstanding messages. @locks mu guards pending and errs. */
+/* One request's outstanding messages. @locks mu guards pending, errs and offsets. */
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t pending;
     rd_kafka_resp_err_t *errs; /* per message */
+    int64_t *offsets;          /* per message, once acknowledged */
 } tracker_t;
 
 typedef struct {
     tracker_t *tr;
     size_t msg;
+    int shard;       /* -1: a side-topic record, not in the backlog */
+    size_t bytes;    /* as admitted to the shard's backlog */
 } delivery_t;
 
 /* @locality poller thread */
@@ -70,8 +75,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     (void)rk;
     (void)opaque;
     delivery_t *d = m->_private;
+    if (d->shard >= 0) bw_backlog_settle(proxy.backlog, d->shard, d->bytes, m->err ? -1 : m->offset);
     pthread_mutex_lock(&d->tr->mu);
     d->tr->errs[d->msg] = m->err;
+    if (d->tr->offsets) d->tr->offsets[d->msg] = m->offset;
     if (--d->tr->pending == 0) pthread_cond_signal(&d->tr->cv);
     pthread_mutex_unlock(&d->tr->mu);
 }
@@ -82,18 +89,33 @@ static void *poller_main(void *arg) {
     return NULL;
 }
 
-/* Produces every message of `set`, waits for all acknowledgements and fills errs[].
- * Payload ownership passes to librdkafka on a successful produce call. */
-static void produce_all(bw_batch_set_t *set, const char *job_id, rd_kafka_resp_err_t *errs,
-                        bw_arena_t *arena) {
-    tracker_t tr = {.pending = 0, .errs = errs};
+/* What becomes of each message of a request. */
+typedef enum {
+    MSG_PRODUCE,      /* admitted to its shard's backlog: produce it */
+    MSG_TAKEN_BEFORE, /* an earlier attempt of the same request_id had it acknowledged */
+    MSG_BACKLOG_FULL, /* its shard's backlog is full: 429, resend later */
+} msg_fate_t;
+
+static const size_t header_bytes = 3 * 8; /* bw-type, bw-op, bw-rows: names and values, roughly */
+
+static size_t message_bytes(const bw_batch_msg_t *m) {
+    return bw_backlog_message_bytes(m->len, 32, header_bytes + strlen(m->type_name));
+}
+
+/* Produces the messages of `set` marked MSG_PRODUCE, waits for all acknowledgements and
+ * fills errs[] and offsets[]. Payload ownership passes to librdkafka on a successful
+ * produce call. */
+static void produce_all(bw_batch_set_t *set, const msg_fate_t *fate, const char *job_id,
+                        rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena) {
+    tracker_t tr = {.pending = 0, .errs = errs, .offsets = offsets};
     pthread_mutex_init(&tr.mu, NULL);
     pthread_cond_init(&tr.cv, NULL);
     delivery_t *ds = bw_arena_alloc(arena, (set->msg_cnt + 1) * sizeof(*ds));
     int64_t deadline = bw_now_us() + (int64_t)proxy.conf->produce_timeout_ms * 1000;
     for (size_t i = 0; i < set->msg_cnt; i++) {
         bw_batch_msg_t *m = &set->msgs[i];
-        ds[i] = (delivery_t){&tr, i};
+        if (fate[i] != MSG_PRODUCE) continue;
+        ds[i] = (delivery_t){&tr, i, m->shard, message_bytes(m)};
         pthread_mutex_lock(&tr.mu);
         tr.pending++;
         pthread_mutex_unlock(&tr.mu);
@@ -114,6 +136,7 @@ static void produce_all(bw_batch_set_t *set, const char *job_id, rd_kafka_resp_e
                 usleep(10000);
                 continue;
             }
+            bw_backlog_settle(proxy.backlog, m->shard, ds[i].bytes, -1);
             pthread_mutex_lock(&tr.mu);
             errs[i] = err;
             tr.pending--;
@@ -129,6 +152,48 @@ static void produce_all(bw_batch_set_t *set, const char *job_id, rd_kafka_resp_e
     bw_batcher_free_payloads(set); /* those never handed over */
 }
 
+/* Decides each message's fate: parts an earlier attempt of this request_id got
+ * acknowledged are not produced again; the others are admitted in order while their
+ * shard's backlog has room. Once a shard refuses one, its later messages of the request
+ * are refused too, so that a shard's ops keep their request order across resends.
+ * reasons[i] is set for refused messages. */
+static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecord *prev, msg_fate_t *fate,
+                        const char **reasons, bw_arena_t *arena) {
+    int shards = proxy.conf->shard_count;
+    const char **refused = bw_arena_alloc(arena, sizeof(*refused) * (size_t)shards);
+    memset(refused, 0, sizeof(*refused) * (size_t)shards);
+    uint8_t *taken = bw_arena_alloc(arena, set->msg_cnt + 1);
+    memset(taken, 0, set->msg_cnt + 1);
+    for (size_t k = 0; prev && k < prev->n_accepted_parts; k++)
+        if (prev->accepted_parts[k] < set->msg_cnt) taken[prev->accepted_parts[k]] = 1;
+    size_t refused_ops = 0;
+    for (size_t i = 0; i < set->msg_cnt; i++) {
+        const bw_batch_msg_t *m = &set->msgs[i];
+        bw_backlog_view_t v;
+        reasons[i] = NULL;
+        if (taken[i]) {
+            fate[i] = MSG_TAKEN_BEFORE;
+        } else if (!refused[m->shard] && bw_backlog_admit(proxy.backlog, m->shard, message_bytes(m), &v)) {
+            fate[i] = MSG_PRODUCE;
+        } else {
+            if (!refused[m->shard]) {
+                char text[320];
+                int len = snprintf(text, sizeof(text),
+                                   "not accepted now: shard %d's backlog is full (%lld messages, %.1f MiB not yet "
+                                   "applied; bounds %lld messages, %.1f MiB); resend after Retry-After",
+                                   m->shard, (long long)v.messages, (double)v.bytes / 1048576.0,
+                                   (long long)v.max_messages, (double)v.max_bytes / 1048576.0);
+                refused[m->shard] = bw_arena_strndup(arena, text, (size_t)len);
+            }
+            fate[i] = MSG_BACKLOG_FULL;
+            reasons[i] = refused[m->shard];
+            refused_ops += m->op_cnt;
+            bw_metrics_backlog_refused(proxy.metrics, m->shard, m->op_cnt);
+        }
+    }
+    return refused_ops;
+}
+
 /* Produces one record to a side topic and waits for its acknowledgement. */
 static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, size_t klen, const void *val,
                                           size_t vlen) {
@@ -136,7 +201,7 @@ static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, si
     tracker_t tr = {.pending = 1, .errs = &err};
     pthread_mutex_init(&tr.mu, NULL);
     pthread_cond_init(&tr.cv, NULL);
-    delivery_t dv = {&tr, 0};
+    delivery_t dv = {&tr, 0, -1, 0};
     int64_t deadline = bw_now_us() + (int64_t)proxy.conf->produce_timeout_ms * 1000;
     rd_kafka_resp_err_t e;
     /* a full local queue drains as acknowledgements arrive */
@@ -157,47 +222,62 @@ static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, si
     return err;
 }
 
-/* Writes the job's record: the ops Kafka took, per shard. */
+/* The job's earlier record when the request has a request_id (a resend), else NULL. */
+static Bulkwrite__V1__JobRecord *previous_record(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id) {
+    void *raw;
+    size_t len;
+    if (!req->request_id || !req->request_id[0] || bw_jobs_lookup(proxy.jobs, job_id, &raw, &len)) return NULL;
+    Bulkwrite__V1__JobRecord *prev = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+    free(raw);
+    return prev;
+}
+
+/* Writes the job's record: the ops Kafka took per shard, with their offsets, and the
+ * parts taken, merged with the earlier record of a resent request (same request_id):
+ * an attempt may be acknowledged in part, so counts keep the most any attempt got and
+ * offsets and parts are the union. */
 static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id, const bw_batch_set_t *set,
-                       const rd_kafka_resp_err_t *errs, bw_arena_t *arena) {
+                       const msg_fate_t *fate, const rd_kafka_resp_err_t *errs, const int64_t *offsets,
+                       const Bulkwrite__V1__JobRecord *prev, bw_arena_t *arena) {
     int shard_count = proxy.conf->shard_count;
-    uint32_t *per_shard = bw_arena_alloc(arena, sizeof(uint32_t) * (size_t)shard_count);
-    memset(per_shard, 0, sizeof(uint32_t) * (size_t)shard_count);
-    size_t touched = 0;
+    Bulkwrite__V1__ShardOps *per_shard = bw_arena_alloc(arena, sizeof(*per_shard) * (size_t)shard_count);
+    for (int s = 0; s < shard_count; s++) {
+        bulkwrite__v1__shard_ops__init(&per_shard[s]);
+        per_shard[s].shard = (uint32_t)s;
+        per_shard[s].first_offset = -1;
+    }
+    uint32_t *parts = bw_arena_alloc(arena, sizeof(uint32_t) * (set->msg_cnt + (prev ? prev->n_accepted_parts : 0) + 1));
+    size_t n_parts = 0;
     for (size_t i = 0; i < set->msg_cnt; i++) {
-        if (errs[i]) continue;
-        if (!per_shard[set->msgs[i].shard]) touched++;
-        per_shard[set->msgs[i].shard] += (uint32_t)set->msgs[i].op_cnt;
-    }
-    /* a resent request (same request_id) may be acknowledged in part this time: the
-     * record keeps the most any attempt got accepted per shard */
-    void *prev_raw;
-    size_t prev_len;
-    int64_t created = bw_wall_ms();
-    if (req->request_id && req->request_id[0] && bw_jobs_lookup(proxy.jobs, job_id, &prev_raw, &prev_len) == 0) {
-        Bulkwrite__V1__JobRecord *prev = bulkwrite__v1__job_record__unpack(NULL, prev_len, prev_raw);
-        free(prev_raw);
-        for (size_t i = 0; prev && i < prev->n_shards; i++) {
-            uint32_t s = prev->shards[i]->shard;
-            if (s >= (uint32_t)shard_count || prev->shards[i]->ops <= per_shard[s]) continue;
-            if (!per_shard[s]) touched++;
-            per_shard[s] = prev->shards[i]->ops;
+        int produced = fate[i] == MSG_PRODUCE && !errs[i];
+        if (!produced && fate[i] != MSG_TAKEN_BEFORE) continue;
+        Bulkwrite__V1__ShardOps *so = &per_shard[set->msgs[i].shard];
+        so->ops += (uint32_t)set->msgs[i].op_cnt;
+        if (produced) {
+            parts[n_parts++] = (uint32_t)i;
+            if (so->first_offset < 0 || offsets[i] < so->first_offset) so->first_offset = offsets[i];
+            if (offsets[i] > so->last_offset) so->last_offset = offsets[i];
         }
-        if (prev && prev->created_at_ms) created = prev->created_at_ms;
-        if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
     }
-    Bulkwrite__V1__ShardOps *so = bw_arena_alloc(arena, sizeof(*so) * (touched + 1));
-    Bulkwrite__V1__ShardOps **sop = bw_arena_alloc(arena, sizeof(*sop) * (touched + 1));
+    int64_t created = bw_wall_ms();
+    for (size_t i = 0; prev && i < prev->n_shards; i++) {
+        const Bulkwrite__V1__ShardOps *p = prev->shards[i];
+        if (p->shard >= (uint32_t)shard_count) continue;
+        Bulkwrite__V1__ShardOps *so = &per_shard[p->shard];
+        if (p->ops > so->ops) so->ops = p->ops;
+        if (so->first_offset < 0 || p->first_offset < so->first_offset) so->first_offset = p->first_offset;
+        if (p->last_offset > so->last_offset) so->last_offset = p->last_offset;
+    }
+    for (size_t k = 0; prev && k < prev->n_accepted_parts; k++) parts[n_parts++] = prev->accepted_parts[k];
+    if (prev && prev->created_at_ms) created = prev->created_at_ms;
+    Bulkwrite__V1__ShardOps **sop = bw_arena_alloc(arena, sizeof(*sop) * ((size_t)shard_count + 1));
     size_t n = 0;
     uint32_t total = 0;
     for (int s = 0; s < shard_count; s++) {
-        if (!per_shard[s]) continue;
-        total += per_shard[s];
-        bulkwrite__v1__shard_ops__init(&so[n]);
-        so[n].shard = (uint32_t)s;
-        so[n].ops = per_shard[s];
-        sop[n] = &so[n];
-        n++;
+        if (!per_shard[s].ops) continue;
+        total += per_shard[s].ops;
+        if (per_shard[s].first_offset < 0) per_shard[s].first_offset = 0; /* not known: an old record */
+        sop[n++] = &per_shard[s];
     }
     Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
     rec.job_id = (char *)job_id;
@@ -207,6 +287,8 @@ static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *
     rec.rejected = total < req->n_ops ? (uint32_t)req->n_ops - total : 0;
     rec.shards = sop;
     rec.n_shards = n;
+    rec.accepted_parts = parts;
+    rec.n_accepted_parts = n_parts;
     size_t len = bulkwrite__v1__job_record__get_packed_size(&rec);
     uint8_t *buf = bw_arena_alloc(arena, len + 1);
     bulkwrite__v1__job_record__pack(&rec, buf);
@@ -300,49 +382,66 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     size_t too_large_cnt;
     bw_batcher_split(proxy.conf, req, routes, job_id, bw_wall_ms(), &arena, &set, &too_large,
                      &too_large_cnt);
-    rd_kafka_resp_err_t *errs = bw_arena_alloc(&arena, (set.msg_cnt + 1) * sizeof(*errs));
-    memset(errs, 0, (set.msg_cnt + 1) * sizeof(*errs));
-    if (set.msg_cnt) produce_all(&set, job_id, errs, &arena);
+    size_t cnt = set.msg_cnt + 1;
+    rd_kafka_resp_err_t *errs = bw_arena_alloc(&arena, cnt * sizeof(*errs));
+    int64_t *offsets = bw_arena_alloc(&arena, cnt * sizeof(*offsets));
+    msg_fate_t *fate = bw_arena_alloc(&arena, cnt * sizeof(*fate));
+    const char **full = bw_arena_alloc(&arena, cnt * sizeof(*full));
+    memset(errs, 0, cnt * sizeof(*errs));
+    memset(offsets, 0, cnt * sizeof(*offsets));
+    Bulkwrite__V1__JobRecord *prev = previous_record(req, job_id);
+    size_t backlog_ops = admit_all(&set, prev, fate, full, &arena);
+    if (set.msg_cnt) produce_all(&set, fate, job_id, errs, offsets, &arena);
 
     /* every reason in one list, in request order */
     size_t failed_ops = 0;
     for (size_t i = 0; i < set.msg_cnt; i++)
         if (errs[i]) failed_ops += set.msgs[i].op_cnt;
-    size_t total = rejected_cnt + too_large_cnt + failed_ops;
+    size_t total = rejected_cnt + too_large_cnt + failed_ops + backlog_ops;
     bw_rejection_t *all = bw_arena_alloc(&arena, (total + 1) * sizeof(*all));
     if (rejected_cnt) memcpy(all, rejected, rejected_cnt * sizeof(*all));
     size_t n = rejected_cnt;
     for (size_t i = 0; i < too_large_cnt; i++) {
         all[n].index = too_large[i];
+        all[n].retryable = 0;
         all[n++].reason = bw_arena_strndup(&arena, err,
             (size_t)snprintf(err, sizeof(err), "op too large for one Kafka message (kafka.message_max_bytes %d)",
                              proxy.conf->message_max_bytes));
     }
     for (size_t i = 0; i < set.msg_cnt; i++) {
-        if (!errs[i]) continue;
-        int len = snprintf(err, sizeof(err), "not accepted: Kafka did not acknowledge it (%s); after a "
-                           "timeout it may still have been stored", rd_kafka_err2str(errs[i]));
-        const char *reason = bw_arena_strndup(&arena, err, (size_t)len);
-        for (size_t k = 0; k < set.msgs[i].op_cnt; k++) all[n++] = (bw_rejection_t){set.msgs[i].ops[k], reason};
-        bw_log(BW_LOG_ERROR, COMPONENT, set.msgs[i].shard, job_id, "kafka produce failed: %s",
-               rd_kafka_err2str(errs[i]));
+        const char *reason = full[i];
+        if (errs[i]) {
+            int len = snprintf(err, sizeof(err), "not accepted: Kafka did not acknowledge it (%s); after a "
+                               "timeout it may still have been stored", rd_kafka_err2str(errs[i]));
+            reason = bw_arena_strndup(&arena, err, (size_t)len);
+            bw_log(BW_LOG_ERROR, COMPONENT, set.msgs[i].shard, job_id, "kafka produce failed: %s",
+                   rd_kafka_err2str(errs[i]));
+        }
+        if (!reason) continue;
+        for (size_t k = 0; k < set.msgs[i].op_cnt; k++)
+            all[n++] = (bw_rejection_t){set.msgs[i].ops[k], reason, fate[i] == MSG_BACKLOG_FULL};
     }
     /* by op index, so clients read it in request order (an op appears at most once) */
     qsort(all, n, sizeof(*all), rejection_cmp);
     uint32_t accepted = (uint32_t)(req->n_ops - n);
-    if (accepted) record_job(req, job_id, &set, errs, &arena);
-    unsigned status = failed_ops ? MHD_HTTP_SERVICE_UNAVAILABLE
-                      : accepted ? MHD_HTTP_ACCEPTED
-                                 : MHD_HTTP_UNPROCESSABLE_CONTENT;
+    if (accepted) record_job(req, job_id, &set, fate, errs, offsets, prev, &arena);
+    if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
+    /* 503: Kafka failed us (resend soon); 429: a shard is full (resend after Retry-After) */
+    unsigned status = failed_ops     ? MHD_HTTP_SERVICE_UNAVAILABLE
+                      : backlog_ops ? MHD_HTTP_TOO_MANY_REQUESTS
+                      : accepted    ? MHD_HTTP_ACCEPTED
+                                    : MHD_HTTP_UNPROCESSABLE_CONTENT;
     char *body;
     size_t body_len;
     bw_response_encode(fmt, job_id, accepted, all, n, &body, &body_len);
-    bw_metrics_count_request(proxy.metrics, status, accepted, n - failed_ops, failed_ops,
+    bw_metrics_count_request(proxy.metrics, status, accepted, n - failed_ops - backlog_ops, failed_ops,
                              set.msg_cnt, bw_now_us() - started);
-    bw_log(BW_LOG_DEBUG, COMPONENT, -1, job_id, "%zu ops: %u accepted in %zu messages, %zu rejected",
-           req->n_ops, accepted, set.msg_cnt, n);
-    ret = bw_daemon_reply(c, status, fmt == BW_FMT_JSON ? "application/json" : "application/x-protobuf", body,
-                body_len, 1);
+    bw_log(BW_LOG_DEBUG, COMPONENT, -1, job_id, "%zu ops: %u accepted in %zu messages, %zu rejected, %zu for a full backlog",
+           req->n_ops, accepted, set.msg_cnt, n, backlog_ops);
+    char retry_after[16];
+    snprintf(retry_after, sizeof(retry_after), "%d", proxy.conf->backlog_retry_after_s);
+    ret = bw_daemon_reply_with(c, status, fmt == BW_FMT_JSON ? "application/json" : "application/x-protobuf", body,
+                               body_len, 1, backlog_ops ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, retry_after);
 done:
     bw_arena_destroy(&arena);
     return ret;
@@ -362,7 +461,7 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id) {
     if (!rec) return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id);
     Bulkwrite__V1__JobStatus st;
     char *record_id = rec->job_id; /* freed with the record */
-    bw_jobs_status(proxy.conf, rec, id, &st);
+    bw_jobs_status(proxy.conf, rec, id, proxy.shards, &st);
     rec->job_id = record_id;
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
     const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
@@ -464,7 +563,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
     if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9);
     if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {
-        char *body = bw_admin_shards_json(proxy.conf, proxy.shards);
+        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     }
     if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0)
@@ -506,7 +605,8 @@ int main(int argc, char **argv) {
         bw_error(COMPONENT, "kafka producer: %s", err);
         return 1;
     }
-    if (bw_kafka_ensure_topic(proxy.rk, proxy.conf, 10000, err, sizeof(err)) != BW_OK) {
+    bw_topic_retention_t retention;
+    if (bw_kafka_ensure_topic(proxy.rk, proxy.conf, 10000, &retention, err, sizeof(err)) != BW_OK) {
         bw_error(COMPONENT, "%s", err);
         rd_kafka_destroy(proxy.rk);
         return 1;
@@ -515,7 +615,9 @@ int main(int argc, char **argv) {
         bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->control_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->status_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         !(proxy.jobs = bw_jobs_start(proxy.conf, d.brokers, err, sizeof(err))) ||
-        !(proxy.shards = bw_shard_table_start(proxy.conf, d.brokers, 1, err, sizeof(err)))) {
+        !(proxy.backlog = bw_backlog_new(proxy.conf, proxy.rk, retention.embedded)) ||
+        !(proxy.shards = bw_shard_table_start(proxy.conf, d.brokers, &(bw_status_hook_t){bw_backlog_on_status, proxy.backlog},
+                                              err, sizeof(err)))) {
         bw_error(COMPONENT, "jobs, control and status topics: %s", err);
         return 1;
     }
@@ -547,6 +649,7 @@ int main(int argc, char **argv) {
     pthread_join(proxy.poller, NULL);
     bw_jobs_stop(proxy.jobs);
     bw_shard_table_stop(proxy.shards);
+    bw_backlog_destroy(proxy.backlog);
     rd_kafka_flush(proxy.rk, 10000);
     rd_kafka_topic_destroy(proxy.rkt);
     rd_kafka_destroy(proxy.rk);

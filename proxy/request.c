@@ -458,8 +458,9 @@ void bw_response_encode(bw_format_t fmt, const char *job_id, uint32_t accepted,
         for (size_t i = 0; i < rejected_cnt; i++) {
             char *reason = strdup(rejected[i].reason); /* json_pack drops non-UTF-8 silently */
             utf8_sanitize(reason);
-            json_array_append_new(arr, json_pack("{s:I,s:s}", "index", (json_int_t)rejected[i].index,
-                                                 "reason", reason));
+            json_t *item = json_pack("{s:I,s:s}", "index", (json_int_t)rejected[i].index, "reason", reason);
+            if (rejected[i].retryable) json_object_set_new(item, "retryable", json_true());
+            json_array_append_new(arr, item);
             free(reason);
         }
         json_object_set_new(root, "rejected", arr);
@@ -478,6 +479,7 @@ void bw_response_encode(bw_format_t fmt, const char *job_id, uint32_t accepted,
         bulkwrite__v1__op_rejection__init(&items[i]);
         items[i].index = rejected[i].index;
         items[i].reason = (char *)rejected[i].reason;
+        items[i].retryable = rejected[i].retryable;
         ptrs[i] = &items[i];
     }
     resp.rejected = ptrs;

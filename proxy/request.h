@@ -16,6 +16,7 @@ typedef enum { BW_FMT_PROTOBUF, BW_FMT_JSON } bw_format_t;
 typedef struct {
     uint32_t index;
     const char *reason;
+    int retryable; /* valid, not taken now (backlog full): resend the request later */
 } bw_rejection_t;
 
 /* Decodes a request body. NULL with errstr saying what is malformed. */

@@ -76,5 +76,6 @@ Suite *request_suite(void);
 Suite *apply_suite(void);
 Suite *alerts_suite(void);
 Suite *admin_suite(void);
+Suite *backlog_suite(void);
 
 #endif

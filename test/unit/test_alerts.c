@@ -28,9 +28,9 @@ START_TEST(firing_then_resolved) {
     bw_config_t *conf = t_ref_config(); /* no webhook: no thread, the body is built all the same */
     bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_CONSUMER);
     bw_alerts_t *a = bw_alerts_new(conf, m, "http://127.0.0.1:18081/metrics");
-    ck_assert(!bw_alerts_firing(a, 5));
-    bw_alerts_fire(a, 5, "statement on db00005: Lock wait timeout exceeded (1205)");
-    ck_assert(bw_alerts_firing(a, 5));
+    ck_assert(!bw_alerts_firing(a, BW_ALERT_UNHEALTHY, 5));
+    bw_alerts_fire(a, BW_ALERT_UNHEALTHY, 5, "statement on db00005: Lock wait timeout exceeded (1205)");
+    ck_assert(bw_alerts_firing(a, BW_ALERT_UNHEALTHY, 5));
     bw_buf_t out;
     bw_buf_init(&out);
     bw_metrics_render(m, &out);
@@ -53,7 +53,7 @@ START_TEST(firing_then_resolved) {
     json_decref(j);
 
     /* firing again only updates the error; the start stays */
-    bw_alerts_fire(a, 5, "connect to mysql-b: refused");
+    bw_alerts_fire(a, BW_ALERT_UNHEALTHY, 5, "connect to mysql-b: refused");
     j = body_of(a, 5);
     al = json_array_get(j, 0);
     ck_assert_str_eq(json_string_value(json_object_get(al, "startsAt")), starts);
@@ -61,8 +61,8 @@ START_TEST(firing_then_resolved) {
                      "connect to mysql-b: refused");
     json_decref(j);
 
-    bw_alerts_resolve(a, 5);
-    ck_assert(!bw_alerts_firing(a, 5));
+    bw_alerts_resolve(a, BW_ALERT_UNHEALTHY, 5);
+    ck_assert(!bw_alerts_firing(a, BW_ALERT_UNHEALTHY, 5));
     j = body_of(a, 5);
     al = json_array_get(j, 0);
     ck_assert(is_rfc3339(json_string_value(json_object_get(al, "endsAt"))));
@@ -141,9 +141,9 @@ static void *flapper(void *arg) {
     for (int i = 0; i < 200; i++) {
         char err[64];
         snprintf(err, sizeof(err), "timeout %d", i);
-        bw_alerts_fire(racing, shard, err);
+        bw_alerts_fire(racing, BW_ALERT_UNHEALTHY, shard, err);
         if (i % 3 == 0) usleep(100);
-        bw_alerts_resolve(racing, shard);
+        bw_alerts_resolve(racing, BW_ALERT_UNHEALTHY, shard);
     }
     return NULL;
 }

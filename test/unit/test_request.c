@@ -528,7 +528,8 @@ END_TEST
 /* ---- responses ----------------------------------------------------------------------- */
 
 START_TEST(response_json) {
-    bw_rejection_t rej[] = {{1, "unknown object_type \"widget\""}, {7, "field \"t\": quote \" and \\ and caf\xc3\xa9"}};
+    bw_rejection_t rej[] = {{1, "unknown object_type \"widget\"", 0},
+                            {7, "field \"t\": quote \" and \\ and caf\xc3\xa9", 1}};
     char *out = NULL;
     size_t len = 0;
     bw_response_encode(BW_FMT_JSON, "job-42", 5, rej, 2, &out, &len);
@@ -545,6 +546,9 @@ START_TEST(response_json) {
         json_t *e = json_array_get(arr, i);
         ck_assert_int_eq(json_integer_value(json_object_get(e, "index")), rej[i].index);
         ck_assert_str_eq(json_string_value(json_object_get(e, "reason")), rej[i].reason);
+        /* "retryable" only where true: a backlog refusal, resent later */
+        ck_assert_int_eq(json_is_true(json_object_get(e, "retryable")), rej[i].retryable);
+        ck_assert_int_eq(json_object_get(e, "retryable") != NULL, rej[i].retryable);
     }
     json_decref(root);
     free(out);
@@ -560,7 +564,7 @@ START_TEST(response_json) {
 END_TEST
 
 START_TEST(response_protobuf) {
-    bw_rejection_t rej[] = {{0, "a"}, {4294967295u, "field \"x\": \xf0\x9f\x98\x80"}, {3, ""}};
+    bw_rejection_t rej[] = {{0, "a", 0}, {4294967295u, "field \"x\": \xf0\x9f\x98\x80", 1}, {3, "", 0}};
     char *out = NULL;
     size_t len = 0;
     bw_response_encode(BW_FMT_PROTOBUF, "job-7", 123456, rej, 3, &out, &len);
@@ -573,6 +577,7 @@ START_TEST(response_protobuf) {
     for (size_t i = 0; i < 3; i++) {
         ck_assert_uint_eq(resp->rejected[i]->index, rej[i].index);
         ck_assert_str_eq(resp->rejected[i]->reason, rej[i].reason);
+        ck_assert_int_eq(resp->rejected[i]->retryable, rej[i].retryable);
     }
     bulkwrite__v1__batch_write_response__free_unpacked(resp, NULL);
     free(out);
@@ -617,7 +622,7 @@ START_TEST(response_reasons_quoting_client_text) {
     json_decref(root);
     free(out);
     /* encoding a reason that is not UTF-8 keeps the rejection, with '?' for bad bytes */
-    bw_rejection_t raw[] = {{0, "ok"}, {1, "bad \xc3 and \xff end \xc3\xa9"}};
+    bw_rejection_t raw[] = {{0, "ok", 0}, {1, "bad \xc3 and \xff end \xc3\xa9", 0}};
     bw_response_encode(BW_FMT_JSON, "job", 0, raw, 2, &out, &len);
     root = json_loadb(out, len, 0, &jerr);
     ck_assert_msg(root != NULL, "reply is not JSON: %s", jerr.text);

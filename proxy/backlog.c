@@ -1,0 +1,235 @@
+#include "backlog.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+#define COMPONENT "backlog"
+#define REFRESH_MS 1000
+#define DEFAULT_MEAN_BYTES 1024.0
+
+/* A message this proxy produced, until the shard has applied it. */
+typedef struct {
+    int64_t offset;
+    int64_t bytes;
+} own_msg_t;
+
+typedef struct {
+    int64_t applied, high, low;            /* -1 while unknown */
+    int64_t reserved_msgs, reserved_bytes; /* admitted, not yet settled */
+    own_msg_t *own;                        /* ring in offset order: head, len, cap */
+    size_t head, len, cap;
+    int64_t own_bytes;
+    double mean_bytes;                     /* of this proxy's messages to the shard */
+} shard_backlog_t;
+
+/* @locks mu guards shards[], mean_bytes */
+struct bw_backlog {
+    const bw_config_t *conf;
+    int64_t max_messages, max_bytes;
+    pthread_mutex_t mu;
+    shard_backlog_t *shards;
+    double mean_bytes; /* over every shard: the estimate for a shard this proxy never wrote */
+    rd_kafka_t *rk;
+    pthread_t refresher;
+    pthread_mutex_t stop_mu;
+    pthread_cond_t stop_cv;
+    int stopping; /* @locks stop_mu */
+};
+
+size_t bw_backlog_message_bytes(size_t payload, size_t key, size_t headers) {
+    /* a record's varints, attributes and deltas; lz4 may make it smaller, never much bigger */
+    return payload + key + headers + 64;
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Forgets own messages the shard has applied. @locks caller holds mu */
+static void trim(shard_backlog_t *s) {
+    int64_t applied = max64(s->applied, s->low);
+    while (s->len && s->own[s->head].offset < applied) {
+        s->own_bytes -= s->own[s->head].bytes;
+        s->head = (s->head + 1) % s->cap;
+        s->len--;
+    }
+}
+
+/* @locks caller holds mu */
+static void compute(const bw_backlog_t *b, const shard_backlog_t *s, bw_backlog_view_t *v) {
+    int64_t applied = max64(s->applied, s->low);
+    int64_t high = s->high;
+    if (s->len) high = max64(high, s->own[(s->head + s->len - 1) % s->cap].offset + 1);
+    if (applied < 0) applied = s->len ? s->own[s->head].offset : max64(high, 0); /* nothing known */
+    int64_t unapplied = high > applied ? high - applied : 0;
+    int64_t others = unapplied > (int64_t)s->len ? unapplied - (int64_t)s->len : 0;
+    double mean = s->mean_bytes > 0 ? s->mean_bytes : b->mean_bytes > 0 ? b->mean_bytes : DEFAULT_MEAN_BYTES;
+    v->messages = unapplied + s->reserved_msgs;
+    v->bytes = s->own_bytes + (int64_t)((double)others * mean) + s->reserved_bytes;
+    v->applied = max64(s->applied, s->low);
+    v->high = high >= 0 ? high : -1;
+    v->low = s->low;
+    v->max_messages = b->max_messages;
+    v->max_bytes = b->max_bytes;
+}
+
+int bw_backlog_admit(bw_backlog_t *b, int shard, size_t bytes, bw_backlog_view_t *view) {
+    bw_backlog_view_t v;
+    pthread_mutex_lock(&b->mu);
+    shard_backlog_t *s = &b->shards[shard];
+    compute(b, s, &v);
+    /* an empty shard takes any message: a message bigger than the bound still passes */
+    int ok = (v.messages == 0 && v.bytes == 0) ||
+             (v.messages + 1 <= b->max_messages && v.bytes + (int64_t)bytes <= b->max_bytes);
+    if (ok) {
+        s->reserved_msgs++;
+        s->reserved_bytes += (int64_t)bytes;
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (view) *view = v;
+    return ok;
+}
+
+void bw_backlog_settle(bw_backlog_t *b, int shard, size_t bytes, int64_t offset) {
+    pthread_mutex_lock(&b->mu);
+    shard_backlog_t *s = &b->shards[shard];
+    s->reserved_msgs--;
+    s->reserved_bytes -= (int64_t)bytes;
+    if (offset >= 0 && offset >= max64(s->applied, s->low)) {
+        if (s->len == s->cap) { /* grow the ring, unrolled into the new array */
+            size_t cap = s->cap ? s->cap * 2 : 64;
+            own_msg_t *n = malloc(cap * sizeof(*n));
+            if (!n) abort();
+            for (size_t i = 0; i < s->len; i++) n[i] = s->own[(s->head + i) % s->cap];
+            free(s->own);
+            s->own = n;
+            s->head = 0;
+            s->cap = cap;
+        }
+        s->own[(s->head + s->len) % s->cap] = (own_msg_t){offset, (int64_t)bytes};
+        s->len++;
+        s->own_bytes += (int64_t)bytes;
+        s->high = max64(s->high, offset + 1);
+    }
+    if (offset >= 0) {
+        /* moving means: recent sizes matter most */
+        s->mean_bytes = s->mean_bytes > 0 ? 0.9 * s->mean_bytes + 0.1 * (double)bytes : (double)bytes;
+        b->mean_bytes = b->mean_bytes > 0 ? 0.99 * b->mean_bytes + 0.01 * (double)bytes : (double)bytes;
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+void bw_backlog_observe(bw_backlog_t *b, int shard, int64_t applied, int64_t high, int64_t low) {
+    if (shard < 0 || shard >= b->conf->shard_count) return;
+    pthread_mutex_lock(&b->mu);
+    shard_backlog_t *s = &b->shards[shard];
+    /* offsets only move forward; a late or stale report never shrinks what is known */
+    s->applied = max64(s->applied, applied);
+    s->high = max64(s->high, high);
+    s->low = max64(s->low, low);
+    trim(s);
+    pthread_mutex_unlock(&b->mu);
+}
+
+void bw_backlog_on_status(void *ud, int shard, const Bulkwrite__V1__ShardStatus *st) {
+    /* a status record from before this field existed carries 0: not an offset we trust */
+    if (!st->applied_offset && !st->high_watermark) return;
+    bw_backlog_observe(ud, shard, st->applied_offset, st->high_watermark, -1);
+}
+
+void bw_backlog_view(bw_backlog_t *b, int shard, bw_backlog_view_t *view) {
+    pthread_mutex_lock(&b->mu);
+    compute(b, &b->shards[shard], view);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- refresher: high and low watermarks of every partition, by ListOffsets ------------ */
+
+/* Asks each partition's leader for the offset at `which` (-1 latest, -2 earliest) in one
+ * request per broker. NULL on failure. */
+static rd_kafka_topic_partition_list_t *list_offsets(bw_backlog_t *b, int64_t which) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(b->conf->shard_count);
+    for (int p = 0; p < b->conf->shard_count; p++)
+        rd_kafka_topic_partition_list_add(l, b->conf->topic, p)->offset = which;
+    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(b->rk, l, 5000);
+    if (err) {
+        bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "ListOffsets: %s", rd_kafka_err2str(err));
+        rd_kafka_topic_partition_list_destroy(l);
+        return NULL;
+    }
+    return l;
+}
+
+static void refresh(bw_backlog_t *b) {
+    rd_kafka_topic_partition_list_t *hi = list_offsets(b, RD_KAFKA_OFFSET_END);
+    rd_kafka_topic_partition_list_t *lo = list_offsets(b, RD_KAFKA_OFFSET_BEGINNING);
+    for (int i = 0; hi && i < hi->cnt; i++)
+        if (!hi->elems[i].err) bw_backlog_observe(b, hi->elems[i].partition, -1, hi->elems[i].offset, -1);
+    for (int i = 0; lo && i < lo->cnt; i++)
+        if (!lo->elems[i].err) bw_backlog_observe(b, lo->elems[i].partition, -1, -1, lo->elems[i].offset);
+    if (hi) rd_kafka_topic_partition_list_destroy(hi);
+    if (lo) rd_kafka_topic_partition_list_destroy(lo);
+}
+
+static void *refresher_main(void *arg) {
+    bw_backlog_t *b = arg;
+    pthread_mutex_lock(&b->stop_mu);
+    while (!b->stopping) {
+        pthread_mutex_unlock(&b->stop_mu);
+        refresh(b);
+        pthread_mutex_lock(&b->stop_mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (REFRESH_MS % 1000) * 1000000L;
+        ts.tv_sec += REFRESH_MS / 1000 + ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        if (!b->stopping) pthread_cond_timedwait(&b->stop_cv, &b->stop_mu, &ts);
+    }
+    pthread_mutex_unlock(&b->stop_mu);
+    return NULL;
+}
+
+bw_backlog_t *bw_backlog_new(const bw_config_t *conf, rd_kafka_t *rk, int embedded) {
+    bw_backlog_t *b = calloc(1, sizeof(*b));
+    b->conf = conf;
+    b->max_messages = conf->backlog_max_messages;
+    b->max_bytes = conf->backlog_max_bytes;
+    if (embedded) {
+        if (b->max_messages > BW_BACKLOG_EMBEDDED_MAX_MESSAGES) b->max_messages = BW_BACKLOG_EMBEDDED_MAX_MESSAGES;
+        if (b->max_bytes > BW_BACKLOG_EMBEDDED_MAX_BYTES) b->max_bytes = BW_BACKLOG_EMBEDDED_MAX_BYTES;
+    }
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_mutex_init(&b->stop_mu, NULL);
+    pthread_cond_init(&b->stop_cv, NULL);
+    b->shards = calloc((size_t)conf->shard_count, sizeof(*b->shards));
+    for (int s = 0; s < conf->shard_count; s++) b->shards[s].applied = b->shards[s].high = b->shards[s].low = -1;
+    b->rk = rk;
+    bw_info(COMPONENT, "admission: at most %lld unapplied messages and %.1f MiB per shard%s", (long long)b->max_messages,
+            (double)b->max_bytes / 1048576.0,
+            embedded ? " (capped for the embedded Kafka, which deletes a partition's oldest data past 5 MiB)" : "");
+    if (rk) {
+        refresh(b); /* a restarted proxy knows what Kafka holds before its first request */
+        pthread_create(&b->refresher, NULL, refresher_main, b);
+    }
+    return b;
+}
+
+void bw_backlog_destroy(bw_backlog_t *b) {
+    if (!b) return;
+    if (b->rk) {
+        pthread_mutex_lock(&b->stop_mu);
+        b->stopping = 1;
+        pthread_cond_signal(&b->stop_cv);
+        pthread_mutex_unlock(&b->stop_mu);
+        pthread_join(b->refresher, NULL);
+    }
+    for (int s = 0; s < b->conf->shard_count; s++) free(b->shards[s].own);
+    free(b->shards);
+    pthread_mutex_destroy(&b->mu);
+    pthread_mutex_destroy(&b->stop_mu);
+    pthread_cond_destroy(&b->stop_cv);
+    free(b);
+}
