@@ -46,7 +46,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload
-.PHONY: fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka fault fault-embedded fault-kafka demo docs docs-check clean
+.PHONY: fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -103,7 +103,7 @@ fuzz: $(FUZZ_BIN)
 # ---- tests ------------------------------------------------------------------------
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
-	$(MAKE) docs-check unit fuzz e2e fault
+	$(MAKE) docs-check unit fuzz e2e fault backlog
 	$(MAKE) check-sanitize check-tsan
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
@@ -122,12 +122,17 @@ unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
 
 e2e: e2e-embedded e2e-kafka
+backlog: backlog-embedded backlog-kafka
 fault: fault-embedded fault-kafka
 FAULTS := consumer-kill proxy-kill mysql-down row-locks
 fault-embedded: all
 	for s in $(FAULTS); do BW_BIN=$(BIN) test/fault.sh embedded $$s || exit 1; done
 fault-kafka: all
 	for s in $(FAULTS) broker-restart; do BW_BIN=$(BIN) test/fault.sh kafka $$s || exit 1; done
+backlog-embedded: all
+	BW_BIN=$(BIN) test/backlog.sh embedded
+backlog-kafka: all
+	BW_BIN=$(BIN) test/backlog.sh kafka
 e2e-embedded: all
 	BW_BIN=$(BIN) test/e2e.sh embedded
 e2e-kafka: all

@@ -1,6 +1,8 @@
 #include "kafka.h"
 
+#include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -19,6 +21,7 @@ static int set(rd_kafka_conf_t *kc, const char *name, const char *value, char *e
  * change them. */
 static const char *const owned[] = {
     "bootstrap.servers", /* --brokers or kafka.brokers */
+    "allow.auto.create.topics", /* topics are made by bw_kafka_ensure_*() */
     "enable.idempotence", "acks", "request.required.acks", /* "accepted" means durable */
     "message.timeout.ms", "delivery.timeout.ms",            /* proxy.produce_timeout_ms */
     "message.max.bytes",                                    /* kafka.message_max_bytes */
@@ -54,7 +57,10 @@ rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, co
                                char *errstr, size_t errstr_size) {
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
     char num[32];
-    if (set(kc, "bootstrap.servers", brokers ? brokers : conf->brokers, errstr, errstr_size))
+    if (set(kc, "bootstrap.servers", brokers ? brokers : conf->brokers, errstr, errstr_size) ||
+        /* topics are made by bw_kafka_ensure_*() with their partitions and retention, never
+         * by a metadata request with the broker's defaults (7 days' retention) */
+        set(kc, "allow.auto.create.topics", "false", errstr, errstr_size))
         goto fail;
     if (role == BW_KAFKA_PRODUCER) {
         /* "accepted" means durable: every replica in sync has it, and retries never
@@ -93,6 +99,39 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- admin requests */
+
+/* Options for an admin request: librdkafka gives up after timeout_ms, and so does the
+ * broker for the requests it carries out over time (creating a topic, deleting records). */
+static rd_kafka_AdminOptions_t *admin_options(rd_kafka_t *rk, rd_kafka_admin_op_t op, int timeout_ms) {
+    char err[256];
+    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, op);
+    rd_kafka_AdminOptions_set_request_timeout(opt, timeout_ms, err, sizeof(err));
+    if (op == RD_KAFKA_ADMIN_OP_CREATETOPICS || op == RD_KAFKA_ADMIN_OP_DELETERECORDS)
+        rd_kafka_AdminOptions_set_operation_timeout(opt, timeout_ms, err, sizeof(err));
+    return opt;
+}
+
+/* Blocks for the result of the admin request just sent to q: the event, or NULL with
+ * errstr "<doing> topic <topic>: <why>" when the request failed as a whole. */
+static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int timeout_ms, const char *doing,
+                                    const char *topic, char *errstr, size_t errstr_size) {
+    /* librdkafka answers by timeout_ms (a timeout is an answer); the margin only guards */
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
+    if (!ev) {
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s topic %s: no answer within %d ms", doing, topic,
+                  timeout_ms);
+    } else if (rd_kafka_event_error(ev)) {
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s topic %s: %s", doing, topic,
+                  rd_kafka_event_error_string(ev));
+        rd_kafka_event_destroy(ev);
+        ev = NULL;
+    }
+    return ev;
+}
+
+/* ---------------------------------------------------------------- topics */
+
 /* Partition count of the topic, 0 if it does not exist, -1 on error. */
 static int partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, char *errstr,
                            size_t errstr_size) {
@@ -106,55 +145,101 @@ static int partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, ch
         return -1;
     }
     int cnt = -1;
-    if (md->topic_cnt == 1) {
-        const struct rd_kafka_metadata_topic *t = &md->topics[0];
-        if (t->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) cnt = 0;
-        else if (t->err)
-            bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "kafka topic %s: %s", topic, rd_kafka_err2str(t->err));
-        else cnt = t->partition_cnt;
-    }
+    if (md->topic_cnt != 1)
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "kafka metadata for topic %s: %d topics in the answer",
+                  topic, md->topic_cnt);
+    else if (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+        cnt = 0;
+    else if (md->topics[0].err)
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "kafka topic %s: %s", topic,
+                  rd_kafka_err2str(md->topics[0].err));
+    else
+        cnt = md->topics[0].partition_cnt;
     rd_kafka_metadata_destroy(md);
     return cnt;
+}
+
+/* Broker-side settings of a topic bulkwrite creates. */
+static void set_topic_configs(rd_kafka_NewTopic_t *nt, const bw_config_t *conf, bw_topic_kind_t kind) {
+    char ms[24];
+    switch (kind) {
+    case BW_TOPIC_LOG:
+        break;
+    case BW_TOPIC_BATCHES:
+        /* kept until applied: the consumer deletes applied batches itself (DeleteRecords) */
+        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "delete");
+        rd_kafka_NewTopic_set_config(nt, "retention.ms", "-1");
+        rd_kafka_NewTopic_set_config(nt, "retention.bytes", "-1");
+        break;
+    case BW_TOPIC_TABLE:
+        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+        break;
+    case BW_TOPIC_EXPIRING:
+        snprintf(ms, sizeof(ms), "%lld", (long long)conf->jobs_retention_ms);
+        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact,delete");
+        rd_kafka_NewTopic_set_config(nt, "retention.ms", ms);
+        break;
+    }
+}
+
+/* The outcome of CreateTopics for one topic; another process creating it first is fine. */
+static bw_err_t create_outcome(rd_kafka_event_t *ev, const char *topic, int partitions, char *errstr,
+                        size_t errstr_size) {
+    size_t cnt;
+    const rd_kafka_topic_result_t **res =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
+    if (cnt != 1)
+        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %zu results", topic, cnt);
+    rd_kafka_resp_err_t err = rd_kafka_topic_result_error(res[0]);
+    const char *why = rd_kafka_topic_result_error_string(res[0]);
+    if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+        bw_info("kafka", "topic %s was created meanwhile by another process", topic);
+    } else if (err) {
+        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", topic,
+                         why ? why : rd_kafka_err2str(err));
+    } else {
+        bw_info("kafka", "created topic %s with %d partitions", topic, partitions);
+    }
+    return BW_OK;
 }
 
 static bw_err_t create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int partitions,
                              bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
     char err[256];
-    bw_err_t ret = BW_OK;
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, conf->replication_factor, err,
                                                     sizeof(err));
-    if (!nt) return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "new topic: %s", err);
-    if (kind == BW_TOPIC_TABLE) rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
-    if (kind == BW_TOPIC_EXPIRING) {
-        char ms[24];
-        snprintf(ms, sizeof(ms), "%lld", (long long)conf->jobs_retention_ms);
-        rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact,delete");
-        rd_kafka_NewTopic_set_config(nt, "retention.ms", ms);
-    }
+    if (!nt) return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", topic, err);
+    set_topic_configs(nt, conf, kind);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-    rd_kafka_AdminOptions_set_operation_timeout(opt, timeout_ms, err, sizeof(err));
+    rd_kafka_AdminOptions_t *opt = admin_options(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
     rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 2000);
-    if (!ev) {
-        ret = bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: timed out", conf->topic);
-    } else if (rd_kafka_event_error(ev)) {
-        ret = bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", conf->topic,
-                        rd_kafka_event_error_string(ev));
-    } else {
-        size_t cnt;
-        const rd_kafka_topic_result_t **res =
-            rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
-        if (cnt == 1 && rd_kafka_topic_result_error(res[0]) &&
-            rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-            ret = bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", conf->topic,
-                            rd_kafka_topic_result_error_string(res[0]));
-    }
+    rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "creating", topic, errstr, errstr_size);
+    bw_err_t ret = ev ? create_outcome(ev, topic, partitions, errstr, errstr_size) : BW_ERR_KAFKA;
     if (ev) rd_kafka_event_destroy(ev);
     rd_kafka_AdminOptions_destroy(opt);
     rd_kafka_queue_destroy(q);
     rd_kafka_NewTopic_destroy(nt);
     return ret;
+}
+
+/* How long the metadata may lag a topic's creation: 4096 partitions on a busy broker take
+ * seconds. */
+#define CREATE_SETTLE_MS 30000
+
+/* The partition count of a topic just created, once the metadata shows it; -1 on error. */
+static int await_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms, char *errstr,
+                            size_t errstr_size) {
+    int64_t give_up = bw_now_us() + CREATE_SETTLE_MS * 1000LL;
+    char why[256] = "";
+    int cnt;
+    /* meanwhile "unknown topic" or "leader not available" is the lag, not a failure */
+    while ((cnt = partition_count(rk, topic, timeout_ms, why, sizeof(why))) <= 0 && bw_now_us() < give_up)
+        rd_kafka_poll(rk, 200);
+    if (cnt <= 0)
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
+                  "kafka topic %s was created but the metadata shows no partitions after %d s%s%s", topic,
+                  CREATE_SETTLE_MS / 1000, why[0] ? ": " : "", why);
+    return cnt > 0 ? cnt : -1;
 }
 
 /* The topic's partition count after creating it with `partitions` if missing; -1 on error. */
@@ -166,13 +251,7 @@ static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *to
         return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
                          "kafka topic %s does not exist and kafka.create_topic is false", topic), -1;
     if (create_topic(rk, conf, topic, partitions, kind, timeout_ms, errstr, errstr_size)) return -1;
-    bw_info("kafka", "created topic %s with %d partitions", topic, partitions);
-    /* metadata may lag the creation for a moment */
-    for (int i = 0; i < 50 && cnt <= 0; i++) {
-        cnt = partition_count(rk, topic, timeout_ms, errstr, errstr_size);
-        if (cnt <= 0) rd_kafka_poll(rk, 100);
-    }
-    return cnt > 0 ? cnt : -1;
+    return await_partitions(rk, topic, timeout_ms, errstr, errstr_size);
 }
 
 bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic,
@@ -180,14 +259,220 @@ bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, con
     return ensure_exists(rk, conf, topic, 1, kind, timeout_ms, errstr, errstr_size) < 0 ? BW_ERR_KAFKA : BW_OK;
 }
 
+int bw_kafka_is_embedded(rd_kafka_t *rk, int timeout_ms) {
+    /* librdkafka's mock names its cluster "mockCluster<address>"; a real one is a UUID */
+    char *id = rd_kafka_clusterid(rk, timeout_ms);
+    int embedded = id && strncmp(id, "mockCluster", strlen("mockCluster")) == 0;
+    if (id) rd_kafka_mem_free(rk, id);
+    return embedded;
+}
+
+/* ---------------------------------------------------------------- the batches topic's retention */
+
+typedef struct {
+    int64_t size;
+    const char *name;
+} unit_t;
+
+static const unit_t time_units[] = {{86400000, "d"}, {3600000, "h"}, {60000, "min"}, {1000, "s"}, {1, "ms"}};
+static const unit_t byte_units[] = {{1LL << 40, "TiB"}, {1LL << 30, "GiB"}, {1LL << 20, "MiB"},
+                                    {1LL << 10, "KiB"}, {1, "bytes"}};
+
+/* v in the largest unit that divides it: "1 h", "90 min", "1 GiB". `u` ends with size 1. */
+static const char *amount(int64_t v, const unit_t *u, char *buf, size_t size) {
+    while (u->size > 1 && (v < u->size || v % u->size)) u++;
+    snprintf(buf, size, "%lld %s", (long long)(v / u->size), u->name);
+    return buf;
+}
+
+/* The settings that bound the topic ("retention.ms=3600000") and, in words, when Kafka
+ * deletes a batch by them ("after 1 h"), for the refusal and the warning. */
+static void describe_bound(const bw_topic_retention_t *r, char *settings, char *bound, size_t size) {
+    char t[32], b[32];
+    amount(r->retention_ms, time_units, t, sizeof(t));
+    amount(r->retention_bytes, byte_units, b, sizeof(b));
+    if (r->retention_bytes == -1) {
+        snprintf(settings, size, "retention.ms=%lld", (long long)r->retention_ms);
+        snprintf(bound, size, "after %s", t);
+    } else if (r->retention_ms == -1) {
+        snprintf(settings, size, "retention.bytes=%lld", (long long)r->retention_bytes);
+        snprintf(bound, size, "once its partition holds more than %s", b);
+    } else {
+        snprintf(settings, size, "retention.ms=%lld and retention.bytes=%lld", (long long)r->retention_ms,
+                 (long long)r->retention_bytes);
+        snprintf(bound, size, "after %s, or once its partition holds more than %s", t, b);
+    }
+}
+
+/* Refuses a batches topic that could lose a batch before it is applied; with
+ * kafka.allow_retention a time or size bound is warned about instead. */
+static bw_err_t check_retention(const bw_config_t *conf, const char *policy, const bw_topic_retention_t *r,
+                                char *errstr, size_t errstr_size) {
+    char settings[128], bound[128];
+    /* compaction keeps one record per key: never acceptable, whatever allow_retention says */
+    if (strstr(policy, "compact"))
+        return bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
+                         "kafka topic %s has cleanup.policy=%s: compaction keeps only the latest batch per "
+                         "key and would drop batches not yet applied. Set cleanup.policy=delete "
+                         "(kafka.allow_retention does not cover compaction)",
+                         conf->topic, policy);
+    if (r->retention_ms == -1 && r->retention_bytes == -1) return BW_OK;
+    describe_bound(r, settings, bound, sizeof(bound));
+    if (!conf->allow_retention)
+        return bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
+                         "kafka topic %s has %s: Kafka would delete batches not yet applied %s. Set "
+                         "retention.ms=-1 and retention.bytes=-1 (bulkwrite deletes applied batches itself), "
+                         "or set kafka.allow_retention = true to accept the risk",
+                         conf->topic, settings, bound);
+    bw_warn("kafka",
+            "kafka topic %s has %s and kafka.allow_retention is true: Kafka deletes a batch %s, applied or "
+            "not; a shard whose backlog goes beyond that loses batches",
+            conf->topic, settings, bound);
+    return BW_OK;
+}
+
+/* Takes one of the settings check_retention needs from a DescribeConfigs entry; returns its
+ * bit in the `found` mask of read_retention (0 for any other entry). */
+static int read_entry(const rd_kafka_ConfigEntry_t *e, char *policy, size_t policy_size,
+                      bw_topic_retention_t *r) {
+    const char *name = rd_kafka_ConfigEntry_name(e), *value = rd_kafka_ConfigEntry_value(e);
+    char *end;
+    if (!value) return 0;
+    if (strcmp(name, "cleanup.policy") == 0) {
+        snprintf(policy, policy_size, "%s", value);
+        return 1;
+    }
+    int64_t v = strtoll(value, &end, 10);
+    if (end == value || *end) return 0;
+    if (strcmp(name, "retention.ms") == 0) {
+        r->retention_ms = v;
+        return 2;
+    }
+    if (strcmp(name, "retention.bytes") == 0) {
+        r->retention_bytes = v;
+        return 4;
+    }
+    return 0;
+}
+
+static bw_err_t read_retention(rd_kafka_event_t *ev, const char *topic, char *policy, size_t policy_size,
+                               bw_topic_retention_t *r, char *errstr, size_t errstr_size) {
+    size_t cnt, n;
+    const rd_kafka_ConfigResource_t **res =
+        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &cnt);
+    if (cnt != 1)
+        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "describing topic %s: %zu results", topic, cnt);
+    if (rd_kafka_ConfigResource_error(res[0]))
+        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "describing topic %s: %s", topic,
+                         rd_kafka_ConfigResource_error_string(res[0]));
+    const rd_kafka_ConfigEntry_t **e = rd_kafka_ConfigResource_configs(res[0], &n);
+    int found = 0;
+    for (size_t i = 0; i < n; i++) found |= read_entry(e[i], policy, policy_size, r);
+    if (found != 7)
+        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
+                         "describing topic %s: the broker did not report a cleanup.policy, a numeric "
+                         "retention.ms and a numeric retention.bytes",
+                         topic);
+    return BW_OK;
+}
+
+/* The topic's cleanup.policy (into policy) and retention (into r), from DescribeConfigs. */
+static bw_err_t describe_retention(rd_kafka_t *rk, const char *topic, int timeout_ms, char *policy,
+                                   size_t policy_size, bw_topic_retention_t *r, char *errstr,
+                                   size_t errstr_size) {
+    rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *opt = admin_options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
+    rd_kafka_DescribeConfigs(rk, &cr, 1, opt, q);
+    rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "describing", topic, errstr, errstr_size);
+    bw_err_t ret = ev ? read_retention(ev, topic, policy, policy_size, r, errstr, errstr_size) : BW_ERR_KAFKA;
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(opt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(cr);
+    return ret;
+}
+
 bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int timeout_ms,
-                               char *errstr, size_t errstr_size) {
-    int cnt = ensure_exists(rk, conf, conf->topic, conf->shard_count, BW_TOPIC_LOG, timeout_ms, errstr, errstr_size);
+                               bw_topic_retention_t *ret, char *errstr, size_t errstr_size) {
+    bw_topic_retention_t r = {.embedded = 0, .retention_ms = -1, .retention_bytes = -1};
+    char policy[64];
+    int cnt = ensure_exists(rk, conf, conf->topic, conf->shard_count, BW_TOPIC_BATCHES, timeout_ms, errstr,
+                            errstr_size);
     if (cnt < 0) return BW_ERR_KAFKA;
     if (cnt != conf->shard_count)
         return bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
                          "kafka topic %s has %d partitions but shards.count is %d: one partition per "
                          "logical shard is required",
                          conf->topic, cnt, conf->shard_count);
+    r.embedded = bw_kafka_is_embedded(rk, timeout_ms);
+    if (r.embedded) {
+        /* the mock has no DescribeConfigs, and no settings: it keeps the newest
+         * BW_KAFKA_EMBEDDED_PARTITION_BYTES of each partition */
+        r.retention_bytes = BW_KAFKA_EMBEDDED_PARTITION_BYTES;
+    } else {
+        bw_err_t err = describe_retention(rk, conf->topic, timeout_ms, policy, sizeof(policy), &r, errstr,
+                                          errstr_size);
+        if (!err) err = check_retention(conf, policy, &r, errstr, errstr_size);
+        if (err) return err;
+    }
+    if (ret) *ret = r;
     return BW_OK;
+}
+
+/* ---------------------------------------------------------------- deleting applied batches */
+
+void bw_kafka_delete_records_start(rd_kafka_t *rk, const char *topic, const int32_t *partitions,
+                                   const int64_t *offsets, size_t n, int timeout_ms, rd_kafka_queue_t *q) {
+    assert(n > 0); /* librdkafka refuses an empty request */
+    rd_kafka_topic_partition_list_t *req = rd_kafka_topic_partition_list_new((int)n);
+    for (size_t i = 0; i < n; i++)
+        rd_kafka_topic_partition_list_add(req, topic, partitions[i])->offset = offsets[i];
+    rd_kafka_DeleteRecords_t *dr = rd_kafka_DeleteRecords_new(req); /* copies req */
+    rd_kafka_AdminOptions_t *opt = admin_options(rk, RD_KAFKA_ADMIN_OP_DELETERECORDS, timeout_ms);
+    /* the request rides along to the result, which librdkafka returns sorted and, when the
+     * request failed as a whole, without partitions: poll answers for each requested one */
+    rd_kafka_AdminOptions_set_opaque(opt, req);
+    rd_kafka_DeleteRecords(rk, &dr, 1, opt, q);
+    rd_kafka_AdminOptions_destroy(opt);
+    rd_kafka_DeleteRecords_destroy(dr);
+}
+
+/* The new log start offset of the requested partition `want`, or -1 with the first error
+ * text kept in errstr. `res` is NULL when the request failed as a whole. */
+static int64_t new_low(const rd_kafka_topic_partition_list_t *res, const rd_kafka_topic_partition_t *want,
+                       char *errstr, size_t errstr_size) {
+    const rd_kafka_topic_partition_t *p =
+        res ? rd_kafka_topic_partition_list_find(res, want->topic, want->partition) : NULL;
+    if (p && !p->err) return p->offset;
+    if (errstr && errstr_size && !errstr[0])
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "deleting records of %s [%d] before offset %lld: %s",
+                  want->topic, (int)want->partition, (long long)want->offset,
+                  p ? rd_kafka_err2str(p->err) : "no result");
+    return -1;
+}
+
+int bw_kafka_delete_records_poll(rd_kafka_queue_t *q, int32_t *partitions, int64_t *low, size_t cap,
+                                 size_t *n_out, char *errstr, size_t errstr_size) {
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 0);
+    if (!ev) return 0;
+    assert(rd_kafka_event_type(ev) == RD_KAFKA_EVENT_DELETERECORDS_RESULT);
+    rd_kafka_topic_partition_list_t *req = rd_kafka_event_opaque(ev);
+    const rd_kafka_topic_partition_list_t *res = NULL;
+    if (errstr && errstr_size) errstr[0] = '\0';
+    /* the result accessor asserts on a request that failed as a whole: read its error */
+    if (rd_kafka_event_error(ev))
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "deleting records of %s: %s", req->elems[0].topic,
+                  rd_kafka_event_error_string(ev));
+    else
+        res = rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev));
+    size_t n = 0;
+    for (; n < cap && n < (size_t)req->cnt; n++) {
+        partitions[n] = req->elems[n].partition;
+        low[n] = new_low(res, &req->elems[n], errstr, errstr_size);
+    }
+    *n_out = n;
+    rd_kafka_topic_partition_list_destroy(req);
+    rd_kafka_event_destroy(ev);
+    return 1;
 }

@@ -66,6 +66,7 @@ typedef struct {
     int64_t high, low;         /* watermarks as last measured; -1 unknown */
     int64_t deleted_to;        /* DeleteRecords asked up to here */
     int64_t lost_from, lost_to;/* messages deleted before they were applied; empty if equal */
+    int64_t stalled_since_ms;  /* wall clock when lag was first seen without progress; 0 if none */
     int timeouts;              /* consecutive timeouts or connection failures */
     int unhealthy;             /* alert raised: not fetched; the next job is a probe */
     int op_paused;             /* paused by an operator (control topic) */
@@ -327,6 +328,7 @@ static void collect(job_t *j) {
         p->backoff_us = 0;
         mark_healthy(j->shard);
         p->applied = j->res.next_offset;
+        p->stalled_since_ms = 0; /* progress: the buffered head tells the age again */
         commit_offset(j->shard, j->res.next_offset);
         refresh_fetch(j->shard);
         p->rows_applied += j->res.rows_applied;
@@ -575,6 +577,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             p->published_applied = -2;
             p->deleted_to = 0;
             p->lost_from = p->lost_to = 0;
+            p->stalled_since_ms = 0;
             bw_metrics_shard_lost(cs.metrics, s, 0);
             bw_ratelimit_init(&p->rl, configured_rate(s), now);
         }
@@ -593,12 +596,17 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
 }
 
-/* Timestamp (ms) of the next message the shard applies, 0 if none is buffered. */
+/* Wall clock (ms) of the oldest message the shard has not applied, as far as it is
+ * known: the next buffered message's timestamp, or (a shard not fetched, e.g. paused)
+ * no later than when its lag was first seen without progress. 0 if nothing waits. */
 static int64_t oldest_unapplied_ms(const part_t *p) {
-    if (!p->len) return 0;
-    rd_kafka_timestamp_type_t type;
-    int64_t ts = rd_kafka_message_timestamp(p->buf[0], &type);
-    return ts > 0 ? ts : 0;
+    int64_t oldest = p->stalled_since_ms;
+    if (p->len) {
+        rd_kafka_timestamp_type_t type;
+        int64_t ts = rd_kafka_message_timestamp(p->buf[0], &type);
+        if (ts > 0 && (!oldest || ts < oldest)) oldest = ts;
+    }
+    return oldest;
 }
 
 /* With a retention.ms on the topic (an operator's choice), warn well before Kafka may
@@ -640,6 +648,8 @@ static void update_gauges(void) {
         if (next >= 0 && hi >= 0) lag = hi > next ? hi - next : 0;
         bw_metrics_shard_state(cs.metrics, s, p->rl.rate, p->op_paused, p->paused && !p->op_paused && !p->unhealthy, lag);
         p->lag = lag;
+        if (!lag) p->stalled_since_ms = 0;
+        else if (!p->stalled_since_ms) p->stalled_since_ms = now_ms;
         if (hi >= 0) p->high = hi;
         if (lo >= 0) p->low = lo;
         check_backlog_age(s, now_ms);

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Backlog tests: "accepted" means durable until applied. Each scenario ends by comparing
+# every shard with the expected state row by row.
+#
+#   test/backlog.sh embedded|kafka
+#
+# embedded  a 1,000,000-row feed on one shard with the consumer started 10 s late: the
+#           proxy answers 429 with Retry-After once the shard's backlog reaches the bound
+#           (capped below the mock cluster's 5 MiB per partition), the client resends,
+#           every row lands, nothing was deleted unapplied; then 2,000 creates with
+#           60 KB images on one shard land exactly (statements bounded in bytes)
+# kafka     the batches topic bulkwrite creates has no retention that can delete unapplied
+#           data; a shard paused while 200,000 ops arrive loses nothing and resumes exactly;
+#           applied records are deleted (the log start offset moves up to what each shard
+#           applied, and no further); a log truncated on purpose past what a shard applied
+#           fires BulkwriteShardDataLost in a real Alertmanager with the offset range, and
+#           the job reports its ops lost; a topic given a retention.ms is refused at
+#           startup, accepted with kafka.allow_retention (warned), and a shard whose
+#           unapplied messages near that retention raises BulkwriteShardBacklogAging
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:?usage: test/backlog.sh embedded|kafka}
+. test/lib.sh
+bw_stack_start backlog "$MODE"
+# applied records are freed quickly, so the test can see it
+sed -i -e "s/delete_applied_interval_ms = 10000;/delete_applied_interval_ms = 1000;/" "$CONF"
+start_alertmanager
+
+metric() { # metric URL NAME [SHARD]: sum of a series
+    curl -sf "$1" | awk -v name="$2" -v shard="${3:-}" \
+        '($1 == name || $1 ~ "^" name "[{]") && (shard == "" || index($1, "shard=\"" shard "\"")) {s += $2}
+         END {print s + 0}'
+}
+shard_json() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" | jq ".shards[] | select(.shard == $1)"; }
+no_loss_logged() { ! grep -h "deleted from Kafka before" "$WORK"/consumer-*.log; }
+alert_named() { # alert_named NAME SHARD: the active alert's error annotation, or nothing
+    alerts_json | jq -r --arg n "$1" --arg s "$2" \
+        '.[] | select(.labels.alertname == $n and .labels.shard == $s) | .annotations.error'
+}
+submit() { "$BIN/bw-workload" -c "$CONF" submit --url "$URL" "$@"; }
+answers() { # answers CODE: how many requests the proxy answered with CODE
+    curl -sf "http://127.0.0.1:$PROXY/metrics" | awk -v c="bulkwrite_proxy_requests_total{code=\"$1\"}" '$1 == c {n = $2} END {print n + 0}'
+}
+
+if [ "$MODE" = embedded ]; then
+    FEED=1000000 SHARD=3
+    # The feed arrives before any consumer runs: the shard's backlog fills up to the bound.
+    submit --protobuf --request-id late feed:$FEED:$SHARD >"$WORK/submit.log" 2>&1 &
+    submitter=$!
+    # the largest backlog the proxy ever reports for the shard, sampled while it runs
+    ( while kill -0 $submitter 2>/dev/null; do shard_json $SHARD | jq -r '.backlog.bytes // 0'; sleep 0.2; done ) \
+        >"$WORK/backlog-bytes.log" 2>/dev/null &
+    sampler=$!
+    sleep 10
+    check "the proxy pushed back before any consumer ran (429 answers)" test "$(answers 429)" -gt 0
+    start_consumer $C1
+    check "the late feed was submitted in full despite the push-back" wait $submitter
+    wait $sampler 2>/dev/null
+    cat "$WORK/submit.log"
+    check "every op of the feed was accepted" grep -q "$FEED ops sent, $FEED accepted, 0 not accepted" "$WORK/submit.log"
+    check "the client waited on the shard's backlog (Retry-After)" grep -qE "[1-9][0-9]* backlog waits" "$WORK/submit.log"
+    refused=$(metric "http://127.0.0.1:$PROXY/metrics" bulkwrite_proxy_backlog_refused_ops_total $SHARD)
+    echo "# proxy: $(answers 429) answers 429, $refused ops refused for shard $SHARD's backlog"
+    check "the proxy answered 429 for shard $SHARD (counted per shard)" test "$(answers 429)" -gt 0 -a "$refused" -gt 0
+    max_bytes=$(sort -n "$WORK/backlog-bytes.log" | tail -1)
+    echo "# largest backlog seen on shard $SHARD: ${max_bytes:-0} bytes"
+    check "the backlog never passed the embedded cap of 4 MiB (mock: 5 MiB per partition)" \
+        test "${max_bytes:-0}" -gt 0 -a "${max_bytes:-0}" -le 4194304
+    check "every row of the late feed is in place (row by row)" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 600 feed:$FEED:$SHARD
+    check "nothing was deleted before it was applied (no loss logged, lost gauge 0)" \
+        sh -c "$(declare -f no_loss_logged); no_loss_logged && \
+            test \"\$(curl -sf http://127.0.0.1:$C1/metrics | grep -c '^bulkwrite_consumer_lost_messages{.*} [1-9]')\" = 0"
+
+    # 2,000 creates of ~60 KB each on one shard: 120 MB through a 4 MiB backlog, and
+    # statements bounded in bytes under max_allowed_packet
+    check "2,000 pins with 60 KB images are accepted" \
+        submit --per-request 50 --request-id big image:2000:2
+    check "every image row is in place, byte for byte, and the feed still is" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 300 feed:$FEED:$SHARD image:2000:2
+    check "no gone-away errors (statements stay under max_allowed_packet)" \
+        sh -c "! grep -q 'gone away' '$WORK'/consumer-*.log"
+else
+    KAFKA_LIBS=${BW_KAFKA_HOME:-/var/cache/bulkwrite/kafka-4.1.1}/libs
+    kafka_configs() { # kafka_configs ARGS...: the broker's own kafka-configs tool on the batches topic
+        java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$KAFKA_LIBS/*" kafka.admin.ConfigCommand \
+            --bootstrap-server "$BROKERS" --entity-type topics --entity-name bulkwrite.batches "$@"
+    }
+    kafka_configs --describe --all >"$WORK/topic-config.txt" 2>&1
+    check "the batches topic keeps batches until applied (retention.ms=-1, retention.bytes=-1, cleanup.policy=delete)" \
+        sh -c "grep -q 'retention.ms=-1 ' '$WORK/topic-config.txt' && grep -q 'retention.bytes=-1 ' '$WORK/topic-config.txt' \
+               && grep -q 'cleanup.policy=delete ' '$WORK/topic-config.txt'"
+    start_consumer $C1
+    C1_PID=$LAST_PID
+    check "the consumer joins the group" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
+
+    # A shard paused while 200,000 ops arrive: nothing is deleted, it resumes exactly.
+    SHARD=3
+    "$BIN/bwctl" -c "$CONF" pause $SHARD --reason "backlog test" >/dev/null
+    check "200,000 ops for a paused shard are accepted" submit --protobuf --request-id paused feed:200000:$SHARD
+    check "the proxy reports the paused shard's backlog (400 messages)" \
+        wait_for 20 sh -c "test \"\$(curl -sf http://127.0.0.1:$PROXY/v1/shards | jq '.shards[$SHARD].backlog.messages')\" = 400"
+    sleep 3 # DeleteRecords runs every second: it must not touch the paused shard's backlog
+    check "nothing unapplied was deleted from the paused shard (log start offset 0)" \
+        sh -c "test \"\$('$BIN/bw-workload' -c '$CONF' offsets --brokers $BROKERS $SHARD)\" = '0 400'"
+    "$BIN/bwctl" -c "$CONF" resume $SHARD >/dev/null
+    check "the paused shard resumes and applies every row exactly once" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 300 feed:200000:$SHARD
+    check "applied records are deleted from Kafka: the log start offset reaches what the shard applied" \
+        wait_for 30 sh -c "test \"\$('$BIN/bw-workload' -c '$CONF' offsets --brokers $BROKERS $SHARD)\" = '400 400'"
+
+    # An operator's retention (here: DeleteRecords by hand) deletes what a paused shard has
+    # not applied: the loss is loud, never skipped.
+    LOST=6
+    "$BIN/bwctl" -c "$CONF" pause $LOST --reason "truncation test" >/dev/null
+    check "5,000 ops for shard $LOST are accepted" submit --request-id trunc feed:5000:$LOST
+    LOST_JOB=$(printf '%s' "bulkwrite.v1/trunc/feed:5000:$LOST/0" | md5sum | cut -c1-32)
+    check "the log of shard $LOST is truncated past what it applied" \
+        "$BIN/bw-workload" -c "$CONF" delete-records --brokers "$BROKERS" $LOST end
+    "$BIN/bwctl" -c "$CONF" resume $LOST >/dev/null
+    check "BulkwriteShardDataLost fires in Alertmanager for shard $LOST, naming the offsets" \
+        wait_for 30 sh -c "$(declare -f alerts_json alert_named); ALERTMANAGER=$ALERTMANAGER; \
+            alert_named BulkwriteShardDataLost $LOST | grep -q 'offsets 0 to 9 of partition $LOST (10 messages)'"
+    check "the consumer's lag and lost gauges show the 10 messages" \
+        wait_for 10 sh -c "test \"\$(curl -sf http://127.0.0.1:$C1/metrics | grep -c '^bulkwrite_consumer_\(lag\|lost\)_messages{shard=\"$LOST\"} 10$')\" = 2"
+    check "the job reports its 5,000 ops lost in Kafka" \
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB | \
+            jq -e '.lost == 5000 and .pending == 0 and (.shards[0].error | test(\"lost in Kafka\"))'"
+    check "bwctl shards shows the loss" sh -c "'$BIN/bwctl' -c '$CONF' shards | grep -E '^ *$LOST ' | grep -q lost"
+    check "every other row is in place, and none of the lost job" \
+        "$BIN/bw-workload" -c "$CONF" verify feed:200000:$SHARD
+
+    # A retention on the topic is refused at startup unless the operator accepts it.
+    kill $PROXY_PID && wait $PROXY_PID 2>/dev/null
+    kafka_configs --alter --add-config retention.ms=3600000 >/dev/null 2>&1
+    "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >"$WORK/proxy-refused.log" 2>&1
+    rc=$?
+    check "a proxy refuses a batches topic with retention.ms=3600000 (exit $rc)" \
+        sh -c "test $rc -ne 0 && grep -q 'retention.ms=3600000' '$WORK/proxy-refused.log'"
+    sed -e "s/allow_retention = false;/allow_retention = true;/" -e "s/backlog_age_warn_pct = 50;/backlog_age_warn_pct = 10;/" \
+        "$CONF" >"$WORK/allow.conf"
+    kafka_configs --alter --add-config retention.ms=60000 >/dev/null 2>&1
+    "$BIN/bw-proxy" -c "$WORK/allow.conf" -b "$BROKERS" >"$WORK/proxy-allowed.log" 2>&1 &
+    pids+=($!)
+    check "with kafka.allow_retention it starts, warning of the bound" \
+        sh -c "$(declare -f wait_for); wait_for 60 curl -sf http://127.0.0.1:$PROXY/healthz && grep -q 'WARN.*retention' '$WORK/proxy-allowed.log'"
+    # the consumer with that config: a shard whose backlog waits past 10 % of 60 s warns
+    kill $C1_PID && wait $C1_PID 2>/dev/null
+    start_consumer $C2 "$WORK/allow.conf"
+    AGING=7
+    "$BIN/bwctl" -c "$WORK/allow.conf" pause $AGING --reason "aging test" >/dev/null
+    check "ops for a paused shard are accepted" submit --request-id aging feed:100:$AGING
+    check "BulkwriteShardBacklogAging (warning) fires for shard $AGING before the retention can delete" \
+        wait_for 40 sh -c "$(declare -f alerts_json alert_named); ALERTMANAGER=$ALERTMANAGER; \
+            alert_named BulkwriteShardBacklogAging $AGING | grep -q 'retention.ms deletes messages after 60 s'"
+    "$BIN/bwctl" -c "$WORK/allow.conf" resume $AGING >/dev/null
+    check "the aging shard drains; everything else still in place" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:200000:$SHARD feed:100:$AGING
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
