@@ -12,6 +12,8 @@
 #include "shardtable.h"
 #include "tail.h"
 
+static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen);
+
 /* Open-addressing index: job id (32 hex digits) -> latest packed JobRecord. */
 typedef struct {
     char id[33];
@@ -47,6 +49,10 @@ static void grow(bw_jobs_t *j) {
     for (size_t i = 0; i < old_cap; i++)
         if (old[i].id[0]) *find(j, old[i].id) = old[i];
     free(old);
+}
+
+void bw_jobs_put(bw_jobs_t *j, const char *job_id, const void *rec, size_t len) {
+    on_record(j, job_id, strlen(job_id), rec, len);
 }
 
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {

@@ -23,6 +23,9 @@ bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *err
 void bw_jobs_stop(bw_jobs_t *j);
 int bw_jobs_caught_up(bw_jobs_t *j);
 
+/* Puts a record this proxy just wrote into its index (the tail brings the same later). */
+void bw_jobs_put(bw_jobs_t *j, const char *job_id, const void *rec, size_t len);
+
 /* The record of a job as the index holds it now (packed, malloc'd). 0 found, -1 not. */
 int bw_jobs_lookup(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
 

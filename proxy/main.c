@@ -222,7 +222,9 @@ static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, si
     return err;
 }
 
-/* The job's earlier record when the request has a request_id (a resend), else NULL. */
+/* The job's earlier record when the request has a request_id (a resend) and this proxy
+ * knows it already, else NULL: parts it lists are not produced again. Not knowing it
+ * only costs duplicates, which the shards skip. */
 static Bulkwrite__V1__JobRecord *previous_record(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id) {
     void *raw;
     size_t len;
@@ -234,42 +236,52 @@ static Bulkwrite__V1__JobRecord *previous_record(const Bulkwrite__V1__BatchWrite
 
 /* Writes the job's record: the ops Kafka took per shard, with their offsets, and the
  * parts taken, merged with the earlier record of a resent request (same request_id):
- * an attempt may be acknowledged in part, so counts keep the most any attempt got and
- * offsets and parts are the union. */
+ * each attempt may take other parts (a full backlog, a timeout), so the record holds the
+ * union of the parts taken by every attempt, and the ops they carry. The earlier record
+ * is read after the jobs topic is caught up, so another proxy's record is not lost. */
 static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id, const bw_batch_set_t *set,
                        const msg_fate_t *fate, const rd_kafka_resp_err_t *errs, const int64_t *offsets,
-                       const Bulkwrite__V1__JobRecord *prev, bw_arena_t *arena) {
+                       bw_arena_t *arena) {
     int shard_count = proxy.conf->shard_count;
+    Bulkwrite__V1__JobRecord *prev = NULL;
+    void *raw;
+    size_t raw_len;
+    if (req->request_id && req->request_id[0] && bw_jobs_record(proxy.jobs, job_id, &raw, &raw_len) == 0) {
+        prev = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
+        free(raw);
+    }
+    uint8_t *taken = bw_arena_alloc(arena, set->msg_cnt + 1);
+    for (size_t i = 0; i < set->msg_cnt; i++) taken[i] = fate[i] == MSG_TAKEN_BEFORE || (fate[i] == MSG_PRODUCE && !errs[i]);
+    for (size_t k = 0; prev && k < prev->n_accepted_parts; k++)
+        if (prev->accepted_parts[k] < set->msg_cnt) taken[prev->accepted_parts[k]] = 1;
     Bulkwrite__V1__ShardOps *per_shard = bw_arena_alloc(arena, sizeof(*per_shard) * (size_t)shard_count);
     for (int s = 0; s < shard_count; s++) {
         bulkwrite__v1__shard_ops__init(&per_shard[s]);
         per_shard[s].shard = (uint32_t)s;
         per_shard[s].first_offset = -1;
     }
-    uint32_t *parts = bw_arena_alloc(arena, sizeof(uint32_t) * (set->msg_cnt + (prev ? prev->n_accepted_parts : 0) + 1));
+    uint32_t *parts = bw_arena_alloc(arena, sizeof(uint32_t) * (set->msg_cnt + 1));
     size_t n_parts = 0;
     for (size_t i = 0; i < set->msg_cnt; i++) {
-        int produced = fate[i] == MSG_PRODUCE && !errs[i];
-        if (!produced && fate[i] != MSG_TAKEN_BEFORE) continue;
+        if (!taken[i]) continue;
         Bulkwrite__V1__ShardOps *so = &per_shard[set->msgs[i].shard];
         so->ops += (uint32_t)set->msgs[i].op_cnt;
-        if (produced) {
-            parts[n_parts++] = (uint32_t)i;
-            if (so->first_offset < 0 || offsets[i] < so->first_offset) so->first_offset = offsets[i];
-            if (offsets[i] > so->last_offset) so->last_offset = offsets[i];
-        }
+        parts[n_parts++] = (uint32_t)i;
+        if (fate[i] != MSG_PRODUCE || errs[i]) continue; /* offsets: from this attempt's acks */
+        if (so->first_offset < 0 || offsets[i] < so->first_offset) so->first_offset = offsets[i];
+        if (offsets[i] > so->last_offset) so->last_offset = offsets[i];
     }
     int64_t created = bw_wall_ms();
     for (size_t i = 0; prev && i < prev->n_shards; i++) {
         const Bulkwrite__V1__ShardOps *p = prev->shards[i];
         if (p->shard >= (uint32_t)shard_count) continue;
         Bulkwrite__V1__ShardOps *so = &per_shard[p->shard];
-        if (p->ops > so->ops) so->ops = p->ops;
+        if (p->ops > so->ops) so->ops = p->ops; /* a record from another split of the request */
         if (so->first_offset < 0 || p->first_offset < so->first_offset) so->first_offset = p->first_offset;
         if (p->last_offset > so->last_offset) so->last_offset = p->last_offset;
     }
-    for (size_t k = 0; prev && k < prev->n_accepted_parts; k++) parts[n_parts++] = prev->accepted_parts[k];
     if (prev && prev->created_at_ms) created = prev->created_at_ms;
+    if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
     Bulkwrite__V1__ShardOps **sop = bw_arena_alloc(arena, sizeof(*sop) * ((size_t)shard_count + 1));
     size_t n = 0;
     uint32_t total = 0;
@@ -297,6 +309,7 @@ static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *
     if (err)
         bw_log(BW_LOG_ERROR, COMPONENT, -1, job_id, "job record not written to %s (%s): GET /v1/jobs/%s will not find it",
                proxy.conf->jobs_topic, rd_kafka_err2str(err), job_id);
+    else bw_jobs_put(proxy.jobs, job_id, buf, len); /* a resend to this proxy sees it before the tail does */
 }
 
 /* ---- HTTP --------------------------------------------------------------------------- */
@@ -424,7 +437,7 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     /* by op index, so clients read it in request order (an op appears at most once) */
     qsort(all, n, sizeof(*all), rejection_cmp);
     uint32_t accepted = (uint32_t)(req->n_ops - n);
-    if (accepted) record_job(req, job_id, &set, fate, errs, offsets, prev, &arena);
+    if (accepted) record_job(req, job_id, &set, fate, errs, offsets, &arena);
     if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
     /* 503: Kafka failed us (resend soon); 429: a shard is full (resend after Retry-After) */
     unsigned status = failed_ops     ? MHD_HTTP_SERVICE_UNAVAILABLE

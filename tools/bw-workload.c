@@ -1,21 +1,34 @@
 /* bw-workload — deterministic jobs for the demo, the end-to-end tests and the benchmarks.
  *
- *   bw-workload submit  --url URL JOB...     send the jobs' ops to a proxy; with
- *                       [--request-id PREFIX]  every request carries a request_id
- *                       [--retry-for S]        (PREFIX/JOB/FIRST-OP) and a request that fails
- *                                            (connection, 5xx) is resent as it was for up to
- *                                            S seconds, the way a careful client retries
+ *   bw-workload submit  --url URL JOB...     send the jobs' ops to a proxy. Every request
+ *                       [--request-id PREFIX]  carries a request_id, PREFIX/J:JOB/FIRST-OP
+ *                       [--retry-for S]        (J: the job's position; PREFIX defaults to
+ *                                            bw-workload-PID-EPOCHMS), so a resend applies once.
+ *                                            A request that fails (connection, 5xx) is resent
+ *                                            as it was for up to S seconds, the way a careful
+ *                                            client retries; a 429 (a shard's backlog is full)
+ *                                            is resent as it was after Retry-After until it is
+ *                                            taken, however long that is
  *   bw-workload verify  [--wait S] JOB...    compare every shard, row by row, with the state
  *                                            the jobs imply; print a per-shard table
  *   bw-workload audit   --brokers B          read the whole topic: every message must sit in
  *                                            its shard's partition
  *   bw-workload dead-letters --brokers B     print every dead-letter record (JSON lines)
+ *   bw-workload offsets --brokers B SHARD    print the low and high watermarks of the shard's
+ *                                            partition of the batches topic
+ *   bw-workload delete-records --brokers B SHARD OFFSET|end
+ *                                            delete that partition's messages before OFFSET
+ *                                            (end: all), as an operator's retention would;
+ *                                            print the new low watermark
  *
  * A JOB is NAME:COUNT[:ARG], generated the same way by submit and verify:
  *   feed:N:SHARD     N pin creates for one partner whose user id lives on SHARD (the hot shard)
  *   spread:N         N pin creates spread over every shard
  *   cleanup:N:SHARD  deletes of every 10th pin among the first N of the feed on SHARD (spam cleanup)
  *   like:N:SHARD     like_count += 1 on every 10th+1 pin among the first N of the feed on SHARD
+ *   image:N:SHARD    N pin creates for the feed's partner on SHARD, each with a 60,000-byte
+ *                    image that does not compress (derived from the pin id); local ids from
+ *                    1,000,000,000 on, apart from the feed's; at most 100 per request
  * Texts carry quotes, backslashes and multi-byte UTF-8 on purpose. */
 #include <curl/curl.h>
 #include <getopt.h>
@@ -30,12 +43,17 @@
 #include "bulkwrite.pb-c.h"
 #include "config.h"
 #include "db.h"
+#include "kafka.h"
 #include "shard.h"
 
 #define PIN_TYPE 1
 #define USER_TYPE 0
+#define IMAGE_BYTES 60000          /* under the image column's max_length (65535) */
+#define IMAGE_PER_REQUEST 100      /* ~6 MB protobuf, ~8 MB JSON: under proxy.max_body_bytes */
+#define IMAGE_LOCAL_BASE 1000000000ULL
 
-typedef enum { JOB_FEED, JOB_SPREAD, JOB_CLEANUP, JOB_LIKE } job_kind_t;
+typedef enum { JOB_FEED, JOB_SPREAD, JOB_CLEANUP, JOB_LIKE, JOB_IMAGE } job_kind_t;
+static const char *const job_names[] = {"feed", "spread", "cleanup", "like", "image"};
 typedef struct {
     job_kind_t kind;
     long count;
@@ -46,6 +64,7 @@ static bw_config_t *conf;
 
 static uint64_t feed_owner(int shard) { return bw_id_make((unsigned)shard, USER_TYPE, 42); }
 static uint64_t feed_pin(int shard, long i) { return bw_id_make((unsigned)shard, PIN_TYPE, (uint64_t)i + 1); }
+static uint64_t image_pin(int shard, long i) { return bw_id_make((unsigned)shard, PIN_TYPE, IMAGE_LOCAL_BASE + (uint64_t)i); }
 static int spread_shard(long i) { return (int)(i % conf->shard_count); }
 static uint64_t spread_owner(long i) { return bw_id_make((unsigned)spread_shard(i), USER_TYPE, 1000 + (uint64_t)(i % 97)); }
 static uint64_t spread_pin(long i) { return bw_id_make((unsigned)spread_shard(i), PIN_TYPE, 10000000 + (uint64_t)i); }
@@ -54,12 +73,26 @@ static void pin_title(char *buf, size_t size, uint64_t id) {
     snprintf(buf, size, "pin %" PRIu64 " \xe2\x80\x94 l'\xc3\xa9t\xc3\xa9 \"quoted\" \\ \xf0\x9f\x98\x80", id);
 }
 
+/* A pin's image: xorshift64* seeded from its id, so every run makes the same bytes, and
+ * they do not compress (Kafka's lz4 cannot shrink the backlog they fill). */
+static void pin_image(uint64_t id, uint8_t *out) {
+    uint64_t x = id * 0x9e3779b97f4a7c15ULL | 1;
+    for (size_t i = 0; i < IMAGE_BYTES; i += 8) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        uint64_t r = x * 0x2545f4914f6cdd1dULL;
+        memcpy(out + i, &r, IMAGE_BYTES - i < 8 ? IMAGE_BYTES - i : 8);
+    }
+}
+
 /* ---- expected state ------------------------------------------------------------------ */
 
 typedef struct {
     uint64_t id, owner;
     long board, likes;
     int present;
+    int image; /* holds pin_image(id); else the image is NULL */
 } pin_t;
 
 typedef struct {
@@ -67,15 +100,27 @@ typedef struct {
     size_t len, cap;
 } pinset_t;
 
-static pin_t *pin_add(pinset_t *ps, uint64_t id) {
+static int is_create(job_kind_t kind) { return kind == JOB_FEED || kind == JOB_SPREAD || kind == JOB_IMAGE; }
+
+/* The pin that op i of a create job makes; submit sends it, verify expects it. */
+static pin_t created_pin(const job_t *jb, long i) {
+    pin_t p = {.board = i % 100, .present = 1, .image = jb->kind == JOB_IMAGE};
+    if (jb->kind == JOB_SPREAD) {
+        p.id = spread_pin(i);
+        p.owner = spread_owner(i);
+    } else {
+        p.id = jb->kind == JOB_IMAGE ? image_pin(jb->shard, i) : feed_pin(jb->shard, i);
+        p.owner = feed_owner(jb->shard);
+    }
+    return p;
+}
+
+static void pin_add(pinset_t *ps, pin_t p) {
     if (ps->len == ps->cap) {
         ps->cap = ps->cap ? ps->cap * 2 : 1024;
         ps->pins = realloc(ps->pins, ps->cap * sizeof(*ps->pins));
     }
-    pin_t *p = &ps->pins[ps->len++];
-    memset(p, 0, sizeof(*p));
-    p->id = id;
-    return p;
+    ps->pins[ps->len++] = p;
 }
 
 static int pin_cmp(const void *a, const void *b) {
@@ -91,18 +136,11 @@ static pin_t *pin_find(pinset_t *ps, uint64_t id) {
 /* Expected pins per shard after all jobs, in id order. */
 static pinset_t *expected_state(const job_t *jobs, int job_cnt) {
     pinset_t *sets = calloc((size_t)conf->shard_count, sizeof(*sets));
-    for (int j = 0; j < job_cnt; j++) {
-        const job_t *jb = &jobs[j];
-        for (long i = 0; i < jb->count; i++) {
-            if (jb->kind == JOB_FEED) {
-                pin_t *p = pin_add(&sets[jb->shard], feed_pin(jb->shard, i));
-                *p = (pin_t){feed_pin(jb->shard, i), feed_owner(jb->shard), i % 100, 0, 1};
-            } else if (jb->kind == JOB_SPREAD) {
-                pin_t *p = pin_add(&sets[spread_shard(i)], spread_pin(i));
-                *p = (pin_t){spread_pin(i), spread_owner(i), i % 100, 0, 1};
-            }
+    for (int j = 0; j < job_cnt; j++)
+        for (long i = 0; is_create(jobs[j].kind) && i < jobs[j].count; i++) {
+            pin_t p = created_pin(&jobs[j], i);
+            pin_add(&sets[bw_id_shard(p.id)], p);
         }
-    }
     for (int s = 0; s < conf->shard_count; s++)
         if (sets[s].len) qsort(sets[s].pins, sets[s].len, sizeof(pin_t), pin_cmp); /* pins is NULL when empty */
     for (int j = 0; j < job_cnt; j++) {
@@ -126,11 +164,22 @@ typedef struct {
     const char *url;
     int protobuf;
     long per_request;
-    const char *request_id_prefix; /* NULL: no request_id */
+    const char *request_id_prefix;
     int retry_for_s;
     CURL *curl;
     long sent, accepted, rejected, retries;
+    long backlog_waits;      /* 429 answers */
+    int64_t backlog_us;      /* time spent waiting them out */
+    int64_t backlog_note_us; /* when the last "shard backlog full" line was printed */
 } sender_t;
+
+/* One answer of the proxy. */
+typedef struct {
+    long status;        /* HTTP status; 0: no answer */
+    long accepted;      /* -1: no reply body */
+    long retry_after_s; /* Retry-After; 0 when absent */
+    char backlog[256];  /* a 429's reason: its first retryable rejection */
+} answer_t;
 
 static size_t collect_body(char *p, size_t sz, size_t n, void *ud) {
     bw_buf_t *b = ud;
@@ -138,9 +187,39 @@ static size_t collect_body(char *p, size_t sz, size_t n, void *ud) {
     return sz * n;
 }
 
-/* 0 when every op was accepted, 1 when the request may be resent (no answer, 5xx),
- * -1 otherwise. */
-static int post(sender_t *s, const void *body, size_t len, long ops) {
+/* Keeps the first retryable reason (the 429's "why"); prints the others when print. */
+static void note_rejection(answer_t *a, uint32_t index, const char *reason, int retryable, int print) {
+    if (retryable && !a->backlog[0]) snprintf(a->backlog, sizeof(a->backlog), "%s", reason);
+    if (print && !retryable) fprintf(stderr, "bw-workload: op %u rejected: %s\n", index, reason);
+}
+
+/* Reads a reply body (the BatchWriteResponse shape, in the request's format): accepted
+ * and a 429's reason; prints the rejected ops when print. */
+static void read_reply(int protobuf, const bw_buf_t *resp, answer_t *a, int print) {
+    if (protobuf) {
+        Bulkwrite__V1__BatchWriteResponse *r =
+            bulkwrite__v1__batch_write_response__unpack(NULL, resp->len, (const uint8_t *)resp->data);
+        if (!r) return;
+        a->accepted = r->accepted;
+        for (size_t i = 0; i < r->n_rejected; i++)
+            note_rejection(a, r->rejected[i]->index, r->rejected[i]->reason, r->rejected[i]->retryable, print);
+        bulkwrite__v1__batch_write_response__free_unpacked(r, NULL);
+        return;
+    }
+    json_t *j = json_loadb(resp->data, resp->len, 0, NULL), *rej;
+    size_t i;
+    if (json_is_integer(json_object_get(j, "accepted")))
+        a->accepted = (long)json_integer_value(json_object_get(j, "accepted"));
+    json_array_foreach(json_object_get(j, "rejected"), i, rej) {
+        const char *reason = json_string_value(json_object_get(rej, "reason"));
+        note_rejection(a, (uint32_t)json_integer_value(json_object_get(rej, "index")), reason ? reason : "",
+                       json_is_true(json_object_get(rej, "retryable")), print);
+    }
+    json_decref(j);
+}
+
+/* POSTs the body once; prints why when there is no answer or an unexpected one. */
+static void post(sender_t *s, const void *body, size_t len, answer_t *a) {
     bw_buf_t resp;
     bw_buf_init(&resp);
     struct curl_slist *h = curl_slist_append(NULL, s->protobuf ? "Content-Type: application/x-protobuf"
@@ -154,97 +233,154 @@ static int post(sender_t *s, const void *body, size_t len, long ops) {
     curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, &resp);
     curl_easy_setopt(s->curl, CURLOPT_TIMEOUT, 120L);
     CURLcode rc = curl_easy_perform(s->curl);
-    long status = 0;
-    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(h);
-    int ret = 0;
+    *a = (answer_t){.accepted = -1};
+    curl_off_t retry_after = 0;
     if (rc != CURLE_OK) {
         fprintf(stderr, "bw-workload: POST %s: %s\n", s->url, curl_easy_strerror(rc));
-        bw_buf_free(&resp);
-        return 1;
-    } else if (status != 202) {
-        fprintf(stderr, "bw-workload: POST %s: HTTP %ld: %.500s\n", s->url, status, resp.data ? resp.data : "");
-        bw_buf_free(&resp);
-        return status >= 500 ? 1 : -1;
     } else {
-        long acc = -1;
-        if (s->protobuf) {
-            Bulkwrite__V1__BatchWriteResponse *r =
-                bulkwrite__v1__batch_write_response__unpack(NULL, resp.len, (uint8_t *)resp.data);
-            if (r) {
-                acc = r->accepted;
-                for (size_t i = 0; i < r->n_rejected; i++)
-                    fprintf(stderr, "bw-workload: op %u rejected: %s\n", r->rejected[i]->index, r->rejected[i]->reason);
-                bulkwrite__v1__batch_write_response__free_unpacked(r, NULL);
-            }
-        } else {
-            json_t *j = json_loadb(resp.data, resp.len, 0, NULL);
-            if (j) acc = (long)json_integer_value(json_object_get(j, "accepted"));
-            json_decref(j);
-        }
-        s->accepted += acc > 0 ? acc : 0;
-        s->rejected += ops - (acc > 0 ? acc : 0);
-        if (acc != ops) ret = -1;
+        curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &a->status);
+        curl_easy_getinfo(s->curl, CURLINFO_RETRY_AFTER, &retry_after);
+        a->retry_after_s = (long)retry_after;
+        /* 202, 422, 429 and 503 carry the reply shape; the others {"error": ...} */
+        long st = a->status;
+        if (st == 202 || st == 422 || st == 429 || st == 503) read_reply(s->protobuf, &resp, a, st == 202);
+        if (st != 202 && st != 429)
+            fprintf(stderr, "bw-workload: POST %s: HTTP %ld: %.500s\n", s->url, st, resp.data ? resp.data : "");
     }
-    s->sent += ops;
     bw_buf_free(&resp);
-    return ret;
+}
+
+/* Waits out a 429: Retry-After seconds (1 when absent, at most 30, so a drained backlog
+ * is not left idle long), saying why on stderr at most once a second. */
+static void backlog_wait(sender_t *s, const answer_t *a) {
+    long secs = a->retry_after_s < 1 ? 1 : a->retry_after_s > 30 ? 30 : a->retry_after_s;
+    int64_t now = bw_now_us();
+    s->backlog_waits++;
+    if (now - s->backlog_note_us >= 1000000) {
+        fprintf(stderr, "submit: %s; waiting %ld s (%ld waits so far)\n",
+                a->backlog[0] ? a->backlog : "shard backlog full (HTTP 429)", secs, s->backlog_waits);
+        s->backlog_note_us = now;
+    }
+    sleep((unsigned)secs);
+    s->backlog_us += bw_now_us() - now;
+}
+
+/* Sends one request, always as it was, until it has a final answer. A 429 is resent
+ * after Retry-After for as long as it takes: the backlog drains as the consumers apply,
+ * and that time does not count against --retry-for, which bounds outages (no answer,
+ * 5xx). Counts the final answer; 0 when every op was accepted, else -1. */
+static int send_request(sender_t *s, const void *body, size_t len, long ops) {
+    int64_t deadline = bw_now_us() + (int64_t)s->retry_for_s * 1000000;
+    answer_t a;
+    for (;;) {
+        int64_t start = bw_now_us();
+        post(s, body, len, &a);
+        if (a.status == 429) {
+            backlog_wait(s, &a);
+            deadline += bw_now_us() - start;
+        } else if ((a.status == 0 || a.status >= 500) && bw_now_us() < deadline) {
+            s->retries++;
+            usleep(300000);
+        } else {
+            break;
+        }
+    }
+    /* the final answer counts every op of the request that is durable, earlier attempts' too */
+    long acc = a.accepted > 0 ? a.accepted : 0;
+    s->sent += ops;
+    s->accepted += acc;
+    s->rejected += ops - acc;
+    return a.status == 202 && acc == ops ? 0 : -1;
 }
 
 /* One op, in protobuf-c structs backed by caller storage. */
 typedef struct {
     Bulkwrite__V1__Op op;
-    Bulkwrite__V1__Field f[4], *fp[4];
-    Bulkwrite__V1__Value v[4];
+    Bulkwrite__V1__Field f[5], *fp[5];
+    Bulkwrite__V1__Value v[5];
     char key[32], title[160];
+    uint8_t *image; /* IMAGE_BYTES, allocated by the first image op made here */
 } op_buf_t;
+
+static Bulkwrite__V1__Value *add_field(op_buf_t *o, char *name, Bulkwrite__V1__Value__KindCase kind) {
+    size_t k = o->op.n_fields++;
+    bulkwrite__v1__field__init(&o->f[k]);
+    bulkwrite__v1__value__init(&o->v[k]);
+    o->f[k].name = name;
+    o->f[k].value = &o->v[k];
+    o->fp[k] = &o->f[k];
+    o->v[k].kind_case = kind;
+    return &o->v[k];
+}
+
+static void add_int(op_buf_t *o, char *name, int64_t value) {
+    add_field(o, name, BULKWRITE__V1__VALUE__KIND_INT_VALUE)->int_value = value;
+}
+
+static void add_data(op_buf_t *o, char *name, Bulkwrite__V1__Value__KindCase kind, const void *data, size_t len) {
+    Bulkwrite__V1__Value *v = add_field(o, name, kind);
+    ProtobufCBinaryData *b = kind == BULKWRITE__V1__VALUE__KIND_BYTES_VALUE ? &v->bytes_value : &v->string_value;
+    b->data = (uint8_t *)data;
+    b->len = len;
+}
 
 static void make_op(const job_t *jb, long i, op_buf_t *o) {
     bulkwrite__v1__op__init(&o->op);
     o->op.object_type = "pin";
     o->op.shard_key = "";
-    for (int k = 0; k < 4; k++) {
-        bulkwrite__v1__field__init(&o->f[k]);
-        bulkwrite__v1__value__init(&o->v[k]);
-        o->f[k].value = &o->v[k];
-        o->fp[k] = &o->f[k];
-    }
     o->op.fields = o->fp;
-    if (jb->kind == JOB_FEED || jb->kind == JOB_SPREAD) {
-        uint64_t id = jb->kind == JOB_FEED ? feed_pin(jb->shard, i) : spread_pin(i);
-        uint64_t owner = jb->kind == JOB_FEED ? feed_owner(jb->shard) : spread_owner(i);
+    if (is_create(jb->kind)) {
+        pin_t p = created_pin(jb, i);
         o->op.op = BULKWRITE__V1__OP_TYPE__CREATE;
-        o->op.id = id;
-        snprintf(o->key, sizeof(o->key), "%" PRIu64, owner);
+        o->op.id = p.id;
+        snprintf(o->key, sizeof(o->key), "%" PRIu64, p.owner);
         o->op.shard_key = o->key;
-        pin_title(o->title, sizeof(o->title), id);
-        o->op.n_fields = 4;
-        o->f[0].name = "owner_id";
-        o->v[0].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
-        o->v[0].int_value = (int64_t)owner;
-        o->f[1].name = "board_id";
-        o->v[1].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
-        o->v[1].int_value = i % 100;
-        o->f[2].name = "title";
-        o->v[2].kind_case = BULKWRITE__V1__VALUE__KIND_STRING_VALUE;
-        o->v[2].string_value.data = (uint8_t *)o->title;
-        o->v[2].string_value.len = strlen(o->title);
-        o->f[3].name = "like_count";
-        o->v[3].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
-        o->v[3].int_value = 0;
+        pin_title(o->title, sizeof(o->title), p.id);
+        add_int(o, "owner_id", (int64_t)p.owner);
+        add_int(o, "board_id", p.board);
+        add_data(o, "title", BULKWRITE__V1__VALUE__KIND_STRING_VALUE, o->title, strlen(o->title));
+        add_int(o, "like_count", 0);
+        if (p.image) {
+            if (!o->image) o->image = malloc(IMAGE_BYTES);
+            pin_image(p.id, o->image);
+            add_data(o, "image", BULKWRITE__V1__VALUE__KIND_BYTES_VALUE, o->image, IMAGE_BYTES);
+        }
     } else if (jb->kind == JOB_CLEANUP) {
         o->op.op = BULKWRITE__V1__OP_TYPE__DELETE;
         o->op.id = feed_pin(jb->shard, i * 10);
-        o->op.n_fields = 0;
     } else {
         o->op.op = BULKWRITE__V1__OP_TYPE__UPDATE;
         o->op.id = feed_pin(jb->shard, i * 10 + 1);
-        o->op.n_fields = 1;
-        o->f[0].name = "like_count";
+        add_int(o, "like_count", 1);
         o->f[0].increment = 1;
-        o->v[0].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
-        o->v[0].int_value = 1;
     }
+}
+
+/* RFC 4648 base64 (bytes values in JSON); the caller frees it. */
+static char *base64(const uint8_t *in, size_t len) {
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc(4 * ((len + 2) / 3) + 1), *o = out;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < len ? in[i + 2] : 0);
+        *o++ = tbl[v >> 18 & 63];
+        *o++ = tbl[v >> 12 & 63];
+        *o++ = i + 1 < len ? tbl[v >> 6 & 63] : '=';
+        *o++ = i + 2 < len ? tbl[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
+}
+
+/* A value in the API's JSON encoding: ints, text, {"base64": ...} for bytes. */
+static json_t *value_json(const Bulkwrite__V1__Value *v) {
+    if (v->kind_case == BULKWRITE__V1__VALUE__KIND_INT_VALUE) return json_integer(v->int_value);
+    if (v->kind_case != BULKWRITE__V1__VALUE__KIND_BYTES_VALUE)
+        return json_stringn((const char *)v->string_value.data, v->string_value.len);
+    char *b = base64(v->bytes_value.data, v->bytes_value.len);
+    json_t *j = json_pack("{s:s}", "base64", b);
+    free(b);
+    return j;
 }
 
 static json_t *op_json(const Bulkwrite__V1__Op *op) {
@@ -256,10 +392,7 @@ static json_t *op_json(const Bulkwrite__V1__Op *op) {
     if (*op->shard_key) json_object_set_new(o, "shard_key", json_string(op->shard_key));
     json_t *f = json_object();
     for (size_t k = 0; k < op->n_fields; k++) {
-        const Bulkwrite__V1__Value *v = op->fields[k]->value;
-        json_t *jv = v->kind_case == BULKWRITE__V1__VALUE__KIND_INT_VALUE
-                         ? json_integer(v->int_value)
-                         : json_stringn((const char *)v->string_value.data, v->string_value.len);
+        json_t *jv = value_json(op->fields[k]->value);
         if (op->fields[k]->increment) jv = json_pack("{s:o}", "increment", jv);
         json_object_set_new(f, op->fields[k]->name, jv);
     }
@@ -267,56 +400,53 @@ static json_t *op_json(const Bulkwrite__V1__Op *op) {
     return o;
 }
 
-/* Cleanup and like touch pins i*10 (resp. i*10+1) < N of the feed on their shard. */
-static int submit_job(sender_t *s, job_t jb) {
-    long total = jb.count;
-    if (jb.kind == JOB_CLEANUP) total = (jb.count + 9) / 10;
-    if (jb.kind == JOB_LIKE) total = (jb.count + 8) / 10;
-    op_buf_t *bufs = calloc((size_t)s->per_request, sizeof(*bufs));
-    Bulkwrite__V1__Op **ops = calloc((size_t)s->per_request, sizeof(*ops));
+/* The request body of n ops, in the sender's format; the caller frees it. */
+static void *encode_request(const sender_t *s, char *rid, Bulkwrite__V1__Op **ops, long n, size_t *len) {
+    if (s->protobuf) {
+        Bulkwrite__V1__BatchWriteRequest req = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+        req.request_id = rid;
+        req.n_ops = (size_t)n;
+        req.ops = ops;
+        *len = bulkwrite__v1__batch_write_request__get_packed_size(&req);
+        void *body = malloc(*len);
+        bulkwrite__v1__batch_write_request__pack(&req, body);
+        return body;
+    }
+    json_t *arr = json_array();
+    for (long k = 0; k < n; k++) json_array_append_new(arr, op_json(ops[k]));
+    json_t *root = json_pack("{s:s, s:o}", "request_id", rid, "ops", arr);
+    char *body = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    *len = strlen(body);
+    return body;
+}
+
+/* Sends job number j of the command line. Cleanup and like touch pins i*10 (resp.
+ * i*10+1) < N of the feed on their shard. */
+static int submit_job(sender_t *s, const job_t *jb, int j) {
+    long total = jb->count;
+    if (jb->kind == JOB_CLEANUP) total = (jb->count + 9) / 10;
+    if (jb->kind == JOB_LIKE) total = (jb->count + 8) / 10;
+    long per = jb->kind == JOB_IMAGE && s->per_request > IMAGE_PER_REQUEST ? IMAGE_PER_REQUEST : s->per_request;
+    op_buf_t *bufs = calloc((size_t)per, sizeof(*bufs));
+    Bulkwrite__V1__Op **ops = calloc((size_t)per, sizeof(*ops));
     int ret = 0;
-    for (long start = 0; start < total; start += s->per_request) {
-        long n = total - start < s->per_request ? total - start : s->per_request;
+    for (long start = 0; start < total && !ret; start += per) {
+        long n = total - start < per ? total - start : per;
         for (long k = 0; k < n; k++) {
-            make_op(&jb, start + k, &bufs[k]);
+            make_op(jb, start + k, &bufs[k]);
             ops[k] = &bufs[k].op;
         }
-        static const char *const names[] = {"feed", "spread", "cleanup", "like"};
-        char rid[160] = "";
-        if (s->request_id_prefix)
-            snprintf(rid, sizeof(rid), "%s/%s:%ld:%d/%ld", s->request_id_prefix, names[jb.kind], jb.count,
-                     jb.shard, start);
-        void *body;
+        /* j: the same job twice on one command line is two jobs, not a resend */
+        char rid[160];
+        snprintf(rid, sizeof(rid), "%s/%d:%s:%ld:%d/%ld", s->request_id_prefix, j, job_names[jb->kind], jb->count,
+                 jb->shard, start);
         size_t len;
-        if (s->protobuf) {
-            Bulkwrite__V1__BatchWriteRequest req = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
-            req.request_id = rid;
-            req.n_ops = (size_t)n;
-            req.ops = ops;
-            len = bulkwrite__v1__batch_write_request__get_packed_size(&req);
-            body = malloc(len);
-            bulkwrite__v1__batch_write_request__pack(&req, body);
-        } else {
-            json_t *arr = json_array();
-            for (long k = 0; k < n; k++) json_array_append_new(arr, op_json(ops[k]));
-            json_t *root = json_pack("{s:o}", "ops", arr);
-            if (rid[0]) json_object_set_new(root, "request_id", json_string(rid));
-            body = json_dumps(root, JSON_COMPACT);
-            len = strlen(body);
-            json_decref(root);
-        }
-        int64_t deadline = bw_now_us() + (int64_t)s->retry_for_s * 1000000;
-        int rc;
-        while ((rc = post(s, body, len, n)) == 1 && bw_now_us() < deadline) {
-            s->retries++;
-            usleep(300000);
-        }
+        void *body = encode_request(s, rid, ops, n, &len);
+        ret = send_request(s, body, len, n);
         free(body);
-        if (rc) {
-            ret = -1;
-            break;
-        }
     }
+    for (long k = 0; k < per; k++) free(bufs[k].image);
     free(bufs);
     free(ops);
     return ret;
@@ -327,6 +457,19 @@ static int submit_job(sender_t *s, job_t jb) {
 typedef struct {
     long expected, actual, missing, unexpected, wrong;
 } shard_check_t;
+
+/* Whether a row (id, owner_id, board_id, title, like_count, image) holds pin p. */
+static int row_matches(const pin_t *p, MYSQL_ROW row, const unsigned long *lens) {
+    char title[160];
+    pin_title(title, sizeof(title), p->id);
+    if (strtoull(row[1], NULL, 10) != p->owner || !row[2] || atol(row[2]) != p->board || !row[3] ||
+        lens[3] != strlen(title) || memcmp(row[3], title, lens[3]) != 0 || !row[4] || atol(row[4]) != p->likes)
+        return 0;
+    if (!p->image) return !row[5];
+    uint8_t image[IMAGE_BYTES];
+    pin_image(p->id, image);
+    return row[5] && lens[5] == IMAGE_BYTES && memcmp(row[5], image, IMAGE_BYTES) == 0;
+}
 
 static int check_shard(int shard, pinset_t *want, MYSQL *db, shard_check_t *out, int count_only) {
     char dbname[80], q[512];
@@ -343,7 +486,8 @@ static int check_shard(int shard, pinset_t *want, MYSQL *db, shard_check_t *out,
         mysql_commit(db);
         return 0;
     }
-    snprintf(q, sizeof(q), "SELECT id, owner_id, board_id, title, like_count FROM `%s`.`pins` ORDER BY id", dbname);
+    snprintf(q, sizeof(q), "SELECT id, owner_id, board_id, title, like_count, image FROM `%s`.`pins` ORDER BY id",
+             dbname);
     if (mysql_query(db, q)) return -1;
     MYSQL_RES *r = mysql_use_result(db);
     size_t w = 0;
@@ -360,13 +504,7 @@ static int check_shard(int shard, pinset_t *want, MYSQL *db, shard_check_t *out,
             out->unexpected++;
             continue;
         }
-        const pin_t *p = &want->pins[w++];
-        char title[160];
-        pin_title(title, sizeof(title), id);
-        if (strtoull(row[1], NULL, 10) != p->owner || !row[2] || atol(row[2]) != p->board || !row[3] ||
-            lens[3] != strlen(title) || memcmp(row[3], title, lens[3]) != 0 || !row[4] ||
-            atol(row[4]) != p->likes)
-            out->wrong++;
+        if (!row_matches(&want->pins[w++], row, lens)) out->wrong++;
     }
     for (; w < want->len; w++) out->missing += want->pins[w].present;
     mysql_free_result(r);
@@ -521,6 +659,69 @@ static int dead_letters(const char *brokers) {
     return eof < parts ? 1 : 0;
 }
 
+/* ---- offsets and delete-records ----------------------------------------------------------- */
+
+/* A shard number given on the command line (its partition of the batches topic), or -1. */
+static int parse_shard(const char *arg) {
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*end || end == arg || v < 0 || v >= conf->shard_count) {
+        fprintf(stderr, "bw-workload: \"%s\" is not a shard (0 to %d)\n", arg, conf->shard_count - 1);
+        return -1;
+    }
+    return (int)v;
+}
+
+/* A client of the cluster, with the configuration's kafka.properties (security and the like). */
+static rd_kafka_t *kafka_client(const char *brokers) {
+    char err[512];
+    rd_kafka_conf_t *kc = bw_kafka_conf(conf, BW_KAFKA_PRODUCER, brokers, err, sizeof(err));
+    rd_kafka_t *rk = kc ? rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err)) : NULL;
+    if (!rk) fprintf(stderr, "bw-workload: %s\n", err);
+    if (!rk && kc) rd_kafka_conf_destroy(kc);
+    return rk;
+}
+
+/* Prints "LOW HIGH", the watermarks of the shard's partition. */
+static int offsets(const char *brokers, const char *shard_arg) {
+    int shard = parse_shard(shard_arg);
+    if (shard < 0) return 2;
+    rd_kafka_t *rk = kafka_client(brokers);
+    if (!rk) return 1;
+    int64_t low, high;
+    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk, conf->topic, shard, &low, &high, 10000);
+    if (err) fprintf(stderr, "bw-workload: watermarks of %s [%d]: %s\n", conf->topic, shard, rd_kafka_err2str(err));
+    else printf("%" PRId64 " %" PRId64 "\n", low, high);
+    rd_kafka_destroy(rk);
+    return err ? 1 : 0;
+}
+
+/* Deletes the shard's messages before offset OFFSET (end: all) and prints the new low
+ * watermark: Kafka's own deletion, the kind retention does, applied or not. */
+static int delete_records(const char *brokers, const char *shard_arg, const char *offset_arg) {
+    char *end;
+    int64_t before = strcmp(offset_arg, "end") == 0 ? RD_KAFKA_OFFSET_END : strtoll(offset_arg, &end, 10);
+    if (before != RD_KAFKA_OFFSET_END && (*end || end == offset_arg || before < 0))
+        return fprintf(stderr, "bw-workload: \"%s\" is not an offset (a number, or end)\n", offset_arg), 2;
+    int32_t shard = parse_shard(shard_arg);
+    if (shard < 0) return 2;
+    rd_kafka_t *rk = kafka_client(brokers);
+    if (!rk) return 1;
+    char err[512] = "the embedded Kafka has no DeleteRecords";
+    int64_t low = -1;
+    size_t n = 0;
+    if (!bw_kafka_is_embedded(rk, 10000)) {
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        bw_kafka_delete_records_start(rk, conf->topic, &shard, &before, 1, 60000, q);
+        while (!bw_kafka_delete_records_poll(q, &shard, &low, 1, &n, err, sizeof(err))) usleep(100000);
+        rd_kafka_queue_destroy(q);
+    }
+    if (low >= 0) printf("%" PRId64 "\n", low);
+    else fprintf(stderr, "bw-workload: %s\n", err);
+    rd_kafka_destroy(rk);
+    return low >= 0 ? 0 : 1;
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static int parse_job(const char *s, job_t *jb) {
@@ -531,16 +732,41 @@ static int parse_job(const char *s, job_t *jb) {
     if (n < 2 || count < 0) return -1;
     jb->count = count;
     jb->shard = shard;
-    if (strcmp(name, "feed") == 0) jb->kind = JOB_FEED;
-    else if (strcmp(name, "spread") == 0) jb->kind = JOB_SPREAD;
-    else if (strcmp(name, "cleanup") == 0) jb->kind = JOB_CLEANUP;
-    else if (strcmp(name, "like") == 0) jb->kind = JOB_LIKE;
-    else return -1;
+    size_t k = 0, kinds = sizeof(job_names) / sizeof(job_names[0]);
+    while (k < kinds && strcmp(name, job_names[k]) != 0) k++;
+    if (k == kinds) return -1;
+    jb->kind = (job_kind_t)k;
     if (jb->kind != JOB_SPREAD && (n < 3 || shard < 0 || shard >= conf->shard_count)) return -1;
     return 0;
 }
 
-static int submit(sender_t *s, const job_t *jobs, int job_cnt);
+/* The jobs of the command line, or NULL (named on stderr) when one is not a job. */
+static job_t *parse_jobs(int cnt, char **args) {
+    job_t *jobs = calloc((size_t)cnt + 1, sizeof(*jobs));
+    for (int i = 0; i < cnt; i++)
+        if (parse_job(args[i], &jobs[i])) {
+            fprintf(stderr, "bw-workload: bad job \"%s\"\n", args[i]);
+            free(jobs);
+            return NULL;
+        }
+    return jobs;
+}
+
+static int submit(sender_t *s, const job_t *jobs, int job_cnt) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    s->curl = curl_easy_init();
+    int ret = 0;
+    int64_t t0 = bw_now_us();
+    for (int i = 0; i < job_cnt && !ret; i++) ret = submit_job(s, &jobs[i], i);
+    double secs = (double)(bw_now_us() - t0) / 1e6;
+    /* "N requests resent, in T s" stays last: test/fault.sh reads the count from the end */
+    fprintf(stderr, "submit: %ld ops sent, %ld accepted, %ld not accepted, %ld backlog waits (%.1f s), "
+                    "%ld requests resent, in %.2f s\n",
+            s->sent, s->accepted, s->rejected, s->backlog_waits, (double)s->backlog_us / 1e6, s->retries, secs);
+    curl_easy_cleanup(s->curl);
+    curl_global_cleanup();
+    return ret ? 1 : 0;
+}
 
 static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
@@ -548,7 +774,12 @@ static int usage(FILE *out, int code) {
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
           "       bw-workload [-c CONFIG] dead-letters --brokers LIST\n"
-          "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD\n",
+          "       bw-workload [-c CONFIG] offsets --brokers LIST SHARD\n"
+          "       bw-workload [-c CONFIG] delete-records --brokers LIST SHARD OFFSET|end\n"
+          "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD | image:N:SHARD\n"
+          "submit: request ids are PREFIX/J:JOB/FIRST-OP (default PREFIX bw-workload-PID-EPOCHMS);\n"
+          "  no answer or a 5xx is resent for up to --retry-for seconds (default 0), a 429 (a\n"
+          "  shard's backlog is full) after Retry-After until it is taken\n",
           out);
     return code;
 }
@@ -587,39 +818,25 @@ int main(int argc, char **argv) {
     conf = bw_config_load(config_path, err, sizeof(err));
     if (!conf) return fprintf(stderr, "bw-workload: %s\n", err), 1;
     const char *cmd = argv[optind++];
-    int job_cnt = argc - optind, ret = 0;
-    job_t *jobs = calloc((size_t)job_cnt + 1, sizeof(*jobs));
-    for (int i = 0; i < job_cnt && !ret; i++)
-        if (parse_job(argv[optind + i], &jobs[i])) {
-            fprintf(stderr, "bw-workload: bad job \"%s\"\n", argv[optind + i]);
-            ret = usage(stderr, 2);
-        }
-    if (!ret) {
-        if (strcmp(cmd, "audit") == 0) ret = brokers ? audit(brokers) : usage(stderr, 2);
-        else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, job_cnt, wait_s);
-        else if (strcmp(cmd, "dead-letters") == 0) ret = brokers ? dead_letters(brokers) : usage(stderr, 2);
-        else if (strcmp(cmd, "submit") == 0 && url) {
-            sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request,
-                          .request_id_prefix = request_id, .retry_for_s = retry_for};
-            ret = submit(&s, jobs, job_cnt);
-        }
-        else ret = usage(stderr, 2);
-    }
+    int args = argc - optind, ret;
+    job_t *jobs = NULL;
+    if (strcmp(cmd, "audit") == 0) ret = brokers ? audit(brokers) : usage(stderr, 2);
+    else if (strcmp(cmd, "dead-letters") == 0) ret = brokers ? dead_letters(brokers) : usage(stderr, 2);
+    else if (strcmp(cmd, "offsets") == 0)
+        ret = brokers && args == 1 ? offsets(brokers, argv[optind]) : usage(stderr, 2);
+    else if (strcmp(cmd, "delete-records") == 0)
+        ret = brokers && args == 2 ? delete_records(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
+    else if (!(jobs = parse_jobs(args, argv + optind))) ret = usage(stderr, 2);
+    else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, args, wait_s);
+    else if (strcmp(cmd, "submit") == 0 && url) {
+        /* always a request id: a resend (after a 429 or an outage) must apply once */
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "bw-workload-%d-%" PRId64, (int)getpid(), bw_wall_ms());
+        sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request,
+                      .request_id_prefix = request_id ? request_id : prefix, .retry_for_s = retry_for};
+        ret = submit(&s, jobs, args);
+    } else ret = usage(stderr, 2);
     free(jobs);
     bw_config_destroy(conf);
     return ret;
-}
-
-static int submit(sender_t *s, const job_t *jobs, int job_cnt) {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    s->curl = curl_easy_init();
-    int ret = 0;
-    int64_t t0 = bw_now_us();
-    for (int i = 0; i < job_cnt && !ret; i++) ret = submit_job(s, jobs[i]);
-    double secs = (double)(bw_now_us() - t0) / 1e6;
-    fprintf(stderr, "submit: %ld ops sent, %ld accepted, %ld not accepted, %ld requests resent, in %.2f s\n",
-            s->sent, s->accepted, s->rejected, s->retries, secs);
-    curl_easy_cleanup(s->curl);
-    curl_global_cleanup();
-    return ret ? 1 : 0;
 }

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -44,8 +45,9 @@ static size_t collect(char *p, size_t sz, size_t n, void *ud) {
 }
 
 /* method GET (body NULL) or POST (JSON body). Returns the HTTP status, or -1 with the
- * transport error in resp; resp gets the body (NUL-terminated). */
-static long http(const char *method, const char *path, const char *body, bw_buf_t *resp) {
+ * transport error in resp; resp gets the body (NUL-terminated), *retry_after_s (when not
+ * NULL) the Retry-After header's seconds, 0 without one. */
+static long http(const char *method, const char *path, const char *body, bw_buf_t *resp, long *retry_after_s) {
     CURL *c = curl_easy_init();
     char url[1024];
     snprintf(url, sizeof(url), "%s%s", base_url, path);
@@ -60,8 +62,14 @@ static long http(const char *method, const char *path, const char *body, bw_buf_
     if (strcmp(method, "POST") == 0) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
     CURLcode rc = curl_easy_perform(c);
     long status = -1;
-    if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    else bw_buf_printf(resp, "%s: %s", url, curl_easy_strerror(rc));
+    curl_off_t retry_after = 0;
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &retry_after);
+    } else {
+        bw_buf_printf(resp, "%s: %s", url, curl_easy_strerror(rc));
+    }
+    if (retry_after_s) *retry_after_s = (long)retry_after;
     bw_buf_append(resp, "", 1);
     resp->len--;
     curl_slist_free_all(h);
@@ -87,27 +95,42 @@ static const char *jstr(json_t *o, const char *k) {
 
 /* ---- progress --------------------------------------------------------------------------- */
 
-/* A bar on a terminal (redrawn in place), a plain line every 2 s otherwise. */
-static void progress(const char *what, double done, double total, double rate, int final) {
+/* The line on a terminal, redrawn in place. It must not wrap, or \r would not return to
+ * its start: the bar gives up width to a note (down to 10), and the note is cut to what
+ * is left. */
+static void draw_bar(const char *what, double frac, const char *stats, const char *note, int final) {
+    struct winsize ws;
+    int cols = ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 80;
+    int fixed = (int)strlen(what) + 4 + (int)strlen(stats) + (*note ? 3 : 0); /* "WHAT [" "] " */
+    int width = *note ? cols - 1 - fixed - (int)strlen(note) : 30;
+    width = width < 10 ? 10 : width > 30 ? 30 : width;
+    int room = cols - 1 - fixed - width;
+    char bar[31];
+    for (int i = 0; i < width; i++) bar[i] = i < (int)(frac * width) ? '#' : '.';
+    bar[width] = '\0';
+    /* \033[K clears what a longer line left behind */
+    fprintf(stderr, "\r%s [%s] %s%s%.*s\033[K%s", what, bar, stats, *note ? "   " : "", room > 0 ? room : 0, note,
+            final ? "\n" : "");
+}
+
+/* A bar on a terminal, a plain line every 2 s otherwise; note (may be NULL) says why it
+ * is slow, and shows at once when it changes. */
+static void progress(const char *what, double done, double total, double rate, const char *note, int final) {
     static int64_t last_us;
+    static char last_note[128];
     int64_t now = bw_now_us();
     int tty = isatty(2);
-    if (!final && now - last_us < (tty ? 100000 : 2000000)) return;
+    note = note ? note : "";
+    if (!final && strcmp(note, last_note) == 0 && now - last_us < (tty ? 100000 : 2000000)) return;
     last_us = now;
+    snprintf(last_note, sizeof(last_note), "%s", note);
     double frac = total > 0 ? done / total : 1;
     if (frac > 1) frac = 1;
-    char eta[32] = "";
+    char eta[32] = "", stats[128];
     if (rate > 0 && total > done) snprintf(eta, sizeof(eta), " ETA %.0fs", (total - done) / rate);
-    if (tty) {
-        char bar[31];
-        int fill = (int)(frac * 30);
-        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
-        bar[30] = '\0';
-        fprintf(stderr, "\r%s [%s] %3.0f%% %.0f/%.0f %.0f/s%s   %s", what, bar, frac * 100, done, total, rate, eta,
-                final ? "\n" : "");
-    } else {
-        fprintf(stderr, "%s %3.0f%% %.0f/%.0f %.0f/s%s\n", what, frac * 100, done, total, rate, eta);
-    }
+    snprintf(stats, sizeof(stats), "%3.0f%% %.0f/%.0f %.0f/s%s", frac * 100, done, total, rate, eta);
+    if (tty) draw_bar(what, frac, stats, note, final);
+    else fprintf(stderr, "%s %s%s%s\n", what, stats, *note ? "   " : "", note);
 }
 
 /* ---- submit ----------------------------------------------------------------------------- */
@@ -117,12 +140,77 @@ typedef struct {
     const char *request_id;  /* prefix */
     int retry_s;
     long sent, accepted, rejected, requests, resent;
-    long total_lines;
+    long backlog_waits;      /* 429 answers */
+    int64_t backlog_us;      /* time spent waiting them out */
+    long lineno, total_lines;
+    int64_t t0;
     json_t *ops;             /* the batch being filled */
     long first_line;         /* input line of ops[0] */
     long *lines;             /* input line of each op in the batch */
     int failed;
 } submit_t;
+
+/* The submit bar: input lines read, ops sent per second; note says why it waits. */
+static void submit_progress(const submit_t *sb, const char *note, int final) {
+    double secs = (double)(bw_now_us() - sb->t0) / 1e6;
+    progress("submit", (double)sb->lineno, (double)(sb->total_lines ? sb->total_lines : sb->lineno),
+             secs > 0 ? sb->sent / secs : 0, note, final);
+}
+
+/* Why a 429 came, short enough for a progress line: the gist of its first retryable
+ * rejection's reason, i.e. the clause before any "(", without a leading "label: "
+ * ("not accepted now: shard 3's backlog is full (...)" -> "shard 3's backlog is full"). */
+static void backlog_reason(const bw_buf_t *resp, char *out, size_t size) {
+    json_t *r = json_loadb(resp->data, resp->len, 0, NULL), *rej;
+    const char *why = "shard backlog full";
+    size_t i;
+    json_array_foreach(json_object_get(r, "rejected"), i, rej) {
+        if (!json_is_true(json_object_get(rej, "retryable"))) continue;
+        why = jstr(rej, "reason");
+        break;
+    }
+    const char *end = why + strcspn(why, "("), *gist = why;
+    while (end > why && end[-1] == ' ') end--;
+    for (const char *p = why; p + 2 < end; p++)
+        if (p[0] == ':' && p[1] == ' ') gist = p + 2;
+    snprintf(out, size, "%.*s", (int)(end - gist), gist);
+    json_decref(r);
+}
+
+/* Waits out a 429 (a shard's backlog is full): Retry-After seconds (1 when absent, at
+ * most 30, so a drained backlog is not left idle long), shown on the progress line. */
+static void backlog_wait(submit_t *sb, const bw_buf_t *resp, long retry_after_s) {
+    long secs = retry_after_s < 1 ? 1 : retry_after_s > 30 ? 30 : retry_after_s;
+    char why[100], note[128];
+    backlog_reason(resp, why, sizeof(why));
+    snprintf(note, sizeof(note), "waiting %ld s: %s", secs, why);
+    submit_progress(sb, note, 0);
+    int64_t start = bw_now_us();
+    sleep((unsigned)secs);
+    sb->backlog_waits++;
+    sb->backlog_us += bw_now_us() - start;
+}
+
+/* Sends one request, always as it was, until it has a final answer; returns its status
+ * (-1: no answer). A 429 is resent after Retry-After for as long as it takes: the backlog
+ * drains as the consumers apply, and that time does not count against --retry-for, which
+ * bounds outages (no answer, 5xx). The request_id makes every resend apply once. */
+static long post_batch(submit_t *sb, const char *body, bw_buf_t *resp) {
+    int64_t deadline = bw_now_us() + (int64_t)sb->retry_s * 1000000;
+    for (;;) {
+        int64_t start = bw_now_us();
+        long retry_after_s, status = http("POST", "/v1/batches", body, resp, &retry_after_s);
+        if (status == 429) {
+            backlog_wait(sb, resp, retry_after_s);
+            deadline += bw_now_us() - start;
+        } else if ((status < 0 || status >= 500) && bw_now_us() < deadline) {
+            sb->resent++;
+            sleep(1);
+        } else {
+            return status;
+        }
+    }
+}
 
 static int flush_batch(submit_t *sb) {
     size_t n = json_array_size(sb->ops);
@@ -134,13 +222,7 @@ static int flush_batch(submit_t *sb) {
     json_decref(req);
     bw_buf_t resp;
     bw_buf_init(&resp);
-    int64_t deadline = bw_now_us() + (int64_t)sb->retry_s * 1000000;
-    long status;
-    /* no answer or 5xx: resend as it was; the request_id makes it apply once */
-    while (((status = http("POST", "/v1/batches", body, &resp)) < 0 || status >= 500) && bw_now_us() < deadline) {
-        sb->resent++;
-        sleep(1);
-    }
+    long status = post_batch(sb, body, &resp);
     free(body);
     sb->requests++;
     sb->sent += (long)n;
@@ -285,7 +367,9 @@ static int cmd_submit(int argc, char **argv) {
         "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
         "         an empty cell leaves a field out, \\N is null\n"
         "Request i carries request_id PREFIX-i (default: random): a request that gets no answer\n"
-        "or a 5xx is resent for up to S seconds (default 60) and still applies once.\n"
+        "or a 5xx is resent for up to S seconds (default 60) and still applies once. A 429 (a\n"
+        "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"
+        "long that is (not counted against S); the progress line shows the wait.\n"
         "Exit: 0 every op accepted; 1 some were not; 2 usage.\n";
     submit_t sb = {.batch = 1000, .retry_s = 60};
     const char *format = NULL;
@@ -323,12 +407,12 @@ static int cmd_submit(int argc, char **argv) {
     char *line = NULL, *hdr_line = NULL;
     size_t cap = 0;
     ssize_t len;
-    long lineno = 0, bad = 0;
+    long bad = 0;
     char *hdr[256], *cell[256];
     int nh = 0;
-    int64_t t0 = bw_now_us();
+    sb.t0 = bw_now_us();
     while ((len = getline(&line, &cap, f)) >= 0) {
-        lineno++;
+        long lineno = ++sb.lineno;
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
         if (!len) continue;
         char err[512] = "";
@@ -354,14 +438,13 @@ static int cmd_submit(int argc, char **argv) {
         sb.lines[json_array_size(sb.ops)] = lineno;
         json_array_append_new(sb.ops, op);
         if (json_array_size(sb.ops) == sb.batch) flush_batch(&sb);
-        double secs = (double)(bw_now_us() - t0) / 1e6;
-        progress("submit", (double)lineno, (double)(sb.total_lines ? sb.total_lines : lineno), secs > 0 ? sb.sent / secs : 0, 0);
+        submit_progress(&sb, NULL, 0);
     }
     flush_batch(&sb);
-    double secs = (double)(bw_now_us() - t0) / 1e6;
-    progress("submit", (double)lineno, (double)(sb.total_lines ? sb.total_lines : lineno), secs > 0 ? sb.sent / secs : 0, 1);
-    fprintf(stderr, "submit: %ld ops in %ld requests: %ld accepted, %ld rejected, %ld unreadable lines, %ld resent requests\n",
-            sb.sent, sb.requests, sb.accepted, sb.rejected, bad, sb.resent);
+    submit_progress(&sb, NULL, 1);
+    fprintf(stderr, "submit: %ld ops in %ld requests: %ld accepted, %ld rejected, %ld unreadable lines, %ld resent requests, "
+                    "%ld backlog waits (%.1f s)\n",
+            sb.sent, sb.requests, sb.accepted, sb.rejected, bad, sb.resent, sb.backlog_waits, (double)sb.backlog_us / 1e6);
     free(line);
     free(hdr_line);
     free(sb.lines);
@@ -377,7 +460,7 @@ static json_t *get_job(const char *id, char *err, size_t esz, long *status) {
     snprintf(path, sizeof(path), "/v1/jobs/%s", id);
     bw_buf_t resp;
     bw_buf_init(&resp);
-    *status = http("GET", path, NULL, &resp);
+    *status = http("GET", path, NULL, &resp, NULL);
     json_t *j = *status == 200 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
     if (!j) error_text(&resp, err, esz);
     bw_buf_free(&resp);
@@ -432,7 +515,7 @@ static int cmd_watch(int argc, char **argv) {
         double secs = (double)(bw_now_us() - t0) / 1e6;
         double rate = secs > 0 ? (double)(done - first_done) / secs : 0;
         int finished = json_is_true(json_object_get(j, "finished"));
-        progress("watch", (double)done, (double)submitted, rate, finished);
+        progress("watch", (double)done, (double)submitted, rate, NULL, finished);
         if (finished) {
             fprintf(stderr, "job %s: %ld submitted, %ld applied, %ld failed, %ld rejected at submission\n", id, submitted,
                     jint(j, "applied"), jint(j, "failed"), jint(j, "rejected"));
@@ -463,7 +546,7 @@ static int cmd_shards(int argc, char **argv) {
                      strcmp(argv[1], "--help") ? stderr : stdout), strcmp(argv[1], "--help") ? 2 : 0;
     bw_buf_t resp;
     bw_buf_init(&resp);
-    long status = http("GET", "/v1/shards", NULL, &resp);
+    long status = http("GET", "/v1/shards", NULL, &resp, NULL);
     json_t *j = status == 200 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
     if (!j) {
         char e[512];
@@ -535,7 +618,7 @@ static int cmd_control(int argc, char **argv) {
     snprintf(path, sizeof(path), "/v1/shards/%ld/%s", shard, is_rate ? "rate" : cmd);
     bw_buf_t resp;
     bw_buf_init(&resp);
-    long status = http("POST", path, text, &resp);
+    long status = http("POST", path, text, &resp, NULL);
     free(text);
     int rc = 0;
     if (status == 200) {
