@@ -186,6 +186,10 @@ static const key_t_ top_keys[] = {
      NULL, NULL, 0,
      "Per shard: most bytes of unapplied messages (uncompressed payload, key and headers). On the "
      "embedded Kafka it is capped at 4 MiB, below the mock cluster's 5 MiB per partition."},
+    {"proxy.backlog_wait_ms", K_INT, OFF(backlog_wait_ms), 0, 0, 600000, "1000", NULL, NULL, 0,
+     "How long one request may wait in the proxy for room in a full shard backlog (the "
+     "consumers report progress every consumer.progress_interval_ms) before its ops for that "
+     "shard get 429: a draining shard is fed without the client's round trip."},
     {"proxy.backlog_retry_after_s", K_INT, OFF(backlog_retry_after_s), 0, 1, 3600, "1", NULL, NULL,
      0, "Retry-After (seconds) of a 429 for a shard whose backlog is full."},
     {"consumer.pull_count", K_INT, OFF(pull_count), 0, 1, 100000, "100", NULL, NULL, 0,

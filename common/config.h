@@ -97,6 +97,7 @@ typedef struct {
     int backlog_max_messages; /* per shard: unapplied messages admitted at most */
     int backlog_max_bytes;    /* per shard: unapplied bytes admitted at most */
     int backlog_retry_after_s;
+    int backlog_wait_ms;
 
     /* consumer */
     int pull_count;

@@ -27,11 +27,12 @@ typedef struct {
     double mean_bytes;                     /* of this proxy's messages to the shard */
 } shard_backlog_t;
 
-/* @locks mu guards shards[], mean_bytes */
+/* @locks mu guards shards[], mean_bytes; room_cv waits on mu */
 struct bw_backlog {
     const bw_config_t *conf;
     int64_t max_messages, max_bytes;
     pthread_mutex_t mu;
+    pthread_cond_t room_cv; /* signalled when a shard may have room: applied moved, a message failed */
     shard_backlog_t *shards;
     double mean_bytes; /* over every shard: the estimate for a shard this proxy never wrote */
     rd_kafka_t *rk;
@@ -76,17 +77,34 @@ static void compute(const bw_backlog_t *b, const shard_backlog_t *s, bw_backlog_
     v->max_bytes = b->max_bytes;
 }
 
-int bw_backlog_admit(bw_backlog_t *b, int shard, size_t bytes, bw_backlog_view_t *view) {
-    bw_backlog_view_t v;
-    pthread_mutex_lock(&b->mu);
-    shard_backlog_t *s = &b->shards[shard];
-    compute(b, s, &v);
+/* @locks caller holds mu */
+static int try_admit(bw_backlog_t *b, shard_backlog_t *s, size_t bytes, bw_backlog_view_t *v) {
+    compute(b, s, v);
     /* an empty shard takes any message: a message bigger than the bound still passes */
-    int ok = (v.messages == 0 && v.bytes == 0) ||
-             (v.messages + 1 <= b->max_messages && v.bytes + (int64_t)bytes <= b->max_bytes);
+    int ok = (v->messages == 0 && v->bytes == 0) ||
+             (v->messages + 1 <= b->max_messages && v->bytes + (int64_t)bytes <= b->max_bytes);
     if (ok) {
         s->reserved_msgs++;
         s->reserved_bytes += (int64_t)bytes;
+    }
+    return ok;
+}
+
+int bw_backlog_admit(bw_backlog_t *b, int shard, size_t bytes, int64_t deadline_us, bw_backlog_view_t *view) {
+    bw_backlog_view_t v;
+    pthread_mutex_lock(&b->mu);
+    shard_backlog_t *s = &b->shards[shard];
+    int ok;
+    /* a short wait for room, so a draining shard is fed without a client's round trip */
+    while (!(ok = try_admit(b, s, bytes, &v)) && bw_now_us() < deadline_us) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t wait_ns = (deadline_us - bw_now_us()) * 1000;
+        if (wait_ns > 100000000) wait_ns = 100000000; /* re-check at least every 100 ms */
+        ts.tv_nsec += (long)wait_ns;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&b->room_cv, &b->mu, &ts);
     }
     pthread_mutex_unlock(&b->mu);
     if (view) *view = v;
@@ -118,6 +136,8 @@ void bw_backlog_settle(bw_backlog_t *b, int shard, size_t bytes, int64_t offset)
         /* moving means: recent sizes matter most */
         s->mean_bytes = s->mean_bytes > 0 ? 0.9 * s->mean_bytes + 0.1 * (double)bytes : (double)bytes;
         b->mean_bytes = b->mean_bytes > 0 ? 0.99 * b->mean_bytes + 0.01 * (double)bytes : (double)bytes;
+    } else {
+        pthread_cond_broadcast(&b->room_cv);
     }
     pthread_mutex_unlock(&b->mu);
 }
@@ -127,10 +147,12 @@ void bw_backlog_observe(bw_backlog_t *b, int shard, int64_t applied, int64_t hig
     pthread_mutex_lock(&b->mu);
     shard_backlog_t *s = &b->shards[shard];
     /* offsets only move forward; a late or stale report never shrinks what is known */
+    int64_t before = max64(s->applied, s->low);
     s->applied = max64(s->applied, applied);
     s->high = max64(s->high, high);
     s->low = max64(s->low, low);
     trim(s);
+    if (max64(s->applied, s->low) > before) pthread_cond_broadcast(&b->room_cv);
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -202,6 +224,7 @@ bw_backlog_t *bw_backlog_new(const bw_config_t *conf, rd_kafka_t *rk, int embedd
         if (b->max_bytes > BW_BACKLOG_EMBEDDED_MAX_BYTES) b->max_bytes = BW_BACKLOG_EMBEDDED_MAX_BYTES;
     }
     pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->room_cv, NULL);
     pthread_mutex_init(&b->stop_mu, NULL);
     pthread_cond_init(&b->stop_cv, NULL);
     b->shards = calloc((size_t)conf->shard_count, sizeof(*b->shards));
@@ -229,6 +252,7 @@ void bw_backlog_destroy(bw_backlog_t *b) {
     for (int s = 0; s < b->conf->shard_count; s++) free(b->shards[s].own);
     free(b->shards);
     pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->room_cv);
     pthread_mutex_destroy(&b->stop_mu);
     pthread_cond_destroy(&b->stop_cv);
     free(b);

@@ -49,10 +49,11 @@ void bw_backlog_destroy(bw_backlog_t *b);
 /* Bytes a message counts for: payload, key and headers, plus record overhead. */
 size_t bw_backlog_message_bytes(size_t payload, size_t key, size_t headers);
 
-/* Reserves room for one message of `bytes` on `shard`: 1 if admitted (settle it later),
- * 0 if the shard is full; *view (if not NULL) is the backlog before this message. A
+/* Reserves room for one message of `bytes` on `shard`, waiting until deadline_us
+ * (bw_now_us clock) for the shard to apply enough: 1 if admitted (settle it later), 0
+ * if the shard is still full; *view (if not NULL) is the backlog before this message. A
  * shard with nothing unapplied always admits one message, so any message can pass. */
-int bw_backlog_admit(bw_backlog_t *b, int shard, size_t bytes, bw_backlog_view_t *view);
+int bw_backlog_admit(bw_backlog_t *b, int shard, size_t bytes, int64_t deadline_us, bw_backlog_view_t *view);
 /* The admitted message's fate: acknowledged at `offset`, or failed (offset < 0). */
 void bw_backlog_settle(bw_backlog_t *b, int shard, size_t bytes, int64_t offset);
 

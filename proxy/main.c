@@ -167,13 +167,14 @@ static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecor
     for (size_t k = 0; prev && k < prev->n_accepted_parts; k++)
         if (prev->accepted_parts[k] < set->msg_cnt) taken[prev->accepted_parts[k]] = 1;
     size_t refused_ops = 0;
+    int64_t deadline = bw_now_us() + (int64_t)proxy.conf->backlog_wait_ms * 1000; /* for the whole request */
     for (size_t i = 0; i < set->msg_cnt; i++) {
         const bw_batch_msg_t *m = &set->msgs[i];
         bw_backlog_view_t v;
         reasons[i] = NULL;
         if (taken[i]) {
             fate[i] = MSG_TAKEN_BEFORE;
-        } else if (!refused[m->shard] && bw_backlog_admit(proxy.backlog, m->shard, message_bytes(m), &v)) {
+        } else if (!refused[m->shard] && bw_backlog_admit(proxy.backlog, m->shard, message_bytes(m), deadline, &v)) {
             fate[i] = MSG_PRODUCE;
         } else {
             if (!refused[m->shard]) {
@@ -238,7 +239,9 @@ static Bulkwrite__V1__JobRecord *previous_record(const Bulkwrite__V1__BatchWrite
  * parts taken, merged with the earlier record of a resent request (same request_id):
  * each attempt may take other parts (a full backlog, a timeout), so the record holds the
  * union of the parts taken by every attempt, and the ops they carry. The earlier record
- * is read after the jobs topic is caught up, so another proxy's record is not lost. */
+ * is the one this proxy knows (its own writes at once, other proxies' as its tail reads
+ * them): a resend that reaches another proxy within the tail's lag can leave the
+ * receipt short of ops taken earlier, never the data. */
 static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id, const bw_batch_set_t *set,
                        const msg_fate_t *fate, const rd_kafka_resp_err_t *errs, const int64_t *offsets,
                        bw_arena_t *arena) {
@@ -246,7 +249,7 @@ static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *
     Bulkwrite__V1__JobRecord *prev = NULL;
     void *raw;
     size_t raw_len;
-    if (req->request_id && req->request_id[0] && bw_jobs_record(proxy.jobs, job_id, &raw, &raw_len) == 0) {
+    if (req->request_id && req->request_id[0] && bw_jobs_lookup(proxy.jobs, job_id, &raw, &raw_len) == 0) {
         prev = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
         free(raw);
     }
