@@ -645,6 +645,8 @@ static void update_gauges(void) {
         if (p->op_paused || p->lost_to > p->lost_from)
             rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi, 500);
         else rd_kafka_get_watermark_offsets(cs.rk, cs.conf->topic, s, &lo, &hi);
+        /* a shard that never applied anything starts at the beginning of its log */
+        if (next < 0 && p->assigned_from == RD_KAFKA_OFFSET_BEGINNING) next = lo;
         if (next >= 0 && hi >= 0) lag = hi > next ? hi - next : 0;
         bw_metrics_shard_state(cs.metrics, s, p->rl.rate, p->op_paused, p->paused && !p->op_paused && !p->unhealthy, lag);
         p->lag = lag;
