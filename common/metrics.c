@@ -30,7 +30,7 @@ struct bw_metrics {
     int shard_count;
     /* proxy */
     uint64_t status_counts[600];
-    uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages;
+    uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages, parts_taken_before;
     histogram_t accept_latency;
     /* consumer */
     shard_stats_t *shards;
@@ -80,6 +80,12 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
     m->ops_not_accepted += not_accepted;
     m->messages += messages;
     observe(&m->accept_latency, latency_us);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages) {
+    pthread_mutex_lock(&m->mu);
+    m->parts_taken_before += messages;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -200,6 +206,9 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                       (unsigned long long)m->ops_not_accepted);
         header(out, "bulkwrite_proxy_kafka_messages_total", "counter", "Shard batches produced.");
         bw_buf_printf(out, "bulkwrite_proxy_kafka_messages_total %llu\n", (unsigned long long)m->messages);
+        header(out, "bulkwrite_proxy_parts_taken_before_total", "counter",
+               "Messages of a resent request (same request_id) not produced again: an earlier attempt had them acknowledged.");
+        bw_buf_printf(out, "bulkwrite_proxy_parts_taken_before_total %llu\n", (unsigned long long)m->parts_taken_before);
         header(out, "bulkwrite_proxy_backlog_refused_ops_total", "counter",
                "Valid ops answered 429 because their shard's backlog in Kafka was full (the client resends).");
         for (int s = 0; s < m->shard_count; s++)

@@ -32,6 +32,7 @@ void bw_metrics_count_status(bw_metrics_t *m, unsigned status);
 void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepted, uint64_t rejected,
                               uint64_t not_accepted, uint64_t messages, int64_t latency_us);
 void bw_metrics_backlog_refused(bw_metrics_t *m, int shard, uint64_t ops);
+void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages);
 
 /* consumer */
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apijson.h"
 #include "bw.h"
 #include "kafka.h"
 
@@ -61,41 +62,6 @@ void bw_dead_letters_destroy(bw_dead_letters_t *dl) {
     free(dl);
 }
 
-static char *base64(const uint8_t *in, size_t len) {
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc(4 * ((len + 2) / 3) + 1), *o = out;
-    if (!out) abort();
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0) |
-                     (i + 2 < len ? in[i + 2] : 0);
-        *o++ = tbl[v >> 18 & 63];
-        *o++ = tbl[v >> 12 & 63];
-        *o++ = i + 1 < len ? tbl[v >> 6 & 63] : '=';
-        *o++ = i + 2 < len ? tbl[v & 63] : '=';
-    }
-    *o = '\0';
-    return out;
-}
-
-/* A Value in the API's JSON encoding (docs/api.md), so a record's op can be resubmitted. */
-static json_t *value_json(const Bulkwrite__V1__Value *v) {
-    if (!v) return json_null();
-    switch (v->kind_case) {
-    case BULKWRITE__V1__VALUE__KIND_INT_VALUE: return json_integer(v->int_value);
-    case BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE: return json_real(v->double_value);
-    case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: return json_boolean(v->bool_value);
-    case BULKWRITE__V1__VALUE__KIND_STRING_VALUE:
-        return json_stringn((const char *)v->string_value.data, v->string_value.len);
-    case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE: {
-        char *b = base64(v->bytes_value.data, v->bytes_value.len);
-        json_t *j = json_pack("{s:s}", "base64", b);
-        free(b);
-        return j;
-    }
-    default: return json_null();
-    }
-}
-
 char *bw_dead_letter_json(const bw_dead_letter_t *r) {
     json_t *j = json_object();
     if (r->job_id) json_object_set_new(j, "job_id", json_string(r->job_id));
@@ -112,14 +78,14 @@ char *bw_dead_letter_json(const bw_dead_letter_t *r) {
         json_t *fields = json_object();
         for (size_t f = 0; f < row->n_fields; f++) {
             const Bulkwrite__V1__RowField *rf = row->fields[f];
-            json_t *v = value_json(rf->value);
+            json_t *v = bw_value_json(rf->value);
             if (rf->increment) v = json_pack("{s:o}", "increment", v);
             json_object_set_new(fields, r->columns[rf->column], v);
         }
         json_object_set_new(j, "op", json_pack("{s:s, s:s, s:s, s:o}", "op", bw_op_name(r->op),
                                                "object_type", r->object_type, "id", id, "fields", fields));
     } else if (r->raw) {
-        char *b = base64(r->raw, r->raw_len);
+        char *b = bw_base64(r->raw, r->raw_len);
         json_object_set_new(j, "payload_base64", json_string(b));
         free(b);
     }

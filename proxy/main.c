@@ -174,6 +174,7 @@ static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecor
         reasons[i] = NULL;
         if (taken[i]) {
             fate[i] = MSG_TAKEN_BEFORE;
+            bw_metrics_parts_taken_before(proxy.metrics, 1);
         } else if (!refused[m->shard] && bw_backlog_admit(proxy.backlog, m->shard, message_bytes(m), deadline, &v)) {
             fate[i] = MSG_PRODUCE;
         } else {

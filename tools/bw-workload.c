@@ -40,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "apijson.h"
 #include "bulkwrite.pb-c.h"
 #include "config.h"
 #include "db.h"
@@ -357,32 +358,6 @@ static void make_op(const job_t *jb, long i, op_buf_t *o) {
     }
 }
 
-/* RFC 4648 base64 (bytes values in JSON); the caller frees it. */
-static char *base64(const uint8_t *in, size_t len) {
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc(4 * ((len + 2) / 3) + 1), *o = out;
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < len ? in[i + 2] : 0);
-        *o++ = tbl[v >> 18 & 63];
-        *o++ = tbl[v >> 12 & 63];
-        *o++ = i + 1 < len ? tbl[v >> 6 & 63] : '=';
-        *o++ = i + 2 < len ? tbl[v & 63] : '=';
-    }
-    *o = '\0';
-    return out;
-}
-
-/* A value in the API's JSON encoding: ints, text, {"base64": ...} for bytes. */
-static json_t *value_json(const Bulkwrite__V1__Value *v) {
-    if (v->kind_case == BULKWRITE__V1__VALUE__KIND_INT_VALUE) return json_integer(v->int_value);
-    if (v->kind_case != BULKWRITE__V1__VALUE__KIND_BYTES_VALUE)
-        return json_stringn((const char *)v->string_value.data, v->string_value.len);
-    char *b = base64(v->bytes_value.data, v->bytes_value.len);
-    json_t *j = json_pack("{s:s}", "base64", b);
-    free(b);
-    return j;
-}
-
 static json_t *op_json(const Bulkwrite__V1__Op *op) {
     static const char *const words[] = {"?", "create", "update", "upsert", "delete"};
     json_t *o = json_object();
@@ -392,7 +367,7 @@ static json_t *op_json(const Bulkwrite__V1__Op *op) {
     if (*op->shard_key) json_object_set_new(o, "shard_key", json_string(op->shard_key));
     json_t *f = json_object();
     for (size_t k = 0; k < op->n_fields; k++) {
-        json_t *jv = value_json(op->fields[k]->value);
+        json_t *jv = bw_value_json(op->fields[k]->value);
         if (op->fields[k]->increment) jv = json_pack("{s:o}", "increment", jv);
         json_object_set_new(f, op->fields[k]->name, jv);
     }

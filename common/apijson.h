@@ -1,0 +1,19 @@
+/* apijson.h — values in the API's JSON encoding (docs/api.md), for the writers of that
+ * encoding outside the proxy: dead-letter records (so an op can be resubmitted as it
+ * is) and the test clients. The proxy's decoder in proxy/request.c reads the same. */
+#ifndef BW_APIJSON_H
+#define BW_APIJSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "bulkwrite.pb-c.h"
+
+/* RFC 4648 base64 with padding (malloc'd, NUL-terminated). */
+char *bw_base64(const void *data, size_t len);
+
+/* A Value as JSON: numbers, booleans, text, null, {"base64": "..."} for bytes. NULL
+ * (an absent value) is null. */
+json_t *bw_value_json(const Bulkwrite__V1__Value *v);
+
+#endif
