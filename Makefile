@@ -109,14 +109,14 @@ check: deps
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
-	$(MAKE) SANITIZE=address,undefined all unit e2e-embedded fault-embedded
+	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded fault-embedded backlog-embedded
 
-# The unit tier and the embedded-Kafka e2e tier under ThreadSanitizer: the daemons'
+# The unit tier and the embedded-Kafka e2e and backlog tiers under ThreadSanitizer: the daemons'
 # threads (dispatcher, workers, alert sender, tails, HTTP) and librdkafka's, made visible
 # by test/tsan/c11threads.c. A report stops the program (halt_on_error).
 TSAN_OPTIONS_CHECK := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/test/tsan/suppressions.txt
 check-tsan:
-	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread all unit e2e-embedded
+	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread BACKLOG_FEED=200000 all unit e2e-embedded backlog-embedded
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
@@ -129,8 +129,10 @@ fault-embedded: all
 	for s in $(FAULTS); do BW_BIN=$(BIN) test/fault.sh embedded $$s || exit 1; done
 fault-kafka: all
 	for s in $(FAULTS) broker-restart; do BW_BIN=$(BIN) test/fault.sh kafka $$s || exit 1; done
+# the late feed's size: smaller under the sanitizers, which run several times slower
+BACKLOG_FEED ?= 1000000
 backlog-embedded: all
-	BW_BIN=$(BIN) test/backlog.sh embedded
+	BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) test/backlog.sh embedded
 backlog-kafka: all
 	BW_BIN=$(BIN) test/backlog.sh kafka
 e2e-embedded: all

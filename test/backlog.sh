@@ -4,7 +4,7 @@
 #
 #   test/backlog.sh embedded|kafka
 #
-# embedded  a 1,000,000-row feed on one shard with the consumer started 10 s late: the
+# embedded  a 1,000,000-row feed (BW_BACKLOG_FEED) on one shard with the consumer started 10 s late: the
 #           proxy answers 429 with Retry-After once the shard's backlog reaches the bound
 #           (capped below the mock cluster's 5 MiB per partition), the client resends,
 #           every row lands, nothing was deleted unapplied; then 2,000 creates with
@@ -43,7 +43,7 @@ answers() { # answers CODE: how many requests the proxy answered with CODE
 }
 
 if [ "$MODE" = embedded ]; then
-    FEED=1000000 SHARD=3
+    FEED=${BW_BACKLOG_FEED:-1000000} SHARD=3
     # The feed arrives before any consumer runs: the shard's backlog fills up to the bound.
     submit --protobuf --request-id late feed:$FEED:$SHARD >"$WORK/submit.log" 2>&1 &
     submitter=$!
