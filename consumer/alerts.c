@@ -214,9 +214,12 @@ void bw_alerts_fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char 
         al->unsent = 1;
         al->next_post_ms = 0;
     }
-    snprintf(al->error, sizeof(al->error), "%s", error);
-    al->version++;
-    pthread_cond_signal(&a->cv);
+    /* the same alert again changes nothing to post (a check may re-fire it every second) */
+    if (!was || strncmp(al->error, error, sizeof(al->error) - 1)) {
+        snprintf(al->error, sizeof(al->error), "%s", error);
+        al->version++;
+        pthread_cond_signal(&a->cv);
+    }
     pthread_mutex_unlock(&a->mu);
     if (!was) {
         if (kind == BW_ALERT_UNHEALTHY) bw_metrics_shard_alert(a->metrics, shard, 1);

@@ -64,7 +64,8 @@ typedef struct {
     int64_t applied;           /* the next offset to apply, as stored in the shard's ledger; -1 unknown */
     int64_t published_applied; /* applied as last published in a status record */
     int64_t high, low;         /* watermarks as last measured; -1 unknown */
-    int64_t deleted_to;        /* DeleteRecords asked up to here */
+    int64_t committed;         /* Kafka acknowledged this commit: resuming from it never meets our deletes */
+    int64_t deleted_to;        /* Kafka's log start after our last DeleteRecords */
     int64_t lost_from, lost_to;/* messages deleted before they were applied; empty if equal */
     int64_t stalled_since_ms;  /* wall clock when lag was first seen without progress; 0 if none */
     int timeouts;              /* consecutive timeouts or connection failures */
@@ -283,6 +284,18 @@ static void apply_settings(int64_t now) {
     }
 }
 
+/* @locality dispatcher thread, from rd_kafka_consumer_poll */
+static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque) {
+    (void)rk;
+    (void)opaque;
+    for (int i = 0; l && i < l->cnt; i++) {
+        const rd_kafka_topic_partition_t *e = &l->elems[i];
+        if (err || e->err || e->partition < 0 || e->partition >= cs.conf->shard_count) continue;
+        part_t *p = &cs.parts[e->partition];
+        if (p->assigned && e->offset > p->committed) p->committed = e->offset;
+    }
+}
+
 static void commit_offset(int shard, int64_t next) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, cs.conf->topic, shard)->offset = next;
@@ -438,12 +451,59 @@ static int64_t dispatch(void) {
  * log): deleted before they were applied. The shard stops at the gap, loudly: an alert
  * names the missing offsets, the status record carries them (jobs whose messages were
  * there report them lost), and the lag counts them. Nothing is skipped silently. */
-static void on_lost(int shard, const char *why) {
+/* Fetching of the partition goes on at `offset` (librdkafka stops a partition after an
+ * offset reset error). */
+static void refetch_from(int shard, int64_t offset) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, cs.conf->topic, shard)->offset = offset;
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(cs.rk, l, 5000);
+    if (e) {
+        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "seek to %lld: %s", (long long)offset, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* The next offset the shard's ledger holds, read now; -1 if it cannot be read. */
+static int64_t ledger_offset(int shard) {
+    char err[512];
+    int64_t next = -1;
+    bw_buf_t scratch;
+    bw_buf_init(&scratch);
+    MYSQL *db = bw_db_connect(cs.conf, cs.conf->shard_server[shard], err, sizeof(err));
+    if (!db || bw_db_read_offset(db, cs.conf, shard, 0, &scratch, &next)) next = -1;
+    if (db) {
+        mysql_rollback(db);
+        mysql_close(db);
+    }
+    bw_buf_free(&scratch);
+    return next;
+}
+
+/* The shard's next messages are gone from Kafka (an operator's retention, a truncated
+ * log): deleted before they were applied. The shard stops at the gap, loudly: an alert
+ * names the missing offsets, the status record carries them (jobs whose messages were
+ * there report them lost), and the lag counts them. Nothing is skipped silently.
+ * `failed` is the offset Kafka no longer holds (-1 if not known). */
+static void on_lost(int shard, int64_t failed, const char *why) {
     part_t *p = &cs.parts[shard];
     int64_t lo = -1, hi = -1;
-    rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, shard, &lo, &hi, 5000);
-    int64_t from = p->next_fetch >= 0 ? p->next_fetch : p->applied >= 0 ? p->applied : 0;
-    if (lo <= from) return; /* not a gap after all (e.g. a stale fetch position): fetching goes on */
+    int64_t from = failed >= 0 ? failed : p->next_fetch >= 0 ? p->next_fetch : p->applied;
+    if (p->applied < 0) {
+        /* the ledger was not read at assignment, so fetching began at Kafka's committed
+         * offset, which may lag it: the ledger decides where the shard really is */
+        int64_t next = ledger_offset(shard);
+        if (next >= 0) p->applied = from = next;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(cs.rk, cs.conf->topic, shard, &lo, &hi, 5000);
+    if (e || from < 0 || lo <= from) {
+        /* not a gap (a stale position), or it cannot be told now: fetch again from there */
+        bw_log(BW_LOG_WARN, COMPONENT, shard, NULL, "offset %lld was out of range (%s); fetching again from %lld%s%s",
+               (long long)failed, why, (long long)(from >= 0 ? from : 0), e ? ": watermarks: " : "",
+               e ? rd_kafka_err2str(e) : "");
+        refetch_from(shard, from >= 0 ? from : RD_KAFKA_OFFSET_BEGINNING);
+        return;
+    }
     p->lost_from = from;
     p->lost_to = lo;
     p->low = lo;
@@ -465,7 +525,7 @@ static void buffer_message(rd_kafka_message_t *m) {
     if (m->err) {
         if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && m->partition >= 0 &&
             m->partition < cs.conf->shard_count && cs.parts[m->partition].assigned)
-            on_lost(m->partition, rd_kafka_message_errstr(m));
+            on_lost(m->partition, m->offset, rd_kafka_message_errstr(m));
         else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
             bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "kafka: %s", rd_kafka_message_errstr(m));
         rd_kafka_message_destroy(m);
@@ -576,6 +636,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             p->applied = p->high = p->low = -1;
             p->published_applied = -2;
             p->deleted_to = 0;
+            p->committed = -1;
             p->lost_from = p->lost_to = 0;
             p->stalled_since_ms = 0;
             bw_metrics_shard_lost(cs.metrics, s, 0);
@@ -614,12 +675,13 @@ static int64_t oldest_unapplied_ms(const part_t *p) {
 static void check_backlog_age(int shard, int64_t now_ms) {
     if (cs.retention.retention_ms <= 0) return;
     int64_t oldest = oldest_unapplied_ms(&cs.parts[shard]);
-    int64_t warn_after = cs.retention.retention_ms * cs.conf->backlog_age_warn_pct / 100;
+    int64_t warn_after = cs.retention.retention_ms / 100 * cs.conf->backlog_age_warn_pct;
     if (oldest && now_ms - oldest > warn_after) {
         char msg[300];
         snprintf(msg, sizeof(msg),
-                 "the oldest unapplied message is %lld s old; the topic's retention.ms deletes messages after %lld s",
-                 (long long)(now_ms - oldest) / 1000, (long long)cs.retention.retention_ms / 1000);
+                 "the oldest unapplied message is older than %lld s (%d %% of the topic's retention); the topic's "
+                 "retention.ms deletes messages after %lld s",
+                 (long long)warn_after / 1000, cs.conf->backlog_age_warn_pct, (long long)cs.retention.retention_ms / 1000);
         bw_alerts_fire(cs.alerts, BW_ALERT_BACKLOG_AGING, shard, msg);
     } else {
         bw_alerts_resolve(cs.alerts, BW_ALERT_BACKLOG_AGING, shard);
@@ -728,10 +790,12 @@ static void delete_applied(void) {
     size_t n = 0;
     for (int s = 0; s < cs.conf->shard_count; s++) {
         part_t *p = &cs.parts[s];
-        if (!p->assigned || p->applied <= p->deleted_to) continue;
+        /* only what the ledger holds, and only up to an acknowledged Kafka commit, so a
+         * consumer that resumes from Kafka's commit (its ledger unreadable) finds it */
+        int64_t upto = p->applied < p->committed ? p->applied : p->committed;
+        if (!p->assigned || upto <= p->deleted_to) continue;
         parts[n] = s;
-        offsets[n++] = p->applied;
-        p->deleted_to = p->applied;
+        offsets[n++] = upto;
     }
     if (n) {
         cs.delete_q = rd_kafka_queue_new(cs.rk);
@@ -741,17 +805,24 @@ static void delete_applied(void) {
     free(offsets);
 }
 
-static void collect_deleted(void) {
+/* Reads the result of the DeleteRecords in flight, waiting up to wait_ms for it. */
+static void collect_deleted(int wait_ms) {
     if (!cs.delete_q) return;
     size_t cap = (size_t)cs.conf->shard_count, n = 0;
     int32_t *parts = malloc(sizeof(int32_t) * cap);
     int64_t *low = malloc(sizeof(int64_t) * cap);
     char err[512] = "";
-    if (bw_kafka_delete_records_poll(cs.delete_q, parts, low, cap, &n, err, sizeof(err))) {
+    int64_t deadline = bw_now_us() + (int64_t)wait_ms * 1000;
+    int done;
+    while (!(done = bw_kafka_delete_records_poll(cs.delete_q, parts, low, cap, &n, err, sizeof(err))) &&
+           bw_now_us() < deadline)
+        usleep(10000);
+    if (done) {
         rd_kafka_queue_destroy(cs.delete_q);
         cs.delete_q = NULL;
         for (size_t i = 0; i < n; i++)
-            if (low[i] >= 0 && parts[i] >= 0 && parts[i] < cs.conf->shard_count) cs.parts[parts[i]].low = low[i];
+            if (low[i] >= 0 && parts[i] >= 0 && parts[i] < cs.conf->shard_count)
+                cs.parts[parts[i]].low = cs.parts[parts[i]].deleted_to = low[i]; /* a failed one is tried again */
         if (err[0]) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "deleting applied records: %s (tried again later)", err);
         else bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "deleted applied records of %zu partitions", n);
     }
@@ -809,6 +880,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     rd_kafka_conf_set_rebalance_cb(kc, on_rebalance);
+    rd_kafka_conf_set_offset_commit_cb(kc, on_commit);
     cs.rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, err, sizeof(err));
     if (!cs.rk) {
         bw_error(COMPONENT, "kafka consumer: %s", err);
@@ -906,7 +978,7 @@ int main(int argc, char **argv) {
             delete_applied();
             next_delete = now + (int64_t)cs.conf->delete_applied_interval_ms * 1000;
         }
-        collect_deleted();
+        collect_deleted(0);
         rd_kafka_poll(cs.status_rk, 0);
     }
 
@@ -914,6 +986,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < cs.conf->shard_count; s++)
         while (cs.parts[s].job) collect_done(100000);
     rd_kafka_consumer_close(cs.rk); /* revokes: nothing in flight by now */
+    collect_deleted(2000); /* its request list is freed with the result */
     if (cs.delete_q) rd_kafka_queue_destroy(cs.delete_q);
     pthread_mutex_lock(&cs.mu);
     cs.stopping = 1;

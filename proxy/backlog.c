@@ -35,6 +35,7 @@ struct bw_backlog {
     pthread_cond_t room_cv; /* signalled when a shard may have room: applied moved, a message failed */
     shard_backlog_t *shards;
     double mean_bytes; /* over every shard: the estimate for a shard this proxy never wrote */
+    double unknown_floor; /* embedded: a message of unknown size counts as the largest one */
     rd_kafka_t *rk;
     pthread_t refresher;
     pthread_mutex_t stop_mu;
@@ -66,10 +67,17 @@ static void compute(const bw_backlog_t *b, const shard_backlog_t *s, bw_backlog_
     if (s->len) high = max64(high, s->own[(s->head + s->len - 1) % s->cap].offset + 1);
     if (applied < 0) applied = s->len ? s->own[s->head].offset : max64(high, 0); /* nothing known */
     int64_t unapplied = high > applied ? high - applied : 0;
-    int64_t others = unapplied > (int64_t)s->len ? unapplied - (int64_t)s->len : 0;
+    /* messages older than this proxy's oldest unapplied one: written before it started
+     * (or by another proxy); their size is unknown */
+    int64_t own_head = s->len ? s->own[s->head].offset : high;
+    int64_t before = own_head > applied ? own_head - applied : 0;
+    if (before > unapplied) before = unapplied;
+    int64_t others = unapplied - before - (int64_t)s->len;
+    if (others < 0) others = 0;
     double mean = s->mean_bytes > 0 ? s->mean_bytes : b->mean_bytes > 0 ? b->mean_bytes : DEFAULT_MEAN_BYTES;
+    double before_each = mean > b->unknown_floor ? mean : b->unknown_floor;
     v->messages = unapplied + s->reserved_msgs;
-    v->bytes = s->own_bytes + (int64_t)((double)others * mean) + s->reserved_bytes;
+    v->bytes = s->own_bytes + (int64_t)((double)before * before_each + (double)others * mean) + s->reserved_bytes;
     v->applied = max64(s->applied, s->low);
     v->high = high >= 0 ? high : -1;
     v->low = s->low;
@@ -101,6 +109,7 @@ int bw_backlog_admit(bw_backlog_t *b, int shard, size_t bytes, int64_t deadline_
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t wait_ns = (deadline_us - bw_now_us()) * 1000;
         if (wait_ns > 100000000) wait_ns = 100000000; /* re-check at least every 100 ms */
+        if (wait_ns < 0) wait_ns = 0;
         ts.tv_nsec += (long)wait_ns;
         ts.tv_sec += ts.tv_nsec / 1000000000L;
         ts.tv_nsec %= 1000000000L;
@@ -220,6 +229,8 @@ bw_backlog_t *bw_backlog_new(const bw_config_t *conf, rd_kafka_t *rk, int embedd
     b->max_messages = conf->backlog_max_messages;
     b->max_bytes = conf->backlog_max_bytes;
     if (embedded) {
+        /* a restarted proxy must not overfill a partition that holds big messages */
+        b->unknown_floor = conf->message_max_bytes;
         if (b->max_messages > BW_BACKLOG_EMBEDDED_MAX_MESSAGES) b->max_messages = BW_BACKLOG_EMBEDDED_MAX_MESSAGES;
         if (b->max_bytes > BW_BACKLOG_EMBEDDED_MAX_BYTES) b->max_bytes = BW_BACKLOG_EMBEDDED_MAX_BYTES;
     }

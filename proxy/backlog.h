@@ -14,7 +14,8 @@
  *  - high: the high watermark, from the status records, from ListOffsets (every second,
  *    one request per broker) and from this proxy's own acknowledgements;
  *  - messages this proxy produced, with their exact sizes, until applied; messages of
- *    other proxies count at this proxy's mean message size for the shard;
+ *    other proxies count at this proxy's mean message size for the shard, and on the
+ *    embedded Kafka those older than its own (a restart) as kafka.message_max_bytes;
  *  - reservations: admitted messages not yet acknowledged or failed.
  *
  * @locality any thread (a mutex guards the table; the refresher has its own thread). */

@@ -55,6 +55,14 @@ void bw_jobs_put(bw_jobs_t *j, const char *job_id, const void *rec, size_t len) 
     on_record(j, job_id, strlen(job_id), rec, len);
 }
 
+/* Parts a record says were taken: they only grow from one attempt to the next. */
+static size_t parts_taken(const void *rec, size_t len) {
+    Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, len, rec);
+    size_t n = r ? r->n_accepted_parts : 0;
+    if (r) bulkwrite__v1__job_record__free_unpacked(r, NULL);
+    return n;
+}
+
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_jobs_t *j = ud;
     if (klen != 32 || !vlen) return;
@@ -70,9 +78,13 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
         memcpy(s->id, id, 33);
         j->cnt++;
     }
-    free(s->rec);
-    s->rec = copy;
-    s->len = vlen;
+    if (s->rec && parts_taken(s->rec, s->len) > parts_taken(copy, vlen)) {
+        free(copy); /* an older attempt's record read after this proxy put a newer one */
+    } else {
+        free(s->rec);
+        s->rec = copy;
+        s->len = vlen;
+    }
     pthread_mutex_unlock(&j->mu);
 }
 
@@ -193,17 +205,27 @@ done:
     bw_buf_free(&q);
 }
 
+int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const Bulkwrite__V1__ShardOps *ops) {
+    return st->lost_to > st->lost_from && ops->first_offset < st->lost_to && ops->last_offset >= st->lost_from;
+}
+
 /* Ops of the job still pending on a shard whose consumer found messages deleted from
- * Kafka before they were applied, where the job's messages lie in (or behind) that gap:
- * they are lost, not pending. */
+ * Kafka before they were applied: lost where the job had messages in that gap (the ops
+ * of its messages behind the gap are counted with them), blocked where all of them lie
+ * behind it. */
 static void mark_lost(bw_shard_table_t *table, const Bulkwrite__V1__ShardOps *ops, Bulkwrite__V1__JobShard *js) {
     Bulkwrite__V1__ShardStatus *st = table && js->pending ? bw_shard_table_status(table, (int)js->shard) : NULL;
     if (!st) return;
-    if (st->lost_to > st->lost_from && ops->last_offset >= st->lost_from) {
+    if (st->lost_to > st->lost_from && ops->first_offset >= st->lost_to) {
+        /* all of its messages are still in Kafka, behind the gap: pending, but stuck */
+        free(js->error);
+        js->error = strdup("blocked: the shard stopped at messages lost in Kafka before this job's (see the "
+                           "shard's alert); applied once an operator moves the shard past the gap");
+    } else if (bw_jobs_lost_here(st, ops)) {
         char msg[300];
         snprintf(msg, sizeof(msg),
                  "lost in Kafka: offsets %lld to %lld of partition %u were deleted before the shard applied them; "
-                 "%u ops of this job were there or behind them",
+                 "%u ops of this job were there or behind them: send the same request again (same request_id)",
                  (long long)st->lost_from, (long long)st->lost_to - 1, js->shard, js->pending);
         free(js->error);
         js->error = strdup(msg);

@@ -45,6 +45,10 @@ void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
 /* JSON text of a status (malloc'd). */
 char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);
 
+/* 1 if the shard's status names a range lost in Kafka that holds messages of the job
+ * (its first and last offsets on the shard). */
+int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const Bulkwrite__V1__ShardOps *ops);
+
 #define BW_JOB_FAILURE_SAMPLE 20
 
 #endif

@@ -166,6 +166,18 @@ static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecor
     memset(taken, 0, set->msg_cnt + 1);
     for (size_t k = 0; prev && k < prev->n_accepted_parts; k++)
         if (prev->accepted_parts[k] < set->msg_cnt) taken[prev->accepted_parts[k]] = 1;
+    /* parts on a shard that lost some of the job's messages in Kafka are produced again:
+     * the shard skips the parts it had applied and applies the lost ones */
+    uint8_t *requeue = bw_arena_alloc(arena, (size_t)shards);
+    memset(requeue, 0, (size_t)shards);
+    for (size_t k = 0; prev && k < prev->n_shards; k++) {
+        if (prev->shards[k]->shard >= (uint32_t)shards) continue;
+        Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(proxy.shards, (int)prev->shards[k]->shard);
+        if (st && bw_jobs_lost_here(st, prev->shards[k])) requeue[prev->shards[k]->shard] = 1;
+        if (st) bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    }
+    for (size_t i = 0; i < set->msg_cnt; i++)
+        if (requeue[set->msgs[i].shard]) taken[i] = 0;
     size_t refused_ops = 0;
     int64_t deadline = bw_now_us() + (int64_t)proxy.conf->backlog_wait_ms * 1000; /* for the whole request */
     for (size_t i = 0; i < set->msg_cnt; i++) {

@@ -14,7 +14,9 @@
 #           applied records are deleted (the log start offset moves up to what each shard
 #           applied, and no further); a log truncated on purpose past what a shard applied
 #           fires BulkwriteShardDataLost in a real Alertmanager with the offset range, and
-#           the job reports its ops lost; a topic given a retention.ms is refused at
+#           the job reports its ops lost; the runbook's recovery (the job sent again under
+#           its request_id, the shard's ledger moved past the gap) applies it once; a
+#           topic given a retention.ms is refused at
 #           startup, accepted with kafka.allow_retention (warned), and a shard whose
 #           unapplied messages near that retention raises BulkwriteShardBacklogAging
 set -uo pipefail
@@ -80,6 +82,26 @@ if [ "$MODE" = embedded ]; then
         "$BIN/bw-workload" -c "$CONF" verify --wait 300 feed:$FEED:$SHARD image:2000:2
     check "no gone-away errors (statements stay under max_allowed_packet)" \
         sh -c "! grep -q 'gone away' '$WORK'/consumer-*.log"
+
+    # bwctl submit waits on a full backlog too, and says so: 30,000 boards of one partner
+    # (one shard, by md5) while every shard is paused, then resumed.
+    awk 'BEGIN { pad = sprintf("%240s", ""); gsub(/ /, "b", pad);
+                 for (i = 0; i < 30000; i++)
+                     printf "{\"op\":\"create\",\"object_type\":\"board\",\"shard_key\":\"acme-bulk\",\"fields\":{\"partner\":\"acme-bulk\",\"name\":\"%s%d\"}}\n", pad, i }' \
+        >"$WORK/boards.jsonl"
+    for s in 0 1 2 3 4 5 6 7; do "$BIN/bwctl" -c "$CONF" pause $s --reason "bwctl 429 test" >/dev/null; done
+    "$BIN/bwctl" -c "$CONF" submit --batch 1000 "$WORK/boards.jsonl" >"$WORK/bwctl-submit.out" 2>"$WORK/bwctl-submit.err" &
+    bwctl_pid=$!
+    check "bwctl submit shows it waits on the full shard" \
+        wait_for 60 grep -q "waiting [0-9]* s: shard [0-9]*'s backlog is full" "$WORK/bwctl-submit.err"
+    for s in 0 1 2 3 4 5 6 7; do "$BIN/bwctl" -c "$CONF" resume $s >/dev/null; done
+    check "then every board is accepted (exit 0)" wait $bwctl_pid
+    boards() {
+        for port in $DB_A $DB_B; do for db in $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SHOW DATABASES LIKE 'db0%'"); do
+            mariadb -h127.0.0.1 -P$port -uroot -N -e "SELECT COUNT(*) FROM $db.boards WHERE partner = 'acme-bulk'"
+        done; done | awk '{s += $1} END {print s + 0}'
+    }
+    check "and applied once: 30,000 boards in place" wait_for 120 sh -c "$(declare -f boards); DB_A=$DB_A DB_B=$DB_B; test \"\$(boards)\" = 30000"
 else
     KAFKA_LIBS=${BW_KAFKA_HOME:-/var/cache/bulkwrite/kafka-4.1.1}/libs
     kafka_configs() { # kafka_configs ARGS...: the broker's own kafka-configs tool on the batches topic
@@ -129,6 +151,24 @@ else
     check "bwctl shards shows the loss" sh -c "'$BIN/bwctl' -c '$CONF' shards | grep -E '^ *$LOST ' | grep -q lost"
     check "every other row is in place, and none of the lost job" \
         "$BIN/bw-workload" -c "$CONF" verify feed:200000:$SHARD
+    # The runbook: the client sends the lost job again under its request_id (the proxy
+    # produces its parts again, as they were lost), the operator moves the shard past the
+    # gap in its ledger and restarts its consumer; the job is then applied once.
+    check "the lost job, sent again under its request_id, is accepted" submit --request-id trunc feed:5000:$LOST
+    check "and produced again (10 new messages after the gap)" \
+        sh -c "test \"\$('$BIN/bw-workload' -c '$CONF' offsets --brokers $BROKERS $LOST)\" = '10 20'"
+    mariadb -h127.0.0.1 -P$DB_B -uroot -e "INSERT INTO db0000$LOST.bw_offsets (topic, kafka_partition, next_offset)
+        VALUES ('bulkwrite.batches', $LOST, 10) ON DUPLICATE KEY UPDATE next_offset = 10"
+    kill $C1_PID && wait $C1_PID 2>/dev/null
+    start_consumer $C1
+    C1_PID=$LAST_PID
+    check "the shard goes on past the gap: every row in place, the lost job applied once" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 60 feed:200000:$SHARD feed:5000:$LOST
+    check "the job now reports 5,000 applied, none lost" \
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB | jq -e '.applied == 5000 and .lost == 0'"
+    check "BulkwriteShardDataLost resolves" \
+        wait_for 30 sh -c "$(declare -f alerts_json alert_named); ALERTMANAGER=$ALERTMANAGER; \
+            test -z \"\$(alert_named BulkwriteShardDataLost $LOST)\""
 
     # A retention on the topic is refused at startup unless the operator accepts it.
     kill $PROXY_PID && wait $PROXY_PID 2>/dev/null
@@ -155,7 +195,7 @@ else
             alert_named BulkwriteShardBacklogAging $AGING | grep -q 'retention.ms deletes messages after 60 s'"
     "$BIN/bwctl" -c "$WORK/allow.conf" resume $AGING >/dev/null
     check "the aging shard drains; everything else still in place" \
-        "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:200000:$SHARD feed:100:$AGING
+        "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:200000:$SHARD feed:5000:$LOST feed:100:$AGING
 fi
 
 echo "$passed passed, $failed failed"

@@ -100,6 +100,22 @@ START_TEST(other_proxies_and_log_start) {
 }
 END_TEST
 
+/* On the embedded Kafka a restarted proxy counts what it did not write as the largest
+ * message it could be: 5 unknown messages may be 5 MB, over the 4 MiB cap. */
+START_TEST(embedded_restart_is_pessimistic) {
+    bw_config_t *c = t_ref_config();
+    bw_backlog_t *b = bw_backlog_new(c, NULL, 1);
+    bw_backlog_observe(b, 2, 10, 15, -1);
+    bw_backlog_view_t v;
+    ck_assert(!bw_backlog_admit(b, 2, 100, 0, &v));
+    ck_assert_int_eq(v.bytes, 5LL * c->message_max_bytes);
+    bw_backlog_observe(b, 2, 12, 15, -1); /* 3 left: 3 MB, a small message fits */
+    ck_assert(bw_backlog_admit(b, 2, 100, 0, NULL));
+    bw_backlog_destroy(b);
+    bw_config_destroy(c);
+}
+END_TEST
+
 static bw_backlog_t *waking;
 static void *apply_later(void *arg) {
     (void)arg;
@@ -151,6 +167,7 @@ Suite *backlog_suite(void) {
     tcase_add_test(tc, byte_bound_and_oversized_message);
     tcase_add_test(tc, other_proxies_and_log_start);
     tcase_add_test(tc, embedded_caps);
+    tcase_add_test(tc, embedded_restart_is_pessimistic);
     tcase_add_test(tc, admission_waits_for_progress);
     suite_add_tcase(s, tc);
     return s;
