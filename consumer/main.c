@@ -785,7 +785,7 @@ static void publish_status(int all) {
  * collect_deleted(). Disk then holds the real backlog, not a retention's worth. */
 static void delete_applied(void) {
     if (cs.delete_q || cs.retention.embedded || !cs.conf->delete_applied_interval_ms) return;
-    int32_t *parts = malloc(sizeof(int32_t) * (size_t)cs.conf->shard_count);
+    int32_t *partitions = malloc(sizeof(int32_t) * (size_t)cs.conf->shard_count);
     int64_t *offsets = malloc(sizeof(int64_t) * (size_t)cs.conf->shard_count);
     size_t n = 0;
     for (int s = 0; s < cs.conf->shard_count; s++) {
@@ -794,14 +794,14 @@ static void delete_applied(void) {
          * consumer that resumes from Kafka's commit (its ledger unreadable) finds it */
         int64_t upto = p->applied < p->committed ? p->applied : p->committed;
         if (!p->assigned || upto <= p->deleted_to) continue;
-        parts[n] = s;
+        partitions[n] = s;
         offsets[n++] = upto;
     }
     if (n) {
         cs.delete_q = rd_kafka_queue_new(cs.rk);
-        bw_kafka_delete_records_start(cs.rk, cs.conf->topic, parts, offsets, n, 30000, cs.delete_q);
+        bw_kafka_delete_records_start(cs.rk, cs.conf->topic, partitions, offsets, n, 30000, cs.delete_q);
     }
-    free(parts);
+    free(partitions);
     free(offsets);
 }
 
@@ -809,24 +809,24 @@ static void delete_applied(void) {
 static void collect_deleted(int wait_ms) {
     if (!cs.delete_q) return;
     size_t cap = (size_t)cs.conf->shard_count, n = 0;
-    int32_t *parts = malloc(sizeof(int32_t) * cap);
+    int32_t *partitions = malloc(sizeof(int32_t) * cap);
     int64_t *low = malloc(sizeof(int64_t) * cap);
     char err[512] = "";
     int64_t deadline = bw_now_us() + (int64_t)wait_ms * 1000;
     int done;
-    while (!(done = bw_kafka_delete_records_poll(cs.delete_q, parts, low, cap, &n, err, sizeof(err))) &&
+    while (!(done = bw_kafka_delete_records_poll(cs.delete_q, partitions, low, cap, &n, err, sizeof(err))) &&
            bw_now_us() < deadline)
         usleep(10000);
     if (done) {
         rd_kafka_queue_destroy(cs.delete_q);
         cs.delete_q = NULL;
         for (size_t i = 0; i < n; i++)
-            if (low[i] >= 0 && parts[i] >= 0 && parts[i] < cs.conf->shard_count)
-                cs.parts[parts[i]].low = cs.parts[parts[i]].deleted_to = low[i]; /* a failed one is tried again */
+            if (low[i] >= 0 && partitions[i] >= 0 && partitions[i] < cs.conf->shard_count)
+                cs.parts[partitions[i]].low = cs.parts[partitions[i]].deleted_to = low[i]; /* a failed one is tried again */
         if (err[0]) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "deleting applied records: %s (tried again later)", err);
         else bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "deleted applied records of %zu partitions", n);
     }
-    free(parts);
+    free(partitions);
     free(low);
 }
 
