@@ -43,27 +43,75 @@ MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, si
     return db;
 }
 
-int bw_db_error_retryable(unsigned int err) {
-    switch (err) {
-    case ER_LOCK_DEADLOCK:
-    case ER_LOCK_WAIT_TIMEOUT:
-    case ER_STATEMENT_TIMEOUT:
-    case ER_QUERY_INTERRUPTED:
-    case ER_OPTION_PREVENTS_STATEMENT: /* read_only during a failover */
-    case ER_CON_COUNT_ERROR:
-    case ER_TOO_MANY_USER_CONNECTIONS:
-    case ER_SERVER_SHUTDOWN:
-    case ER_NORMAL_SHUTDOWN:
-    case ER_CONNECTION_KILLED:
-    case CR_SERVER_GONE_ERROR:
-    case CR_SERVER_LOST:
-    case CR_CONNECTION_ERROR:
-    case CR_CONN_HOST_ERROR:
-    case CR_COMMANDS_OUT_OF_SYNC:
-    case CR_SERVER_LOST_EXTENDED:
-        return 1;
-    }
-    return 0;
+/* Every error number the consumer can meet, with what it means for the batch. Client
+ * errors (2000-2999) not listed are connection errors; anything else not listed stops
+ * the shard: an error nobody has classified must not dead-letter good rows. */
+static const struct {
+    unsigned err;
+    bw_dberr_class_t cls;
+} error_table[] = {
+    /* the row's data */
+    {ER_DUP_ENTRY, BW_DBERR_ROW},                       /* 1062 duplicate id on CREATE */
+    {ER_DUP_KEY, BW_DBERR_ROW},                         /* 1022 */
+    {ER_DUP_UNIQUE, BW_DBERR_ROW},                      /* 1169 */
+    {ER_BAD_NULL_ERROR, BW_DBERR_ROW},                  /* 1048 null in a NOT NULL column */
+    {ER_WARN_NULL_TO_NOTNULL, BW_DBERR_ROW},            /* 1263 */
+    {ER_WARN_DATA_OUT_OF_RANGE, BW_DBERR_ROW},          /* 1264 */
+    {WARN_DATA_TRUNCATED, BW_DBERR_ROW},                /* 1265 */
+    {ER_TRUNCATED_WRONG_VALUE, BW_DBERR_ROW},           /* 1292 */
+    {ER_INVALID_CHARACTER_STRING, BW_DBERR_ROW},        /* 1300 */
+    {ER_NO_DEFAULT_FOR_FIELD, BW_DBERR_ROW},            /* 1364 */
+    {ER_DIVISION_BY_ZERO, BW_DBERR_ROW},                /* 1365 */
+    {ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, BW_DBERR_ROW}, /* 1366 incorrect value */
+    {ER_DATA_TOO_LONG, BW_DBERR_ROW},                   /* 1406 */
+    {ER_WRONG_VALUE_FOR_TYPE, BW_DBERR_ROW},            /* 1411 */
+    {ER_ROW_IS_REFERENCED_2, BW_DBERR_ROW},             /* 1451 foreign key */
+    {ER_NO_REFERENCED_ROW_2, BW_DBERR_ROW},             /* 1452 foreign key */
+    {ER_DATA_OUT_OF_RANGE, BW_DBERR_ROW},               /* 1690 an increment overflows */
+    {ER_CANNOT_CONVERT_CHARACTER, BW_DBERR_ROW},        /* 1977 */
+    {ER_CONSTRAINT_FAILED, BW_DBERR_ROW},               /* 4025 CHECK constraint */
+    /* transient: the server, not the data */
+    {ER_LOCK_DEADLOCK, BW_DBERR_RETRY},                 /* 1213 */
+    {ER_CON_COUNT_ERROR, BW_DBERR_RETRY},               /* 1040 too many connections */
+    {ER_TOO_MANY_USER_CONNECTIONS, BW_DBERR_RETRY},     /* 1203 */
+    {ER_OUT_OF_RESOURCES, BW_DBERR_RETRY},              /* 1041 */
+    {ER_OUTOFMEMORY, BW_DBERR_RETRY},                   /* 1037 */
+    {ER_LOCK_TABLE_FULL, BW_DBERR_RETRY},               /* 1206 */
+    {ER_SERVER_SHUTDOWN, BW_DBERR_RETRY},               /* 1053 */
+    {ER_NORMAL_SHUTDOWN, BW_DBERR_RETRY},               /* 1077 */
+    {ER_CONNECTION_KILLED, BW_DBERR_RETRY},             /* 1927 */
+    {ER_LOCK_WAIT_TIMEOUT, BW_DBERR_TIMEOUT},           /* 1205 rows held by another transaction */
+    {ER_STATEMENT_TIMEOUT, BW_DBERR_TIMEOUT},           /* 1969 max_statement_time */
+    {ER_QUERY_INTERRUPTED, BW_DBERR_TIMEOUT},           /* 1317 */
+    {CR_SERVER_LOST, BW_DBERR_TIMEOUT},                 /* 2013 no answer within the read timeout */
+    /* the shard cannot take writes until someone acts */
+    {ER_BAD_FIELD_ERROR, BW_DBERR_STOP},                /* 1054 a column was dropped */
+    {ER_NO_SUCH_TABLE, BW_DBERR_STOP},                  /* 1146 a table (or the ledger) is missing */
+    {ER_BAD_DB_ERROR, BW_DBERR_STOP},                   /* 1049 */
+    {ER_WRONG_VALUE_COUNT_ON_ROW, BW_DBERR_STOP},       /* 1136 the table's shape changed */
+    {ER_PARSE_ERROR, BW_DBERR_STOP},                    /* 1064 */
+    {ER_DBACCESS_DENIED_ERROR, BW_DBERR_STOP},          /* 1044 a grant was lost */
+    {ER_ACCESS_DENIED_ERROR, BW_DBERR_STOP},            /* 1045 */
+    {ER_TABLEACCESS_DENIED_ERROR, BW_DBERR_STOP},       /* 1142 */
+    {ER_COLUMNACCESS_DENIED_ERROR, BW_DBERR_STOP},      /* 1143 */
+    {ER_SPECIFIC_ACCESS_DENIED_ERROR, BW_DBERR_STOP},   /* 1227 */
+    {ER_OPTION_PREVENTS_STATEMENT, BW_DBERR_STOP},      /* 1290 read_only (a failover, a replica) */
+    {ER_READ_ONLY_MODE, BW_DBERR_STOP},                 /* 1836 */
+    {ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, BW_DBERR_STOP}, /* 1792 */
+    {ER_RECORD_FILE_FULL, BW_DBERR_STOP},               /* 1114 the disk or table is full */
+    {ER_DISK_FULL, BW_DBERR_STOP},                      /* 1021 */
+    {ER_NET_PACKET_TOO_LARGE, BW_DBERR_STOP},           /* 1153 over max_allowed_packet */
+};
+
+bw_dberr_class_t bw_db_error_class(unsigned int err) {
+    for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
+        if (error_table[i].err == err) return error_table[i].cls;
+    return err >= 2000 && err < 3000 ? BW_DBERR_CONNECTION : BW_DBERR_STOP;
+}
+
+const char *bw_db_error_class_name(bw_dberr_class_t c) {
+    static const char *const names[] = {"row", "retry", "timeout", "connection", "stop"};
+    return names[c];
 }
 
 unsigned bw_db_read_offset(MYSQL *db, const bw_config_t *conf, int shard, int for_update,

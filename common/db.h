@@ -15,10 +15,19 @@
 /* Connects to server `server_index`. NULL with errstr on failure. */
 MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size);
 
-/* Whether a MySQL error number is worth retrying (the server, not the data, failed):
- * deadlock, lock wait timeout, statement timeout, lost connection, gone away, read-only
- * during failover, too many connections, and client-side connection errors. */
-int bw_db_error_retryable(unsigned int err);
+/* What an error of the server means for a batch: the one error policy (the table in
+ * db.c, documented in docs/reliability.md). */
+typedef enum {
+    BW_DBERR_ROW,        /* the row's data is refused: isolate it, dead-letter it with the reason */
+    BW_DBERR_RETRY,      /* transient (deadlock, too many connections, shutdown): back off, keep the batch */
+    BW_DBERR_TIMEOUT,    /* lock wait or statement timeout: retry; counts toward the shard's health */
+    BW_DBERR_CONNECTION, /* the connection broke: reconnect and retry; counts toward health */
+    BW_DBERR_STOP,       /* schema, grants, read-only, disk full, ledger missing, or unknown:
+                            stop the shard and alert; nothing is dead-lettered, the offset stays */
+} bw_dberr_class_t;
+
+bw_dberr_class_t bw_db_error_class(unsigned int err);
+const char *bw_db_error_class_name(bw_dberr_class_t c);
 
 /* Reads the next offset of `shard`'s partition stored in the shard's bw_offsets table
  * (FOR UPDATE inside a transaction that will move it). *next = -1 when none is stored.

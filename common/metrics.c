@@ -38,7 +38,7 @@ struct bw_metrics {
     uint64_t alert_posts[2]; /* failed, ok */
 };
 
-static const char *const err_names[] = {"retryable", "timeout", "connection", "data", "decode"};
+static const char *const err_names[] = {"retryable", "timeout", "connection", "data", "decode", "stop"};
 
 bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
     bw_metrics_t *m = calloc(1, sizeof(*m));

@@ -19,6 +19,7 @@ typedef enum {
     BW_APPLY_ERR_CONNECTION, /* cannot connect, or the connection broke */
     BW_APPLY_ERR_DATA,      /* the row itself was refused */
     BW_APPLY_ERR_DECODE,    /* a Kafka message that is not a valid ShardBatch */
+    BW_APPLY_ERR_STOP,      /* the shard refuses writes until someone acts (schema, grants, …) */
     BW_APPLY_ERR_KINDS
 } bw_apply_err_t;
 

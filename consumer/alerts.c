@@ -56,6 +56,10 @@ static const struct {
     {"BulkwriteShardBacklogAging", "warning",
      "has unapplied messages approaching the batches topic's retention.ms: resume or speed up the shard "
      "before Kafka deletes them"},
+    {"BulkwriteShardStopped", "page",
+     "refuses writes for a reason only an operator can fix (a dropped column or table, a lost grant, "
+     "read-only, a full disk): nothing is dead-lettered, its batches wait in Kafka, one is tried again "
+     "every consumer.pause_ms"},
 };
 
 const char *bw_alert_name(bw_alert_kind_t kind) { return kinds[kind].name; }

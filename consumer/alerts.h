@@ -20,6 +20,7 @@ typedef enum {
     BW_ALERT_UNHEALTHY,      /* BulkwriteShardUnhealthy (page): consecutive timeouts, held back */
     BW_ALERT_DATA_LOST,      /* BulkwriteShardDataLost (page): Kafka deleted unapplied messages */
     BW_ALERT_BACKLOG_AGING,  /* BulkwriteShardBacklogAging (warning): nearing the topic's retention */
+    BW_ALERT_STOPPED,        /* BulkwriteShardStopped (page): schema, grants, read-only, disk full */
     BW_ALERT_KINDS
 } bw_alert_kind_t;
 

@@ -66,21 +66,20 @@ typedef struct {
     size_t undecodable_cnt;
 } apply_ctx_t;
 
-/* Classifies the last MySQL error: a retry (connection dropped if it is broken) or a
- * data error. Returns 1 for retry. */
+/* Classifies the last MySQL error by the error table (db.h): a data error of the row
+ * (returns 0), or anything else, which keeps the batch (returns 1): a retry, a broken
+ * connection (dropped), or a shard that must stop. */
 static int failed_retry(apply_ctx_t *x, const char *what) {
     unsigned err = mysql_errno(x->db);
     snprintf(x->res->error, sizeof(x->res->error), "%s on %s: %s (%u)", what, x->dbname,
              mysql_error(x->db), err);
-    if (!bw_db_error_retryable(err)) return 0;
+    bw_dberr_class_t cls = bw_db_error_class(err);
+    if (cls == BW_DBERR_ROW) return 0;
     x->res->status = BW_APPLY_RETRY;
-    if (err == ER_STATEMENT_TIMEOUT || err == ER_LOCK_WAIT_TIMEOUT || err == ER_QUERY_INTERRUPTED ||
-        err == CR_SERVER_LOST)
-        x->res->fail = BW_FAIL_TIMEOUT;
-    else if (err >= 2000 && err < 3000)
-        x->res->fail = BW_FAIL_CONNECTION;
-    else
-        x->res->fail = BW_FAIL_OTHER;
+    x->res->fail = cls == BW_DBERR_TIMEOUT      ? BW_FAIL_TIMEOUT
+                   : cls == BW_DBERR_CONNECTION ? BW_FAIL_CONNECTION
+                   : cls == BW_DBERR_STOP       ? BW_FAIL_STOP
+                                                : BW_FAIL_OTHER;
     if (err >= 2000 && err < 3000) { /* client-side: the connection is gone or unusable */
         mysql_close(x->db);
         x->ap->conns[x->server] = NULL;

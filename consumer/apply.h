@@ -47,7 +47,9 @@ typedef enum {
     BW_FAIL_NONE,
     BW_FAIL_TIMEOUT,    /* statement or lock-wait timeout, or no answer in time */
     BW_FAIL_CONNECTION, /* cannot connect, or the connection broke */
-    BW_FAIL_OTHER,      /* deadlock, read-only, too many connections, dead-letter topic down, … */
+    BW_FAIL_OTHER,      /* deadlock, too many connections, dead-letter topic down, … */
+    BW_FAIL_STOP,       /* the shard cannot take writes (schema, grants, read-only, disk full):
+                           stop it and alert; the batch is kept */
 } bw_fail_kind_t;
 
 typedef struct {

@@ -311,7 +311,24 @@ static void mark_healthy(int shard) {
     p->unhealthy = 0;
     bw_metrics_shard_held(cs.metrics, shard, 0);
     bw_alerts_resolve(cs.alerts, BW_ALERT_UNHEALTHY, shard);
+    bw_alerts_resolve(cs.alerts, BW_ALERT_STOPPED, shard);
     refresh_fetch(shard);
+}
+
+/* The shard refuses writes for a reason only an operator can fix: it is held at once
+ * (no consecutive count), with its own alert naming the error; nothing is dead-lettered
+ * and the batch stays first. One message is tried every consumer.pause_ms, so the shard
+ * goes on by itself once the column, grant or disk is back. */
+static void stop_shard(int shard, const char *error, int64_t now) {
+    part_t *p = &cs.parts[shard];
+    if (!p->unhealthy)
+        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "stopped: %s; trying one batch every %d ms", error,
+               cs.conf->pause_ms);
+    p->unhealthy = 1;
+    bw_metrics_shard_held(cs.metrics, shard, 1);
+    bw_alerts_fire(cs.alerts, BW_ALERT_STOPPED, shard, error);
+    refresh_fetch(shard);
+    p->ready_at_us = now + (int64_t)cs.conf->pause_ms * 1000;
 }
 
 /* A timeout or connection failure; the shard turns unhealthy after too many in a row. */
@@ -371,14 +388,21 @@ static void collect(job_t *j) {
         p->ready_at_us = now + p->backoff_us + jitter;
         bw_apply_err_t kind = j->res.fail == BW_FAIL_TIMEOUT      ? BW_APPLY_ERR_TIMEOUT
                               : j->res.fail == BW_FAIL_CONNECTION ? BW_APPLY_ERR_CONNECTION
+                              : j->res.fail == BW_FAIL_STOP       ? BW_APPLY_ERR_STOP
                                                                   : BW_APPLY_ERR_RETRYABLE;
+        static const char *const kinds[BW_APPLY_ERR_KINDS] = {
+            [BW_APPLY_ERR_RETRYABLE] = "retryable", [BW_APPLY_ERR_TIMEOUT] = "timeout",
+            [BW_APPLY_ERR_CONNECTION] = "connection", [BW_APPLY_ERR_STOP] = "stop"};
         bw_metrics_shard_error(cs.metrics, j->shard, kind, 1);
         bw_metrics_shard_retry(cs.metrics, j->shard);
-        note_error(j->shard, kind == BW_APPLY_ERR_TIMEOUT ? "timeout" : kind == BW_APPLY_ERR_CONNECTION ? "connection" : "retryable",
-                   j->res.error);
-        bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "batch not applied, retrying in %lld ms: %s",
-               (long long)(p->backoff_us + jitter) / 1000, j->res.error);
-        if (kind != BW_APPLY_ERR_RETRYABLE) count_timeout(j->shard, j->res.error, now);
+        note_error(j->shard, kinds[kind], j->res.error);
+        if (kind == BW_APPLY_ERR_STOP) {
+            stop_shard(j->shard, j->res.error, now);
+        } else {
+            bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "batch not applied, retrying in %lld ms: %s",
+                   (long long)(p->backoff_us + jitter) / 1000, j->res.error);
+            if (kind != BW_APPLY_ERR_RETRYABLE) count_timeout(j->shard, j->res.error, now);
+        }
     }
     p->job = NULL;
     free(j->msgs);
@@ -570,6 +594,7 @@ static void release_partitions(const rd_kafka_topic_partition_list_t *l) {
         mark_healthy(s); /* no longer ours: its new owner alerts if it is still sick */
         bw_alerts_resolve(cs.alerts, BW_ALERT_DATA_LOST, s);
         bw_alerts_resolve(cs.alerts, BW_ALERT_BACKLOG_AGING, s);
+        bw_alerts_resolve(cs.alerts, BW_ALERT_STOPPED, s);
         p->assigned = 0;
         p->paused = 0;
         p->op_paused = 0;

@@ -14,6 +14,8 @@
 # row-locks       (d) rows of a shard held locked by another transaction: timeouts, alert,
 #                     pause, probes, recovery; other shards keep going meanwhile
 # broker-restart  (e) the real Kafka broker stopped and started again mid-job (kafka only)
+# schema-drift    (f) a column of a shard's table dropped mid-job: the shard stops and
+#                     alerts, nothing is dead-lettered; the column back, every row lands
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:?usage: test/fault.sh embedded|kafka SCENARIO}
@@ -217,6 +219,45 @@ broker-restart)
     check "the restart happened mid-job ($before rows of 140,000 then)" test "$before" -lt 140000
     check "after the restart every shard equals the expected state row by row" \
         "$BIN/bw-workload" -c "$CONF" verify --wait 400 "${JOBS[@]}"
+    ;;
+
+schema-drift)
+    # A column of shard 2's table is dropped under a running consumer (a migration gone
+    # wrong): the shard stops with an alert naming the error; nothing is dead-lettered,
+    # no offset moves; once the column is back the shard goes on by itself and every row
+    # lands once. (Rows written before the drop would lose their titles to the drop
+    # itself, so the job starts after it.)
+    fast_failures
+    start_alertmanager
+    start_consumers
+    mariadb -h127.0.0.1 -P$DB_A -uroot -e "ALTER TABLE db00002.pins DROP COLUMN title"
+    check "7,000 creates and their increments for shard 2 are accepted" sh -c \
+        "'$BIN/bw-workload' -c '$CONF' submit --url '$URL' feed:7000:2 >/dev/null 2>&1 && \
+         '$BIN/bw-workload' -c '$CONF' submit --url '$URL' --per-request 100 like:7000:2 >/dev/null 2>&1"
+    stopped_alert() {
+        alerts_json | jq -e '[.[] | select(.labels.alertname == "BulkwriteShardStopped" and .labels.shard == "2"
+            and (.annotations.error | test("Unknown column .title.*1054")))] | length == 1' >/dev/null
+    }
+    check "BulkwriteShardStopped fires in Alertmanager for shard 2, naming errno 1054" wait_for 30 stopped_alert
+    check "nothing was dead-lettered or recorded as failed, and no offset was stored" sh -c \
+        "test \"\$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e 'SELECT COUNT(*) FROM db00002.bw_job_failures')\" = 0 && \
+         test \"\$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e 'SELECT COUNT(*) FROM db00002.bw_offsets')\" = 0 && \
+         test \"\$('$BIN/bw-workload' -c '$CONF' dead-letters --brokers '$BROKERS' 2>/dev/null | wc -l)\" = 0"
+    check "the consumer holds the shard (unhealthy) and counts the stop" sh -c \
+        "test $(metric_sum bulkwrite_consumer_unhealthy 2) -eq 1 && \
+         curl -sf http://127.0.0.1:$C1/metrics http://127.0.0.1:$C2/metrics | grep -q 'errors_total{shard=\"2\",kind=\"stop\"}'"
+    # (verify reads every column, so it waits for the column to be back)
+    check "other shards keep going: 2,000 creates on shard 6 are accepted" \
+        "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:2000:6
+    applied6_not2() { [ "$(rows_on $DB_B db00006)" -eq 2000 ] && [ "$(rows_on $DB_A db00002)" -eq 0 ]; }
+    check "and applied while shard 2 stays stopped with no row written" wait_for 30 applied6_not2
+    mariadb -h127.0.0.1 -P$DB_A -uroot -e "ALTER TABLE db00002.pins ADD COLUMN title VARCHAR(255) NULL DEFAULT NULL AFTER board_id"
+    no_stopped_alert() {
+        [ "$(alerts_json | jq '[.[] | select(.labels.alertname == "BulkwriteShardStopped")] | length')" = 0 ]
+    }
+    check "with the column back the shard goes on by itself and the alert resolves" wait_for 60 no_stopped_alert
+    check "every shard equals the expected state row by row (increments once)" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:7000:2 like:7000:2 feed:2000:6
     ;;
 
 *)

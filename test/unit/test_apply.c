@@ -203,6 +203,55 @@ START_TEST(data_errors_fail_alone_and_are_recorded) {
 }
 END_TEST
 
+/* A dropped column stops the shard: the batch is kept (retry with BW_FAIL_STOP), nothing
+ * is recorded as failed, the offset does not move; with the column back it applies. */
+START_TEST(schema_drift_stops_not_dead_letters) {
+    if (!setup()) return;
+    static msg_t m0;
+    uint64_t creates[] = {pin(21), pin(22)};
+    make_msg(&m0, 0, JOB_A, 0, BW_OP_CREATE, creates, 2, "t");
+    ck_assert_msg(mysql_query(db, "ALTER TABLE bwapply00000.pins DROP COLUMN title") == 0, "%s", mysql_error(db));
+    bw_apply_result_t res;
+    rd_kafka_message_t *ms[] = {&m0.m};
+    bw_applier_apply(&ap, 0, ms, 1, &res);
+    ck_assert_int_eq(res.status, BW_APPLY_RETRY);
+    ck_assert_int_eq(res.fail, BW_FAIL_STOP);
+    ck_assert_msg(strstr(res.error, "(1054)"), "error: %s", res.error);
+    ck_assert_uint_eq(res.rows_failed, 0);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.bw_job_failures"), 0);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.bw_offsets"), 0);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 0);
+    ck_assert_msg(mysql_query(db, "ALTER TABLE bwapply00000.pins ADD COLUMN title VARCHAR(255) NULL") == 0, "%s",
+                  mysql_error(db));
+    apply((msg_t *[]){&m0}, 1, &res);
+    ck_assert_uint_eq(res.rows_applied, 2);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins WHERE title = 't'"), 2);
+    teardown();
+}
+END_TEST
+
+/* The error policy, entry by entry: data errors are the row's, the rest keep the batch. */
+START_TEST(error_table) {
+    static const struct {
+        unsigned err;
+        bw_dberr_class_t cls;
+    } want[] = {
+        {1062, BW_DBERR_ROW},  {1406, BW_DBERR_ROW},  {1048, BW_DBERR_ROW},   {1366, BW_DBERR_ROW},
+        {1292, BW_DBERR_ROW},  {1452, BW_DBERR_ROW},  {1690, BW_DBERR_ROW},   {4025, BW_DBERR_ROW},
+        {1264, BW_DBERR_ROW},  {1265, BW_DBERR_ROW},  {1213, BW_DBERR_RETRY}, {1040, BW_DBERR_RETRY},
+        {1927, BW_DBERR_RETRY}, {1205, BW_DBERR_TIMEOUT}, {1969, BW_DBERR_TIMEOUT}, {2013, BW_DBERR_TIMEOUT},
+        {2006, BW_DBERR_CONNECTION}, {2002, BW_DBERR_CONNECTION}, {2003, BW_DBERR_CONNECTION},
+        {2055, BW_DBERR_CONNECTION}, {1054, BW_DBERR_STOP}, {1146, BW_DBERR_STOP}, {1142, BW_DBERR_STOP},
+        {1143, BW_DBERR_STOP}, {1044, BW_DBERR_STOP}, {1114, BW_DBERR_STOP}, {1021, BW_DBERR_STOP},
+        {1290, BW_DBERR_STOP}, {1836, BW_DBERR_STOP}, {1153, BW_DBERR_STOP}, {1136, BW_DBERR_STOP},
+        {9999, BW_DBERR_STOP}, /* unknown: stop, never dead-letter */
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        ck_assert_msg(bw_db_error_class(want[i].err) == want[i].cls, "errno %u: %s, want %s", want[i].err,
+                      bw_db_error_class_name(bw_db_error_class(want[i].err)), bw_db_error_class_name(want[i].cls));
+}
+END_TEST
+
 START_TEST(dead_letter_record_carries_op_and_reason) {
     Bulkwrite__V1__Value v[4];
     Bulkwrite__V1__RowField f[4], *fp[4];
@@ -262,6 +311,8 @@ Suite *apply_suite(void) {
     tcase_add_test(tc, replays_and_resubmissions_apply_once);
     tcase_add_test(tc, data_errors_fail_alone_and_are_recorded);
     tcase_add_test(tc, dead_letter_record_carries_op_and_reason);
+    tcase_add_test(tc, schema_drift_stops_not_dead_letters);
+    tcase_add_test(tc, error_table);
     suite_add_tcase(s, tc);
     return s;
 }
