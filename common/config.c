@@ -194,6 +194,20 @@ static const key_t_ top_keys[] = {
      0, "Retry-After (seconds) of a 429 for a shard whose backlog is full."},
     {"consumer.pull_count", K_INT, OFF(pull_count), 0, 1, 100000, "100", NULL, NULL, 0,
      "Messages a consumer buffers per partition (pulled at once)."},
+    {"consumer.buffer_max_bytes", K_INT, OFF(buffer_max_bytes), 0, 1048576, 2147483647, "268435456",
+     NULL, NULL, 0,
+     "Message bytes a consumer buffers over all its partitions, shared evenly between them (each "
+     "partition always buffers at least one message): with consumer.pull_count, bounds the "
+     "consumer's memory whatever the partition count (see docs/operations.md for RSS measured per "
+     "partition)."},
+    {"consumer.commit_interval_ms", K_INT, OFF(commit_interval_ms), 0, 10, 60000, "1000", NULL, NULL,
+     0,
+     "How often a consumer commits applied offsets to Kafka, in one request for every partition "
+     "that moved. The shards' ledgers hold the real offsets; this only saves re-reading."},
+    {"consumer.stall_alert_ms", K_INT, OFF(stall_alert_ms), 0, 0, 86400000, "300000", NULL, NULL, 0,
+     "A shard with unapplied messages and no batch applied for this long raises "
+     "BulkwriteShardNoProgress, whatever the cause (an operator's pause excepted); stretched to "
+     "three of the shard's batch intervals when its rate is slower. 0 = never."},
     {"consumer.workers", K_INT, OFF(workers), 0, 1, 1024, "4", NULL, NULL, 0,
      "Worker threads applying batches; a slow shard holds one worker, not the others."},
     {"consumer.listen_address", K_STR, OFF(consumer_listen_address), 0, 0, 0, "\"127.0.0.1\"",

@@ -101,6 +101,9 @@ typedef struct {
 
     /* consumer */
     int pull_count;
+    int buffer_max_bytes;   /* over all partitions */
+    int commit_interval_ms;
+    int stall_alert_ms;
     int workers;
     char *consumer_listen_address;
     int consumer_port;

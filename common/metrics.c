@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const double buckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 #define BUCKETS (sizeof(buckets) / sizeof(buckets[0]))
@@ -34,6 +35,9 @@ struct bw_metrics {
     histogram_t accept_latency;
     /* consumer */
     shard_stats_t *shards;
+    int server_cnt;
+    char **server_names;
+    int *server_down;
     histogram_t apply_latency;
     uint64_t alert_posts[2]; /* failed, ok */
 };
@@ -46,12 +50,19 @@ bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
     m->role = role;
     m->shard_count = conf->shard_count;
     m->shards = calloc((size_t)conf->shard_count, sizeof(*m->shards));
+    m->server_cnt = conf->server_cnt;
+    m->server_names = calloc((size_t)conf->server_cnt, sizeof(char *));
+    m->server_down = calloc((size_t)conf->server_cnt, sizeof(int));
+    for (int v = 0; v < conf->server_cnt; v++) m->server_names[v] = strdup(conf->servers[v].name);
     return m;
 }
 
 void bw_metrics_destroy(bw_metrics_t *m) {
     if (!m) return;
     pthread_mutex_destroy(&m->mu);
+    for (int v = 0; v < m->server_cnt; v++) free(m->server_names[v]);
+    free(m->server_names);
+    free(m->server_down);
     free(m->shards);
     free(m);
 }
@@ -137,6 +148,21 @@ void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused,
     pthread_mutex_unlock(&m->mu);
 }
 
+void bw_metrics_shard_forget(bw_metrics_t *m, int shard) {
+    pthread_mutex_lock(&m->mu);
+    shard_stats_t *st = &m->shards[shard];
+    st->assigned = st->paused = st->buffer_full = st->held = st->alert = 0;
+    st->rate = 0;
+    st->lag = st->lost = 0;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_server_down(bw_metrics_t *m, int server, int down) {
+    pthread_mutex_lock(&m->mu);
+    m->server_down[server] = down;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].held = held;
@@ -178,15 +204,20 @@ static void header(bw_buf_t *out, const char *name, const char *type, const char
     bw_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-#define SHARD_SERIES(name, type, help, fmt, expr)                                    \
+#define SHARD_SERIES_IF(seen, name, type, help, fmt, expr)                            \
     do {                                                                             \
         header(out, name, type, help);                                               \
         for (int s = 0; s < m->shard_count; s++) {                                   \
             const shard_stats_t *st = &m->shards[s];                                 \
-            if (!shard_seen(st)) continue;                                           \
+            if (!seen(st)) continue;                                                 \
             bw_buf_printf(out, name "{shard=\"%d\"} " fmt "\n", s, expr);            \
         }                                                                            \
     } while (0)
+/* counters: every shard that did anything here; gauges: only the shards held now (a
+ * revoked shard's rate, lag or pause would be stale, and its new owner reports them) */
+#define SHARD_SERIES(name, type, help, fmt, expr) SHARD_SERIES_IF(shard_seen, name, type, help, fmt, expr)
+#define SHARD_GAUGE(name, help, fmt, expr) SHARD_SERIES_IF(shard_assigned, name, "gauge", help, fmt, expr)
+static int shard_assigned(const shard_stats_t *st) { return st->assigned; }
 
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
     pthread_mutex_lock(&m->mu);
@@ -241,19 +272,19 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                 if (m->shards[s].errors[k])
                     bw_buf_printf(out, "bulkwrite_consumer_errors_total{shard=\"%d\",kind=\"%s\"} %llu\n", s,
                                   err_names[k], (unsigned long long)m->shards[s].errors[k]);
-        SHARD_SERIES("bulkwrite_consumer_rate_batches_per_second", "gauge",
+        SHARD_GAUGE("bulkwrite_consumer_rate_batches_per_second",
                      "Effective rate limit (0 = unlimited).", "%g", st->rate);
         SHARD_SERIES("bulkwrite_consumer_retries_total", "counter",
                      "Batches scheduled again after a retryable error (timeouts and connection errors included).",
                      "%llu", (unsigned long long)st->retries);
-        SHARD_SERIES("bulkwrite_consumer_paused", "gauge", "1 while an operator has paused the shard.", "%d", st->paused);
-        SHARD_SERIES("bulkwrite_consumer_buffer_full", "gauge",
+        SHARD_GAUGE("bulkwrite_consumer_paused", "1 while an operator has paused the shard.", "%d", st->paused);
+        SHARD_GAUGE("bulkwrite_consumer_buffer_full",
                      "1 while fetching for the shard is paused because its buffer is full (back-pressure).", "%d",
                      st->buffer_full);
-        SHARD_SERIES("bulkwrite_consumer_unhealthy", "gauge",
+        SHARD_GAUGE("bulkwrite_consumer_unhealthy",
                      "1 while the shard is held back after consecutive timeouts (until a probe batch succeeds).",
                      "%d", st->held);
-        SHARD_SERIES("bulkwrite_consumer_alert_firing", "gauge",
+        SHARD_GAUGE("bulkwrite_consumer_alert_firing",
                      "1 while this consumer's BulkwriteShardUnhealthy alert for the shard is firing.", "%d", st->alert);
         header(out, "bulkwrite_consumer_alert_posts_total", "counter",
                "Posts to alerts.webhook_url, by result.");
@@ -261,12 +292,16 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                       (unsigned long long)m->alert_posts[1]);
         bw_buf_printf(out, "bulkwrite_consumer_alert_posts_total{result=\"failed\"} %llu\n",
                       (unsigned long long)m->alert_posts[0]);
-        SHARD_SERIES("bulkwrite_consumer_lag_messages", "gauge",
+        SHARD_GAUGE("bulkwrite_consumer_lag_messages",
                      "Messages in Kafka the shard has not applied (high watermark minus its next offset).",
                      "%lld", (long long)st->lag);
-        SHARD_SERIES("bulkwrite_consumer_lost_messages", "gauge",
+        SHARD_GAUGE("bulkwrite_consumer_lost_messages",
                      "Messages Kafka deleted before the shard applied them (the shard stops; see the "
                      "BulkwriteShardDataLost alert).", "%lld", (long long)st->lost);
+        header(out, "bulkwrite_consumer_server_down", "gauge",
+               "1 while the server is unreachable (its shards wait; see the BulkwriteServerDown alert).");
+        for (int v = 0; v < m->server_cnt; v++)
+            bw_buf_printf(out, "bulkwrite_consumer_server_down{server=\"%s\"} %d\n", m->server_names[v], m->server_down[v]);
         render_histogram(out, "bulkwrite_consumer_apply_latency_seconds",
                          "Time to apply one batch transaction.", &m->apply_latency);
     }

@@ -46,6 +46,9 @@ void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused,
 void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held); /* unhealthy: not pulled */
 void bw_metrics_shard_alert(bw_metrics_t *m, int shard, int firing);
 void bw_metrics_shard_lost(bw_metrics_t *m, int shard, int64_t messages);
+/* The shard was revoked: its gauges leave /metrics (its counters stay). */
+void bw_metrics_shard_forget(bw_metrics_t *m, int shard);
+void bw_metrics_server_down(bw_metrics_t *m, int server, int down);
 void bw_metrics_alert_post(bw_metrics_t *m, int ok);
 
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out);

@@ -46,20 +46,27 @@ static void rfc3339(int64_t ms, char out[32]) {
 
 static const struct {
     const char *name, *severity, *summary;
+    int per_server; /* indexed by server, not shard */
 } kinds[BW_ALERT_KINDS] = {
     {"BulkwriteShardUnhealthy", "page",
      "stopped taking batches: consecutive timeouts or lost connections; the consumer holds it back and "
-     "probes it with one batch at a time"},
+     "probes it with one batch at a time", 0},
     {"BulkwriteShardDataLost", "page",
      "lost accepted writes: Kafka deleted messages before the shard applied them; the shard stops there "
-     "(see the runbook: docs/operations.md)"},
+     "(see the runbook: docs/operations.md)", 0},
     {"BulkwriteShardBacklogAging", "warning",
      "has unapplied messages approaching the batches topic's retention.ms: resume or speed up the shard "
-     "before Kafka deletes them"},
+     "before Kafka deletes them", 0},
     {"BulkwriteShardStopped", "page",
      "refuses writes for a reason only an operator can fix (a dropped column or table, a lost grant, "
      "read-only, a full disk): nothing is dead-lettered, its batches wait in Kafka, one is tried again "
-     "every consumer.pause_ms"},
+     "every consumer.pause_ms", 0},
+    {"BulkwriteShardNoProgress", "page",
+     "has unapplied messages and applied no batch for longer than consumer.stall_alert_ms, whatever the "
+     "cause: see the latest error, the shard's other alerts and GET /v1/shards", 0},
+    {"BulkwriteServerDown", "page",
+     "is unreachable: every shard on it waits without taking a worker, one batch every consumer.pause_ms "
+     "decides when it is back; the other servers' shards keep going", 1},
 };
 
 const char *bw_alert_name(bw_alert_kind_t kind) { return kinds[kind].name; }
@@ -71,23 +78,30 @@ char *bw_alerts_body(const bw_alerts_t *a, const int *alerts, size_t n, int64_t 
     for (size_t i = 0; i < n; i++) {
         int kind = alerts[i] / a->conf->shard_count, s = alerts[i] % a->conf->shard_count;
         const alert_t *al = &a->alerts[alerts[i]];
-        const bw_server_t *sv = &a->conf->servers[a->conf->shard_server[s]];
-        char shard[16], db[80], address[300], ts[32];
-        snprintf(shard, sizeof(shard), "%d", s);
-        bw_config_shard_db(a->conf, s, db, sizeof(db));
+        const bw_server_t *sv = &a->conf->servers[kinds[kind].per_server ? s : a->conf->shard_server[s]];
+        char shard[16], db[80], address[300], ts[32], summary[700];
         snprintf(address, sizeof(address), "%s:%d", sv->host, sv->port);
-        json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "alertname", kinds[kind].name,
-                                   "service", "bulkwrite", "severity", kinds[kind].severity, "shard", shard, "database", db,
-                                   "server", sv->name);
+        json_t *labels;
+        if (kinds[kind].per_server) {
+            labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", "alertname", kinds[kind].name, "service", "bulkwrite",
+                               "severity", kinds[kind].severity, "server", sv->name, "address", address);
+            snprintf(summary, sizeof(summary), "bulkwrite server %s (%s, shards %d to %d) %s", sv->name, address,
+                     sv->first_shard, sv->last_shard, kinds[kind].summary);
+        } else {
+            snprintf(shard, sizeof(shard), "%d", s);
+            bw_config_shard_db(a->conf, s, db, sizeof(db));
+            labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "alertname", kinds[kind].name, "service",
+                               "bulkwrite", "severity", kinds[kind].severity, "shard", shard, "database", db,
+                               "server", sv->name);
+            snprintf(summary, sizeof(summary), "bulkwrite shard %d (%s on %s, %s) %s", s, db, sv->name, address,
+                     kinds[kind].summary);
+        }
         for (int l = 0; l < a->conf->alert_label_cnt; l++) {
             const char *kv = a->conf->alert_labels[l], *eq = strchr(kv, '=');
             char name[128];
             snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
             json_object_set_new(labels, name, json_string(eq + 1));
         }
-        char summary[700];
-        snprintf(summary, sizeof(summary), "bulkwrite shard %d (%s on %s, %s) %s", s, db, sv->name, address,
-                 kinds[kind].summary);
         json_t *ann = json_pack("{s:s, s:s}", "summary", summary, "error", al->error);
         rfc3339(al->starts_ms, ts);
         json_t *o = json_pack("{s:o, s:o, s:s, s:s}", "labels", labels, "annotations", ann, "startsAt", ts,
@@ -208,7 +222,8 @@ void bw_alerts_destroy(bw_alerts_t *a) {
     free(a);
 }
 
-void bw_alerts_fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char *error) {
+/* shard: the shard, or the server of a per-server kind */
+static void fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char *error) {
     pthread_mutex_lock(&a->mu);
     alert_t *al = &a->alerts[kind * a->conf->shard_count + shard];
     int was = al->firing;
@@ -227,12 +242,24 @@ void bw_alerts_fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char 
     pthread_mutex_unlock(&a->mu);
     if (!was) {
         if (kind == BW_ALERT_UNHEALTHY) bw_metrics_shard_alert(a->metrics, shard, 1);
-        bw_log(kind == BW_ALERT_BACKLOG_AGING ? BW_LOG_WARN : BW_LOG_ERROR, COMPONENT, shard, NULL,
-               "ALERT %s firing: %s", kinds[kind].name, error);
+        if (kinds[kind].per_server)
+            bw_log(BW_LOG_ERROR, COMPONENT, -1, NULL, "ALERT %s firing for server %s: %s", kinds[kind].name,
+                   a->conf->servers[shard].name, error);
+        else
+            bw_log(kind == BW_ALERT_BACKLOG_AGING ? BW_LOG_WARN : BW_LOG_ERROR, COMPONENT, shard, NULL,
+                   "ALERT %s firing: %s", kinds[kind].name, error);
     }
 }
 
-void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
+void bw_alerts_fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char *error) {
+    fire(a, kind, shard, error);
+}
+
+void bw_alerts_fire_server(bw_alerts_t *a, int server, const char *error) {
+    fire(a, BW_ALERT_SERVER_DOWN, server, error);
+}
+
+static void resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     pthread_mutex_lock(&a->mu);
     alert_t *al = &a->alerts[kind * a->conf->shard_count + shard];
     int was = al->firing;
@@ -247,9 +274,16 @@ void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     pthread_mutex_unlock(&a->mu);
     if (was) {
         if (kind == BW_ALERT_UNHEALTHY) bw_metrics_shard_alert(a->metrics, shard, 0);
-        bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "ALERT %s resolved", kinds[kind].name);
+        if (kinds[kind].per_server)
+            bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "ALERT %s resolved for server %s", kinds[kind].name,
+                   a->conf->servers[shard].name);
+        else
+            bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "ALERT %s resolved", kinds[kind].name);
     }
 }
+
+void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) { resolve(a, kind, shard); }
+void bw_alerts_resolve_server(bw_alerts_t *a, int server) { resolve(a, BW_ALERT_SERVER_DOWN, server); }
 
 int bw_alerts_firing(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     pthread_mutex_lock(&a->mu);

@@ -1,7 +1,7 @@
 /* alerts.h — shard alerts: to the log, to a metric, and to an Alertmanager webhook.
  *
  * Per shard, one alert of each kind (bw_alert_kind_t), labelled with the shard, its
- * database and server. Firing it again only updates its error text; resolving sends
+ * database and server; BulkwriteServerDown is per server, labelled with the server. Firing it again only updates its error text; resolving sends
  * it once more with endsAt set. A background thread posts to alerts.webhook_url in
  * Alertmanager's v2 format (a JSON array of {labels, annotations, startsAt, endsAt,
  * generatorURL}), re-posting firing alerts every alerts.resend_ms, and retrying a
@@ -21,6 +21,8 @@ typedef enum {
     BW_ALERT_DATA_LOST,      /* BulkwriteShardDataLost (page): Kafka deleted unapplied messages */
     BW_ALERT_BACKLOG_AGING,  /* BulkwriteShardBacklogAging (warning): nearing the topic's retention */
     BW_ALERT_STOPPED,        /* BulkwriteShardStopped (page): schema, grants, read-only, disk full */
+    BW_ALERT_NO_PROGRESS,    /* BulkwriteShardNoProgress (page): lag and no applied batch, whatever the cause */
+    BW_ALERT_SERVER_DOWN,    /* BulkwriteServerDown (page): a whole server unreachable; per server, not shard */
     BW_ALERT_KINDS
 } bw_alert_kind_t;
 
@@ -34,9 +36,12 @@ void bw_alerts_destroy(bw_alerts_t *a);
 void bw_alerts_fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char *error);
 void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard);
 int bw_alerts_firing(bw_alerts_t *a, bw_alert_kind_t kind, int shard);
+/* BW_ALERT_SERVER_DOWN of server index `server`. */
+void bw_alerts_fire_server(bw_alerts_t *a, int server, const char *error);
+void bw_alerts_resolve_server(bw_alerts_t *a, int server);
 
 /* The Alertmanager v2 body for the given alerts (malloc'd), each named by
- * kind * shards.count + shard. Exposed for tests. */
+ * kind * shards.count + shard (+ server for BW_ALERT_SERVER_DOWN). Exposed for tests. */
 char *bw_alerts_body(const bw_alerts_t *a, const int *alerts, size_t n, int64_t now_ms);
 
 #endif

@@ -77,5 +77,6 @@ Suite *apply_suite(void);
 Suite *alerts_suite(void);
 Suite *admin_suite(void);
 Suite *backlog_suite(void);
+Suite *health_suite(void);
 
 #endif

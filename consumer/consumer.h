@@ -1,0 +1,161 @@
+/* consumer.h — the world of bw-consumer: its partitions, its jobs and the one consumer
+ * state that the files of consumer/ share (Redis's server.h habit). Not used outside
+ * consumer/.
+ *
+ * Words: a *partition* of the batches topic is a logical *shard* (same number); a *job*
+ * is a run of a partition's buffered messages handed to a worker as one transaction.
+ *
+ * The files, in reading order:
+ *   main.c       startup, the loop that turns every subsystem below, shutdown, HTTP, reload
+ *   partition.c  a partition's buffer: fetching, pausing, seeking, and gaps (lost messages)
+ *   rebalance.c  assignment and revocation: where each partition resumes (its ledger)
+ *   scheduler.c  which shard gets a worker next (fair order, rate, health) and the pool
+ *   health.c     per-shard and per-server health: counts, holds, probes (no I/O; tested alone)
+ *   progress.c   what follows an applied batch: Kafka commits in batches, DeleteRecords,
+ *                status records, gauges, age and stall alerts
+ *   apply.c      one job = one transaction on the shard's database (worker threads)
+ *   alerts.c, deadletter.c
+ *
+ * @locality everything here belongs to the dispatcher thread (main.c's loop and the
+ * librdkafka callbacks it serves), except the pool fields guarded by consumer.mu. */
+#ifndef BW_CONSUMER_H
+#define BW_CONSUMER_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "alerts.h"
+#include "apply.h"
+#include "deadletter.h"
+#include "health.h"
+#include "kafka.h"
+#include "metrics.h"
+#include "ratelimit.h"
+#include "shardtable.h"
+
+#define COMPONENT "consumer"
+
+typedef struct bw_job bw_job_t;
+
+/* One partition of the batches topic (= logical shard), as this consumer holds it. */
+typedef struct {
+    int assigned;
+    int ledger_pending;        /* assigned; its ledger is being read: not fetched yet */
+    int64_t ledger_retry_at_us;/* its ledger could not be read: read again then; 0 while a read is in flight */
+    int fetch_paused;          /* fetching paused (see bw_partition_refresh_fetch) */
+    int64_t next_fetch;        /* offset after the last buffered message; -1 before any */
+    int64_t assigned_from;     /* where fetching began at assignment (may be logical) */
+    rd_kafka_message_t **buf;  /* buffered messages, offset order */
+    size_t len, cap;
+    size_t bytes;              /* payload bytes buffered */
+    bw_job_t *job;             /* in flight, or NULL */
+    int64_t ready_at_us;       /* not before (rate limit or retry backoff) */
+    int64_t backoff_us;
+    int64_t lag;               /* as last measured */
+    int64_t applied;           /* the next offset to apply, as stored in the shard's ledger; -1 unknown */
+    int64_t published_applied; /* applied as last published in a status record */
+    int64_t commit_due;        /* applied, not yet sent to Kafka as a commit; -1 if none */
+    int64_t high, low;         /* watermarks as last measured; -1 unknown */
+    int64_t committed;         /* Kafka acknowledged this commit: resuming from it never meets our deletes */
+    int64_t deleted_to;        /* Kafka's log start after our last DeleteRecords */
+    int64_t lost_from, lost_to;/* messages deleted before they were applied; empty if equal */
+    int64_t lagging_since_ms;  /* wall clock when lag was first seen without progress; 0 if none */
+    int64_t progress_ms;       /* wall clock of the last applied batch (or assignment) */
+    int op_paused;             /* paused by an operator (control topic) */
+    bw_ratelimit_t rl;
+    uint64_t rows_applied, rows_failed; /* since assigned, for the status record */
+    struct {
+        int64_t at_ms;
+        const char *kind;
+        char message[240];
+    } errors[5];               /* recent errors, a ring; errors_next is the next slot */
+    int errors_next;
+} bw_partition_t;
+
+typedef enum {
+    BW_JOB_APPLY,       /* apply msgs to the shard */
+    BW_JOB_READ_LEDGER, /* read the stored offsets of `shards` (one server) */
+} bw_job_kind_t;
+
+/* Handed from the dispatcher to a worker and back; owned by whoever holds it. */
+struct bw_job {
+    bw_job_kind_t kind;
+    int shard;                 /* BW_JOB_APPLY: the partition */
+    int server;                /* the server it talks to */
+    int probe;                 /* a health probe: one message */
+    rd_kafka_message_t **msgs; /* the partition's first cnt buffered messages (borrowed) */
+    size_t cnt;
+    int *shards;               /* BW_JOB_READ_LEDGER: the partitions to read, [cnt] */
+    int64_t *offsets;          /* BW_JOB_READ_LEDGER: their stored offsets (-1 none), [cnt] */
+    unsigned ledger_errno;     /* BW_JOB_READ_LEDGER: 0, or why the server could not be read */
+    int64_t started_us;
+    bw_apply_result_t res;
+    bw_job_t *next;
+};
+
+typedef struct {
+    bw_config_t *conf;
+    rd_kafka_t *rk;
+    bw_partition_t *partitions; /* [shards.count] */
+    int assigned_cnt;
+    atomic_int run;
+    atomic_int joined;         /* a first assignment (maybe empty) arrived */
+    bw_metrics_t *metrics;
+    bw_dead_letters_t *dead_letters;
+    bw_alerts_t *alerts;
+    bw_health_t *health;
+    bw_shard_table_t *table;   /* operator settings */
+    unsigned table_version;    /* of the settings last applied */
+    rd_kafka_t *status_rk;     /* status records (fire and forget) */
+    bw_topic_retention_t retention; /* of the batches topic, as found at startup */
+    rd_kafka_queue_t *delete_q;     /* DeleteRecords results; NULL when none is in flight */
+    char instance[300];        /* host:port of this consumer, in status records */
+    int next_shard;            /* the scheduler's round-robin cursor */
+    int ledger_reads;          /* BW_JOB_READ_LEDGER jobs in flight */
+    /* the worker pool. @locks mu guards todo, done, busy, stopping */
+    pthread_mutex_t mu;
+    pthread_cond_t todo_cv, done_cv;
+    bw_job_t *todo, *todo_tail, *done;
+    int busy;                  /* jobs handed out and not yet collected */
+    int stopping;
+    pthread_t *workers;
+    struct MHD_Daemon *httpd;
+} bw_consumer_t;
+
+extern bw_consumer_t consumer;
+
+/* partition.c */
+void bw_partition_buffer(rd_kafka_message_t *m);
+void bw_partition_refresh_fetch(int shard);
+void bw_partition_drop_head(int shard, size_t cnt);
+void bw_partition_drop_all(int shard);
+void bw_partition_note_error(int shard, const char *kind, const char *message);
+size_t bw_partition_run_length(int shard);
+int64_t bw_partition_oldest_unapplied_ms(int shard);
+
+/* rebalance.c */
+void bw_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque);
+void bw_rebalance_read_ledger(bw_job_t *j); /* @locality worker thread */
+void bw_rebalance_ledger_read(bw_job_t *j);
+void bw_rebalance_retry_ledgers(int64_t now_us);
+
+/* scheduler.c */
+void bw_scheduler_start(void);
+void bw_scheduler_stop(void);
+int64_t bw_scheduler_dispatch(void);
+void bw_scheduler_submit(bw_job_t *j);
+void bw_scheduler_collect(int64_t wait_us);
+void bw_scheduler_drain(const int *shards, size_t n);
+void bw_scheduler_apply_settings(int64_t now_us);
+
+/* progress.c */
+void bw_progress_applied(bw_job_t *j, int64_t now_us);
+void bw_progress_commit(void);
+void bw_progress_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque);
+void bw_progress_update_gauges(void);
+void bw_progress_publish_status(int all);
+void bw_progress_delete_applied(void);
+void bw_progress_collect_deleted(int wait_ms);
+
+#endif

@@ -1,0 +1,262 @@
+/* partition.c — a partition's buffer: what is fetched, when fetching pauses, where it
+ * resumes, and what happens when Kafka no longer holds the next message (a gap).
+ *
+ * Up to consumer.pull_count messages, and the partition's share of
+ * consumer.buffer_max_bytes, are buffered per partition; a partition whose buffer is
+ * full is paused, so a slow shard's backlog stays in Kafka, not in this process.
+ * @locality dispatcher thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer.h"
+#include "db.h"
+#include "log.h"
+
+static int header_eq(rd_kafka_message_t *m, const char *name, const void *val, size_t len) {
+    rd_kafka_headers_t *h;
+    const void *v;
+    size_t vlen;
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, &v, &vlen)) return 0;
+    return vlen == len && memcmp(v, val, len) == 0;
+}
+
+static long header_long(rd_kafka_message_t *m, const char *name) {
+    rd_kafka_headers_t *h;
+    const void *v;
+    size_t vlen;
+    char tmp[24];
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, &v, &vlen) ||
+        vlen >= sizeof(tmp))
+        return -1;
+    memcpy(tmp, v, vlen);
+    tmp[vlen] = '\0';
+    return strtol(tmp, NULL, 10);
+}
+
+/* How many leading buffered messages form one job: consecutive messages of the same
+ * (object type, op), read from the producer's headers, up to that op's batch size in
+ * rows and consumer.max_batch_bytes in bytes. */
+size_t bw_partition_run_length(int shard) {
+    const bw_partition_t *p = &consumer.partitions[shard];
+    rd_kafka_headers_t *h;
+    const void *type;
+    size_t type_len;
+    rd_kafka_message_t *first = p->buf[0];
+    if (rd_kafka_message_headers(first, &h) || rd_kafka_header_get_last(h, "bw-type", &type, &type_len))
+        return 1;
+    char tname[128];
+    if (type_len >= sizeof(tname)) return 1;
+    memcpy(tname, type, type_len);
+    tname[type_len] = '\0';
+    const bw_object_type_t *ot = bw_config_object_type(consumer.conf, tname);
+    long op = header_long(first, "bw-op"), rows = header_long(first, "bw-rows");
+    if (!ot || op < BW_OP_CREATE || op > BW_OP_DELETE || rows < 0) return 1;
+    char op_text[8];
+    int op_len = snprintf(op_text, sizeof(op_text), "%ld", op);
+    long limit = ot->batch_size[op];
+    size_t n = 1, bytes = first->len;
+    while (n < p->len && header_eq(p->buf[n], "bw-type", type, type_len) &&
+           header_eq(p->buf[n], "bw-op", op_text, (size_t)op_len)) {
+        long r = header_long(p->buf[n], "bw-rows");
+        if (r < 0 || rows + r > limit || bytes + p->buf[n]->len > (size_t)consumer.conf->max_batch_bytes) break;
+        rows += r;
+        bytes += p->buf[n]->len;
+        n++;
+    }
+    return n;
+}
+
+/* Where fetching resumes: after the last buffered message; before any message arrived,
+ * where the partition was assigned (never the end of the log: a shard paused before it
+ * applied anything must still get its backlog). */
+static int64_t resume_point(int shard) {
+    bw_partition_t *p = &consumer.partitions[shard];
+    if (p->next_fetch >= 0) return p->next_fetch;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, consumer.conf->topic, shard);
+    int64_t at = RD_KAFKA_OFFSET_BEGINNING; /* the shard never stored an offset */
+    if (p->assigned_from == RD_KAFKA_OFFSET_STORED) {
+        /* its database could not be read at assignment: Kafka's committed offset */
+        if (rd_kafka_committed(consumer.rk, l, 5000) == 0 && l->elems[0].offset >= 0) at = l->elems[0].offset;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return at;
+}
+
+/* Fetching of the partition goes on at `offset` (librdkafka drops what it prefetched
+ * for a paused partition, and stops a partition after an offset reset error). */
+static void seek_to(int shard, int64_t offset) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, consumer.conf->topic, shard)->offset = offset;
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(consumer.rk, l, 5000);
+    if (e) {
+        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "seek to %lld: %s", (long long)offset, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void set_fetch_paused(int shard, int paused) {
+    bw_partition_t *p = &consumer.partitions[shard];
+    if (p->fetch_paused == paused) return;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, consumer.conf->topic, shard);
+    if (paused) {
+        rd_kafka_pause_partitions(consumer.rk, l);
+    } else {
+        rd_kafka_resume_partitions(consumer.rk, l);
+        seek_to(shard, resume_point(shard)); /* exactly after the buffer, whatever librdkafka's position */
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    p->fetch_paused = paused;
+}
+
+/* A partition's share of consumer.buffer_max_bytes. */
+static size_t byte_share(void) {
+    int n = consumer.assigned_cnt > 0 ? consumer.assigned_cnt : 1;
+    return (size_t)consumer.conf->buffer_max_bytes / (size_t)n;
+}
+
+/* Fetching runs unless its ledger is still being read, an operator paused the shard,
+ * it or its server is held (health.c), its next messages are lost, or its buffer is full
+ * in messages or bytes (resumed once half drained). */
+void bw_partition_refresh_fetch(int shard) {
+    bw_partition_t *p = &consumer.partitions[shard];
+    size_t full = (size_t)consumer.conf->pull_count, share = byte_share();
+    int lost = p->lost_to > p->lost_from;
+    int over = p->len >= full || (p->len && p->bytes >= share);
+    int under_half = p->len <= full / 2 && p->bytes <= share / 2;
+    int want = p->ledger_pending || p->op_paused || bw_health_blocked(consumer.health, shard) || lost || over ||
+               (p->fetch_paused && !under_half);
+    set_fetch_paused(shard, want);
+}
+
+void bw_partition_note_error(int shard, const char *kind, const char *message) {
+    bw_partition_t *p = &consumer.partitions[shard];
+    p->errors[p->errors_next].at_ms = bw_wall_ms();
+    p->errors[p->errors_next].kind = kind;
+    snprintf(p->errors[p->errors_next].message, sizeof(p->errors[0].message), "%s", message);
+    p->errors_next = (p->errors_next + 1) % 5;
+}
+
+/* The next offset the shard's ledger holds, read now; -1 if it cannot be read. */
+static int64_t ledger_offset(int shard) {
+    char err[512];
+    int64_t next = -1;
+    bw_buf_t scratch;
+    bw_buf_init(&scratch);
+    MYSQL *db = bw_db_connect(consumer.conf, consumer.conf->shard_server[shard], err, sizeof(err));
+    if (!db || bw_db_read_offset(db, consumer.conf, shard, 0, &scratch, &next)) next = -1;
+    if (db) {
+        mysql_rollback(db);
+        mysql_close(db);
+    }
+    bw_buf_free(&scratch);
+    return next;
+}
+
+/* The shard's next messages are gone from Kafka (an operator's retention, a truncated
+ * log): deleted before they were applied. The shard stops at the gap, loudly: an alert
+ * names the missing offsets, the status record carries them (jobs whose messages were
+ * there report them lost), and the lag counts them. Nothing is skipped silently.
+ * `failed` is the offset Kafka no longer holds (-1 if not known). */
+static void on_lost(int shard, int64_t failed, const char *why) {
+    bw_partition_t *p = &consumer.partitions[shard];
+    int64_t lo = -1, hi = -1;
+    int64_t from = failed >= 0 ? failed : p->next_fetch >= 0 ? p->next_fetch : p->applied;
+    if (p->applied < 0) {
+        /* the ledger was not read at assignment, so fetching began at Kafka's committed
+         * offset, which may lag it: the ledger decides where the shard really is */
+        int64_t next = ledger_offset(shard);
+        if (next >= 0) p->applied = from = next;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(consumer.rk, consumer.conf->topic, shard, &lo, &hi, 5000);
+    if (e || from < 0 || lo <= from) {
+        /* not a gap (a stale position), or it cannot be told now: fetch again from there */
+        bw_log(BW_LOG_WARN, COMPONENT, shard, NULL, "offset %lld was out of range (%s); fetching again from %lld%s%s",
+               (long long)failed, why, (long long)(from >= 0 ? from : 0), e ? ": watermarks: " : "",
+               e ? rd_kafka_err2str(e) : "");
+        seek_to(shard, from >= 0 ? from : RD_KAFKA_OFFSET_BEGINNING);
+        return;
+    }
+    p->lost_from = from;
+    p->lost_to = lo;
+    p->low = lo;
+    p->high = hi;
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "offsets %lld to %lld of partition %d (%lld messages) were deleted from Kafka before the shard applied "
+             "them; the shard stops at offset %lld (%s)",
+             (long long)from, (long long)lo - 1, shard, (long long)(lo - from), (long long)from, why);
+    bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "%s", msg);
+    bw_partition_note_error(shard, "lost", msg);
+    bw_metrics_shard_lost(consumer.metrics, shard, lo - from);
+    bw_alerts_fire(consumer.alerts, BW_ALERT_DATA_LOST, shard, msg);
+    bw_partition_refresh_fetch(shard);
+    p->published_applied = -2; /* publish at once */
+}
+
+/* Takes one message from the consumer queue into its partition's buffer.
+ * Owns m from here on. */
+void bw_partition_buffer(rd_kafka_message_t *m) {
+    int ours = m->partition >= 0 && m->partition < consumer.conf->shard_count &&
+               consumer.partitions[m->partition].assigned;
+    if (m->err) {
+        if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && ours && !consumer.partitions[m->partition].ledger_pending)
+            on_lost(m->partition, m->offset, rd_kafka_message_errstr(m));
+        else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && m->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
+            bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "kafka: %s", rd_kafka_message_errstr(m));
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    /* from a partition no longer ours, or fetched before its ledger said where to begin */
+    if (!ours || consumer.partitions[m->partition].ledger_pending) {
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    bw_partition_t *p = &consumer.partitions[m->partition];
+    if ((p->len && m->offset <= p->buf[p->len - 1]->offset) || (p->next_fetch >= 0 && m->offset < p->next_fetch)) {
+        /* a redelivery of what is already buffered or applied: keep the first copy */
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    if (p->len == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 16;
+        p->buf = realloc(p->buf, p->cap * sizeof(*p->buf));
+        if (!p->buf) abort();
+    }
+    p->buf[p->len++] = m;
+    p->bytes += m->len;
+    p->next_fetch = m->offset + 1;
+    bw_partition_refresh_fetch(m->partition);
+}
+
+/* The job's messages were applied: they leave the buffer (and this process). */
+void bw_partition_drop_head(int shard, size_t cnt) {
+    bw_partition_t *p = &consumer.partitions[shard];
+    for (size_t i = 0; i < cnt; i++) {
+        p->bytes -= p->buf[i]->len;
+        rd_kafka_message_destroy(p->buf[i]);
+    }
+    memmove(p->buf, p->buf + cnt, (p->len - cnt) * sizeof(*p->buf));
+    p->len -= cnt;
+}
+
+void bw_partition_drop_all(int shard) {
+    bw_partition_drop_head(shard, consumer.partitions[shard].len);
+}
+
+/* Wall clock (ms) of the oldest message the shard has not applied, as far as it is
+ * known: the next buffered message's timestamp, or (a shard not fetched, e.g. paused)
+ * no later than when its lag was first seen without progress. 0 if nothing waits. */
+int64_t bw_partition_oldest_unapplied_ms(int shard) {
+    const bw_partition_t *p = &consumer.partitions[shard];
+    int64_t oldest = p->lagging_since_ms;
+    if (p->len) {
+        rd_kafka_timestamp_type_t type;
+        int64_t ts = rd_kafka_message_timestamp(p->buf[0], &type);
+        if (ts > 0 && (!oldest || ts < oldest)) oldest = ts;
+    }
+    return oldest;
+}

@@ -1,0 +1,262 @@
+/* progress.c — what follows an applied batch, and what others see of it.
+ *
+ * - Kafka commits: the shard's ledger already holds its offset (in the batch's
+ *   transaction); the Kafka commit only saves re-reading. Commits go in one request for
+ *   every partition that moved, every consumer.commit_interval_ms: one request per
+ *   batch per partition would starve the group's heartbeats at 4,096 partitions.
+ * - DeleteRecords (real brokers): what the shards applied is deleted from Kafka, so
+ *   disk holds the real backlog, not a retention's worth.
+ * - Gauges and status records (GET /v1/shards on the proxy, the proxies' backlog
+ *   admission), and the alerts that watch time: a backlog nearing the topic's retention,
+ *   and a shard with lag and no applied batch for consumer.stall_alert_ms.
+ * @locality dispatcher thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "consumer.h"
+#include "log.h"
+
+/* A job was applied and committed in the shard: its counts, its offset, its errors. */
+void bw_progress_applied(bw_job_t *j, int64_t now) {
+    bw_partition_t *p = &consumer.partitions[j->shard];
+    const bw_apply_result_t *res = &j->res;
+    p->applied = p->commit_due = res->next_offset;
+    p->lagging_since_ms = 0; /* progress: the buffered head tells the age again */
+    p->progress_ms = bw_wall_ms();
+    p->rows_applied += res->rows_applied;
+    p->rows_failed += res->rows_failed;
+    if (res->rows_failed) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "%llu ops refused (see bw_job_failures and the dead-letter topic)",
+                 (unsigned long long)res->rows_failed);
+        bw_partition_note_error(j->shard, "data", msg);
+        /* counted once committed: a rolled-back attempt is not counted twice */
+        bw_metrics_shard_error(consumer.metrics, j->shard, BW_APPLY_ERR_DATA, res->rows_failed);
+    }
+    if (res->messages_undecodable)
+        bw_metrics_shard_error(consumer.metrics, j->shard, BW_APPLY_ERR_DECODE, res->messages_undecodable);
+    bw_metrics_shard_applied(consumer.metrics, j->shard, res->rows_applied, res->rows_failed, res->messages_skipped,
+                             res->messages_duplicate, res->dead_letters, now - j->started_us);
+    bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, j->shard);
+    bw_log(BW_LOG_DEBUG, COMPONENT, j->shard, NULL,
+           "applied %zu messages: %llu rows, %llu failed, %llu messages already applied", j->cnt,
+           (unsigned long long)res->rows_applied, (unsigned long long)res->rows_failed,
+           (unsigned long long)res->messages_skipped);
+}
+
+/* ---- Kafka commits ------------------------------------------------------------------- */
+
+/* Sends one asynchronous commit for every partition applied since the last one. */
+void bw_progress_commit(void) {
+    rd_kafka_topic_partition_list_t *l = NULL;
+    for (int s = 0; s < consumer.conf->shard_count; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned || p->commit_due < 0) continue;
+        if (!l) l = rd_kafka_topic_partition_list_new(64);
+        rd_kafka_topic_partition_list_add(l, consumer.conf->topic, s)->offset = p->commit_due;
+        p->commit_due = -1;
+    }
+    if (!l) return;
+    rd_kafka_resp_err_t e = rd_kafka_commit(consumer.rk, l, 1);
+    if (e) bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "commit of %d partitions: %s", l->cnt, rd_kafka_err2str(e));
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* @locality dispatcher thread, from rd_kafka_consumer_poll */
+void bw_progress_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque) {
+    (void)rk;
+    (void)opaque;
+    for (int i = 0; l && i < l->cnt; i++) {
+        const rd_kafka_topic_partition_t *e = &l->elems[i];
+        if (err || e->err || e->partition < 0 || e->partition >= consumer.conf->shard_count) continue;
+        bw_partition_t *p = &consumer.partitions[e->partition];
+        if (p->assigned && e->offset > p->committed) p->committed = e->offset;
+    }
+}
+
+/* ---- gauges and time-watching alerts ---------------------------------------------------- */
+
+/* With a retention.ms on the topic (an operator's choice), warn well before Kafka may
+ * delete a shard's unapplied messages. */
+static void check_backlog_age(int shard, int64_t now_ms) {
+    if (consumer.retention.retention_ms <= 0) return;
+    int64_t oldest = bw_partition_oldest_unapplied_ms(shard);
+    int64_t warn_after = consumer.retention.retention_ms / 100 * consumer.conf->backlog_age_warn_pct;
+    if (oldest && now_ms - oldest > warn_after) {
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "the oldest unapplied message is older than %lld s (%d %% of the topic's retention); the topic's "
+                 "retention.ms deletes messages after %lld s",
+                 (long long)warn_after / 1000, consumer.conf->backlog_age_warn_pct,
+                 (long long)consumer.retention.retention_ms / 1000);
+        bw_alerts_fire(consumer.alerts, BW_ALERT_BACKLOG_AGING, shard, msg);
+    } else {
+        bw_alerts_resolve(consumer.alerts, BW_ALERT_BACKLOG_AGING, shard);
+    }
+}
+
+/* Whatever the cause (a stuck lock, a server down, a gap, a ledger that cannot be read,
+ * a bug), a shard with lag and no applied batch for consumer.stall_alert_ms alerts. An
+ * operator's pause is not a stall. A slow rate stretches the bound to three of its
+ * intervals, so a shard throttled to one batch a minute does not alert. */
+static void check_stall(int shard, int64_t now_ms) {
+    const bw_partition_t *p = &consumer.partitions[shard];
+    int64_t after = consumer.conf->stall_alert_ms;
+    if (p->rl.rate > 0 && 3000.0 / p->rl.rate > (double)after) after = (int64_t)(3000.0 / p->rl.rate);
+    int64_t since = p->lagging_since_ms > p->progress_ms ? p->lagging_since_ms : p->progress_ms;
+    if (!consumer.conf->stall_alert_ms || p->op_paused || !p->lag || !p->lagging_since_ms || now_ms - since <= after) {
+        bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, shard);
+        return;
+    }
+    const char *why = "";
+    for (int i = 0; i < 5; i++) { /* the newest error, if any, says why */
+        int k = (p->errors_next + 4 - i) % 5;
+        if (p->errors[k].at_ms) {
+            why = p->errors[k].message;
+            break;
+        }
+    }
+    char msg[400];
+    snprintf(msg, sizeof(msg), "%lld messages wait and no batch was applied for %lld s%s%s",
+             (long long)p->lag, (long long)(now_ms - since) / 1000, why[0] ? "; latest error: " : "", why);
+    bw_alerts_fire(consumer.alerts, BW_ALERT_NO_PROGRESS, shard, msg);
+}
+
+void bw_progress_update_gauges(void) {
+    int64_t now_ms = bw_wall_ms();
+    for (int s = 0; s < consumer.conf->shard_count; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned) continue;
+        int64_t lo = -1, hi = -1, lag = (int64_t)p->len;
+        /* lag = high watermark - next offset to apply */
+        int64_t next = p->len ? p->buf[0]->offset : p->lost_to > p->lost_from ? p->lost_from : p->next_fetch;
+        /* a partition not fetched (paused by an operator, stopped at lost messages, its
+         * ledger not read yet) has a stale cached watermark: ask the broker (few shards are
+         * in that state) */
+        if (p->op_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us))
+            rd_kafka_query_watermark_offsets(consumer.rk, consumer.conf->topic, s, &lo, &hi, 500);
+        else rd_kafka_get_watermark_offsets(consumer.rk, consumer.conf->topic, s, &lo, &hi);
+        /* a shard that never applied anything starts at the beginning of its log */
+        if (next < 0 && p->assigned_from == RD_KAFKA_OFFSET_BEGINNING) next = lo;
+        if (next >= 0 && hi >= 0) lag = hi > next ? hi - next : 0;
+        else if (p->ledger_pending && hi >= 0) lag = hi - (lo > 0 ? lo : 0); /* at most this much waits */
+        int buffer_full = p->fetch_paused && !p->op_paused && !p->ledger_pending && !bw_health_blocked(consumer.health, s);
+        bw_metrics_shard_state(consumer.metrics, s, p->rl.rate, p->op_paused, buffer_full, lag);
+        p->lag = lag;
+        if (!lag) p->lagging_since_ms = 0;
+        else if (!p->lagging_since_ms) p->lagging_since_ms = now_ms;
+        if (hi >= 0) p->high = hi;
+        if (lo >= 0) p->low = lo;
+        check_backlog_age(s, now_ms);
+        check_stall(s, now_ms);
+    }
+}
+
+/* ---- status records --------------------------------------------------------------------- */
+
+/* One shard's status record (fire and forget: a lost one is replaced by the next). */
+static void publish_shard_status(int s, int64_t now) {
+    bw_partition_t *p = &consumer.partitions[s];
+    Bulkwrite__V1__ShardStatus st = BULKWRITE__V1__SHARD_STATUS__INIT;
+    Bulkwrite__V1__ShardError errs[5], *errp[5];
+    st.shard = (uint32_t)s;
+    st.consumer = consumer.instance;
+    st.updated_at_ms = now;
+    st.lag = p->lag;
+    st.rate = p->rl.rate;
+    st.paused = p->op_paused;
+    st.unhealthy = bw_health_blocked(consumer.health, s);
+    st.rows_applied = p->rows_applied;
+    st.rows_failed = p->rows_failed;
+    st.applied_offset = p->applied >= 0 ? p->applied : p->low >= 0 ? p->low : 0;
+    st.high_watermark = p->high >= 0 ? p->high : 0;
+    st.log_start_offset = p->low >= 0 ? p->low : 0;
+    st.lost_from = p->lost_from;
+    st.lost_to = p->lost_to;
+    st.oldest_unapplied_ms = bw_partition_oldest_unapplied_ms(s);
+    for (int i = 0; i < 5; i++) { /* newest first */
+        int k = (p->errors_next + 4 - i) % 5;
+        if (!p->errors[k].at_ms) break;
+        bulkwrite__v1__shard_error__init(&errs[i]);
+        errs[i].at_ms = p->errors[k].at_ms;
+        errs[i].kind = (char *)p->errors[k].kind;
+        errs[i].message = p->errors[k].message;
+        errp[i] = &errs[i];
+        st.n_recent_errors++;
+    }
+    st.recent_errors = errp;
+    uint8_t buf[4096];
+    size_t len = bulkwrite__v1__shard_status__get_packed_size(&st);
+    if (len > sizeof(buf)) return;
+    bulkwrite__v1__shard_status__pack(&st, buf);
+    char key[24];
+    int klen = bw_shard_key(s, key);
+    rd_kafka_producev(consumer.status_rk, RD_KAFKA_V_TOPIC(consumer.conf->status_topic),
+                      RD_KAFKA_V_KEY(key, (size_t)klen), RD_KAFKA_V_VALUE(buf, len),
+                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    p->published_applied = p->applied;
+}
+
+/* Every assigned shard's status (all), or only those whose applied offset moved since
+ * they were last published: the proxies' backlog admission sees room soon. */
+void bw_progress_publish_status(int all) {
+    int64_t now = bw_wall_ms();
+    for (int s = 0; s < consumer.conf->shard_count; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        if (p->assigned && (all || p->applied != p->published_applied)) publish_shard_status(s, now);
+    }
+}
+
+/* ---- freeing what the shards applied (DeleteRecords, real brokers only) -------------- */
+
+/* Asks Kafka to delete, per partition, what the shard has applied and stored in its
+ * ledger since the last time. One request at a time; its result is read by
+ * bw_progress_collect_deleted(). */
+void bw_progress_delete_applied(void) {
+    if (consumer.delete_q || consumer.retention.embedded || !consumer.conf->delete_applied_interval_ms) return;
+    int32_t *partitions = malloc(sizeof(int32_t) * (size_t)consumer.conf->shard_count);
+    int64_t *offsets = malloc(sizeof(int64_t) * (size_t)consumer.conf->shard_count);
+    size_t n = 0;
+    for (int s = 0; s < consumer.conf->shard_count; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        /* only what the ledger holds, and only up to an acknowledged Kafka commit, so a
+         * consumer that resumes from Kafka's commit finds it */
+        int64_t upto = p->applied < p->committed ? p->applied : p->committed;
+        if (!p->assigned || upto <= p->deleted_to) continue;
+        partitions[n] = s;
+        offsets[n++] = upto;
+    }
+    if (n) {
+        consumer.delete_q = rd_kafka_queue_new(consumer.rk);
+        bw_kafka_delete_records_start(consumer.rk, consumer.conf->topic, partitions, offsets, n, 30000, consumer.delete_q);
+    }
+    free(partitions);
+    free(offsets);
+}
+
+/* Reads the result of the DeleteRecords in flight, waiting up to wait_ms for it. */
+void bw_progress_collect_deleted(int wait_ms) {
+    if (!consumer.delete_q) return;
+    size_t cap = (size_t)consumer.conf->shard_count, n = 0;
+    int32_t *partitions = malloc(sizeof(int32_t) * cap);
+    int64_t *low = malloc(sizeof(int64_t) * cap);
+    char err[512] = "";
+    int64_t deadline = bw_now_us() + (int64_t)wait_ms * 1000;
+    int done;
+    while (!(done = bw_kafka_delete_records_poll(consumer.delete_q, partitions, low, cap, &n, err, sizeof(err))) &&
+           bw_now_us() < deadline)
+        usleep(10000);
+    if (done) {
+        rd_kafka_queue_destroy(consumer.delete_q);
+        consumer.delete_q = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (low[i] >= 0 && partitions[i] >= 0 && partitions[i] < consumer.conf->shard_count)
+                consumer.partitions[partitions[i]].low = consumer.partitions[partitions[i]].deleted_to = low[i]; /* a failed one is tried again */
+        if (err[0]) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "deleting applied records: %s (tried again later)", err);
+        else bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "deleted applied records of %zu partitions", n);
+    }
+    free(partitions);
+    free(low);
+}

@@ -1,0 +1,181 @@
+/* rebalance.c — the group gives this consumer partitions and takes them back.
+ *
+ * Where a partition resumes is the next offset stored in its shard's own database (the
+ * ledger), which moves only with the data it describes. Reading it must not hold the
+ * dispatcher (a rebalance of 4,096 partitions, a server that does not answer): an
+ * assigned partition stays paused while one job per server reads all of that server's
+ * offsets on a worker (BW_JOB_READ_LEDGER, a few queries in all); when the answer comes
+ * back, each partition seeks there and fetching begins. A partition that never stored
+ * an offset starts at the beginning of its log. A server that cannot be read is asked
+ * again every consumer.pause_ms; its shards wait (their lag shows, and the no-progress
+ * alert fires if it lasts). With auto.offset.reset=error, an offset Kafka no longer
+ * holds is reported as a gap (partition.c), never skipped.
+ * @locality dispatcher thread, from rd_kafka_consumer_poll. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <errmsg.h>
+
+#include "consumer.h"
+#include "db.h"
+#include "ledger.h"
+#include "log.h"
+
+/* Submits one ledger read per server for the listed partitions. */
+static void read_ledgers(const int *shards, size_t n) {
+    for (int sv = 0; sv < consumer.conf->server_cnt; sv++) {
+        bw_job_t *j = calloc(1, sizeof(*j));
+        if (!j) abort();
+        j->kind = BW_JOB_READ_LEDGER;
+        j->server = sv;
+        j->shards = malloc(sizeof(int) * (n ? n : 1));
+        for (size_t i = 0; i < n; i++)
+            if (consumer.conf->shard_server[shards[i]] == sv) j->shards[j->cnt++] = shards[i];
+        if (!j->cnt) {
+            free(j->shards);
+            free(j);
+            continue;
+        }
+        j->offsets = malloc(sizeof(int64_t) * j->cnt);
+        if (!j->shards || !j->offsets) abort();
+        bw_scheduler_submit(j);
+    }
+}
+
+/* @locality worker thread: the ledger read itself. */
+void bw_rebalance_read_ledger(bw_job_t *j) {
+    char err[512];
+    bw_buf_t scratch;
+    bw_buf_init(&scratch);
+    MYSQL *db = bw_db_connect(consumer.conf, j->server, err, sizeof(err));
+    if (!db) {
+        j->ledger_errno = CR_CONNECTION_ERROR;
+        snprintf(j->res.error, sizeof(j->res.error), "%s", err);
+    } else if ((j->ledger_errno = bw_ledger_read_offsets(db, consumer.conf, j->shards, j->cnt, j->offsets, &scratch))) {
+        snprintf(j->res.error, sizeof(j->res.error), "reading bw_offsets: %s (%u)", mysql_error(db), j->ledger_errno);
+    }
+    if (db) {
+        mysql_rollback(db);
+        mysql_close(db);
+    }
+    bw_buf_free(&scratch);
+}
+
+/* The answer of a ledger read: each partition still waiting for it starts fetching. */
+void bw_rebalance_ledger_read(bw_job_t *j) {
+    const bw_server_t *sv = &consumer.conf->servers[j->server];
+    if (j->ledger_errno)
+        bw_log(BW_LOG_WARN, COMPONENT, -1, NULL,
+               "cannot read where %zu partitions of server %s resume (%s); asking again in %d ms", j->cnt, sv->name,
+               j->res.error, consumer.conf->pause_ms);
+    int64_t retry_at = bw_now_us() + (int64_t)consumer.conf->pause_ms * 1000;
+    for (size_t i = 0; i < j->cnt; i++) {
+        int s = j->shards[i];
+        bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned || !p->ledger_pending) continue;
+        if (j->ledger_errno) {
+            p->ledger_retry_at_us = retry_at;
+            bw_partition_note_error(s, "ledger", j->res.error);
+            continue;
+        }
+        int64_t next = j->offsets[i];
+        p->ledger_pending = 0;
+        p->next_fetch = p->applied = next;
+        p->assigned_from = next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
+        bw_log(BW_LOG_DEBUG, COMPONENT, s, NULL, "resuming at offset %lld", (long long)next);
+        bw_partition_refresh_fetch(s); /* resumes, and seeks to next_fetch */
+    }
+}
+
+/* Reads again the ledgers that could not be read, once their wait is over. */
+void bw_rebalance_retry_ledgers(int64_t now_us) {
+    int *due = NULL;
+    size_t n = 0;
+    for (int s = 0; s < consumer.conf->shard_count; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned || !p->ledger_pending || !p->ledger_retry_at_us || p->ledger_retry_at_us > now_us) continue;
+        if (!due && !(due = malloc(sizeof(int) * (size_t)consumer.conf->shard_count))) abort();
+        p->ledger_retry_at_us = 0; /* one read in flight */
+        due[n++] = s;
+    }
+    if (n) read_ledgers(due, n);
+    free(due);
+}
+
+static void assign_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l) {
+    int64_t now = bw_now_us();
+    int *shards = malloc(sizeof(int) * (size_t)(l->cnt ? l->cnt : 1));
+    size_t n = 0;
+    for (int i = 0; i < l->cnt; i++) {
+        int s = l->elems[i].partition;
+        if (s < 0 || s >= consumer.conf->shard_count) continue;
+        bw_partition_t *p = &consumer.partitions[s];
+        rd_kafka_message_t **buf = p->buf; /* empty since it was revoked; its memory is reused */
+        size_t cap = p->cap;
+        memset(p, 0, sizeof(*p));
+        p->buf = buf;
+        p->cap = cap;
+        p->assigned = 1;
+        p->ledger_pending = 1;
+        p->fetch_paused = 1;
+        p->next_fetch = -1;
+        p->assigned_from = RD_KAFKA_OFFSET_STORED;
+        p->applied = p->high = p->low = p->commit_due = -1;
+        p->published_applied = -2;
+        p->committed = -1;
+        p->progress_ms = bw_wall_ms();
+        bw_metrics_shard_lost(consumer.metrics, s, 0);
+        bw_ratelimit_init(&p->rl, consumer.conf->shard_rate[s], now);
+        shards[n++] = s;
+        consumer.assigned_cnt++;
+        /* a placeholder that fetches nothing and can raise no offset error: the seek
+         * after the ledger read sets the real position */
+        l->elems[i].offset = RD_KAFKA_OFFSET_END;
+    }
+    rd_kafka_assign(rk, l);
+    /* nothing is fetched before the ledger says where (librdkafka also keeps a pause
+     * across a rebalance, so this is where every assigned partition's state begins) */
+    rd_kafka_pause_partitions(rk, l);
+    read_ledgers(shards, n);
+    free(shards);
+    bw_scheduler_apply_settings(now); /* an operator's pause or rate holds from the first batch */
+    bw_info(COMPONENT, "assigned %d partitions; reading where they resume", l->cnt);
+    atomic_store(&consumer.joined, 1);
+}
+
+/* Lets in-flight jobs of the listed partitions finish, saves their progress to Kafka,
+ * then forgets them: alerts resolve (the new owner raises its own) and their gauges
+ * leave /metrics. */
+static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l) {
+    int *shards = malloc(sizeof(int) * (size_t)(l->cnt ? l->cnt : 1));
+    size_t n = 0;
+    for (int i = 0; i < l->cnt; i++)
+        if (l->elems[i].partition >= 0 && l->elems[i].partition < consumer.conf->shard_count)
+            shards[n++] = l->elems[i].partition;
+    bw_scheduler_drain(shards, n);
+    bw_progress_commit();
+    for (size_t i = 0; i < n; i++) {
+        int s = shards[i];
+        bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned) continue;
+        bw_partition_drop_all(s);
+        bw_health_forget(consumer.health, s);
+        for (int k = 0; k < BW_ALERT_KINDS; k++)
+            if (k != BW_ALERT_SERVER_DOWN) bw_alerts_resolve(consumer.alerts, (bw_alert_kind_t)k, s);
+        bw_metrics_shard_forget(consumer.metrics, s);
+        p->assigned = 0;
+        consumer.assigned_cnt--;
+    }
+    free(shards);
+    rd_kafka_assign(rk, NULL);
+}
+
+void bw_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque) {
+    (void)opaque;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        assign_partitions(rk, l);
+    } else {
+        bw_info(COMPONENT, "revoking %d partitions", l->cnt);
+        revoke_partitions(rk, l);
+    }
+}

@@ -1,0 +1,281 @@
+/* scheduler.c — which shard gets a worker next, and the worker pool.
+ *
+ * The dispatcher hands a partition's next run of messages to the pool once the shard
+ * may go: no job of the partition is in flight (one at a time keeps partition order),
+ * its retry backoff is over, its rate limiter has a token, and its health admits it
+ * (health.c: a held shard or a server that is down gets one probe at a time). Shards are
+ * visited round-robin from where the last visit stopped, so with backlog everywhere and
+ * a full pool every shard gets its turn, not the low numbers first. Workers apply jobs
+ * (apply.c); a hung shard holds one worker until its query timeout, and the other shards
+ * go on with the rest.
+ * @locality dispatcher thread, except worker_main. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer.h"
+#include "log.h"
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    bw_applier_t ap;
+    bw_applier_init(&ap, consumer.conf, consumer.metrics, consumer.dead_letters);
+    pthread_mutex_lock(&consumer.mu);
+    for (;;) {
+        while (!consumer.todo && !consumer.stopping) pthread_cond_wait(&consumer.todo_cv, &consumer.mu);
+        if (!consumer.todo) break;
+        bw_job_t *j = consumer.todo;
+        consumer.todo = j->next;
+        if (!consumer.todo) consumer.todo_tail = NULL;
+        pthread_mutex_unlock(&consumer.mu);
+
+        if (j->kind == BW_JOB_READ_LEDGER) bw_rebalance_read_ledger(j);
+        else bw_applier_apply(&ap, j->shard, j->msgs, j->cnt, &j->res);
+
+        pthread_mutex_lock(&consumer.mu);
+        j->next = consumer.done;
+        consumer.done = j;
+        pthread_cond_signal(&consumer.done_cv);
+    }
+    pthread_mutex_unlock(&consumer.mu);
+    bw_applier_destroy(&ap);
+    return NULL;
+}
+
+void bw_scheduler_start(void) {
+    pthread_mutex_init(&consumer.mu, NULL);
+    pthread_cond_init(&consumer.todo_cv, NULL);
+    pthread_cond_init(&consumer.done_cv, NULL);
+    consumer.workers = calloc((size_t)consumer.conf->workers, sizeof(*consumer.workers));
+    for (int i = 0; i < consumer.conf->workers; i++) pthread_create(&consumer.workers[i], NULL, worker_main, NULL);
+}
+
+/* Every job must have been collected. */
+void bw_scheduler_stop(void) {
+    pthread_mutex_lock(&consumer.mu);
+    consumer.stopping = 1;
+    pthread_cond_broadcast(&consumer.todo_cv);
+    pthread_mutex_unlock(&consumer.mu);
+    for (int i = 0; i < consumer.conf->workers; i++) pthread_join(consumer.workers[i], NULL);
+    free(consumer.workers);
+}
+
+/* Hands j to the pool; it comes back through bw_scheduler_collect. */
+void bw_scheduler_submit(bw_job_t *j) {
+    if (j->kind == BW_JOB_READ_LEDGER) consumer.ledger_reads++;
+    pthread_mutex_lock(&consumer.mu);
+    consumer.busy++;
+    if (consumer.todo_tail) consumer.todo_tail->next = j;
+    else consumer.todo = j;
+    consumer.todo_tail = j;
+    pthread_cond_signal(&consumer.todo_cv);
+    pthread_mutex_unlock(&consumer.mu);
+}
+
+static int pool_full(void) {
+    pthread_mutex_lock(&consumer.mu);
+    int full = consumer.busy >= consumer.conf->workers;
+    pthread_mutex_unlock(&consumer.mu);
+    return full;
+}
+
+/* Hands out every job that is due, round-robin. Returns microseconds until the next one
+ * might be. */
+int64_t bw_scheduler_dispatch(void) {
+    int64_t now = bw_now_us(), next = 10000;
+    int n = consumer.conf->shard_count;
+    for (int k = 0; k < n; k++) {
+        int s = (consumer.next_shard + k) % n;
+        bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned || p->job || !p->len || p->op_paused) continue;
+        if (p->ready_at_us > now) {
+            if (p->ready_at_us - now < next) next = p->ready_at_us - now;
+            continue;
+        }
+        if (pool_full()) return 1000; /* Kafka keeps buffering; the turn stays with s */
+        int64_t wait = 0;
+        bw_admit_t admit = bw_health_admit(consumer.health, s, now, &wait);
+        if (admit == BW_ADMIT_WAIT) {
+            if (wait < next) next = wait;
+            continue;
+        }
+        if ((wait = bw_ratelimit_try_acquire(&p->rl, 1, now)) > 0) {
+            if (admit == BW_ADMIT_PROBE) bw_health_unadmit(consumer.health, s);
+            p->ready_at_us = now + wait;
+            if (wait < next) next = wait;
+            continue;
+        }
+        bw_job_t *j = calloc(1, sizeof(*j));
+        if (!j) abort();
+        j->kind = BW_JOB_APPLY;
+        j->shard = s;
+        j->server = consumer.conf->shard_server[s];
+        j->probe = admit == BW_ADMIT_PROBE;
+        j->cnt = j->probe ? 1 : bw_partition_run_length(s);
+        j->msgs = malloc(j->cnt * sizeof(*j->msgs));
+        if (!j->msgs) abort();
+        memcpy(j->msgs, p->buf, j->cnt * sizeof(*j->msgs));
+        j->started_us = now;
+        p->job = j;
+        consumer.next_shard = (s + 1) % n; /* the next visit starts after the shard served */
+        bw_scheduler_submit(j);
+    }
+    return next;
+}
+
+/* Logs, alerts and refetches what a health transition changed. */
+static void on_health(int shard, unsigned changed, bw_outcome_t outcome, const char *error) {
+    int server = consumer.conf->shard_server[shard];
+    const bw_server_t *sv = &consumer.conf->servers[server];
+    if (changed & BW_HEALTH_SHARD_HELD)
+        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL,
+               "%d consecutive timeouts: not pulling the shard; one batch every %d ms decides",
+               consumer.conf->pause_after_timeouts, consumer.conf->pause_ms);
+    if ((changed & BW_HEALTH_SHARD_STOPPED) && !bw_alerts_firing(consumer.alerts, BW_ALERT_STOPPED, shard))
+        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "stopped: %s; trying one batch every %d ms", error,
+               consumer.conf->pause_ms);
+    if (outcome == BW_OUTCOME_TIMEOUT && bw_health_shard_held(consumer.health, shard))
+        bw_alerts_fire(consumer.alerts, BW_ALERT_UNHEALTHY, shard, error); /* again: it carries the latest error */
+    if (changed & BW_HEALTH_SHARD_STOPPED) bw_alerts_fire(consumer.alerts, BW_ALERT_STOPPED, shard, error);
+    if (changed & (BW_HEALTH_SHARD_HELD | BW_HEALTH_SHARD_STOPPED)) bw_metrics_shard_held(consumer.metrics, shard, 1);
+    if (changed & BW_HEALTH_SHARD_FREED) {
+        bw_metrics_shard_held(consumer.metrics, shard, 0);
+        bw_alerts_resolve(consumer.alerts, BW_ALERT_UNHEALTHY, shard);
+        bw_alerts_resolve(consumer.alerts, BW_ALERT_STOPPED, shard);
+    }
+    if (changed & BW_HEALTH_SERVER_DOWN)
+        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL,
+               "server %s (%s:%d) unreachable: its shards wait without workers; one batch every %d ms decides",
+               sv->name, sv->host, sv->port, consumer.conf->pause_ms);
+    if (outcome == BW_OUTCOME_CONNECTION && bw_health_server_down(consumer.health, server))
+        bw_alerts_fire_server(consumer.alerts, server, error);
+    if (changed & (BW_HEALTH_SERVER_DOWN | BW_HEALTH_SERVER_UP)) {
+        int down = (changed & BW_HEALTH_SERVER_DOWN) != 0;
+        bw_metrics_server_down(consumer.metrics, server, down);
+        if (!down) bw_alerts_resolve_server(consumer.alerts, server);
+        for (int s = sv->first_shard; s <= sv->last_shard; s++)
+            if (consumer.partitions[s].assigned) bw_partition_refresh_fetch(s);
+    }
+    bw_partition_refresh_fetch(shard);
+}
+
+static bw_outcome_t outcome_of(const bw_apply_result_t *res) {
+    if (res->status == BW_APPLY_OK) return BW_OUTCOME_OK;
+    switch (res->fail) {
+    case BW_FAIL_TIMEOUT: return BW_OUTCOME_TIMEOUT;
+    case BW_FAIL_CONNECTION: return BW_OUTCOME_CONNECTION;
+    case BW_FAIL_STOP: return BW_OUTCOME_STOP;
+    default: return BW_OUTCOME_RETRY;
+    }
+}
+
+/* A batch that was not applied stays first in its buffer; the shard backs off
+ * exponentially with jitter. */
+static void retry_later(bw_job_t *j, bw_outcome_t outcome, int64_t now) {
+    bw_partition_t *p = &consumer.partitions[j->shard];
+    int64_t initial = (int64_t)consumer.conf->retry_initial_ms * 1000, max = (int64_t)consumer.conf->retry_max_ms * 1000;
+    p->backoff_us = p->backoff_us ? p->backoff_us * 2 : initial;
+    if (p->backoff_us > max) p->backoff_us = max;
+    int64_t jitter = (int64_t)(rand() % 1000) * p->backoff_us / 4000; /* up to +25% */
+    p->ready_at_us = now + p->backoff_us + jitter;
+    static const bw_apply_err_t kinds[] = {[BW_OUTCOME_RETRY] = BW_APPLY_ERR_RETRYABLE,
+                                           [BW_OUTCOME_TIMEOUT] = BW_APPLY_ERR_TIMEOUT,
+                                           [BW_OUTCOME_CONNECTION] = BW_APPLY_ERR_CONNECTION,
+                                           [BW_OUTCOME_STOP] = BW_APPLY_ERR_STOP};
+    static const char *const names[BW_APPLY_ERR_KINDS] = {
+        [BW_APPLY_ERR_RETRYABLE] = "retryable", [BW_APPLY_ERR_TIMEOUT] = "timeout",
+        [BW_APPLY_ERR_CONNECTION] = "connection", [BW_APPLY_ERR_STOP] = "stop"};
+    bw_apply_err_t kind = kinds[outcome];
+    bw_metrics_shard_error(consumer.metrics, j->shard, kind, 1);
+    bw_metrics_shard_retry(consumer.metrics, j->shard);
+    bw_partition_note_error(j->shard, names[kind], j->res.error);
+    if (outcome != BW_OUTCOME_STOP)
+        bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "batch not applied, retrying in %lld ms: %s",
+               (long long)(p->backoff_us + jitter) / 1000, j->res.error);
+}
+
+/* Takes a finished job back. */
+static void collect(bw_job_t *j) {
+    int64_t now = bw_now_us();
+    if (j->kind == BW_JOB_READ_LEDGER) {
+        consumer.ledger_reads--;
+        bw_rebalance_ledger_read(j);
+        free(j->shards);
+        free(j->offsets);
+        free(j);
+        return;
+    }
+    bw_partition_t *p = &consumer.partitions[j->shard];
+    bw_outcome_t outcome = outcome_of(&j->res);
+    unsigned changed = bw_health_report(consumer.health, j->shard, outcome, j->probe, now);
+    if (outcome == BW_OUTCOME_OK) {
+        bw_partition_drop_head(j->shard, j->cnt);
+        p->backoff_us = 0;
+        bw_progress_applied(j, now);
+    } else {
+        retry_later(j, outcome, now);
+    }
+    p->job = NULL;
+    on_health(j->shard, changed, outcome, j->res.error);
+    free(j->msgs);
+    free(j);
+}
+
+/* Collects finished jobs; waits up to wait_us for one. */
+void bw_scheduler_collect(int64_t wait_us) {
+    pthread_mutex_lock(&consumer.mu);
+    if (!consumer.done && wait_us > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)(wait_us % 1000000) * 1000;
+        ts.tv_sec += wait_us / 1000000 + ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&consumer.done_cv, &consumer.mu, &ts);
+    }
+    bw_job_t *done = consumer.done;
+    int n = 0;
+    for (bw_job_t *j = done; j; j = j->next) n++;
+    consumer.done = NULL;
+    consumer.busy -= n;
+    pthread_mutex_unlock(&consumer.mu);
+    while (done) {
+        bw_job_t *next = done->next;
+        collect(done);
+        done = next;
+    }
+}
+
+/* Waits until no job of the listed partitions, and no ledger read, is in flight. */
+void bw_scheduler_drain(const int *shards, size_t n) {
+    for (;;) {
+        int in_flight = consumer.ledger_reads > 0;
+        for (size_t i = 0; i < n && !in_flight; i++) in_flight = consumer.partitions[shards[i]].job != NULL;
+        if (!in_flight) return;
+        bw_scheduler_collect(100000);
+    }
+}
+
+/* Applies the operator's settings (and configured rates, after a reload) to every
+ * assigned shard. */
+void bw_scheduler_apply_settings(int64_t now) {
+    for (int s = 0; s < consumer.conf->shard_count; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned) continue;
+        bw_shard_setting_t set;
+        bw_shard_table_setting(consumer.table, s, &set);
+        double rate = set.has_rate ? set.rate : consumer.conf->shard_rate[s];
+        if (rate != p->rl.rate) {
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g batches/s%s%s%s", p->rl.rate, rate,
+                   set.has_rate ? " (operator: " : " (configured)", set.has_rate ? set.reason : "",
+                   set.has_rate ? ")" : "");
+            bw_ratelimit_set_rate(&p->rl, rate, now);
+            if (!p->backoff_us) p->ready_at_us = 0; /* a wait set by the old rate; a retry backoff stays */
+        }
+        if (set.paused != p->op_paused) {
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "%s by an operator%s%s", set.paused ? "paused" : "resumed",
+                   set.reason[0] ? ": " : "", set.reason);
+            p->op_paused = set.paused;
+            bw_partition_refresh_fetch(s);
+        }
+    }
+}
