@@ -617,7 +617,9 @@ START_TEST(dead_letter_truncated_to_fit) {
     json_decref(j);
     free(s);
 
-    bw_dead_letter_t raw = {.shard = 1, .offset = 9, .error = "not a bulkwrite.v1.ShardBatch", .raw = ctl, .raw_len = 900000};
+    uint8_t *payload = calloc(1, 900000); /* base64: 1.2 MB */
+    bw_dead_letter_t raw = {.shard = 1, .offset = 9, .error = "not a bulkwrite.v1.ShardBatch", .raw = payload,
+                            .raw_len = 900000};
     s = bw_dead_letter_json(&raw, max);
     ck_assert_uint_le(strlen(s), max);
     ck_assert_msg((j = json_loads(s, 0, &je)) != NULL, "not JSON");
@@ -626,6 +628,7 @@ START_TEST(dead_letter_truncated_to_fit) {
     json_decref(j);
     free(s);
     bw_config_destroy(c);
+    free(payload);
     free(ctl);
 }
 END_TEST
