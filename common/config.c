@@ -226,8 +226,24 @@ static const key_t_ top_keys[] = {
      "stored in their ledgers; 0 = never. Skipped on the embedded Kafka, which has no such call."},
     {"consumer.max_batch_bytes", K_INT, OFF(max_batch_bytes), 0, 1024, 1073741824, "4194304", NULL,
      NULL, 0,
-     "Most Kafka payload bytes combined into one statement (besides the op's batch_size rows): "
-     "keeps statements of big rows under the server's max_allowed_packet."},
+     "Most Kafka payload bytes a consumer hands to one apply (one transaction), besides the "
+     "op's batch_size rows. Statements are sized separately, by consumer.statement_packet_pct."},
+    {"consumer.statement_packet_pct", K_INT, OFF(statement_packet_pct), 0, 10, 90, "75", NULL, NULL,
+     0,
+     "Multi-row statements stay under this share (percent) of each server's max_allowed_packet, "
+     "read when a connection is made; a batch becomes as many statements as that takes, in one "
+     "transaction. A row too big for this share is sent alone; a row whose statement is over "
+     "max_allowed_packet itself fails alone as a data error (1153) and is dead-lettered."},
+    {"consumer.connection_check_idle_ms", K_INT, OFF(connection_check_idle_ms), 0, 0, 86400000,
+     "5000", NULL, NULL, 0,
+     "A pooled MariaDB connection idle longer than this is checked (ping) before its next "
+     "batch; one the server or a load balancer closed is replaced by a fresh connection without "
+     "counting an error. 0 = before every batch."},
+    {"consumer.connection_idle_close_ms", K_INT, OFF(connection_idle_close_ms), 0, 1000, 86400000,
+     "60000", NULL, NULL, 0,
+     "A pooled connection idle longer than this is closed, so idle consumers (consumers x "
+     "workers x servers) do not hold server threads; keep it under the server's wait_timeout "
+     "and any load balancer's idle timeout."},
     {"consumer.backlog_age_warn_pct", K_INT, OFF(backlog_age_warn_pct), 0, 1, 99, "50", NULL, NULL,
      0,
      "Where the batches topic has a retention.ms (kafka.allow_retention), a shard whose oldest "

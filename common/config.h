@@ -111,6 +111,9 @@ typedef struct {
     int progress_interval_ms;
     int delete_applied_interval_ms;
     int max_batch_bytes;
+    int statement_packet_pct;     /* statements stay under this % of max_allowed_packet */
+    int connection_check_idle_ms; /* ping a pooled connection idle this long before use */
+    int connection_idle_close_ms; /* close a pooled connection idle this long */
     int backlog_age_warn_pct;
     int retry_initial_ms, retry_max_ms;
     int pause_after_timeouts;

@@ -43,6 +43,16 @@ MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, si
     return db;
 }
 
+unsigned long bw_db_max_packet(MYSQL *db) {
+    if (mysql_query(db, "SELECT @@max_allowed_packet")) return 0;
+    MYSQL_RES *r = mysql_store_result(db);
+    if (!r) return 0;
+    MYSQL_ROW row = mysql_fetch_row(r);
+    unsigned long v = row && row[0] ? strtoul(row[0], NULL, 10) : 0;
+    mysql_free_result(r);
+    return v;
+}
+
 /* Every error number the consumer can meet, with what it means for the batch. Client
  * errors (2000-2999) not listed are connection errors; anything else not listed stops
  * the shard: an error nobody has classified must not dead-letter good rows. */

@@ -15,6 +15,11 @@
 /* Connects to server `server_index`. NULL with errstr on failure. */
 MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size);
 
+/* The server's max_allowed_packet as this connection sees it (read once per connection:
+ * a server's SET GLOBAL applies to connections made after it). 0 on failure, with the
+ * connection's mysql_errno()/mysql_error() set. */
+unsigned long bw_db_max_packet(MYSQL *db);
+
 /* What an error of the server means for a batch: the one error policy (the table in
  * db.c, documented in docs/reliability.md). */
 typedef enum {

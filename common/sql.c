@@ -4,21 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The escape letter of each byte that needs one inside '…' (0: the byte goes as is). */
+static const char escapes[256] = {[0] = '0', ['\n'] = 'n', ['\r'] = 'r', [0x1a] = 'Z',
+                                  ['\\'] = '\\', ['\''] = '\'', ['"'] = '"'};
+
 void bw_sql_append_escaped(bw_buf_t *b, const void *s, size_t len) {
     const unsigned char *p = s;
     bw_buf_reserve(b, len * 2);
     char *o = b->data + b->len;
     for (size_t i = 0; i < len; i++) {
-        char esc = 0;
-        switch (p[i]) {
-        case 0: esc = '0'; break;
-        case '\n': esc = 'n'; break;
-        case '\r': esc = 'r'; break;
-        case 0x1a: esc = 'Z'; break;
-        case '\\': esc = '\\'; break;
-        case '\'': esc = '\''; break;
-        case '"': esc = '"'; break;
-        }
+        char esc = escapes[p[i]];
         if (esc) {
             *o++ = '\\';
             *o++ = esc;
@@ -28,6 +23,12 @@ void bw_sql_append_escaped(bw_buf_t *b, const void *s, size_t len) {
     }
     b->len = (size_t)(o - b->data);
     b->data[b->len] = '\0';
+}
+
+static size_t escaped_len(const unsigned char *p, size_t len) {
+    size_t n = len;
+    for (size_t i = 0; i < len; i++) n += escapes[p[i]] != 0;
+    return n;
 }
 
 static void append_hex(bw_buf_t *b, const uint8_t *p, size_t len) {
@@ -76,6 +77,37 @@ static int same_columns(const bw_sql_row_t *a, const bw_sql_row_t *b) {
     return 1;
 }
 
+/* The most bytes bw_sql_append_value writes for v (exact for text and binary, which
+ * are what make statements big). */
+static size_t value_len(const Bulkwrite__V1__Value *v) {
+    switch (v ? v->kind_case : BULKWRITE__V1__VALUE__KIND__NOT_SET) {
+    case BULKWRITE__V1__VALUE__KIND_INT_VALUE: return 20;
+    case BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE: return 24;
+    case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: return 1;
+    case BULKWRITE__V1__VALUE__KIND_STRING_VALUE: return 2 + escaped_len(v->string_value.data, v->string_value.len);
+    case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE: return 3 + 2 * v->bytes_value.len;
+    default: return 4;
+    }
+}
+
+/* Upper bounds of a statement's length, in two parts: what it has whatever its rows
+ * (table, column lists, one CASE or VALUES() per column), and what each row adds (its
+ * id up to three times, its values, a column name and WHEN … THEN per field, DEFAULT
+ * for each column it leaves out). Checked against bw_sql_build in the unit tests. */
+static size_t fixed_bound(const bw_object_type_t *ot, const char *db) {
+    size_t id = strlen(ot->id_column), n = 64 + strlen(db) + strlen(ot->table) + 3 * id;
+    for (int c = 0; c < ot->column_cnt; c++) n += 3 * strlen(ot->columns[c].name) + id + 32;
+    return n;
+}
+
+static size_t row_bound(const bw_object_type_t *ot, int op, const bw_sql_row_t *row) {
+    if (op == BW_OP_DELETE) return 21;
+    size_t n = 64 + 8 * (size_t)ot->column_cnt;
+    for (size_t i = 0; i < row->field_cnt; i++)
+        n += value_len(row->fields[i]->value) + strlen(ot->columns[row->colmap[row->fields[i]->column]].name) + 40;
+    return n;
+}
+
 /* Ids seen in the statement being planned: an open-addressing set per thread, kept
  * across calls and invalidated by a generation stamp, so planning is linear in the
  * batch and allocates only when a batch outgrows every earlier one. */
@@ -104,11 +136,12 @@ void bw_sql_thread_done(void) {
     seen_cap = 0;
 }
 
-size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows, size_t n) {
+size_t bw_sql_plan_bytes(const bw_object_type_t *ot, int op, const char *db, const bw_sql_row_t *rows,
+                         size_t n, size_t max_bytes, size_t *bytes) {
     size_t max = (size_t)ot->batch_size[op];
     if (n < max) max = n;
-    if (op != BW_OP_UPDATE && op != BW_OP_UPSERT) return max;
-    if (seen_cap < 2 * max) {
+    int unique_ids = op == BW_OP_UPDATE || op == BW_OP_UPSERT;
+    if (unique_ids && seen_cap < 2 * max) {
         size_t cap = 64;
         while (cap < 2 * max) cap *= 2;
         free(seen);
@@ -117,15 +150,27 @@ size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows,
         seen_cap = cap;
         seen_gen = 0;
     }
-    if (++seen_gen == 0) { /* the stamp wrapped: clear once */
+    if (unique_ids && ++seen_gen == 0) { /* the stamp wrapped: clear once */
         memset(seen, 0, seen_cap * sizeof(*seen));
         seen_gen = 1;
     }
-    for (size_t i = 0; i < max; i++) {
-        if (i && op == BW_OP_UPSERT && !same_columns(&rows[0], &rows[i])) return i;
-        if (seen_add(rows[i].id)) return i;
+    size_t total = fixed_bound(ot, db), i;
+    for (i = 0; i < max; i++) {
+        if (i && op == BW_OP_UPSERT && !same_columns(&rows[0], &rows[i])) break;
+        size_t r = row_bound(ot, op, &rows[i]);
+        if (total + r > max_bytes) {
+            if (i == 0) total += r; /* the caller learns how big the lone row is */
+            break;
+        }
+        if (unique_ids && seen_add(rows[i].id)) break;
+        total += r;
     }
-    return max;
+    if (bytes) *bytes = total;
+    return i;
+}
+
+size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows, size_t n) {
+    return bw_sql_plan_bytes(ot, op, "", rows, n, SIZE_MAX, NULL);
 }
 
 static void append_ident(bw_buf_t *b, const char *name) {

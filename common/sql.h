@@ -1,4 +1,4 @@
-/* sql.h — building one multi-row statement per batch.
+/* sql.h — building multi-row statements for a batch, bounded in rows and bytes.
  *
  * Identifiers (database, table, columns) come only from the configuration, which
  * admits [A-Za-z0-9_] and is quoted with backticks anyway. Values are never spliced
@@ -36,6 +36,13 @@ void bw_sql_append_value(bw_buf_t *b, const Bulkwrite__V1__Value *v);
  * statement cannot apply two changes to one row in order); UPSERT also stops where the
  * set of columns changes (ON DUPLICATE KEY UPDATE names one column list). >= 1 if n > 0. */
 size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows, size_t n);
+
+/* The same, and the statement's length bounded by max_bytes: the rows taken are those
+ * whose upper bound (what bw_sql_build may write for them into database `db`) fits.
+ * Returns 0 when rows[0] alone does not fit (n > 0); *bytes (if not NULL) gets the
+ * bound of the planned statement, or of rows[0] alone when 0 is returned. */
+size_t bw_sql_plan_bytes(const bw_object_type_t *ot, int op, const char *db, const bw_sql_row_t *rows,
+                         size_t n, size_t max_bytes, size_t *bytes);
 
 /* Frees the calling thread's planning scratch (call when a thread that planned ends). */
 void bw_sql_thread_done(void);

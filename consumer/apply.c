@@ -20,13 +20,18 @@ void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *me
     ap->metrics = metrics;
     ap->dead_letters = dead_letters;
     ap->conns = calloc((size_t)conf->server_cnt, sizeof(*ap->conns));
+    if (!ap->conns) abort();
     bw_buf_init(&ap->sql);
     bw_arena_init(&ap->arena, 1 << 20);
 }
 
+static void conn_close(bw_apply_conn_t *c) {
+    if (c->db) mysql_close(c->db);
+    c->db = NULL;
+}
+
 void bw_applier_destroy(bw_applier_t *ap) {
-    for (int i = 0; i < ap->conf->server_cnt; i++)
-        if (ap->conns[i]) mysql_close(ap->conns[i]);
+    for (int i = 0; i < ap->conf->server_cnt; i++) conn_close(&ap->conns[i]);
     free(ap->conns);
     bw_buf_free(&ap->sql);
     bw_arena_destroy(&ap->arena);
@@ -55,7 +60,8 @@ typedef struct {
 typedef struct {
     bw_applier_t *ap;
     int shard, server;
-    MYSQL *db;
+    bw_apply_conn_t *conn;
+    MYSQL *db;             /* conn->db, NULL once a client-side error closed it */
     char dbname[80];
     bw_apply_result_t *res;
     rd_kafka_message_t *const *msgs;
@@ -81,8 +87,7 @@ static int failed_retry(apply_ctx_t *x, const char *what) {
                    : cls == BW_DBERR_STOP       ? BW_FAIL_STOP
                                                 : BW_FAIL_OTHER;
     if (err >= 2000 && err < 3000) { /* client-side: the connection is gone or unusable */
-        mysql_close(x->db);
-        x->ap->conns[x->server] = NULL;
+        conn_close(x->conn);
         x->db = NULL;
     }
     return 1;
@@ -219,12 +224,39 @@ static int apply_rows_one_by_one(apply_ctx_t *x, const run_t *run, size_t from, 
     return 0;
 }
 
-/* Applies a run as few statements as bw_sql_plan allows. */
+/* The most bytes a multi-row statement may have on this connection. */
+static size_t statement_budget(const apply_ctx_t *x) {
+    return x->conn->max_packet / 100 * (size_t)x->ap->conf->statement_packet_pct;
+}
+
+/* A row whose statement alone (built in x->ap->sql) is more than the server takes in
+ * one packet: it fails alone, as a data error, and never reaches the server. The
+ * margin is the packet's command byte and headers. */
+static int too_big_for_server(apply_ctx_t *x, const run_t *run, size_t i) {
+    size_t len = x->ap->sql.len;
+    if (len + 1024 <= x->conn->max_packet) return 0;
+    char reason[200];
+    snprintf(reason, sizeof(reason), "row too large: its statement is %zu bytes, over the server's "
+             "max_allowed_packet (%lu)", len, x->conn->max_packet);
+    bw_log(BW_LOG_WARN, COMPONENT, x->shard, x->dec[run->msg[i]].sb->job_id, "op %" PRIu32 " (%s id %" PRIu64 ") failed: %s",
+           run->src[i]->op_index, bw_op_name(run->op), run->rows[i].id, reason);
+    add_failure(x, run->msg[i], run->src[i], ER_NET_PACKET_TOO_LARGE, reason);
+    return 1;
+}
+
+/* Applies a run as statements that bw_sql_plan_bytes admits under the statement budget,
+ * all in the call's transaction. */
 static int apply_run(apply_ctx_t *x, const run_t *run) {
-    size_t done = 0;
+    size_t done = 0, budget = statement_budget(x);
     while (done < run->n) {
-        size_t k = bw_sql_plan(run->ot, run->op, run->rows + done, run->n - done);
-        bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, run->rows + done, k);
+        size_t k = bw_sql_plan_bytes(run->ot, run->op, x->dbname, run->rows + done, run->n - done, budget, NULL);
+        /* k == 0: one row over the budget goes alone, if the server takes it at all */
+        bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, run->rows + done, k ? k : 1);
+        if (!k && too_big_for_server(x, run, done)) {
+            done++;
+            continue;
+        }
+        if (!k) k = 1;
         if (query(x, "SAVEPOINT bw_stmt", 17)) return failed_retry(x, "savepoint"), -1;
         if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) {
             x->res->rows_applied += k;
@@ -254,22 +286,29 @@ static int record_parts(apply_ctx_t *x, size_t cnt) {
                       d->sb->job_id, d->sb->part, x->msgs[i]->offset, d->applied, d->failed);
     }
     if (n && query(x, b->data, b->len)) return failed_retry(x, "recording job parts"), -1;
-    if (!x->failure_cnt) return 0;
-    bw_buf_reset(b);
-    bw_buf_printf(b, "INSERT INTO `%s`.`bw_job_failures` (job_id, op_index, part, object_id, error_code, reason) VALUES ",
-                  x->dbname);
-    for (size_t i = 0; i < x->failure_cnt; i++) {
+    /* failed ops: as many statements as the budget takes (a reason is at most ~2 KB) */
+    size_t budget = statement_budget(x), rows = 0;
+    for (size_t i = 0; i <= x->failure_cnt; i++) {
+        if (rows && (i == x->failure_cnt || b->len + 2400 > budget)) {
+            /* an op refused again by a re-split resubmission keeps its latest reason */
+            bw_buf_puts(b, " ON DUPLICATE KEY UPDATE reason=VALUES(reason), error_code=VALUES(error_code)");
+            if (query(x, b->data, b->len)) return failed_retry(x, "recording failed ops"), -1;
+            rows = 0;
+        }
+        if (i == x->failure_cnt) break;
+        if (!rows) {
+            bw_buf_reset(b);
+            bw_buf_printf(b, "INSERT INTO `%s`.`bw_job_failures` (job_id, op_index, part, object_id, error_code, reason) VALUES ",
+                          x->dbname);
+        }
         const failure_t *f = &x->failures[i];
         const Bulkwrite__V1__ShardBatch *sb = x->dec[f->msg].sb;
         size_t rlen = strlen(f->reason);
-        bw_buf_printf(b, "%s('%s',%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%u,'", i ? "," : "", sb->job_id,
+        bw_buf_printf(b, "%s('%s',%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%u,'", rows++ ? "," : "", sb->job_id,
                       f->row->op_index, sb->part, f->row->id, f->code);
         bw_sql_append_escaped(b, f->reason, rlen > 1000 ? 1000 : rlen);
         bw_buf_puts(b, "')");
     }
-    /* an op refused again by a re-split resubmission keeps its latest reason */
-    bw_buf_puts(b, " ON DUPLICATE KEY UPDATE reason=VALUES(reason), error_code=VALUES(error_code)");
-    if (query(x, b->data, b->len)) return failed_retry(x, "recording failed ops"), -1;
     return 0;
 }
 
@@ -311,23 +350,35 @@ static int store_offset(apply_ctx_t *x, const char *topic, int64_t next) {
     return 0;
 }
 
-void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *msgs, size_t cnt,
-                      bw_apply_result_t *res) {
+/* Opens a connection to `server` and reads its packet limit. -1 with errstr. */
+static int conn_open(bw_applier_t *ap, int server, char *errstr, size_t errstr_size) {
+    bw_apply_conn_t *c = &ap->conns[server];
+    if (!(c->db = bw_db_connect(ap->conf, server, errstr, errstr_size))) return -1;
+    if ((c->max_packet = bw_db_max_packet(c->db)) == 0) {
+        snprintf(errstr, errstr_size, "reading max_allowed_packet on %s: %s (%u)", ap->conf->servers[server].name,
+                 mysql_error(c->db), mysql_errno(c->db));
+        conn_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* One attempt at the whole transaction on the server's connection (opened if none). */
+static void apply_batch(bw_applier_t *ap, int shard, rd_kafka_message_t *const *msgs, size_t cnt,
+                        bw_apply_result_t *res) {
     memset(res, 0, sizeof(*res));
     res->status = BW_APPLY_OK;
     bw_arena_reset(&ap->arena);
     const bw_config_t *conf = ap->conf;
     apply_ctx_t x = {.ap = ap, .shard = shard, .server = conf->shard_server[shard], .res = res, .msgs = msgs};
+    x.conn = &ap->conns[x.server];
     bw_config_shard_db(conf, shard, x.dbname, sizeof(x.dbname));
-    if (!ap->conns[x.server]) {
-        ap->conns[x.server] = bw_db_connect(conf, x.server, res->error, sizeof(res->error));
-        if (!ap->conns[x.server]) {
-            res->status = BW_APPLY_RETRY;
-            res->fail = BW_FAIL_CONNECTION;
-            return;
-        }
+    if (!x.conn->db && conn_open(ap, x.server, res->error, sizeof(res->error))) {
+        res->status = BW_APPLY_RETRY;
+        res->fail = BW_FAIL_CONNECTION;
+        return;
     }
-    x.db = ap->conns[x.server];
+    x.db = x.conn->db;
 
     int64_t stored;
     if (bw_db_read_offset(x.db, conf, shard, 1, &ap->sql, &stored)) {
@@ -402,4 +453,45 @@ rollback:
     if (!res->fail) res->fail = BW_FAIL_OTHER;
     res->rows_applied = res->rows_failed = res->messages_skipped = res->messages_duplicate = 0;
     res->dead_letters = res->messages_undecodable = 0;
+}
+
+int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {
+    int closed = 0;
+    for (int i = 0; i < ap->conf->server_cnt; i++) {
+        bw_apply_conn_t *c = &ap->conns[i];
+        if (c->db && now_us - c->used_us >= (int64_t)ap->conf->connection_idle_close_ms * 1000) {
+            conn_close(c);
+            closed++;
+        }
+    }
+    return closed;
+}
+
+/* A connection that served an earlier batch can have been closed since, by the
+ * server's wait_timeout or a load balancer: that is found (by a ping after a while
+ * idle, or by the batch's first statement) and mended by connecting again at once,
+ * without an error. Only a failure on a fresh connection says the server is sick. */
+void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *msgs, size_t cnt,
+                      bw_apply_result_t *res) {
+    int64_t now = bw_now_us();
+    int server = ap->conf->shard_server[shard];
+    bw_apply_conn_t *c = &ap->conns[server];
+    uint64_t reconnects = 0;
+    bw_applier_close_idle(ap, now);
+    if (c->db && now - c->used_us >= (int64_t)ap->conf->connection_check_idle_ms * 1000 && mysql_ping(c->db)) {
+        bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "connection to %s closed while idle (%s): reconnecting",
+               ap->conf->servers[server].name, mysql_error(c->db));
+        conn_close(c);
+        reconnects++;
+    }
+    int reused = c->db != NULL;
+    apply_batch(ap, shard, msgs, cnt, res);
+    if (res->status == BW_APPLY_RETRY && reused && !c->db) { /* a client-side error closed it */
+        bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "reused connection to %s failed (%s): applying again on a new one",
+               ap->conf->servers[server].name, res->error);
+        reconnects++;
+        apply_batch(ap, shard, msgs, cnt, res);
+    }
+    res->reconnects = reconnects;
+    c->used_us = bw_now_us();
 }

@@ -5,14 +5,22 @@
  *   2. skip messages below it (applied before a crash or a rebalance);
  *   3. skip messages whose (job_id, part) is in bw_job_parts (a request resubmitted
  *      under the same request_id);
- *   4. apply the rest as multi-row statements (normally one);
+ *   4. apply the rest as multi-row statements, each under the server's packet limit
+ *      (consumer.statement_packet_pct of its max_allowed_packet);
  *   5. record each message in bw_job_parts (its applied and failed counts) and each
  *      refused op in bw_job_failures;
  *   6. send the refused ops to the dead-letter topic and wait for Kafka's ack;
  *   7. store the new next offset; COMMIT.
  * The offset moves only with the data, so a replayed message is never applied twice.
  * When a statement hits a data error (duplicate key, value too long, …), the rows are
- * applied one at a time under savepoints so that only the offending rows fail.
+ * applied one at a time under savepoints so that only the offending rows fail; a row
+ * whose statement alone is over max_allowed_packet fails the same way (1153).
+ *
+ * Connections: one per server, opened on first use, pinged before use after
+ * consumer.connection_check_idle_ms idle, closed after consumer.connection_idle_close_ms.
+ * A reused connection that turns out closed (the server's wait_timeout, a load balancer)
+ * is replaced and the batch applied again at once: only a failure on a fresh connection
+ * is BW_FAIL_CONNECTION.
  *
  * @locality worker thread; an applier is owned by one worker. */
 #ifndef BW_APPLY_H
@@ -27,9 +35,16 @@
 #include "deadletter.h"
 #include "metrics.h"
 
+/* A pooled connection to one server. */
+typedef struct {
+    MYSQL *db;                /* NULL: none open */
+    unsigned long max_packet; /* the server's max_allowed_packet, read when connected */
+    int64_t used_us;          /* when its last batch ended (bw_now_us) */
+} bw_apply_conn_t;
+
 typedef struct {
     const bw_config_t *conf;
-    MYSQL **conns;   /* [server_cnt], connected lazily */
+    bw_apply_conn_t *conns;   /* [server_cnt] */
     bw_buf_t sql;
     bw_arena_t arena;
     bw_metrics_t *metrics;
@@ -62,6 +77,7 @@ typedef struct {
     uint64_t messages_duplicate; /* parts of a resubmitted request, applied before */
     uint64_t dead_letters;     /* records sent to the dead-letter topic */
     uint64_t messages_undecodable; /* passed whole to the dead-letter topic */
+    uint64_t reconnects;       /* reused connections found closed and replaced (not errors) */
     char error[512];           /* what went wrong, for logs and alerts */
 } bw_apply_result_t;
 
@@ -69,8 +85,14 @@ void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *me
                      bw_dead_letters_t *dead_letters);
 void bw_applier_destroy(bw_applier_t *ap);
 
-/* Applies msgs[0..cnt), all of partition `shard`, in offset order. */
+/* Applies msgs[0..cnt), all of partition `shard`, in offset order. Closes the
+ * applier's idle connections first (bw_applier_close_idle). */
 void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *msgs, size_t cnt,
                       bw_apply_result_t *res);
+
+/* Closes the connections idle for consumer.connection_idle_close_ms or longer at
+ * `now_us` (bw_now_us). Returns how many it closed. A worker calls it when it wakes
+ * without a job, so that an idle worker holds no server thread. */
+int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us);
 
 #endif

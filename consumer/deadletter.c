@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@ struct bw_dead_letters {
     rd_kafka_t *rk;
     rd_kafka_topic_t *rkt;
     int timeout_ms;
+    size_t max_value;  /* bytes of a record's JSON at most (under message.max.bytes) */
 };
 
 /* One send call's outstanding acknowledgements; lives on the caller's stack until
@@ -42,6 +44,7 @@ bw_dead_letters_t *bw_dead_letters_new(const bw_config_t *conf, const char *brok
     rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
     bw_dead_letters_t *dl = calloc(1, sizeof(*dl));
     dl->timeout_ms = conf->produce_timeout_ms;
+    dl->max_value = bw_dead_letter_max_bytes(conf);
     if (!(dl->rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, errstr_size))) {
         free(dl);
         return NULL;
@@ -62,7 +65,52 @@ void bw_dead_letters_destroy(bw_dead_letters_t *dl) {
     free(dl);
 }
 
-char *bw_dead_letter_json(const bw_dead_letter_t *r) {
+size_t bw_dead_letter_max_bytes(const bw_config_t *conf) {
+    return (size_t)conf->message_max_bytes - 1024; /* the key and the record's framing */
+}
+
+static void sha256_hex(const void *data, size_t len, char out[65]) {
+    unsigned char md[32];
+    unsigned int md_len = 0;
+    if (!EVP_Digest(data, len, md, &md_len, EVP_sha256(), NULL) || md_len != 32) abort();
+    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+/* How much of the op's data a record carries: everything, the first KEEP_PREFIX bytes
+ * of each long text or binary value, none of them, or no fields at all. */
+enum { KEEP_ALL, KEEP_PREFIX, KEEP_NONE, KEEP_NO_FIELDS };
+#define PREFIX_BYTES 1024
+
+/* {"truncated": {"length": N, "sha256": "…", "prefix": <the first bytes, encoded as the
+ * value is>}}: enough to recognise the value, never more than PREFIX_BYTES of it. */
+static json_t *truncated_json(const Bulkwrite__V1__Value *v, const ProtobufCBinaryData *data, size_t keep) {
+    Bulkwrite__V1__Value prefix = *v;
+    ProtobufCBinaryData *pd = v->kind_case == BULKWRITE__V1__VALUE__KIND_STRING_VALUE ? &prefix.string_value
+                                                                                        : &prefix.bytes_value;
+    size_t n = keep;
+    if (v->kind_case == BULKWRITE__V1__VALUE__KIND_STRING_VALUE)
+        while (n > 0 && (data->data[n] & 0xC0) == 0x80) n--; /* whole UTF-8 characters */
+    pd->len = n;
+    char sha[65];
+    sha256_hex(data->data, data->len, sha);
+    return json_pack("{s:{s:I, s:s, s:o}}", "truncated", "length", (json_int_t)data->len, "sha256", sha, "prefix",
+                     bw_value_json(&prefix));
+}
+
+/* A value as the API encodes it, or truncated when it is longer than `keep` bytes. */
+static json_t *value_json(const Bulkwrite__V1__Value *v, size_t keep, int *truncated) {
+    const ProtobufCBinaryData *data = !v ? NULL
+                                      : v->kind_case == BULKWRITE__V1__VALUE__KIND_STRING_VALUE ? &v->string_value
+                                      : v->kind_case == BULKWRITE__V1__VALUE__KIND_BYTES_VALUE  ? &v->bytes_value
+                                                                                                : NULL;
+    if (!data || data->len <= keep) return bw_value_json(v);
+    *truncated = 1;
+    return truncated_json(v, data, keep);
+}
+
+static char *record_json(const bw_dead_letter_t *r, int level) {
+    size_t keep = level == KEEP_ALL ? SIZE_MAX : level == KEEP_PREFIX ? PREFIX_BYTES : 0;
+    int truncated = level == KEEP_NO_FIELDS;
     json_t *j = json_object();
     if (r->job_id) json_object_set_new(j, "job_id", json_string(r->job_id));
     if (r->job_id) json_object_set_new(j, "part", json_integer(r->part));
@@ -75,24 +123,45 @@ char *bw_dead_letter_json(const bw_dead_letter_t *r) {
         json_object_set_new(j, "op_index", json_integer(row->op_index));
         char id[24];
         snprintf(id, sizeof(id), "%" PRIu64, row->id);
-        json_t *fields = json_object();
-        for (size_t f = 0; f < row->n_fields; f++) {
-            const Bulkwrite__V1__RowField *rf = row->fields[f];
-            json_t *v = bw_value_json(rf->value);
-            if (rf->increment) v = json_pack("{s:o}", "increment", v);
-            json_object_set_new(fields, r->columns[rf->column], v);
+        json_t *op = json_pack("{s:s, s:s, s:s}", "op", bw_op_name(r->op), "object_type", r->object_type, "id", id);
+        if (level != KEEP_NO_FIELDS) {
+            json_t *fields = json_object();
+            for (size_t f = 0; f < row->n_fields; f++) {
+                const Bulkwrite__V1__RowField *rf = row->fields[f];
+                json_t *v = value_json(rf->value, keep, &truncated);
+                if (rf->increment) v = json_pack("{s:o}", "increment", v);
+                json_object_set_new(fields, r->columns[rf->column], v);
+            }
+            json_object_set_new(op, "fields", fields);
         }
-        json_object_set_new(j, "op", json_pack("{s:s, s:s, s:s, s:o}", "op", bw_op_name(r->op),
-                                               "object_type", r->object_type, "id", id, "fields", fields));
+        json_object_set_new(j, "op", op);
     } else if (r->raw) {
-        char *b = bw_base64(r->raw, r->raw_len);
+        size_t n = r->raw_len < keep ? r->raw_len : keep;
+        char *b = bw_base64(r->raw, n);
         json_object_set_new(j, "payload_base64", json_string(b));
         free(b);
+        if (n < r->raw_len) {
+            char sha[65];
+            sha256_hex(r->raw, r->raw_len, sha);
+            json_object_set_new(j, "payload_length", json_integer((json_int_t)r->raw_len));
+            json_object_set_new(j, "payload_sha256", json_string(sha));
+            truncated = 1;
+        }
     }
+    /* a truncated record cannot be resubmitted as it is: say so at the top */
+    if (truncated) json_object_set_new(j, "truncated", json_true());
     char *out = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(j);
     if (!out) abort();
     return out;
+}
+
+char *bw_dead_letter_json(const bw_dead_letter_t *r, size_t max_bytes) {
+    for (int level = KEEP_ALL;; level++) {
+        char *out = record_json(r, level);
+        if (strlen(out) <= max_bytes || level == KEEP_NO_FIELDS) return out;
+        free(out);
+    }
 }
 
 int bw_dead_letters_send(bw_dead_letters_t *dl, const bw_dead_letter_t *recs, size_t n, char *errstr,
@@ -108,7 +177,7 @@ int bw_dead_letters_send(bw_dead_letters_t *dl, const bw_dead_letter_t *recs, si
             snprintf(key, sizeof(key), "%s/%" PRIu32 "/%" PRIu32, r->job_id, r->part, r->row ? r->row->op_index : 0);
         else
             snprintf(key, sizeof(key), "undecodable/%d/%" PRId64, r->shard, r->offset);
-        char *value = bw_dead_letter_json(r);
+        char *value = bw_dead_letter_json(r, dl->max_value);
         atomic_fetch_add(&d.pending, 1);
         rd_kafka_resp_err_t err;
         while ((err = rd_kafka_producev(dl->rk, RD_KAFKA_V_RKT(dl->rkt), RD_KAFKA_V_KEY(key, strlen(key)),

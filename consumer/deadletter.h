@@ -43,7 +43,15 @@ void bw_dead_letters_destroy(bw_dead_letters_t *dl);
 int bw_dead_letters_send(bw_dead_letters_t *dl, const bw_dead_letter_t *recs, size_t n, char *errstr,
                          size_t errstr_size);
 
-/* The record's JSON (malloc'd, NUL-terminated). Exposed for tests. */
-char *bw_dead_letter_json(const bw_dead_letter_t *r);
+/* The record's JSON (malloc'd, NUL-terminated), at most max_bytes where it can be: a
+ * record that would be longer (a 200 KB string of control bytes escapes to 1.2 MB)
+ * carries each long text or binary value as {"truncated": {"length", "sha256",
+ * "prefix"}} (the first 1 KiB, then none), or at last the op without its fields; such a
+ * record has "truncated": true. An undecodable message's payload is cut the same way
+ * (payload_length, payload_sha256). Exposed for tests. */
+char *bw_dead_letter_json(const bw_dead_letter_t *r, size_t max_bytes);
+
+/* The longest record sent for `conf`: under the producer's message.max.bytes. */
+size_t bw_dead_letter_max_bytes(const bw_config_t *conf);
 
 #endif

@@ -16,6 +16,11 @@
 # broker-restart  (e) the real Kafka broker stopped and started again mid-job (kafka only)
 # schema-drift    (f) a column of a shard's table dropped mid-job: the shard stops and
 #                     alerts, nothing is dead-lettered; the column back, every row lands
+# big-rows        (g) 2,000 pins with 60 KB images piled up behind a paused shard on a
+#                     server with a 4 MiB max_allowed_packet, then resumed: statements
+#                     split by bytes, every image lands byte for byte, no gone-away, no alert
+# idle-reaped     (h) wait_timeout=2 on both servers: work, 5 s idle, work again; the
+#                     reaped connections are replaced without an error, a retry or an alert
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:?usage: test/fault.sh embedded|kafka SCENARIO}
@@ -258,6 +263,61 @@ schema-drift)
     check "with the column back the shard goes on by itself and the alert resolves" wait_for 60 no_stopped_alert
     check "every shard equals the expected state row by row (increments once)" \
         "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:7000:2 like:7000:2 feed:2000:6
+    ;;
+
+big-rows)
+    # The demo's own 64 KB image column in 500-row create batches (conf/bulkwrite.conf),
+    # on a server that admits 4 MiB statements: one coalesced run of the backlog is ~8 MB
+    # of SQL (images go as hex), so the consumer must split it by bytes.
+    grep -q 'batch_size = { create = 500;' "$CONF" || { echo "pin creates are not in 500-row batches"; exit 1; }
+    mariadb -h127.0.0.1 -P$DB_A -uroot -e "SET GLOBAL max_allowed_packet=4194304"
+    start_alertmanager
+    start_consumers
+    "$BIN/bwctl" -c "$CONF" pause 2 --reason "big-rows backlog" >/dev/null
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 50 --request-id big image:2000:2 \
+        >"$WORK/submit.log" 2>&1 &
+    submitter=$!
+    # (the embedded Kafka's backlog holds ~4 MiB a shard: about 66 images)
+    backlog() { [ "$(curl -sf "http://127.0.0.1:$PROXY/metrics" | awk '$1 == "bulkwrite_proxy_ops_accepted_total" {print $2}')" -ge 60 ]; }
+    check "a backlog of 60 KB images piles up behind the paused shard" wait_for 60 backlog
+    sleep 2
+    "$BIN/bwctl" -c "$CONF" resume 2 >/dev/null
+    check "2,000 pins with 60 KB images are accepted" wait "$submitter"
+    check "every image row is in place, byte for byte" "$BIN/bw-workload" -c "$CONF" verify --wait 90 image:2000:2
+    echo "# gone-away errors logged: $(cat "$WORK"/consumer-*.log | grep -c 'gone away\|(2006)\|(2013)')," \
+         "errors: $(metric_sum bulkwrite_consumer_errors_total), retries: $(metric_sum bulkwrite_consumer_retries_total)," \
+         "alert posts: $(metric_sum bulkwrite_consumer_alert_posts_total)"
+    check "no gone-away or lost-connection error in the consumers' logs" \
+        sh -c "! grep -E 'gone away|\(2006\)|\(2013\)|\(1153\)' '$WORK'/consumer-*.log"
+    check "no error, no retry and no alert was counted" sh -c \
+        "test $(metric_sum bulkwrite_consumer_errors_total) -eq 0 -a $(metric_sum bulkwrite_consumer_retries_total) -eq 0 \
+              -a $(metric_sum bulkwrite_consumer_alert_posts_total) -eq 0"
+    ;;
+
+idle-reaped)
+    # Both servers close connections idle for 2 s (as a short wait_timeout or a load
+    # balancer would); the consumers' pooled connections die between two rounds of work.
+    for port in $DB_A $DB_B; do mariadb -h127.0.0.1 -P$port -uroot -e "SET GLOBAL wait_timeout=2"; done
+    start_alertmanager
+    start_consumers
+    check "round 1: 4,000 creates over every shard are accepted and applied" sh -c \
+        "'$BIN/bw-workload' -c '$CONF' submit --url '$URL' spread:4000 >/dev/null 2>&1 && \
+         '$BIN/bw-workload' -c '$CONF' verify --wait 60 spread:4000"
+    sleep 5
+    reaped() { mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Aborted_clients'" | awk '{exit !($2 > 0)}'; }
+    check "the server closed the consumers' idle connections (Aborted_clients > 0)" reaped
+    before="$(metric_sum bulkwrite_consumer_errors_total) $(metric_sum bulkwrite_consumer_retries_total)"
+    check "round 2 after 5 s idle: 2,000 creates on shards 2 and 6 and their increments are applied" sh -c \
+        "'$BIN/bw-workload' -c '$CONF' submit --url '$URL' feed:1000:2 feed:1000:6 >/dev/null 2>&1 && \
+         '$BIN/bw-workload' -c '$CONF' submit --url '$URL' --per-request 100 like:1000:2 >/dev/null 2>&1"
+    check "every shard equals the expected state row by row" \
+        "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:4000 feed:1000:2 feed:1000:6 like:1000:2
+    after="$(metric_sum bulkwrite_consumer_errors_total) $(metric_sum bulkwrite_consumer_retries_total)"
+    echo "# errors and retries before the idle time: $before, after: $after;" \
+         "reconnects logged: $(cat "$WORK"/consumer-*.log | grep -c 'closed while idle\|reused connection')"
+    check "no error and no retry was counted (errors, retries: $after)" test "$after" = "0 0"
+    no_alert() { [ "$(metric_sum bulkwrite_consumer_alert_posts_total)" -eq 0 ] && [ "$(alerts_json | jq length)" = 0 ]; }
+    check "no alert was posted or fired" no_alert
     ;;
 
 *)

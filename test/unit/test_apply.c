@@ -1,17 +1,21 @@
 /* test_apply.c — the consumer's apply transaction against a live MariaDB: replays are
  * skipped by offset, resubmitted parts by (job_id, part), data errors fail alone and are
- * recorded on their job; and the dead-letter record's JSON. */
+ * recorded on their job; statements split by bytes under the server's packet limit, a
+ * row over it fails alone; reaped connections are replaced without an error; and the
+ * dead-letter record's JSON, truncated when it would not fit a Kafka message. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <mysql.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apply.h"
 #include "db.h"
 #include "deadletter.h"
 #include "helpers.h"
 #include "shard.h"
+#include "sql.h"
 
 #define JOB_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define JOB_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -281,7 +285,7 @@ START_TEST(dead_letter_record_carries_op_and_reason) {
     bw_dead_letter_t r = {.job_id = JOB_A, .part = 3, .shard = 2, .offset = 99, .op = BW_OP_UPDATE,
                           .object_type = "pin", .row = &row, .columns = cols, .error_code = 1406,
                           .error = "Data too long for column 'title' at row 1"};
-    char *s = bw_dead_letter_json(&r);
+    char *s = bw_dead_letter_json(&r, SIZE_MAX);
     json_error_t je;
     json_t *j = json_loads(s, 0, &je);
     ck_assert_msg(j != NULL, "not JSON: %s", s);
@@ -305,6 +309,330 @@ START_TEST(dead_letter_record_carries_op_and_reason) {
 }
 END_TEST
 
+/* One message of `n` pin creates on shard 0, each with owner_id 7 and an image of
+ * image_len bytes (byte i of row r is r + i), in a heap buffer the caller frees. */
+static void make_image_msg(rd_kafka_message_t *m, int64_t offset, const char *job, uint32_t part,
+                           const uint64_t *ids, size_t n, size_t image_len) {
+    Bulkwrite__V1__Value own[64], img[64];
+    Bulkwrite__V1__RowField fo[64], fi[64], *fp[64][2];
+    Bulkwrite__V1__Row rows[64], *rp[64];
+    uint8_t *images = malloc(n * image_len);
+    ck_assert_uint_le(n, 64);
+    for (size_t r = 0; r < n; r++) {
+        for (size_t i = 0; i < image_len; i++) images[r * image_len + i] = (uint8_t)(r + i);
+        bulkwrite__v1__row__init(&rows[r]);
+        bulkwrite__v1__value__init(&own[r]);
+        bulkwrite__v1__value__init(&img[r]);
+        bulkwrite__v1__row_field__init(&fo[r]);
+        bulkwrite__v1__row_field__init(&fi[r]);
+        own[r].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
+        own[r].int_value = 7;
+        img[r].kind_case = BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
+        img[r].bytes_value = (ProtobufCBinaryData){image_len, images + r * image_len};
+        fo[r].column = 0;
+        fo[r].value = &own[r];
+        fi[r].column = 1;
+        fi[r].value = &img[r];
+        fp[r][0] = &fo[r];
+        fp[r][1] = &fi[r];
+        rows[r].op_index = (uint32_t)r;
+        rows[r].id = ids[r];
+        rows[r].fields = fp[r];
+        rows[r].n_fields = 2;
+        rp[r] = &rows[r];
+    }
+    char *cols[] = {"owner_id", "image"};
+    Bulkwrite__V1__ShardBatch sb = BULKWRITE__V1__SHARD_BATCH__INIT;
+    sb.job_id = (char *)job;
+    sb.part = part;
+    sb.object_type = "pin";
+    sb.op = BULKWRITE__V1__OP_TYPE__CREATE;
+    sb.columns = cols;
+    sb.n_columns = 2;
+    sb.rows = rp;
+    sb.n_rows = n;
+    memset(m, 0, sizeof(*m));
+    m->payload = malloc(bulkwrite__v1__shard_batch__get_packed_size(&sb));
+    m->len = bulkwrite__v1__shard_batch__pack(&sb, m->payload);
+    m->offset = offset;
+    free(images);
+}
+
+/* Sets the server's max_allowed_packet for connections made from now on (the applier
+ * reconnects); returns the previous value. */
+static long long set_max_packet(long long v) {
+    long long old = scalar("SELECT @@GLOBAL.max_allowed_packet");
+    char q[96];
+    snprintf(q, sizeof(q), "SET GLOBAL max_allowed_packet = %lld", v);
+    ck_assert_msg(mysql_query(db, q) == 0, "%s: %s", q, mysql_error(db));
+    bw_applier_destroy(&ap);
+    bw_applier_init(&ap, conf, metrics, NULL);
+    return old;
+}
+
+static long long session_status(MYSQL *c, const char *name) {
+    char q[128];
+    snprintf(q, sizeof(q), "SHOW SESSION STATUS LIKE '%s'", name);
+    ck_assert_msg(mysql_query(c, q) == 0, "%s: %s", q, mysql_error(c));
+    MYSQL_RES *r = mysql_store_result(c);
+    MYSQL_ROW row = mysql_fetch_row(r);
+    long long v = row ? atoll(row[1]) : -1;
+    mysql_free_result(r);
+    return v;
+}
+
+/* 48 rows of 6 KB images (12 KB of SQL each) against a 64 KiB max_allowed_packet: one
+ * transaction of many statements, each under 3/4 of the limit, every byte in place. */
+START_TEST(statements_split_by_bytes_in_one_transaction) {
+    if (!setup()) return;
+    long long old = set_max_packet(65536);
+    rd_kafka_message_t m[4], *ms[4];
+    uint64_t ids[12];
+    for (int k = 0; k < 4; k++) {
+        for (int r = 0; r < 12; r++) ids[r] = pin(100 + (uint64_t)(k * 12 + r));
+        make_image_msg(&m[k], k, JOB_A, (uint32_t)k, ids, 12, 6000);
+        ms[k] = &m[k];
+    }
+    bw_apply_result_t res;
+    bw_applier_apply(&ap, 0, ms, 4, &res);
+    set_max_packet(old);
+    ck_assert_msg(res.status == BW_APPLY_OK, "apply failed: %s", res.error);
+    ck_assert_uint_eq(res.rows_applied, 48);
+    ck_assert_uint_eq(res.rows_failed, 0);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins WHERE LENGTH(image) = 6000"), 48);
+    /* row 5 of message 2: byte i is 5 + i */
+    ck_assert_int_eq(scalar("SELECT ASCII(SUBSTRING(image, 1, 1)) + 256 * ASCII(SUBSTRING(image, 300, 1)) "
+                            "FROM bwapply00000.pins WHERE id = 68719476865"),
+                     5 + 256 * ((5 + 299) & 255));
+    ck_assert_int_eq(scalar("SELECT next_offset FROM bwapply00000.bw_offsets"), 4);
+    for (int k = 0; k < 4; k++) free(m[k].payload);
+    teardown();
+}
+END_TEST
+
+/* The same split, watched from the applier's own session: several INSERTs, one COMMIT. */
+START_TEST(split_statements_share_one_commit) {
+    if (!setup()) return;
+    long long old = set_max_packet(65536);
+    rd_kafka_message_t m, *ms[] = {&m};
+    uint64_t ids[20];
+    for (int r = 0; r < 20; r++) ids[r] = pin(200 + (uint64_t)r);
+    make_image_msg(&m, 0, JOB_B, 0, ids, 20, 6000);
+    bw_apply_result_t res;
+    bw_applier_apply(&ap, 0, ms, 1, &res);
+    ck_assert_msg(res.status == BW_APPLY_OK, "apply failed: %s", res.error);
+    MYSQL *c = ap.conns[0].db;
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(ap.conns[0].max_packet, 65536);
+    /* 20 rows of ~12 KB under a 48 KiB budget: at least 6 statements of pins, plus the
+     * ledger's two inserts; one commit */
+    long long inserts = session_status(c, "Com_insert"), commits = session_status(c, "Com_commit");
+    set_max_packet(old);
+    ck_assert_msg(inserts >= 8, "Com_insert %lld", inserts);
+    ck_assert_int_eq(commits, 1);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 20);
+    free(m.payload);
+    teardown();
+}
+END_TEST
+
+/* A row whose statement alone is over max_allowed_packet fails alone, as a data error
+ * naming its size and the limit; the rows around it land. */
+START_TEST(row_over_max_packet_fails_alone) {
+    if (!setup()) return;
+    long long old = set_max_packet(65536);
+    rd_kafka_message_t m[3], *ms[3];
+    uint64_t a[] = {pin(300), pin(301)}, big[] = {pin(302)}, c[] = {pin(303)};
+    make_image_msg(&m[0], 0, JOB_A, 0, a, 2, 1000);
+    make_image_msg(&m[1], 1, JOB_A, 1, big, 1, 40000); /* 80 KB of hex */
+    make_image_msg(&m[2], 2, JOB_A, 2, c, 1, 1000);
+    for (int k = 0; k < 3; k++) ms[k] = &m[k];
+    bw_apply_result_t res;
+    bw_applier_apply(&ap, 0, ms, 3, &res);
+    set_max_packet(old);
+    ck_assert_msg(res.status == BW_APPLY_OK, "apply failed: %s", res.error);
+    ck_assert_uint_eq(res.rows_applied, 3);
+    ck_assert_uint_eq(res.rows_failed, 1);
+    ck_assert_int_eq(res.next_offset, 3);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 3);
+    ck_assert_int_eq(scalar("SELECT error_code FROM bwapply00000.bw_job_failures WHERE object_id = 68719477038"
+                            " AND reason LIKE 'row too large: its statement is 80% bytes, over the server''s "
+                            "max_allowed_packet (65536)'"),
+                     1153);
+    for (int k = 0; k < 3; k++) free(m[k].payload);
+    teardown();
+}
+END_TEST
+
+/* Whatever the rows, the planned bound is never below what bw_sql_build writes, and a
+ * smaller budget takes fewer rows (0 when the first alone does not fit). */
+START_TEST(statement_bound_covers_the_statement) {
+    if (!setup()) return;
+    const bw_object_type_t *ot = bw_config_object_type(conf, "pin");
+    rd_kafka_message_t m;
+    uint64_t ids[10];
+    for (int r = 0; r < 10; r++) ids[r] = pin(400 + (uint64_t)r);
+    make_image_msg(&m, 0, JOB_A, 0, ids, 10, 3000);
+    Bulkwrite__V1__ShardBatch *sb = bulkwrite__v1__shard_batch__unpack(NULL, m.len, m.payload);
+    /* text full of what escapes doubles: quotes, backslashes, NULs */
+    Bulkwrite__V1__Value title = BULKWRITE__V1__VALUE__INIT;
+    title.kind_case = BULKWRITE__V1__VALUE__KIND_STRING_VALUE;
+    title.string_value = (ProtobufCBinaryData){5, (uint8_t *)"'\\\"\0x"};
+    Bulkwrite__V1__RowField tf = BULKWRITE__V1__ROW_FIELD__INIT, *fields[10][3];
+    tf.column = 2;
+    tf.value = &title;
+    int colmap[] = {0, 5, 2};
+    bw_sql_row_t rows[10];
+    for (int r = 0; r < 10; r++) {
+        fields[r][0] = sb->rows[r]->fields[0];
+        fields[r][1] = sb->rows[r]->fields[1];
+        fields[r][2] = &tf;
+        rows[r] = (bw_sql_row_t){sb->rows[r]->id, 3, fields[r], colmap};
+    }
+    bw_buf_t b;
+    bw_buf_init(&b);
+    for (int op = BW_OP_CREATE; op <= BW_OP_DELETE; op++) {
+        size_t bound = 0, k = bw_sql_plan_bytes(ot, op, "bwapply00000", rows, 10, SIZE_MAX, &bound);
+        ck_assert_uint_eq(k, 10);
+        bw_sql_build(&b, "bwapply00000", ot, op, rows, k);
+        ck_assert_msg(b.len <= bound, "%s: %zu bytes, bound %zu", bw_op_name(op), b.len, bound);
+        ck_assert_uint_lt(bw_sql_plan_bytes(ot, op, "bwapply00000", rows, 10, bound - 1, NULL), 10);
+        size_t one = 0;
+        bw_sql_plan_bytes(ot, op, "bwapply00000", rows, 1, SIZE_MAX, &one);
+        ck_assert_uint_eq(bw_sql_plan_bytes(ot, op, "bwapply00000", rows, 10, one - 1, &bound), 0);
+        ck_assert_uint_eq(bound, one); /* the lone row's bound, for the caller's decision */
+    }
+    bw_buf_free(&b);
+    bulkwrite__v1__shard_batch__free_unpacked(sb, NULL);
+    free(m.payload);
+    teardown();
+}
+END_TEST
+
+static void apply_one(uint64_t local, int64_t offset, bw_apply_result_t *res) {
+    static msg_t m;
+    uint64_t ids[] = {pin(local)};
+    make_msg(&m, offset, JOB_C, (uint32_t)offset, BW_OP_CREATE, ids, 1, "r");
+    rd_kafka_message_t *ms[] = {&m.m};
+    bw_applier_apply(&ap, 0, ms, 1, res);
+}
+
+/* A connection the server closed under the applier (KILL, wait_timeout) is replaced at
+ * once: the batch applies, no failure kind, no retry; the ping after idling finds it
+ * too. Only a fresh connection that fails is a connection failure. */
+START_TEST(reaped_connection_is_replaced_without_error) {
+    if (!setup()) return;
+    bw_apply_result_t res;
+    apply_one(500, 0, &res);
+    ck_assert_msg(res.status == BW_APPLY_OK, "apply failed: %s", res.error);
+    ck_assert_uint_eq(res.reconnects, 0);
+
+    /* killed between batches: found by the batch's first statement */
+    char q[64];
+    snprintf(q, sizeof(q), "KILL CONNECTION %lu", mysql_thread_id(ap.conns[0].db));
+    ck_assert_msg(mysql_query(db, q) == 0, "%s: %s", q, mysql_error(db));
+    apply_one(501, 1, &res);
+    ck_assert_msg(res.status == BW_APPLY_OK && res.fail == BW_FAIL_NONE, "apply failed: %s", res.error);
+    ck_assert_uint_eq(res.reconnects, 1);
+
+    /* reaped by wait_timeout while idle: found by the ping before use */
+    conf->connection_check_idle_ms = 0;
+    ck_assert_msg(mysql_query(ap.conns[0].db, "SET SESSION wait_timeout = 1") == 0, "%s", mysql_error(ap.conns[0].db));
+    sleep(3);
+    apply_one(502, 2, &res);
+    ck_assert_msg(res.status == BW_APPLY_OK && res.fail == BW_FAIL_NONE, "apply failed: %s", res.error);
+    ck_assert_uint_eq(res.reconnects, 1);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 3);
+
+    /* closed after connection_idle_close_ms idle, and not before */
+    ck_assert_int_eq(bw_applier_close_idle(&ap, bw_now_us()), 0);
+    ck_assert_int_eq(bw_applier_close_idle(&ap, bw_now_us() + (int64_t)conf->connection_idle_close_ms * 1000), 1);
+    ck_assert_ptr_null(ap.conns[0].db);
+
+    /* a fresh connection that fails is a connection failure, counted by the caller */
+    int port = conf->servers[0].port;
+    conf->servers[0].port = 1;
+    apply_one(503, 3, &res);
+    conf->servers[0].port = port;
+    ck_assert_int_eq(res.status, BW_APPLY_RETRY);
+    ck_assert_int_eq(res.fail, BW_FAIL_CONNECTION);
+    ck_assert_uint_eq(res.reconnects, 0);
+    teardown();
+}
+END_TEST
+
+/* A record over the producer's limit carries each long value truncated, with its
+ * length and sha256, and fits; so does an undecodable message's payload. */
+START_TEST(dead_letter_truncated_to_fit) {
+    size_t n = 200000;
+    uint8_t *ctl = malloc(n);
+    memset(ctl, 1, n); /* each escapes to \u0001: 1.2 MB of JSON */
+    Bulkwrite__V1__Value v[2];
+    Bulkwrite__V1__RowField f[2], *fp[2];
+    for (int i = 0; i < 2; i++) {
+        bulkwrite__v1__value__init(&v[i]);
+        bulkwrite__v1__row_field__init(&f[i]);
+        f[i].value = &v[i];
+        f[i].column = (uint32_t)i;
+        fp[i] = &f[i];
+    }
+    v[0].kind_case = BULKWRITE__V1__VALUE__KIND_STRING_VALUE;
+    v[0].string_value = (ProtobufCBinaryData){n, ctl};
+    v[1].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
+    v[1].int_value = 7;
+    Bulkwrite__V1__Row row = BULKWRITE__V1__ROW__INIT;
+    row.id = 42;
+    row.fields = fp;
+    row.n_fields = 2;
+    char *cols[] = {"description", "owner_id"};
+    bw_dead_letter_t r = {.job_id = JOB_A, .object_type = "pin", .op = BW_OP_CREATE, .row = &row,
+                          .columns = cols, .error_code = 1406, .error = "Data too long"};
+    bw_config_t *c = t_ref_config();
+    size_t max = bw_dead_letter_max_bytes(c);
+    ck_assert_uint_lt(max, (size_t)c->message_max_bytes);
+    char *whole = bw_dead_letter_json(&r, SIZE_MAX);
+    ck_assert_uint_gt(strlen(whole), 1000000);
+    free(whole);
+    char *s = bw_dead_letter_json(&r, max);
+    ck_assert_uint_le(strlen(s), max);
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je);
+    ck_assert_msg(j != NULL, "not JSON: %.200s", s);
+    ck_assert(json_is_true(json_object_get(j, "truncated")));
+    json_t *fields = json_object_get(json_object_get(j, "op"), "fields");
+    json_t *t = json_object_get(json_object_get(fields, "description"), "truncated");
+    ck_assert_int_eq(json_integer_value(json_object_get(t, "length")), 200000);
+    /* sha256 of 200,000 bytes 0x01, by Python's hashlib */
+    ck_assert_str_eq(json_string_value(json_object_get(t, "sha256")),
+                     "6015fcd09f3f14b7da9d89cb95f1e4ee007948bc7cf9a59be8163c3460e4f954");
+    ck_assert_uint_eq(json_string_length(json_object_get(t, "prefix")), 1024);
+    ck_assert_int_eq(json_integer_value(json_object_get(fields, "owner_id")), 7); /* short values stay */
+    json_decref(j);
+    free(s);
+
+    /* a tiny limit: no prefix, then no fields; still JSON with the op's identity */
+    s = bw_dead_letter_json(&r, 300);
+    ck_assert_msg((j = json_loads(s, 0, &je)) != NULL, "not JSON: %s", s);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "op"), "id")), "42");
+    json_decref(j);
+    free(s);
+
+    uint8_t *payload = calloc(1, 900000); /* base64: 1.2 MB */
+    bw_dead_letter_t raw = {.shard = 1, .offset = 9, .error = "not a bulkwrite.v1.ShardBatch", .raw = payload,
+                            .raw_len = 900000};
+    s = bw_dead_letter_json(&raw, max);
+    ck_assert_uint_le(strlen(s), max);
+    ck_assert_msg((j = json_loads(s, 0, &je)) != NULL, "not JSON");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "payload_length")), 900000);
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(j, "payload_sha256"))), 64);
+    json_decref(j);
+    free(s);
+    bw_config_destroy(c);
+    free(payload);
+    free(ctl);
+}
+END_TEST
+
 Suite *apply_suite(void) {
     Suite *s = suite_create("apply");
     TCase *tc = tcase_create("apply");
@@ -313,6 +641,12 @@ Suite *apply_suite(void) {
     tcase_add_test(tc, dead_letter_record_carries_op_and_reason);
     tcase_add_test(tc, schema_drift_stops_not_dead_letters);
     tcase_add_test(tc, error_table);
+    tcase_add_test(tc, statements_split_by_bytes_in_one_transaction);
+    tcase_add_test(tc, split_statements_share_one_commit);
+    tcase_add_test(tc, row_over_max_packet_fails_alone);
+    tcase_add_test(tc, statement_bound_covers_the_statement);
+    tcase_add_test(tc, reaped_connection_is_replaced_without_error);
+    tcase_add_test(tc, dead_letter_truncated_to_fit);
     suite_add_tcase(s, tc);
     return s;
 }
