@@ -19,6 +19,7 @@ typedef struct {
     double rate;
     int paused, buffer_full, held, alert;
     uint64_t retries;
+    uint64_t reconnects;
     int64_t lag;
     int64_t lost;             /* messages deleted from Kafka before they were applied */
     int assigned;
@@ -135,6 +136,12 @@ void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind, uin
 void bw_metrics_shard_retry(bw_metrics_t *m, int shard) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].retries++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_reconnects(bw_metrics_t *m, int shard, uint64_t n) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].reconnects += n;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -277,6 +284,9 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
         SHARD_SERIES("bulkwrite_consumer_retries_total", "counter",
                      "Batches scheduled again after a retryable error (timeouts and connection errors included).",
                      "%llu", (unsigned long long)st->retries);
+        SHARD_SERIES("bulkwrite_consumer_reconnects_total", "counter",
+                     "Pooled connections found closed by the server or a load balancer and replaced at once "
+                     "(not errors, not retries).", "%llu", (unsigned long long)st->reconnects);
         SHARD_GAUGE("bulkwrite_consumer_paused", "1 while an operator has paused the shard.", "%d", st->paused);
         SHARD_GAUGE("bulkwrite_consumer_buffer_full",
                      "1 while fetching for the shard is paused because its buffer is full (back-pressure).", "%d",

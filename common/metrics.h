@@ -41,6 +41,8 @@ void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_
                               uint64_t dead_letters, int64_t latency_us);
 void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind, uint64_t n);
 void bw_metrics_shard_retry(bw_metrics_t *m, int shard);
+/* pooled connections found closed (wait_timeout, a load balancer) and replaced: not errors */
+void bw_metrics_shard_reconnects(bw_metrics_t *m, int shard, uint64_t n);
 /* paused: by an operator; buffer_full: fetching paused for back-pressure */
 void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int buffer_full, int64_t lag);
 void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held); /* unhealthy: not pulled */

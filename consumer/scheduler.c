@@ -22,7 +22,18 @@ static void *worker_main(void *arg) {
     bw_applier_init(&ap, consumer.conf, consumer.metrics, consumer.dead_letters);
     pthread_mutex_lock(&consumer.mu);
     for (;;) {
-        while (!consumer.todo && !consumer.stopping) pthread_cond_wait(&consumer.todo_cv, &consumer.mu);
+        while (!consumer.todo && !consumer.stopping) {
+            /* an idle worker wakes now and then to close connections idle too long, so
+             * consumers x workers x servers does not pin server threads through a quiet night */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1 + consumer.conf->connection_idle_close_ms / 4000;
+            if (pthread_cond_timedwait(&consumer.todo_cv, &consumer.mu, &ts) && !consumer.todo) {
+                pthread_mutex_unlock(&consumer.mu);
+                bw_applier_close_idle(&ap, bw_now_us());
+                pthread_mutex_lock(&consumer.mu);
+            }
+        }
         if (!consumer.todo) break;
         bw_job_t *j = consumer.todo;
         consumer.todo = j->next;
@@ -207,6 +218,7 @@ static void collect(bw_job_t *j) {
     }
     bw_partition_t *p = &consumer.partitions[j->shard];
     bw_outcome_t outcome = outcome_of(&j->res);
+    if (j->res.reconnects) bw_metrics_shard_reconnects(consumer.metrics, j->shard, j->res.reconnects);
     unsigned changed = bw_health_report(consumer.health, j->shard, outcome, j->probe, now);
     if (outcome == BW_OUTCOME_OK) {
         bw_partition_drop_head(j->shard, j->cnt);
