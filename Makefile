@@ -3,8 +3,8 @@
 #   make                 build every daemon and tool into bin/
 #   make demo            install what is missing, build, run the demo on embedded defaults
 #   make check           install what is missing, run every test (unit, fuzz, e2e and fault
-#                        tests against the embedded Kafka and a real broker; then ASan+UBSan
-#                        and TSan tiers)
+#                        tests against the embedded Kafka and a real broker, the 4,096-shard
+#                        fleet on the real broker; then ASan+UBSan and TSan tiers)
 #   make docs            regenerate docs/configuration.md from the config key table
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
 #   make check-tsan                         the unit and embedded e2e tiers under ThreadSanitizer
@@ -46,7 +46,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload
-.PHONY: fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka demo docs docs-check clean
+.PHONY: fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -103,7 +103,7 @@ fuzz: $(FUZZ_BIN)
 # ---- tests ------------------------------------------------------------------------
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
-	$(MAKE) docs-check unit fuzz e2e fault backlog
+	$(MAKE) docs-check unit fuzz e2e fault backlog fleet
 	$(MAKE) check-sanitize check-tsan
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
@@ -135,6 +135,10 @@ backlog-embedded: all
 	BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) test/backlog.sh embedded
 backlog-kafka: all
 	BW_BIN=$(BIN) test/backlog.sh kafka
+# 4,096 shards exist only on the real broker: the embedded Kafka is no fleet
+fleet: fleet-kafka
+fleet-kafka: all
+	BW_BIN=$(BIN) test/fleet.sh kafka
 e2e-embedded: all
 	BW_BIN=$(BIN) test/e2e.sh embedded
 e2e-kafka: all

@@ -9,6 +9,10 @@
 #include <string.h>
 
 #include "log.h"
+#include "ratelimit.h"
+
+/* a rate's doc names the bounds ratelimit.h defines */
+#define RATE_BOUNDS "0 = unlimited, else " BW_RATE_BOUNDS_TEXT
 
 typedef enum { K_STR, K_INT, K_DBL, K_BOOL, K_ENUM, K_STRLIST, K_LIST, K_GROUP } key_kind_t;
 
@@ -96,8 +100,8 @@ static const key_t_ server_keys[] = {
 static const key_t_ rate_override_keys[] = {
     {"shard", K_INT, offsetof(bw_rate_override_t, shard), 0, 0, 65535, NULL, NULL, NULL, 0,
      "Logical shard."},
-    {"rate", K_DBL, offsetof(bw_rate_override_t, rate), 0, 0, 1e6, NULL, NULL, NULL, 0,
-     "Batches per second for this shard; 0 = unlimited."},
+    {"rate", K_DBL, offsetof(bw_rate_override_t, rate), 0, 0, BW_RATE_MAX, NULL, NULL, NULL, 0,
+     "Batches per second for this shard; " RATE_BOUNDS "."},
     END};
 
 static const key_t_ top_keys[] = {
@@ -149,8 +153,8 @@ static const key_t_ top_keys[] = {
      "Number of logical shards, and of Kafka partitions."},
     {"shards.database_prefix", K_STR, OFF(database_prefix), 0, 0, 0, "\"db\"", NULL, NULL, 0,
      "Logical shard N lives in database <prefix><N as 5 digits>, e.g. db00042."},
-    {"shards.default_rate", K_DBL, OFF(default_rate), 0, 0, 1e6, "100.0", NULL, NULL, 0,
-     "Batches per second each shard may take; 0 = unlimited."},
+    {"shards.default_rate", K_DBL, OFF(default_rate), 0, 0, BW_RATE_MAX, "100.0", NULL, NULL, 0,
+     "Batches per second each shard may take; " RATE_BOUNDS "."},
     {"shards.rate_overrides", K_LIST, OFF(rate_overrides), OFF(rate_override_cnt), 0, 65536, "()",
      NULL, rate_override_keys, sizeof(bw_rate_override_t),
      "Per-shard rates that differ from the default (a shard of hot users gets less)."},
@@ -538,6 +542,9 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
         c->shard_server[s] = -1;
         c->shard_rate[s] = c->default_rate;
     }
+    char why[256];
+    if (bw_ratelimit_check(c->default_rate, why, sizeof(why)))
+        return fail_at(ctx, lookup(root, "shards.default_rate"), "shards.default_rate: %s%s", why, "");
     const config_setting_t *servers = lookup(root, "shards.servers");
     for (int i = 0; i < c->server_cnt; i++) {
         const bw_server_t *sv = &c->servers[i];
@@ -569,6 +576,9 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
         if (o->shard >= c->shard_count)
             return fail_at(ctx, config_setting_get_elem(ovs, (unsigned)i),
                            "shards.rate_overrides: shard beyond shards.count%s%s", "", "");
+        if (bw_ratelimit_check(o->rate, why, sizeof(why)))
+            return fail_at(ctx, member(config_setting_get_elem(ovs, (unsigned)i), "rate"),
+                           "shards.rate_overrides: %s%s", why, "");
         c->shard_rate[o->shard] = o->rate;
     }
     const config_setting_t *ots = lookup(root, "object_types");

@@ -182,39 +182,51 @@ static void set_topic_configs(rd_kafka_NewTopic_t *nt, const bw_config_t *conf, 
     }
 }
 
-/* The outcome of CreateTopics for one topic; another process creating it first is fine. */
-static bw_err_t create_outcome(rd_kafka_event_t *ev, const char *topic, int partitions, char *errstr,
-                        size_t errstr_size) {
+/* Whether a topic that failed to be created may still appear: the controller goes on
+ * creating after a request timed out, and a broker that is starting answers later. */
+static int create_may_settle(rd_kafka_resp_err_t err) {
+    return err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT || err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+           err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR_NOT_CONTROLLER ||
+           err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN;
+}
+
+/* The outcome of CreateTopics for one topic: 0 created (or created first by another
+ * process), 1 not known yet (errstr says why; the metadata decides), -1 refused. */
+static int create_outcome(rd_kafka_event_t *ev, const char *topic, int partitions, char *errstr,
+                          size_t errstr_size) {
     size_t cnt;
     const rd_kafka_topic_result_t **res =
         rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
     if (cnt != 1)
-        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %zu results", topic, cnt);
+        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %zu results", topic, cnt), -1;
     rd_kafka_resp_err_t err = rd_kafka_topic_result_error(res[0]);
     const char *why = rd_kafka_topic_result_error_string(res[0]);
     if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
         bw_info("kafka", "topic %s was created meanwhile by another process", topic);
-    } else if (err) {
-        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", topic,
-                         why ? why : rd_kafka_err2str(err));
-    } else {
-        bw_info("kafka", "created topic %s with %d partitions", topic, partitions);
+        return 0;
     }
-    return BW_OK;
+    if (err) {
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", topic, why ? why : rd_kafka_err2str(err));
+        return create_may_settle(err) ? 1 : -1;
+    }
+    bw_info("kafka", "created topic %s with %d partitions", topic, partitions);
+    return 0;
 }
 
-static bw_err_t create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int partitions,
-                             bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
+/* Asks for the topic to be created; the result as create_outcome(). */
+static int create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int partitions,
+                        bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
     char err[256];
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, conf->replication_factor, err,
                                                     sizeof(err));
-    if (!nt) return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", topic, err);
+    if (!nt) return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", topic, err), -1;
     set_topic_configs(nt, conf, kind);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_AdminOptions_t *opt = admin_options(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
     rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
     rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "creating", topic, errstr, errstr_size);
-    bw_err_t ret = ev ? create_outcome(ev, topic, partitions, errstr, errstr_size) : BW_ERR_KAFKA;
+    /* no answer at all, or a request that failed as a whole: the metadata decides */
+    int ret = ev ? create_outcome(ev, topic, partitions, errstr, errstr_size) : 1;
     if (ev) rd_kafka_event_destroy(ev);
     rd_kafka_AdminOptions_destroy(opt);
     rd_kafka_queue_destroy(q);
@@ -222,36 +234,38 @@ static bw_err_t create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char
     return ret;
 }
 
-/* How long the metadata may lag a topic's creation: 4096 partitions on a busy broker take
- * seconds. */
-#define CREATE_SETTLE_MS 30000
+/* How long a topic check may take in all: a broker still starting, or creating 4,096
+ * partitions, answers metadata late or shows the new topic seconds after creating it. */
+#define TOPIC_DEADLINE_MS 60000
 
-/* The partition count of a topic just created, once the metadata shows it; -1 on error. */
-static int await_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms, char *errstr,
-                            size_t errstr_size) {
-    int64_t give_up = bw_now_us() + CREATE_SETTLE_MS * 1000LL;
-    char why[256] = "";
-    int cnt;
-    /* meanwhile "unknown topic" or "leader not available" is the lag, not a failure */
-    while ((cnt = partition_count(rk, topic, timeout_ms, why, sizeof(why))) <= 0 && bw_now_us() < give_up)
-        rd_kafka_poll(rk, 200);
-    if (cnt <= 0)
-        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
-                  "kafka topic %s was created but the metadata shows no partitions after %d s%s%s", topic,
-                  CREATE_SETTLE_MS / 1000, why[0] ? ": " : "", why);
-    return cnt > 0 ? cnt : -1;
-}
-
-/* The topic's partition count after creating it with `partitions` if missing; -1 on error. */
+/* The topic's partition count after creating it with `partitions` if missing; -1 on error.
+ * Until TOPIC_DEADLINE_MS has passed, a failed metadata request, a topic not shown yet or a
+ * creation whose outcome is unknown are waited out; the error then names the topic and the
+ * last reason. */
 static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int partitions,
                          bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
-    int cnt = partition_count(rk, topic, timeout_ms, errstr, errstr_size);
-    if (cnt != 0) return cnt;
-    if (!conf->create_topic)
-        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
-                         "kafka topic %s does not exist and kafka.create_topic is false", topic), -1;
-    if (create_topic(rk, conf, topic, partitions, kind, timeout_ms, errstr, errstr_size)) return -1;
-    return await_partitions(rk, topic, timeout_ms, errstr, errstr_size);
+    int64_t give_up = bw_now_us() + TOPIC_DEADLINE_MS * 1000LL;
+    char why[384] = "";
+    int asked = 0, cnt;
+    while ((cnt = partition_count(rk, topic, timeout_ms, why, sizeof(why))) <= 0) {
+        if (cnt == 0 && !asked) {
+            if (!conf->create_topic)
+                return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
+                                 "kafka topic %s does not exist and kafka.create_topic is false", topic), -1;
+            asked = 1;
+            int created = create_topic(rk, conf, topic, partitions, kind, timeout_ms, why, sizeof(why));
+            if (created < 0) return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s", why), -1;
+            if (created > 0) bw_warn("kafka", "%s; waiting for the metadata to show the topic", why);
+            continue;
+        }
+        if (cnt == 0 && !why[0]) /* created, not in the metadata yet */
+            snprintf(why, sizeof(why), "kafka topic %s: created, but the metadata shows no partitions", topic);
+        if (bw_now_us() >= give_up)
+            return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s (still after %d s)", why,
+                             TOPIC_DEADLINE_MS / 1000), -1;
+        rd_kafka_poll(rk, 200);
+    }
+    return cnt;
 }
 
 bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic,

@@ -1,5 +1,23 @@
 #include "ratelimit.h"
 
+#include <math.h>
+#include <stdio.h>
+
+int bw_ratelimit_check(double rate, char *errstr, size_t errstr_size) {
+    if (rate == 0 || (rate >= BW_RATE_MIN && rate <= BW_RATE_MAX)) return 0;
+    snprintf(errstr, errstr_size,
+             "rate %g is out of range: use 0 (unlimited) or " BW_RATE_BOUNDS_TEXT
+             " batches per second (one batch per %g s at the least; pause a shard to stop it)",
+             rate, 1 / BW_RATE_MIN);
+    return -1;
+}
+
+double bw_ratelimit_clamp(double rate) {
+    if (rate == 0) return 0;
+    if (isnan(rate) || rate < BW_RATE_MIN) return BW_RATE_MIN;
+    return rate > BW_RATE_MAX ? BW_RATE_MAX : rate;
+}
+
 static void resync(bw_ratelimit_t *rl, int64_t now_us) {
     if (now_us > rl->next_free_us) {
         double fresh = (double)(now_us - rl->next_free_us) / rl->stable_interval_us;
@@ -22,8 +40,9 @@ void bw_ratelimit_init(bw_ratelimit_t *rl, double rate, int64_t now_us) {
 void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us) {
     if (rl->rate > 0) resync(rl, now_us);
     double old_max = rl->max_permits;
+    rate = bw_ratelimit_clamp(rate);
     rl->rate = rate;
-    if (rate <= 0) {
+    if (rate == 0) {
         rl->next_free_us = now_us;
         rl->stored_permits = 0;
         rl->max_permits = 0;
@@ -41,11 +60,16 @@ void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us) {
 
 int64_t bw_ratelimit_reserve(bw_ratelimit_t *rl, double permits, int64_t now_us) {
     if (rl->rate <= 0) return 0;
+    if (!(permits > 0)) permits = 0; /* NaN or negative: nothing to pay for */
     resync(rl, now_us);
     int64_t wait = rl->next_free_us > now_us ? rl->next_free_us - now_us : 0;
     double from_store = permits < rl->stored_permits ? permits : rl->stored_permits;
     double fresh = permits - from_store;
-    rl->next_free_us += (int64_t)(fresh * rl->stable_interval_us);
+    /* saturates: a huge or NaN permit count must not wrap the clock into "free now" */
+    double debt_us = fresh * rl->stable_interval_us;
+    if (!(debt_us >= 0)) debt_us = 0;
+    rl->next_free_us = debt_us < (double)(INT64_MAX - rl->next_free_us) ? rl->next_free_us + (int64_t)debt_us
+                                                                        : INT64_MAX;
     rl->stored_permits -= from_store;
     return wait;
 }

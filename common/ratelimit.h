@@ -8,10 +8,32 @@
 #ifndef BW_RATELIMIT_H
 #define BW_RATELIMIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+/* The rates bulkwrite accepts, in batches per second; 0 means unlimited. The least is one
+ * batch per 1,000 s (~17 min): slower than that a shard is paused in all but name (pause
+ * it instead), and one interval (1e6 / rate us) stays far inside int64 microseconds. The
+ * most is one batch per microsecond, beyond what any shard can apply. Config, admin API
+ * and bwctl refuse anything else through bw_ratelimit_check(). */
+#define BW_RATE_MIN 0.001
+#define BW_RATE_MAX 1e6
+/* "0.001 to 1e6", for help texts and the generated config docs */
+#define BW_RATE_STR_(x) #x
+#define BW_RATE_STR(x) BW_RATE_STR_(x)
+#define BW_RATE_BOUNDS_TEXT BW_RATE_STR(BW_RATE_MIN) " to " BW_RATE_STR(BW_RATE_MAX)
+
+/* 0 if `rate` is 0 (unlimited) or within BW_RATE_MIN..BW_RATE_MAX; otherwise -1 and
+ * errstr says why, naming the bounds. */
+int bw_ratelimit_check(double rate, char *errstr, size_t errstr_size);
+
+/* The nearest rate bw_ratelimit_check() accepts: below the minimum it is the minimum, above
+ * the maximum (or +inf) the maximum. A rate that cannot be read (NaN, negative) is the
+ * minimum: only an explicit 0 lifts the limit. */
+double bw_ratelimit_clamp(double rate);
+
 typedef struct {
-    double rate;              /* permits per second; <= 0 = unlimited */
+    double rate;              /* permits per second, clamped by bw_ratelimit_clamp(); 0 = unlimited */
     double stable_interval_us;
     double stored_permits;
     double max_permits;
@@ -19,8 +41,10 @@ typedef struct {
     int64_t next_free_us;     /* when the next permit may be handed out */
 } bw_ratelimit_t;
 
+/* Any double is safe as `rate`: it is clamped (bw_ratelimit_clamp), never unlimited
+ * unless it is 0. */
 void bw_ratelimit_init(bw_ratelimit_t *rl, double rate, int64_t now_us);
-/* Changes the rate, keeping stored permits in proportion (as Guava does); a wait owed
+/* Changes the rate (clamped as above), keeping stored permits in proportion (as Guava does); a wait owed
  * at the old rate is cut to at most one interval of the new one. */
 void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us);
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+#include "ratelimit.h"
 #include "tail.h"
 
 typedef struct {
@@ -54,8 +56,14 @@ static int store(bw_shard_table_t *t, blob_t *slots, const void *key, size_t kle
 
 static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_shard_table_t *t = ud;
-    store(t, t->control, key, klen, val, vlen);
+    int s = store(t, t->control, key, klen, val, vlen);
     atomic_fetch_add(&t->version, 1);
+    /* said once, when read: the record is clamped each time it is used */
+    Bulkwrite__V1__ShardControl *c = s >= 0 && vlen ? bulkwrite__v1__shard_control__unpack(NULL, vlen, val) : NULL;
+    char why[256];
+    if (c && c->has_rate && bw_ratelimit_check(c->rate, why, sizeof(why)))
+        bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why, bw_ratelimit_clamp(c->rate));
+    if (c) bulkwrite__v1__shard_control__free_unpacked(c, NULL);
 }
 
 unsigned bw_shard_table_version(bw_shard_table_t *t) { return atomic_load(&t->version); }
@@ -115,12 +123,17 @@ void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *
                                : NULL;
     pthread_mutex_unlock(&t->mu);
     if (!c) return;
+    bw_shard_setting_from_record(c, out);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+}
+
+void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard_setting_t *out) {
+    memset(out, 0, sizeof(*out));
     out->paused = c->paused;
     out->has_rate = c->has_rate;
-    out->rate = c->rate;
+    out->rate = c->has_rate ? bw_ratelimit_clamp(c->rate) : 0;
     out->updated_at_ms = c->updated_at_ms;
     snprintf(out->reason, sizeof(out->reason), "%s", c->reason ? c->reason : "");
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
 }
 
 Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard) {

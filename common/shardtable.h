@@ -40,6 +40,10 @@ void bw_shard_table_stop(bw_shard_table_t *t);
 int bw_shard_table_sync(bw_shard_table_t *t, int timeout_ms);
 
 void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out);
+/* The setting a control record holds. A rate outside the bounds (written by hand, or by a
+ * version that accepted it) is clamped by bw_ratelimit_clamp(): 1e-13 is the minimum rate,
+ * never "unlimited"; the table warns of such a record when it reads it. */
+void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard_setting_t *out);
 /* Bumped by every control record read: re-read the settings when it moves. */
 unsigned bw_shard_table_version(bw_shard_table_t *t);
 /* The latest status record of the shard, unpacked (free with

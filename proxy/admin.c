@@ -1,12 +1,12 @@
 #include "admin.h"
 
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bw.h"
+#include "ratelimit.h"
 
 static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
     char db[80];
@@ -113,10 +113,12 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
                 break;
             }
         } else if (strcmp(key, "rate") == 0 && strcmp(action, "rate") == 0) {
-            if (!json_is_null(v) && (!json_is_number(v) || !isfinite(json_number_value(v)) ||
-                                     json_number_value(v) < 0 || json_number_value(v) > 1e6)) {
-                rc = snprintf(err, esz, "rate must be a number of batches per second from 0 (unlimited) to 1000000, "
-                                        "or null for the configured rate");
+            if (!json_is_null(v) && !json_is_number(v)) {
+                rc = snprintf(err, esz, "rate must be a number of batches per second, or null for the configured rate");
+                break;
+            }
+            if (!json_is_null(v) && bw_ratelimit_check(json_number_value(v), err, esz)) {
+                rc = 1;
                 break;
             }
         } else {

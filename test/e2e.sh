@@ -240,17 +240,30 @@ check "the resumed shard applies its backlog, row by row" \
 check "bwctl set-rate 3 default: back to the configured rate" "${BWCTL[@]}" set-rate 3 default
 check "the consumer goes back to the configured rate (0 = unlimited)" \
     wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 3 0
-refused() { # refused MESSAGE BWCTL-ARGS...: exit 1 and the message on stderr
-    local msg=$1; shift
+refused() { # refused CODE MESSAGE BWCTL-ARGS...: exit CODE and the message on stderr
+    local code=$1 msg=$2; shift 2
     "${BWCTL[@]}" "$@" 2>"$WORK/refused.err"
     local rc=$?
     cat "$WORK/refused.err"
-    [ $rc -eq 1 ] && grep -qF "$msg" "$WORK/refused.err"
+    [ $rc -eq "$code" ] && grep -qF "$msg" "$WORK/refused.err"
 }
-check "a rate over 1,000,000 is refused with the reason" refused "rate must be a number" set-rate 3 2000000
-check "a shard out of range is refused with the reason" refused "shard 99 is out of range: shards.count is 8" pause 99
-check "a negative rate is refused by the API with the reason" bash -c \
-    "curl -s -H 'Content-Type: application/json' --data-binary '{\"rate\": -5}' http://127.0.0.1:$PROXY/v1/shards/3/rate | grep -q 'rate must be a number'"
+# bwctl refuses a rate out of bounds itself (exit 2), before sending; the proxy answers 400
+check "a rate over 1,000,000 is refused with the reason" refused 2 "rate 2e+06 is out of range" set-rate 3 2000000
+check "a rate below the minimum (1e-13) is refused with the bounds" \
+    refused 2 "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6 batches per second" set-rate 3 1e-13
+shard3_rate() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" | jq -e '.shards[3] | .operator_rate == null and .effective_rate == 0'; }
+check "and shard 3's rate is unchanged in GET /v1/shards (the configured 0 = unlimited)" shard3_rate
+check "a shard out of range is refused with the reason" refused 1 "shard 99 is out of range: shards.count is 8" pause 99
+api_refuses() { # api_refuses RATE MESSAGE: 400 with the message
+    curl -s -w '\n%{http_code}' -H 'Content-Type: application/json' --data-binary "{\"rate\": $1}" \
+        "http://127.0.0.1:$PROXY/v1/shards/3/rate" >"$WORK/api.out"
+    cat "$WORK/api.out"
+    [ "$(tail -1 "$WORK/api.out")" = 400 ] && grep -qF "$2" "$WORK/api.out"
+}
+check "a negative rate is refused by the API with the reason" api_refuses -5 "rate -5 is out of range"
+check "a rate below the minimum is refused by the API (400) with the bounds" \
+    api_refuses 1e-13 "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6"
+check "the API's refusals left shard 3's rate unchanged" shard3_rate
 usage_codes() {
     "${BWCTL[@]}" set-rate 3 >/dev/null 2>&1
     [ $? -eq 2 ] && "${BWCTL[@]}" watch --help >/dev/null && "${BWCTL[@]}" submit --help | grep -q jsonl &&

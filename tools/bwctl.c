@@ -33,6 +33,7 @@
 #include "buf.h"
 #include "config.h"
 #include "db.h"
+#include "ratelimit.h"
 
 static bw_config_t *conf;
 static char base_url[512];
@@ -587,7 +588,8 @@ static int cmd_control(int argc, char **argv) {
              "usage: bwctl %s SHARD%s [--reason TEXT]\n%s\n"
              "Every consumer applies it within seconds; it lasts until changed, across restarts.\n",
              cmd, is_rate ? " RATE|default" : "",
-             is_rate ? "Sets the shard's rate in batches per second (0 = unlimited; default = the configured rate)."
+             is_rate ? "Sets the shard's rate in batches per second (0 = unlimited, else " BW_RATE_BOUNDS_TEXT
+                       "; default = the configured rate)."
              : strcmp(cmd, "pause") == 0 ? "Stops applying the shard's batches; they wait in Kafka."
                                          : "Applies the shard's batches again.");
     const char *reason = "";
@@ -608,7 +610,14 @@ static int cmd_control(int argc, char **argv) {
         if (strcmp(r, "default") == 0) json_object_set_new(body, "rate", json_null());
         else {
             double v = strtod(r, &end);
-            if (*end || end == r) return fprintf(stderr, "bwctl: \"%s\" is not a rate (a number, or default)\n", r), 2;
+            char why[256] = "";
+            /* refused here, before anything is sent, by the rule the proxy applies too */
+            if (*end || end == r) snprintf(why, sizeof(why), "\"%s\" is not a rate (a number, or default)", r);
+            else bw_ratelimit_check(v, why, sizeof(why));
+            if (why[0]) {
+                json_decref(body);
+                return fprintf(stderr, "bwctl: %s\n", why), 2;
+            }
             json_object_set_new(body, "rate", json_real(v));
         }
     }

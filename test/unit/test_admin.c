@@ -1,10 +1,14 @@
 /* test_admin.c — the shard admin API's input: URLs and control bodies, refused with the
  * reason or turned into the shard's next control record. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admin.h"
 #include "helpers.h"
+#include "ratelimit.h"
+#include "shardtable.h"
 
 START_TEST(urls) {
     bw_config_t *conf = t_ref_config();
@@ -49,12 +53,24 @@ START_TEST(control_bodies) {
     c = update("resume", "{}", &set, err);
     ck_assert(c && !c->paused);
     bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    /* the bounds and 0 (unlimited) are rates */
+    const double edges[] = {0, BW_RATE_MIN, BW_RATE_MAX};
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        char body[64];
+        snprintf(body, sizeof(body), "{\"rate\": %.17g}", edges[i]);
+        c = update("rate", body, &set, err);
+        ck_assert(c && c->has_rate && c->rate == edges[i]);
+        bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    }
 
     static const struct {
         const char *action, *body, *why;
     } bad[] = {
-        {"rate", "{\"rate\": -1}", "rate must be a number"},
-        {"rate", "{\"rate\": 1e7}", "rate must be a number"},
+        {"rate", "{\"rate\": -1}", "rate -1 is out of range: use 0 (unlimited) or 0.001 to 1e6 batches per second"},
+        {"rate", "{\"rate\": 1e7}", "rate 1e+07 is out of range"},
+        /* below the minimum: 1e-13 once overflowed the limiter to unlimited */
+        {"rate", "{\"rate\": 1e-13}", "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6"},
+        {"rate", "{\"rate\": 0.000999}", "rate 0.000999 is out of range"},
         {"rate", "{\"rate\": \"5\"}", "rate must be a number"},
         {"rate", "{}", "rate needs {\"rate\": number or null}"},
         {"rate", "[1]", "the body must be a JSON object"},
@@ -67,6 +83,27 @@ START_TEST(control_bodies) {
         ck_assert_msg(update(bad[i].action, bad[i].body, &set, err) == NULL, "accepted %s", bad[i].body);
         ck_assert_msg(strstr(err, bad[i].why) == err, "%s: got \"%s\"", bad[i].body, err);
         ck_assert_msg(memcmp(&before, &set, sizeof(set)) == 0, "%s changed the setting", bad[i].body);
+    }
+}
+END_TEST
+
+/* A control record with an out-of-range rate (an older version's, or written by hand) is
+ * clamped when read: it never makes the shard unlimited. */
+START_TEST(control_record_rate_clamped) {
+    const struct {
+        double rate, want;
+    } cases[] = {{1e-13, BW_RATE_MIN}, {-3, BW_RATE_MIN}, {NAN, BW_RATE_MIN}, {1e9, BW_RATE_MAX},
+                 {INFINITY, BW_RATE_MAX}, {0, 0}, {2.5, 2.5}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
+        c.has_rate = 1;
+        c.rate = cases[i].rate;
+        c.paused = 1;
+        c.reason = "by hand";
+        bw_shard_setting_t set;
+        bw_shard_setting_from_record(&c, &set);
+        ck_assert_msg(set.has_rate && set.rate == cases[i].want, "%g read as %g", cases[i].rate, set.rate);
+        ck_assert(set.paused && strcmp(set.reason, "by hand") == 0);
     }
 }
 END_TEST
@@ -84,6 +121,7 @@ Suite *admin_suite(void) {
     tcase_add_test(tc, urls);
     tcase_add_test(tc, control_bodies);
     tcase_add_test(tc, shard_keys);
+    tcase_add_test(tc, control_record_rate_clamped);
     suite_add_tcase(s, tc);
     return s;
 }

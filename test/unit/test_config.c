@@ -10,6 +10,7 @@
 #include "config.h"
 #include "kafka.h"
 #include "helpers.h"
+#include "ratelimit.h"
 
 START_TEST(reference_loads) {
     bw_config_t *c = t_ref_config();
@@ -220,6 +221,21 @@ START_TEST(error_out_of_range) {
                  t_line_of(REF, NULL, "message_max_bytes = 1000000;"), "kafka.message_max_bytes", "out of range", NULL);
     expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = -1.0; }", t_line_of(REF, NULL, "{ shard = 7; rate = 50.0; }"),
                  "shards.rate_overrides[0].rate", "out of range", NULL);
+    /* a positive rate below the minimum (once it overflowed the limiter to "unlimited"), as
+     * default and as override; the reason names the bounds */
+    expect_error("default_rate = 200.0;", "default_rate = 1e-13;", t_line_of(REF, NULL, "default_rate = 200.0;"),
+                 "shards.default_rate: rate 1e-13 is out of range", "0 (unlimited) or 0.001 to 1e6", NULL);
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 0.0009; }", t_line_of(REF, NULL, "{ shard = 7; rate = 50.0; }"),
+                 "shards.rate_overrides: rate 0.0009 is out of range", "0.001 to 1e6", NULL);
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 1000001.0; }",
+                 t_line_of(REF, NULL, "{ shard = 7; rate = 50.0; }"), "shards.rate_overrides[0].rate", "out of range", NULL);
+    /* the bounds themselves and 0 load */
+    bw_config_t *c = t_conf_variant_load("default_rate = 200.0;", "default_rate = 0.001;");
+    ck_assert(c->default_rate == BW_RATE_MIN && c->shard_rate[0] == BW_RATE_MIN);
+    bw_config_destroy(c);
+    c = t_conf_variant_load("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 1e6; }, { shard = 6; rate = 0.0; }");
+    ck_assert(c->shard_rate[7] == BW_RATE_MAX && c->shard_rate[6] == 0);
+    bw_config_destroy(c);
     /* an int64 literal beyond int is out of range, not truncated */
     expect_error("workers = 4;", "workers = 4294967297L;", t_line_of(REF, NULL, "workers = 4;"),
                  "consumer.workers", "out of range", NULL);
@@ -534,7 +550,8 @@ START_TEST(dump_reloads_awkward_values) {
     bw_config_destroy(c);
     t_unlink_free(p1);
 
-    c = t_conf_variant_load("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 1e-300; }, { shard = 2; rate = 999999.99; }");
+    c = t_conf_variant_load("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 0.0010000000000000002; }, { shard = 2; rate = 999999.99; }");
+    ck_assert(c->shard_rate[7] == 0.0010000000000000002);
     ck_assert(c->shard_rate[2] == 999999.99);
     dump_reload(c);
     bw_config_destroy(c);

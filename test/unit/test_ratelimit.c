@@ -2,6 +2,9 @@
 #include "helpers.h"
 #include "ratelimit.h"
 
+#include <math.h>
+#include <string.h>
+
 #define SEC 1000000LL
 #define MS 1000LL
 
@@ -137,6 +140,57 @@ START_TEST(set_rate_midway) {
 }
 END_TEST
 
+START_TEST(rate_bounds) {
+    char err[256] = "";
+    ck_assert_int_eq(bw_ratelimit_check(0, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_ratelimit_check(BW_RATE_MIN, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_ratelimit_check(BW_RATE_MAX, err, sizeof(err)), 0);
+    ck_assert_str_eq(err, "");
+    const double bad[] = {1e-13, BW_RATE_MIN / 2, -1, BW_RATE_MAX * 1.01, NAN, INFINITY, -INFINITY};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        ck_assert_int_eq(bw_ratelimit_check(bad[i], err, sizeof(err)), -1);
+        ck_assert_msg(strstr(err, "0 (unlimited) or 0.001 to 1e6 batches per second"), "%g: %s", bad[i], err);
+    }
+    ck_assert_str_eq(err, "rate -inf is out of range: use 0 (unlimited) or 0.001 to 1e6 batches per second "
+                          "(one batch per 1000 s at the least; pause a shard to stop it)");
+    ck_assert(bw_ratelimit_clamp(0) == 0);
+    ck_assert(bw_ratelimit_clamp(1e-13) == BW_RATE_MIN);
+    ck_assert(bw_ratelimit_clamp(-1) == BW_RATE_MIN);
+    ck_assert(bw_ratelimit_clamp(NAN) == BW_RATE_MIN);
+    ck_assert(bw_ratelimit_clamp(-INFINITY) == BW_RATE_MIN);
+    ck_assert(bw_ratelimit_clamp(INFINITY) == BW_RATE_MAX);
+    ck_assert(bw_ratelimit_clamp(2.5) == 2.5);
+}
+END_TEST
+
+/* Any double is safe: only 0 is unlimited; 1e-13 once made 1e6/rate overflow int64. */
+START_TEST(out_of_range_rates_never_unlimited) {
+    const double tiny[] = {1e-13, 5e-324, -1, NAN, -INFINITY};
+    for (size_t i = 0; i < sizeof(tiny) / sizeof(tiny[0]); i++) {
+        bw_ratelimit_t rl;
+        bw_ratelimit_init(&rl, tiny[i], 0);
+        ck_assert_msg(rl.rate == BW_RATE_MIN, "%g", tiny[i]);
+        ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 0), 0);
+        /* the next batch waits one interval of the minimum rate: 1,000 s */
+        ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 0), 1000 * SEC);
+        bw_ratelimit_set_rate(&rl, tiny[i], 10 * SEC);
+        ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 10 * SEC), 990 * SEC);
+    }
+    bw_ratelimit_t rl;
+    bw_ratelimit_init(&rl, INFINITY, 0);
+    ck_assert(rl.rate == BW_RATE_MAX);
+    bw_ratelimit_reserve(&rl, 2 * BW_RATE_MAX, 0); /* two seconds' worth at the maximum */
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 0), 2 * SEC);
+    /* a huge permit count saturates the clock instead of wrapping it into "free now" */
+    bw_ratelimit_init(&rl, BW_RATE_MIN, 0);
+    bw_ratelimit_reserve(&rl, 1e300, 0);
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, 0), INT64_MAX);
+    bw_ratelimit_reserve(&rl, NAN, 0);
+    ck_assert_int_eq(bw_ratelimit_try_acquire(&rl, 1, SEC), INT64_MAX - SEC);
+}
+END_TEST
+
 START_TEST(rate_zero_unlimited) {
     bw_ratelimit_t rl;
     bw_ratelimit_init(&rl, 0.0, 0);
@@ -217,6 +271,8 @@ Suite *ratelimit_suite(void) {
     tcase_add_test(tc, stored_permits_burst);
     tcase_add_test(tc, set_rate_midway);
     tcase_add_test(tc, rate_zero_unlimited);
+    tcase_add_test(tc, rate_bounds);
+    tcase_add_test(tc, out_of_range_rates_never_unlimited);
     tcase_add_test(tc, precision_over_30s);
     tcase_add_test(tc, reserve_loop_precision);
     suite_add_tcase(s, tc);
