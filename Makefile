@@ -124,7 +124,7 @@ unit: $(BIN)/unit-tests
 e2e: e2e-embedded e2e-kafka
 backlog: backlog-embedded backlog-kafka
 fault: fault-embedded fault-kafka
-FAULTS := consumer-kill proxy-kill mysql-down row-locks schema-drift big-rows idle-reaped
+FAULTS := consumer-kill proxy-kill mysql-down mysql-hang row-locks schema-drift big-rows idle-reaped
 fault-embedded: all
 	for s in $(FAULTS); do BW_BIN=$(BIN) test/fault.sh embedded $$s || exit 1; done
 fault-kafka: all

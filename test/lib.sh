@@ -10,6 +10,7 @@
 #                               config's alerts.webhook_url points at it
 #   alert_state SHARD           "active" while Alertmanager holds a firing
 #                               BulkwriteShardUnhealthy alert for SHARD, else "none"
+#   server_alert_state SERVER   the same for BulkwriteServerDown of SERVER (mysql-a|mysql-b)
 # The caller ends with: echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]
 
 BIN=${BW_BIN:-bin}
@@ -77,6 +78,11 @@ alerts_json() { curl -sf "http://127.0.0.1:$ALERTMANAGER/api/v2/alerts?active=tr
 alert_state() { # alert_state SHARD
     alerts_json | jq -r --arg s "$1" '[.[] | select(.labels.alertname == "BulkwriteShardUnhealthy" and
         .labels.shard == $s)] | if length > 0 then .[0].status.state else "none" end'
+}
+
+server_alert_state() { # server_alert_state SERVER: BulkwriteServerDown for that server
+    alerts_json | jq -r --arg s "$1" '[.[] | select(.labels.alertname == "BulkwriteServerDown" and
+        .labels.server == $s)] | if length > 0 then .[0].status.state else "none" end'
 }
 
 start_consumer() { # start_consumer PORT [CONF]
