@@ -46,7 +46,8 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload
-.PHONY: fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka demo docs docs-check clean
+
+.PHONY: check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -101,10 +102,19 @@ fuzz: $(FUZZ_BIN)
 	  -print_final_stats=1 -artifact_prefix=build/fuzz/ build/fuzz/corpus test/fuzz/corpus
 
 # ---- tests ------------------------------------------------------------------------
+# The tiers run in two lanes side by side (a tier mostly waits on servers, rate limits and
+# timeouts, not on the CPU): the embedded-Kafka tiers and then ThreadSanitizer in one, the
+# real-broker tiers and then ASan+UBSan in the other, on their own ports
+# (BW_TEST_PORT_OFFSET). Each line says its lane; a failure in either fails the check.
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
-	$(MAKE) docs-check unit fuzz e2e fault backlog fleet
-	$(MAKE) check-sanitize check-tsan
+	$(MAKE) docs-check unit
+	$(MAKE) -j2 check-lane-embedded check-lane-kafka
+LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
+check-lane-embedded:
+	@$(call LANE,embedded,fuzz e2e-embedded fault-embedded backlog-embedded check-tsan)
+check-lane-kafka:
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).

@@ -148,6 +148,8 @@ void bw_scheduler_submit(bw_job_t *j);
 void bw_scheduler_collect(int64_t wait_us);
 void bw_scheduler_drain(const int *shards, size_t n);
 void bw_scheduler_apply_settings(int64_t now_us);
+/* Logs, alerts and refetches after a health transition (BW_HEALTH_* flags) of shard. */
+void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, const char *error);
 
 /* progress.c */
 void bw_progress_applied(bw_job_t *j, int64_t now_us);

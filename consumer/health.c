@@ -130,6 +130,13 @@ unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int p
     return changed;
 }
 
+unsigned bw_health_server_answered(bw_health_t *h, int server) {
+    server_health_t *sv = &h->servers[server];
+    unsigned changed = sv->down ? BW_HEALTH_SERVER_UP : 0;
+    sv->failures = sv->down = 0;
+    return changed;
+}
+
 void bw_health_forget(bw_health_t *h, int shard) {
     server_health_t *sv = &h->servers[h->shard_server[shard]];
     if (sv->probe_shard == shard) sv->probe_shard = -1;

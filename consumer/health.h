@@ -58,6 +58,9 @@ bw_admit_t bw_health_admit(bw_health_t *h, int shard, int64_t now_us, int64_t *w
 void bw_health_unadmit(bw_health_t *h, int shard);
 /* `probe`: the job was admitted as BW_ADMIT_PROBE. Returns BW_HEALTH_* flags. */
 unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int probe, int64_t now_us);
+/* Something else proved the server answers (its ledger was read): it is up. Returns
+ * BW_HEALTH_SERVER_UP if it was down. */
+unsigned bw_health_server_answered(bw_health_t *h, int server);
 /* The shard is no longer ours: its own state is cleared (its server's stays). */
 void bw_health_forget(bw_health_t *h, int shard);
 

@@ -167,6 +167,29 @@ static void run(bw_daemon_t *d) {
     }
 }
 
+/* Leaves the group (revoking: nothing is in flight by now), serving the revocation and
+ * the last commits, for at most timeout_ms: with the broker gone a plain
+ * rd_kafka_consumer_close() would wait for it forever. Returns 1 if closed. */
+static int leave_group(int timeout_ms) {
+    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(consumer.rk);
+    rd_kafka_error_t *e = rd_kafka_consumer_close_queue(consumer.rk, q);
+    int64_t deadline = bw_now_us() + (int64_t)timeout_ms * 1000;
+    if (e) {
+        bw_warn(COMPONENT, "leaving the group: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    } else {
+        while (!rd_kafka_consumer_closed(consumer.rk) && bw_now_us() < deadline) {
+            rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer.rk, 100);
+            if (m) rd_kafka_message_destroy(m);
+        }
+    }
+    rd_kafka_queue_destroy(q);
+    int closed = rd_kafka_consumer_closed(consumer.rk);
+    if (!closed) bw_warn(COMPONENT, "Kafka did not let the consumer leave its group within %d ms; stopping anyway "
+                                    "(the offsets are in the shards)", timeout_ms);
+    return closed;
+}
+
 static void stop(void) {
     bw_info(COMPONENT, "shutting down: finishing batches in flight");
     int *all = malloc(sizeof(int) * (size_t)consumer.conf->shard_count);
@@ -174,11 +197,13 @@ static void stop(void) {
     bw_scheduler_drain(all, (size_t)consumer.conf->shard_count);
     free(all);
     bw_progress_commit();
-    rd_kafka_consumer_close(consumer.rk); /* revokes: nothing in flight by now */
-    bw_progress_collect_deleted(2000);    /* its request list is freed with the result */
+    int closed = leave_group(10000);
+    bw_progress_collect_deleted(2000); /* its request list is freed with the result */
     if (consumer.delete_q) rd_kafka_queue_destroy(consumer.delete_q);
     bw_scheduler_stop();
-    rd_kafka_destroy(consumer.rk);
+    /* a consumer that could not close must not try again inside destroy (it would wait
+     * for the same unreachable coordinator) */
+    rd_kafka_destroy_flags(consumer.rk, closed ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     bw_dead_letters_destroy(consumer.dead_letters);
     bw_alerts_destroy(consumer.alerts);
     bw_shard_table_stop(consumer.table);

@@ -119,15 +119,17 @@ static size_t byte_share(void) {
 }
 
 /* Fetching runs unless its ledger is still being read, an operator paused the shard,
- * it or its server is held (health.c), its next messages are lost, or its buffer is full
- * in messages or bytes (resumed once half drained). */
+ * the shard is held (health.c: its failed batch stays buffered for the probe), its next
+ * messages are lost, or its buffer is full in messages or bytes (resumed once half
+ * drained). A server that is down does not stop fetching: its shards' buffers stay
+ * bounded, and one of them must have a message to probe the server with. */
 void bw_partition_refresh_fetch(int shard) {
     bw_partition_t *p = &consumer.partitions[shard];
     size_t full = (size_t)consumer.conf->pull_count, share = byte_share();
     int lost = p->lost_to > p->lost_from;
     int over = p->len >= full || (p->len && p->bytes >= share);
     int under_half = p->len <= full / 2 && p->bytes <= share / 2;
-    int want = p->ledger_pending || p->op_paused || bw_health_blocked(consumer.health, shard) || lost || over ||
+    int want = p->ledger_pending || p->op_paused || bw_health_shard_held(consumer.health, shard) || lost || over ||
                (p->fetch_paused && !under_half);
     set_fetch_paused(shard, want);
 }

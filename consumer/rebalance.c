@@ -69,6 +69,10 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
                "cannot read where %zu partitions of server %s resume (%s); asking again in %d ms", j->cnt, sv->name,
                j->res.error, consumer.conf->pause_ms);
     int64_t retry_at = bw_now_us() + (int64_t)consumer.conf->pause_ms * 1000;
+    if (!j->ledger_errno && j->cnt) { /* the server answered: if it was down, it is up */
+        unsigned changed = bw_health_server_answered(consumer.health, j->server);
+        if (changed) bw_scheduler_on_health(j->shards[0], changed, BW_OUTCOME_OK, "");
+    }
     for (size_t i = 0; i < j->cnt; i++) {
         int s = j->shards[i];
         bw_partition_t *p = &consumer.partitions[s];
@@ -110,6 +114,7 @@ static void assign_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         int s = l->elems[i].partition;
         if (s < 0 || s >= consumer.conf->shard_count) continue;
         bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned) consumer.assigned_cnt++;
         rd_kafka_message_t **buf = p->buf; /* empty since it was revoked; its memory is reused */
         size_t cap = p->cap;
         memset(p, 0, sizeof(*p));
@@ -127,7 +132,6 @@ static void assign_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         bw_metrics_shard_lost(consumer.metrics, s, 0);
         bw_ratelimit_init(&p->rl, consumer.conf->shard_rate[s], now);
         shards[n++] = s;
-        consumer.assigned_cnt++;
         /* a placeholder that fetches nothing and can raise no offset error: the seek
          * after the ledger read sets the real position */
         l->elems[i].offset = RD_KAFKA_OFFSET_END;

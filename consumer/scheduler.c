@@ -135,7 +135,7 @@ int64_t bw_scheduler_dispatch(void) {
 }
 
 /* Logs, alerts and refetches what a health transition changed. */
-static void on_health(int shard, unsigned changed, bw_outcome_t outcome, const char *error) {
+void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, const char *error) {
     int server = consumer.conf->shard_server[shard];
     const bw_server_t *sv = &consumer.conf->servers[server];
     if (changed & BW_HEALTH_SHARD_HELD)
@@ -228,7 +228,7 @@ static void collect(bw_job_t *j) {
         retry_later(j, outcome, now);
     }
     p->job = NULL;
-    on_health(j->shard, changed, outcome, j->res.error);
+    bw_scheduler_on_health(j->shard, changed, outcome, j->res.error);
     free(j->msgs);
     free(j);
 }

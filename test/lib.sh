@@ -23,8 +23,12 @@ pids=()
 passed=0 failed=0
 
 bw_stack_stop() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    # newest first, each gone before the next: consumers leave their group while Kafka
+    # still answers (with Kafka gone first, each would wait out its close deadline)
+    local i
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        kill "${pids[i]}" 2>/dev/null && wait "${pids[i]}" 2>/dev/null || true
+    done
     scripts/mariadb.sh stop "$WORK/mysql-a" >/dev/null 2>&1 || true
     scripts/mariadb.sh stop "$WORK/mysql-b" >/dev/null 2>&1 || true
     [ "$MODE" = kafka ] && scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1

@@ -129,6 +129,19 @@ START_TEST(timeout_means_the_server_answers) {
 }
 END_TEST
 
+/* A ledger read that succeeds proves the server answers, even with no batch to probe. */
+START_TEST(an_answer_brings_the_server_up) {
+    bw_health_t *h = two_servers();
+    bw_health_report(h, 2, BW_OUTCOME_CONNECTION, 0, 0);
+    bw_health_report(h, 3, BW_OUTCOME_CONNECTION, 0, 0);
+    ck_assert(bw_health_server_down(h, 1));
+    ck_assert_int_eq(bw_health_server_answered(h, 1), BW_HEALTH_SERVER_UP);
+    ck_assert(!bw_health_blocked(h, 2));
+    ck_assert_int_eq(bw_health_server_answered(h, 1), 0);
+    bw_health_free(h);
+}
+END_TEST
+
 Suite *health_suite(void) {
     Suite *s = suite_create("health");
     TCase *tc = tcase_create("core");
@@ -139,6 +152,7 @@ Suite *health_suite(void) {
     tcase_add_test(tc, connection_failures_take_the_server_down);
     tcase_add_test(tc, unadmit_and_forget_free_the_probe);
     tcase_add_test(tc, timeout_means_the_server_answers);
+    tcase_add_test(tc, an_answer_brings_the_server_up);
     suite_add_tcase(s, tc);
     return s;
 }
