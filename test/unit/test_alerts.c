@@ -28,6 +28,7 @@ START_TEST(firing_then_resolved) {
     bw_config_t *conf = t_ref_config(); /* no webhook: no thread, the body is built all the same */
     bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_CONSUMER);
     bw_alerts_t *a = bw_alerts_new(conf, m, "http://127.0.0.1:18081/metrics");
+    bw_metrics_shard_state(m, 5, 0, 0, 0, 0); /* the consumer holds shard 5: its gauges show */
     ck_assert(!bw_alerts_firing(a, BW_ALERT_UNHEALTHY, 5));
     bw_alerts_fire(a, BW_ALERT_UNHEALTHY, 5, "statement on db00005: Lock wait timeout exceeded (1205)");
     ck_assert(bw_alerts_firing(a, BW_ALERT_UNHEALTHY, 5));
@@ -182,10 +183,41 @@ START_TEST(concurrent_alerts_reach_the_webhook) {
 }
 END_TEST
 
+/* BulkwriteServerDown is one alert per server: labelled with the server and its address,
+ * no shard; it goes with the same metrics and the same firing/resolved contract. */
+START_TEST(server_alert_names_the_server) {
+    bw_config_t *conf = t_ref_config();
+    bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    bw_alerts_t *a = bw_alerts_new(conf, m, "http://127.0.0.1:18081/metrics");
+    bw_alerts_fire_server(a, 1, "connect to mysql-b (127.0.0.1:13307): Connection refused");
+    ck_assert(bw_alerts_firing(a, BW_ALERT_SERVER_DOWN, 1));
+    ck_assert(!bw_alerts_firing(a, BW_ALERT_SERVER_DOWN, 0));
+    int index = BW_ALERT_SERVER_DOWN * conf->shard_count + 1;
+    json_t *j = body_of(a, index), *al = json_array_get(j, 0), *labels = json_object_get(al, "labels");
+    ck_assert_str_eq(json_string_value(json_object_get(labels, "alertname")), "BulkwriteServerDown");
+    ck_assert_str_eq(json_string_value(json_object_get(labels, "server")), "mysql-b");
+    ck_assert_str_eq(json_string_value(json_object_get(labels, "address")), "127.0.0.1:13307");
+    ck_assert_str_eq(json_string_value(json_object_get(labels, "team")), "storage");
+    ck_assert_ptr_null(json_object_get(labels, "shard"));
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_object_get(al, "annotations"), "summary")),
+                                 "shards 4 to 7"));
+    json_decref(j);
+    bw_alerts_resolve_server(a, 1);
+    ck_assert(!bw_alerts_firing(a, BW_ALERT_SERVER_DOWN, 1));
+    j = body_of(a, index);
+    ck_assert(is_rfc3339(json_string_value(json_object_get(json_array_get(j, 0), "endsAt"))));
+    json_decref(j);
+    bw_alerts_destroy(a);
+    bw_metrics_destroy(m);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 Suite *alerts_suite(void) {
     Suite *s = suite_create("alerts");
     TCase *tc = tcase_create("alerts");
     tcase_add_test(tc, firing_then_resolved);
+    tcase_add_test(tc, server_alert_names_the_server);
     tcase_add_test(tc, concurrent_alerts_reach_the_webhook);
     suite_add_tcase(s, tc);
     return s;
