@@ -113,6 +113,8 @@ typedef struct {
     char instance[300];        /* host:port of this consumer, in status records */
     int next_shard;            /* the scheduler's round-robin cursor */
     int ledger_reads;          /* BW_JOB_READ_LEDGER jobs in flight */
+    rd_kafka_topic_partition_list_t *awaiting; /* an assignment not yet handed to librdkafka:
+                                                  its ledgers are being read (rebalance.c) */
     /* the worker pool. @locks mu guards todo, done, busy, stopping */
     pthread_mutex_t mu;
     pthread_cond_t todo_cv, done_cv;

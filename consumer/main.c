@@ -198,6 +198,7 @@ static void stop(void) {
     free(all);
     bw_progress_commit();
     int closed = leave_group(10000);
+    if (consumer.awaiting) rd_kafka_topic_partition_list_destroy(consumer.awaiting);
     bw_progress_collect_deleted(2000); /* its request list is freed with the result */
     if (consumer.delete_q) rd_kafka_queue_destroy(consumer.delete_q);
     bw_scheduler_stop();

@@ -2,13 +2,13 @@
  *
  * Where a partition resumes is the next offset stored in its shard's own database (the
  * ledger), which moves only with the data it describes. Reading it must not hold the
- * dispatcher (a rebalance of 4,096 partitions, a server that does not answer): an
- * assigned partition stays paused while one job per server reads all of that server's
- * offsets on a worker (BW_JOB_READ_LEDGER, a few queries in all); when the answer comes
- * back, each partition seeks there and fetching begins. A partition that never stored
- * an offset starts at the beginning of its log. A server that cannot be read is asked
- * again every consumer.pause_ms; its shards wait (their lag shows, and the no-progress
- * alert fires if it lasts). With auto.offset.reset=error, an offset Kafka no longer
+ * dispatcher (a rebalance of 4,096 partitions, a server that does not answer): one job
+ * per server reads all of that server's offsets on a worker (BW_JOB_READ_LEDGER, a few
+ * queries in all), and librdkafka gets the assignment, with those offsets, once the
+ * reads are back (the group waits meanwhile, heartbeats going on). A partition that
+ * never stored an offset starts at the beginning of its log. A server that cannot be read
+ * is asked again every consumer.pause_ms; its shards wait (their lag shows, and the
+ * no-progress alert fires if it lasts). With auto.offset.reset=error, an offset Kafka no longer
  * holds is reported as a gap (partition.c), never skipped.
  * @locality dispatcher thread, from rd_kafka_consumer_poll. */
 #include <stdlib.h>
@@ -61,6 +61,36 @@ void bw_rebalance_read_ledger(bw_job_t *j) {
     bw_buf_free(&scratch);
 }
 
+/* Every first ledger read of an assignment is back: librdkafka gets the assignment with
+ * each partition's stored offset, so fetching starts exactly there. (Assigning first with
+ * a placeholder and seeking later raced: librdkafka could start the placeholder after the
+ * seek, and the shard skipped its backlog.) A partition whose ledger could not be read
+ * gets a placeholder and stays paused; when its read is asked again and answers, it
+ * seeks to its offset, long after the placeholder took effect. */
+static void hand_over(void) {
+    rd_kafka_topic_partition_list_t *l = consumer.awaiting;
+    consumer.awaiting = NULL;
+    int waiting = 0;
+    for (int i = 0; i < l->cnt; i++) {
+        const bw_partition_t *p = &consumer.partitions[l->elems[i].partition];
+        waiting += p->ledger_pending;
+        l->elems[i].offset = p->ledger_pending   ? RD_KAFKA_OFFSET_END
+                             : p->next_fetch >= 0 ? p->next_fetch
+                                                  : RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_assign(consumer.rk, l);
+    /* librdkafka keeps a partition paused across a rebalance; this consumer may have
+     * paused it (buffer full) before it was revoked and handed back */
+    rd_kafka_resume_partitions(consumer.rk, l);
+    for (int i = 0; i < l->cnt; i++) {
+        consumer.partitions[l->elems[i].partition].fetch_paused = 0;
+        bw_partition_refresh_fetch(l->elems[i].partition); /* pauses what must wait */
+    }
+    bw_info(COMPONENT, "fetching %d partitions from their stored offsets%s", l->cnt - waiting,
+            waiting ? "; the others wait for their ledger" : "");
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 /* The answer of a ledger read: each partition still waiting for it starts fetching. */
 void bw_rebalance_ledger_read(bw_job_t *j) {
     const bw_server_t *sv = &consumer.conf->servers[j->server];
@@ -87,8 +117,10 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
         p->next_fetch = p->applied = next;
         p->assigned_from = next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
         bw_log(BW_LOG_DEBUG, COMPONENT, s, NULL, "resuming at offset %lld", (long long)next);
-        bw_partition_refresh_fetch(s); /* resumes, and seeks to next_fetch */
+        /* a partition already handed to librdkafka (a read asked again) resumes and seeks */
+        if (!consumer.awaiting) bw_partition_refresh_fetch(s);
     }
+    if (consumer.awaiting && !consumer.ledger_reads) hand_over();
 }
 
 /* Reads again the ledgers that could not be read, once their wait is over. */
@@ -106,7 +138,7 @@ void bw_rebalance_retry_ledgers(int64_t now_us) {
     free(due);
 }
 
-static void assign_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l) {
+static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
     int64_t now = bw_now_us();
     int *shards = malloc(sizeof(int) * (size_t)(l->cnt ? l->cnt : 1));
     size_t n = 0;
@@ -132,15 +164,13 @@ static void assign_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         bw_metrics_shard_lost(consumer.metrics, s, 0);
         bw_ratelimit_init(&p->rl, consumer.conf->shard_rate[s], now);
         shards[n++] = s;
-        /* a placeholder that fetches nothing and can raise no offset error: the seek
-         * after the ledger read sets the real position */
-        l->elems[i].offset = RD_KAFKA_OFFSET_END;
     }
-    rd_kafka_assign(rk, l);
-    /* nothing is fetched before the ledger says where (librdkafka also keeps a pause
-     * across a rebalance, so this is where every assigned partition's state begins) */
-    rd_kafka_pause_partitions(rk, l);
+    /* librdkafka gets the assignment once the ledgers answered (hand_over); the group
+     * waits for it meanwhile, heartbeats going on */
+    if (consumer.awaiting) rd_kafka_topic_partition_list_destroy(consumer.awaiting);
+    consumer.awaiting = rd_kafka_topic_partition_list_copy(l);
     read_ledgers(shards, n);
+    if (!n) hand_over();
     free(shards);
     bw_scheduler_apply_settings(now); /* an operator's pause or rate holds from the first batch */
     bw_info(COMPONENT, "assigned %d partitions; reading where they resume", l->cnt);
@@ -156,6 +186,10 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
     for (int i = 0; i < l->cnt; i++)
         if (l->elems[i].partition >= 0 && l->elems[i].partition < consumer.conf->shard_count)
             shards[n++] = l->elems[i].partition;
+    if (consumer.awaiting) { /* never handed to librdkafka */
+        rd_kafka_topic_partition_list_destroy(consumer.awaiting);
+        consumer.awaiting = NULL;
+    }
     bw_scheduler_drain(shards, n);
     bw_progress_commit();
     for (size_t i = 0; i < n; i++) {
@@ -177,7 +211,7 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
 void bw_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque) {
     (void)opaque;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        assign_partitions(rk, l);
+        assign_partitions(l);
     } else {
         bw_info(COMPONENT, "revoking %d partitions", l->cnt);
         revoke_partitions(rk, l);
