@@ -21,26 +21,43 @@ struct bw_tail {
     atomic_int run;
     atomic_int caught_up;
     atomic_llong next[MAX_PARTS]; /* next offset to read, per partition */
-    int64_t start_end[MAX_PARTS];
+    int64_t start_end[MAX_PARTS]; /* the end at startup; -1 until known. @locality tail thread once started */
+    int64_t asked_us;             /* when unknown ends were last asked for */
 };
+
+/* Caught up: every partition read to the end it had at startup. An end that could not be
+ * asked yet is asked again (at most once a second): a tail never counts as caught up on a
+ * failed query, so operators' pauses are read before anyone relies on them. */
+static int caught_up_now(bw_tail_t *t) {
+    int all = 1;
+    int64_t now = bw_now_us();
+    int ask = now - t->asked_us >= 1000000;
+    for (int p = 0; p < t->parts; p++) {
+        if (t->start_end[p] < 0 && ask) {
+            int64_t lo, hi;
+            if (!rd_kafka_query_watermark_offsets(t->rk, t->topic, p, &lo, &hi, 1000)) t->start_end[p] = hi;
+            t->asked_us = now;
+        }
+        if (t->start_end[p] < 0 || atomic_load(&t->next[p]) < t->start_end[p]) all = 0;
+    }
+    return all;
+}
 
 static void *tail_main(void *arg) {
     bw_tail_t *t = arg;
     while (atomic_load(&t->run)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(t->rk, 100);
-        if (!m) continue;
+        if (!m) {
+            if (!atomic_load(&t->caught_up) && caught_up_now(t)) atomic_store(&t->caught_up, 1);
+            continue;
+        }
         if (!m->err) {
             t->fn(t->ud, m->key, m->key_len, m->payload, m->len);
             if (m->partition >= 0 && m->partition < t->parts) atomic_store(&t->next[m->partition], m->offset + 1);
         } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             bw_log(BW_LOG_WARN, "kafka", -1, NULL, "reading %s: %s", t->topic, rd_kafka_message_errstr(m));
         }
-        if (!atomic_load(&t->caught_up)) {
-            int all = 1;
-            for (int p = 0; p < t->parts; p++)
-                if (atomic_load(&t->next[p]) < t->start_end[p]) all = 0;
-            if (all) atomic_store(&t->caught_up, 1);
-        }
+        if (!atomic_load(&t->caught_up) && caught_up_now(t)) atomic_store(&t->caught_up, 1);
         rd_kafka_message_destroy(m);
     }
     return NULL;
@@ -76,8 +93,8 @@ bw_tail_t *bw_tail_start(const bw_config_t *conf, const char *brokers, const cha
     }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(t->parts);
     for (int p = 0; p < t->parts; p++) {
-        int64_t lo = 0, hi = 0;
-        rd_kafka_query_watermark_offsets(t->rk, topic, p, &lo, &hi, 10000);
+        int64_t lo = 0, hi = -1;
+        if (rd_kafka_query_watermark_offsets(t->rk, topic, p, &lo, &hi, 10000)) lo = 0, hi = -1;
         t->start_end[p] = hi;
         atomic_init(&t->next[p], lo);
         rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
@@ -85,10 +102,8 @@ bw_tail_t *bw_tail_start(const bw_config_t *conf, const char *brokers, const cha
     rd_kafka_assign(t->rk, l);
     rd_kafka_topic_partition_list_destroy(l);
     atomic_init(&t->run, 1);
-    int all = 1;
-    for (int p = 0; p < t->parts; p++)
-        if (atomic_load(&t->next[p]) < t->start_end[p]) all = 0;
-    atomic_init(&t->caught_up, all);
+    t->asked_us = bw_now_us();
+    atomic_init(&t->caught_up, caught_up_now(t));
     pthread_create(&t->thread, NULL, tail_main, t);
     return t;
 fail:

@@ -88,9 +88,10 @@ static int start(bw_daemon_t *d) {
         bw_kafka_ensure_side_topic(consumer.status_rk, conf, conf->control_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         !(consumer.table = bw_shard_table_start(conf, d->brokers, NULL, err, sizeof(err))))
         return bw_error(COMPONENT, "control and status topics: %s", err), -1;
-    /* an operator's pause must hold from the first assignment on */
-    if (!bw_shard_table_sync(consumer.table, 10000))
-        bw_warn(COMPONENT, "the control topic %s was not read to its end in 10 s: settings may apply late",
+    /* an operator's pause must hold from the first assignment on: no partition is taken
+     * before the control topic was read to its end */
+    while (!bw_shard_table_sync(consumer.table, 10000))
+        bw_warn(COMPONENT, "the control topic %s was not read to its end in 10 s; reading on before joining the group",
                 conf->control_topic);
     consumer.partitions = calloc((size_t)conf->shard_count, sizeof(*consumer.partitions));
     consumer.metrics = bw_metrics_new(conf, BW_METRICS_CONSUMER);
