@@ -123,7 +123,7 @@ if [ "$MODE" = embedded ]; then
         wait_for 10 sh -c "test \"\$(curl -sf http://127.0.0.1:$C1/metrics | grep -c '^bulkwrite_consumer_paused{shard=\"$OVER\"} 1$')\" = 1"
     check "20 pins with 60 KB images for the paused shard are accepted" \
         submit --per-request 20 --request-id over image:20:$OVER
-    OVER_JOB=$(printf '%s' "bulkwrite.v1/over/image:20:$OVER/0" | md5sum | cut -c1-32)
+    OVER_JOB=$(printf '%s' "bulkwrite.v1/over/0:image:20:$OVER/0" | md5sum | cut -c1-32) # request_id over/J:JOB/FIRST-OP
     check "6 MiB more for shard $OVER are written straight to Kafka (bw-workload flood)" \
         sh -c "'$BIN/bw-workload' -c '$CONF' flood --brokers $BROKERS $OVER 6291456 >'$WORK/flood.out'"
     read -r LOW HIGH < <("$BIN/bw-workload" -c "$CONF" offsets --brokers "$BROKERS" $OVER)
@@ -137,8 +137,8 @@ if [ "$MODE" = embedded ]; then
     check "the consumer's lost gauge shows the $((LOW - APPLIED)) messages" \
         wait_for 10 sh -c "curl -sf http://127.0.0.1:$C1/metrics | grep -q '^bulkwrite_consumer_lost_messages{shard=\"$OVER\"} $((LOW - APPLIED))$'"
     check "the flooded job claims no success: its 20 ops lost, none applied" \
-        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$OVER_JOB | tee '$WORK/over-job.json' | \
-            jq -e '.lost == 20 and .applied == 0'"
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$OVER_JOB >'$WORK/over-job.json' && \
+            jq -e '.lost == 20 and .applied == 0' '$WORK/over-job.json'"
     echo "# the flooded job: $(jq -c '{submitted, applied, lost, pending}' "$WORK/over-job.json")"
     sleep 2 # the shard must stay stopped at the gap, not skip to what Kafka still holds
     check "the shard stays at the gap: still 1,000 rows, none of the job or the flood after it" test "$(pins)" = 1000
@@ -183,7 +183,7 @@ else
     LOST=6
     "$BIN/bwctl" -c "$CONF" pause $LOST --reason "truncation test" >/dev/null
     check "5,000 ops for shard $LOST are accepted" submit --request-id trunc feed:5000:$LOST
-    LOST_JOB=$(printf '%s' "bulkwrite.v1/trunc/feed:5000:$LOST/0" | md5sum | cut -c1-32)
+    LOST_JOB=$(printf '%s' "bulkwrite.v1/trunc/0:feed:5000:$LOST/0" | md5sum | cut -c1-32) # request_id trunc/J:JOB/FIRST-OP
     check "the log of shard $LOST is truncated past what it applied" \
         "$BIN/bw-workload" -c "$CONF" delete-records --brokers "$BROKERS" $LOST end
     "$BIN/bwctl" -c "$CONF" resume $LOST >/dev/null
@@ -193,8 +193,7 @@ else
     check "the consumer's lag and lost gauges show the 10 messages" \
         wait_for 10 sh -c "test \"\$(curl -sf http://127.0.0.1:$C1/metrics | grep -c '^bulkwrite_consumer_\(lag\|lost\)_messages{shard=\"$LOST\"} 10$')\" = 2"
     check "the job reports its 5,000 ops lost in Kafka" \
-        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB | \
-            jq -e '.lost == 5000 and .pending == 0 and (.shards[0].error | test(\"lost in Kafka\"))'"
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB >'$WORK/lost-job.json' && jq -e '.lost == 5000 and .pending == 0 and (.shards[0].error | test(\"lost in Kafka\"))' '$WORK/lost-job.json'"
     check "bwctl shards shows the loss" sh -c "'$BIN/bwctl' -c '$CONF' shards | grep -E '^ *$LOST ' | grep -q lost"
     check "every other row is in place, and none of the lost job" \
         "$BIN/bw-workload" -c "$CONF" verify feed:200000:$SHARD
@@ -212,7 +211,8 @@ else
     check "the shard goes on past the gap: every row in place, the lost job applied once" \
         "$BIN/bw-workload" -c "$CONF" verify --wait 60 feed:200000:$SHARD feed:5000:$LOST
     check "the job now reports 5,000 applied, none lost" \
-        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB | jq -e '.applied == 5000 and .lost == 0'"
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB >'$WORK/lost-job.json' && \
+            jq -e '.applied == 5000 and .lost == 0' '$WORK/lost-job.json'"
     check "BulkwriteShardDataLost resolves" \
         wait_for 30 sh -c "$(declare -f alerts_json alert_named); ALERTMANAGER=$ALERTMANAGER; \
             test -z \"\$(alert_named BulkwriteShardDataLost $LOST)\""
