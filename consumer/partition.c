@@ -241,6 +241,7 @@ void bw_partition_drop_head(int shard, size_t cnt) {
         p->bytes -= p->buf[i]->len;
         rd_kafka_message_destroy(p->buf[i]);
     }
+    if (!cnt) return; /* a partition that never buffered has no buf (memmove from NULL is undefined) */
     memmove(p->buf, p->buf + cnt, (p->len - cnt) * sizeof(*p->buf));
     p->len -= cnt;
 }

@@ -94,9 +94,9 @@ static int pool_full(void) {
  * might be. */
 int64_t bw_scheduler_dispatch(void) {
     int64_t now = bw_now_us(), next = 10000;
-    int n = consumer.conf->shard_count;
+    int n = consumer.conf->shard_count, first = consumer.next_shard;
     for (int k = 0; k < n; k++) {
-        int s = (consumer.next_shard + k) % n;
+        int s = (first + k) % n; /* from where the last call stopped; the cursor moves below, the visit order not */
         bw_partition_t *p = &consumer.partitions[s];
         if (!p->assigned || p->job || !p->len || p->op_paused) continue;
         if (p->ready_at_us > now) {

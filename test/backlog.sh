@@ -8,7 +8,11 @@
 #           proxy answers 429 with Retry-After once the shard's backlog reaches the bound
 #           (capped below the mock cluster's 5 MiB per partition), the client resends,
 #           every row lands, nothing was deleted unapplied; then 2,000 creates with
-#           60 KB images on one shard land exactly (statements bounded in bytes)
+#           60 KB images on one shard land exactly (statements bounded in bytes); a shard
+#           paused after applying, then flooded straight in Kafka past the mock's ~5 MiB
+#           per partition (bw-workload flood, around the proxy's bound), stops on resume with
+#           BulkwriteShardDataLost naming the lost range, its lost gauge set, the flooded
+#           job reported lost, and nothing after the gap applied
 # kafka     the batches topic bulkwrite creates has no retention that can delete unapplied
 #           data; a shard paused while 200,000 ops arrive loses nothing and resumes exactly;
 #           applied records are deleted (the log start offset moves up to what each shard
@@ -56,6 +60,7 @@ if [ "$MODE" = embedded ]; then
     sleep 10
     check "the proxy pushed back before any consumer ran (429 answers)" test "$(answers 429)" -gt 0
     start_consumer $C1
+    C1_PID=$LAST_PID
     check "the late feed was submitted in full despite the push-back" wait $submitter
     wait $sampler 2>/dev/null
     cat "$WORK/submit.log"
@@ -102,6 +107,48 @@ if [ "$MODE" = embedded ]; then
         done; done | awk '{s += $1} END {print s + 0}'
     }
     check "and applied once: 30,000 boards in place" wait_for 120 sh -c "$(declare -f boards); DB_A=$DB_A DB_B=$DB_B; test \"\$(boards)\" = 30000"
+
+    # The embedded Kafka keeps ~5 MiB per partition and deletes the oldest beyond. The
+    # proxy's bound keeps its own writes under that; a producer that goes around it (here
+    # bw-workload flood) makes a paused shard lose its backlog. On resume the consumer
+    # stops at the gap, loudly, and nothing after it is applied.
+    OVER=6
+    pins() { mariadb -h127.0.0.1 -P$DB_B -uroot -N -e "SELECT COUNT(*) FROM db0000$OVER.pins"; }
+    check "shard $OVER applies 1,000 creates" sh -c "$(declare -f submit); BIN=$BIN CONF=$CONF URL=$URL; \
+        submit --request-id over-before feed:1000:$OVER && \
+        '$BIN/bw-workload' -c '$CONF' verify --wait 60 feed:$FEED:$SHARD image:2000:2 feed:1000:$OVER"
+    APPLIED=$("$BIN/bw-workload" -c "$CONF" offsets --brokers "$BROKERS" $OVER | cut -d' ' -f2)
+    "$BIN/bwctl" -c "$CONF" pause $OVER --reason "overflow test" >/dev/null
+    check "the consumer pauses shard $OVER (applied up to offset $APPLIED)" \
+        wait_for 10 sh -c "test \"\$(curl -sf http://127.0.0.1:$C1/metrics | grep -c '^bulkwrite_consumer_paused{shard=\"$OVER\"} 1$')\" = 1"
+    check "20 pins with 60 KB images for the paused shard are accepted" \
+        submit --per-request 20 --request-id over image:20:$OVER
+    OVER_JOB=$(printf '%s' "bulkwrite.v1/over/0:image:20:$OVER/0" | md5sum | cut -c1-32) # request_id over/J:JOB/FIRST-OP
+    check "6 MiB more for shard $OVER are written straight to Kafka (bw-workload flood)" \
+        sh -c "'$BIN/bw-workload' -c '$CONF' flood --brokers $BROKERS $OVER 6291456 >'$WORK/flood.out'"
+    read -r LOW HIGH < <("$BIN/bw-workload" -c "$CONF" offsets --brokers "$BROKERS" $OVER)
+    echo "# shard $OVER: applied up to $APPLIED; the flood wrote offsets $(cat "$WORK/flood.out"); Kafka now holds $LOW to $((HIGH - 1))"
+    check "the embedded Kafka deleted what the shard had not applied (log start $LOW > $APPLIED)" test "$LOW" -gt "$APPLIED"
+    "$BIN/bwctl" -c "$CONF" resume $OVER >/dev/null
+    LOST_RANGE="offsets $APPLIED to $((LOW - 1)) of partition $OVER ($((LOW - APPLIED)) messages)"
+    check "BulkwriteShardDataLost fires in Alertmanager naming the lost range: $LOST_RANGE" \
+        wait_for 30 sh -c "$(declare -f alerts_json alert_named); ALERTMANAGER=$ALERTMANAGER; \
+            alert_named BulkwriteShardDataLost $OVER | grep -qF '$LOST_RANGE'"
+    check "the consumer's lost gauge shows the $((LOW - APPLIED)) messages" \
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$C1/metrics | grep -q '^bulkwrite_consumer_lost_messages{shard=\"$OVER\"} $((LOW - APPLIED))$'"
+    check "the flooded job claims no success: its 20 ops lost, none applied" \
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$OVER_JOB >'$WORK/over-job.json' && \
+            jq -e '.lost == 20 and .applied == 0' '$WORK/over-job.json'"
+    echo "# the flooded job: $(jq -c '{submitted, applied, lost, pending}' "$WORK/over-job.json")"
+    sleep 2 # the shard must stay stopped at the gap, not skip to what Kafka still holds
+    check "the shard stays at the gap: still 1,000 rows, none of the job or the flood after it" test "$(pins)" = 1000
+    check "every row before the gap in place, row by row, and nothing else" \
+        "$BIN/bw-workload" -c "$CONF" verify feed:$FEED:$SHARD image:2000:2 feed:1000:$OVER
+    # a shard stopped at a gap must not hold the consumer's shutdown (its watermarks are
+    # queried on the dispatcher while it is stopped)
+    kill "$C1_PID"
+    check "the consumer stops on SIGTERM within 30 s" wait_for 30 sh -c "ps -o stat= -p $C1_PID | grep -qv Z; test \$? = 1"
+    kill -9 "$C1_PID" 2>/dev/null # so the stack can stop even if it did not
 else
     KAFKA_LIBS=${BW_KAFKA_HOME:-/var/cache/bulkwrite/kafka-4.1.1}/libs
     kafka_configs() { # kafka_configs ARGS...: the broker's own kafka-configs tool on the batches topic
@@ -136,7 +183,7 @@ else
     LOST=6
     "$BIN/bwctl" -c "$CONF" pause $LOST --reason "truncation test" >/dev/null
     check "5,000 ops for shard $LOST are accepted" submit --request-id trunc feed:5000:$LOST
-    LOST_JOB=$(printf '%s' "bulkwrite.v1/trunc/feed:5000:$LOST/0" | md5sum | cut -c1-32)
+    LOST_JOB=$(printf '%s' "bulkwrite.v1/trunc/0:feed:5000:$LOST/0" | md5sum | cut -c1-32) # request_id trunc/J:JOB/FIRST-OP
     check "the log of shard $LOST is truncated past what it applied" \
         "$BIN/bw-workload" -c "$CONF" delete-records --brokers "$BROKERS" $LOST end
     "$BIN/bwctl" -c "$CONF" resume $LOST >/dev/null
@@ -146,8 +193,7 @@ else
     check "the consumer's lag and lost gauges show the 10 messages" \
         wait_for 10 sh -c "test \"\$(curl -sf http://127.0.0.1:$C1/metrics | grep -c '^bulkwrite_consumer_\(lag\|lost\)_messages{shard=\"$LOST\"} 10$')\" = 2"
     check "the job reports its 5,000 ops lost in Kafka" \
-        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB | \
-            jq -e '.lost == 5000 and .pending == 0 and (.shards[0].error | test(\"lost in Kafka\"))'"
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB >'$WORK/lost-job.json' && jq -e '.lost == 5000 and .pending == 0 and (.shards[0].error | test(\"lost in Kafka\"))' '$WORK/lost-job.json'"
     check "bwctl shards shows the loss" sh -c "'$BIN/bwctl' -c '$CONF' shards | grep -E '^ *$LOST ' | grep -q lost"
     check "every other row is in place, and none of the lost job" \
         "$BIN/bw-workload" -c "$CONF" verify feed:200000:$SHARD
@@ -165,7 +211,8 @@ else
     check "the shard goes on past the gap: every row in place, the lost job applied once" \
         "$BIN/bw-workload" -c "$CONF" verify --wait 60 feed:200000:$SHARD feed:5000:$LOST
     check "the job now reports 5,000 applied, none lost" \
-        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB | jq -e '.applied == 5000 and .lost == 0'"
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$LOST_JOB >'$WORK/lost-job.json' && \
+            jq -e '.applied == 5000 and .lost == 0' '$WORK/lost-job.json'"
     check "BulkwriteShardDataLost resolves" \
         wait_for 30 sh -c "$(declare -f alerts_json alert_named); ALERTMANAGER=$ALERTMANAGER; \
             test -z \"\$(alert_named BulkwriteShardDataLost $LOST)\""

@@ -2,7 +2,10 @@
 # MariaDB servers, Kafka (embedded or a real broker) and the proxy; consumers are
 # started by each test. Sourced, not run.
 #
-#   bw_stack_start NAME MODE    sets WORK, CONF, BROKERS, URL and the ports below
+#   bw_stack_start NAME MODE    sets WORK, CONF, BROKERS, URL and the ports below; a
+#                               tier that needs another layout (more shards, fewer
+#                               workers) defines bw_stack_conf, called with the config's
+#                               path before anything starts
 #   start_consumer PORT [CONF]  starts a consumer; its pid is in $!-like LAST_PID
 #   check NAME COMMAND...       prints "ok - NAME" or "not ok - NAME" with the output
 #   wait_for SECONDS COMMAND... polls every 0.1 s
@@ -110,6 +113,7 @@ bw_stack_start() {
         -e "s/consumer_group = \"bulkwrite-consumers\"/consumer_group = \"bw-$name-$MODE\"/" \
         -e "s/produce_timeout_ms = 30000;/produce_timeout_ms = 3000;/" \
         conf/bulkwrite.conf >"$CONF"
+    if declare -F bw_stack_conf >/dev/null; then bw_stack_conf "$CONF"; fi
     "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
 
     echo "# $name ($MODE): MariaDB on $DB_A and $DB_B"

@@ -20,6 +20,12 @@
  *                                            delete that partition's messages before OFFSET
  *                                            (end: all), as an operator's retention would;
  *                                            print the new low watermark
+ *   bw-workload flood --brokers B SHARD BYTES
+ *                                            produce at least BYTES of pin creates (60 KB
+ *                                            images, local ids from 2,000,000,000 on) straight
+ *                                            to the shard's partition, past the proxy and its
+ *                                            backlog bound, as a runaway producer would; print
+ *                                            the first and last offsets written
  *
  * A JOB is NAME:COUNT[:ARG], generated the same way by submit and verify:
  *   feed:N:SHARD     N pin creates for one partner whose user id lives on SHARD (the hot shard)
@@ -697,6 +703,136 @@ static int delete_records(const char *brokers, const char *shard_arg, const char
     return low >= 0 ? 0 : 1;
 }
 
+/* ---- flood ---------------------------------------------------------------------------------- */
+
+#define FLOOD_LOCAL_BASE 2000000000ULL
+#define FLOOD_ROWS 8 /* rows of 60 KB per message: ~480 KB, under kafka.message_max_bytes */
+
+typedef struct {
+    long delivered, failed;
+    int64_t first, last;
+    char error[256];
+} flood_t;
+
+static void flood_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    flood_t *f = opaque;
+    if (m->err) {
+        if (!f->failed++) snprintf(f->error, sizeof(f->error), "%s", rd_kafka_err2str(m->err));
+        return;
+    }
+    f->delivered++;
+    if (f->first < 0 || m->offset < f->first) f->first = m->offset;
+    if (m->offset > f->last) f->last = m->offset;
+}
+
+/* One message of the flood: a ShardBatch of FLOOD_ROWS pin creates, the way the batcher
+ * makes them (its headers included), so a consumer that reached it would apply it. */
+static void *flood_message(int shard, long first_row, uint32_t part, uint8_t *image, size_t *len) {
+    Bulkwrite__V1__ShardBatch b = BULKWRITE__V1__SHARD_BATCH__INIT;
+    Bulkwrite__V1__Row rows[FLOOD_ROWS], *row_ptrs[FLOOD_ROWS];
+    Bulkwrite__V1__RowField fields[FLOOD_ROWS][2], *field_ptrs[FLOOD_ROWS][2];
+    Bulkwrite__V1__Value values[FLOOD_ROWS][2];
+    char *columns[] = {"owner_id", "image"};
+    b.job_id = "bw-workload-flood";
+    b.shard = (uint32_t)shard;
+    b.object_type = "pin";
+    b.op = BULKWRITE__V1__OP_TYPE__CREATE;
+    b.n_columns = 2;
+    b.columns = columns;
+    b.enqueued_at_ms = bw_wall_ms();
+    b.part = part;
+    b.n_rows = FLOOD_ROWS;
+    b.rows = row_ptrs;
+    for (int r = 0; r < FLOOD_ROWS; r++) {
+        bulkwrite__v1__row__init(&rows[r]);
+        rows[r].op_index = (uint32_t)(first_row + r);
+        rows[r].id = bw_id_make((unsigned)shard, PIN_TYPE, FLOOD_LOCAL_BASE + (uint64_t)(first_row + r));
+        pin_image(rows[r].id, image + (size_t)r * IMAGE_BYTES);
+        for (int c = 0; c < 2; c++) {
+            bulkwrite__v1__row_field__init(&fields[r][c]);
+            bulkwrite__v1__value__init(&values[r][c]);
+            fields[r][c].column = (uint32_t)c;
+            fields[r][c].value = &values[r][c];
+            field_ptrs[r][c] = &fields[r][c];
+        }
+        values[r][0].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
+        values[r][0].int_value = (int64_t)feed_owner(shard);
+        values[r][1].kind_case = BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
+        values[r][1].bytes_value.data = image + (size_t)r * IMAGE_BYTES;
+        values[r][1].bytes_value.len = IMAGE_BYTES;
+        rows[r].n_fields = 2;
+        rows[r].fields = field_ptrs[r];
+        row_ptrs[r] = &rows[r];
+    }
+    *len = bulkwrite__v1__shard_batch__get_packed_size(&b);
+    void *payload = malloc(*len);
+    if (!payload) abort();
+    bulkwrite__v1__shard_batch__pack(&b, payload);
+    return payload;
+}
+
+/* Writes at least BYTES of valid pin creates to the shard's partition of the batches
+ * topic, straight to Kafka (the proxy's backlog bound never sees them), and prints the
+ * first and last offsets written. On the embedded Kafka, whose partitions keep ~5 MiB,
+ * this deletes the oldest messages of the shard as a retention would. Exit 1 if any
+ * message was not acknowledged. */
+static int flood(const char *brokers, const char *shard_arg, const char *bytes_arg) {
+    char *end, err[512];
+    long long want = strtoll(bytes_arg, &end, 10);
+    if (*end || end == bytes_arg || want <= 0)
+        return fprintf(stderr, "bw-workload: \"%s\" is not a byte count\n", bytes_arg), 2;
+    int shard = parse_shard(shard_arg);
+    if (shard < 0) return 2;
+    flood_t f = {.first = -1, .last = -1};
+    rd_kafka_conf_t *kc = bw_kafka_conf(conf, BW_KAFKA_PRODUCER, brokers, err, sizeof(err));
+    if (!kc) return fprintf(stderr, "bw-workload: %s\n", err), 1;
+    rd_kafka_conf_set_dr_msg_cb(kc, flood_delivered);
+    rd_kafka_conf_set_opaque(kc, &f);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
+    if (!rk) {
+        rd_kafka_conf_destroy(kc);
+        return fprintf(stderr, "bw-workload: %s\n", err), 1;
+    }
+    uint8_t *image = malloc((size_t)FLOOD_ROWS * IMAGE_BYTES);
+    if (!image) abort();
+    long long sent = 0;
+    long msgs = 0;
+    char rows_header[24];
+    snprintf(rows_header, sizeof(rows_header), "%d", FLOOD_ROWS);
+    while (sent < want) {
+        size_t len;
+        void *payload = flood_message(shard, msgs * FLOOD_ROWS, (uint32_t)msgs, image, &len);
+        rd_kafka_resp_err_t e;
+        /* the payload is freed by librdkafka once the message is delivered (F_FREE) */
+        while ((e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(conf->topic), RD_KAFKA_V_PARTITION(shard),
+                                      RD_KAFKA_V_VALUE(payload, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+                                      RD_KAFKA_V_HEADER("bw-type", "pin", -1), RD_KAFKA_V_HEADER("bw-op", "1", -1),
+                                      RD_KAFKA_V_HEADER("bw-rows", rows_header, -1), RD_KAFKA_V_END)) ==
+               RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            rd_kafka_poll(rk, 100);
+        if (e) {
+            free(payload);
+            snprintf(f.error, sizeof(f.error), "%s", rd_kafka_err2str(e));
+            f.failed++;
+            break;
+        }
+        sent += (long long)len;
+        msgs++;
+        rd_kafka_poll(rk, 0);
+    }
+    rd_kafka_flush(rk, 60000);
+    free(image);
+    long unacked = msgs - f.delivered - f.failed;
+    if (f.failed || unacked)
+        fprintf(stderr, "bw-workload: flood: %ld of %ld messages not acknowledged: %s\n", f.failed + unacked, msgs,
+                f.failed ? f.error : "timed out");
+    else printf("%" PRId64 " %" PRId64 "\n", f.first, f.last);
+    fprintf(stderr, "flood: %ld messages, %lld bytes to %s [%d]\n", msgs, sent, conf->topic, shard);
+    rd_kafka_destroy(rk);
+    return f.failed || unacked ? 1 : 0;
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static int parse_job(const char *s, job_t *jb) {
@@ -751,10 +887,14 @@ static int usage(FILE *out, int code) {
           "       bw-workload [-c CONFIG] dead-letters --brokers LIST\n"
           "       bw-workload [-c CONFIG] offsets --brokers LIST SHARD\n"
           "       bw-workload [-c CONFIG] delete-records --brokers LIST SHARD OFFSET|end\n"
+          "       bw-workload [-c CONFIG] flood --brokers LIST SHARD BYTES\n"
           "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD | image:N:SHARD\n"
           "submit: request ids are PREFIX/J:JOB/FIRST-OP (default PREFIX bw-workload-PID-EPOCHMS);\n"
           "  no answer or a 5xx is resent for up to --retry-for seconds (default 0), a 429 (a\n"
-          "  shard's backlog is full) after Retry-After until it is taken\n",
+          "  shard's backlog is full) after Retry-After until it is taken\n"
+          "flood: at least BYTES of pin creates with 60 KB images (local ids from 2,000,000,000)\n"
+          "  produced straight to SHARD's partition, past the proxy's backlog bound; prints the\n"
+          "  first and last offsets written\n",
           out);
     return code;
 }
@@ -801,6 +941,8 @@ int main(int argc, char **argv) {
         ret = brokers && args == 1 ? offsets(brokers, argv[optind]) : usage(stderr, 2);
     else if (strcmp(cmd, "delete-records") == 0)
         ret = brokers && args == 2 ? delete_records(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
+    else if (strcmp(cmd, "flood") == 0)
+        ret = brokers && args == 2 ? flood(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
     else if (!(jobs = parse_jobs(args, argv + optind))) ret = usage(stderr, 2);
     else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, args, wait_s);
     else if (strcmp(cmd, "submit") == 0 && url) {

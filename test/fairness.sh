@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Fairness: with backlog on every shard and fewer workers than shards, every shard gets
+# its turn. 32 shards on two MariaDB servers, one consumer with 2 workers, no rate limits.
+#
+#   test/fairness.sh embedded|kafka
+#
+# Every shard gets a backlog of 250 batches (a spread job of 20-row batches, submitted
+# before the consumer starts); once the shards applied 120 batches each on average, one
+# scrape of the consumer's /metrics must show every shard still lagging (so the measure
+# is taken under contention) and every shard's applied batches within ±30 % of the mean.
+# Then the backlog drains and every row is compared, row by row.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:?usage: test/fairness.sh embedded|kafka}
+. test/lib.sh
+SHARDS=32 PER_SHARD=250 BATCH=20 SAMPLE_MEAN=120 TOLERANCE=30
+ROWS=$((SHARDS * PER_SHARD * BATCH))
+
+bw_stack_conf() { # 32 shards, 16 per server; 2 workers; pins in batches of $BATCH; no rate at all
+    sed -i -e "s/count = 8;/count = $SHARDS;/" -e "s/last_shard = 3;/last_shard = $((SHARDS / 2 - 1));/" \
+        -e "s/first_shard = 4;/first_shard = $((SHARDS / 2));/" -e "s/last_shard = 7;/last_shard = $((SHARDS - 1));/" \
+        -e "s/workers = 4;/workers = 2;/" -e "/{ shard = $HOT; rate = $HOT_RATE.0; }/d" \
+        -e "0,/create = 500;/s//create = $BATCH;/" "$1"
+}
+bw_stack_start fairness "$MODE"
+start=$(date +%s.%N)
+
+# Per request one batch of $BATCH ops per shard; the consumer is not running yet.
+check "$ROWS creates over $SHARDS shards are accepted before any consumer runs" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request $((SHARDS * BATCH)) spread:$ROWS
+start_consumer $C1
+C1_PID=$LAST_PID
+
+metrics() { curl -sf "http://127.0.0.1:$C1/metrics"; }
+series() { # series NAME < metrics: "SHARD VALUE" for every shard
+    awk -v name="$1" 'index($1, name "{shard=\"") == 1 {
+        s = substr($1, length(name) + 9); sub(/".*/, "", s); print s, $2 }'
+}
+applied_mean_reached() {
+    metrics | series bulkwrite_consumer_batches_applied_total |
+        awk -v n=$SHARDS -v m=$SAMPLE_MEAN '{s += $2} END {exit !(s >= n * m)}'
+}
+check "the shards applied $SAMPLE_MEAN batches each on average" wait_for 120 applied_mean_reached
+metrics >"$WORK/sample.metrics"
+series bulkwrite_consumer_batches_applied_total <"$WORK/sample.metrics" | sort -n >"$WORK/applied.txt"
+series bulkwrite_consumer_lag_messages <"$WORK/sample.metrics" | sort -n >"$WORK/lag.txt"
+join "$WORK/applied.txt" "$WORK/lag.txt" | sort -n >"$WORK/sample.txt"
+echo "# shard: batches applied (lag in messages) at the sample"
+awk '{printf "%s%2d: %4d (%3d)", (NR % 8 == 1 ? "# " : "  "), $1, $2, $3} NR % 8 == 0 {print ""}' "$WORK/sample.txt"
+awk -v n=$SHARDS '{s += $2; v[NR] = $2} END {
+        mean = s / n; for (i = 1; i <= NR; i++) { d = (v[i] - mean) / mean; if (d < 0) d = -d; if (d > max) max = d; if (min == "" || v[i] < min) min = v[i]; if (v[i] > hi) hi = v[i] }
+        printf "# %d shards, mean %.1f batches, min %d, max %d: max deviation %.1f %%\n", NR, mean, min, hi, 100 * max
+        printf "%.1f\n", 100 * max > "/dev/stderr" }' "$WORK/sample.txt" 2>"$WORK/deviation.txt"
+deviation=$(cat "$WORK/deviation.txt")
+check "the sample holds all $SHARDS shards" test "$(wc -l <"$WORK/sample.txt")" = $SHARDS
+check "every shard still had backlog at the sample (lag > 0 on all $SHARDS)" \
+    awk '$3 <= 0 {bad = 1} END {exit bad}' "$WORK/sample.txt"
+check "every shard's applied batches within ±$TOLERANCE % of the mean (max deviation $deviation %)" \
+    awk -v d="$deviation" -v t=$TOLERANCE 'BEGIN {exit !(d <= t)}'
+check "the backlog drains: every row of every shard in place (row by row)" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 240 spread:$ROWS
+# stopped while Kafka is up, as an operator would: stopped together with the embedded Kafka, a
+# consumer can wait in rd_kafka_consumer_close for good
+kill "$C1_PID"
+check "the consumer stops within 30 s" wait_for 30 sh -c "ps -o stat= -p $C1_PID | grep -qv Z; test \$? = 1"
+echo "# fairness: $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.0f", b - a}') s from the submission to the last row"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
