@@ -490,3 +490,18 @@ int bw_kafka_delete_records_poll(rd_kafka_queue_t *q, int32_t *partitions, int64
     rd_kafka_event_destroy(ev);
     return 1;
 }
+
+rd_kafka_topic_partition_list_t *bw_kafka_list_offsets(rd_kafka_t *rk, const char *topic, const int32_t *partitions,
+                                                       size_t n, int64_t which, int timeout_ms) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    for (size_t i = 0; i < n; i++)
+        rd_kafka_topic_partition_list_add(l, topic, partitions ? partitions[i] : (int32_t)i)->offset = which;
+    /* offsets_for_times sends each offset as ListOffsets' timestamp: -1 latest, -2 earliest */
+    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, l, timeout_ms);
+    if (err) {
+        bw_log(BW_LOG_DEBUG, "kafka", -1, NULL, "ListOffsets of %s: %s", topic, rd_kafka_err2str(err));
+        rd_kafka_topic_partition_list_destroy(l);
+        return NULL;
+    }
+    return l;
+}

@@ -78,4 +78,13 @@ void bw_kafka_delete_records_start(rd_kafka_t *rk, const char *topic, const int3
 int bw_kafka_delete_records_poll(rd_kafka_queue_t *q, int32_t *partitions, int64_t *low, size_t cap,
                                  size_t *n_out, char *errstr, size_t errstr_size);
 
+/* Asks the partitions' leaders for the offset at `which` (RD_KAFKA_OFFSET_END: the high
+ * watermark; RD_KAFKA_OFFSET_BEGINNING: the log start) of partitions[0..n) of topic, or of
+ * every partition 0..n-1 when partitions is NULL: one ListOffsets request per broker,
+ * however many partitions, waiting at most timeout_ms. NULL on failure; else a list the
+ * caller destroys, whose elements carry their own err.
+ * @locality any thread. */
+rd_kafka_topic_partition_list_t *bw_kafka_list_offsets(rd_kafka_t *rk, const char *topic, const int32_t *partitions,
+                                                       size_t n, int64_t which, int timeout_ms);
+
 #endif

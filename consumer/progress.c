@@ -124,19 +124,48 @@ static void check_stall(int shard, int64_t now_ms) {
     bw_alerts_fire(consumer.alerts, BW_ALERT_NO_PROGRESS, shard, msg);
 }
 
+/* A partition not fetched (paused by an operator, stopped at lost messages, its ledger
+ * not read) has a stale cached watermark. */
+static int watermarks_stale(const bw_partition_t *p) {
+    return p->op_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us);
+}
+
+/* The watermarks of every stale partition, asked from the brokers at once (one
+ * ListOffsets per broker and end, at most ~1 s on the dispatcher however many are stale);
+ * -1 where unknown. */
+static void stale_watermarks(int64_t *lo, int64_t *hi) {
+    int n_shards = consumer.conf->shard_count;
+    int32_t *stale = malloc(sizeof(int32_t) * (size_t)n_shards);
+    size_t n = 0;
+    for (int s = 0; s < n_shards; s++) {
+        lo[s] = hi[s] = -1;
+        if (consumer.partitions[s].assigned && watermarks_stale(&consumer.partitions[s])) stale[n++] = s;
+    }
+    if (n) {
+        rd_kafka_topic_partition_list_t *l[2] = {
+            bw_kafka_list_offsets(consumer.rk, consumer.conf->topic, stale, n, RD_KAFKA_OFFSET_BEGINNING, 500),
+            bw_kafka_list_offsets(consumer.rk, consumer.conf->topic, stale, n, RD_KAFKA_OFFSET_END, 500)};
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; l[k] && i < l[k]->cnt; i++)
+                if (!l[k]->elems[i].err) (k ? hi : lo)[l[k]->elems[i].partition] = l[k]->elems[i].offset;
+            if (l[k]) rd_kafka_topic_partition_list_destroy(l[k]);
+        }
+    }
+    free(stale);
+}
+
 void bw_progress_update_gauges(void) {
     int64_t now_ms = bw_wall_ms();
+    int64_t *stale_lo = malloc(sizeof(int64_t) * (size_t)consumer.conf->shard_count);
+    int64_t *stale_hi = malloc(sizeof(int64_t) * (size_t)consumer.conf->shard_count);
+    stale_watermarks(stale_lo, stale_hi);
     for (int s = 0; s < consumer.conf->shard_count; s++) {
         bw_partition_t *p = &consumer.partitions[s];
         if (!p->assigned) continue;
         int64_t lo = -1, hi = -1, lag = (int64_t)p->len;
         /* lag = high watermark - next offset to apply */
         int64_t next = p->len ? p->buf[0]->offset : p->lost_to > p->lost_from ? p->lost_from : p->next_fetch;
-        /* a partition not fetched (paused by an operator, stopped at lost messages, its
-         * ledger not read yet) has a stale cached watermark: ask the broker (few shards are
-         * in that state) */
-        if (p->op_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us))
-            rd_kafka_query_watermark_offsets(consumer.rk, consumer.conf->topic, s, &lo, &hi, 500);
+        if (watermarks_stale(p)) lo = stale_lo[s], hi = stale_hi[s];
         else rd_kafka_get_watermark_offsets(consumer.rk, consumer.conf->topic, s, &lo, &hi);
         /* a shard that never applied anything starts at the beginning of its log */
         if (next < 0 && p->assigned_from == RD_KAFKA_OFFSET_BEGINNING) next = lo;
@@ -152,6 +181,8 @@ void bw_progress_update_gauges(void) {
         check_backlog_age(s, now_ms);
         check_stall(s, now_ms);
     }
+    free(stale_lo);
+    free(stale_hi);
 }
 
 /* ---- status records --------------------------------------------------------------------- */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kafka.h"
 #include "log.h"
 
 #define COMPONENT "backlog"
@@ -179,24 +180,11 @@ void bw_backlog_view(bw_backlog_t *b, int shard, bw_backlog_view_t *view) {
 
 /* ---- refresher: high and low watermarks of every partition, by ListOffsets ------------ */
 
-/* Asks each partition's leader for the offset at `which` (-1 latest, -2 earliest) in one
- * request per broker. NULL on failure. */
-static rd_kafka_topic_partition_list_t *list_offsets(bw_backlog_t *b, int64_t which) {
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(b->conf->shard_count);
-    for (int p = 0; p < b->conf->shard_count; p++)
-        rd_kafka_topic_partition_list_add(l, b->conf->topic, p)->offset = which;
-    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(b->rk, l, 5000);
-    if (err) {
-        bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "ListOffsets: %s", rd_kafka_err2str(err));
-        rd_kafka_topic_partition_list_destroy(l);
-        return NULL;
-    }
-    return l;
-}
-
 static void refresh(bw_backlog_t *b) {
-    rd_kafka_topic_partition_list_t *hi = list_offsets(b, RD_KAFKA_OFFSET_END);
-    rd_kafka_topic_partition_list_t *lo = list_offsets(b, RD_KAFKA_OFFSET_BEGINNING);
+    size_t n = (size_t)b->conf->shard_count;
+    rd_kafka_topic_partition_list_t *hi = bw_kafka_list_offsets(b->rk, b->conf->topic, NULL, n, RD_KAFKA_OFFSET_END, 5000);
+    rd_kafka_topic_partition_list_t *lo =
+        bw_kafka_list_offsets(b->rk, b->conf->topic, NULL, n, RD_KAFKA_OFFSET_BEGINNING, 5000);
     for (int i = 0; hi && i < hi->cnt; i++)
         if (!hi->elems[i].err) bw_backlog_observe(b, hi->elems[i].partition, -1, hi->elems[i].offset, -1);
     for (int i = 0; lo && i < lo->cnt; i++)
