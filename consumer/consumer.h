@@ -154,6 +154,8 @@ void bw_scheduler_apply_settings(int64_t now_us);
 void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, const char *error);
 
 /* progress.c */
+void bw_progress_start(void); /* the watermarks thread */
+void bw_progress_stop(void);
 void bw_progress_applied(bw_job_t *j, int64_t now_us);
 void bw_progress_commit(void);
 void bw_progress_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque);

@@ -98,6 +98,7 @@ static int start(bw_daemon_t *d) {
     consumer.health = bw_health_new(conf->shard_count, conf->server_cnt, conf->shard_server);
     bw_health_set_limits(consumer.health, conf->pause_after_timeouts, (int64_t)conf->pause_ms * 1000);
     bw_scheduler_start();
+    bw_progress_start();
 
     int bound;
     consumer.httpd = bw_daemon_listen(d, conf->consumer_listen_address, conf->consumer_port, 0, on_http, NULL, 64, &bound);
@@ -203,6 +204,7 @@ static void stop(void) {
     bw_progress_collect_deleted(2000); /* its request list is freed with the result */
     if (consumer.delete_q) rd_kafka_queue_destroy(consumer.delete_q);
     bw_scheduler_stop();
+    bw_progress_stop();
     /* a consumer that could not close must not try again inside destroy (it would wait
      * for the same unreachable coordinator) */
     rd_kafka_destroy_flags(consumer.rk, closed ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);

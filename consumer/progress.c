@@ -10,9 +10,11 @@
  *   admission), and the alerts that watch time: a backlog nearing the topic's retention,
  *   and a shard with lag and no applied batch for consumer.stall_alert_ms.
  * @locality dispatcher thread. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "consumer.h"
@@ -130,42 +132,72 @@ static int watermarks_stale(const bw_partition_t *p) {
     return p->op_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us);
 }
 
-/* The watermarks of every stale partition, asked from the brokers at once (one
- * ListOffsets per broker and end, at most ~1 s on the dispatcher however many are stale);
- * -1 where unknown. */
-static void stale_watermarks(int64_t *lo, int64_t *hi) {
-    int n_shards = consumer.conf->shard_count;
-    int32_t *stale = malloc(sizeof(int32_t) * (size_t)n_shards);
-    size_t n = 0;
-    for (int s = 0; s < n_shards; s++) {
-        lo[s] = hi[s] = -1;
-        if (consumer.partitions[s].assigned && watermarks_stale(&consumer.partitions[s])) stale[n++] = s;
-    }
-    if (n) {
+/* Watermarks of partitions not fetched come from a thread of their own, which asks the
+ * brokers for every partition's log start and end once a second (one ListOffsets per
+ * broker and end): the answer can take half a second even on the embedded Kafka, and the
+ * dispatcher must never wait for it. @locks watermarks.mu guards lo, hi */
+static struct {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stopping;
+    int64_t *lo, *hi; /* [shards.count]; -1 unknown */
+} watermarks;
+
+static void *watermarks_main(void *arg) {
+    (void)arg;
+    size_t n = (size_t)consumer.conf->shard_count;
+    pthread_mutex_lock(&watermarks.mu);
+    while (!watermarks.stopping) {
+        pthread_mutex_unlock(&watermarks.mu);
         rd_kafka_topic_partition_list_t *l[2] = {
-            bw_kafka_list_offsets(consumer.rk, consumer.conf->topic, stale, n, RD_KAFKA_OFFSET_BEGINNING, 500),
-            bw_kafka_list_offsets(consumer.rk, consumer.conf->topic, stale, n, RD_KAFKA_OFFSET_END, 500)};
+            bw_kafka_list_offsets(consumer.rk, consumer.conf->topic, NULL, n, RD_KAFKA_OFFSET_BEGINNING, 5000),
+            bw_kafka_list_offsets(consumer.rk, consumer.conf->topic, NULL, n, RD_KAFKA_OFFSET_END, 5000)};
+        pthread_mutex_lock(&watermarks.mu);
         for (int k = 0; k < 2; k++) {
             for (int i = 0; l[k] && i < l[k]->cnt; i++)
-                if (!l[k]->elems[i].err) (k ? hi : lo)[l[k]->elems[i].partition] = l[k]->elems[i].offset;
+                if (!l[k]->elems[i].err) (k ? watermarks.hi : watermarks.lo)[l[k]->elems[i].partition] = l[k]->elems[i].offset;
             if (l[k]) rd_kafka_topic_partition_list_destroy(l[k]);
         }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        if (!watermarks.stopping) pthread_cond_timedwait(&watermarks.cv, &watermarks.mu, &ts);
     }
-    free(stale);
+    pthread_mutex_unlock(&watermarks.mu);
+    return NULL;
+}
+
+void bw_progress_start(void) {
+    size_t n = (size_t)consumer.conf->shard_count;
+    pthread_mutex_init(&watermarks.mu, NULL);
+    pthread_cond_init(&watermarks.cv, NULL);
+    watermarks.lo = malloc(sizeof(int64_t) * n);
+    watermarks.hi = malloc(sizeof(int64_t) * n);
+    for (size_t i = 0; i < n; i++) watermarks.lo[i] = watermarks.hi[i] = -1;
+    pthread_create(&watermarks.thread, NULL, watermarks_main, NULL);
+}
+
+void bw_progress_stop(void) {
+    pthread_mutex_lock(&watermarks.mu);
+    watermarks.stopping = 1;
+    pthread_cond_signal(&watermarks.cv);
+    pthread_mutex_unlock(&watermarks.mu);
+    pthread_join(watermarks.thread, NULL);
+    free(watermarks.lo);
+    free(watermarks.hi);
 }
 
 void bw_progress_update_gauges(void) {
     int64_t now_ms = bw_wall_ms();
-    int64_t *stale_lo = malloc(sizeof(int64_t) * (size_t)consumer.conf->shard_count);
-    int64_t *stale_hi = malloc(sizeof(int64_t) * (size_t)consumer.conf->shard_count);
-    stale_watermarks(stale_lo, stale_hi);
+    pthread_mutex_lock(&watermarks.mu);
     for (int s = 0; s < consumer.conf->shard_count; s++) {
         bw_partition_t *p = &consumer.partitions[s];
         if (!p->assigned) continue;
         int64_t lo = -1, hi = -1, lag = (int64_t)p->len;
         /* lag = high watermark - next offset to apply */
         int64_t next = p->len ? p->buf[0]->offset : p->lost_to > p->lost_from ? p->lost_from : p->next_fetch;
-        if (watermarks_stale(p)) lo = stale_lo[s], hi = stale_hi[s];
+        if (watermarks_stale(p)) lo = watermarks.lo[s], hi = watermarks.hi[s];
         else rd_kafka_get_watermark_offsets(consumer.rk, consumer.conf->topic, s, &lo, &hi);
         /* a shard that never applied anything starts at the beginning of its log */
         if (next < 0 && p->assigned_from == RD_KAFKA_OFFSET_BEGINNING) next = lo;
@@ -181,8 +213,7 @@ void bw_progress_update_gauges(void) {
         check_backlog_age(s, now_ms);
         check_stall(s, now_ms);
     }
-    free(stale_lo);
-    free(stale_hi);
+    pthread_mutex_unlock(&watermarks.mu);
 }
 
 /* ---- status records --------------------------------------------------------------------- */

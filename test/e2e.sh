@@ -18,6 +18,16 @@ for port in $C1 $C2; do
 done
 assigned_both() { grep -q "assigned" "$WORK/consumer-$C1.log" && grep -q "assigned" "$WORK/consumer-$C2.log"; }
 check "two consumers join the group and share the partitions" wait_for 60 assigned_both
+# Gauges only for the shards a consumer holds now: a partition it had before the other
+# consumer joined (revoked) leaves its /metrics, so the two lists are disjoint and cover
+# every shard once.
+gauge_shards() { curl -sf "http://127.0.0.1:$1/metrics" | awk -F'"' '/^bulkwrite_consumer_lag_messages[{]/ {print $2}'; }
+gauges_split() {
+    local a b
+    a=$(gauge_shards $C1) b=$(gauge_shards $C2)
+    [ -n "$a" ] && [ -n "$b" ] && [ "$(printf '%s\n%s\n' "$a" "$b" | sort -n | tr '\n' ' ')" = "0 1 2 3 4 5 6 7 " ]
+}
+check "each consumer's gauges list only the shards it holds (revoked ones leave /metrics)" wait_for 30 gauges_split
 
 # A shard paused before it ever applied anything keeps its backlog and applies all of it
 # on resume (it has no stored offset yet: resuming must not jump to the end of the log).
