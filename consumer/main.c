@@ -7,7 +7,8 @@
  *    gauges up to date (progress.c);
  *  - consumer.workers worker threads apply jobs (apply.c), one transaction each;
  *  - libmicrohttpd's thread serves /metrics, /healthz and /readyz;
- *  - the alert sender (alerts.c) and the control topic's tail (shardtable.c).
+ *  - the alert sender (alerts.c), the control topic's tail (shardtable.c), and the
+ *    watermarks thread (progress.c: partitions not fetched still show their lag).
  * consumer.h lists the files and the state they share.
  *
  * Offsets: the shard's own database holds each partition's next offset, updated in the
