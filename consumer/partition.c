@@ -11,6 +11,7 @@
 
 #include "consumer.h"
 #include "db.h"
+#include "ledger.h"
 #include "log.h"
 
 static int header_eq(rd_kafka_message_t *m, const char *name, const void *val, size_t len) {
@@ -147,7 +148,7 @@ static int64_t ledger_offset(int shard) {
     bw_buf_t scratch;
     bw_buf_init(&scratch);
     MYSQL *db = bw_db_connect(consumer.conf, consumer.conf->shard_server[shard], err, sizeof(err));
-    if (!db || bw_db_read_offset(db, consumer.conf, shard, 0, &scratch, &next)) next = -1;
+    if (!db || bw_ledger_read_offsets(db, consumer.conf, &shard, 1, &next, &scratch)) next = -1;
     if (db) {
         mysql_rollback(db);
         mysql_close(db);

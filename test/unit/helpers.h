@@ -74,6 +74,7 @@ Suite *sql_suite(void);
 Suite *batcher_suite(void);
 Suite *request_suite(void);
 Suite *apply_suite(void);
+Suite *ledger_suite(void);
 Suite *alerts_suite(void);
 Suite *admin_suite(void);
 Suite *backlog_suite(void);
