@@ -75,6 +75,7 @@ Suite *batcher_suite(void);
 Suite *request_suite(void);
 Suite *apply_suite(void);
 Suite *ledger_suite(void);
+Suite *kafka_suite(void);
 Suite *alerts_suite(void);
 Suite *admin_suite(void);
 Suite *backlog_suite(void);
