@@ -18,7 +18,8 @@
  *   3. the data statements run (not the ledger's business).
  *   4. bw_ledger_write_parts, bw_ledger_write_failures and bw_ledger_write_offset write,
  *      in that same transaction, the parts applied now with their counts, the refused
- *      ops, and the new next offset. COMMIT makes the data and its ledger durable
+ *      ops, and the new next offset. The refused ops then go to the dead-letter topic
+ *      (acknowledged before the commit). COMMIT makes the data and its ledger durable
  *      together: the offset can never disagree with the data, so a replayed message is
  *      never applied twice and an applied one never lost.
  * Outside that transaction, without locks:
