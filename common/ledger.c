@@ -14,11 +14,41 @@ static unsigned run(MYSQL *db, const bw_buf_t *b) {
     return mysql_real_query(db, b->data, (unsigned long)b->len) ? db_error(db) : 0;
 }
 
+/* Runs a SELECT and takes its rows: NULL with *err set on failure. */
+static MYSQL_RES *select_rows(MYSQL *db, const bw_buf_t *b, unsigned *err) {
+    MYSQL_RES *r = NULL;
+    if (!(*err = run(db, b)) && !(r = mysql_store_result(db))) *err = db_error(db);
+    return r;
+}
+
 /* Appends 'value', escaped. */
 static void append_quoted(bw_buf_t *b, const char *s) {
     bw_buf_puts(b, "'");
     bw_sql_append_escaped(b, s, strlen(s));
     bw_buf_puts(b, "'");
+}
+
+/* Appends `dbNNNNN`.`table`: the ledger table of `shard`. */
+static void append_table(bw_buf_t *b, const bw_config_t *conf, int shard, const char *table) {
+    char dbname[80];
+    bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
+    bw_buf_printf(b, "`%s`.`%s`", dbname, table);
+}
+
+/* Starts a statement on `shard`'s ledger table: head, `dbNNNNN`.`table`, tail. */
+static void statement(bw_buf_t *b, const char *head, const bw_config_t *conf, int shard, const char *table,
+                      const char *tail) {
+    bw_buf_reset(b);
+    bw_buf_puts(b, head);
+    append_table(b, conf, shard, table);
+    bw_buf_puts(b, tail);
+}
+
+/* Appends the condition that picks `shard`'s row of bw_offsets. */
+static void append_partition(bw_buf_t *b, const bw_config_t *conf, int shard) {
+    bw_buf_puts(b, " WHERE topic=");
+    append_quoted(b, conf->topic);
+    bw_buf_printf(b, " AND kafka_partition=%d", shard);
 }
 
 void bw_ledger_schema_sql(const char *dbname, bw_buf_t *out) {
@@ -57,18 +87,14 @@ unsigned bw_ledger_read_offsets(MYSQL *db, const bw_config_t *conf, const int *s
         size_t end = n - at < BW_LEDGER_READ_CHUNK ? n : at + BW_LEDGER_READ_CHUNK;
         bw_buf_reset(scratch);
         for (size_t i = at; i < end; i++) {
-            char dbname[80];
-            bw_config_shard_db(conf, shards[i], dbname, sizeof(dbname));
             /* the index i comes back with the row, so rows may arrive in any order */
-            bw_buf_printf(scratch, "%sSELECT %zu, next_offset FROM `%s`.`bw_offsets` WHERE topic=",
-                          i > at ? " UNION ALL " : "", i, dbname);
-            append_quoted(scratch, conf->topic);
-            bw_buf_printf(scratch, " AND kafka_partition=%d", shards[i]);
+            bw_buf_printf(scratch, "%sSELECT %zu, next_offset FROM ", i > at ? " UNION ALL " : "", i);
+            append_table(scratch, conf, shards[i], "bw_offsets");
+            append_partition(scratch, conf, shards[i]);
         }
-        unsigned err = run(db, scratch);
-        if (err) return err;
-        MYSQL_RES *r = mysql_store_result(db);
-        if (!r) return db_error(db);
+        unsigned err;
+        MYSQL_RES *r = select_rows(db, scratch, &err);
+        if (!r) return err;
         MYSQL_ROW row;
         while ((row = mysql_fetch_row(r))) {
             size_t i = row[0] ? strtoull(row[0], NULL, 10) : n;
@@ -81,16 +107,12 @@ unsigned bw_ledger_read_offsets(MYSQL *db, const bw_config_t *conf, const int *s
 
 unsigned bw_ledger_lock_offset(MYSQL *db, const bw_config_t *conf, int shard, int64_t *next,
                                bw_buf_t *scratch) {
-    char dbname[80];
-    bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
-    bw_buf_reset(scratch);
-    bw_buf_printf(scratch, "SELECT next_offset FROM `%s`.`bw_offsets` WHERE topic=", dbname);
-    append_quoted(scratch, conf->topic);
-    bw_buf_printf(scratch, " AND kafka_partition=%d FOR UPDATE", shard);
-    unsigned err = run(db, scratch);
-    if (err) return err;
-    MYSQL_RES *r = mysql_store_result(db);
-    if (!r) return db_error(db);
+    statement(scratch, "SELECT next_offset FROM ", conf, shard, "bw_offsets", "");
+    append_partition(scratch, conf, shard);
+    bw_buf_puts(scratch, " FOR UPDATE");
+    unsigned err;
+    MYSQL_RES *r = select_rows(db, scratch, &err);
+    if (!r) return err;
     MYSQL_ROW row = mysql_fetch_row(r);
     *next = row && row[0] ? strtoll(row[0], NULL, 10) : -1;
     mysql_free_result(r);
@@ -99,10 +121,7 @@ unsigned bw_ledger_lock_offset(MYSQL *db, const bw_config_t *conf, int shard, in
 
 unsigned bw_ledger_write_offset(MYSQL *db, const bw_config_t *conf, int shard, int64_t next,
                                 bw_buf_t *scratch) {
-    char dbname[80];
-    bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
-    bw_buf_reset(scratch);
-    bw_buf_printf(scratch, "INSERT INTO `%s`.`bw_offsets` (topic, kafka_partition, next_offset) VALUES (", dbname);
+    statement(scratch, "INSERT INTO ", conf, shard, "bw_offsets", " (topic, kafka_partition, next_offset) VALUES (");
     append_quoted(scratch, conf->topic);
     bw_buf_printf(scratch, ",%d,%" PRId64 ") ON DUPLICATE KEY UPDATE next_offset=VALUES(next_offset)", shard, next);
     return run(db, scratch);
@@ -116,10 +135,7 @@ static int same_part(const bw_ledger_part_t *a, const bw_ledger_part_t *b) {
 
 unsigned bw_ledger_find_applied(MYSQL *db, const bw_config_t *conf, int shard, bw_ledger_part_t *parts,
                                 size_t n, bw_buf_t *scratch) {
-    char dbname[80];
-    bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
-    bw_buf_reset(scratch);
-    bw_buf_printf(scratch, "SELECT job_id, part FROM `%s`.`bw_job_parts` WHERE ", dbname);
+    statement(scratch, "SELECT job_id, part FROM ", conf, shard, "bw_job_parts", " WHERE ");
     size_t asked = 0;
     for (size_t i = 0; i < n; i++) {
         bw_ledger_part_t *p = &parts[i];
@@ -133,10 +149,9 @@ unsigned bw_ledger_find_applied(MYSQL *db, const bw_config_t *conf, int shard, b
         bw_buf_printf(scratch, " AND part=%" PRIu32 ")", p->part);
     }
     if (!asked) return 0;
-    unsigned err = run(db, scratch);
-    if (err) return err;
-    MYSQL_RES *r = mysql_store_result(db);
-    if (!r) return db_error(db);
+    unsigned err;
+    MYSQL_RES *r = select_rows(db, scratch, &err);
+    if (!r) return err;
     MYSQL_ROW row;
     while ((row = mysql_fetch_row(r))) {
         bw_ledger_part_t found = {.job_id = row[0], .part = (uint32_t)strtoul(row[1], NULL, 10)};
@@ -149,12 +164,8 @@ unsigned bw_ledger_find_applied(MYSQL *db, const bw_config_t *conf, int shard, b
 
 unsigned bw_ledger_write_parts(MYSQL *db, const bw_config_t *conf, int shard, const bw_ledger_part_t *parts,
                                size_t n, bw_buf_t *scratch) {
-    char dbname[80];
-    bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
-    bw_buf_reset(scratch);
-    bw_buf_printf(scratch,
-                  "INSERT INTO `%s`.`bw_job_parts` (job_id, part, kafka_offset, rows_applied, rows_failed) VALUES ",
-                  dbname);
+    statement(scratch, "INSERT INTO ", conf, shard, "bw_job_parts",
+              " (job_id, part, kafka_offset, rows_applied, rows_failed) VALUES ");
     size_t rows = 0;
     for (size_t i = 0; i < n; i++) {
         const bw_ledger_part_t *p = &parts[i];
@@ -171,20 +182,17 @@ unsigned bw_ledger_read_job(MYSQL *db, const bw_config_t *conf, const char *job_
                             size_t n, bw_buf_t *scratch) {
     bw_buf_reset(scratch);
     for (size_t i = 0; i < n; i++) {
-        char dbname[80];
-        bw_config_shard_db(conf, shards[i].shard, dbname, sizeof(dbname));
         shards[i].applied = shards[i].failed = 0;
-        bw_buf_printf(scratch,
-                      "%sSELECT %d, COALESCE(SUM(rows_applied),0), COALESCE(SUM(rows_failed),0) FROM `%s`.bw_job_parts "
-                      "WHERE job_id=",
-                      i ? " UNION ALL " : "", shards[i].shard, dbname);
+        bw_buf_printf(scratch, "%sSELECT %d, COALESCE(SUM(rows_applied),0), COALESCE(SUM(rows_failed),0) FROM ",
+                      i ? " UNION ALL " : "", shards[i].shard);
+        append_table(scratch, conf, shards[i].shard, "bw_job_parts");
+        bw_buf_puts(scratch, " WHERE job_id=");
         append_quoted(scratch, job_id);
     }
     if (!n) return 0;
-    unsigned err = run(db, scratch);
-    if (err) return err;
-    MYSQL_RES *r = mysql_store_result(db);
-    if (!r) return db_error(db);
+    unsigned err;
+    MYSQL_RES *r = select_rows(db, scratch, &err);
+    if (!r) return err;
     MYSQL_ROW row;
     while ((row = mysql_fetch_row(r))) {
         int s = atoi(row[0]);
@@ -202,8 +210,6 @@ unsigned bw_ledger_read_job(MYSQL *db, const bw_config_t *conf, const char *job_
 
 unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard, const bw_ledger_failure_t *failures,
                                   size_t n, size_t max_bytes, bw_buf_t *scratch) {
-    char dbname[80];
-    bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
     size_t rows = 0;
     for (size_t i = 0; i <= n; i++) {
         if (rows && (i == n || scratch->len + 2400 > max_bytes)) {
@@ -215,10 +221,8 @@ unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard,
         }
         if (i == n) break;
         if (!rows) {
-            bw_buf_reset(scratch);
-            bw_buf_printf(scratch,
-                          "INSERT INTO `%s`.`bw_job_failures` (job_id, op_index, part, object_id, error_code, reason) VALUES ",
-                          dbname);
+            statement(scratch, "INSERT INTO ", conf, shard, "bw_job_failures",
+                      " (job_id, op_index, part, object_id, error_code, reason) VALUES ");
         }
         const bw_ledger_failure_t *f = &failures[i];
         size_t rlen = strlen(f->reason);
@@ -239,18 +243,17 @@ unsigned bw_ledger_read_job_failures(MYSQL *db, const bw_config_t *conf, const c
     size_t asked = 0;
     for (size_t i = 0; i < n; i++) {
         if (!shards[i].failed) continue;
-        char dbname[80];
-        bw_config_shard_db(conf, shards[i].shard, dbname, sizeof(dbname));
-        bw_buf_printf(scratch, "%s(SELECT %d, op_index, object_id, error_code, reason FROM `%s`.bw_job_failures WHERE job_id=",
-                      asked++ ? " UNION ALL " : "", shards[i].shard, dbname);
+        bw_buf_printf(scratch, "%s(SELECT %d, op_index, object_id, error_code, reason FROM ",
+                      asked++ ? " UNION ALL " : "", shards[i].shard);
+        append_table(scratch, conf, shards[i].shard, "bw_job_failures");
+        bw_buf_puts(scratch, " WHERE job_id=");
         append_quoted(scratch, job_id);
         bw_buf_printf(scratch, " ORDER BY op_index LIMIT %d)", per_shard);
     }
     if (!asked) return 0;
-    unsigned err = run(db, scratch);
-    if (err) return err;
-    MYSQL_RES *r = mysql_store_result(db);
-    if (!r) return db_error(db);
+    unsigned err;
+    MYSQL_RES *r = select_rows(db, scratch, &err);
+    if (!r) return err;
     MYSQL_ROW row;
     while ((row = mysql_fetch_row(r)) && *cnt < cap)
         out[(*cnt)++] = (bw_ledger_failure_t){.shard = atoi(row[0]),

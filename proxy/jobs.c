@@ -148,7 +148,8 @@ static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__Jo
     bw_buf_init(&q);
     size_t n = 0;
     for (size_t i = 0; i < rec->n_shards; i++)
-        if (conf->shard_server[rec->shards[i]->shard] == sv) mine[n++] = (bw_ledger_job_shard_t){.shard = (int)rec->shards[i]->shard};
+        if (conf->shard_server[rec->shards[i]->shard] == sv)
+            mine[n++] = (bw_ledger_job_shard_t){.shard = (int)rec->shards[i]->shard};
     if (!n) goto done; /* no shard of the job here: no connection */
     /* job ids are 32 hex digits (checked by the caller) */
     if (!(db = bw_db_connect(conf, sv, err, sizeof(err))) || bw_ledger_read_job(db, conf, rec->job_id, mine, n, &q))

@@ -4,6 +4,7 @@
 #define BW_TEST_HELPERS_H
 
 #include <check.h>
+#include <mysql.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,10 @@ bw_config_t *t_conf_variant_load(const char *find, const char *repl);
  * types, schema applied (twice: it must be idempotent). NULL, with a note, when no
  * server is set. The caller bw_config_destroy()s it. */
 bw_config_t *t_live_config(const char *database_prefix);
+
+/* The first column of the first row of `sql` on db as a number (-1 if none or NULL);
+ * fails the test if the query fails. */
+long long t_scalar(MYSQL *db, const char *sql);
 
 /* ---- request builder (everything in the arena) ------------------------------------ */
 typedef struct {
