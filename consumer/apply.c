@@ -167,7 +167,6 @@ static void fail_unusable(apply_ctx_t *x, size_t cnt) {
 static int find_duplicates(apply_ctx_t *x, size_t cnt) {
     for (size_t i = 0; i < cnt; i++) {
         const Bulkwrite__V1__ShardBatch *sb = x->dec[i].sb;
-        /* job ids are checked hex (decode) */
         x->parts[i] = (bw_ledger_part_t){.job_id = sb ? sb->job_id : NULL, .part = sb ? sb->part : 0,
                                          .kafka_offset = x->msgs[i]->offset};
     }
