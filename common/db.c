@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ledger.h"
 #include "log.h"
-#include "sql.h"
 
 MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size) {
     const bw_server_t *sv = &conf->servers[server_index];
@@ -124,23 +124,6 @@ const char *bw_db_error_class_name(bw_dberr_class_t c) {
     return names[c];
 }
 
-unsigned bw_db_read_offset(MYSQL *db, const bw_config_t *conf, int shard, int for_update,
-                           bw_buf_t *scratch, int64_t *next) {
-    char dbname[80];
-    bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
-    bw_buf_reset(scratch);
-    bw_buf_printf(scratch, "SELECT next_offset FROM `%s`.`bw_offsets` WHERE topic='", dbname);
-    bw_sql_append_escaped(scratch, conf->topic, strlen(conf->topic));
-    bw_buf_printf(scratch, "' AND kafka_partition=%d%s", shard, for_update ? " FOR UPDATE" : "");
-    if (mysql_real_query(db, scratch->data, (unsigned long)scratch->len)) return mysql_errno(db);
-    MYSQL_RES *r = mysql_store_result(db);
-    if (!r) return mysql_errno(db);
-    MYSQL_ROW row = mysql_fetch_row(r);
-    *next = row && row[0] ? strtoll(row[0], NULL, 10) : -1;
-    mysql_free_result(r);
-    return 0;
-}
-
 static void column_sql(const bw_column_t *c, bw_buf_t *out) {
     bw_buf_printf(out, ", `%s` ", c->name);
     switch (c->type) {
@@ -168,30 +151,7 @@ void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out) 
         char db[80];
         bw_config_shard_db(conf, s, db, sizeof(db));
         bw_buf_printf(out, "CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4;\n", db);
-        /* where the consumer keeps each partition's next offset, committed with the batch */
-        bw_buf_printf(out,
-                      "CREATE TABLE IF NOT EXISTS `%s`.`bw_offsets` (topic VARCHAR(249) NOT NULL, "
-                      "kafka_partition INT NOT NULL, next_offset BIGINT NOT NULL, "
-                      "PRIMARY KEY (topic, kafka_partition)) ENGINE=InnoDB;\n",
-                      db);
-        /* one row per applied message, written in its batch's transaction: a message
-         * resubmitted under the same request_id is found here and not applied again,
-         * and the job's applied/failed counts on this shard are the sums */
-        bw_buf_printf(out,
-                      "CREATE TABLE IF NOT EXISTS `%s`.`bw_job_parts` (job_id CHAR(32) CHARACTER SET ascii NOT NULL, "
-                      "part INT UNSIGNED NOT NULL, kafka_offset BIGINT NOT NULL, "
-                      "rows_applied INT UNSIGNED NOT NULL, rows_failed INT UNSIGNED NOT NULL, "
-                      "applied_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
-                      "PRIMARY KEY (job_id, part)) ENGINE=InnoDB;\n",
-                      db);
-        /* every op the shard refused, with the reason (also sent to the dead-letter topic) */
-        bw_buf_printf(out,
-                      "CREATE TABLE IF NOT EXISTS `%s`.`bw_job_failures` (job_id CHAR(32) CHARACTER SET ascii NOT NULL, "
-                      "op_index INT UNSIGNED NOT NULL, part INT UNSIGNED NOT NULL, object_id BIGINT UNSIGNED NOT NULL, "
-                      "error_code INT UNSIGNED NOT NULL, reason VARCHAR(1024) NOT NULL, "
-                      "failed_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
-                      "PRIMARY KEY (job_id, op_index)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n",
-                      db);
+        bw_ledger_schema_sql(db, out); /* bw_offsets, bw_job_parts, bw_job_failures */
         for (int t = 0; t < conf->object_type_cnt; t++) {
             const bw_object_type_t *ot = &conf->object_types[t];
             bw_buf_printf(out, "CREATE TABLE IF NOT EXISTS `%s`.`%s` (`%s` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT",

@@ -34,14 +34,9 @@ typedef enum {
 bw_dberr_class_t bw_db_error_class(unsigned int err);
 const char *bw_db_error_class_name(bw_dberr_class_t c);
 
-/* Reads the next offset of `shard`'s partition stored in the shard's bw_offsets table
- * (FOR UPDATE inside a transaction that will move it). *next = -1 when none is stored.
- * `scratch` holds the statement. Returns 0, or the MySQL error number. */
-unsigned bw_db_read_offset(MYSQL *db, const bw_config_t *conf, int shard, int for_update,
-                           bw_buf_t *scratch, int64_t *next);
-
 /* Appends the DDL that creates every shard database and table of server `server_index`
- * (idempotent: IF NOT EXISTS), one statement per line, each ending with ";\n". */
+ * (idempotent: IF NOT EXISTS), one statement per line, each ending with ";\n": the
+ * ledger's tables (ledger.h), then the object types' tables. */
 void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out);
 
 /* Runs bw_db_schema_sql against every server. */

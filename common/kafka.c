@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "bw.h"
 #include "log.h"
 
 static int set(rd_kafka_conf_t *kc, const char *name, const char *value, char *errstr,
@@ -504,4 +506,86 @@ rd_kafka_topic_partition_list_t *bw_kafka_list_offsets(rd_kafka_t *rk, const cha
         return NULL;
     }
     return l;
+}
+
+/* ---- produce and wait for the acknowledgements ---------------------------------------- */
+
+void bw_kafka_acks_init(bw_kafka_acks_t *a, rd_kafka_t *rk, int poll, int timeout_ms, rd_kafka_resp_err_t *errs,
+                        int64_t *offsets) {
+    *a = (bw_kafka_acks_t){.rk = rk, .poll = poll, .deadline_us = bw_now_us() + (int64_t)timeout_ms * 1000,
+                           .errs = errs, .offsets = offsets};
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+}
+
+/* One produce call, retried while librdkafka's local queue is full (it drains as
+ * acknowledgements arrive) until deadline_us; any other error is final. */
+static rd_kafka_resp_err_t produce_retry(rd_kafka_t *rk, const bw_kafka_msg_t *m, void *opaque, int64_t deadline_us,
+                                         int poll) {
+    rd_kafka_vu_t vu[6 + BW_KAFKA_MAX_HEADERS];
+    size_t n = 0;
+    assert(m->header_cnt <= BW_KAFKA_MAX_HEADERS);
+    if (m->rkt) vu[n++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_RKT, .u.rkt = m->rkt};
+    else vu[n++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_TOPIC, .u.cstr = m->topic};
+    vu[n++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_PARTITION, .u.i32 = m->partition};
+    vu[n++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_KEY, .u.mem = {(void *)m->key, m->key_len}};
+    vu[n++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_VALUE, .u.mem = {m->value, m->value_len}};
+    vu[n++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_MSGFLAGS, .u.i = m->msgflags};
+    vu[n++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_OPAQUE, .u.ptr = opaque};
+    for (size_t h = 0; h < m->header_cnt; h++)
+        vu[n++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_HEADER,
+                                  .u.header = {m->headers[2 * h], m->headers[2 * h + 1], -1}};
+    for (;;) {
+        rd_kafka_error_t *e = rd_kafka_produceva(rk, vu, n);
+        rd_kafka_resp_err_t err = e ? rd_kafka_error_code(e) : RD_KAFKA_RESP_ERR_NO_ERROR;
+        if (e) rd_kafka_error_destroy(e);
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || bw_now_us() >= deadline_us) return err;
+        if (poll) rd_kafka_poll(rk, 10);
+        else usleep(10000);
+    }
+}
+
+/* Records message `index`'s outcome and counts it reported. @locks a->mu MUST be held */
+static void settle(bw_kafka_acks_t *a, size_t index, rd_kafka_resp_err_t err) {
+    if (a->errs) a->errs[index] = err;
+    if (err && !a->first_err) a->first_err = err;
+    if (--a->pending == 0) pthread_cond_signal(&a->cv);
+}
+
+rd_kafka_resp_err_t bw_kafka_acks_produce(bw_kafka_acks_t *a, const bw_kafka_msg_t *m, size_t index, void *opaque) {
+    pthread_mutex_lock(&a->mu);
+    a->pending++; /* before the produce: its report may come at once */
+    pthread_mutex_unlock(&a->mu);
+    rd_kafka_resp_err_t err = produce_retry(a->rk, m, opaque, a->deadline_us, a->poll);
+    if (err) {
+        pthread_mutex_lock(&a->mu);
+        settle(a, index, err);
+        pthread_mutex_unlock(&a->mu);
+    }
+    return err;
+}
+
+void bw_kafka_acks_delivered(bw_kafka_acks_t *a, size_t index, const rd_kafka_message_t *m) {
+    pthread_mutex_lock(&a->mu);
+    if (a->offsets) a->offsets[index] = m->offset;
+    settle(a, index, m->err);
+    pthread_mutex_unlock(&a->mu);
+}
+
+rd_kafka_resp_err_t bw_kafka_acks_wait(bw_kafka_acks_t *a) {
+    pthread_mutex_lock(&a->mu);
+    while (a->pending) {
+        if (!a->poll) {
+            pthread_cond_wait(&a->cv, &a->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&a->mu);
+        rd_kafka_poll(a->rk, 10); /* may call bw_kafka_acks_delivered */
+        pthread_mutex_lock(&a->mu);
+    }
+    rd_kafka_resp_err_t err = a->first_err;
+    pthread_mutex_unlock(&a->mu);
+    pthread_mutex_destroy(&a->mu);
+    pthread_cond_destroy(&a->cv);
+    return err;
 }

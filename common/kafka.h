@@ -1,8 +1,10 @@
-/* kafka.h — librdkafka setup shared by the proxy and the consumer. */
+/* kafka.h — librdkafka setup shared by the proxy and the consumer, and the one way to
+ * produce and wait for Kafka's acknowledgements. */
 #ifndef BW_KAFKA_H
 #define BW_KAFKA_H
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 
 #include "config.h"
 
@@ -86,5 +88,72 @@ int bw_kafka_delete_records_poll(rd_kafka_queue_t *q, int32_t *partitions, int64
  * @locality any thread. */
 rd_kafka_topic_partition_list_t *bw_kafka_list_offsets(rd_kafka_t *rk, const char *topic, const int32_t *partitions,
                                                        size_t n, int64_t which, int timeout_ms);
+
+/* ---- produce and wait for the acknowledgements ------------------------------------
+ *
+ * A caller's messages in flight on a producer, counted until Kafka acknowledged or
+ * refused each: bw_kafka_acks_init, bw_kafka_acks_produce per message, then
+ * bw_kafka_acks_wait. The producer's delivery report callback (dr_msg_cb) calls
+ * bw_kafka_acks_delivered for each message with the acks and index it was produced with
+ * (the message's opaque leads the callback to them).
+ *
+ * Deadlines: a full local queue (RD_KAFKA_RESP_ERR__QUEUE_FULL) drains as
+ * acknowledgements arrive, so a produce is retried every 10 ms until timeout_ms after
+ * init; any other produce error is final. The wait is bounded by the producer's
+ * message.timeout.ms (proxy.produce_timeout_ms, bw_kafka_conf), after which librdkafka
+ * reports the message failed.
+ *
+ * @locality any thread. The acks live on the caller's stack until bw_kafka_acks_wait
+ * returns. Delivery reports are served by another thread polling rk (poll = 0: the
+ * waiter sleeps on a condition), or by the caller (poll = 1: it polls rk while it
+ * retries and waits, and so serves other callers' reports too).
+ * @locks mu guards pending and first_err, and orders the errs/offsets writes before
+ * bw_kafka_acks_wait returns. */
+typedef struct {
+    rd_kafka_t *rk;
+    int poll;
+    int64_t deadline_us;            /* produce retries end here (bw_now_us) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t pending;                 /* produced, not yet reported */
+    rd_kafka_resp_err_t first_err;  /* of a produce or a delivery */
+    rd_kafka_resp_err_t *errs;      /* [index]: each message's error, or NULL */
+    int64_t *offsets;               /* [index]: each message's offset once acknowledged, or NULL */
+} bw_kafka_acks_t;
+
+/* One message to produce. Every field is meant: 0 is partition 0, and msgflags 0 means
+ * librdkafka uses `value` in place until the message is reported. */
+typedef struct {
+    rd_kafka_topic_t *rkt;          /* the topic, or NULL and: */
+    const char *topic;
+    int32_t partition;              /* RD_KAFKA_PARTITION_UA: the partitioner picks by key */
+    const void *key;
+    size_t key_len;
+    void *value;
+    size_t value_len;
+    int msgflags;                   /* RD_KAFKA_MSG_F_COPY, or RD_KAFKA_MSG_F_FREE: librdkafka
+                                       frees value once it took the message (not on an error) */
+    const char *const *headers;     /* header_cnt (name, value) pairs of strings, or NULL */
+    size_t header_cnt;              /* at most BW_KAFKA_MAX_HEADERS */
+} bw_kafka_msg_t;
+#define BW_KAFKA_MAX_HEADERS 8
+
+/* errs and offsets (either may be NULL) are indexed by the index given to
+ * bw_kafka_acks_produce; the caller sizes them. */
+void bw_kafka_acks_init(bw_kafka_acks_t *a, rd_kafka_t *rk, int poll, int timeout_ms, rd_kafka_resp_err_t *errs,
+                        int64_t *offsets);
+
+/* Produces m with `opaque` as its delivery report's _private, retrying while the local
+ * queue is full until the deadline. Returns 0 when librdkafka took it (its report will
+ * come), else the error, also recorded in errs[index] and first_err. */
+rd_kafka_resp_err_t bw_kafka_acks_produce(bw_kafka_acks_t *a, const bw_kafka_msg_t *m, size_t index, void *opaque);
+
+/* For the delivery report callback: message `index` of `a` was reported (m->err, and
+ * m->offset when acknowledged). After the last one, the waiter returns. */
+void bw_kafka_acks_delivered(bw_kafka_acks_t *a, size_t index, const rd_kafka_message_t *m);
+
+/* Waits until every message produced was reported, then frees what init set up.
+ * Returns the first error of a produce or a delivery, 0 if none. */
+rd_kafka_resp_err_t bw_kafka_acks_wait(bw_kafka_acks_t *a);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "bulkwrite.pb-c.h"
 #include "db.h"
+#include "ledger.h"
 #include "log.h"
 #include "sql.h"
 
@@ -43,18 +44,14 @@ typedef struct {
     Bulkwrite__V1__ShardBatch *sb; /* NULL: below the stored offset, or undecodable */
     const bw_object_type_t *ot;
     int *colmap;
-    int duplicate;                 /* (job_id, part) applied before */
     const char *unusable;          /* why its ops cannot be applied (config mismatch), or NULL */
-    uint32_t applied, failed;      /* rows */
 } decoded_t;
 
-/* A refused op. */
+/* Where a refused op came from (its ledger row is in failures[] at the same index). */
 typedef struct {
     uint32_t msg;
     const Bulkwrite__V1__Row *row;
-    unsigned code;
-    const char *reason;
-} failure_t;
+} failure_src_t;
 
 /* The state of one apply call. */
 typedef struct {
@@ -66,7 +63,9 @@ typedef struct {
     bw_apply_result_t *res;
     rd_kafka_message_t *const *msgs;
     decoded_t *dec;
-    failure_t *failures;
+    bw_ledger_part_t *parts;       /* [cnt] each message as the ledger keeps it: counts, duplicate */
+    bw_ledger_failure_t *failures; /* refused ops, as bw_job_failures keeps them */
+    failure_src_t *failure_src;    /* [failure_cnt] and where each came from */
     size_t failure_cnt;
     bw_dead_letter_t *undecodable; /* raw dead letters of messages that did not decode */
     size_t undecodable_cnt;
@@ -99,8 +98,12 @@ static int query(apply_ctx_t *x, const char *sql, size_t len) {
 
 static void add_failure(apply_ctx_t *x, uint32_t msg, const Bulkwrite__V1__Row *row, unsigned code,
                         const char *reason) {
-    x->failures[x->failure_cnt++] = (failure_t){msg, row, code, bw_arena_strndup(&x->ap->arena, reason, strlen(reason))};
-    x->dec[msg].failed++;
+    const Bulkwrite__V1__ShardBatch *sb = x->dec[msg].sb;
+    x->failure_src[x->failure_cnt] = (failure_src_t){msg, row};
+    x->failures[x->failure_cnt++] = (bw_ledger_failure_t){
+        .job_id = sb->job_id, .part = sb->part, .op_index = row->op_index, .object_id = row->id, .error_code = code,
+        .reason = bw_arena_strndup(&x->ap->arena, reason, strlen(reason))};
+    x->parts[msg].rows_failed++;
     x->res->rows_failed++;
 }
 
@@ -152,7 +155,7 @@ static int decode(apply_ctx_t *x, size_t i) {
 static void fail_unusable(apply_ctx_t *x, size_t cnt) {
     for (size_t i = 0; i < cnt; i++) {
         decoded_t *d = &x->dec[i];
-        if (!d->sb || !d->unusable || d->duplicate) continue;
+        if (!d->sb || !d->unusable || x->parts[i].duplicate) continue;
         bw_log(BW_LOG_ERROR, COMPONENT, x->shard, d->sb->job_id, "message at offset %" PRId64 " cannot be applied: %s",
                x->msgs[i]->offset, d->unusable);
         for (size_t r = 0; r < d->sb->n_rows; r++) add_failure(x, (uint32_t)i, d->sb->rows[r], 0, d->unusable);
@@ -160,35 +163,15 @@ static void fail_unusable(apply_ctx_t *x, size_t cnt) {
 }
 
 /* Marks messages whose (job_id, part) the shard has applied before, or that repeat an
- * earlier message of this call. */
+ * earlier message of this call (the ledger's dedup). */
 static int find_duplicates(apply_ctx_t *x, size_t cnt) {
-    bw_buf_t *b = &x->ap->sql;
-    bw_buf_reset(b);
-    bw_buf_printf(b, "SELECT job_id, part FROM `%s`.`bw_job_parts` WHERE ", x->dbname);
-    size_t asked = 0;
     for (size_t i = 0; i < cnt; i++) {
         const Bulkwrite__V1__ShardBatch *sb = x->dec[i].sb;
-        if (!sb) continue;
-        for (size_t k = 0; k < i && !x->dec[i].duplicate; k++)
-            if (x->dec[k].sb && !x->dec[k].duplicate && x->dec[k].sb->part == sb->part &&
-                strcmp(x->dec[k].sb->job_id, sb->job_id) == 0)
-                x->dec[i].duplicate = 1;
-        if (x->dec[i].duplicate) continue;
-        /* job ids are checked hex (decode), so they need no escaping */
-        bw_buf_printf(b, "%s(job_id='%s' AND part=%" PRIu32 ")", asked++ ? " OR " : "", sb->job_id, sb->part);
+        x->parts[i] = (bw_ledger_part_t){.job_id = sb ? sb->job_id : NULL, .part = sb ? sb->part : 0,
+                                         .kafka_offset = x->msgs[i]->offset};
     }
-    if (!asked) return 0;
-    if (query(x, b->data, b->len)) return failed_retry(x, "looking up applied parts"), -1;
-    MYSQL_RES *r = mysql_store_result(x->db);
-    if (!r) return failed_retry(x, "looking up applied parts"), -1;
-    MYSQL_ROW row;
-    while ((row = mysql_fetch_row(r))) {
-        uint32_t part = (uint32_t)strtoul(row[1], NULL, 10);
-        for (size_t i = 0; i < cnt; i++)
-            if (x->dec[i].sb && x->dec[i].sb->part == part && strcmp(x->dec[i].sb->job_id, row[0]) == 0)
-                x->dec[i].duplicate = 1;
-    }
-    mysql_free_result(r);
+    if (bw_ledger_find_applied(x->db, x->ap->conf, x->shard, x->parts, cnt, &x->ap->sql))
+        return failed_retry(x, "looking up applied parts"), -1;
     return 0;
 }
 
@@ -209,7 +192,7 @@ static int apply_rows_one_by_one(apply_ctx_t *x, const run_t *run, size_t from, 
         bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, &run->rows[i], 1);
         if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) {
             x->res->rows_applied++;
-            x->dec[run->msg[i]].applied++;
+            x->parts[run->msg[i]].rows_applied++;
             continue;
         }
         if (failed_retry(x, "statement")) return -1;
@@ -260,7 +243,7 @@ static int apply_run(apply_ctx_t *x, const run_t *run) {
         if (query(x, "SAVEPOINT bw_stmt", 17)) return failed_retry(x, "savepoint"), -1;
         if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) {
             x->res->rows_applied += k;
-            for (size_t i = done; i < done + k; i++) x->dec[run->msg[i]].applied++;
+            for (size_t i = done; i < done + k; i++) x->parts[run->msg[i]].rows_applied++;
         } else {
             if (failed_retry(x, "statement")) return -1;
             /* a data error: find the offending rows without losing the others */
@@ -272,43 +255,14 @@ static int apply_run(apply_ctx_t *x, const run_t *run) {
     return 0;
 }
 
-/* bw_job_parts rows for every message applied now (counts per message). */
+/* The ledger's rows for every message applied now (counts per message) and every op
+ * refused, in as many statements as the statement budget takes. */
 static int record_parts(apply_ctx_t *x, size_t cnt) {
-    bw_buf_t *b = &x->ap->sql;
-    bw_buf_reset(b);
-    bw_buf_printf(b, "INSERT INTO `%s`.`bw_job_parts` (job_id, part, kafka_offset, rows_applied, rows_failed) VALUES ",
-                  x->dbname);
-    size_t n = 0;
-    for (size_t i = 0; i < cnt; i++) {
-        const decoded_t *d = &x->dec[i];
-        if (!d->sb || d->duplicate) continue;
-        bw_buf_printf(b, "%s('%s',%" PRIu32 ",%" PRId64 ",%" PRIu32 ",%" PRIu32 ")", n++ ? "," : "",
-                      d->sb->job_id, d->sb->part, x->msgs[i]->offset, d->applied, d->failed);
-    }
-    if (n && query(x, b->data, b->len)) return failed_retry(x, "recording job parts"), -1;
-    /* failed ops: as many statements as the budget takes (a reason is at most ~2 KB) */
-    size_t budget = statement_budget(x), rows = 0;
-    for (size_t i = 0; i <= x->failure_cnt; i++) {
-        if (rows && (i == x->failure_cnt || b->len + 2400 > budget)) {
-            /* an op refused again by a re-split resubmission keeps its latest reason */
-            bw_buf_puts(b, " ON DUPLICATE KEY UPDATE reason=VALUES(reason), error_code=VALUES(error_code)");
-            if (query(x, b->data, b->len)) return failed_retry(x, "recording failed ops"), -1;
-            rows = 0;
-        }
-        if (i == x->failure_cnt) break;
-        if (!rows) {
-            bw_buf_reset(b);
-            bw_buf_printf(b, "INSERT INTO `%s`.`bw_job_failures` (job_id, op_index, part, object_id, error_code, reason) VALUES ",
-                          x->dbname);
-        }
-        const failure_t *f = &x->failures[i];
-        const Bulkwrite__V1__ShardBatch *sb = x->dec[f->msg].sb;
-        size_t rlen = strlen(f->reason);
-        bw_buf_printf(b, "%s('%s',%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%u,'", rows++ ? "," : "", sb->job_id,
-                      f->row->op_index, sb->part, f->row->id, f->code);
-        bw_sql_append_escaped(b, f->reason, rlen > 1000 ? 1000 : rlen);
-        bw_buf_puts(b, "')");
-    }
+    const bw_config_t *conf = x->ap->conf;
+    if (bw_ledger_write_parts(x->db, conf, x->shard, x->parts, cnt, &x->ap->sql))
+        return failed_retry(x, "recording job parts"), -1;
+    if (bw_ledger_write_failures(x->db, conf, x->shard, x->failures, x->failure_cnt, statement_budget(x), &x->ap->sql))
+        return failed_retry(x, "recording failed ops"), -1;
     return 0;
 }
 
@@ -323,12 +277,13 @@ static int send_dead_letters(apply_ctx_t *x) {
     }
     bw_dead_letter_t *recs = bw_arena_alloc(&x->ap->arena, n * sizeof(*recs));
     for (size_t i = 0; i < x->failure_cnt; i++) {
-        const failure_t *f = &x->failures[i];
-        const Bulkwrite__V1__ShardBatch *sb = x->dec[f->msg].sb;
-        recs[i] = (bw_dead_letter_t){.job_id = sb->job_id, .part = sb->part, .shard = x->shard,
-                                     .offset = x->msgs[f->msg]->offset, .op = (int)sb->op,
-                                     .object_type = sb->object_type, .row = f->row, .columns = sb->columns,
-                                     .error_code = f->code, .error = f->reason};
+        const bw_ledger_failure_t *f = &x->failures[i];
+        const failure_src_t *src = &x->failure_src[i];
+        const Bulkwrite__V1__ShardBatch *sb = x->dec[src->msg].sb;
+        recs[i] = (bw_dead_letter_t){.job_id = f->job_id, .part = f->part, .shard = x->shard,
+                                     .offset = x->msgs[src->msg]->offset, .op = (int)sb->op,
+                                     .object_type = sb->object_type, .row = src->row, .columns = sb->columns,
+                                     .error_code = f->error_code, .error = f->reason};
     }
     if (x->undecodable_cnt) memcpy(recs + x->failure_cnt, x->undecodable, x->undecodable_cnt * sizeof(*recs));
     if (bw_dead_letters_send(x->ap->dead_letters, recs, n, x->res->error, sizeof(x->res->error))) {
@@ -337,16 +292,6 @@ static int send_dead_letters(apply_ctx_t *x) {
         return -1;
     }
     x->res->dead_letters = n;
-    return 0;
-}
-
-static int store_offset(apply_ctx_t *x, const char *topic, int64_t next) {
-    bw_buf_t *b = &x->ap->sql;
-    bw_buf_reset(b);
-    bw_buf_printf(b, "INSERT INTO `%s`.`bw_offsets` (topic, kafka_partition, next_offset) VALUES ('", x->dbname);
-    bw_sql_append_escaped(b, topic, strlen(topic));
-    bw_buf_printf(b, "',%d,%" PRId64 ") ON DUPLICATE KEY UPDATE next_offset=VALUES(next_offset)", x->shard, next);
-    if (query(x, b->data, b->len)) return failed_retry(x, "storing the offset"), -1;
     return 0;
 }
 
@@ -381,13 +326,14 @@ static void apply_batch(bw_applier_t *ap, int shard, rd_kafka_message_t *const *
     x.db = x.conn->db;
 
     int64_t stored;
-    if (bw_db_read_offset(x.db, conf, shard, 1, &ap->sql, &stored)) {
+    if (bw_ledger_lock_offset(x.db, conf, shard, &stored, &ap->sql)) {
         failed_retry(&x, "reading the stored offset");
         goto rollback;
     }
 
     x.dec = bw_arena_alloc(&ap->arena, cnt * sizeof(*x.dec));
     x.undecodable = bw_arena_alloc(&ap->arena, cnt * sizeof(*x.undecodable));
+    x.parts = bw_arena_alloc(&ap->arena, cnt * sizeof(*x.parts));
     memset(x.dec, 0, cnt * sizeof(*x.dec));
     size_t row_cap = 0;
     for (size_t i = 0; i < cnt; i++) {
@@ -400,6 +346,7 @@ static void apply_batch(bw_applier_t *ap, int shard, rd_kafka_message_t *const *
         row_cap += d->sb ? d->sb->n_rows : 0;
     }
     x.failures = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*x.failures));
+    x.failure_src = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*x.failure_src));
     for (size_t i = 0; i < cnt; i++)
         if (msgs[i]->offset >= stored) decode(&x, i);
     if (find_duplicates(&x, cnt)) goto rollback;
@@ -412,7 +359,7 @@ static void apply_batch(bw_applier_t *ap, int shard, rd_kafka_message_t *const *
     for (size_t i = 0; i <= cnt; i++) {
         const decoded_t *d = i < cnt ? &x.dec[i] : NULL;
         if (d && (!d->sb || !d->ot)) continue;
-        if (d && d->duplicate) {
+        if (d && x.parts[i].duplicate) {
             res->messages_duplicate++;
             bw_log(BW_LOG_INFO, COMPONENT, shard, d->sb->job_id,
                    "part %" PRIu32 " at offset %" PRId64 " was applied before (resubmitted request): skipped",
@@ -437,7 +384,10 @@ static void apply_batch(bw_applier_t *ap, int shard, rd_kafka_message_t *const *
     if (record_parts(&x, cnt)) goto rollback;
     res->next_offset = msgs[cnt - 1]->offset + 1;
     if (stored > res->next_offset) res->next_offset = stored; /* all skipped: keep the later one */
-    else if (store_offset(&x, conf->topic, res->next_offset)) goto rollback;
+    else if (bw_ledger_write_offset(x.db, conf, shard, res->next_offset, &ap->sql)) {
+        failed_retry(&x, "storing the offset");
+        goto rollback;
+    }
     /* refused ops are durable in Kafka before the batch that refused them commits */
     if (send_dead_letters(&x)) goto rollback;
     if (mysql_commit(x.db)) {

@@ -1,6 +1,7 @@
 /* apply.h — applying a run of Kafka messages of one partition to its shard.
  *
- * One call = one transaction on the shard's database:
+ * One call = one transaction on the shard's database, the ledger's protocol
+ * (common/ledger.h, which owns every statement on the ledger's tables):
  *   1. read the partition's stored next offset (SELECT … FOR UPDATE on bw_offsets);
  *   2. skip messages below it (applied before a crash or a rebalance);
  *   3. skip messages whose (job_id, part) is in bw_job_parts (a request resubmitted
@@ -8,9 +9,8 @@
  *   4. apply the rest as multi-row statements, each under the server's packet limit
  *      (consumer.statement_packet_pct of its max_allowed_packet);
  *   5. record each message in bw_job_parts (its applied and failed counts) and each
- *      refused op in bw_job_failures;
- *   6. send the refused ops to the dead-letter topic and wait for Kafka's ack;
- *   7. store the new next offset; COMMIT.
+ *      refused op in bw_job_failures; store the new next offset;
+ *   6. send the refused ops to the dead-letter topic and wait for Kafka's ack; COMMIT.
  * The offset moves only with the data, so a replayed message is never applied twice.
  * When a statement hits a data error (duplicate key, value too long, …), the rows are
  * applied one at a time under savepoints so that only the offending rows fail; a row

@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <openssl/evp.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,22 +18,12 @@ struct bw_dead_letters {
     size_t max_value;  /* bytes of a record's JSON at most (under message.max.bytes) */
 };
 
-/* One send call's outstanding acknowledgements; lives on the caller's stack until
- * pending reaches 0 (any thread polling the producer may serve the callback). */
-typedef struct {
-    atomic_size_t pending;
-    atomic_int err; /* first delivery error */
-} delivery_t;
-
+/* A record's opaque is its send call's acks (kafka.h); any thread polling the producer
+ * (each worker waiting in bw_dead_letters_send) may serve the report. */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     (void)rk;
     (void)opaque;
-    delivery_t *d = m->_private;
-    if (m->err) {
-        int none = 0;
-        atomic_compare_exchange_strong(&d->err, &none, (int)m->err);
-    }
-    atomic_fetch_sub(&d->pending, 1);
+    bw_kafka_acks_delivered(m->_private, 0, m);
 }
 
 bw_dead_letters_t *bw_dead_letters_new(const bw_config_t *conf, const char *brokers, char *errstr,
@@ -166,10 +155,8 @@ char *bw_dead_letter_json(const bw_dead_letter_t *r, size_t max_bytes) {
 
 int bw_dead_letters_send(bw_dead_letters_t *dl, const bw_dead_letter_t *recs, size_t n, char *errstr,
                          size_t errstr_size) {
-    delivery_t d;
-    atomic_init(&d.pending, 0);
-    atomic_init(&d.err, 0);
-    int64_t deadline = bw_now_us() + (int64_t)dl->timeout_ms * 1000;
+    bw_kafka_acks_t acks; /* no thread polls dl->rk: the waiter does */
+    bw_kafka_acks_init(&acks, dl->rk, 1, dl->timeout_ms, NULL, NULL);
     for (size_t i = 0; i < n; i++) {
         const bw_dead_letter_t *r = &recs[i];
         char key[96];
@@ -178,26 +165,16 @@ int bw_dead_letters_send(bw_dead_letters_t *dl, const bw_dead_letter_t *recs, si
         else
             snprintf(key, sizeof(key), "undecodable/%d/%" PRId64, r->shard, r->offset);
         char *value = bw_dead_letter_json(r, dl->max_value);
-        atomic_fetch_add(&d.pending, 1);
-        rd_kafka_resp_err_t err;
-        while ((err = rd_kafka_producev(dl->rk, RD_KAFKA_V_RKT(dl->rkt), RD_KAFKA_V_KEY(key, strlen(key)),
-                                        RD_KAFKA_V_VALUE(value, strlen(value)),
-                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_OPAQUE(&d),
-                                        RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
-               bw_now_us() < deadline)
-            rd_kafka_poll(dl->rk, 10);
-        if (err) {
-            free(value);
-            atomic_fetch_sub(&d.pending, 1);
-            int none = 0;
-            atomic_compare_exchange_strong(&d.err, &none, (int)err);
+        bw_kafka_msg_t km = {.rkt = dl->rkt, .partition = RD_KAFKA_PARTITION_UA, .key = key, .key_len = strlen(key),
+                             .value = value, .value_len = strlen(value), .msgflags = RD_KAFKA_MSG_F_FREE};
+        if (bw_kafka_acks_produce(&acks, &km, 0, &acks)) {
+            free(value); /* not taken: still ours */
             break;
         }
     }
     /* message.timeout.ms bounds each message, so this ends */
-    while (atomic_load(&d.pending) > 0) rd_kafka_poll(dl->rk, 10);
-    int err = atomic_load(&d.err);
+    rd_kafka_resp_err_t err = bw_kafka_acks_wait(&acks);
     if (!err) return 0;
-    snprintf(errstr, errstr_size, "dead-letter topic: %s", rd_kafka_err2str((rd_kafka_resp_err_t)err));
+    snprintf(errstr, errstr_size, "dead-letter topic: %s", rd_kafka_err2str(err));
     return -1;
 }

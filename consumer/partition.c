@@ -11,6 +11,7 @@
 
 #include "consumer.h"
 #include "db.h"
+#include "ledger.h"
 #include "log.h"
 
 static int header_eq(rd_kafka_message_t *m, const char *name, const void *val, size_t len) {
@@ -142,22 +143,6 @@ void bw_partition_note_error(int shard, const char *kind, const char *message) {
     p->errors_next = (p->errors_next + 1) % 5;
 }
 
-/* The next offset the shard's ledger holds, read now; -1 if it cannot be read. */
-static int64_t ledger_offset(int shard) {
-    char err[512];
-    int64_t next = -1;
-    bw_buf_t scratch;
-    bw_buf_init(&scratch);
-    MYSQL *db = bw_db_connect(consumer.conf, consumer.conf->shard_server[shard], err, sizeof(err));
-    if (!db || bw_db_read_offset(db, consumer.conf, shard, 0, &scratch, &next)) next = -1;
-    if (db) {
-        mysql_rollback(db);
-        mysql_close(db);
-    }
-    bw_buf_free(&scratch);
-    return next;
-}
-
 /* The shard's next messages are gone from Kafka (an operator's retention, a truncated
  * log): deleted before they were applied. The shard stops at the gap, loudly: an alert
  * names the missing offsets, the status record carries them (jobs whose messages were
@@ -166,13 +151,8 @@ static int64_t ledger_offset(int shard) {
 static void on_lost(int shard, int64_t failed, const char *why) {
     bw_partition_t *p = &consumer.partitions[shard];
     int64_t lo = -1, hi = -1;
+    /* fetching began where the ledger said (rebalance.c), so the position is the shard's */
     int64_t from = failed >= 0 ? failed : p->next_fetch >= 0 ? p->next_fetch : p->applied;
-    if (p->applied < 0) {
-        /* the ledger was not read at assignment, so fetching began at Kafka's committed
-         * offset, which may lag it: the ledger decides where the shard really is */
-        int64_t next = ledger_offset(shard);
-        if (next >= 0) p->applied = from = next;
-    }
     rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(consumer.rk, consumer.conf->topic, shard, &lo, &hi, 5000);
     if (e || from < 0 || lo <= from) {
         /* not a gap (a stale position), or it cannot be told now: fetch again from there */

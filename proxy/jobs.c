@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "db.h"
+#include "ledger.h"
 #include "log.h"
 #include "shardtable.h"
 #include "tail.h"
@@ -131,67 +132,37 @@ int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
 
 /* ---- status from the shards ---------------------------------------------------------- */
 
-typedef struct {
-    uint32_t shard, op_index, code;
-    uint64_t id;
-    char *reason;
-} failure_t;
-
 static int failure_cmp(const void *a, const void *b) {
-    uint32_t x = ((const failure_t *)a)->op_index, y = ((const failure_t *)b)->op_index;
+    uint32_t x = ((const bw_ledger_failure_t *)a)->op_index, y = ((const bw_ledger_failure_t *)b)->op_index;
     return x < y ? -1 : x > y;
 }
 
-/* Reads the counts and failure sample of the record's shards on server sv. */
+/* Reads the counts and failure sample of the record's shards on server sv from their
+ * ledgers. `mine` has room for every shard of the record. */
 static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__JobRecord *rec,
-                        Bulkwrite__V1__JobShard **shards, failure_t *fails, size_t *fail_cnt) {
+                        Bulkwrite__V1__JobShard **shards, bw_ledger_job_shard_t *mine, bw_ledger_failure_t *fails,
+                        size_t *fail_cnt) {
     char err[512] = "";
     MYSQL *db = NULL;
     bw_buf_t q;
     bw_buf_init(&q);
     size_t n = 0;
-    for (size_t i = 0; i < rec->n_shards; i++) {
-        int s = (int)rec->shards[i]->shard;
-        if (conf->shard_server[s] != sv) continue;
-        char dbname[80];
-        bw_config_shard_db(conf, s, dbname, sizeof(dbname));
-        /* job ids are 32 hex digits (checked by the caller) */
-        bw_buf_printf(&q, "%sSELECT %d, COALESCE(SUM(rows_applied),0), COALESCE(SUM(rows_failed),0) FROM `%s`.bw_job_parts WHERE job_id='%s'",
-                      n++ ? " UNION ALL " : "", s, dbname, rec->job_id);
-    }
+    for (size_t i = 0; i < rec->n_shards; i++)
+        if (conf->shard_server[rec->shards[i]->shard] == sv)
+            mine[n++] = (bw_ledger_job_shard_t){.shard = (int)rec->shards[i]->shard};
     if (!n) goto done; /* no shard of the job here: no connection */
-    if (!(db = bw_db_connect(conf, sv, err, sizeof(err))) || mysql_real_query(db, q.data, (unsigned long)q.len))
+    /* job ids are 32 hex digits (checked by the caller) */
+    if (!(db = bw_db_connect(conf, sv, err, sizeof(err))) || bw_ledger_read_job(db, conf, rec->job_id, mine, n, &q))
         goto failed;
-    MYSQL_RES *r = mysql_store_result(db);
-    if (!r) goto failed;
-    MYSQL_ROW row;
-    while ((row = mysql_fetch_row(r))) {
-        int s = atoi(row[0]);
+    for (size_t k = 0; k < n; k++)
         for (size_t i = 0; i < rec->n_shards; i++)
-            if ((int)shards[i]->shard == s) {
-                shards[i]->applied = (uint32_t)strtoul(row[1], NULL, 10);
-                shards[i]->failed = (uint32_t)strtoul(row[2], NULL, 10);
+            if ((int)shards[i]->shard == mine[k].shard) {
+                shards[i]->applied = mine[k].applied;
+                shards[i]->failed = mine[k].failed;
             }
-    }
-    mysql_free_result(r);
-    bw_buf_reset(&q);
-    n = 0;
-    for (size_t i = 0; i < rec->n_shards; i++) {
-        int s = (int)rec->shards[i]->shard;
-        if (conf->shard_server[s] != sv || !shards[i]->failed) continue;
-        char dbname[80];
-        bw_config_shard_db(conf, s, dbname, sizeof(dbname));
-        bw_buf_printf(&q, "%s(SELECT %d, op_index, object_id, error_code, reason FROM `%s`.bw_job_failures WHERE job_id='%s' ORDER BY op_index LIMIT %d)",
-                      n++ ? " UNION ALL " : "", s, dbname, rec->job_id, BW_JOB_FAILURE_SAMPLE);
-    }
-    if (n) {
-        if (mysql_real_query(db, q.data, (unsigned long)q.len) || !(r = mysql_store_result(db))) goto failed;
-        while ((row = mysql_fetch_row(r)) && *fail_cnt < (size_t)BW_JOB_FAILURE_SAMPLE * rec->n_shards)
-            fails[(*fail_cnt)++] = (failure_t){(uint32_t)atoi(row[0]), (uint32_t)strtoul(row[1], NULL, 10),
-                                              (uint32_t)strtoul(row[3], NULL, 10), strtoull(row[2], NULL, 10),
-                                              strdup(row[4] ? row[4] : "")};
-        mysql_free_result(r);
-    }
+    if (bw_ledger_read_job_failures(db, conf, rec->job_id, mine, n, BW_JOB_FAILURE_SAMPLE, fails,
+                                    (size_t)BW_JOB_FAILURE_SAMPLE * rec->n_shards, fail_cnt, &q))
+        goto failed;
     goto done;
 failed:
     if (db) snprintf(err, sizeof(err), "%s: %s", conf->servers[sv].name, mysql_error(db));
@@ -258,9 +229,11 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         st->shards[i]->submitted = rec->shards[i]->ops;
         st->shards[i]->error = NULL;
     }
-    failure_t *fails = calloc((size_t)BW_JOB_FAILURE_SAMPLE * rec->n_shards + 1, sizeof(*fails));
+    bw_ledger_failure_t *fails = calloc((size_t)BW_JOB_FAILURE_SAMPLE * rec->n_shards + 1, sizeof(*fails));
+    bw_ledger_job_shard_t *mine = calloc(rec->n_shards + 1, sizeof(*mine));
     size_t fail_cnt = 0;
-    for (int sv = 0; sv < conf->server_cnt; sv++) read_server(conf, sv, rec, st->shards, fails, &fail_cnt);
+    for (int sv = 0; sv < conf->server_cnt; sv++) read_server(conf, sv, rec, st->shards, mine, fails, &fail_cnt);
+    free(mine);
     int complete = 1;
     for (size_t i = 0; i < rec->n_shards; i++) {
         Bulkwrite__V1__JobShard *js = st->shards[i];
@@ -288,9 +261,9 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         Bulkwrite__V1__FailedOp *f = calloc(1, sizeof(*f));
         bulkwrite__v1__failed_op__init(f);
         f->op_index = fails[i].op_index;
-        f->shard = fails[i].shard;
-        f->id = fails[i].id;
-        f->error_code = fails[i].code;
+        f->shard = (uint32_t)fails[i].shard;
+        f->id = fails[i].object_id;
+        f->error_code = fails[i].error_code;
         f->reason = fails[i].reason;
         st->failures[i] = f;
     }

@@ -4,8 +4,8 @@
  * jobs topic, keyed by job id, before it replies. Every proxy follows that topic into
  * an in-memory index, so any proxy answers GET /v1/jobs/{id}, also after restarts. The
  * answer adds, per shard, the applied and failed counts from the shard's bw_job_parts
- * table and a sample of failures from bw_job_failures — written in the apply
- * transaction, so they are exact.
+ * table and a sample of failures from bw_job_failures (read through common/ledger.h) —
+ * written in the apply transaction, so they are exact.
  *
  * @locality any thread (the index has a mutex; the tail thread fills it). */
 #ifndef BW_JOBS_H

@@ -54,17 +54,10 @@ static proxy_t proxy;
 
 /* ---- delivery tracking ------------------------------------------------------------ */
 
-/* One request's outstanding messages. @locks mu guards pending, errs and offsets. */
+/* A message's delivery report opaque: whose it is (a request's acks, kafka.h) and what
+ * it holds in its shard's backlog. */
 typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    size_t pending;
-    rd_kafka_resp_err_t *errs; /* per message */
-    int64_t *offsets;          /* per message, once acknowledged */
-} tracker_t;
-
-typedef struct {
-    tracker_t *tr;
+    bw_kafka_acks_t *acks;
     size_t msg;
     int shard;       /* -1: a side-topic record, not in the backlog */
     size_t bytes;    /* as admitted to the shard's backlog */
@@ -76,11 +69,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     (void)opaque;
     delivery_t *d = m->_private;
     if (d->shard >= 0) bw_backlog_settle(proxy.backlog, d->shard, d->bytes, m->err ? -1 : m->offset);
-    pthread_mutex_lock(&d->tr->mu);
-    d->tr->errs[d->msg] = m->err;
-    if (d->tr->offsets) d->tr->offsets[d->msg] = m->offset;
-    if (--d->tr->pending == 0) pthread_cond_signal(&d->tr->cv);
-    pthread_mutex_unlock(&d->tr->mu);
+    bw_kafka_acks_delivered(d->acks, d->msg, m);
 }
 
 static void *poller_main(void *arg) {
@@ -107,48 +96,21 @@ static size_t message_bytes(const bw_batch_msg_t *m) {
  * produce call. */
 static void produce_all(bw_batch_set_t *set, const msg_fate_t *fate, const char *job_id,
                         rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena) {
-    tracker_t tr = {.pending = 0, .errs = errs, .offsets = offsets};
-    pthread_mutex_init(&tr.mu, NULL);
-    pthread_cond_init(&tr.cv, NULL);
+    bw_kafka_acks_t acks; /* the poller thread serves the reports */
+    bw_kafka_acks_init(&acks, proxy.rk, 0, proxy.conf->produce_timeout_ms, errs, offsets);
     delivery_t *ds = bw_arena_alloc(arena, (set->msg_cnt + 1) * sizeof(*ds));
-    int64_t deadline = bw_now_us() + (int64_t)proxy.conf->produce_timeout_ms * 1000;
     for (size_t i = 0; i < set->msg_cnt; i++) {
         bw_batch_msg_t *m = &set->msgs[i];
         if (fate[i] != MSG_PRODUCE) continue;
-        ds[i] = (delivery_t){&tr, i, m->shard, message_bytes(m)};
-        pthread_mutex_lock(&tr.mu);
-        tr.pending++;
-        pthread_mutex_unlock(&tr.mu);
-        for (;;) {
-            rd_kafka_resp_err_t err = rd_kafka_producev(
-                proxy.rk, RD_KAFKA_V_RKT(proxy.rkt), RD_KAFKA_V_PARTITION(m->shard),
-                RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_KEY(job_id, strlen(job_id)),
-                RD_KAFKA_V_HEADER("bw-type", m->type_name, -1),
-                RD_KAFKA_V_HEADER("bw-op", m->op_header, -1),
-                RD_KAFKA_V_HEADER("bw-rows", m->rows_header, -1),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_OPAQUE(&ds[i]), RD_KAFKA_V_END);
-            if (!err) {
-                m->payload = NULL; /* librdkafka frees it */
-                break;
-            }
-            /* a full local queue drains as acks arrive; anything else is final */
-            if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && bw_now_us() < deadline) {
-                usleep(10000);
-                continue;
-            }
-            bw_backlog_settle(proxy.backlog, m->shard, ds[i].bytes, -1);
-            pthread_mutex_lock(&tr.mu);
-            errs[i] = err;
-            tr.pending--;
-            pthread_mutex_unlock(&tr.mu);
-            break;
-        }
+        ds[i] = (delivery_t){&acks, i, m->shard, message_bytes(m)};
+        const char *headers[] = {"bw-type", m->type_name, "bw-op", m->op_header, "bw-rows", m->rows_header};
+        bw_kafka_msg_t km = {.rkt = proxy.rkt, .partition = m->shard, .key = job_id, .key_len = strlen(job_id),
+                             .value = m->payload, .value_len = m->len, .msgflags = RD_KAFKA_MSG_F_FREE,
+                             .headers = headers, .header_cnt = 3};
+        if (bw_kafka_acks_produce(&acks, &km, i, &ds[i]) == 0) m->payload = NULL; /* librdkafka frees it */
+        else bw_backlog_settle(proxy.backlog, m->shard, ds[i].bytes, -1);
     }
-    pthread_mutex_lock(&tr.mu);
-    while (tr.pending) pthread_cond_wait(&tr.cv, &tr.mu);
-    pthread_mutex_unlock(&tr.mu);
-    pthread_mutex_destroy(&tr.mu);
-    pthread_cond_destroy(&tr.cv);
+    bw_kafka_acks_wait(&acks);
     bw_batcher_free_payloads(set); /* those never handed over */
 }
 
@@ -211,29 +173,13 @@ static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecor
 /* Produces one record to a side topic and waits for its acknowledgement. */
 static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, size_t klen, const void *val,
                                           size_t vlen) {
-    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    tracker_t tr = {.pending = 1, .errs = &err};
-    pthread_mutex_init(&tr.mu, NULL);
-    pthread_cond_init(&tr.cv, NULL);
-    delivery_t dv = {&tr, 0, -1, 0};
-    int64_t deadline = bw_now_us() + (int64_t)proxy.conf->produce_timeout_ms * 1000;
-    rd_kafka_resp_err_t e;
-    /* a full local queue drains as acknowledgements arrive */
-    while ((e = rd_kafka_producev(proxy.rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen),
-                                  RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                  RD_KAFKA_V_OPAQUE(&dv), RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
-           bw_now_us() < deadline)
-        usleep(10000);
-    if (e) {
-        err = e;
-    } else {
-        pthread_mutex_lock(&tr.mu);
-        while (tr.pending) pthread_cond_wait(&tr.cv, &tr.mu);
-        pthread_mutex_unlock(&tr.mu);
-    }
-    pthread_mutex_destroy(&tr.mu);
-    pthread_cond_destroy(&tr.cv);
-    return err;
+    bw_kafka_acks_t acks;
+    bw_kafka_acks_init(&acks, proxy.rk, 0, proxy.conf->produce_timeout_ms, NULL, NULL);
+    delivery_t dv = {&acks, 0, -1, 0};
+    bw_kafka_msg_t km = {.topic = topic, .partition = RD_KAFKA_PARTITION_UA, .key = key, .key_len = klen,
+                         .value = (void *)val, .value_len = vlen, .msgflags = RD_KAFKA_MSG_F_COPY};
+    bw_kafka_acks_produce(&acks, &km, 0, &dv);
+    return bw_kafka_acks_wait(&acks);
 }
 
 /* The job's earlier record when the request has a request_id (a resend) and this proxy

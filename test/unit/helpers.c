@@ -246,3 +246,12 @@ bw_config_t *t_live_config(const char *database_prefix) {
     ck_assert_msg(bw_db_apply_schema(conf, err, sizeof(err)) == BW_OK, "schema again: %s", err);
     return conf;
 }
+
+long long t_scalar(MYSQL *db, const char *sql) {
+    ck_assert_msg(mysql_query(db, sql) == 0, "%s: %s", sql, mysql_error(db));
+    MYSQL_RES *r = mysql_store_result(db);
+    MYSQL_ROW row = mysql_fetch_row(r);
+    long long v = row && row[0] ? atoll(row[0]) : -1;
+    mysql_free_result(r);
+    return v;
+}

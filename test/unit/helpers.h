@@ -4,6 +4,7 @@
 #define BW_TEST_HELPERS_H
 
 #include <check.h>
+#include <mysql.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,10 @@ bw_config_t *t_conf_variant_load(const char *find, const char *repl);
  * server is set. The caller bw_config_destroy()s it. */
 bw_config_t *t_live_config(const char *database_prefix);
 
+/* The first column of the first row of `sql` on db as a number (-1 if none or NULL);
+ * fails the test if the query fails. */
+long long t_scalar(MYSQL *db, const char *sql);
+
 /* ---- request builder (everything in the arena) ------------------------------------ */
 typedef struct {
     bw_arena_t *a;
@@ -74,6 +79,8 @@ Suite *sql_suite(void);
 Suite *batcher_suite(void);
 Suite *request_suite(void);
 Suite *apply_suite(void);
+Suite *ledger_suite(void);
+Suite *kafka_suite(void);
 Suite *alerts_suite(void);
 Suite *admin_suite(void);
 Suite *backlog_suite(void);

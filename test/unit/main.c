@@ -12,6 +12,8 @@ int main(void) {
     srunner_add_suite(sr, batcher_suite());
     srunner_add_suite(sr, request_suite());
     srunner_add_suite(sr, apply_suite());
+    srunner_add_suite(sr, ledger_suite());
+    srunner_add_suite(sr, kafka_suite());
     srunner_add_suite(sr, alerts_suite());
     srunner_add_suite(sr, admin_suite());
     srunner_add_suite(sr, backlog_suite());

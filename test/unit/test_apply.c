@@ -52,14 +52,7 @@ static void teardown(void) {
     bw_config_destroy(conf);
 }
 
-static long long scalar(const char *sql) {
-    ck_assert_msg(mysql_query(db, sql) == 0, "%s: %s", sql, mysql_error(db));
-    MYSQL_RES *r = mysql_store_result(db);
-    MYSQL_ROW row = mysql_fetch_row(r);
-    long long v = row && row[0] ? atoll(row[0]) : -1;
-    mysql_free_result(r);
-    return v;
-}
+static long long scalar(const char *sql) { return t_scalar(db, sql); }
 
 /* A Kafka message carrying one ShardBatch of pins on shard 0. Each row: id, and either a
  * create (owner_id 7, title, like_count 0) or an increment of like_count. */

@@ -1,0 +1,107 @@
+/* test_kafka.c — produce and wait for the acknowledgements (kafka.h) on librdkafka's mock
+ * cluster: offsets and errors per message, a full local queue retried until the
+ * deadline, a refused produce reported and counted. */
+#include <string.h>
+
+#include "helpers.h"
+#include "kafka.h"
+
+#include <librdkafka/rdkafka_mock.h> /* after rdkafka.h (kafka.h) */
+
+typedef struct {
+    bw_kafka_acks_t *acks;
+    size_t index;
+} opaque_t;
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    (void)opaque;
+    opaque_t *o = m->_private;
+    bw_kafka_acks_delivered(o->acks, o->index, m);
+}
+
+/* A producer on a fresh one-broker mock cluster with topic "t" of 2 partitions. */
+static rd_kafka_t *producer(const char *max_messages, const char *linger_ms) {
+    char err[256];
+    rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    ck_assert_int_eq(rd_kafka_conf_set(kc, "test.mock.num.brokers", "1", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(kc, "queue.buffering.max.messages", max_messages, err, sizeof(err)),
+                     RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(kc, "linger.ms", linger_ms, err, sizeof(err)), RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(kc, "log_level", "3", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
+    ck_assert_msg(rk != NULL, "producer: %s", err);
+    ck_assert_int_eq(rd_kafka_mock_topic_create(rd_kafka_handle_mock_cluster(rk), "t", 2, 1), 0);
+    return rk;
+}
+
+START_TEST(acks_carry_offsets_and_errors_per_message) {
+    rd_kafka_t *rk = producer("1000", "5");
+    rd_kafka_resp_err_t errs[4];
+    int64_t offsets[4] = {-1, -1, -1, -1};
+    bw_kafka_acks_t acks;
+    bw_kafka_acks_init(&acks, rk, 1, 10000, errs, offsets);
+    opaque_t o[4];
+    const char *headers[] = {"bw-type", "pin", "bw-op", "create"};
+    for (size_t i = 0; i < 3; i++) {
+        o[i] = (opaque_t){&acks, i};
+        bw_kafka_msg_t m = {.topic = "t", .partition = 1, .key = "k", .key_len = 1, .value = "v", .value_len = 1,
+                            .msgflags = RD_KAFKA_MSG_F_COPY, .headers = headers, .header_cnt = 2};
+        ck_assert_int_eq(bw_kafka_acks_produce(&acks, &m, i, &o[i]), 0);
+    }
+    ck_assert_int_eq(bw_kafka_acks_wait(&acks), 0);
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(errs[i], 0);
+        ck_assert_int_eq(offsets[i], (int64_t)i);
+    }
+    /* the topic's metadata is known now: a partition it lacks is refused at once */
+    bw_kafka_acks_init(&acks, rk, 1, 10000, errs, offsets);
+    o[0] = (opaque_t){&acks, 0};
+    o[1] = (opaque_t){&acks, 1};
+    bw_kafka_msg_t good = {.topic = "t", .partition = 0, .value = "v", .value_len = 1, .msgflags = RD_KAFKA_MSG_F_COPY};
+    bw_kafka_msg_t bad = good;
+    bad.partition = 7;
+    ck_assert_int_eq(bw_kafka_acks_produce(&acks, &good, 0, &o[0]), 0);
+    ck_assert_int_eq(bw_kafka_acks_produce(&acks, &bad, 1, &o[1]), RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+    ck_assert_int_eq(bw_kafka_acks_wait(&acks), RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+    ck_assert_int_eq(errs[0], 0);
+    ck_assert_int_eq(offsets[0], 0);
+    ck_assert_int_eq(errs[1], RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+    rd_kafka_destroy(rk);
+}
+END_TEST
+
+START_TEST(full_queue_is_retried_until_the_deadline) {
+    rd_kafka_t *rk = producer("1", "200"); /* one message in the queue at a time */
+    opaque_t o[3];
+    bw_kafka_acks_t acks;
+    /* a deadline: the second waits for the first's acknowledgement, then goes */
+    bw_kafka_acks_init(&acks, rk, 1, 10000, NULL, NULL);
+    for (size_t i = 0; i < 3; i++) {
+        o[i] = (opaque_t){&acks, i};
+        bw_kafka_msg_t m = {.topic = "t", .partition = RD_KAFKA_PARTITION_UA, .value = "v", .value_len = 1,
+                            .msgflags = RD_KAFKA_MSG_F_COPY};
+        ck_assert_int_eq(bw_kafka_acks_produce(&acks, &m, i, &o[i]), 0);
+    }
+    ck_assert_int_eq(bw_kafka_acks_wait(&acks), 0);
+    /* no time left: the queue is full, and that is the answer */
+    bw_kafka_acks_init(&acks, rk, 1, 0, NULL, NULL);
+    o[0] = (opaque_t){&acks, 0};
+    o[1] = (opaque_t){&acks, 1};
+    bw_kafka_msg_t m = {.topic = "t", .partition = 0, .value = "v", .value_len = 1, .msgflags = RD_KAFKA_MSG_F_COPY};
+    ck_assert_int_eq(bw_kafka_acks_produce(&acks, &m, 0, &o[0]), 0);
+    ck_assert_int_eq(bw_kafka_acks_produce(&acks, &m, 1, &o[1]), RD_KAFKA_RESP_ERR__QUEUE_FULL);
+    ck_assert_int_eq(bw_kafka_acks_wait(&acks), RD_KAFKA_RESP_ERR__QUEUE_FULL);
+    rd_kafka_destroy(rk);
+}
+END_TEST
+
+Suite *kafka_suite(void) {
+    Suite *s = suite_create("kafka");
+    TCase *tc = tcase_create("kafka");
+    tcase_add_test(tc, acks_carry_offsets_and_errors_per_message);
+    tcase_add_test(tc, full_queue_is_retried_until_the_deadline);
+    suite_add_tcase(s, tc);
+    return s;
+}
