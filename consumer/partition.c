@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "consumer.h"
-#include "db.h"
-#include "ledger.h"
 #include "log.h"
 
 static int header_eq(rd_kafka_message_t *m, const char *name, const void *val, size_t len) {
