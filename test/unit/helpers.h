@@ -85,5 +85,6 @@ Suite *alerts_suite(void);
 Suite *admin_suite(void);
 Suite *backlog_suite(void);
 Suite *health_suite(void);
+Suite *scheduler_suite(void);
 
 #endif

@@ -1,0 +1,172 @@
+/* test_scheduler.c — the order in which shards get workers (consumer/scheduler.c).
+ *
+ * The consumer's state is set up by hand: eight assigned shards, each with one buffered
+ * message (a real one, fetched from librdkafka's mock cluster), and no worker threads, so
+ * the jobs the dispatcher hands out stay on the pool's queue, where the test reads which
+ * shard each went to and then frees the shard again. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "consumer.h"
+#include "helpers.h"
+
+#include <librdkafka/rdkafka_mock.h> /* after rdkafka.h (consumer.h) */
+
+bw_consumer_t consumer; /* consumer/main.c's, which the unit tests do not link */
+
+/* One message from a fresh mock cluster: buffers need a real rd_kafka_message_t. */
+static rd_kafka_message_t *real_message(rd_kafka_t **rk_out) {
+    char err[256], bootstraps[256];
+    rd_kafka_conf_t *pc = rd_kafka_conf_new();
+    ck_assert_int_eq(rd_kafka_conf_set(pc, "test.mock.num.brokers", "1", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    rd_kafka_t *producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
+    ck_assert_msg(producer != NULL, "producer: %s", err);
+    rd_kafka_mock_cluster_t *mc = rd_kafka_handle_mock_cluster(producer);
+    ck_assert_int_eq(rd_kafka_mock_topic_create(mc, "t", 1, 1), 0);
+    snprintf(bootstraps, sizeof(bootstraps), "%s", rd_kafka_mock_cluster_bootstraps(mc));
+    ck_assert_int_eq(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0),
+                                       RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                       RD_KAFKA_V_END),
+                     0);
+    ck_assert_int_eq(rd_kafka_flush(producer, 10000), 0);
+
+    rd_kafka_conf_t *cc = rd_kafka_conf_new();
+    ck_assert_int_eq(rd_kafka_conf_set(cc, "bootstrap.servers", bootstraps, err, sizeof(err)), RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(cc, "group.id", "scheduler-test", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(cc, "log_level", "3", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof(err));
+    ck_assert_msg(rk != NULL, "consumer: %s", err);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, "t", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    ck_assert_int_eq(rd_kafka_assign(rk, l), 0);
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_message_t *m = NULL;
+    for (int i = 0; i < 100 && !m; i++) {
+        m = rd_kafka_consumer_poll(rk, 100);
+        if (m && m->err) {
+            rd_kafka_message_destroy(m);
+            m = NULL;
+        }
+    }
+    ck_assert_ptr_nonnull(m);
+    /* the producer owns the mock cluster: it must outlive the consumer */
+    rk_out[0] = rk;
+    rk_out[1] = producer;
+    return m;
+}
+
+static rd_kafka_t *kafka[2];
+static rd_kafka_message_t *msg;
+
+/* Eight assigned shards (two servers), each with one buffered message, unlimited rates. */
+static void setup(int workers) {
+    msg = real_message(kafka);
+    consumer = (bw_consumer_t){0};
+    consumer.conf = t_ref_config();
+    consumer.conf->workers = workers;
+    int n = consumer.conf->shard_count;
+    consumer.partitions = calloc((size_t)n, sizeof(*consumer.partitions));
+    for (int s = 0; s < n; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        p->assigned = 1;
+        p->buf = malloc(sizeof(*p->buf));
+        p->buf[0] = msg;
+        p->len = p->cap = 1;
+        bw_ratelimit_init(&p->rl, 0, 0);
+    }
+    consumer.health = bw_health_new(n, consumer.conf->server_cnt, consumer.conf->shard_server);
+    bw_health_set_limits(consumer.health, 2, 30000000);
+    pthread_mutex_init(&consumer.mu, NULL);
+    pthread_cond_init(&consumer.todo_cv, NULL);
+    pthread_cond_init(&consumer.done_cv, NULL);
+}
+
+static void teardown(void) {
+    for (int s = 0; s < consumer.conf->shard_count; s++) free(consumer.partitions[s].buf);
+    free(consumer.partitions);
+    bw_health_free(consumer.health);
+    bw_config_destroy(consumer.conf);
+    pthread_mutex_destroy(&consumer.mu);
+    pthread_cond_destroy(&consumer.todo_cv);
+    pthread_cond_destroy(&consumer.done_cv);
+    rd_kafka_message_destroy(msg);
+    rd_kafka_destroy(kafka[0]);
+    rd_kafka_destroy(kafka[1]);
+}
+
+/* One turn: dispatch, then take every job the pool got (as if a worker finished it
+ * without applying anything, so each shard keeps its backlog). Returns how many. */
+static int turn(int *shards) {
+    bw_scheduler_dispatch();
+    int n = 0;
+    pthread_mutex_lock(&consumer.mu);
+    while (consumer.todo) {
+        bw_job_t *j = consumer.todo;
+        consumer.todo = j->next;
+        shards[n++] = j->shard;
+        consumer.partitions[j->shard].job = NULL;
+        free(j->msgs);
+        free(j);
+    }
+    consumer.todo_tail = NULL;
+    consumer.busy = 0;
+    pthread_mutex_unlock(&consumer.mu);
+    return n;
+}
+
+/* Every shard backlogged, 2 workers: the shards take turns in order, never the low
+ * numbers first (the old dispatcher always began at shard 0). */
+START_TEST(backlogged_shards_take_turns) {
+    setup(2);
+    int order[48], k = 0;
+    for (int round = 0; round < 20; round++) {
+        int got[8];
+        ck_assert_int_eq(turn(got), 2); /* the pool's size */
+        for (int i = 0; i < 2; i++) order[k++] = got[i];
+    }
+    for (int i = 0; i < k; i++) ck_assert_int_eq(order[i], i % 8);
+    teardown();
+}
+END_TEST
+
+/* A shard that cannot go now (nothing buffered, paused by an operator, held by its
+ * health) is passed over, and the turn goes on with the next one. */
+START_TEST(shards_that_cannot_go_are_passed_over) {
+    setup(3);
+    consumer.partitions[2].len = 0;
+    consumer.partitions[5].op_paused = 1;
+    bw_health_report(consumer.health, 6, BW_OUTCOME_TIMEOUT, 0, bw_now_us());
+    bw_health_report(consumer.health, 6, BW_OUTCOME_TIMEOUT, 0, bw_now_us()); /* held for 30 s */
+    static const int ready[] = {0, 1, 3, 4, 7};
+    int k = 0;
+    for (int round = 0; round < 10; round++) {
+        int got[8];
+        int n = turn(got);
+        ck_assert_int_eq(n, 3);
+        for (int i = 0; i < n; i++, k++) ck_assert_int_eq(got[i], ready[k % 5]);
+    }
+    teardown();
+}
+END_TEST
+
+/* With a free worker for every shard, one turn serves them all, in order. */
+START_TEST(enough_workers_serve_everyone_in_one_turn) {
+    setup(8);
+    int got[8];
+    ck_assert_int_eq(turn(got), 8);
+    for (int i = 0; i < 8; i++) ck_assert_int_eq(got[i], i);
+    teardown();
+}
+END_TEST
+
+Suite *scheduler_suite(void) {
+    Suite *s = suite_create("scheduler");
+    TCase *tc = tcase_create("order");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, backlogged_shards_take_turns);
+    tcase_add_test(tc, shards_that_cannot_go_are_passed_over);
+    tcase_add_test(tc, enough_workers_serve_everyone_in_one_turn);
+    suite_add_tcase(s, tc);
+    return s;
+}
