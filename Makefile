@@ -88,7 +88,8 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB) $(TSAN_OBJ)
 # libFuzzer harness over decoding, validation and batching (clang; ASan + UBSan)
 FUZZ_BIN := build/fuzz/fuzz-request
 FUZZ_SECONDS ?= 60
-$(FUZZ_BIN): test/fuzz/fuzz_request.c $(filter-out $(PROTO_C),$(LIB_SRC)) $(PROTO_C)
+# (the consumer's files are not under test, and need consumer/main.c's state)
+$(FUZZ_BIN): test/fuzz/fuzz_request.c $(filter-out $(PROTO_C) consumer/%,$(LIB_SRC)) $(PROTO_C)
 	@mkdir -p $(dir $@)
 	clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer \
