@@ -97,6 +97,8 @@ struct bw_job {
 typedef struct {
     bw_config_t *conf;
     rd_kafka_t *rk;
+    rd_kafka_queue_t *poll_q;  /* the consumer queue the dispatcher waits on; a worker that
+                                  finishes a job yields it, so the job is collected at once */
     bw_partition_t *partitions; /* [shards.count] */
     int assigned_cnt;
     atomic_int run;

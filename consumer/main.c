@@ -80,6 +80,7 @@ static int start(bw_daemon_t *d) {
     if (bw_kafka_ensure_topic(consumer.rk, conf, 10000, &consumer.retention, err, sizeof(err)) != BW_OK)
         return bw_error(COMPONENT, "%s", err), -1;
     rd_kafka_poll_set_consumer(consumer.rk);
+    consumer.poll_q = rd_kafka_queue_get_consumer(consumer.rk);
     if (!(consumer.dead_letters = bw_dead_letters_new(conf, d->brokers, err, sizeof(err))))
         return bw_error(COMPONENT, "dead-letter producer: %s", err), -1;
     rd_kafka_conf_t *sc = bw_kafka_conf(conf, BW_KAFKA_PRODUCER, d->brokers, err, sizeof(err));
@@ -142,7 +143,8 @@ static void run(bw_daemon_t *d) {
             bw_scheduler_apply_settings(bw_now_us());
         }
         wait_us = bw_scheduler_dispatch();
-        if (wait_us > 5000) wait_us = 5000; /* finished jobs are collected at least this often */
+        /* a finished job wakes the poll (scheduler.c); the timers below need no finer turn */
+        if (wait_us > 50000) wait_us = 50000;
         int64_t now = bw_now_us();
         if (now >= next_commit) {
             bw_progress_commit();
@@ -205,6 +207,8 @@ static void stop(void) {
     bw_progress_collect_deleted(2000); /* its request list is freed with the result */
     if (consumer.delete_q) rd_kafka_queue_destroy(consumer.delete_q);
     bw_scheduler_stop();
+    rd_kafka_queue_destroy(consumer.poll_q);
+    consumer.poll_q = NULL;
     bw_progress_stop();
     /* a consumer that could not close must not try again inside destroy (it would wait
      * for the same unreachable coordinator) */

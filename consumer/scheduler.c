@@ -47,6 +47,13 @@ static void *worker_main(void *arg) {
         j->next = consumer.done;
         consumer.done = j;
         pthread_cond_signal(&consumer.done_cv);
+        /* wakes the dispatcher out of its Kafka poll (or makes its next poll return at
+         * once): the shard's next job goes out now, not at the poll's timeout */
+        if (consumer.poll_q) {
+            pthread_mutex_unlock(&consumer.mu);
+            rd_kafka_queue_yield(consumer.poll_q);
+            pthread_mutex_lock(&consumer.mu);
+        }
     }
     pthread_mutex_unlock(&consumer.mu);
     bw_applier_destroy(&ap);
@@ -93,7 +100,7 @@ static int pool_full(void) {
 /* Hands out every job that is due, round-robin. Returns microseconds until the next one
  * might be. */
 int64_t bw_scheduler_dispatch(void) {
-    int64_t now = bw_now_us(), next = 10000;
+    int64_t now = bw_now_us(), next = 50000; /* new messages and finished jobs wake the poll sooner */
     int n = consumer.conf->shard_count, first = consumer.next_shard;
     for (int k = 0; k < n; k++) {
         int s = (first + k) % n; /* from where the last call stopped; the cursor moves below, the visit order not */
@@ -103,7 +110,7 @@ int64_t bw_scheduler_dispatch(void) {
             if (p->ready_at_us - now < next) next = p->ready_at_us - now;
             continue;
         }
-        if (pool_full()) return 1000; /* Kafka keeps buffering; the turn stays with s */
+        if (pool_full()) return next; /* a finished job wakes the poll; the turn stays with s */
         int64_t wait = 0;
         bw_admit_t admit = bw_health_admit(consumer.health, s, now, &wait);
         if (admit == BW_ADMIT_WAIT) {
