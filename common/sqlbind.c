@@ -131,9 +131,9 @@ static enum enum_field_types column_type(const bw_column_t *col) {
 
 /* Stores v, a value for `col`, in row r of a parameter's cells: its indicator, or -1 when
  * v does not travel as the column's type (a message written under another configuration:
- * the text statement then lets the server judge it, as it always has). An int for a
- * double column is converted here as the server converts the text literal (the nearest
- * double). */
+ * the text statement then lets the server judge it, as it always has). Where the text
+ * literal and the binary value could differ, the value is made what the server makes of
+ * the literal: an int for a double column becomes the nearest double, -0.0 becomes 0. */
 static int put_value(const bw_column_t *col, const Bulkwrite__V1__Value *v, unsigned char *cells,
                      unsigned long *lens, size_t r) {
     static const char empty[1] = "";
@@ -147,7 +147,10 @@ static int put_value(const bw_column_t *col, const Bulkwrite__V1__Value *v, unsi
         return STMT_INDICATOR_NONE;
     case BW_COL_DOUBLE:
         if (kind == BULKWRITE__V1__VALUE__KIND_INT_VALUE) ((double *)(void *)cells)[r] = (double)v->int_value;
-        else if (kind == BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE) ((double *)(void *)cells)[r] = v->double_value;
+        /* -0.0 as +0.0: the text literal -0 reads back as 0, and a row lands the same by
+         * either path (a refused statement's rows go again as text) */
+        else if (kind == BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE)
+            ((double *)(void *)cells)[r] = v->double_value == 0 ? 0.0 : v->double_value;
         else return -1;
         return STMT_INDICATOR_NONE;
     case BW_COL_BOOL:
