@@ -238,6 +238,12 @@ static const key_t_ top_keys[] = {
      "read when a connection is made; a batch becomes as many statements as that takes, in one "
      "transaction. A row too big for this share is sent alone; a row whose statement is over "
      "max_allowed_packet itself fails alone as a data error (1153) and is dead-lettered."},
+    {"consumer.array_binding", K_BOOL, OFF(array_binding), 0, 0, 0, "true", NULL, NULL, 0,
+     "Send CREATE and UPSERT statements as one prepared INSERT executed over arrays of values "
+     "(MariaDB's bulk execution: parsed once per connection, values binary and unescaped), "
+     "where the server supports it; false, or a MySQL server: text multi-row statements. "
+     "UPDATE and DELETE are always text. The rows, their bounds and the error handling are "
+     "the same either way."},
     {"consumer.connection_check_idle_ms", K_INT, OFF(connection_check_idle_ms), 0, 0, 86400000,
      "5000", NULL, NULL, 0,
      "A pooled MariaDB connection idle longer than this is checked (ping) before its next "

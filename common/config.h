@@ -112,6 +112,7 @@ typedef struct {
     int delete_applied_interval_ms;
     int max_batch_bytes;
     int statement_packet_pct;     /* statements stay under this % of max_allowed_packet */
+    int array_binding;            /* CREATE and UPSERT array-bound where the server can (sqlbind.h) */
     int connection_check_idle_ms; /* ping a pooled connection idle this long before use */
     int connection_idle_close_ms; /* close a pooled connection idle this long */
     int backlog_age_warn_pct;

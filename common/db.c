@@ -90,6 +90,8 @@ static const struct {
     {ER_SERVER_SHUTDOWN, BW_DBERR_RETRY},               /* 1053 */
     {ER_NORMAL_SHUTDOWN, BW_DBERR_RETRY},               /* 1077 */
     {ER_CONNECTION_KILLED, BW_DBERR_RETRY},             /* 1927 */
+    {ER_NEED_REPREPARE, BW_DBERR_RETRY},                /* 1615 a prepared statement's table changed
+                                                           under it: prepared again on the retry */
     {ER_LOCK_WAIT_TIMEOUT, BW_DBERR_TIMEOUT},           /* 1205 rows held by another transaction */
     {ER_STATEMENT_TIMEOUT, BW_DBERR_TIMEOUT},           /* 1969 max_statement_time */
     {ER_QUERY_INTERRUPTED, BW_DBERR_TIMEOUT},           /* 1317 */

@@ -1,8 +1,10 @@
 #include "sql.h"
 
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Appends a string literal without strlen. */
+#define PUTS(b, lit) bw_buf_append(b, lit, sizeof(lit) - 1)
 
 /* The escape letter of each byte that needs one inside '…' (0: the byte goes as is). */
 static const char escapes[256] = {[0] = '0', ['\n'] = 'n', ['\r'] = 'r', [0x1a] = 'Z',
@@ -46,11 +48,30 @@ static void append_hex(bw_buf_t *b, const uint8_t *p, size_t len) {
     b->data[b->len] = '\0';
 }
 
+void bw_sql_append_u64(bw_buf_t *b, uint64_t v) {
+    char tmp[20], *p = tmp + sizeof(tmp);
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    bw_buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+void bw_sql_append_i64(bw_buf_t *b, int64_t v) {
+    if (v < 0) {
+        bw_buf_append(b, "-", 1);
+        bw_sql_append_u64(b, 0 - (uint64_t)v); /* INT64_MIN too: unsigned negation is defined */
+    } else {
+        bw_sql_append_u64(b, (uint64_t)v);
+    }
+}
+
 void bw_sql_append_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
     switch (v ? v->kind_case : BULKWRITE__V1__VALUE__KIND__NOT_SET) {
-    case BULKWRITE__V1__VALUE__KIND_INT_VALUE: bw_buf_printf(b, "%" PRId64, v->int_value); break;
+    case BULKWRITE__V1__VALUE__KIND_INT_VALUE: bw_sql_append_i64(b, v->int_value); break;
+    /* the only printf left on the statement path: 17 significant digits read back exactly */
     case BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE: bw_buf_printf(b, "%.17g", v->double_value); break;
-    case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: bw_buf_puts(b, v->bool_value ? "1" : "0"); break;
+    case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: bw_buf_append(b, v->bool_value ? "1" : "0", 1); break;
     case BULKWRITE__V1__VALUE__KIND_STRING_VALUE:
         bw_buf_append(b, "'", 1);
         bw_sql_append_escaped(b, v->string_value.data, v->string_value.len);
@@ -59,7 +80,7 @@ void bw_sql_append_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
     case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE:
         append_hex(b, v->bytes_value.data, v->bytes_value.len);
         break;
-    default: bw_buf_puts(b, "NULL"); break;
+    default: PUTS(b, "NULL"); break;
     }
 }
 
@@ -174,9 +195,14 @@ size_t bw_sql_plan(const bw_object_type_t *ot, int op, const bw_sql_row_t *rows,
 }
 
 static void append_ident(bw_buf_t *b, const char *name) {
-    bw_buf_append(b, "`", 1);
-    bw_buf_puts(b, name);
-    bw_buf_append(b, "`", 1);
+    size_t n = strlen(name);
+    bw_buf_reserve(b, n + 2);
+    char *o = b->data + b->len;
+    *o++ = '`';
+    memcpy(o, name, n);
+    o[n] = '`';
+    b->len += n + 2;
+    b->data[b->len] = '\0';
 }
 
 static void append_table(bw_buf_t *b, const char *db, const bw_object_type_t *ot) {
@@ -187,56 +213,94 @@ static void append_table(bw_buf_t *b, const char *db, const bw_object_type_t *ot
 
 static void append_id_list(bw_buf_t *b, const bw_sql_row_t *rows, size_t n) {
     bw_buf_append(b, "(", 1);
-    for (size_t i = 0; i < n; i++) bw_buf_printf(b, i ? ",%" PRIu64 : "%" PRIu64, rows[i].id);
+    for (size_t i = 0; i < n; i++) {
+        if (i) bw_buf_append(b, ",", 1);
+        bw_sql_append_u64(b, rows[i].id);
+    }
     bw_buf_append(b, ")", 1);
 }
 
-/* INSERT for CREATE and UPSERT: the columns are the union over the rows; a row that
- * leaves one out gets DEFAULT (UPSERT rows share one column set, see bw_sql_plan). */
-static void build_insert(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,
-                         const bw_sql_row_t *rows, size_t n) {
-    unsigned char used[1024] = {0}; /* config.c caps columns at 1000 */
+/* The config columns set by some row of rows[0..n): used[c] = 1 (config.c caps columns
+ * at 1000). */
+static void columns_used(unsigned char used[1024], const bw_sql_row_t *rows, size_t n) {
+    memset(used, 0, 1024);
     for (size_t r = 0; r < n; r++)
         for (size_t i = 0; i < rows[r].field_cnt; i++) used[rows[r].colmap[rows[r].fields[i]->column]] = 1;
-    bw_buf_puts(out, "INSERT INTO ");
+}
+
+/* "INSERT INTO `db`.`t` (`id`,`c1`,…) VALUES " over the used columns. */
+static void insert_head(bw_buf_t *out, const char *db, const bw_object_type_t *ot, const unsigned char *used) {
+    PUTS(out, "INSERT INTO ");
     append_table(out, db, ot);
-    bw_buf_puts(out, " (");
+    PUTS(out, " (");
     append_ident(out, ot->id_column);
     for (int c = 0; c < ot->column_cnt; c++)
         if (used[c]) {
             bw_buf_append(out, ",", 1);
             append_ident(out, ot->columns[c].name);
         }
-    bw_buf_puts(out, ") VALUES ");
-    for (size_t r = 0; r < n; r++) {
-        if (rows[r].id) bw_buf_printf(out, r ? ",(%" PRIu64 : "(%" PRIu64, rows[r].id);
-        else bw_buf_puts(out, r ? ",(DEFAULT" : "(DEFAULT");
-        for (int c = 0; c < ot->column_cnt; c++) {
-            if (!used[c]) continue;
-            bw_buf_append(out, ",", 1);
-            const Bulkwrite__V1__RowField *f = row_field(&rows[r], c);
-            if (f) bw_sql_append_value(out, f->value);
-            else bw_buf_puts(out, "DEFAULT");
-        }
-        bw_buf_append(out, ")", 1);
-    }
-    if (op != BW_OP_UPSERT) return;
-    bw_buf_puts(out, " ON DUPLICATE KEY UPDATE ");
+    PUTS(out, ") VALUES ");
+}
+
+/* " ON DUPLICATE KEY UPDATE `c1`=VALUES(`c1`),…" for UPSERT. */
+static void upsert_tail(bw_buf_t *out, const bw_object_type_t *ot, const unsigned char *used) {
+    PUTS(out, " ON DUPLICATE KEY UPDATE ");
     int first = 1;
     for (int c = 0; c < ot->column_cnt; c++) {
         if (!used[c]) continue;
         if (!first) bw_buf_append(out, ",", 1);
         first = 0;
         append_ident(out, ot->columns[c].name);
-        bw_buf_puts(out, "=VALUES(");
+        PUTS(out, "=VALUES(");
         append_ident(out, ot->columns[c].name);
         bw_buf_append(out, ")", 1);
     }
     if (first) { /* only the id: keep the row as it is */
         append_ident(out, ot->id_column);
-        bw_buf_puts(out, "=");
+        bw_buf_append(out, "=", 1);
         append_ident(out, ot->id_column);
     }
+}
+
+/* INSERT for CREATE and UPSERT: the columns are the union over the rows; a row that
+ * leaves one out gets DEFAULT (UPSERT rows share one column set, see bw_sql_plan). */
+static void build_insert(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,
+                         const bw_sql_row_t *rows, size_t n) {
+    unsigned char used[1024];
+    columns_used(used, rows, n);
+    insert_head(out, db, ot, used);
+    for (size_t r = 0; r < n; r++) {
+        bw_buf_append(out, r ? ",(" : "(", r ? 2 : 1);
+        if (rows[r].id) bw_sql_append_u64(out, rows[r].id);
+        else PUTS(out, "DEFAULT");
+        for (int c = 0; c < ot->column_cnt; c++) {
+            if (!used[c]) continue;
+            bw_buf_append(out, ",", 1);
+            const Bulkwrite__V1__RowField *f = row_field(&rows[r], c);
+            if (f) bw_sql_append_value(out, f->value);
+            else PUTS(out, "DEFAULT");
+        }
+        bw_buf_append(out, ")", 1);
+    }
+    if (op == BW_OP_UPSERT) upsert_tail(out, ot, used);
+}
+
+size_t bw_sql_build_prepared(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,
+                             const bw_sql_row_t *rows, size_t n, int *cols) {
+    unsigned char used[1024];
+    columns_used(used, rows, n);
+    bw_buf_reset(out);
+    insert_head(out, db, ot, used);
+    size_t params = 1;
+    bw_buf_append(out, "(?", 2);
+    for (int c = 0; c < ot->column_cnt; c++)
+        if (used[c]) {
+            bw_buf_append(out, ",?", 2);
+            cols[params++ - 1] = c;
+        }
+    bw_buf_append(out, ")", 1);
+    if (op == BW_OP_UPSERT) upsert_tail(out, ot, used);
+    return params;
 }
 
 /* One UPDATE for many rows: each column set by some row becomes
@@ -244,9 +308,9 @@ static void build_insert(bw_buf_t *out, const char *db, const bw_object_type_t *
  * and WHERE id IN (…) limits it to the batch. Ids are unique (bw_sql_plan). */
 static void build_update(bw_buf_t *out, const char *db, const bw_object_type_t *ot,
                          const bw_sql_row_t *rows, size_t n) {
-    bw_buf_puts(out, "UPDATE ");
+    PUTS(out, "UPDATE ");
     append_table(out, db, ot);
-    bw_buf_puts(out, " SET ");
+    PUTS(out, " SET ");
     int first_col = 1;
     for (int c = 0; c < ot->column_cnt; c++) {
         int any = 0;
@@ -255,25 +319,27 @@ static void build_update(bw_buf_t *out, const char *db, const bw_object_type_t *
         if (!first_col) bw_buf_append(out, ",", 1);
         first_col = 0;
         append_ident(out, ot->columns[c].name);
-        bw_buf_puts(out, "=CASE ");
+        PUTS(out, "=CASE ");
         append_ident(out, ot->id_column);
         for (size_t r = 0; r < n; r++) {
             const Bulkwrite__V1__RowField *f = row_field(&rows[r], c);
             if (!f) continue;
-            bw_buf_printf(out, " WHEN %" PRIu64 " THEN ", rows[r].id);
+            PUTS(out, " WHEN ");
+            bw_sql_append_u64(out, rows[r].id);
+            PUTS(out, " THEN ");
             if (f->increment) {
                 append_ident(out, ot->columns[c].name);
                 bw_buf_append(out, "+", 1);
             }
             bw_sql_append_value(out, f->value);
         }
-        bw_buf_puts(out, " ELSE ");
+        PUTS(out, " ELSE ");
         append_ident(out, ot->columns[c].name);
-        bw_buf_puts(out, " END");
+        PUTS(out, " END");
     }
-    bw_buf_puts(out, " WHERE ");
+    PUTS(out, " WHERE ");
     append_ident(out, ot->id_column);
-    bw_buf_puts(out, " IN ");
+    PUTS(out, " IN ");
     append_id_list(out, rows, n);
 }
 
@@ -285,11 +351,11 @@ void bw_sql_build(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int
     case BW_OP_UPSERT: build_insert(out, db, ot, op, rows, n); break;
     case BW_OP_UPDATE: build_update(out, db, ot, rows, n); break;
     case BW_OP_DELETE:
-        bw_buf_puts(out, "DELETE FROM ");
+        PUTS(out, "DELETE FROM ");
         append_table(out, db, ot);
-        bw_buf_puts(out, " WHERE ");
+        PUTS(out, " WHERE ");
         append_ident(out, ot->id_column);
-        bw_buf_puts(out, " IN ");
+        PUTS(out, " IN ");
         append_id_list(out, rows, n);
         break;
     }

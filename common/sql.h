@@ -2,7 +2,7 @@
  *
  * Identifiers (database, table, columns) come only from the configuration, which
  * admits [A-Za-z0-9_] and is quoted with backticks anyway. Values are never spliced
- * raw: numbers are printed, text is escaped for a utf8mb4 connection whose sql_mode
+ * raw: numbers are printed (integers by hand, doubles by %.17g), text is escaped for a utf8mb4 connection whose sql_mode
  * lacks NO_BACKSLASH_ESCAPES (the consumer sets both on connect), binary goes as a hex
  * literal X'…'. Byte-wise escaping is safe for utf8mb4 because no byte of a multi-byte
  * UTF-8 sequence is below 0x80, so none can be mistaken for a quote or a backslash.
@@ -26,6 +26,9 @@ typedef struct {
     const int *colmap;
 } bw_sql_row_t;
 
+/* Append a number in decimal (no printf on the statement path). */
+void bw_sql_append_u64(bw_buf_t *b, uint64_t v);
+void bw_sql_append_i64(bw_buf_t *b, int64_t v);
 /* Appends `len` bytes escaped for use between single quotes. */
 void bw_sql_append_escaped(bw_buf_t *b, const void *s, size_t len);
 /* Appends a value as an SQL literal (NULL, 42, 1.5, 'text', X'00ff', 1). */
@@ -51,5 +54,13 @@ void bw_sql_thread_done(void);
  * replacing its contents. */
 void bw_sql_build(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,
                   const bw_sql_row_t *rows, size_t n);
+
+/* Writes into `out` (replacing its contents) the statement that array binding prepares
+ * for CREATE or UPSERT rows[0..n): bw_sql_build's INSERT with one row of placeholders,
+ * "(?,?,…)", over the same columns (the id, then each config column some row sets, in
+ * config order). cols[] (room for ot->column_cnt) gets the config column of each
+ * placeholder after the id's. Returns the number of placeholders, the id's included. */
+size_t bw_sql_build_prepared(bw_buf_t *out, const char *db, const bw_object_type_t *ot, int op,
+                             const bw_sql_row_t *rows, size_t n, int *cols);
 
 #endif

@@ -23,10 +23,12 @@ void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *me
     ap->conns = calloc((size_t)conf->server_cnt, sizeof(*ap->conns));
     if (!ap->conns) abort();
     bw_buf_init(&ap->sql);
+    bw_sqlbind_init(&ap->bind);
     bw_arena_init(&ap->arena, 1 << 20);
 }
 
 static void conn_close(bw_apply_conn_t *c) {
+    bw_sqlbind_cache_close(&c->stmts);
     if (c->db) mysql_close(c->db);
     c->db = NULL;
 }
@@ -35,6 +37,7 @@ void bw_applier_destroy(bw_applier_t *ap) {
     for (int i = 0; i < ap->conf->server_cnt; i++) conn_close(&ap->conns[i]);
     free(ap->conns);
     bw_buf_free(&ap->sql);
+    bw_sqlbind_free(&ap->bind);
     bw_arena_destroy(&ap->arena);
     bw_sql_thread_done();
 }
@@ -71,13 +74,11 @@ typedef struct {
     size_t undecodable_cnt;
 } apply_ctx_t;
 
-/* Classifies the last MySQL error by the error table (db.h): a data error of the row
+/* Classifies a MySQL error by the error table (db.h): a data error of the row
  * (returns 0), or anything else, which keeps the batch (returns 1): a retry, a broken
  * connection (dropped), or a shard that must stop. */
-static int failed_retry(apply_ctx_t *x, const char *what) {
-    unsigned err = mysql_errno(x->db);
-    snprintf(x->res->error, sizeof(x->res->error), "%s on %s: %s (%u)", what, x->dbname,
-             mysql_error(x->db), err);
+static int failed_retry_err(apply_ctx_t *x, const char *what, unsigned err, const char *msg) {
+    snprintf(x->res->error, sizeof(x->res->error), "%s on %s: %s (%u)", what, x->dbname, msg, err);
     bw_dberr_class_t cls = bw_db_error_class(err);
     if (cls == BW_DBERR_ROW) return 0;
     x->res->status = BW_APPLY_RETRY;
@@ -90,6 +91,11 @@ static int failed_retry(apply_ctx_t *x, const char *what) {
         x->db = NULL;
     }
     return 1;
+}
+
+/* The same for the connection's last error. */
+static int failed_retry(apply_ctx_t *x, const char *what) {
+    return failed_retry_err(x, what, mysql_errno(x->db), mysql_error(x->db));
 }
 
 static int query(apply_ctx_t *x, const char *sql, size_t len) {
@@ -227,25 +233,52 @@ static int too_big_for_server(apply_ctx_t *x, const run_t *run, size_t i) {
     return 1;
 }
 
+/* Runs the text statement in x->ap->sql: 0, or -1 with the error in *err, *msg. */
+static int run_text(apply_ctx_t *x, unsigned *err, const char **msg) {
+    if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) return 0;
+    *err = mysql_errno(x->db);
+    *msg = mysql_error(x->db);
+    return -1;
+}
+
+/* Runs rows [from, from + k) of a run as one statement: array-bound where that wins and
+ * the server can (sqlbind.h), else as text. 0, or -1 with the error in *err, *msg. */
+static int run_statement(apply_ctx_t *x, const run_t *run, size_t from, size_t k, unsigned *err, const char **msg) {
+    if (x->ap->conf->array_binding) {
+        switch (bw_sqlbind_execute(&x->ap->bind, &x->conn->stmts, x->db, x->dbname, run->ot, run->op,
+                                   run->rows + from, k, err, msg)) {
+        case BW_SQLBIND_OK: x->res->statements_bound++; return 0;
+        case BW_SQLBIND_ERROR: x->res->statements_bound++; return -1;
+        case BW_SQLBIND_TEXT: break; /* the text statement decides */
+        }
+    }
+    bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, run->rows + from, k);
+    return run_text(x, err, msg);
+}
+
 /* Applies a run as statements that bw_sql_plan_bytes admits under the statement budget,
  * all in the call's transaction. */
 static int apply_run(apply_ctx_t *x, const run_t *run) {
     size_t done = 0, budget = statement_budget(x);
     while (done < run->n) {
         size_t k = bw_sql_plan_bytes(run->ot, run->op, x->dbname, run->rows + done, run->n - done, budget, NULL);
-        /* k == 0: one row over the budget goes alone, if the server takes it at all */
-        bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, run->rows + done, k ? k : 1);
-        if (!k && too_big_for_server(x, run, done)) {
-            done++;
-            continue;
+        int alone = k == 0; /* one row over the budget goes alone, as text, if the server takes it at all */
+        if (alone) {
+            bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, run->rows + done, 1);
+            if (too_big_for_server(x, run, done)) {
+                done++;
+                continue;
+            }
+            k = 1;
         }
-        if (!k) k = 1;
         if (query(x, "SAVEPOINT bw_stmt", 17)) return failed_retry(x, "savepoint"), -1;
-        if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) {
+        unsigned err = 0;
+        const char *msg = "";
+        if ((alone ? run_text(x, &err, &msg) : run_statement(x, run, done, k, &err, &msg)) == 0) {
             x->res->rows_applied += k;
             for (size_t i = done; i < done + k; i++) x->parts[run->msg[i]].rows_applied++;
         } else {
-            if (failed_retry(x, "statement")) return -1;
+            if (failed_retry_err(x, "statement", err, msg)) return -1;
             /* a data error: find the offending rows without losing the others */
             if (query(x, "ROLLBACK TO SAVEPOINT bw_stmt", 29)) return failed_retry(x, "rollback to savepoint"), -1;
             if (apply_rows_one_by_one(x, run, done, k)) return -1;
@@ -299,6 +332,7 @@ static int send_dead_letters(apply_ctx_t *x) {
 static int conn_open(bw_applier_t *ap, int server, char *errstr, size_t errstr_size) {
     bw_apply_conn_t *c = &ap->conns[server];
     if (!(c->db = bw_db_connect(ap->conf, server, errstr, errstr_size))) return -1;
+    bw_sqlbind_cache_open(&c->stmts, c->db);
     if ((c->max_packet = bw_db_max_packet(c->db)) == 0) {
         snprintf(errstr, errstr_size, "reading max_allowed_packet on %s: %s (%u)", ap->conf->servers[server].name,
                  mysql_error(c->db), mysql_errno(c->db));
@@ -402,7 +436,7 @@ rollback:
     res->status = BW_APPLY_RETRY;
     if (!res->fail) res->fail = BW_FAIL_OTHER;
     res->rows_applied = res->rows_failed = res->messages_skipped = res->messages_duplicate = 0;
-    res->dead_letters = res->messages_undecodable = 0;
+    res->dead_letters = res->messages_undecodable = res->statements_bound = 0;
 }
 
 int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {

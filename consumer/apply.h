@@ -7,7 +7,9 @@
  *   3. skip messages whose (job_id, part) is in bw_job_parts (a request resubmitted
  *      under the same request_id);
  *   4. apply the rest as multi-row statements, each under the server's packet limit
- *      (consumer.statement_packet_pct of its max_allowed_packet);
+ *      (consumer.statement_packet_pct of its max_allowed_packet): CREATE and UPSERT as
+ *      one prepared INSERT executed over arrays of the rows' values where the server can
+ *      (consumer.array_binding, common/sqlbind.h), the rest as text (common/sql.h);
  *   5. record each message in bw_job_parts (its applied and failed counts) and each
  *      refused op in bw_job_failures; store the new next offset;
  *   6. send the refused ops to the dead-letter topic and wait for Kafka's ack; COMMIT.
@@ -20,7 +22,7 @@
  * consumer.connection_check_idle_ms idle, closed after consumer.connection_idle_close_ms.
  * A reused connection that turns out closed (the server's wait_timeout, a load balancer)
  * is replaced and the batch applied again at once: only a failure on a fresh connection
- * is BW_FAIL_CONNECTION.
+ * is BW_FAIL_CONNECTION. A connection's prepared statements are closed with it.
  *
  * @locality worker thread; an applier is owned by one worker. */
 #ifndef BW_APPLY_H
@@ -34,18 +36,21 @@
 #include "config.h"
 #include "deadletter.h"
 #include "metrics.h"
+#include "sqlbind.h"
 
 /* A pooled connection to one server. */
 typedef struct {
     MYSQL *db;                /* NULL: none open */
     unsigned long max_packet; /* the server's max_allowed_packet, read when connected */
     int64_t used_us;          /* when its last batch ended (bw_now_us) */
+    bw_sqlbind_cache_t stmts; /* its prepared statements, closed with it */
 } bw_apply_conn_t;
 
 typedef struct {
     const bw_config_t *conf;
     bw_apply_conn_t *conns;   /* [server_cnt] */
     bw_buf_t sql;
+    bw_sqlbind_t bind;        /* bind arrays for array-bound statements */
     bw_arena_t arena;
     bw_metrics_t *metrics;
     bw_dead_letters_t *dead_letters;
@@ -78,6 +83,7 @@ typedef struct {
     uint64_t dead_letters;     /* records sent to the dead-letter topic */
     uint64_t messages_undecodable; /* passed whole to the dead-letter topic */
     uint64_t reconnects;       /* reused connections found closed and replaced (not errors) */
+    uint64_t statements_bound; /* statements sent array-bound, refused ones included (consumer.array_binding) */
     char error[512];           /* what went wrong, for logs and alerts */
 } bw_apply_result_t;
 

@@ -76,6 +76,7 @@ Suite *shard_suite(void);
 Suite *ratelimit_suite(void);
 Suite *config_suite(void);
 Suite *sql_suite(void);
+Suite *sqlbind_suite(void);
 Suite *batcher_suite(void);
 Suite *request_suite(void);
 Suite *apply_suite(void);

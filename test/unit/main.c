@@ -9,6 +9,7 @@ int main(void) {
     srunner_add_suite(sr, ratelimit_suite());
     srunner_add_suite(sr, config_suite());
     srunner_add_suite(sr, sql_suite());
+    srunner_add_suite(sr, sqlbind_suite());
     srunner_add_suite(sr, batcher_suite());
     srunner_add_suite(sr, request_suite());
     srunner_add_suite(sr, apply_suite());
