@@ -232,6 +232,11 @@ static const key_t_ top_keys[] = {
      NULL, 0,
      "Most Kafka payload bytes a consumer hands to one apply (one transaction), besides the "
      "op's batch_size rows. Statements are sized separately, by consumer.statement_packet_pct."},
+    {"consumer.transaction_max_statements", K_INT, OFF(transaction_max_statements), 0, 1, 10000, "16",
+     NULL, NULL, 0,
+     "Most statements one transaction runs when a shard has a backlog: several batches then share "
+     "the ledger's bookkeeping and one commit. 1 = one statement per transaction. A rate-limited "
+     "shard's transaction holds at most a tenth of a second of its rate."},
     {"consumer.statement_packet_pct", K_INT, OFF(statement_packet_pct), 0, 10, 90, "75", NULL, NULL,
      0,
      "Multi-row statements stay under this share (percent) of each server's max_allowed_packet, "

@@ -111,6 +111,7 @@ typedef struct {
     int progress_interval_ms;
     int delete_applied_interval_ms;
     int max_batch_bytes;
+    int transaction_max_statements; /* statements one job (transaction) may run; see config.c */
     int statement_packet_pct;     /* statements stay under this % of max_allowed_packet */
     int array_binding;            /* CREATE and UPSERT array-bound where the server can (sqlbind.h) */
     int connection_check_idle_ms; /* ping a pooled connection idle this long before use */

@@ -74,6 +74,10 @@ int64_t bw_ratelimit_reserve(bw_ratelimit_t *rl, double permits, int64_t now_us)
     return wait;
 }
 
+int64_t bw_ratelimit_wait(const bw_ratelimit_t *rl, int64_t now_us) {
+    return rl->rate > 0 && rl->next_free_us > now_us ? rl->next_free_us - now_us : 0;
+}
+
 int64_t bw_ratelimit_try_acquire(bw_ratelimit_t *rl, double permits, int64_t now_us) {
     if (rl->rate <= 0) return 0;
     if (rl->next_free_us > now_us) return rl->next_free_us - now_us;

@@ -51,6 +51,8 @@ void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us);
 /* Takes `permits` now if the limiter allows it (Guava's tryAcquire with no timeout) and
  * returns 0; otherwise returns how many microseconds remain until it would, and takes
  * nothing. */
+/* Microseconds until a permit may be handed out (0: now, or unlimited). */
+int64_t bw_ratelimit_wait(const bw_ratelimit_t *rl, int64_t now_us);
 int64_t bw_ratelimit_try_acquire(bw_ratelimit_t *rl, double permits, int64_t now_us);
 
 /* Reserves `permits` unconditionally and returns the microseconds to wait before using

@@ -63,7 +63,8 @@ typedef struct {
     int64_t lagging_since_ms;  /* wall clock when lag was first seen without progress; 0 if none */
     int64_t progress_ms;       /* wall clock of the last applied batch (or assignment) */
     int op_paused;             /* paused by an operator (control topic) */
-    bw_ratelimit_t rl;
+    bw_ratelimit_t rl;         /* statements per second */
+    bw_ratelimit_t rl_rows;    /* rows per second */
     uint64_t rows_applied, rows_failed; /* since assigned, for the status record */
     struct {
         int64_t at_ms;
@@ -135,7 +136,12 @@ void bw_partition_refresh_fetch(int shard);
 void bw_partition_drop_head(int shard, size_t cnt);
 void bw_partition_drop_all(int shard);
 void bw_partition_note_error(int shard, const char *kind, const char *message);
-size_t bw_partition_run_length(int shard);
+/* What a job costs the shard's budgets: statements as the applier plans them, rows. */
+typedef struct {
+    uint64_t statements, rows;
+} bw_job_cost_t;
+size_t bw_partition_plan_job(int shard, size_t max_messages, uint64_t max_statements, uint64_t max_rows,
+                             bw_job_cost_t *cost);
 int64_t bw_partition_oldest_unapplied_ms(int shard);
 
 /* rebalance.c */

@@ -12,14 +12,6 @@
 #include "consumer.h"
 #include "log.h"
 
-static int header_eq(rd_kafka_message_t *m, const char *name, const void *val, size_t len) {
-    rd_kafka_headers_t *h;
-    const void *v;
-    size_t vlen;
-    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, &v, &vlen)) return 0;
-    return vlen == len && memcmp(v, val, len) == 0;
-}
-
 static long header_long(rd_kafka_message_t *m, const char *name) {
     rd_kafka_headers_t *h;
     const void *v;
@@ -33,34 +25,62 @@ static long header_long(rd_kafka_message_t *m, const char *name) {
     return strtol(tmp, NULL, 10);
 }
 
-/* How many leading buffered messages form one job: consecutive messages of the same
- * (object type, op), read from the producer's headers, up to that op's batch size in
- * rows and consumer.max_batch_bytes in bytes. */
-size_t bw_partition_run_length(int shard) {
-    const bw_partition_t *p = &consumer.partitions[shard];
+/* The (object type, op, rows) a message's producer headers announce; 0 if it has none
+ * that name a configured type and op (such a message goes alone). */
+static int message_shape(rd_kafka_message_t *m, const bw_object_type_t **ot, long *op, long *rows) {
     rd_kafka_headers_t *h;
     const void *type;
     size_t type_len;
-    rd_kafka_message_t *first = p->buf[0];
-    if (rd_kafka_message_headers(first, &h) || rd_kafka_header_get_last(h, "bw-type", &type, &type_len))
-        return 1;
     char tname[128];
-    if (type_len >= sizeof(tname)) return 1;
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, "bw-type", &type, &type_len) ||
+        type_len >= sizeof(tname))
+        return 0;
     memcpy(tname, type, type_len);
     tname[type_len] = '\0';
-    const bw_object_type_t *ot = bw_config_object_type(consumer.conf, tname);
-    long op = header_long(first, "bw-op"), rows = header_long(first, "bw-rows");
-    if (!ot || op < BW_OP_CREATE || op > BW_OP_DELETE || rows < 0) return 1;
-    char op_text[8];
-    int op_len = snprintf(op_text, sizeof(op_text), "%ld", op);
-    long limit = ot->batch_size[op];
-    size_t n = 1, bytes = first->len;
-    while (n < p->len && header_eq(p->buf[n], "bw-type", type, type_len) &&
-           header_eq(p->buf[n], "bw-op", op_text, (size_t)op_len)) {
-        long r = header_long(p->buf[n], "bw-rows");
-        if (r < 0 || rows + r > limit || bytes + p->buf[n]->len > (size_t)consumer.conf->max_batch_bytes) break;
-        rows += r;
-        bytes += p->buf[n]->len;
+    *ot = bw_config_object_type(consumer.conf, tname);
+    *op = header_long(m, "bw-op");
+    *rows = header_long(m, "bw-rows");
+    return *ot && *op >= BW_OP_CREATE && *op <= BW_OP_DELETE && *rows >= 0;
+}
+
+/* How many leading buffered messages form one job (one transaction), and what the job
+ * costs the shard's budgets. Consecutive messages of one (object type, op) share a
+ * statement up to that op's batch size in rows, as the applier plans them; a job takes
+ * at most `max_statements` such statements and `max_rows` rows (the first message always
+ * goes, whatever it costs: the limiter then makes the next job wait longer), and
+ * consumer.max_batch_bytes of payload. */
+size_t bw_partition_plan_job(int shard, size_t max_messages, uint64_t max_statements, uint64_t max_rows,
+                             bw_job_cost_t *cost) {
+    const bw_partition_t *p = &consumer.partitions[shard];
+    const bw_object_type_t *cur_ot = NULL;
+    long cur_op = 0, cur_rows = 0;
+    size_t n = 0, bytes = 0;
+    *cost = (bw_job_cost_t){0, 0};
+    if (max_messages > p->len) max_messages = p->len;
+    while (n < max_messages) {
+        rd_kafka_message_t *m = p->buf[n];
+        const bw_object_type_t *ot;
+        long op, rows;
+        if (!message_shape(m, &ot, &op, &rows)) {
+            if (n == 0) *cost = (bw_job_cost_t){1, 0}, n = 1; /* the applier dead-letters it, alone */
+            break;
+        }
+        long limit = ot->batch_size[op] > 0 ? ot->batch_size[op] : 1;
+        uint64_t statements = cost->statements;
+        long open_rows = cur_rows;
+        if (ot != cur_ot || op != cur_op || cur_rows + rows > limit) { /* a new statement (or more) */
+            statements += rows > limit ? (uint64_t)((rows + limit - 1) / limit) : 1;
+            open_rows = rows > limit ? limit : rows;
+        } else {
+            open_rows += rows;
+        }
+        if (n > 0 && (statements > max_statements || cost->rows + (uint64_t)rows > max_rows ||
+                      bytes + m->len > (size_t)consumer.conf->max_batch_bytes))
+            break;
+        cost->statements = statements;
+        cost->rows += (uint64_t)rows;
+        cur_ot = ot, cur_op = op, cur_rows = open_rows;
+        bytes += m->len;
         n++;
     }
     return n;

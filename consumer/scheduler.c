@@ -97,6 +97,14 @@ static int pool_full(void) {
     return full;
 }
 
+/* The most a job of a shard limited by rl may take: a tenth of a second of its rate (at
+ * least one), so a limit paces the shard in small steps, not a burst and a long wait. */
+static uint64_t job_cap(const bw_ratelimit_t *rl, uint64_t cap) {
+    if (rl->rate <= 0) return cap;
+    double tenth = rl->rate / 10;
+    return tenth < 1 ? 1 : tenth < (double)cap ? (uint64_t)tenth : cap;
+}
+
 /* Hands out every job that is due, round-robin. Returns microseconds until the next one
  * might be. */
 int64_t bw_scheduler_dispatch(void) {
@@ -117,7 +125,9 @@ int64_t bw_scheduler_dispatch(void) {
             if (wait < next) next = wait;
             continue;
         }
-        if ((wait = bw_ratelimit_try_acquire(&p->rl, 1, now)) > 0) {
+        int64_t wait_rows = bw_ratelimit_wait(&p->rl_rows, now);
+        if ((wait = bw_ratelimit_wait(&p->rl, now)) < wait_rows) wait = wait_rows;
+        if (wait > 0) {
             if (admit == BW_ADMIT_PROBE) bw_health_unadmit(consumer.health, s);
             p->ready_at_us = now + wait;
             if (wait < next) next = wait;
@@ -129,7 +139,13 @@ int64_t bw_scheduler_dispatch(void) {
         j->shard = s;
         j->server = consumer.conf->shard_server[s];
         j->probe = admit == BW_ADMIT_PROBE;
-        j->cnt = j->probe ? 1 : bw_partition_run_length(s);
+        /* both budgets pay for the whole job; whichever binds first makes the next one wait */
+        bw_job_cost_t cost;
+        j->cnt = bw_partition_plan_job(s, j->probe ? 1 : p->len,
+                                       job_cap(&p->rl, (uint64_t)consumer.conf->transaction_max_statements),
+                                       job_cap(&p->rl_rows, UINT64_MAX), &cost);
+        bw_ratelimit_reserve(&p->rl, (double)cost.statements, now);
+        bw_ratelimit_reserve(&p->rl_rows, (double)cost.rows, now);
         j->msgs = malloc(j->cnt * sizeof(*j->msgs));
         if (!j->msgs) abort();
         memcpy(j->msgs, p->buf, j->cnt * sizeof(*j->msgs));

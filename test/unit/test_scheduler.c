@@ -6,6 +6,7 @@
  * shard each went to and then frees the shard again. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "consumer.h"
 #include "helpers.h"
@@ -160,6 +161,149 @@ START_TEST(enough_workers_serve_everyone_in_one_turn) {
 }
 END_TEST
 
+/* ---- job planning: how many messages one transaction takes, and what it costs ---- */
+
+/* Messages of shard 0 as the batcher writes them: (op, rows) per message, headers only. */
+static rd_kafka_t *plan_kafka[2];
+static rd_kafka_message_t *plan_msgs[8];
+
+static void plan_setup(const int (*shape)[2], size_t n) {
+    char err[256], bootstraps[256], rows[16], op[4];
+    rd_kafka_conf_t *pc = rd_kafka_conf_new();
+    ck_assert_int_eq(rd_kafka_conf_set(pc, "test.mock.num.brokers", "1", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    rd_kafka_t *producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
+    ck_assert_msg(producer != NULL, "producer: %s", err);
+    rd_kafka_mock_cluster_t *mc = rd_kafka_handle_mock_cluster(producer);
+    ck_assert_int_eq(rd_kafka_mock_topic_create(mc, "t", 1, 1), 0);
+    snprintf(bootstraps, sizeof(bootstraps), "%s", rd_kafka_mock_cluster_bootstraps(mc));
+    for (size_t i = 0; i < n; i++) {
+        snprintf(op, sizeof(op), "%d", shape[i][0]);
+        snprintf(rows, sizeof(rows), "%d", shape[i][1]);
+        ck_assert_int_eq(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0),
+                                           RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                           RD_KAFKA_V_HEADER("bw-type", "pin", -1), RD_KAFKA_V_HEADER("bw-op", op, -1),
+                                           RD_KAFKA_V_HEADER("bw-rows", rows, -1), RD_KAFKA_V_END),
+                         0);
+    }
+    ck_assert_int_eq(rd_kafka_flush(producer, 10000), 0);
+    rd_kafka_conf_t *cc = rd_kafka_conf_new();
+    ck_assert_int_eq(rd_kafka_conf_set(cc, "bootstrap.servers", bootstraps, err, sizeof(err)), RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(cc, "group.id", "plan-test", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    ck_assert_int_eq(rd_kafka_conf_set(cc, "log_level", "3", err, sizeof(err)), RD_KAFKA_CONF_OK);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof(err));
+    ck_assert_msg(rk != NULL, "consumer: %s", err);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, "t", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    ck_assert_int_eq(rd_kafka_assign(rk, l), 0);
+    rd_kafka_topic_partition_list_destroy(l);
+    size_t got = 0;
+    for (int i = 0; i < 200 && got < n; i++) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (m && m->err) rd_kafka_message_destroy(m);
+        else if (m) plan_msgs[got++] = m;
+    }
+    ck_assert_uint_eq(got, n);
+    plan_kafka[0] = rk;
+    plan_kafka[1] = producer;
+
+    consumer = (bw_consumer_t){0};
+    consumer.conf = t_ref_config();
+    consumer.conf->workers = 4;
+    consumer.conf->transaction_max_statements = 16;
+    int shards = consumer.conf->shard_count;
+    consumer.partitions = calloc((size_t)shards, sizeof(*consumer.partitions));
+    bw_partition_t *p = &consumer.partitions[0];
+    p->assigned = 1;
+    p->buf = malloc(n * sizeof(*p->buf));
+    memcpy(p->buf, plan_msgs, n * sizeof(*p->buf));
+    p->len = p->cap = n;
+    bw_ratelimit_init(&p->rl, 0, 0);
+    bw_ratelimit_init(&p->rl_rows, 0, 0);
+    consumer.health = bw_health_new(shards, consumer.conf->server_cnt, consumer.conf->shard_server);
+    bw_health_set_limits(consumer.health, 2, 30000000);
+    pthread_mutex_init(&consumer.mu, NULL);
+    pthread_cond_init(&consumer.todo_cv, NULL);
+    pthread_cond_init(&consumer.done_cv, NULL);
+}
+
+static void plan_teardown(size_t n) {
+    for (int s = 0; s < consumer.conf->shard_count; s++) free(consumer.partitions[s].buf);
+    free(consumer.partitions);
+    bw_health_free(consumer.health);
+    bw_config_destroy(consumer.conf);
+    pthread_mutex_destroy(&consumer.mu);
+    pthread_cond_destroy(&consumer.todo_cv);
+    pthread_cond_destroy(&consumer.done_cv);
+    for (size_t i = 0; i < n; i++) rd_kafka_message_destroy(plan_msgs[i]);
+    rd_kafka_destroy(plan_kafka[0]);
+    rd_kafka_destroy(plan_kafka[1]);
+}
+
+/* Three 300-row creates are three statements (two exceed the batch size of 500), two
+ * small creates after them share the third's, a delete is one more; caps in statements,
+ * rows and messages stop the job where they bind. */
+START_TEST(a_job_counts_statements_as_the_applier_plans_them) {
+    static const int shape[][2] = {{BW_OP_CREATE, 300}, {BW_OP_CREATE, 300}, {BW_OP_CREATE, 300},
+                                   {BW_OP_CREATE, 100}, {BW_OP_CREATE, 100}, {BW_OP_DELETE, 10}};
+    size_t n = sizeof(shape) / sizeof(shape[0]);
+    plan_setup(shape, n);
+    bw_job_cost_t c;
+    ck_assert_uint_eq(bw_partition_plan_job(0, n, 16, UINT64_MAX, &c), 6);
+    ck_assert_uint_eq(c.statements, 4);
+    ck_assert_uint_eq(c.rows, 1110);
+    ck_assert_uint_eq(bw_partition_plan_job(0, n, 2, UINT64_MAX, &c), 2); /* the third 300 is a third statement */
+    ck_assert_uint_eq(c.statements, 2);
+    ck_assert_uint_eq(c.rows, 600);
+    ck_assert_uint_eq(bw_partition_plan_job(0, n, 3, UINT64_MAX, &c), 5); /* the small ones join the third */
+    ck_assert_uint_eq(c.statements, 3);
+    ck_assert_uint_eq(bw_partition_plan_job(0, n, 16, 650, &c), 2);
+    ck_assert_uint_eq(c.rows, 600);
+    ck_assert_uint_eq(bw_partition_plan_job(0, n, 16, 10, &c), 1); /* the first message goes whatever it costs */
+    ck_assert_uint_eq(c.rows, 300);
+    ck_assert_uint_eq(bw_partition_plan_job(0, 1, 16, UINT64_MAX, &c), 1); /* a probe: one message */
+    plan_teardown(n);
+}
+END_TEST
+
+/* A shard limited to 20 statements/s takes 2 statements per job (a tenth of a second),
+ * and the limiter is charged for both: the next job waits 100 ms. A rows/s budget binds
+ * instead when it is the tighter one. */
+START_TEST(a_limited_shard_pays_per_statement_and_per_row) {
+    static const int shape[][2] = {{BW_OP_CREATE, 300}, {BW_OP_CREATE, 300}, {BW_OP_CREATE, 300},
+                                   {BW_OP_CREATE, 300}};
+    size_t n = sizeof(shape) / sizeof(shape[0]);
+    plan_setup(shape, n);
+    bw_partition_t *p = &consumer.partitions[0];
+    int64_t now = bw_now_us();
+    bw_ratelimit_init(&p->rl, 20, now);
+    bw_scheduler_dispatch();
+    ck_assert_ptr_nonnull(p->job);
+    ck_assert_uint_eq(p->job->cnt, 2);
+    ck_assert_int_ge(bw_ratelimit_wait(&p->rl, now), 90000); /* two permits: 100 ms, less the dispatch's own time */
+    free(p->job->msgs);
+    free(p->job);
+    p->job = NULL;
+    consumer.todo = consumer.todo_tail = NULL;
+    consumer.busy = 0;
+
+    now = bw_now_us();
+    bw_ratelimit_init(&p->rl, 1000, now);
+    bw_ratelimit_init(&p->rl_rows, 3000, now); /* 300 rows a tenth of a second: one message */
+    p->ready_at_us = 0;
+    bw_scheduler_dispatch();
+    ck_assert_ptr_nonnull(p->job);
+    ck_assert_uint_eq(p->job->cnt, 1);
+    ck_assert_int_ge(bw_ratelimit_wait(&p->rl_rows, now), 90000);
+    free(p->job->msgs);
+    free(p->job);
+    p->job = NULL;
+    consumer.todo = consumer.todo_tail = NULL;
+    consumer.busy = 0;
+    plan_teardown(n);
+}
+END_TEST
+
 Suite *scheduler_suite(void) {
     Suite *s = suite_create("scheduler");
     TCase *tc = tcase_create("order");
@@ -168,5 +312,10 @@ Suite *scheduler_suite(void) {
     tcase_add_test(tc, shards_that_cannot_go_are_passed_over);
     tcase_add_test(tc, enough_workers_serve_everyone_in_one_turn);
     suite_add_tcase(s, tc);
+    TCase *plan = tcase_create("plan");
+    tcase_set_timeout(plan, 30);
+    tcase_add_test(plan, a_job_counts_statements_as_the_applier_plans_them);
+    tcase_add_test(plan, a_limited_shard_pays_per_statement_and_per_row);
+    suite_add_tcase(s, plan);
     return s;
 }
