@@ -66,7 +66,7 @@ START_TEST(control_bodies) {
     static const struct {
         const char *action, *body, *why;
     } bad[] = {
-        {"rate", "{\"rate\": -1}", "rate -1 is out of range: use 0 (unlimited) or 0.001 to 1e6 batches per second"},
+        {"rate", "{\"rate\": -1}", "rate -1 is out of range: use 0 (unlimited) or 0.001 to 1e6 statements per second"},
         {"rate", "{\"rate\": 1e7}", "rate 1e+07 is out of range"},
         /* below the minimum: 1e-13 once overflowed the limiter to unlimited */
         {"rate", "{\"rate\": 1e-13}", "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6"},
