@@ -13,7 +13,7 @@ typedef struct {
 static const rate_kind_t statements = {
     "rate", BW_RATE_MIN, BW_RATE_MAX, "unlimited", BW_RATE_BOUNDS_TEXT, "statements per second",
     " (one statement per 1000 s at the least; pause a shard to stop it)"};
-static const rate_kind_t rows = {"row_rate", BW_ROW_RATE_MIN, BW_ROW_RATE_MAX, "no row limit",
+static const rate_kind_t rows = {"row_rate", BW_ROW_RATE_MIN, BW_ROW_RATE_MAX, "no row budget",
                                  BW_ROW_RATE_BOUNDS_TEXT, "rows per second", " (pause a shard to stop it)"};
 
 static int check(const rate_kind_t *k, double rate, char *errstr, size_t errstr_size) {

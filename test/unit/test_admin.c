@@ -75,7 +75,7 @@ START_TEST(control_bodies) {
         {"rate", "{\"rate\": \"5\"}", "rate must be a number"},
         {"rate", "{}", "rate needs {\"rate\": number or null}, {\"row_rate\": number or null}, or both"},
         {"rate", "{\"reason\": \"x\"}", "rate needs {\"rate\": number or null}"},
-        {"rate", "{\"row_rate\": 0.5}", "row_rate 0.5 is out of range: use 0 (no row limit) or 1 to 1e6 rows per second"},
+        {"rate", "{\"row_rate\": 0.5}", "row_rate 0.5 is out of range: use 0 (no row budget) or 1 to 1e6 rows per second"},
         {"rate", "{\"row_rate\": 2e6}", "row_rate 2e+06 is out of range"},
         {"rate", "{\"row_rate\": -3}", "row_rate -3 is out of range"},
         {"rate", "{\"row_rate\": \"100\"}", "row_rate must be a number of rows per second, or null"},

@@ -287,7 +287,7 @@ START_TEST(error_row_rates) {
     int def = t_line_of(REF, NULL, "default_row_rate = 0.0;"), ov = t_line_of(REF, NULL, "{ shard = 7; rate = 50.0; }");
     /* within the key table's range but below the minimum: the reason names the bounds */
     expect_error("default_row_rate = 0.0;", "default_row_rate = 0.5;", def,
-                 "shards.default_row_rate: row_rate 0.5 is out of range", "0 (no row limit) or 1 to 1e6 rows per second",
+                 "shards.default_row_rate: row_rate 0.5 is out of range", "0 (no row budget) or 1 to 1e6 rows per second",
                  NULL);
     expect_error("default_row_rate = 0.0;", "default_row_rate = 2e6;", def, "shards.default_row_rate", "out of range",
                  NULL);

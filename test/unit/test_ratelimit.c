@@ -176,9 +176,9 @@ START_TEST(row_rate_bounds) {
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
         ck_assert_int_eq(bw_ratelimit_check_rows(bad[i], err, sizeof(err)), -1);
-        ck_assert_msg(strstr(err, "0 (no row limit) or 1 to 1e6 rows per second"), "%g: %s", bad[i], err);
+        ck_assert_msg(strstr(err, "0 (no row budget) or 1 to 1e6 rows per second"), "%g: %s", bad[i], err);
     }
-    ck_assert_str_eq(err, "row_rate -inf is out of range: use 0 (no row limit) or 1 to 1e6 rows per second "
+    ck_assert_str_eq(err, "row_rate -inf is out of range: use 0 (no row budget) or 1 to 1e6 rows per second "
                           "(pause a shard to stop it)");
     ck_assert(bw_ratelimit_clamp_rows(0) == 0);
     ck_assert(bw_ratelimit_clamp_rows(0.5) == BW_ROW_RATE_MIN);
