@@ -13,6 +13,7 @@
 
 /* a rate's doc names the bounds ratelimit.h defines */
 #define RATE_BOUNDS "0 = unlimited, else " BW_RATE_BOUNDS_TEXT
+#define ROW_RATE_BOUNDS "0 = no row budget, else " BW_ROW_RATE_BOUNDS_TEXT
 
 typedef enum { K_STR, K_INT, K_DBL, K_BOOL, K_ENUM, K_STRLIST, K_LIST, K_GROUP } key_kind_t;
 
@@ -23,7 +24,9 @@ struct key {
     size_t off;            /* of the value (K_LIST: of the array pointer) */
     size_t cnt_off;        /* K_LIST/K_STRLIST: of the int count */
     double min, max;       /* K_INT, K_DBL; K_STRLIST/K_LIST: element count */
-    const char *def;       /* default as text; NULL = required */
+    const char *def;       /* default as text; NULL = required; "" = optional without one
+                              (K_GROUP: its members' defaults; a scalar: left 0, and
+                              validate() fills it in from what the file sets) */
     const char *const *enums; /* K_ENUM: accepted words, stored as their index */
     const key_t_ *sub;     /* K_LIST element keys, K_GROUP member keys */
     size_t elem_size;      /* K_LIST */
@@ -100,8 +103,11 @@ static const key_t_ server_keys[] = {
 static const key_t_ rate_override_keys[] = {
     {"shard", K_INT, offsetof(bw_rate_override_t, shard), 0, 0, 65535, NULL, NULL, NULL, 0,
      "Logical shard."},
-    {"rate", K_DBL, offsetof(bw_rate_override_t, rate), 0, 0, BW_RATE_MAX, NULL, NULL, NULL, 0,
-     "Batches per second for this shard; " RATE_BOUNDS "."},
+    {"rate", K_DBL, offsetof(bw_rate_override_t, rate), 0, 0, BW_RATE_MAX, "", NULL, NULL, 0,
+     "Statements per second for this shard; " RATE_BOUNDS ". Left out: shards.default_rate. "
+     "An entry sets rate, row_rate or both."},
+    {"row_rate", K_DBL, offsetof(bw_rate_override_t, row_rate), 0, 0, BW_ROW_RATE_MAX, "", NULL, NULL, 0,
+     "Rows per second for this shard; " ROW_RATE_BOUNDS ". Left out: shards.default_row_rate."},
     END};
 
 static const key_t_ top_keys[] = {
@@ -154,10 +160,15 @@ static const key_t_ top_keys[] = {
     {"shards.database_prefix", K_STR, OFF(database_prefix), 0, 0, 0, "\"db\"", NULL, NULL, 0,
      "Logical shard N lives in database <prefix><N as 5 digits>, e.g. db00042."},
     {"shards.default_rate", K_DBL, OFF(default_rate), 0, 0, BW_RATE_MAX, "100.0", NULL, NULL, 0,
-     "Batches per second each shard may take; " RATE_BOUNDS "."},
+     "Statements per second each shard may run (every SQL statement of a batch counts, each "
+     "carrying up to its object type's batch_size rows); " RATE_BOUNDS "."},
+    {"shards.default_row_rate", K_DBL, OFF(default_row_rate), 0, 0, BW_ROW_RATE_MAX, "0.0", NULL, NULL, 0,
+     "Rows per second each shard may take, over all its statements; " ROW_RATE_BOUNDS ". With both "
+     "budgets set, whichever binds first holds the shard back (docs/operations.md has the measured "
+     "cost of a statement and of a row)."},
     {"shards.rate_overrides", K_LIST, OFF(rate_overrides), OFF(rate_override_cnt), 0, 65536, "()",
      NULL, rate_override_keys, sizeof(bw_rate_override_t),
-     "Per-shard rates that differ from the default (a shard of hot users gets less)."},
+     "Per-shard budgets that differ from the defaults (a shard of hot users gets less)."},
     {"shards.servers", K_LIST, OFF(servers), OFF(server_cnt), 1, 65536, NULL, NULL, server_keys,
      sizeof(bw_server_t),
      "MySQL servers, each holding a contiguous range of logical shards; together they must "
@@ -429,6 +440,7 @@ static bw_err_t store_scalar(parse_ctx_t *ctx, const config_setting_t *s, const 
 
 static bw_err_t parse_default(parse_ctx_t *ctx, const key_t_ *k, void *base, const char *where) {
     if (k->kind == K_GROUP) return parse_table(ctx, NULL, k->sub, base, where);
+    if (!*k->def) return BW_OK; /* optional without a default: validate() fills it in */
     config_t tmp;
     config_init(&tmp);
     char text[512];
@@ -549,13 +561,17 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
                        c->database_prefix, "");
     c->shard_server = malloc(sizeof(int) * (size_t)c->shard_count);
     c->shard_rate = malloc(sizeof(double) * (size_t)c->shard_count);
+    c->shard_row_rate = malloc(sizeof(double) * (size_t)c->shard_count);
     for (int s = 0; s < c->shard_count; s++) {
         c->shard_server[s] = -1;
         c->shard_rate[s] = c->default_rate;
+        c->shard_row_rate[s] = c->default_row_rate;
     }
     char why[256];
     if (bw_ratelimit_check(c->default_rate, why, sizeof(why)))
         return fail_at(ctx, lookup(root, "shards.default_rate"), "shards.default_rate: %s%s", why, "");
+    if (bw_ratelimit_check_rows(c->default_row_rate, why, sizeof(why)))
+        return fail_at(ctx, lookup(root, "shards.default_row_rate"), "shards.default_row_rate: %s%s", why, "");
     const config_setting_t *servers = lookup(root, "shards.servers");
     for (int i = 0; i < c->server_cnt; i++) {
         const bw_server_t *sv = &c->servers[i];
@@ -583,14 +599,27 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
         }
     const config_setting_t *ovs = lookup(root, "shards.rate_overrides");
     for (int i = 0; i < c->rate_override_cnt; i++) {
-        const bw_rate_override_t *o = &c->rate_overrides[i];
+        bw_rate_override_t *o = &c->rate_overrides[i];
+        const config_setting_t *at = config_setting_get_elem(ovs, (unsigned)i);
         if (o->shard >= c->shard_count)
-            return fail_at(ctx, config_setting_get_elem(ovs, (unsigned)i),
-                           "shards.rate_overrides: shard beyond shards.count%s%s", "", "");
+            return fail_at(ctx, at, "shards.rate_overrides: shard beyond shards.count%s%s", "", "");
+        /* a member left out is the default (and is dumped as it) */
+        int has_rate = config_setting_get_member((config_setting_t *)at, "rate") != NULL;
+        int has_row_rate = config_setting_get_member((config_setting_t *)at, "row_rate") != NULL;
+        if (!has_rate && !has_row_rate) {
+            char key[64];
+            snprintf(key, sizeof(key), "shards.rate_overrides[%d]", i);
+            return fail_at(ctx, at, "%s: set rate (statements per second), row_rate (rows per second) or %s",
+                           key, "both");
+        }
+        if (!has_rate) o->rate = c->default_rate;
+        if (!has_row_rate) o->row_rate = c->default_row_rate;
         if (bw_ratelimit_check(o->rate, why, sizeof(why)))
-            return fail_at(ctx, member(config_setting_get_elem(ovs, (unsigned)i), "rate"),
-                           "shards.rate_overrides: %s%s", why, "");
+            return fail_at(ctx, member(at, "rate"), "shards.rate_overrides: %s%s", why, "");
+        if (bw_ratelimit_check_rows(o->row_rate, why, sizeof(why)))
+            return fail_at(ctx, member(at, "row_rate"), "shards.rate_overrides: %s%s", why, "");
         c->shard_rate[o->shard] = o->rate;
+        c->shard_row_rate[o->shard] = o->row_rate;
     }
     const config_setting_t *ots = lookup(root, "object_types");
     for (int i = 0; i < c->object_type_cnt; i++) {
@@ -702,6 +731,7 @@ void bw_config_destroy(bw_config_t *c) {
     free_table(top_keys, c);
     free(c->path);
     free(c->shard_rate);
+    free(c->shard_row_rate);
     free(c->shard_server);
     free(c);
 }
@@ -877,7 +907,8 @@ static void doc_table(FILE *out, const key_t_ *keys, const char *prefix) {
             for (int i = 0; k->enums[i]; i++) fprintf(out, "%s`%s`", i ? ", " : "", k->enums[i]);
         }
         if (k->kind == K_INT || k->kind == K_DBL) fprintf(out, " (%g to %g)", k->min, k->max);
-        fprintf(out, " | %s | %s |\n", k->def ? (*k->def ? k->def : "") : "**required**", k->doc);
+        const char *def = !k->def ? "**required**" : *k->def ? k->def : k->kind == K_GROUP ? "" : "*optional*";
+        fprintf(out, " | %s | %s |\n", def, k->doc);
         if (k->kind == K_LIST) {
             char sub[256];
             snprintf(sub, sizeof(sub), "%.200s[].", full);

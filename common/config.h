@@ -52,9 +52,12 @@ typedef struct {
     int first_shard, last_shard; /* logical shards held, inclusive */
 } bw_server_t;
 
+/* One shards.rate_overrides entry. A member the file leaves out is filled with the
+ * shard-wide default (shards.default_rate / default_row_rate) when the file is loaded. */
 typedef struct {
     int shard;
-    double rate;
+    double rate;     /* statements per second; 0 = unlimited */
+    double row_rate; /* rows per second; 0 = no row budget */
 } bw_rate_override_t;
 
 typedef struct {
@@ -79,7 +82,8 @@ typedef struct {
     /* shards */
     int shard_count;
     char *database_prefix;  /* logical shard N lives in database <prefix><N as %05d> */
-    double default_rate;    /* batches per second; 0 = unlimited */
+    double default_rate;    /* statements per second; 0 = unlimited */
+    double default_row_rate; /* rows per second; 0 = no row budget */
     bw_rate_override_t *rate_overrides; int rate_override_cnt;
     bw_server_t *servers; int server_cnt;
 
@@ -130,7 +134,8 @@ typedef struct {
     bw_object_type_t *object_types; int object_type_cnt;
 
     /* derived */
-    double *shard_rate;     /* [shard_count] effective configured rate */
+    double *shard_rate;     /* [shard_count] configured statements per second (override, else default) */
+    double *shard_row_rate; /* [shard_count] configured rows per second (override, else default); 0 = none */
     int *shard_server;      /* [shard_count] index into servers */
 } bw_config_t;
 

@@ -15,8 +15,9 @@ typedef struct {
 
 typedef struct {
     uint64_t rows, failed_rows, batches, replayed, duplicates, dead_letters;
+    uint64_t statements;
     uint64_t errors[BW_APPLY_ERR_KINDS];
-    double rate;
+    double rate, row_rate; /* statements/s, rows/s */
     int paused, buffer_full, held, alert;
     uint64_t retries;
     uint64_t reconnects;
@@ -155,11 +156,23 @@ void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused,
     pthread_mutex_unlock(&m->mu);
 }
 
+void bw_metrics_shard_row_rate(bw_metrics_t *m, int shard, double row_rate) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].row_rate = row_rate;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_statements(bw_metrics_t *m, int shard, uint64_t n) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].statements += n;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void bw_metrics_shard_forget(bw_metrics_t *m, int shard) {
     pthread_mutex_lock(&m->mu);
     shard_stats_t *st = &m->shards[shard];
     st->assigned = st->paused = st->buffer_full = st->held = st->alert = 0;
-    st->rate = 0;
+    st->rate = st->row_rate = 0;
     st->lag = st->lost = 0;
     pthread_mutex_unlock(&m->mu);
 }
@@ -190,7 +203,7 @@ void bw_metrics_alert_post(bw_metrics_t *m, int ok) {
 
 /* A shard appears in the per-shard series once it was assigned or did anything. */
 static int shard_seen(const shard_stats_t *st) {
-    if (st->assigned || st->batches || st->alert) return 1;
+    if (st->assigned || st->batches || st->statements || st->alert) return 1;
     for (int k = 0; k < BW_APPLY_ERR_KINDS; k++)
         if (st->errors[k]) return 1;
     return 0;
@@ -263,6 +276,9 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                      "Rows the shard refused (data errors).", "%llu", (unsigned long long)st->failed_rows);
         SHARD_SERIES("bulkwrite_consumer_batches_applied_total", "counter",
                      "Batch transactions committed on the shard.", "%llu", (unsigned long long)st->batches);
+        SHARD_SERIES("bulkwrite_consumer_statements_total", "counter",
+                     "SQL statements run on the shard (each takes one permit of its statements-per-second rate).",
+                     "%llu", (unsigned long long)st->statements);
         SHARD_SERIES("bulkwrite_consumer_messages_replayed_total", "counter",
                      "Messages read again that the shard had already applied (skipped, not re-applied).",
                      "%llu", (unsigned long long)st->replayed);
@@ -280,7 +296,11 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                     bw_buf_printf(out, "bulkwrite_consumer_errors_total{shard=\"%d\",kind=\"%s\"} %llu\n", s,
                                   err_names[k], (unsigned long long)m->shards[s].errors[k]);
         SHARD_GAUGE("bulkwrite_consumer_rate_batches_per_second",
-                     "Effective rate limit (0 = unlimited).", "%g", st->rate);
+                     "Effective rate limit in statements per second (0 = unlimited); the name predates "
+                     "statement budgets.", "%g", st->rate);
+        SHARD_GAUGE("bulkwrite_consumer_rate_rows_per_second",
+                     "Effective row budget in rows per second (0 = none: statements alone limit the shard).", "%g",
+                     st->row_rate);
         SHARD_SERIES("bulkwrite_consumer_retries_total", "counter",
                      "Batches scheduled again after a retryable error (timeouts and connection errors included).",
                      "%llu", (unsigned long long)st->retries);

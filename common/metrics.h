@@ -43,8 +43,13 @@ void bw_metrics_shard_error(bw_metrics_t *m, int shard, bw_apply_err_t kind, uin
 void bw_metrics_shard_retry(bw_metrics_t *m, int shard);
 /* pooled connections found closed (wait_timeout, a load balancer) and replaced: not errors */
 void bw_metrics_shard_reconnects(bw_metrics_t *m, int shard, uint64_t n);
-/* paused: by an operator; buffer_full: fetching paused for back-pressure */
+/* rate: the statements-per-second budget in force (0 = unlimited); paused: by an
+ * operator; buffer_full: fetching paused for back-pressure */
 void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int buffer_full, int64_t lag);
+/* The rows-per-second budget in force (0 = none), shown while the shard is held. */
+void bw_metrics_shard_row_rate(bw_metrics_t *m, int shard, double row_rate);
+/* Adds n SQL statements run on the shard (each took one permit of its rate). */
+void bw_metrics_shard_statements(bw_metrics_t *m, int shard, uint64_t n);
 void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held); /* unhealthy: not pulled */
 void bw_metrics_shard_alert(bw_metrics_t *m, int shard, int firing);
 void bw_metrics_shard_lost(bw_metrics_t *m, int shard, int64_t messages);

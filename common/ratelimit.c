@@ -3,20 +3,43 @@
 #include <math.h>
 #include <stdio.h>
 
-int bw_ratelimit_check(double rate, char *errstr, size_t errstr_size) {
-    if (rate == 0 || (rate >= BW_RATE_MIN && rate <= BW_RATE_MAX)) return 0;
-    snprintf(errstr, errstr_size,
-             "rate %g is out of range: use 0 (unlimited) or " BW_RATE_BOUNDS_TEXT
-             " batches per second (one batch per %g s at the least; pause a shard to stop it)",
-             rate, 1 / BW_RATE_MIN);
+/* The bounds of one kind of rate, and the words its errors use. */
+typedef struct {
+    const char *name; /* the field: "rate", "row_rate" */
+    double min, max;
+    const char *zero_means, *bounds, *unit, *hint;
+} rate_kind_t;
+
+static const rate_kind_t statements = {
+    "rate", BW_RATE_MIN, BW_RATE_MAX, "unlimited", BW_RATE_BOUNDS_TEXT, "statements per second",
+    " (one statement per 1000 s at the least; pause a shard to stop it)"};
+static const rate_kind_t rows = {"row_rate", BW_ROW_RATE_MIN, BW_ROW_RATE_MAX, "no row budget",
+                                 BW_ROW_RATE_BOUNDS_TEXT, "rows per second", " (pause a shard to stop it)"};
+
+static int check(const rate_kind_t *k, double rate, char *errstr, size_t errstr_size) {
+    if (rate == 0 || (rate >= k->min && rate <= k->max)) return 0;
+    snprintf(errstr, errstr_size, "%s %g is out of range: use 0 (%s) or %s %s%s", k->name, rate, k->zero_means,
+             k->bounds, k->unit, k->hint);
     return -1;
 }
 
-double bw_ratelimit_clamp(double rate) {
+static double clamp(const rate_kind_t *k, double rate) {
     if (rate == 0) return 0;
-    if (isnan(rate) || rate < BW_RATE_MIN) return BW_RATE_MIN;
-    return rate > BW_RATE_MAX ? BW_RATE_MAX : rate;
+    if (isnan(rate) || rate < k->min) return k->min;
+    return rate > k->max ? k->max : rate;
 }
+
+int bw_ratelimit_check(double rate, char *errstr, size_t errstr_size) {
+    return check(&statements, rate, errstr, errstr_size);
+}
+
+int bw_ratelimit_check_rows(double row_rate, char *errstr, size_t errstr_size) {
+    return check(&rows, row_rate, errstr, errstr_size);
+}
+
+double bw_ratelimit_clamp(double rate) { return clamp(&statements, rate); }
+
+double bw_ratelimit_clamp_rows(double row_rate) { return clamp(&rows, row_rate); }
 
 static void resync(bw_ratelimit_t *rl, int64_t now_us) {
     if (now_us > rl->next_free_us) {
@@ -51,7 +74,7 @@ void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us) {
     rl->stable_interval_us = 1e6 / rate;
     rl->max_permits = rl->max_burst_seconds * rate;
     /* unlike Guava, a debt run up at the old rate is capped at one new interval: an
-     * operator who lifts a shard from 0.001 to 100 batches/s expects it now, not in
+     * operator who lifts a shard from 0.001 to 100 statements/s expects it now, not in
      * 1,000 s */
     int64_t cap = now_us + (int64_t)rl->stable_interval_us;
     if (rl->next_free_us > cap) rl->next_free_us = cap;

@@ -63,6 +63,9 @@ static void on_control(void *ud, const void *key, size_t klen, const void *val, 
     char why[256];
     if (c && c->has_rate && bw_ratelimit_check(c->rate, why, sizeof(why)))
         bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why, bw_ratelimit_clamp(c->rate));
+    if (c && c->has_row_rate && bw_ratelimit_check_rows(c->row_rate, why, sizeof(why)))
+        bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why,
+               bw_ratelimit_clamp_rows(c->row_rate));
     if (c) bulkwrite__v1__shard_control__free_unpacked(c, NULL);
 }
 
@@ -132,8 +135,18 @@ void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard
     out->paused = c->paused;
     out->has_rate = c->has_rate;
     out->rate = c->has_rate ? bw_ratelimit_clamp(c->rate) : 0;
+    out->has_row_rate = c->has_row_rate;
+    out->row_rate = c->has_row_rate ? bw_ratelimit_clamp_rows(c->row_rate) : 0;
     out->updated_at_ms = c->updated_at_ms;
     snprintf(out->reason, sizeof(out->reason), "%s", c->reason ? c->reason : "");
+}
+
+double bw_shard_effective_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
+    return set->has_rate ? set->rate : conf->shard_rate[shard];
+}
+
+double bw_shard_effective_row_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
+    return set->has_row_rate ? set->row_rate : conf->shard_row_rate[shard];
 }
 
 Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard) {

@@ -15,10 +15,15 @@
 
 typedef struct bw_shard_table bw_shard_table_t;
 
+/* An operator's setting of one shard. Without has_rate (has_row_rate) the configured
+ * conf->shard_rate (shard_row_rate) applies: bw_shard_effective_rate() and
+ * bw_shard_effective_row_rate() say which value the shard runs at. */
 typedef struct {
     int paused;
     int has_rate;
-    double rate;
+    double rate;           /* statements per second; 0 = unlimited */
+    int has_row_rate;
+    double row_rate;       /* rows per second; 0 = no row budget */
     int64_t updated_at_ms; /* 0: never set */
     char reason[256];
 } bw_shard_setting_t;
@@ -41,9 +46,14 @@ int bw_shard_table_sync(bw_shard_table_t *t, int timeout_ms);
 
 void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out);
 /* The setting a control record holds. A rate outside the bounds (written by hand, or by a
- * version that accepted it) is clamped by bw_ratelimit_clamp(): 1e-13 is the minimum rate,
- * never "unlimited"; the table warns of such a record when it reads it. */
+ * version that accepted it) is clamped by bw_ratelimit_clamp() (a row rate by
+ * bw_ratelimit_clamp_rows()): 1e-13 reads as the minimum, never as "unlimited"; the table
+ * warns of such a record when it reads it. A record without has_row_rate (all records
+ * older than row rates) leaves the configured row rate in force. */
 void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard_setting_t *out);
+/* What the shard runs at: the operator's value when set, else the configured one. */
+double bw_shard_effective_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
+double bw_shard_effective_row_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 /* Bumped by every control record read: re-read the settings when it moves. */
 unsigned bw_shard_table_version(bw_shard_table_t *t);
 /* The latest status record of the shard, unpacked (free with

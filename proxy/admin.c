@@ -15,7 +15,10 @@ static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_se
                           conf->servers[conf->shard_server[shard]].name, "configured_rate", conf->shard_rate[shard],
                           "paused", set->paused);
     json_object_set_new(o, "operator_rate", set->has_rate ? json_real(set->rate) : json_null());
-    json_object_set_new(o, "effective_rate", json_real(set->has_rate ? set->rate : conf->shard_rate[shard]));
+    json_object_set_new(o, "effective_rate", json_real(bw_shard_effective_rate(conf, shard, set)));
+    json_object_set_new(o, "configured_row_rate", json_real(conf->shard_row_rate[shard]));
+    json_object_set_new(o, "operator_row_rate", set->has_row_rate ? json_real(set->row_rate) : json_null());
+    json_object_set_new(o, "effective_row_rate", json_real(bw_shard_effective_row_rate(conf, shard, set)));
     if (set->updated_at_ms) {
         json_object_set_new(o, "changed_at_ms", json_integer(set->updated_at_ms));
         json_object_set_new(o, "reason", json_string(set->reason));
@@ -67,6 +70,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
                                                          st->paused, "unhealthy", st->unhealthy, "rows_applied",
                                                          (json_int_t)st->rows_applied, "rows_failed",
                                                          (json_int_t)st->rows_failed, "recent_errors", errs));
+            json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
             bulkwrite__v1__shard_status__free_unpacked(st, NULL);
         } else {
             json_object_set_new(o, "consumer", json_null()); /* no consumer has reported it yet */
@@ -114,10 +118,19 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
             }
         } else if (strcmp(key, "rate") == 0 && strcmp(action, "rate") == 0) {
             if (!json_is_null(v) && !json_is_number(v)) {
-                rc = snprintf(err, esz, "rate must be a number of batches per second, or null for the configured rate");
+                rc = snprintf(err, esz, "rate must be a number of statements per second, or null for the configured rate");
                 break;
             }
             if (!json_is_null(v) && bw_ratelimit_check(json_number_value(v), err, esz)) {
+                rc = 1;
+                break;
+            }
+        } else if (strcmp(key, "row_rate") == 0 && strcmp(action, "rate") == 0) {
+            if (!json_is_null(v) && !json_is_number(v)) {
+                rc = snprintf(err, esz, "row_rate must be a number of rows per second, or null for the configured row rate");
+                break;
+            }
+            if (!json_is_null(v) && bw_ratelimit_check_rows(json_number_value(v), err, esz)) {
                 rc = 1;
                 break;
             }
@@ -126,16 +139,23 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
             break;
         }
     }
-    if (!rc && strcmp(action, "rate") == 0 && !json_object_get(j, "rate"))
-        rc = snprintf(err, esz, "rate needs {\"rate\": number or null}");
+    if (!rc && strcmp(action, "rate") == 0 && !json_object_get(j, "rate") && !json_object_get(j, "row_rate"))
+        rc = snprintf(err, esz, "rate needs {\"rate\": number or null}, {\"row_rate\": number or null}, or both");
     if (rc) {
         json_decref(j);
         return -1;
     }
     if (strcmp(action, "rate") == 0) {
-        json_t *r = json_object_get(j, "rate");
-        set->has_rate = !json_is_null(r);
-        set->rate = set->has_rate ? json_number_value(r) : 0;
+        /* each member given replaces that budget; one left out stays as it was */
+        json_t *r = json_object_get(j, "rate"), *rr = json_object_get(j, "row_rate");
+        if (r) {
+            set->has_rate = !json_is_null(r);
+            set->rate = set->has_rate ? json_number_value(r) : 0;
+        }
+        if (rr) {
+            set->has_row_rate = !json_is_null(rr);
+            set->row_rate = set->has_row_rate ? json_number_value(rr) : 0;
+        }
     } else {
         set->paused = strcmp(action, "pause") == 0;
     }
@@ -148,6 +168,8 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
     c.shard = (uint32_t)shard;
     c.has_rate = set->has_rate;
     c.rate = set->rate;
+    c.has_row_rate = set->has_row_rate;
+    c.row_rate = set->row_rate;
     c.paused = set->paused;
     c.updated_at_ms = set->updated_at_ms;
     c.reason = set->reason;

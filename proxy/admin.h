@@ -1,5 +1,6 @@
 /* admin.h — the SREs' per-shard API on the proxy: GET /v1/shards lists every shard
- * (configured and effective rate, paused, lag, recent errors); POST
+ * (configured and effective budgets in statements/s and rows/s, paused, lag, recent
+ * errors); POST
  * /v1/shards/{n}/rate|pause|resume changes the shard's record in the control topic,
  * which every consumer follows.
  *
@@ -24,9 +25,11 @@ char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_s
 int bw_admin_parse_url(const bw_config_t *conf, const char *url, const char **action, char *err, size_t esz);
 
 /* The shard's next control record after `action` with request body `body` (JSON: rate:
- * {"rate": number|null, "reason"?}; pause/resume: {"reason"?} or empty), starting from
- * the current setting *set (updated in place). Packed into *out (malloc'd). -1 with err
- * (the client's mistake) otherwise. */
+ * {"rate"?: number|null, "row_rate"?: number|null, "reason"?} with at least one of the
+ * two budgets, null = back to the configured value, a budget left out unchanged;
+ * pause/resume: {"reason"?} or empty), starting from the current setting *set (updated in
+ * place only on success). Packed into *out (malloc'd). -1 with err (the client's mistake)
+ * otherwise. */
 int bw_admin_control_update(int shard, const char *action, const char *body, size_t len, bw_shard_setting_t *set,
                             void **out, size_t *out_len, char *err, size_t esz);
 

@@ -229,7 +229,7 @@ check "after restarting the consumer and the proxy the job's counts are unchange
 # ---- runtime control -------------------------------------------------------------------------
 metric_of() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="$1{shard=\"$2\"}" '$1 == m {print $2}'; }
 metric_is() { [ "$(metric_of "$1" "$2")" = "$3" ]; }
-check "bwctl set-rate: shard 3 to 2.5 batches/s" "${BWCTL[@]}" set-rate 3 2.5 --reason "e2e"
+check "bwctl set-rate: shard 3 to 2.5 statements/s" "${BWCTL[@]}" set-rate 3 2.5 --reason "e2e"
 check "the running consumer (another process) applies it within 5 s" \
     wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 3 2.5
 check "bwctl pause: shard 4" "${BWCTL[@]}" pause 4 --reason "e2e drain test"
@@ -239,18 +239,26 @@ before4=$(rows4)
 check "500 creates for paused shard 4 are accepted" "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:500:4
 sleep 3
 check "nothing is applied to the paused shard ($before4 rows before, $(rows4) after 3 s)" test "$(rows4)" = "$before4"
+check "bwctl set-rate --rows: shard 3 to 5000 rows/s, its statement rate stays" \
+    "${BWCTL[@]}" set-rate 3 --rows 5000 --reason "e2e rows"
+shard3_budgets() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" |
+    jq -e '.shards[3] | .operator_rate == 2.5 and .operator_row_rate == 5000 and .effective_row_rate == 5000 and .configured_row_rate == 0'; }
+check "GET /v1/shards shows both of shard 3's budgets" shard3_budgets
+# columns: shard, database, server, conf stmt/s, stmt/s, conf rows/s, rows/s, paused, unhealthy, lag
 shards_table() { "${BWCTL[@]}" shards >"$WORK/shards.txt" && cat "$WORK/shards.txt" &&
-    awk '$1 == 4 && $6 == "yes" && $8 > 0 {p = 1} $1 == 3 && $5 == 2.5 {r = 1} END {exit !(p && r && NR == 9)}' "$WORK/shards.txt"; }
-check "bwctl shards: 8 shards; 4 paused with lag, 3 at 2.5 batches/s" wait_for 10 shards_table
+    awk '$1 == 4 && $8 == "yes" && $10 > 0 {p = 1} $1 == 3 && $5 == 2.5 && $6 == "-" && $7 == 5000 {r = 1}
+        END {exit !(p && r && NR == 9)}' "$WORK/shards.txt"; }
+check "bwctl shards: 8 shards; 4 paused with lag, 3 at 2.5 statements/s and 5000 rows/s" wait_for 10 shards_table
 kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null
 start_consumer $C1 "$WORK/fresh.conf"
 check "after a consumer restart shard 4 is still paused" wait_for 60 metric_is bulkwrite_consumer_paused 4 1
-check "and shard 3 still at 2.5 batches/s" metric_is bulkwrite_consumer_rate_batches_per_second 3 2.5
+check "and shard 3 still at 2.5 statements/s" metric_is bulkwrite_consumer_rate_batches_per_second 3 2.5
 check "bwctl resume: shard 4" "${BWCTL[@]}" resume 4
 check "the resumed shard applies its backlog, row by row" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:100000 feed:20000:$HOT cleanup:20000:$HOT \
     like:20000:$HOT feed:1000:2 like:1000:2 feed:500:4
-check "bwctl set-rate 3 default: back to the configured rate" "${BWCTL[@]}" set-rate 3 default
+check "bwctl set-rate 3 default --rows default: back to the configured budgets" \
+    "${BWCTL[@]}" set-rate 3 default --rows default
 check "the consumer goes back to the configured rate (0 = unlimited)" \
     wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 3 0
 refused() { # refused CODE MESSAGE BWCTL-ARGS...: exit CODE and the message on stderr
@@ -263,8 +271,11 @@ refused() { # refused CODE MESSAGE BWCTL-ARGS...: exit CODE and the message on s
 # bwctl refuses a rate out of bounds itself (exit 2), before sending; the proxy answers 400
 check "a rate over 1,000,000 is refused with the reason" refused 2 "rate 2e+06 is out of range" set-rate 3 2000000
 check "a rate below the minimum (1e-13) is refused with the bounds" \
-    refused 2 "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6 batches per second" set-rate 3 1e-13
-shard3_rate() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" | jq -e '.shards[3] | .operator_rate == null and .effective_rate == 0'; }
+    refused 2 "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6 statements per second" set-rate 3 1e-13
+check "a row rate below the minimum is refused with the bounds" \
+    refused 2 "row_rate 0.5 is out of range: use 0 (no row budget) or 1 to 1e6 rows per second" set-rate 3 --rows 0.5
+shard3_rate() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" |
+    jq -e '.shards[3] | .operator_rate == null and .effective_rate == 0 and .operator_row_rate == null and .effective_row_rate == 0'; }
 check "and shard 3's rate is unchanged in GET /v1/shards (the configured 0 = unlimited)" shard3_rate
 check "a shard out of range is refused with the reason" refused 1 "shard 99 is out of range: shards.count is 8" pause 99
 api_refuses() { # api_refuses RATE MESSAGE: 400 with the message
@@ -276,6 +287,8 @@ api_refuses() { # api_refuses RATE MESSAGE: 400 with the message
 check "a negative rate is refused by the API with the reason" api_refuses -5 "rate -5 is out of range"
 check "a rate below the minimum is refused by the API (400) with the bounds" \
     api_refuses 1e-13 "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6"
+check "a row rate beside a good rate is refused by the API (400), naming row_rate" \
+    api_refuses '1, "row_rate": 0.5' "row_rate 0.5 is out of range: use 0 (no row budget) or 1 to 1e6"
 check "the API's refusals left shard 3's rate unchanged" shard3_rate
 usage_codes() {
     "${BWCTL[@]}" set-rate 3 >/dev/null 2>&1

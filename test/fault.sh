@@ -62,7 +62,7 @@ start_consumers() {
 
 case $SCENARIO in
 consumer-kill)
-    # Slow every shard to 3 batches/s so the job is still being applied while consumers
+    # Slow every shard to 3 statements/s so the job is still being applied while consumers
     # die, and let the group notice a dead member quickly.
     sed -i -e "s/default_rate = 0.0;/default_rate = 3.0;/" -e "s/session.timeout.ms=10000/session.timeout.ms=6000/" "$CONF"
     start_consumers
@@ -236,7 +236,7 @@ row-locks)
         "[ $(metric_sum bulkwrite_consumer_unhealthy 3) -eq 1 ] && [ $(metric_sum bulkwrite_consumer_errors_total 3) -ge 2 ]"
     shard3_error() {
         "$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY" shards >"$WORK/shards.txt" &&
-            awk '$1 == 3 && $7 == "yes" && / timeout: / {found = 1} END {exit !found}' "$WORK/shards.txt"
+            awk '$1 == 3 && $9 == "yes" && / timeout: / {found = 1} END {exit !found}' "$WORK/shards.txt"
     }
     check "bwctl shards lists shard 3 unhealthy with its recent timeout" wait_for 10 shard3_error
     no_progress() {

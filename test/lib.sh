@@ -100,7 +100,7 @@ start_consumer() { # start_consumer PORT [CONF]
 
 # Starts MariaDB x2 (shards 0-3 and 4-7), Kafka and the proxy for test NAME in MODE
 # (embedded|kafka). The config is the reference one with this tier's ports, no default
-# rate limit, and shard $HOT limited to $HOT_RATE batches/s. Exits on failure.
+# rate limit, and shard $HOT limited to $HOT_RATE statements/s. Exits on failure.
 bw_stack_start() {
     local name=$1
     MODE=$2

@@ -5,8 +5,10 @@
  *   submit FILE          send ops from JSON lines or CSV, in batches, with a progress bar
  *   watch JOB_ID         follow a job until it is finished: progress bar and ETA
  *   job JOB_ID           print a job's status (JSON)
- *   shards               a table of every shard: rates, paused, lag, recent errors
- *   set-rate SHARD RATE  set a shard's rate (batches/s; 0 = unlimited; "default" = configured)
+ *   shards               a table of every shard: budgets, paused, lag, recent errors
+ *   set-rate SHARD [RATE] [--rows ROWS]
+ *                        set a shard's budget: statements/s (0 = unlimited) and/or rows/s
+ *                        (0 = no row budget); "default" = back to the configured value
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
  *   resume SHARD         apply them again
  *   schema [--print]     create every shard database and table (or print the DDL)
@@ -540,10 +542,19 @@ static int cmd_watch(int argc, char **argv) {
 
 /* ---- shards ----------------------------------------------------------------------------- */
 
+/* A budget for the table: "-" for 0 (no limit). */
+static const char *budget_text(json_t *v, char *buf, size_t size) {
+    double x = json_number_value(v);
+    if (x == 0) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%g", x);
+    return buf;
+}
+
 static int cmd_shards(int argc, char **argv) {
     if (argc != 1)
-        return fputs("usage: bwctl shards\nA table of every shard: configured and effective rate, paused, "
-                     "unhealthy, lag, its consumer, and the latest error.\n",
+        return fputs("usage: bwctl shards\nA table of every shard: its budgets in statements/s and rows/s as "
+                     "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
+                     "paused, unhealthy, lag, its consumer, and the latest error.\n",
                      strcmp(argv[1], "--help") ? stderr : stdout), strcmp(argv[1], "--help") ? 2 : 0;
     bw_buf_t resp;
     bw_buf_init(&resp);
@@ -555,8 +566,8 @@ static int cmd_shards(int argc, char **argv) {
         bw_buf_free(&resp);
         return 1;
     }
-    printf("%-6s %-9s %-10s %10s %10s %-6s %-9s %8s %-22s %s\n", "SHARD", "DATABASE", "SERVER", "CONFIGURED",
-           "EFFECTIVE", "PAUSED", "UNHEALTHY", "LAG", "CONSUMER", "LAST ERROR");
+    printf("%-6s %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-22s %s\n", "SHARD", "DATABASE", "SERVER",
+           "CONF STMT/S", "STMT/S", "CONF ROWS/S", "ROWS/S", "PAUSED", "UNHEALTHY", "LAG", "CONSUMER", "LAST ERROR");
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(j, "shards"), i, s) {
@@ -569,9 +580,12 @@ static int cmd_shards(int argc, char **argv) {
             if (e)
                 snprintf(last, sizeof(last), "%s: %.200s", jstr(e, "kind"), jstr(e, "message"));
         }
-        printf("%-6ld %-9s %-10s %10g %10g %-6s %-9s %8s %-22s %s\n", jint(s, "shard"), jstr(s, "database"),
-               jstr(s, "server"),
-               json_real_value(json_object_get(s, "configured_rate")), json_number_value(json_object_get(s, "effective_rate")),
+        char b[4][32];
+        printf("%-6ld %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-22s %s\n", jint(s, "shard"), jstr(s, "database"),
+               jstr(s, "server"), budget_text(json_object_get(s, "configured_rate"), b[0], sizeof(b[0])),
+               budget_text(json_object_get(s, "effective_rate"), b[1], sizeof(b[1])),
+               budget_text(json_object_get(s, "configured_row_rate"), b[2], sizeof(b[2])),
+               budget_text(json_object_get(s, "effective_row_rate"), b[3], sizeof(b[3])),
                json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag,
                json_is_object(c) ? jstr(c, "instance") : "-", last);
     }
@@ -580,46 +594,57 @@ static int cmd_shards(int argc, char **argv) {
     return 0;
 }
 
+/* One budget of set-rate into body[member]: a number checked by the rule the proxy applies
+ * too (so a bad one is refused before anything is sent), or "default" (null). 0, or -1
+ * with why filled in. */
+static int put_budget(json_t *body, const char *member, const char *text, char *why, size_t why_size) {
+    int rows = strcmp(member, "row_rate") == 0;
+    if (strcmp(text, "default") == 0) return json_object_set_new(body, member, json_null()), 0;
+    char *end;
+    double v = strtod(text, &end);
+    if (*end || end == text)
+        return snprintf(why, why_size, "\"%s\" is not a %s (a number, or default)", text, rows ? "row rate" : "rate"),
+               -1;
+    if (rows ? bw_ratelimit_check_rows(v, why, why_size) : bw_ratelimit_check(v, why, why_size)) return -1;
+    json_object_set_new(body, member, json_real(v));
+    return 0;
+}
+
 static int cmd_control(int argc, char **argv) {
     const char *cmd = argv[0];
     int is_rate = strcmp(cmd, "set-rate") == 0;
-    char help[512];
+    char help[1024];
     snprintf(help, sizeof(help),
              "usage: bwctl %s SHARD%s [--reason TEXT]\n%s\n"
              "Every consumer applies it within seconds; it lasts until changed, across restarts.\n",
-             cmd, is_rate ? " RATE|default" : "",
-             is_rate ? "Sets the shard's rate in batches per second (0 = unlimited, else " BW_RATE_BOUNDS_TEXT
-                       "; default = the configured rate)."
+             cmd, is_rate ? " [RATE|default] [--rows ROWS|default]" : "",
+             is_rate ? "Sets the shard's budget: RATE statements per second (0 = unlimited, else "
+                       BW_RATE_BOUNDS_TEXT "),\n--rows ROWS rows per second (0 = no row budget, else "
+                       BW_ROW_RATE_BOUNDS_TEXT "), or both;\nwhichever binds first holds the shard back. "
+                       "default = back to the configured value;\na budget not given stays as it is."
              : strcmp(cmd, "pause") == 0 ? "Stops applying the shard's batches; they wait in Kafka."
                                          : "Applies the shard's batches again.");
-    const char *reason = "";
-    static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    const char *reason = "", *rows = NULL;
+    static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"rows", required_argument, 0, 'R'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
     for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
         if (o == 'r') reason = optarg;
+        else if (o == 'R' && is_rate) rows = optarg;
         else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
     }
-    if (argc - optind != (is_rate ? 2 : 1)) return fputs(help, stderr), 2;
+    int positional = argc - optind;
+    /* set-rate: SHARD and RATE, or SHARD alone with --rows */
+    if (is_rate ? positional != 2 && !(positional == 1 && rows) : positional != 1) return fputs(help, stderr), 2;
     char *end;
     long shard = strtol(argv[optind], &end, 10);
     if (*end || end == argv[optind]) return fprintf(stderr, "bwctl: \"%s\" is not a shard number\n", argv[optind]), 2;
     json_t *body = json_pack("{s:s}", "reason", reason);
-    if (is_rate) {
-        const char *r = argv[optind + 1];
-        if (strcmp(r, "default") == 0) json_object_set_new(body, "rate", json_null());
-        else {
-            double v = strtod(r, &end);
-            char why[256] = "";
-            /* refused here, before anything is sent, by the rule the proxy applies too */
-            if (*end || end == r) snprintf(why, sizeof(why), "\"%s\" is not a rate (a number, or default)", r);
-            else bw_ratelimit_check(v, why, sizeof(why));
-            if (why[0]) {
-                json_decref(body);
-                return fprintf(stderr, "bwctl: %s\n", why), 2;
-            }
-            json_object_set_new(body, "rate", json_real(v));
-        }
+    char why[256] = "";
+    if ((positional == 2 && put_budget(body, "rate", argv[optind + 1], why, sizeof(why))) ||
+        (rows && put_budget(body, "row_rate", rows, why, sizeof(why)))) {
+        json_decref(body);
+        return fprintf(stderr, "bwctl: %s\n", why), 2;
     }
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -649,8 +674,10 @@ static int usage(FILE *out, int code) {
           "  submit FILE          send ops from JSON lines or CSV in batches, with a progress bar\n"
           "  watch JOB_ID         follow a job until it is finished, with a progress bar and ETA\n"
           "  job JOB_ID           print a job's status (JSON)\n"
-          "  shards               a table of every shard: rates, paused, lag, recent errors\n"
-          "  set-rate SHARD RATE  set a shard's rate (batches/s; 0 = unlimited; default = configured)\n"
+          "  shards               a table of every shard: budgets, paused, lag, recent errors\n"
+          "  set-rate SHARD [RATE] [--rows ROWS]\n"
+          "                       set a shard's budget in statements/s (0 = unlimited) and/or\n"
+          "                       rows/s (0 = no row budget); default = the configured value\n"
           "  pause SHARD          stop applying a shard's batches (they wait in Kafka)\n"
           "  resume SHARD         apply them again\n"
           "  schema [--print]     create the shard databases and tables on every server\n"

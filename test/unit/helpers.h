@@ -87,5 +87,6 @@ Suite *admin_suite(void);
 Suite *backlog_suite(void);
 Suite *health_suite(void);
 Suite *scheduler_suite(void);
+Suite *metrics_suite(void);
 
 #endif

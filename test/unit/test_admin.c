@@ -1,5 +1,6 @@
 /* test_admin.c — the shard admin API's input: URLs and control bodies, refused with the
  * reason or turned into the shard's next control record. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,13 +67,25 @@ START_TEST(control_bodies) {
     static const struct {
         const char *action, *body, *why;
     } bad[] = {
-        {"rate", "{\"rate\": -1}", "rate -1 is out of range: use 0 (unlimited) or 0.001 to 1e6 batches per second"},
+        {"rate", "{\"rate\": -1}", "rate -1 is out of range: use 0 (unlimited) or 0.001 to 1e6 statements per second"},
         {"rate", "{\"rate\": 1e7}", "rate 1e+07 is out of range"},
         /* below the minimum: 1e-13 once overflowed the limiter to unlimited */
         {"rate", "{\"rate\": 1e-13}", "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6"},
         {"rate", "{\"rate\": 0.000999}", "rate 0.000999 is out of range"},
         {"rate", "{\"rate\": \"5\"}", "rate must be a number"},
-        {"rate", "{}", "rate needs {\"rate\": number or null}"},
+        {"rate", "{}", "rate needs {\"rate\": number or null}, {\"row_rate\": number or null}, or both"},
+        {"rate", "{\"reason\": \"x\"}", "rate needs {\"rate\": number or null}"},
+        {"rate", "{\"row_rate\": 0.5}", "row_rate 0.5 is out of range: use 0 (no row budget) or 1 to 1e6 rows per second"},
+        {"rate", "{\"row_rate\": 2e6}", "row_rate 2e+06 is out of range"},
+        {"rate", "{\"row_rate\": -3}", "row_rate -3 is out of range"},
+        {"rate", "{\"row_rate\": \"100\"}", "row_rate must be a number of rows per second, or null"},
+        {"rate", "{\"row_rate\": true}", "row_rate must be a number"},
+        {"rate", "{\"row_rate\": [100]}", "row_rate must be a number"},
+        /* both given: either one wrong refuses the whole body, nothing changes */
+        {"rate", "{\"rate\": 5, \"row_rate\": 0.1}", "row_rate 0.1 is out of range"},
+        {"rate", "{\"rate\": \"5\", \"row_rate\": 100}", "rate must be a number of statements per second"},
+        {"rate", "{\"rows\": 100}", "unknown member \"rows\" for rate"},
+        {"pause", "{\"row_rate\": 1}", "unknown member \"row_rate\" for pause"},
         {"rate", "[1]", "the body must be a JSON object"},
         {"rate", "{\"rate\": 1", "the body must be a JSON object"},
         {"pause", "{\"rate\": 1}", "unknown member \"rate\" for pause"},
@@ -84,6 +97,73 @@ START_TEST(control_bodies) {
         ck_assert_msg(strstr(err, bad[i].why) == err, "%s: got \"%s\"", bad[i].body, err);
         ck_assert_msg(memcmp(&before, &set, sizeof(set)) == 0, "%s changed the setting", bad[i].body);
     }
+}
+END_TEST
+
+/* The row budget: set alone, together with the rate, back to the configured value with null;
+ * each member given changes only its budget, and pause/resume carry both along. */
+START_TEST(control_row_rate) {
+    bw_shard_setting_t set = {0};
+    char err[256];
+    Bulkwrite__V1__ShardControl *c = update("rate", "{\"row_rate\": 5000}", &set, err);
+    ck_assert_msg(c != NULL, "%s", err);
+    ck_assert(c->has_row_rate && c->row_rate == 5000 && !c->has_rate);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    c = update("rate", "{\"rate\": 20}", &set, err); /* the row budget stays */
+    ck_assert(c && c->has_rate && c->rate == 20 && c->has_row_rate && c->row_rate == 5000);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    c = update("pause", "{\"reason\": \"disk\"}", &set, err);
+    ck_assert(c && c->paused && c->has_rate && c->rate == 20 && c->has_row_rate && c->row_rate == 5000);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    c = update("rate", "{\"rate\": null, \"row_rate\": 250.5, \"reason\": \"both\"}", &set, err);
+    ck_assert(c && !c->has_rate && c->has_row_rate && c->row_rate == 250.5 && c->paused);
+    ck_assert_str_eq(c->reason, "both");
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    c = update("resume", "", &set, err);
+    ck_assert(c && !c->paused && c->has_row_rate && c->row_rate == 250.5);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    /* 0 (no row budget) and the bounds are row rates; 0 is the operator's, not the configured */
+    const double edges[] = {0, BW_ROW_RATE_MIN, BW_ROW_RATE_MAX};
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        char body[64];
+        snprintf(body, sizeof(body), "{\"row_rate\": %.17g}", edges[i]);
+        c = update("rate", body, &set, err);
+        ck_assert_msg(c && c->has_row_rate && c->row_rate == edges[i], "%s: %s", body, err);
+        bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    }
+    c = update("rate", "{\"row_rate\": null}", &set, err);
+    ck_assert(c && !c->has_row_rate && c->row_rate == 0 && !c->has_rate);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    ck_assert(!set.has_row_rate && !set.has_rate);
+}
+END_TEST
+
+/* GET /v1/shards' view of a setting: configured, operator's and effective budgets. */
+START_TEST(setting_json_budgets) {
+    bw_config_t *conf = t_conf_variant_load("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 50.0; row_rate = 900.0; }");
+    bw_shard_setting_t set = {0};
+    char *text = bw_admin_setting_json(conf, 7, &set);
+    json_t *j = json_loads(text, 0, NULL);
+    ck_assert_msg(j != NULL, "%s", text);
+    ck_assert(json_real_value(json_object_get(j, "configured_rate")) == 50.0);
+    ck_assert(json_is_null(json_object_get(j, "operator_rate")));
+    ck_assert(json_number_value(json_object_get(j, "effective_rate")) == 50.0);
+    ck_assert(json_number_value(json_object_get(j, "configured_row_rate")) == 900.0);
+    ck_assert(json_is_null(json_object_get(j, "operator_row_rate")));
+    ck_assert(json_number_value(json_object_get(j, "effective_row_rate")) == 900.0);
+    json_decref(j);
+    free(text);
+    set.has_row_rate = 1;
+    set.row_rate = 0; /* the operator lifted the row budget */
+    text = bw_admin_setting_json(conf, 7, &set);
+    j = json_loads(text, 0, NULL);
+    ck_assert(json_number_value(json_object_get(j, "operator_row_rate")) == 0);
+    ck_assert(json_number_value(json_object_get(j, "effective_row_rate")) == 0);
+    ck_assert(json_number_value(json_object_get(j, "configured_row_rate")) == 900.0);
+    ck_assert(json_number_value(json_object_get(j, "effective_rate")) == 50.0);
+    json_decref(j);
+    free(text);
+    bw_config_destroy(conf);
 }
 END_TEST
 
@@ -104,7 +184,41 @@ START_TEST(control_record_rate_clamped) {
         bw_shard_setting_from_record(&c, &set);
         ck_assert_msg(set.has_rate && set.rate == cases[i].want, "%g read as %g", cases[i].rate, set.rate);
         ck_assert(set.paused && strcmp(set.reason, "by hand") == 0);
+        ck_assert(!set.has_row_rate && set.row_rate == 0);
     }
+    /* row rates likewise, by their own bounds */
+    const struct {
+        double row_rate, want;
+    } rows[] = {{0.5, BW_ROW_RATE_MIN}, {-3, BW_ROW_RATE_MIN}, {NAN, BW_ROW_RATE_MIN}, {1e9, BW_ROW_RATE_MAX},
+                {0, 0}, {7500, 7500}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
+        c.has_row_rate = 1;
+        c.row_rate = rows[i].row_rate;
+        bw_shard_setting_t set;
+        bw_shard_setting_from_record(&c, &set);
+        ck_assert_msg(set.has_row_rate && set.row_rate == rows[i].want, "%g read as %g", rows[i].row_rate, set.row_rate);
+        ck_assert(!set.has_rate);
+    }
+}
+END_TEST
+
+/* A record written before row rates existed (fields 1-6 only) reads as "no operator row
+ * rate": the configured one applies. */
+START_TEST(control_record_without_row_rate) {
+    /* shard 3, has_rate, rate 40.0, reason "old", as the previous version packed it */
+    static const uint8_t old[] = {0x08, 0x03, 0x10, 0x01, 0x19, 0, 0, 0, 0, 0, 0, 0x44, 0x40, 0x32, 0x03, 'o', 'l', 'd'};
+    Bulkwrite__V1__ShardControl *back = bulkwrite__v1__shard_control__unpack(NULL, sizeof(old), old);
+    ck_assert_ptr_nonnull(back);
+    bw_shard_setting_t set;
+    bw_shard_setting_from_record(back, &set);
+    bulkwrite__v1__shard_control__free_unpacked(back, NULL);
+    ck_assert(set.has_rate && set.rate == 40 && !set.has_row_rate && set.row_rate == 0);
+    ck_assert_str_eq(set.reason, "old");
+    bw_config_t *conf = t_conf_variant_load("default_row_rate = 0.0;", "default_row_rate = 3000.0;");
+    ck_assert(bw_shard_effective_row_rate(conf, 3, &set) == 3000.0);
+    ck_assert(bw_shard_effective_rate(conf, 3, &set) == 40);
+    bw_config_destroy(conf);
 }
 END_TEST
 
@@ -122,6 +236,9 @@ Suite *admin_suite(void) {
     tcase_add_test(tc, control_bodies);
     tcase_add_test(tc, shard_keys);
     tcase_add_test(tc, control_record_rate_clamped);
+    tcase_add_test(tc, control_row_rate);
+    tcase_add_test(tc, setting_json_budgets);
+    tcase_add_test(tc, control_record_without_row_rate);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -33,6 +33,8 @@ START_TEST(reference_loads) {
     ck_assert_int_eq(c->rate_override_cnt, 1);
     ck_assert_int_eq(c->rate_overrides[0].shard, 7);
     ck_assert(c->rate_overrides[0].rate == 50.0);
+    ck_assert(c->default_row_rate == 0);
+    ck_assert(c->rate_overrides[0].row_rate == 0); /* left out: the default, no row budget */
     ck_assert_int_eq(c->query_timeout_ms, 5000);
     ck_assert_int_eq(c->connect_timeout_ms, 2000);
     ck_assert_str_eq(c->proxy_listen_address, "127.0.0.1");
@@ -51,6 +53,7 @@ START_TEST(reference_loads) {
     for (int s = 0; s < 8; s++) {
         ck_assert_int_eq(c->shard_server[s], s < 4 ? 0 : 1);
         ck_assert(c->shard_rate[s] == (s == 7 ? 50.0 : 200.0));
+        ck_assert(c->shard_row_rate[s] == 0);
     }
     ck_assert_str_eq(c->servers[0].name, "mysql-a");
     ck_assert_int_eq(c->servers[0].port, 13306);
@@ -135,6 +138,38 @@ START_TEST(defaults_fill_in) {
     /* a rate given as an integer is a number too */
     c = t_conf_variant_load("default_rate = 200.0;", "default_rate = 150;");
     ck_assert(c->default_rate == 150.0);
+    bw_config_destroy(c);
+}
+END_TEST
+
+/* Row budgets: a default, overrides that set rate, row_rate or both (what an entry leaves
+ * out is the default, filled in so that the dump says it). */
+START_TEST(row_rates) {
+    bw_config_t *c = t_conf_variant_load("default_row_rate = 0.0;", "default_row_rate = 5000.0;");
+    ck_assert(c->default_row_rate == 5000.0);
+    ck_assert(c->shard_row_rate[0] == 5000.0);
+    ck_assert(c->shard_rate[7] == 50.0 && c->shard_row_rate[7] == 5000.0); /* the entry sets only rate */
+    ck_assert(c->rate_overrides[0].row_rate == 5000.0);
+    bw_config_destroy(c);
+    /* an entry with only row_rate keeps the default statement rate; one with both sets both */
+    c = t_conf_variant_load("{ shard = 7; rate = 50.0; }",
+                            "{ shard = 7; row_rate = 800.0; }, { shard = 6; rate = 5.0; row_rate = 100; }");
+    ck_assert_int_eq(c->rate_override_cnt, 2);
+    ck_assert(c->rate_overrides[0].rate == 200.0 && c->rate_overrides[0].row_rate == 800.0);
+    ck_assert(c->shard_rate[7] == 200.0 && c->shard_row_rate[7] == 800.0);
+    ck_assert(c->shard_rate[6] == 5.0 && c->shard_row_rate[6] == 100.0);
+    ck_assert(c->shard_rate[0] == 200.0 && c->shard_row_rate[0] == 0);
+    bw_config_destroy(c);
+    /* left out: no row budget */
+    c = t_conf_variant_load("  default_row_rate = 0.0;\n", "");
+    ck_assert(c->default_row_rate == 0 && c->shard_row_rate[3] == 0);
+    bw_config_destroy(c);
+    /* the bounds load */
+    c = t_conf_variant_load("default_row_rate = 0.0;", "default_row_rate = 1;");
+    ck_assert(c->shard_row_rate[0] == BW_ROW_RATE_MIN);
+    bw_config_destroy(c);
+    c = t_conf_variant_load("{ shard = 7; rate = 50.0; }", "{ shard = 7; row_rate = 1e6; }");
+    ck_assert(c->shard_row_rate[7] == BW_ROW_RATE_MAX);
     bw_config_destroy(c);
 }
 END_TEST
@@ -245,6 +280,30 @@ START_TEST(error_out_of_range) {
     /* a server range beyond shards.count */
     expect_error("last_shard = 7;", "last_shard = 8;", t_line_of(REF, "mysql-b", "last_shard"),
                  "shards.servers", "mysql-b", NULL);
+}
+END_TEST
+
+START_TEST(error_row_rates) {
+    int def = t_line_of(REF, NULL, "default_row_rate = 0.0;"), ov = t_line_of(REF, NULL, "{ shard = 7; rate = 50.0; }");
+    /* within the key table's range but below the minimum: the reason names the bounds */
+    expect_error("default_row_rate = 0.0;", "default_row_rate = 0.5;", def,
+                 "shards.default_row_rate: row_rate 0.5 is out of range", "0 (no row budget) or 1 to 1e6 rows per second",
+                 NULL);
+    expect_error("default_row_rate = 0.0;", "default_row_rate = 2e6;", def, "shards.default_row_rate", "out of range",
+                 NULL);
+    expect_error("default_row_rate = 0.0;", "default_row_rate = -1.0;", def, "shards.default_row_rate", "out of range",
+                 NULL);
+    expect_error("default_row_rate = 0.0;", "default_row_rate = \"fast\";", def, "shards.default_row_rate", "number",
+                 NULL);
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; row_rate = 0.5; }", ov,
+                 "shards.rate_overrides: row_rate 0.5 is out of range", "1 to 1e6", NULL);
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; rate = 50.0; row_rate = 1000001.0; }", ov,
+                 "shards.rate_overrides[0].row_rate", "out of range", NULL);
+    /* an entry must set something */
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; }", ov, "shards.rate_overrides[0]: set rate",
+                 "row_rate (rows per second) or both", NULL);
+    expect_error("{ shard = 7; rate = 50.0; }", "{ shard = 7; rows = 5.0; }", ov, "unknown key",
+                 "shards.rate_overrides[0].rows", NULL);
 }
 END_TEST
 
@@ -406,7 +465,8 @@ START_TEST(doc_mentions_every_key) {
         "log_level", "kafka.brokers", "kafka.topic", "kafka.consumer_group", "kafka.create_topic",
         "kafka.replication_factor", "kafka.message_max_bytes", "kafka.properties",
         "kafka.producer_properties", "kafka.consumer_properties", "shards.count",
-        "shards.database_prefix", "shards.default_rate", "shards.rate_overrides", "shards.servers",
+        "shards.database_prefix", "shards.default_rate", "shards.default_row_rate", "shards.rate_overrides",
+        "shards.rate_overrides[].row_rate", "shards.servers",
         "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address", "proxy.port",
         "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
         "consumer.pull_count", "consumer.workers", "consumer.listen_address", "consumer.port", "object_types",
@@ -453,10 +513,12 @@ static void assert_same_config(const bw_config_t *a, const bw_config_t *b) {
     SAME_INT(shard_count);
     SAME_STR(database_prefix);
     SAME_DBL(default_rate);
+    SAME_DBL(default_row_rate);
     SAME_INT(rate_override_cnt);
     for (int i = 0; i < a->rate_override_cnt; i++) {
         SAME_INT(rate_overrides[i].shard);
         SAME_DBL(rate_overrides[i].rate);
+        SAME_DBL(rate_overrides[i].row_rate);
     }
     SAME_INT(server_cnt);
     for (int i = 0; i < a->server_cnt; i++) {
@@ -500,6 +562,7 @@ static void assert_same_config(const bw_config_t *a, const bw_config_t *b) {
     for (int s = 0; s < a->shard_count; s++) {
         SAME_INT(shard_server[s]);
         SAME_DBL(shard_rate[s]);
+        SAME_DBL(shard_row_rate[s]);
     }
 #undef SAME_STR
 #undef SAME_INT
@@ -556,6 +619,12 @@ START_TEST(dump_reloads_awkward_values) {
     dump_reload(c);
     bw_config_destroy(c);
 
+    /* row rates, and an entry whose left-out rate is dumped as the default it took */
+    c = t_conf_variant_load("{ shard = 7; rate = 50.0; }", "{ shard = 7; row_rate = 1234.5; }, { shard = 1; rate = 3; row_rate = 0; }");
+    ck_assert(c->shard_rate[7] == 200.0 && c->shard_row_rate[7] == 1234.5);
+    dump_reload(c);
+    bw_config_destroy(c);
+
     c = t_conf_variant_load("password = \"\";         # password\n      first_shard = 0;",
                             "password = \"p\\\"w\\\\d\";   # password\n      first_shard = 0;");
     ck_assert_str_eq(c->servers[0].password, "p\"w\\d");
@@ -583,12 +652,14 @@ Suite *config_suite(void) {
     TCase *tc = tcase_create("load");
     tcase_add_test(tc, reference_loads);
     tcase_add_test(tc, defaults_fill_in);
+    tcase_add_test(tc, row_rates);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, error_syntax);
     tcase_add_test(tc, error_unknown_key);
     tcase_add_test(tc, error_wrong_type);
     tcase_add_test(tc, error_out_of_range);
+    tcase_add_test(tc, error_row_rates);
     tcase_add_test(tc, error_missing_required);
     tcase_add_test(tc, error_shard_ownership);
     tcase_add_test(tc, error_identifiers);

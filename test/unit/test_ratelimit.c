@@ -150,10 +150,10 @@ START_TEST(rate_bounds) {
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
         ck_assert_int_eq(bw_ratelimit_check(bad[i], err, sizeof(err)), -1);
-        ck_assert_msg(strstr(err, "0 (unlimited) or 0.001 to 1e6 batches per second"), "%g: %s", bad[i], err);
+        ck_assert_msg(strstr(err, "0 (unlimited) or 0.001 to 1e6 statements per second"), "%g: %s", bad[i], err);
     }
-    ck_assert_str_eq(err, "rate -inf is out of range: use 0 (unlimited) or 0.001 to 1e6 batches per second "
-                          "(one batch per 1000 s at the least; pause a shard to stop it)");
+    ck_assert_str_eq(err, "rate -inf is out of range: use 0 (unlimited) or 0.001 to 1e6 statements per second "
+                          "(one statement per 1000 s at the least; pause a shard to stop it)");
     ck_assert(bw_ratelimit_clamp(0) == 0);
     ck_assert(bw_ratelimit_clamp(1e-13) == BW_RATE_MIN);
     ck_assert(bw_ratelimit_clamp(-1) == BW_RATE_MIN);
@@ -161,6 +161,37 @@ START_TEST(rate_bounds) {
     ck_assert(bw_ratelimit_clamp(-INFINITY) == BW_RATE_MIN);
     ck_assert(bw_ratelimit_clamp(INFINITY) == BW_RATE_MAX);
     ck_assert(bw_ratelimit_clamp(2.5) == 2.5);
+}
+END_TEST
+
+/* Row rates: 0 (no row budget) or 1 to 1e6 rows per second; the rest refused with the
+ * bounds, and clamped to the nearest bound when read from a record. */
+START_TEST(row_rate_bounds) {
+    char err[256] = "";
+    const double good[] = {0, BW_ROW_RATE_MIN, 2.5, 150000, BW_ROW_RATE_MAX};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        ck_assert_msg(bw_ratelimit_check_rows(good[i], err, sizeof(err)) == 0, "%g refused: %s", good[i], err);
+    ck_assert_str_eq(err, "");
+    const double bad[] = {0.5, BW_RATE_MIN, 1e-13, -1, BW_ROW_RATE_MAX * 1.01, NAN, INFINITY, -INFINITY};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        ck_assert_int_eq(bw_ratelimit_check_rows(bad[i], err, sizeof(err)), -1);
+        ck_assert_msg(strstr(err, "0 (no row budget) or 1 to 1e6 rows per second"), "%g: %s", bad[i], err);
+    }
+    ck_assert_str_eq(err, "row_rate -inf is out of range: use 0 (no row budget) or 1 to 1e6 rows per second "
+                          "(pause a shard to stop it)");
+    ck_assert(bw_ratelimit_clamp_rows(0) == 0);
+    ck_assert(bw_ratelimit_clamp_rows(0.5) == BW_ROW_RATE_MIN);
+    ck_assert(bw_ratelimit_clamp_rows(NAN) == BW_ROW_RATE_MIN);
+    ck_assert(bw_ratelimit_clamp_rows(-3) == BW_ROW_RATE_MIN);
+    ck_assert(bw_ratelimit_clamp_rows(INFINITY) == BW_ROW_RATE_MAX);
+    ck_assert(bw_ratelimit_clamp_rows(2.5) == 2.5);
+    /* a limiter charged in rows keeps every row rate the bounds accept */
+    bw_ratelimit_t rl;
+    bw_ratelimit_init(&rl, BW_ROW_RATE_MAX, 0);
+    ck_assert(rl.rate == BW_ROW_RATE_MAX);
+    bw_ratelimit_set_rate(&rl, BW_ROW_RATE_MIN, 0);
+    ck_assert(rl.rate == BW_ROW_RATE_MIN);
 }
 END_TEST
 
@@ -272,6 +303,7 @@ Suite *ratelimit_suite(void) {
     tcase_add_test(tc, set_rate_midway);
     tcase_add_test(tc, rate_zero_unlimited);
     tcase_add_test(tc, rate_bounds);
+    tcase_add_test(tc, row_rate_bounds);
     tcase_add_test(tc, out_of_range_rates_never_unlimited);
     tcase_add_test(tc, precision_over_30s);
     tcase_add_test(tc, reserve_loop_precision);
