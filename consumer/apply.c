@@ -196,6 +196,7 @@ static int apply_rows_one_by_one(apply_ctx_t *x, const run_t *run, size_t from, 
     for (size_t i = from; i < from + n; i++) {
         if (query(x, "SAVEPOINT bw_row", 16)) return failed_retry(x, "savepoint"), -1;
         bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, &run->rows[i], 1);
+        x->res->statements++;
         if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) {
             x->res->rows_applied++;
             x->parts[run->msg[i]].rows_applied++;
@@ -274,6 +275,7 @@ static int apply_run(apply_ctx_t *x, const run_t *run) {
         if (query(x, "SAVEPOINT bw_stmt", 17)) return failed_retry(x, "savepoint"), -1;
         unsigned err = 0;
         const char *msg = "";
+        x->res->statements++;
         if ((alone ? run_text(x, &err, &msg) : run_statement(x, run, done, k, &err, &msg)) == 0) {
             x->res->rows_applied += k;
             for (size_t i = done; i < done + k; i++) x->parts[run->msg[i]].rows_applied++;
@@ -436,7 +438,7 @@ rollback:
     res->status = BW_APPLY_RETRY;
     if (!res->fail) res->fail = BW_FAIL_OTHER;
     res->rows_applied = res->rows_failed = res->messages_skipped = res->messages_duplicate = 0;
-    res->dead_letters = res->messages_undecodable = res->statements_bound = 0;
+    res->dead_letters = res->messages_undecodable = res->statements = res->statements_bound = 0;
 }
 
 int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {

@@ -83,6 +83,7 @@ typedef struct {
     uint64_t dead_letters;     /* records sent to the dead-letter topic */
     uint64_t messages_undecodable; /* passed whole to the dead-letter topic */
     uint64_t reconnects;       /* reused connections found closed and replaced (not errors) */
+    uint64_t statements;       /* data statements run (a refused one and its rows retried one by one included) */
     uint64_t statements_bound; /* statements sent array-bound, refused ones included (consumer.array_binding) */
     char error[512];           /* what went wrong, for logs and alerts */
 } bw_apply_result_t;

@@ -34,6 +34,8 @@ static void reload(const bw_daemon_t *d) {
     bw_config_t *c = consumer.conf;
     memcpy(c->shard_rate, n->shard_rate, sizeof(double) * (size_t)c->shard_count);
     c->default_rate = n->default_rate;
+    memcpy(c->shard_row_rate, n->shard_row_rate, sizeof(double) * (size_t)c->shard_count);
+    c->default_row_rate = n->default_row_rate;
     c->retry_initial_ms = n->retry_initial_ms;
     c->retry_max_ms = n->retry_max_ms;
     c->pause_after_timeouts = n->pause_after_timeouts;

@@ -39,6 +39,7 @@ void bw_progress_applied(bw_job_t *j, int64_t now) {
     }
     if (res->messages_undecodable)
         bw_metrics_shard_error(consumer.metrics, j->shard, BW_APPLY_ERR_DECODE, res->messages_undecodable);
+    bw_metrics_shard_statements(consumer.metrics, j->shard, res->statements);
     bw_metrics_shard_applied(consumer.metrics, j->shard, res->rows_applied, res->rows_failed, res->messages_skipped,
                              res->messages_duplicate, res->dead_letters, now - j->started_us);
     bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, j->shard);
@@ -205,6 +206,7 @@ void bw_progress_update_gauges(void) {
         else if (p->ledger_pending && hi >= 0) lag = hi - (lo > 0 ? lo : 0); /* at most this much waits */
         int buffer_full = p->fetch_paused && !p->op_paused && !p->ledger_pending && !bw_health_blocked(consumer.health, s);
         bw_metrics_shard_state(consumer.metrics, s, p->rl.rate, p->op_paused, buffer_full, lag);
+        bw_metrics_shard_row_rate(consumer.metrics, s, p->rl_rows.rate);
         p->lag = lag;
         if (!lag) p->lagging_since_ms = 0;
         else if (!p->lagging_since_ms) p->lagging_since_ms = now_ms;
@@ -228,6 +230,7 @@ static void publish_shard_status(int s, int64_t now) {
     st.updated_at_ms = now;
     st.lag = p->lag;
     st.rate = p->rl.rate;
+    st.row_rate = p->rl_rows.rate;
     st.paused = p->op_paused;
     st.unhealthy = bw_health_blocked(consumer.health, s);
     st.rows_applied = p->rows_applied;

@@ -163,7 +163,7 @@ static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
         p->progress_ms = bw_wall_ms();
         bw_metrics_shard_lost(consumer.metrics, s, 0);
         bw_ratelimit_init(&p->rl, consumer.conf->shard_rate[s], now);
-        bw_ratelimit_init(&p->rl_rows, 0, now);
+        bw_ratelimit_init(&p->rl_rows, consumer.conf->shard_row_rate[s], now);
         shards[n++] = s;
     }
     /* librdkafka gets the assignment once the ledgers answered (hand_over); the group
