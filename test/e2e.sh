@@ -72,7 +72,7 @@ check "100,000 creates over 8 shards are accepted (protobuf)" \
 check "every shard holds exactly the rows sent, row by row" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 240 spread:100000
 
-# The hot shard at 5 batches/s: 20,000 creates = 40 batches of 500 take about
+# The hot shard at 5 statements/s: 20,000 creates = 40 statements of 500 take about
 # (40 - 6 stored or immediate permits) / 5 = 6.8 s; the bounds are generous.
 start=$(date +%s.%N)
 check "20,000 creates for a partner on the rate-limited shard are accepted" \
@@ -80,7 +80,7 @@ check "20,000 creates for a partner on the rate-limited shard are accepted" \
 check "the rate-limited shard applies them all" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 240 spread:100000 feed:20000:$HOT
 elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
-echo "# rate-limited shard: 40 batches at $HOT_RATE/s took ${elapsed}s"
+echo "# rate-limited shard: 40 statements at $HOT_RATE/s took ${elapsed}s"
 check "the rate-limited shard took at least 5 s and at most 120 s (${elapsed}s)" \
     awk -v e="$elapsed" 'BEGIN {exit !(e >= 5 && e <= 120)}'
 
@@ -92,7 +92,7 @@ metric_sum() { # metric_sum NAME [SHARD]: summed over both consumers (and shards
 batches_before=$(metric_sum bulkwrite_consumer_batches_applied_total $HOT)
 check "JSON: a spam cleanup is accepted" \
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" cleanup:20000:$HOT
-# 2,000 increments in requests of 10 ops: 200 small messages on the 5 batches/s shard.
+# 2,000 increments in requests of 10 ops: 200 small messages on the 5 statements/s shard.
 # Buffered behind the limiter, consecutive ones coalesce into statements of up to 200 rows.
 check "JSON: like increments in 200 small requests are accepted" \
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 10 like:20000:$HOT
