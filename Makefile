@@ -13,7 +13,7 @@
 SANITIZE ?=
 comma := ,
 CC ?= cc
-PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson libmariadb libcurl libcrypto
+PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson yajl libmariadb libcurl libcrypto
 
 ifeq ($(SANITIZE),)
 BUILD := build/release
