@@ -90,6 +90,32 @@ static inline int bw_wire_bytes(bw_wire_reader_t *r, const uint8_t **data, size_
     return 0;
 }
 
+/* A bool as protobuf-c reads it: whatever the wire type, true when any byte of the
+ * field's data (for a length-delimited field: its length prefix and its bytes) has one
+ * of its low 7 bits set. protobuf-c checks no wire type for a bool, so neither does this. */
+static inline int bw_wire_bool(bw_wire_reader_t *r, int wire_type, int *b) {
+    const uint8_t *start = r->p;
+    uint64_t v;
+    const uint8_t *d;
+    size_t n;
+    switch (wire_type) {
+    case BW_WIRE_VARINT: return bw_wire_varint(r, &v, b);
+    case BW_WIRE_I64:
+    case BW_WIRE_I32:
+        if (r->end - r->p < (wire_type == BW_WIRE_I64 ? 8 : 4)) return -1;
+        r->p += wire_type == BW_WIRE_I64 ? 8 : 4;
+        break;
+    case BW_WIRE_LEN:
+        if (bw_wire_bytes(r, &d, &n)) return -1;
+        break;
+    default: return -1;
+    }
+    int any = 0;
+    for (const uint8_t *q = start; q < r->p; q++) any |= *q & 0x7f;
+    *b = any != 0;
+    return 0;
+}
+
 /* Skips a field of an unknown number. */
 static inline int bw_wire_skip(bw_wire_reader_t *r, int wire_type) {
     uint64_t v;

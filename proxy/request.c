@@ -512,7 +512,7 @@ static int pb_value(bw_wire_reader_t r, Bulkwrite__V1__Value *v) {
         switch (field) {
         case 1: /* null_value */
         case 6: /* bool_value */
-            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &x, &any)) PB_FAIL();
+            if (bw_wire_bool(&r, wt, &any)) PB_FAIL();
             if (field == 1) {
                 v->kind_case = BULKWRITE__V1__VALUE__KIND_NULL_VALUE;
                 v->null_value = any;
@@ -556,7 +556,6 @@ static int pb_field(bw_wire_reader_t r, Bulkwrite__V1__Field *f, Bulkwrite__V1__
     while (r.p < r.end) {
         uint32_t field;
         int wt, any;
-        uint64_t x;
         const uint8_t *d;
         size_t n;
         if (bw_wire_tag(&r, &field, &wt)) PB_FAIL();
@@ -574,7 +573,7 @@ static int pb_field(bw_wire_reader_t r, Bulkwrite__V1__Field *f, Bulkwrite__V1__
             if (pb_value((bw_wire_reader_t){d, d + n}, f->value)) PB_FAIL();
             break;
         case 3:
-            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &x, &any)) PB_FAIL();
+            if (bw_wire_bool(&r, wt, &any)) PB_FAIL();
             f->increment = any;
             break;
         default:

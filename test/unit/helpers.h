@@ -86,5 +86,6 @@ Suite *admin_suite(void);
 Suite *backlog_suite(void);
 Suite *health_suite(void);
 Suite *scheduler_suite(void);
+Suite *forward_suite(void);
 
 #endif
