@@ -8,12 +8,12 @@
 #   make docs            regenerate docs/configuration.md from the config key table
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
 #   make check-tsan                         the unit and embedded e2e tiers under ThreadSanitizer
-#   make fuzz [FUZZ_SECONDS=60]             the libFuzzer harness from the committed seeds
+#   make fuzz [FUZZ_SECONDS=60]             the libFuzzer harnesses from the committed seeds
 
 SANITIZE ?=
 comma := ,
 CC ?= cc
-PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson libmariadb libcurl libcrypto
+PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson yajl libmariadb libcurl libcrypto
 
 ifeq ($(SANITIZE),)
 BUILD := build/release
@@ -85,22 +85,30 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB) $(TSAN_OBJ)
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs check) $(LDLIBS)
 
-# libFuzzer harness over decoding, validation and batching (clang; ASan + UBSan)
-FUZZ_BIN := build/fuzz/fuzz-request
+# libFuzzer harnesses (clang; ASan + UBSan): fuzz-request over decoding, validation and
+# batching (JSON and protobuf); fuzz-forward holds the protobuf wire reader and the
+# ShardBatch writer against protobuf-c's unpack and pack (test/unit/forward_ref.c).
 FUZZ_SECONDS ?= 60
+FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer -Itest/unit \
+	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # (the consumer's files are not under test, and need consumer/main.c's state)
-$(FUZZ_BIN): test/fuzz/fuzz_request.c $(filter-out $(PROTO_C) consumer/%,$(LIB_SRC)) $(PROTO_C)
+FUZZ_LIB_SRC := $(filter-out $(PROTO_C) consumer/%,$(LIB_SRC)) $(PROTO_C)
+build/fuzz/fuzz-request: test/fuzz/fuzz_request.c $(FUZZ_LIB_SRC)
 	@mkdir -p $(dir $@)
-	clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer \
-	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $^ -o $@ $(LDLIBS)
+	$(FUZZ_CC) $^ -o $@ $(LDLIBS)
+build/fuzz/fuzz-forward: test/fuzz/fuzz_forward.c test/unit/forward_ref.c $(FUZZ_LIB_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $^ -o $@ $(LDLIBS)
 
-# Runs the harness for FUZZ_SECONDS from the committed seeds (read-only); what it finds
-# new goes to build/fuzz/corpus, a crash to build/fuzz/crash-*.
-fuzz: $(FUZZ_BIN)
-	rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
-	  -print_final_stats=1 -artifact_prefix=build/fuzz/ build/fuzz/corpus test/fuzz/corpus
+# Runs each harness for half of FUZZ_SECONDS from its committed seeds (read-only); what
+# it finds new goes to build/fuzz/corpus-NAME, a crash to build/fuzz/crash-*.
+FUZZ_RUN = -max_total_time=$$(( ($(FUZZ_SECONDS) + 1) / 2 )) -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+	  -print_final_stats=1 -artifact_prefix=build/fuzz/
+fuzz: build/fuzz/fuzz-request build/fuzz/fuzz-forward
+	rm -rf build/fuzz/corpus-request build/fuzz/corpus-forward && mkdir -p build/fuzz/corpus-request build/fuzz/corpus-forward
+	build/fuzz/fuzz-request $(FUZZ_RUN) build/fuzz/corpus-request test/fuzz/corpus
+	build/fuzz/fuzz-forward $(FUZZ_RUN) build/fuzz/corpus-forward test/fuzz/corpus-forward
 
 # ---- tests ------------------------------------------------------------------------
 # The tiers run in two lanes side by side (a tier mostly waits on servers, rate limits and

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire.h"
+
 /* Bytes a message may spend on rows: the limit less room for the header fields
  * (job id, shard, type, op, time) and the column list, which are counted separately. */
 #define HEADER_RESERVE 512
@@ -59,43 +61,123 @@ static void sort_epoch(split_ctx_t *ctx, uint32_t *v, size_t n) {
     }
 }
 
-static Bulkwrite__V1__Row *make_row(split_ctx_t *ctx, uint32_t idx, int *batch_cols,
-                                    size_t *batch_col_cnt, const char **col_names) {
-    const Bulkwrite__V1__Op *op = ctx->req->ops[idx];
-    const bw_op_route_t *rt = &ctx->routes[idx];
-    const bw_object_type_t *ot = &ctx->conf->object_types[rt->type_index];
-    Bulkwrite__V1__Row *row = bw_arena_alloc(ctx->arena, sizeof(*row));
-    bulkwrite__v1__row__init(row);
-    row->op_index = idx;
-    row->id = op->id;
-    row->n_fields = op->n_fields;
-    if (op->n_fields) {
-        row->fields = bw_arena_alloc(ctx->arena, op->n_fields * sizeof(*row->fields));
-        Bulkwrite__V1__RowField *rf = bw_arena_alloc(ctx->arena, op->n_fields * sizeof(*rf));
-        for (size_t f = 0; f < op->n_fields; f++) {
-            int col = rt->cols[f];
-            if (!ctx->batch_col_of[col]) {
-                batch_cols[*batch_col_cnt] = col;
-                col_names[*batch_col_cnt] = ot->columns[col].name;
-                ctx->batch_col_of[col] = (int)++*batch_col_cnt;
-            }
-            bulkwrite__v1__row_field__init(&rf[f]);
-            rf[f].column = (uint32_t)(ctx->batch_col_of[col] - 1);
-            rf[f].value = op->fields[f]->value;
-            rf[f].increment = op->fields[f]->increment;
-            row->fields[f] = &rf[f];
-        }
+/* ---- ShardBatch bytes, written directly ----------------------------------------------
+ *
+ * A row cannot be the op's bytes verbatim: a Field names its column, a RowField gives the
+ * column's index in the batch's column list. So each row is written from the decoded op
+ * (its text and bytes values still point into the request body) as protobuf-c would
+ * pack the Row built from it: proto3 zero scalars omitted, a Value written as its one
+ * set member. The consumer's protobuf-c unpack reads what it always read, and the sizes
+ * that cut messages are the ones protobuf-c computed, so a request splits into the same
+ * parts as before (a resent request must name its parts the same way). */
+
+static size_t value_size(const Bulkwrite__V1__Value *v) {
+    switch (v->kind_case) {
+    case BULKWRITE__V1__VALUE__KIND_NULL_VALUE:
+    case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: return 2;
+    case BULKWRITE__V1__VALUE__KIND_INT_VALUE: return 1 + bw_wire_varint_size(bw_wire_zigzag64(v->int_value));
+    case BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE: return 9;
+    case BULKWRITE__V1__VALUE__KIND_STRING_VALUE:
+    case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE: return bw_wire_len_size(v->string_value.len);
+    default: return 0; /* no member set: an empty Value */
     }
-    return row;
 }
 
-static size_t varint_size(size_t v) {
-    size_t n = 1;
-    while (v >= 128) {
-        v >>= 7;
-        n++;
+static uint8_t *put_value(uint8_t *p, const Bulkwrite__V1__Value *v) {
+    switch (v->kind_case) {
+    case BULKWRITE__V1__VALUE__KIND_NULL_VALUE:
+        p = bw_wire_put_tag(p, 1, BW_WIRE_VARINT);
+        *p++ = v->null_value ? 1 : 0;
+        return p;
+    case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE:
+        p = bw_wire_put_tag(p, 6, BW_WIRE_VARINT);
+        *p++ = v->bool_value ? 1 : 0;
+        return p;
+    case BULKWRITE__V1__VALUE__KIND_INT_VALUE:
+        return bw_wire_put_varint(bw_wire_put_tag(p, 2, BW_WIRE_VARINT), bw_wire_zigzag64(v->int_value));
+    case BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE: {
+        uint64_t bits;
+        memcpy(&bits, &v->double_value, sizeof(bits));
+        return bw_wire_put_fixed64(bw_wire_put_tag(p, 3, BW_WIRE_I64), bits);
     }
+    case BULKWRITE__V1__VALUE__KIND_STRING_VALUE:
+        return bw_wire_put_bytes(p, 4, v->string_value.data, v->string_value.len);
+    case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE:
+        return bw_wire_put_bytes(p, 5, v->bytes_value.data, v->bytes_value.len);
+    default: return p;
+    }
+}
+
+/* A RowField's body: column (omitted when 0), value (when the op gave one), increment. */
+static size_t row_field_size(uint32_t column, const Bulkwrite__V1__Field *f) {
+    size_t n = column ? 1 + bw_wire_varint_size(column) : 0;
+    if (f->value) n += bw_wire_len_size(value_size(f->value));
+    return n + (f->increment ? 2 : 0);
+}
+
+/* Op i's Row body, with the batch's column map (config column -> batch column + 1). */
+static size_t row_size(const split_ctx_t *ctx, uint32_t i) {
+    const Bulkwrite__V1__Op *op = ctx->req->ops[i];
+    const int *cols = ctx->routes[i].cols;
+    size_t n = (i ? 1 + bw_wire_varint_size(i) : 0) + (op->id ? 9 : 0);
+    for (size_t f = 0; f < op->n_fields; f++)
+        n += bw_wire_len_size(row_field_size((uint32_t)(ctx->batch_col_of[cols[f]] - 1), op->fields[f]));
     return n;
+}
+
+static uint8_t *put_row(const split_ctx_t *ctx, uint8_t *p, uint32_t i, size_t body) {
+    const Bulkwrite__V1__Op *op = ctx->req->ops[i];
+    const int *cols = ctx->routes[i].cols;
+    p = bw_wire_put_varint(bw_wire_put_tag(p, 6, BW_WIRE_LEN), body);
+    if (i) p = bw_wire_put_varint(bw_wire_put_tag(p, 1, BW_WIRE_VARINT), i);
+    if (op->id) p = bw_wire_put_fixed64(bw_wire_put_tag(p, 2, BW_WIRE_I64), op->id);
+    for (size_t k = 0; k < op->n_fields; k++) {
+        const Bulkwrite__V1__Field *f = op->fields[k];
+        uint32_t column = (uint32_t)(ctx->batch_col_of[cols[k]] - 1);
+        p = bw_wire_put_varint(bw_wire_put_tag(p, 3, BW_WIRE_LEN), row_field_size(column, f));
+        if (column) p = bw_wire_put_varint(bw_wire_put_tag(p, 1, BW_WIRE_VARINT), column);
+        if (f->value) p = put_value(bw_wire_put_varint(bw_wire_put_tag(p, 2, BW_WIRE_LEN), value_size(f->value)), f->value);
+        if (f->increment) {
+            p = bw_wire_put_tag(p, 3, BW_WIRE_VARINT);
+            *p++ = 1;
+        }
+    }
+    return p;
+}
+
+static size_t string_field_size(const char *s) {
+    size_t n = strlen(s);
+    return n ? bw_wire_len_size(n) : 0; /* proto3: an empty string is not written */
+}
+
+static uint8_t *put_string_field(uint8_t *p, unsigned field, const char *s) {
+    size_t n = strlen(s);
+    return n ? bw_wire_put_bytes(p, field, s, n) : p;
+}
+
+/* The ShardBatch of rows ops[0..row_cnt) (body sizes in sizes[]) into a malloc'd payload. */
+static void *write_batch(const split_ctx_t *ctx, int shard, const bw_object_type_t *ot, int opk,
+                         const char **col_names, size_t col_cnt, const uint32_t *ops, const size_t *sizes,
+                         size_t row_cnt, uint32_t part, size_t *len_out) {
+    size_t len = string_field_size(ctx->job_id) + (shard ? 1 + bw_wire_varint_size((uint32_t)shard) : 0) +
+                 string_field_size(ot->name) + (opk ? 1 + bw_wire_varint_size((uint64_t)(int64_t)opk) : 0) +
+                 (ctx->now_ms ? 1 + bw_wire_varint_size((uint64_t)ctx->now_ms) : 0) +
+                 (part ? 1 + bw_wire_varint_size(part) : 0);
+    for (size_t c = 0; c < col_cnt; c++) len += bw_wire_len_size(strlen(col_names[c]));
+    for (size_t r = 0; r < row_cnt; r++) len += bw_wire_len_size(sizes[r]);
+    uint8_t *payload = malloc(len ? len : 1);
+    if (!payload) abort();
+    uint8_t *p = put_string_field(payload, 1, ctx->job_id);
+    if (shard) p = bw_wire_put_varint(bw_wire_put_tag(p, 2, BW_WIRE_VARINT), (uint32_t)shard);
+    p = put_string_field(p, 3, ot->name);
+    if (opk) p = bw_wire_put_varint(bw_wire_put_tag(p, 4, BW_WIRE_VARINT), (uint64_t)(int64_t)opk);
+    for (size_t c = 0; c < col_cnt; c++) p = bw_wire_put_bytes(p, 5, col_names[c], strlen(col_names[c]));
+    for (size_t r = 0; r < row_cnt; r++) p = put_row(ctx, p, ops[r], sizes[r]);
+    if (ctx->now_ms) p = bw_wire_put_varint(bw_wire_put_tag(p, 7, BW_WIRE_VARINT), (uint64_t)ctx->now_ms);
+    if (part) p = bw_wire_put_varint(bw_wire_put_tag(p, 8, BW_WIRE_VARINT), part);
+    if ((size_t)(p - payload) != len) abort(); /* the sizes above and the bytes written disagree: a bug */
+    *len_out = len;
+    return payload;
 }
 
 /* Emits the ops v[0..n) — all of one (type, op) on one shard — as messages. */
@@ -109,19 +191,26 @@ static void emit_group(split_ctx_t *ctx, int shard, const uint32_t *v, size_t n)
 
     int *batch_cols = bw_arena_alloc(ctx->arena, sizeof(int) * (size_t)(ot->column_cnt + 1));
     const char **col_names = bw_arena_alloc(ctx->arena, sizeof(char *) * (size_t)(ot->column_cnt + 1));
-    Bulkwrite__V1__Row **rows = bw_arena_alloc(ctx->arena, sizeof(*rows) * (n < limit ? n : limit));
-    uint32_t *ops = NULL;
+    size_t *sizes = bw_arena_alloc(ctx->arena, sizeof(*sizes) * (n < limit ? n : limit));
 
     size_t i = 0;
     while (i < n) {
         size_t row_cnt = 0, bytes = 0, col_cnt = 0;
         size_t batch_cap = n - i < limit ? n - i : limit;
-        ops = bw_arena_alloc(ctx->arena, sizeof(*ops) * batch_cap);
+        uint32_t *ops = bw_arena_alloc(ctx->arena, sizeof(*ops) * batch_cap);
         while (i < n && row_cnt < limit) {
             size_t cols_before = col_cnt;
-            Bulkwrite__V1__Row *row = make_row(ctx, v[i], batch_cols, &col_cnt, col_names);
-            size_t rsize = protobuf_c_message_get_packed_size(&row->base);
-            rsize += 1 + varint_size(rsize);
+            const Bulkwrite__V1__Op *op = ctx->req->ops[v[i]];
+            const bw_op_route_t *rt = &ctx->routes[v[i]];
+            for (size_t f = 0; f < op->n_fields; f++) { /* columns in first-use order */
+                int col = rt->cols[f];
+                if (ctx->batch_col_of[col]) continue;
+                batch_cols[col_cnt] = col;
+                col_names[col_cnt] = ot->columns[col].name;
+                ctx->batch_col_of[col] = (int)++col_cnt;
+            }
+            size_t body = row_size(ctx, v[i]);
+            size_t rsize = 1 + bw_wire_varint_size(body) + body;
             for (size_t c = cols_before; c < col_cnt; c++) rsize += 2 + strlen(col_names[c]);
             if (bytes + rsize > budget) {
                 /* undo the columns this row introduced */
@@ -136,41 +225,29 @@ static void emit_group(split_ctx_t *ctx, int shard, const uint32_t *v, size_t n)
                 continue;
             }
             bytes += rsize;
-            rows[row_cnt] = row;
+            sizes[row_cnt] = body;
             ops[row_cnt] = v[i];
             row_cnt++;
             i++;
         }
+        if (row_cnt) {
+            size_t len;
+            /* part: deterministic, so the same request names the same parts */
+            void *payload = write_batch(ctx, shard, ot, opk, col_names, col_cnt, ops, sizes, row_cnt,
+                                        (uint32_t)ctx->msg_cnt, &len);
+            ctx->msgs = grow(ctx->arena, ctx->msgs, sizeof(*ctx->msgs), ctx->msg_cnt, &ctx->msg_cap);
+            bw_batch_msg_t *m = &ctx->msgs[ctx->msg_cnt++];
+            memset(m, 0, sizeof(*m));
+            m->shard = shard;
+            m->type_name = ot->name;
+            snprintf(m->op_header, sizeof(m->op_header), "%d", opk);
+            snprintf(m->rows_header, sizeof(m->rows_header), "%zu", row_cnt);
+            m->payload = payload;
+            m->len = len;
+            m->ops = ops;
+            m->op_cnt = row_cnt;
+        }
         for (size_t c = 0; c < col_cnt; c++) ctx->batch_col_of[batch_cols[c]] = 0;
-        if (!row_cnt) continue;
-
-        Bulkwrite__V1__ShardBatch sb = BULKWRITE__V1__SHARD_BATCH__INIT;
-        sb.job_id = (char *)ctx->job_id;
-        sb.shard = (uint32_t)shard;
-        sb.object_type = ot->name;
-        sb.op = (Bulkwrite__V1__OpType)opk;
-        sb.n_columns = col_cnt;
-        sb.columns = (char **)col_names;
-        sb.n_rows = row_cnt;
-        sb.rows = rows;
-        sb.enqueued_at_ms = ctx->now_ms;
-        sb.part = (uint32_t)ctx->msg_cnt; /* deterministic: same request, same parts */
-        size_t len = protobuf_c_message_get_packed_size(&sb.base);
-        void *payload = malloc(len ? len : 1);
-        if (!payload) abort();
-        protobuf_c_message_pack(&sb.base, payload);
-
-        ctx->msgs = grow(ctx->arena, ctx->msgs, sizeof(*ctx->msgs), ctx->msg_cnt, &ctx->msg_cap);
-        bw_batch_msg_t *m = &ctx->msgs[ctx->msg_cnt++];
-        memset(m, 0, sizeof(*m));
-        m->shard = shard;
-        m->type_name = ot->name;
-        snprintf(m->op_header, sizeof(m->op_header), "%d", opk);
-        snprintf(m->rows_header, sizeof(m->rows_header), "%zu", row_cnt);
-        m->payload = payload;
-        m->len = len;
-        m->ops = ops;
-        m->op_cnt = row_cnt;
     }
 }
 

@@ -1,5 +1,6 @@
 #include "request.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -7,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <yajl/yajl_parse.h>
 
 #include "shard.h"
+#include "wire.h"
 
 /* ---- JSON -> protobuf-c structs -------------------------------------------------- */
 
@@ -45,173 +48,639 @@ static long base64_decode(const char *in, size_t len, uint8_t *out) {
     return n;
 }
 
-/* One JSON field value: a scalar, or {"base64": "..."} for bytes, or
- * {"increment": number} for an UPDATE increment. */
-static int json_value(json_t *j, Bulkwrite__V1__Field *f, bw_arena_t *a, char *err, size_t esz) {
-    Bulkwrite__V1__Value *v = bw_arena_alloc(a, sizeof(*v));
-    bulkwrite__v1__value__init(v);
-    f->value = v;
-    if (json_is_object(j)) {
-        json_t *b64 = json_object_get(j, "base64"), *inc = json_object_get(j, "increment");
-        if (json_object_size(j) == 1 && json_is_string(b64)) {
-            size_t len = json_string_length(b64);
-            uint8_t *data = bw_arena_alloc(a, len * 3 / 4 + 3);
-            long n = base64_decode(json_string_value(b64), len, data);
-            if (n < 0) return snprintf(err, esz, "field \"%s\": invalid base64", f->name), -1;
-            v->kind_case = BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
-            v->bytes_value.data = data;
-            v->bytes_value.len = (size_t)n;
-            return 0;
-        }
-        if (json_object_size(j) == 1 && json_is_number(inc)) {
-            f->increment = 1;
-            j = inc;
-        } else {
-            return snprintf(err, esz,
-                            "field \"%s\": an object value must be {\"base64\": \"...\"} or "
-                            "{\"increment\": number}",
-                            f->name),
-                   -1;
-        }
+/* ---- JSON -> protobuf-c structs, streaming ----------------------------------------------
+ *
+ * yajl (Debian's libyajl) reads the body as a stream of events and calls back for each
+ * token; the callbacks below build the request's structs as the tokens arrive, with no
+ * document tree in between (jansson built one, with a malloc per node, and spent most
+ * of the JSON path's time building and freeing it). What is accepted is what jansson
+ * accepted: no duplicate keys, no NUL in a key, UTF-8 text (checked by bw_utf8_valid),
+ * integers within 64 bits. */
+
+typedef enum {
+    X_ROOT,       /* the body's value */
+    X_TOP_KEY,    /* a member of the request, or its end */
+    X_REQUEST_ID, /* request_id's value */
+    X_OPS,        /* ops' value */
+    X_OP_ITEM,    /* an op, or the end of ops */
+    X_OP_KEY,     /* a member of an op, or its end */
+    X_OP_OP,      /* values of the op's members */
+    X_OP_TYPE,
+    X_OP_ID,
+    X_OP_SHARD_KEY,
+    X_OP_FIELDS,
+    X_FIELD_KEY,   /* a field's name, or the end of fields */
+    X_FIELD_VALUE, /* a field's value */
+    X_WRAP_KEY,    /* the one member of {"base64": ...} or {"increment": ...} */
+    X_WRAP_B64,
+    X_WRAP_INC,
+    X_WRAP_END, /* the end of that object */
+    X_DONE,
+} json_expect_t;
+
+enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
+
+typedef struct {
+    bw_arena_t *a;
+    Bulkwrite__V1__BatchWriteRequest *req;
+    json_expect_t expect;
+    unsigned seen_top, seen_op;
+    size_t ops_cap;
+    Bulkwrite__V1__Op *op; /* the op being read */
+    Bulkwrite__V1__Field *field; /* the field whose value is read */
+    Bulkwrite__V1__Field **fields; /* the current op's fields, grown by doubling */
+    size_t fields_cap;
+    uint32_t *names; /* past 16 fields: a hash set of their indices + 1, to refuse duplicates */
+    size_t names_cap;
+    char *err; /* what is wrong, when a callback stops the parse */
+    size_t esz;
+    int malformed; /* err is a syntax-level fault: reported as malformed JSON with its position */
+} json_ctx_t;
+
+typedef struct {
+    Bulkwrite__V1__Field f;
+    Bulkwrite__V1__Value v;
+} json_field_block_t;
+
+#define JFAIL(...) do { snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
+#define JMALFORMED(...) do { x->malformed = 1; snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
+
+static size_t json_op_index(const json_ctx_t *x) { return x->req->n_ops ? x->req->n_ops - 1 : 0; }
+
+/* A value where it does not belong: the message names the member at fault. */
+static int json_mistyped(json_ctx_t *x, const char *what) {
+    size_t i = json_op_index(x);
+    switch (x->expect) {
+    case X_ROOT: JFAIL("the body must be a JSON object {\"ops\": [...]}");
+    case X_REQUEST_ID: JFAIL("unknown or mistyped member \"request_id\" (expected request_id: string, ops: array)");
+    case X_OPS: JFAIL("unknown or mistyped member \"ops\" (expected request_id: string, ops: array)");
+    case X_OP_ITEM: JFAIL("ops[%zu]: not an object", x->req->n_ops);
+    case X_OP_OP: JFAIL("ops[%zu].op: not a string", i);
+    case X_OP_TYPE: JFAIL("ops[%zu].object_type: not a string", i);
+    case X_OP_ID: JFAIL("ops[%zu].id: not an unsigned 64-bit integer", i);
+    case X_OP_SHARD_KEY: JFAIL("ops[%zu].shard_key: not a string", i);
+    case X_OP_FIELDS: JFAIL("ops[%zu].fields: not an object", i);
+    case X_FIELD_VALUE: JFAIL("ops[%zu].fields: field \"%s\": %s are not values", i, x->field->name, what);
+    case X_WRAP_KEY:
+    case X_WRAP_B64:
+    case X_WRAP_INC:
+    case X_WRAP_END:
+        JFAIL("ops[%zu].fields: field \"%s\": an object value must be {\"base64\": \"...\"} or {\"increment\": number}",
+              i, x->field->name);
+    default: JMALFORMED("unexpected %s", what);
     }
-    switch (json_typeof(j)) {
-    case JSON_NULL:
-        v->kind_case = BULKWRITE__V1__VALUE__KIND_NULL_VALUE;
-        v->null_value = 1;
-        return 0;
-    case JSON_TRUE:
-    case JSON_FALSE:
-        v->kind_case = BULKWRITE__V1__VALUE__KIND_BOOL_VALUE;
-        v->bool_value = json_is_true(j);
-        return 0;
-    case JSON_INTEGER:
+}
+
+/* The value of the field being read, and where the next token goes after it. */
+static Bulkwrite__V1__Value *json_field_value(json_ctx_t *x) {
+    x->expect = X_FIELD_KEY;
+    return x->field->value;
+}
+
+static int j_null(void *ctx) {
+    json_ctx_t *x = ctx;
+    if (x->expect != X_FIELD_VALUE) return json_mistyped(x, "null");
+    Bulkwrite__V1__Value *v = json_field_value(x);
+    v->kind_case = BULKWRITE__V1__VALUE__KIND_NULL_VALUE;
+    v->null_value = 1;
+    return 1;
+}
+
+static int j_bool(void *ctx, int b) {
+    json_ctx_t *x = ctx;
+    if (x->expect != X_FIELD_VALUE) return json_mistyped(x, "booleans");
+    Bulkwrite__V1__Value *v = json_field_value(x);
+    v->kind_case = BULKWRITE__V1__VALUE__KIND_BOOL_VALUE;
+    v->bool_value = b != 0;
+    return 1;
+}
+
+/* A JSON number as jansson read it: an integer (no fraction, no exponent) must fit in
+ * 64 bits; a real must be finite. */
+static int j_number(void *ctx, const char *s, size_t len) {
+    json_ctx_t *x = ctx;
+    char small[64], *text = len < sizeof(small) ? small : bw_arena_alloc(x->a, len + 1);
+    memcpy(text, s, len);
+    text[len] = '\0';
+    int is_int = !memchr(s, '.', len) && !memchr(s, 'e', len) && !memchr(s, 'E', len);
+    long long iv = 0;
+    double dv = 0;
+    errno = 0;
+    if (is_int) {
+        iv = strtoll(text, NULL, 10);
+        if (errno == ERANGE) JMALFORMED("too big integer near '%.40s'", text);
+    } else {
+        dv = strtod(text, NULL);
+        if (errno == ERANGE && (dv == HUGE_VAL || dv == -HUGE_VAL)) JMALFORMED("real number overflow near '%.40s'", text);
+    }
+    Bulkwrite__V1__Value *v;
+    switch (x->expect) {
+    case X_OP_ID:
+        if (!is_int || iv < 0) return json_mistyped(x, "numbers");
+        x->op->id = (uint64_t)iv;
+        x->expect = X_OP_KEY;
+        return 1;
+    case X_WRAP_INC:
+        x->field->increment = 1;
+        x->expect = X_WRAP_END;
+        v = x->field->value;
+        break;
+    case X_FIELD_VALUE: v = json_field_value(x); break;
+    default: return json_mistyped(x, "numbers");
+    }
+    if (is_int) {
         v->kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
-        v->int_value = json_integer_value(j);
-        return 0;
-    case JSON_REAL:
+        v->int_value = iv;
+    } else {
         v->kind_case = BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE;
-        v->double_value = json_real_value(j);
-        return 0;
-    case JSON_STRING: {
-        size_t len = json_string_length(j);
+        v->double_value = dv;
+    }
+    return 1;
+}
+
+/* A string as C string: cut at an embedded NUL, as the members that are names were. */
+static char *json_cstring(json_ctx_t *x, const unsigned char *s, size_t len) {
+    return bw_arena_strndup(x->a, (const char *)s, strnlen((const char *)s, len));
+}
+
+/* "id" may also be a decimal string (for clients whose numbers are doubles). */
+static int json_id_string(json_ctx_t *x, const unsigned char *s, size_t len) {
+    const char *t = json_cstring(x, s, len);
+    char *end;
+    if (*t < '0' || *t > '9') return json_mistyped(x, "strings");
+    unsigned long long v = strtoull(t, &end, 10);
+    if (*end) return json_mistyped(x, "strings");
+    x->op->id = v;
+    x->expect = X_OP_KEY;
+    return 1;
+}
+
+static int j_string(void *ctx, const unsigned char *s, size_t len) {
+    json_ctx_t *x = ctx;
+    if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
+    switch (x->expect) {
+    case X_REQUEST_ID:
+        x->req->request_id = json_cstring(x, s, len);
+        x->expect = X_TOP_KEY;
+        return 1;
+    case X_OP_OP: {
+        char word[16];
+        size_t n = strnlen((const char *)s, len);
+        int w = -1;
+        if (n < sizeof(word)) {
+            memcpy(word, s, n);
+            word[n] = '\0';
+            w = parse_op_word(word);
+        }
+        /* unknown words decode to OP_TYPE_UNSPECIFIED so validation rejects the op alone */
+        x->op->op = w > 0 ? (Bulkwrite__V1__OpType)w : BULKWRITE__V1__OP_TYPE__OP_TYPE_UNSPECIFIED;
+        x->expect = X_OP_KEY;
+        return 1;
+    }
+    case X_OP_TYPE:
+        x->op->object_type = json_cstring(x, s, len);
+        x->expect = X_OP_KEY;
+        return 1;
+    case X_OP_SHARD_KEY:
+        x->op->shard_key = json_cstring(x, s, len);
+        x->expect = X_OP_KEY;
+        return 1;
+    case X_OP_ID: return json_id_string(x, s, len);
+    case X_FIELD_VALUE: {
+        Bulkwrite__V1__Value *v = json_field_value(x);
         v->kind_case = BULKWRITE__V1__VALUE__KIND_STRING_VALUE;
-        v->string_value.data = (uint8_t *)bw_arena_strndup(a, json_string_value(j), len);
+        v->string_value.data = (uint8_t *)bw_arena_strndup(x->a, (const char *)s, len);
         v->string_value.len = len;
-        return 0;
+        return 1;
     }
-    default:
-        return snprintf(err, esz, "field \"%s\": arrays are not values", f->name), -1;
+    case X_WRAP_B64: {
+        Bulkwrite__V1__Value *v = x->field->value;
+        uint8_t *data = bw_arena_alloc(x->a, len * 3 / 4 + 3);
+        long n = base64_decode((const char *)s, len, data);
+        if (n < 0) JFAIL("ops[%zu].fields: field \"%s\": invalid base64", json_op_index(x), x->field->name);
+        v->kind_case = BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
+        v->bytes_value.data = data;
+        v->bytes_value.len = (size_t)n;
+        x->expect = X_WRAP_END;
+        return 1;
+    }
+    default: return json_mistyped(x, "strings");
     }
 }
 
-/* "id" may be a JSON integer or a decimal string (for clients whose numbers are doubles). */
-static int json_id(json_t *j, uint64_t *id) {
-    if (!j) return 0;
-    if (json_is_integer(j) && json_integer_value(j) >= 0) {
-        *id = (uint64_t)json_integer_value(j);
-        return 0;
+static int j_start_map(void *ctx) {
+    json_ctx_t *x = ctx;
+    switch (x->expect) {
+    case X_ROOT: x->expect = X_TOP_KEY; return 1;
+    case X_OP_ITEM: {
+        Bulkwrite__V1__BatchWriteRequest *req = x->req;
+        if (req->n_ops == x->ops_cap) {
+            size_t cap = x->ops_cap ? x->ops_cap * 2 : 64;
+            Bulkwrite__V1__Op **ops = bw_arena_alloc(x->a, (cap + 1) * sizeof(*ops));
+            if (req->n_ops) memcpy(ops, req->ops, req->n_ops * sizeof(*ops));
+            req->ops = ops;
+            x->ops_cap = cap;
+        }
+        Bulkwrite__V1__Op *op = bw_arena_alloc(x->a, sizeof(*op));
+        bulkwrite__v1__op__init(op);
+        op->object_type = "";
+        op->shard_key = "";
+        req->ops[req->n_ops++] = x->op = op;
+        x->seen_op = 0;
+        x->expect = X_OP_KEY;
+        return 1;
     }
-    if (json_is_string(j)) {
-        const char *s = json_string_value(j);
-        char *end;
-        if (*s < '0' || *s > '9') return -1;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (*end) return -1;
-        *id = v;
-        return 0;
+    case X_OP_FIELDS:
+        x->names_cap = 0; /* a new op: a new name set */
+        x->expect = X_FIELD_KEY;
+        return 1;
+    case X_FIELD_VALUE: x->expect = X_WRAP_KEY; return 1;
+    default: return json_mistyped(x, "objects");
     }
-    return -1;
 }
 
-static Bulkwrite__V1__Op *json_op(json_t *j, size_t index, bw_arena_t *a, char *err, size_t esz) {
-    Bulkwrite__V1__Op *op = bw_arena_alloc(a, sizeof(*op));
-    bulkwrite__v1__op__init(op);
-    if (!json_is_object(j)) return snprintf(err, esz, "ops[%zu]: not an object", index), NULL;
-    const char *key;
-    json_t *val;
-    json_object_foreach(j, key, val) {
-        if (strcmp(key, "op") == 0) {
-            /* unknown words decode to OP_TYPE_UNSPECIFIED so validation rejects the op alone */
-            int w = json_is_string(val) ? parse_op_word(json_string_value(val)) : -1;
-            op->op = w > 0 ? (Bulkwrite__V1__OpType)w : BULKWRITE__V1__OP_TYPE__OP_TYPE_UNSPECIFIED;
-            if (!json_is_string(val)) return snprintf(err, esz, "ops[%zu].op: not a string", index), NULL;
-        } else if (strcmp(key, "object_type") == 0) {
-            if (!json_is_string(val))
-                return snprintf(err, esz, "ops[%zu].object_type: not a string", index), NULL;
-            op->object_type = bw_arena_strndup(a, json_string_value(val), strlen(json_string_value(val)));
-        } else if (strcmp(key, "id") == 0) {
-            if (json_id(val, &op->id))
-                return snprintf(err, esz, "ops[%zu].id: not an unsigned 64-bit integer", index), NULL;
-        } else if (strcmp(key, "shard_key") == 0) {
-            if (!json_is_string(val))
-                return snprintf(err, esz, "ops[%zu].shard_key: not a string", index), NULL;
-            op->shard_key = bw_arena_strndup(a, json_string_value(val), strlen(json_string_value(val)));
-        } else if (strcmp(key, "fields") == 0) {
-            if (!json_is_object(val))
-                return snprintf(err, esz, "ops[%zu].fields: not an object", index), NULL;
-            op->n_fields = json_object_size(val);
-            op->fields = bw_arena_alloc(a, (op->n_fields + 1) * sizeof(*op->fields));
-            size_t k = 0;
-            const char *fname;
-            json_t *fval;
-            json_object_foreach(val, fname, fval) {
-                Bulkwrite__V1__Field *f = bw_arena_alloc(a, sizeof(*f));
-                bulkwrite__v1__field__init(f);
-                f->name = bw_arena_strndup(a, fname, strlen(fname));
-                char ferr[256];
-                if (json_value(fval, f, a, ferr, sizeof(ferr)))
-                    return snprintf(err, esz, "ops[%zu].fields: %s", index, ferr), NULL;
-                op->fields[k++] = f;
-            }
+static size_t json_name_hash(const char *s) {
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* Adds field k of the current op to the name set; 0 if its name was there already. */
+static int json_names_add(json_ctx_t *x, size_t k) {
+    size_t mask = x->names_cap - 1, h = json_name_hash(x->fields[k]->name) & mask;
+    for (; x->names[h]; h = (h + 1) & mask)
+        if (strcmp(x->fields[x->names[h] - 1]->name, x->fields[k]->name) == 0) return 0;
+    x->names[h] = (uint32_t)k + 1;
+    return 1;
+}
+
+/* Whether the current op's newest field (the last of n) repeats a name (jansson refused
+ * duplicate keys). A few fields are compared directly; many go through a hash set, so
+ * a hostile op of a million fields costs linear time. */
+static int json_field_unique(json_ctx_t *x, size_t n) {
+    const char *name = x->fields[n - 1]->name;
+    if (n <= 16) {
+        for (size_t k = 0; k + 1 < n; k++)
+            if (strcmp(x->fields[k]->name, name) == 0) return 0;
+        return 1;
+    }
+    if (n * 2 > x->names_cap) { /* (re)build at twice the size */
+        size_t cap = 64;
+        while (cap < n * 4) cap *= 2;
+        x->names = bw_arena_alloc(x->a, cap * sizeof(*x->names));
+        memset(x->names, 0, cap * sizeof(*x->names));
+        x->names_cap = cap;
+        for (size_t k = 0; k + 1 < n; k++) json_names_add(x, k);
+    }
+    return json_names_add(x, n - 1);
+}
+
+static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
+    json_ctx_t *x = ctx;
+    if (memchr(s, '\0', len)) JMALFORMED("NUL byte in object key not supported");
+    if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
+#define KEY_IS(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, len) == 0)
+#define MEMBER(set, bit, next)                                                                 \
+    do {                                                                                       \
+        if (x->set & (bit)) JMALFORMED("duplicate object key \"%.*s\"", (int)len, (const char *)s); \
+        x->set |= (bit);                                                                       \
+        x->expect = (next);                                                                    \
+        return 1;                                                                              \
+    } while (0)
+    switch (x->expect) {
+    case X_TOP_KEY:
+        if (KEY_IS("request_id")) MEMBER(seen_top, SEEN_REQUEST_ID, X_REQUEST_ID);
+        if (KEY_IS("ops")) MEMBER(seen_top, SEEN_OPS, X_OPS);
+        JFAIL("unknown or mistyped member \"%.*s\" (expected request_id: string, ops: array)", (int)(len > 100 ? 100 : len),
+              (const char *)s);
+    case X_OP_KEY:
+        if (KEY_IS("op")) MEMBER(seen_op, SEEN_OP, X_OP_OP);
+        if (KEY_IS("object_type")) MEMBER(seen_op, SEEN_TYPE, X_OP_TYPE);
+        if (KEY_IS("id")) MEMBER(seen_op, SEEN_ID, X_OP_ID);
+        if (KEY_IS("shard_key")) MEMBER(seen_op, SEEN_SHARD_KEY, X_OP_SHARD_KEY);
+        if (KEY_IS("fields")) MEMBER(seen_op, SEEN_FIELDS, X_OP_FIELDS);
+        JFAIL("ops[%zu]: unknown member \"%.*s\"", json_op_index(x), (int)(len > 100 ? 100 : len), (const char *)s);
+    case X_FIELD_KEY: {
+        Bulkwrite__V1__Op *op = x->op;
+        if (op->n_fields == x->fields_cap) {
+            size_t cap = x->fields_cap ? x->fields_cap * 2 : 16;
+            Bulkwrite__V1__Field **f = bw_arena_alloc(x->a, cap * sizeof(*f));
+            if (op->n_fields) memcpy(f, x->fields, op->n_fields * sizeof(*f));
+            x->fields = f;
+            x->fields_cap = cap;
+        }
+        json_field_block_t *b = bw_arena_alloc(x->a, sizeof(*b));
+        bulkwrite__v1__field__init(&b->f);
+        bulkwrite__v1__value__init(&b->v);
+        b->f.name = bw_arena_strndup(x->a, (const char *)s, len);
+        b->f.value = &b->v;
+        x->fields[op->n_fields++] = x->field = &b->f;
+        if (!json_field_unique(x, op->n_fields)) JMALFORMED("duplicate object key \"%.100s\"", b->f.name);
+        x->expect = X_FIELD_VALUE;
+        return 1;
+    }
+    case X_WRAP_KEY:
+        if (KEY_IS("base64")) {
+            x->expect = X_WRAP_B64;
+            return 1;
+        }
+        if (KEY_IS("increment")) {
+            x->expect = X_WRAP_INC;
+            return 1;
+        }
+        return json_mistyped(x, "objects");
+    default: return json_mistyped(x, "objects");
+    }
+#undef KEY_IS
+#undef MEMBER
+}
+
+static int j_end_map(void *ctx) {
+    json_ctx_t *x = ctx;
+    switch (x->expect) {
+    case X_TOP_KEY: x->expect = X_DONE; return 1;
+    case X_OP_KEY: x->expect = X_OP_ITEM; return 1;
+    case X_FIELD_KEY: {
+        /* the op's fields move from the scratch list into their own array */
+        Bulkwrite__V1__Op *op = x->op;
+        op->fields = bw_arena_alloc(x->a, (op->n_fields + 1) * sizeof(*op->fields));
+        if (op->n_fields) memcpy(op->fields, x->fields, op->n_fields * sizeof(*op->fields));
+        x->expect = X_OP_KEY;
+        return 1;
+    }
+    case X_WRAP_END: x->expect = X_FIELD_KEY; return 1;
+    default: return json_mistyped(x, "objects");
+    }
+}
+
+static int j_start_array(void *ctx) {
+    json_ctx_t *x = ctx;
+    if (x->expect == X_OPS) {
+        x->expect = X_OP_ITEM;
+        return 1;
+    }
+    return json_mistyped(x, "arrays");
+}
+
+static int j_end_array(void *ctx) {
+    json_ctx_t *x = ctx;
+    if (x->expect != X_OP_ITEM) return json_mistyped(x, "arrays");
+    x->expect = X_TOP_KEY;
+    return 1;
+}
+
+static const yajl_callbacks json_callbacks = {
+    .yajl_null = j_null,
+    .yajl_boolean = j_bool,
+    .yajl_number = j_number,
+    .yajl_string = j_string,
+    .yajl_start_map = j_start_map,
+    .yajl_map_key = j_map_key,
+    .yajl_end_map = j_end_map,
+    .yajl_start_array = j_start_array,
+    .yajl_end_array = j_end_array,
+};
+
+/* "malformed JSON at line L column C: what" for a fault at byte offset `at`. */
+static void json_malformed(const char *body, size_t len, size_t at, const char *what, char *err, size_t esz) {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < at && i < len; i++) {
+        if (body[i] == '\n') {
+            line++;
+            col = 1;
         } else {
-            return snprintf(err, esz, "ops[%zu]: unknown member \"%s\"", index, key), NULL;
+            col++;
         }
     }
-    if (!op->object_type) op->object_type = "";
-    if (!op->shard_key) op->shard_key = "";
-    return op;
+    snprintf(err, esz, "malformed JSON at line %zu column %zu: %s", line, col, what);
 }
 
-static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t len, bw_arena_t *a,
-                                                     char *err, size_t esz) {
-    json_error_t jerr;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    if (!root) return snprintf(err, esz, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text), NULL;
+static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t len, bw_arena_t *a, char *err,
+                                                     size_t esz) {
     Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
     bulkwrite__v1__batch_write_request__init(req);
     req->request_id = "";
-    const char *key;
-    json_t *val;
-    if (!json_is_object(root)) {
-        snprintf(err, esz, "the body must be a JSON object {\"ops\": [...]}");
-        goto fail;
+    char cb_err[512] = "";
+    json_ctx_t x = {.a = a, .req = req, .expect = X_ROOT, .err = cb_err, .esz = sizeof(cb_err)};
+    yajl_handle h = yajl_alloc(&json_callbacks, NULL, &x);
+    if (!h) abort();
+    yajl_config(h, yajl_dont_validate_strings, 1); /* bw_utf8_valid checks them, strictly */
+    yajl_status st = yajl_parse(h, body, len);
+    int at_end = st == yajl_status_ok; /* a fault now is at the end of the body */
+    if (at_end) st = yajl_complete_parse(h);
+    if (st == yajl_status_client_canceled) {
+        if (x.malformed) json_malformed(body, len, yajl_get_bytes_consumed(h), cb_err, err, esz);
+        else snprintf(err, esz, "%s", cb_err);
+        req = NULL;
+    } else if (st != yajl_status_ok) {
+        unsigned char *e = yajl_get_error(h, 0, body, len);
+        char what[256];
+        snprintf(what, sizeof(what), "%s", e ? (const char *)e : "not JSON");
+        what[strcspn(what, "\n")] = '\0';
+        if (e) yajl_free_error(h, e);
+        json_malformed(body, len, at_end ? len : yajl_get_bytes_consumed(h), what, err, esz);
+        req = NULL;
     }
-    json_object_foreach(root, key, val) {
-        if (strcmp(key, "request_id") == 0 && json_is_string(val)) {
-            req->request_id = bw_arena_strndup(a, json_string_value(val), strlen(json_string_value(val)));
-        } else if (strcmp(key, "ops") == 0 && json_is_array(val)) {
-            req->n_ops = json_array_size(val);
-            req->ops = bw_arena_alloc(a, (req->n_ops + 1) * sizeof(*req->ops));
-            for (size_t i = 0; i < req->n_ops; i++)
-                if (!(req->ops[i] = json_op(json_array_get(val, i), i, a, err, esz))) goto fail;
-        } else {
-            snprintf(err, esz, "unknown or mistyped member \"%s\" (expected request_id: string, ops: array)", key);
-            goto fail;
+    yajl_free(h);
+    if (req && !req->ops) req->ops = bw_arena_alloc(a, sizeof(*req->ops));
+    return req;
+}
+
+/* ---- protobuf -> protobuf-c structs, by hand ---------------------------------------- */
+
+/* protobuf-c's unpack walks every message twice through its descriptors and allocates
+ * each string, field and value on its own; this reads the request once with the rules
+ * protobuf-c applies (wire.h) into the same structs, carved from the arena in few
+ * blocks. Text and bytes values are not copied: they point into the body. Strings that
+ * the validator reads as C strings (names, object type, shard key, request_id) are
+ * copied with a terminating NUL, so an embedded NUL cuts them where protobuf-c's did. */
+
+#define PB_FAIL() return -1
+
+static char *pb_string(bw_arena_t *a, const uint8_t *d, size_t n) { return bw_arena_strndup(a, (const char *)d, n); }
+
+/* Value: a oneof; a later member replaces an earlier one, as in protobuf-c (and a Value
+ * given twice in one Field merges the same way, into this struct). */
+static int pb_value(bw_wire_reader_t r, Bulkwrite__V1__Value *v) {
+    while (r.p < r.end) {
+        uint32_t field;
+        int wt, any;
+        uint64_t x;
+        const uint8_t *d;
+        size_t n;
+        if (bw_wire_tag(&r, &field, &wt)) PB_FAIL();
+        switch (field) {
+        case 1: /* null_value */
+        case 6: /* bool_value */
+            if (bw_wire_bool(&r, wt, &any)) PB_FAIL();
+            if (field == 1) {
+                v->kind_case = BULKWRITE__V1__VALUE__KIND_NULL_VALUE;
+                v->null_value = any;
+            } else {
+                v->kind_case = BULKWRITE__V1__VALUE__KIND_BOOL_VALUE;
+                v->bool_value = any;
+            }
+            break;
+        case 2: /* int_value, sint64 */
+            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &x, NULL)) PB_FAIL();
+            v->kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
+            v->int_value = bw_wire_unzigzag64(x);
+            break;
+        case 3: /* double_value */
+            if (wt != BW_WIRE_I64 || bw_wire_fixed64(&r, &x)) PB_FAIL();
+            v->kind_case = BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE;
+            memcpy(&v->double_value, &x, sizeof(x));
+            break;
+        case 4: /* string_value */
+        case 5: /* bytes_value */
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
+            v->kind_case = field == 4 ? BULKWRITE__V1__VALUE__KIND_STRING_VALUE : BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
+            /* string_value and bytes_value share the union's storage */
+            v->string_value.data = (uint8_t *)d;
+            v->string_value.len = n;
+            break;
+        default:
+            if (bw_wire_skip(&r, wt)) PB_FAIL();
         }
     }
-    json_decref(root);
+    return 0;
+}
+
+/* Field and its Value share one arena block. */
+typedef struct {
+    Bulkwrite__V1__Field f;
+    Bulkwrite__V1__Value v;
+} pb_field_block_t;
+
+static int pb_field(bw_wire_reader_t r, Bulkwrite__V1__Field *f, Bulkwrite__V1__Value *vstore, bw_arena_t *a) {
+    while (r.p < r.end) {
+        uint32_t field;
+        int wt, any;
+        const uint8_t *d;
+        size_t n;
+        if (bw_wire_tag(&r, &field, &wt)) PB_FAIL();
+        switch (field) {
+        case 1:
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
+            f->name = pb_string(a, d, n);
+            break;
+        case 2:
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
+            if (!f->value) {
+                bulkwrite__v1__value__init(vstore);
+                f->value = vstore;
+            }
+            if (pb_value((bw_wire_reader_t){d, d + n}, f->value)) PB_FAIL();
+            break;
+        case 3:
+            if (bw_wire_bool(&r, wt, &any)) PB_FAIL();
+            f->increment = any;
+            break;
+        default:
+            if (bw_wire_skip(&r, wt)) PB_FAIL();
+        }
+    }
+    return 0;
+}
+
+/* Counts the occurrences of field `want` (length-delimited) in a message, so that its
+ * repeated field is allocated once. Malformed input fails here already. */
+static int pb_count(bw_wire_reader_t r, uint32_t want, size_t *cnt) {
+    size_t c = 0;
+    while (r.p < r.end) {
+        uint32_t field;
+        int wt;
+        if (bw_wire_tag(&r, &field, &wt) || bw_wire_skip(&r, wt)) PB_FAIL();
+        c += field == want;
+    }
+    *cnt = c;
+    return 0;
+}
+
+static int pb_op(bw_wire_reader_t r, Bulkwrite__V1__Op *op, bw_arena_t *a) {
+    size_t nf;
+    if (pb_count(r, 5, &nf)) PB_FAIL();
+    bulkwrite__v1__op__init(op);
+    op->object_type = "";
+    op->shard_key = "";
+    pb_field_block_t *blocks = NULL;
+    if (nf) {
+        op->fields = bw_arena_alloc(a, nf * sizeof(*op->fields));
+        blocks = bw_arena_alloc(a, nf * sizeof(*blocks));
+    }
+    while (r.p < r.end) {
+        uint32_t field;
+        int wt;
+        uint64_t x;
+        const uint8_t *d;
+        size_t n;
+        if (bw_wire_tag(&r, &field, &wt)) PB_FAIL();
+        switch (field) {
+        case 1: /* op: an enum, read as protobuf-c does (the low 32 bits) */
+            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &x, NULL)) PB_FAIL();
+            op->op = (Bulkwrite__V1__OpType)(int32_t)(uint32_t)x;
+            break;
+        case 2:
+        case 4:
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
+            if (field == 2) op->object_type = pb_string(a, d, n);
+            else op->shard_key = pb_string(a, d, n);
+            break;
+        case 3:
+            if (wt != BW_WIRE_I64 || bw_wire_fixed64(&r, &op->id)) PB_FAIL();
+            break;
+        case 5: {
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
+            pb_field_block_t *b = &blocks[op->n_fields];
+            bulkwrite__v1__field__init(&b->f);
+            b->f.name = "";
+            if (pb_field((bw_wire_reader_t){d, d + n}, &b->f, &b->v, a)) PB_FAIL();
+            op->fields[op->n_fields++] = &b->f;
+            break;
+        }
+        default:
+            if (bw_wire_skip(&r, wt)) PB_FAIL();
+        }
+    }
+    return 0;
+}
+
+static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_t len, bw_arena_t *a) {
+    bw_wire_reader_t r = {body, (const uint8_t *)body + len};
+    size_t n_ops;
+    if (pb_count(r, 2, &n_ops)) return NULL;
+    Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
+    bulkwrite__v1__batch_write_request__init(req);
+    req->request_id = "";
+    Bulkwrite__V1__Op *ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*ops));
+    req->ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*req->ops));
+    while (r.p < r.end) {
+        uint32_t field;
+        int wt;
+        const uint8_t *d;
+        size_t n;
+        if (bw_wire_tag(&r, &field, &wt)) return NULL;
+        if (field == 1 || field == 2) {
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
+            if (field == 1) {
+                req->request_id = pb_string(a, d, n);
+            } else {
+                if (pb_op((bw_wire_reader_t){d, d + n}, &ops[req->n_ops], a)) return NULL;
+                req->ops[req->n_ops] = &ops[req->n_ops];
+                req->n_ops++;
+            }
+        } else if (bw_wire_skip(&r, wt)) {
+            return NULL;
+        }
+    }
     return req;
-fail:
-    json_decref(root);
-    return NULL;
 }
 
 Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void *body, size_t len,
                                                     bw_arena_t *arena, char *errstr,
                                                     size_t errstr_size) {
     if (fmt == BW_FMT_JSON) return decode_json(body, len, arena, errstr, errstr_size);
-    Bulkwrite__V1__BatchWriteRequest *req =
-        bulkwrite__v1__batch_write_request__unpack(&arena->pb, len, body);
+    Bulkwrite__V1__BatchWriteRequest *req = decode_protobuf(body, len, arena);
     if (!req) snprintf(errstr, errstr_size, "malformed protobuf: not a bulkwrite.v1.BatchWriteRequest");
     return req;
 }

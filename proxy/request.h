@@ -1,8 +1,11 @@
 /* request.h — turning an HTTP body into validated, routed ops, and the reply back.
  *
  * Both encodings decode into the same protobuf-c structs (JSON is mapped field for
- * field), so validation and batching have one path. Everything is allocated from the
- * caller's arena. @locality any thread. */
+ * field), so validation and batching have one path: protobuf by a hand-written reader
+ * of the wire format, JSON by yajl's streaming parser, neither through a document tree
+ * or protobuf-c's unpack. Everything is allocated from the caller's arena, except that
+ * text and bytes values of a protobuf body point into the body: it must outlive the
+ * request's structs and the batches made from them. @locality any thread. */
 #ifndef BW_REQUEST_H
 #define BW_REQUEST_H
 
@@ -19,7 +22,8 @@ typedef struct {
     int retryable; /* valid, not taken now (backlog full): resend the request later */
 } bw_rejection_t;
 
-/* Decodes a request body. NULL with errstr saying what is malformed. */
+/* Decodes a request body (see above for what points into it). NULL with errstr saying
+ * what is malformed: the same bodies as protobuf-c's unpack and jansson refused. */
 Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void *body, size_t len,
                                                     bw_arena_t *arena, char *errstr,
                                                     size_t errstr_size);

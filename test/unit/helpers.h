@@ -88,5 +88,6 @@ Suite *backlog_suite(void);
 Suite *health_suite(void);
 Suite *scheduler_suite(void);
 Suite *metrics_suite(void);
+Suite *forward_suite(void);
 
 #endif

@@ -12,6 +12,7 @@ int main(void) {
     srunner_add_suite(sr, sqlbind_suite());
     srunner_add_suite(sr, batcher_suite());
     srunner_add_suite(sr, request_suite());
+    srunner_add_suite(sr, forward_suite());
     srunner_add_suite(sr, apply_suite());
     srunner_add_suite(sr, ledger_suite());
     srunner_add_suite(sr, kafka_suite());

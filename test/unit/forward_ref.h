@@ -1,0 +1,28 @@
+/* forward_ref.h — the path the proxy no longer takes, kept as the tests' reference: a
+ * request unpacked by protobuf-c, and each ShardBatch built as Row and RowField structs
+ * and packed by protobuf-c, as the batcher did before it wrote the bytes itself. The
+ * unit tests (test_forward.c) and the fuzz target (test/fuzz/fuzz_forward.c) hold the
+ * hand-written reader and writer against it. No check.h here: the fuzzer links it too. */
+#ifndef BW_TEST_FORWARD_REF_H
+#define BW_TEST_FORWARD_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batcher.h"
+#include "bulkwrite.pb-c.h"
+#include "config.h"
+
+/* 1 if a and b hold the same request field for field (unknown fields aside; a field
+ * without a value differs from one with an empty value); else 0 and why says where. */
+int fref_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__V1__BatchWriteRequest *b, char *why,
+                    size_t why_size);
+
+/* Checks every message of a split of the request against protobuf-c: each payload must
+ * equal, byte for byte, protobuf-c's pack of the ShardBatch built from `pbc` (the same
+ * body unpacked by protobuf-c) for the message's rows (columns in first-use order,
+ * unknown fields dropped), and unpack to n_rows == op_cnt. 1 if all do; else 0 and why. */
+int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *pbc, const bw_batch_set_t *set,
+                     const char *job_id, int64_t now_ms, char *why, size_t why_size);
+
+#endif
