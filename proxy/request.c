@@ -455,6 +455,42 @@ static void json_malformed(const char *body, size_t len, size_t at, const char *
     snprintf(err, esz, "malformed JSON at line %zu column %zu: %s", line, col, what);
 }
 
+static int hex4(const char *s, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1; /* not an escape yajl accepts: it reports it */
+        v = v << 4 | (unsigned)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Where the body has a \u escape of a high surrogate not followed by an escaped low one,
+ * or len if none. yajl would read it as "?", a silent change of the client's text;
+ * jansson refused it, and so does bulkwrite. (A lone low surrogate becomes bytes that
+ * are not UTF-8, which the string check refuses.) Backslashes only occur in strings of a
+ * body yajl accepts, so a flat scan of the escapes suffices. */
+static size_t json_lone_surrogate(const char *body, size_t len) {
+    for (const char *p = memchr(body, '\\', len); p; p = memchr(p, '\\', len - (size_t)(p - body))) {
+        size_t at = (size_t)(p - body);
+        unsigned hi, lo;
+        if (at + 1 >= len) break;
+        if (p[1] != 'u' || at + 6 > len || hex4(p + 2, &hi)) {
+            p += 2;
+            if ((size_t)(p - body) >= len) break;
+            continue;
+        }
+        if (hi >= 0xd800 && hi <= 0xdbff &&
+            !(at + 12 <= len && p[6] == '\\' && p[7] == 'u' && !hex4(p + 8, &lo) && lo >= 0xdc00 && lo <= 0xdfff))
+            return at;
+        p += 6;
+        if ((size_t)(p - body) >= len) break;
+    }
+    return len;
+}
+
 static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t len, bw_arena_t *a, char *err,
                                                      size_t esz) {
     Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
@@ -479,6 +515,11 @@ static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t le
         what[strcspn(what, "\n")] = '\0';
         if (e) yajl_free_error(h, e);
         json_malformed(body, len, at_end ? len : yajl_get_bytes_consumed(h), what, err, esz);
+        req = NULL;
+    }
+    size_t lone = json_lone_surrogate(body, len);
+    if (lone < len && (req || yajl_get_bytes_consumed(h) > lone)) { /* the first fault in document order */
+        json_malformed(body, len, lone, "a \\u escape of a high surrogate without its low surrogate", err, esz);
         req = NULL;
     }
     yajl_free(h);

@@ -197,6 +197,26 @@ START_TEST(json_malformed) {
     expect_bad_json("{\"ops\": [{\"fields\": {\"like_count\": {\"increment\": \"1\"}}}]}", "increment");
     /* JSON text must be UTF-8 */
     expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\xff\"}}]}", "malformed JSON");
+    /* an escaped surrogate must be half of a pair: never read as "?" (yajl's habit) */
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"a\\ud800b\"}}]}", "high surrogate");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\\ud800\\u0041\"}}]}", "high surrogate");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\\udbff\"}}]}", "high surrogate");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\\udc00\"}}]}", "malformed JSON");
+    /* the first fault in document order is the one named */
+    expect_bad_json("{\"ops\": [{\"nope\": 1, \"fields\": {\"title\": \"\\ud800\"}}]}", "unknown member");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\\ud800\"}, \"nope\": 1}]}", "high surrogate");
+}
+END_TEST
+
+/* A surrogate pair decodes to its one 4-byte character; an escaped backslash before
+ * "ud800" is text, not an escape. */
+START_TEST(json_surrogate_pairs) {
+    Bulkwrite__V1__BatchWriteRequest *req =
+        json("{\"ops\": [{\"fields\": {\"title\": \"\\ud83d\\ude00 \\\\ud800\"}}]}");
+    ck_assert_msg(req != NULL, "%s", errbuf);
+    const Bulkwrite__V1__Value *v = req->ops[0]->fields[0]->value;
+    ck_assert_uint_eq(v->string_value.len, 11);
+    ck_assert(memcmp(v->string_value.data, "\xf0\x9f\x98\x80 \\ud800", 11) == 0);
 }
 END_TEST
 
@@ -644,6 +664,7 @@ Suite *request_suite(void) {
     tcase_add_test(tc, json_maps_field_for_field);
     tcase_add_test(tc, json_nul_and_escapes);
     tcase_add_test(tc, json_malformed);
+    tcase_add_test(tc, json_surrogate_pairs);
     tcase_add_test(tc, protobuf_malformed);
     suite_add_tcase(s, tc);
     tc = tcase_create("validate");
