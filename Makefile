@@ -45,7 +45,7 @@ UNIT_SRC := $(wildcard test/unit/*.c)
 UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
-            $(BIN)/bw-workload
+            $(BIN)/bw-workload $(BIN)/bw-bench
 
 .PHONY: check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
 all: $(PROGRAMS)
