@@ -23,7 +23,7 @@
 # Knobs (full / smoke): BENCH_ROWS (200000 / 2000) creates of the hot-shard and spread
 # cases; BENCH_DELETES (100000 / 500) deletes of the cleanup case (a feed of 10x that is
 # inserted directly first); BENCH_ROWWISE (5000 / 200) rows of the one-INSERT-per-row
-# sample; BENCH_SMALL_BATCHES (2000 / 50) 2-row batches of the most-batches case;
+# sample; BENCH_SMALL_BATCHES (2000 / 200) 2-row batches of the most-batches case;
 # BENCH_RATES ("5 50 500 2000"); BENCH_RATE_SECONDS (10 / 1) each rate's window;
 # BENCH_PROBE_SECONDS (5 / 1), BENCH_PROBE_ROWS (400000 / 3000), BENCH_PROBE_RATE (20);
 # BENCH_PROXY_OPS (100000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
@@ -36,7 +36,7 @@ cd "$(dirname "$0")/.."
 
 SMOKE=${BENCH_SMOKE:-0}
 if [ "$SMOKE" = 1 ]; then
-    RUNS=1 ROWS=2000 DELETES=500 ROWWISE=200 SMALL=50 RATE_SECONDS=1 WARMUP=0.5
+    RUNS=1 ROWS=2000 DELETES=500 ROWWISE=200 SMALL=200 RATE_SECONDS=1 WARMUP=0.5
     PROBE_SECONDS=1 PROBE_ROWS=3000 PROXY_OPS=2000 KAFKA_CASE=0
 else
     RUNS=3 ROWS=200000 DELETES=100000 ROWWISE=5000 SMALL=2000 RATE_SECONDS=10 WARMUP=2
@@ -57,14 +57,16 @@ printf 'case\trun\tmeasured_what\tmeasured\tbaseline_what\tbaseline\ttarget\tnot
 KAFKA_UP=0
 
 bench_stop() {
+    local rc=$?
     set +e
+    [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1 # keep the logs
     [ "$KAFKA_UP" = 1 ] && scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1
     bw_stack_stop
 }
 die() { echo "bench: ERROR: $*" >&2; failed=$((failed + 1)); exit 1; }
 note() { echo "# $*" >&2; }
 now() { date +%s.%N; }
-calc() { awk "BEGIN {printf \"%.${2:-1}f\", $1}"; }
+calc() { awk "BEGIN {printf \"%.${2:-1}f\", ($1)}"; } # (…): a bare > would redirect
 
 # record CASE RUN MEASURED_WHAT MEASURED BASELINE_WHAT BASELINE TARGET [NOTE]
 record() {
@@ -75,9 +77,11 @@ record() {
 # ---- the consumer's metrics --------------------------------------------------------------
 
 metrics() { curl -sf "http://127.0.0.1:$C1/metrics"; }
-applied_rows() { # every shard's rows applied so far
-    metrics | awk 'index($1, "bulkwrite_consumer_rows_applied_total{") == 1 {s += $2} END {printf "%d\n", s}'
+metric_sum() { # metric_sum NAME: over every shard
+    metrics | awk -v k="$1{" 'index($1, k) == 1 {s += $2} END {printf "%d\n", s}'
 }
+applied_rows() { metric_sum bulkwrite_consumer_rows_applied_total; }
+refused_rows() { metric_sum bulkwrite_consumer_rows_failed_total; }
 shard_metric() { # shard_metric NAME SHARD
     metrics | awk -v k="$1{shard=\"$2\"}" '$1 == k {v = $2} END {printf "%d\n", v}'
 }
@@ -92,15 +96,22 @@ wait_rows() {
         sleep 0.05
     done
 }
-# wait_batch_change SHARD SECONDS: until the shard's batch counter moves; prints "TIME COUNT"
+batches() { shard_metric bulkwrite_consumer_batches_applied_total "$HOT_SHARD"; }
+# wait_batch_change SHARD SECONDS [FROM [DRY]]: until the shard's batch counter differs from
+# FROM (default: its value now); prints "TIME COUNT". Fails after SECONDS, unless DRY is
+# given: then it prints "TIME COUNT DRY" (nothing more was applied).
 wait_batch_change() {
-    local b0 b deadline
-    b0=$(shard_metric bulkwrite_consumer_batches_applied_total "$1")
+    local b0=${3:-} b deadline
+    [ -n "$b0" ] || b0=$(shard_metric bulkwrite_consumer_batches_applied_total "$1")
     deadline=$(calc "$(now) + $2" 3)
     while :; do
         b=$(shard_metric bulkwrite_consumer_batches_applied_total "$1")
         if [ "$b" != "$b0" ]; then echo "$(now) $b"; return 0; fi
-        [ "$(calc "$(now) > $deadline" 0)" = 1 ] && die "shard $1 applied no batch in $2 s"
+        if [ "$(calc "$(now) > $deadline" 0)" = 1 ]; then
+            [ -n "${4:-}" ] || die "shard $1 applied no batch in $2 s"
+            echo "$(now) $b $4"
+            return 0
+        fi
         sleep 0.02
     done
 }
@@ -144,15 +155,18 @@ start_applier() {
     clean
 }
 
-# e2e CONF EXPECTED_ROWS JOB...: submits, waits until every row is applied, verifies;
-# prints rows/s from the first submit to the last row applied
+# e2e CONF EXPECTED_ROWS PRESENT JOB...: submits the jobs, waits until every row is
+# applied, verifies (PRESENT: a job whose rows were written directly before, or ""); no op
+# may be refused. Prints rows/s from the first submit to the last row applied.
 e2e() {
-    local conf=$1 rows=$2 before t0 t1; shift 2
+    local conf=$1 rows=$2 present=$3 before refused t0 t1; shift 3
     before=$(applied_rows)
+    refused=$(refused_rows)
     t0=$(now)
     submit "$conf" "$@"
     t1=$(wait_rows "$before" "$rows" 600)
-    verify "$conf" "$@"
+    [ "$(refused_rows)" = "$refused" ] || die "the shards refused $(($(refused_rows) - refused)) ops of $*"
+    verify "$conf" $present "$@"
     calc "$rows / ($t1 - $t0)" 0
 }
 backlog_waits() { awk '/^submit: [0-9]+ ops sent/ {w += $10} END {print w + 0}' "$WORK/submit.log"; }
@@ -172,7 +186,7 @@ for run in $(seq 1 "$RUNS"); do
     # hot-shard feed: one partner's creates, all on one shard
     clean
     : >"$WORK/submit.log"
-    e2e_rate=$(e2e "$CONF" "$ROWS" "feed:$ROWS:$HOT_SHARD")
+    e2e_rate=$(e2e "$CONF" "$ROWS" "" "feed:$ROWS:$HOT_SHARD")
     waits=$(backlog_waits)
     clean
     direct=$(bench "$CONF" insert --conns 1 "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
@@ -201,7 +215,7 @@ for run in $(seq 1 "$RUNS"); do
 
     # spread: creates over every shard of both servers
     clean
-    e2e_rate=$(e2e "$CONF" "$ROWS" "spread:$ROWS")
+    e2e_rate=$(e2e "$CONF" "$ROWS" "" "spread:$ROWS")
     clean
     direct=$(bench "$CONF" insert --conns "$WORKERS" "spread:$ROWS" | field rows_per_s)
     record spread "$run" "$ROWS creates over 8 shards on 2 servers, end to end (rows/s)" "$e2e_rate" \
@@ -218,10 +232,11 @@ for run in $(seq 1 "$RUNS"); do
             sleep 1 # the rate reaches the consumer through the control topic
         fi
         before=$(applied_rows)
+        b=$(batches)
         submit "$CONF" "feed:$PROBE_ROWS:$HOT_SHARD" &
         sub=$!
         pids+=($sub)
-        wait_batch_change "$HOT_SHARD" 60 >/dev/null
+        wait_batch_change "$HOT_SHARD" 60 "$b" >/dev/null
         p99=$(bench "$CONF" probe --shard "$COLD_SHARD" --seconds "$PROBE_SECONDS" | field p99_ms)
         lag=$(shard_metric bulkwrite_consumer_lag_messages "$HOT_SHARD")
         drained=$(($(applied_rows) - before))
@@ -239,6 +254,7 @@ for run in $(seq 1 "$RUNS"); do
     done
 done
 clean
+[ "$(refused_rows)" = 0 ] || die "the shards refused $(refused_rows) ops in stack A"
 
 # ---- stack B: 2-row batches ---------------------------------------------------------------------
 
@@ -257,12 +273,14 @@ for run in $(seq 1 "$RUNS"); do
     sleep 1 # the pause reaches the consumer through the control topic
     before=$(applied_rows)
     submit "$CONF_SMALL" "feed:$rows:$HOT_SHARD"
+    b=$(batches)
     "$BIN/bwctl" -c "$CONF_SMALL" resume "$HOT_SHARD" >/dev/null
-    read -r t0 b0 < <(wait_batch_change "$HOT_SHARD" 60)
+    # timed from the first batch seen applied (the resume takes a moment to arrive)
+    read -r t0 b0 < <(wait_batch_change "$HOT_SHARD" 60 "$b")
     t1=$(wait_rows "$before" "$rows" 600)
-    b1=$(shard_metric bulkwrite_consumer_batches_applied_total "$HOT_SHARD")
+    b1=$(batches)
     verify "$CONF_SMALL" "feed:$rows:$HOT_SHARD"
-    most=$(calc "($b1 - $b0) / ($t1 - $t0)" 0)
+    most=$(calc "$b1 > $b0 ? ($b1 - $b0) / ($t1 - $t0) : 0" 0) # 0: too few batches to time (smoke)
     clean
     direct=$(bench "$CONF_SMALL" insert --conns 1 --batch 2 "feed:$rows:$HOT_SHARD" | field statements_per_s)
     record small-batches "$run" "one shard's batches/s, 2-row batches from a backlog, no limit" "$most" \
@@ -274,23 +292,28 @@ for run in $(seq 1 "$RUNS"); do
         clean
         "$BIN/bwctl" -c "$CONF_SMALL" set-rate "$HOT_SHARD" "$rate" >/dev/null
         sleep 1
-        cap=$(calc "($rate < $most * 1.2 ? $rate : $most * 1.2) * ($WARMUP + $RATE_SECONDS + 2)" 0)
+        # enough batches for the window at the rate, or at what the shard took above
+        feed=$(calc "($most > 50 ? $most : 50) * 1.2" 0)
+        cap=$(calc "($rate < $feed ? $rate : $feed) * ($WARMUP + $RATE_SECONDS + 2)" 0)
         rows=$(((cap < 5 ? 5 : cap) * 2))
         before=$(applied_rows)
+        b=$(batches)
         submit "$CONF_SMALL" "feed:$rows:$HOT_SHARD" &
         sub=$!
         pids+=($sub)
-        wait_batch_change "$HOT_SHARD" 60 >/dev/null
+        wait_batch_change "$HOT_SHARD" 60 "$b" >/dev/null
         sleep "$WARMUP"
         read -r t0 b0 < <(wait_batch_change "$HOT_SHARD" 10)
         sleep "$(calc "$RATE_SECONDS - 0.3" 2)"
-        read -r t1 b1 < <(wait_batch_change "$HOT_SHARD" 10)
+        dry=
+        read -r t1 b1 dry < <(wait_batch_change "$HOT_SHARD" 3 "$(batches)" dry)
         lag=$(shard_metric bulkwrite_consumer_lag_messages "$HOT_SHARD")
+        [ -z "$dry" ] || lag=0
         "$BIN/bwctl" -c "$CONF_SMALL" set-rate "$HOT_SHARD" 0 >/dev/null
         wait "$sub" || die "the rate case's feed failed"
         wait_rows "$before" "$rows" 600 >/dev/null
         verify "$CONF_SMALL" "feed:$rows:$HOT_SHARD"
-        measured=$(calc "($b1 - $b0) / ($t1 - $t0)" 2)
+        measured=$(calc "$t1 > $t0 ? ($b1 - $b0) / ($t1 - $t0) : 0" 2)
         rnote="$((b1 - b0)) batches in $(calc "$t1 - $t0" 2) s"
         [ "$lag" -gt 0 ] || rnote="$rnote; BACKLOG RAN DRY (the shard may have been starved, not limited)"
         record "rate-$rate" "$run" "shard $HOT_SHARD set to $rate batches/s: applied batches/s" "$measured" \
@@ -299,6 +322,7 @@ for run in $(seq 1 "$RUNS"); do
     "$BIN/bwctl" -c "$CONF_SMALL" set-rate "$HOT_SHARD" default >/dev/null
 done
 clean
+[ "$(refused_rows)" = 0 ] || die "the shards refused $(refused_rows) ops in stack B"
 stop_pid "$CONSUMER_PID"
 stop_pid "$PROXY_PID"
 
