@@ -333,7 +333,8 @@ stop_pid "$PROXY_PID"
 CONF_PROXY=$WORK/bulkwrite-proxy.conf
 sed -e "s/count = 8;/count = $PROXY_SHARDS;/" -e "s/last_shard = 3;/last_shard = $((PROXY_SHARDS / 2 - 1));/" \
     -e "s/first_shard = 4;/first_shard = $((PROXY_SHARDS / 2));/" -e "s/last_shard = 7;/last_shard = $((PROXY_SHARDS - 1));/" \
-    -e "s/consumer_group = \"bw-bench-embedded\"/consumer_group = \"bw-bench-proxy\"/" "$CONF" >"$CONF_PROXY"
+    -e "s/consumer_group = \"bw-bench-embedded\"/consumer_group = \"bw-bench-proxy\"/" \
+    -e "s/produce_timeout_ms = 3000;/produce_timeout_ms = 30000;/" "$CONF" >"$CONF_PROXY"
 
 # proxy_case CLIENTS FORMAT: ops/s accepted by the proxy from CLIENTS submitters at once
 proxy_case() {
@@ -352,9 +353,12 @@ proxy_case() {
     [ "$accepted" -eq $((per * c)) ] || die "the proxy accepted $accepted of $((per * c)) ops"
     calc "$accepted / ($t1 - $t0)" 0
 }
-# proxy_runs KAFKA_NAME: every client count in both formats, RUNS times
+# proxy_runs KAFKA_NAME: every client count in both formats, RUNS times, after one
+# untimed request to every shard (a new topic's partitions get their leaders first)
 proxy_runs() {
     local run c pb json one
+    "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" --protobuf --retry-for 120 "spread:$PROXY_SHARDS" \
+        2>>"$WORK/submit.log" || die "the proxy's warm-up request failed (see $WORK/submit.log)"
     for run in $(seq 1 "$RUNS"); do
         one=
         for c in $CLIENTS; do
