@@ -9,6 +9,8 @@
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
 #   make check-tsan                         the unit and embedded e2e tiers under ThreadSanitizer
 #   make fuzz [FUZZ_SECONDS=60]             the libFuzzer harnesses from the committed seeds
+#   make bench [BENCH_RUNS=3]               throughput, rate precision and isolation as ratios
+#                                           against same-run baselines (docs/performance.md)
 
 SANITIZE ?=
 comma := ,
@@ -45,9 +47,9 @@ UNIT_SRC := $(wildcard test/unit/*.c)
 UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
-            $(BIN)/bw-workload
+            $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
+.PHONY: bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -121,7 +123,7 @@ check: deps
 	$(MAKE) -j2 check-lane-embedded check-lane-kafka
 LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded fairness-embedded fault-embedded backlog-embedded check-tsan)
+	@$(call LANE,embedded,fuzz e2e-embedded fairness-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
 	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
@@ -165,6 +167,16 @@ e2e-kafka: all
 # 32 backlogged shards, 2 workers: every shard's applied batches within ±30 % of the mean
 fairness-embedded: all
 	BW_BIN=$(BIN) test/fairness.sh embedded
+
+# make bench: every case BENCH_RUNS (3) times against its baseline, on servers it starts
+# itself; the table goes to stdout and build/bench/results.md (test/bench.sh lists the
+# knobs). bench-smoke runs every case once at tiny sizes (under a minute, the real-broker
+# case left out): it asserts the rows, never the speed, so the harness cannot rot.
+bench: deps
+	$(MAKE) all
+	BW_BIN=$(BIN) test/bench.sh
+bench-smoke: all
+	BW_BIN=$(BIN) BENCH_SMOKE=1 BENCH_KAFKA=0 test/bench.sh
 
 demo: deps
 	$(MAKE) all

@@ -52,33 +52,12 @@
 #include "db.h"
 #include "kafka.h"
 #include "shard.h"
+#include "workload.h"
 
-#define PIN_TYPE 1
-#define USER_TYPE 0
 #define IMAGE_BYTES 60000          /* under the image column's max_length (65535) */
 #define IMAGE_PER_REQUEST 100      /* ~6 MB protobuf, ~8 MB JSON: under proxy.max_body_bytes */
-#define IMAGE_LOCAL_BASE 1000000000ULL
-
-typedef enum { JOB_FEED, JOB_SPREAD, JOB_CLEANUP, JOB_LIKE, JOB_IMAGE } job_kind_t;
-static const char *const job_names[] = {"feed", "spread", "cleanup", "like", "image"};
-typedef struct {
-    job_kind_t kind;
-    long count;
-    int shard;
-} job_t;
 
 static bw_config_t *conf;
-
-static uint64_t feed_owner(int shard) { return bw_id_make((unsigned)shard, USER_TYPE, 42); }
-static uint64_t feed_pin(int shard, long i) { return bw_id_make((unsigned)shard, PIN_TYPE, (uint64_t)i + 1); }
-static uint64_t image_pin(int shard, long i) { return bw_id_make((unsigned)shard, PIN_TYPE, IMAGE_LOCAL_BASE + (uint64_t)i); }
-static int spread_shard(long i) { return (int)(i % conf->shard_count); }
-static uint64_t spread_owner(long i) { return bw_id_make((unsigned)spread_shard(i), USER_TYPE, 1000 + (uint64_t)(i % 97)); }
-static uint64_t spread_pin(long i) { return bw_id_make((unsigned)spread_shard(i), PIN_TYPE, 10000000 + (uint64_t)i); }
-
-static void pin_title(char *buf, size_t size, uint64_t id) {
-    snprintf(buf, size, "pin %" PRIu64 " \xe2\x80\x94 l'\xc3\xa9t\xc3\xa9 \"quoted\" \\ \xf0\x9f\x98\x80", id);
-}
 
 /* A pin's image: xorshift64* seeded from its id, so every run makes the same bytes, and
  * they do not compress (Kafka's lz4 cannot shrink the backlog they fill). */
@@ -96,31 +75,9 @@ static void pin_image(uint64_t id, uint8_t *out) {
 /* ---- expected state ------------------------------------------------------------------ */
 
 typedef struct {
-    uint64_t id, owner;
-    long board, likes;
-    int present;
-    int image; /* holds pin_image(id); else the image is NULL */
-} pin_t;
-
-typedef struct {
     pin_t *pins;
     size_t len, cap;
 } pinset_t;
-
-static int is_create(job_kind_t kind) { return kind == JOB_FEED || kind == JOB_SPREAD || kind == JOB_IMAGE; }
-
-/* The pin that op i of a create job makes; submit sends it, verify expects it. */
-static pin_t created_pin(const job_t *jb, long i) {
-    pin_t p = {.board = i % 100, .present = 1, .image = jb->kind == JOB_IMAGE};
-    if (jb->kind == JOB_SPREAD) {
-        p.id = spread_pin(i);
-        p.owner = spread_owner(i);
-    } else {
-        p.id = jb->kind == JOB_IMAGE ? image_pin(jb->shard, i) : feed_pin(jb->shard, i);
-        p.owner = feed_owner(jb->shard);
-    }
-    return p;
-}
 
 static void pin_add(pinset_t *ps, pin_t p) {
     if (ps->len == ps->cap) {
@@ -145,7 +102,7 @@ static pinset_t *expected_state(const job_t *jobs, int job_cnt) {
     pinset_t *sets = calloc((size_t)conf->shard_count, sizeof(*sets));
     for (int j = 0; j < job_cnt; j++)
         for (long i = 0; is_create(jobs[j].kind) && i < jobs[j].count; i++) {
-            pin_t p = created_pin(&jobs[j], i);
+            pin_t p = created_pin(conf->shard_count, &jobs[j], i);
             pin_add(&sets[bw_id_shard(p.id)], p);
         }
     for (int s = 0; s < conf->shard_count; s++)
@@ -338,7 +295,7 @@ static void make_op(const job_t *jb, long i, op_buf_t *o) {
     o->op.shard_key = "";
     o->op.fields = o->fp;
     if (is_create(jb->kind)) {
-        pin_t p = created_pin(jb, i);
+        pin_t p = created_pin(conf->shard_count, jb, i);
         o->op.op = BULKWRITE__V1__OP_TYPE__CREATE;
         o->op.id = p.id;
         snprintf(o->key, sizeof(o->key), "%" PRIu64, p.owner);
@@ -355,10 +312,10 @@ static void make_op(const job_t *jb, long i, op_buf_t *o) {
         }
     } else if (jb->kind == JOB_CLEANUP) {
         o->op.op = BULKWRITE__V1__OP_TYPE__DELETE;
-        o->op.id = feed_pin(jb->shard, i * 10);
+        o->op.id = touched_pin(jb, i);
     } else {
         o->op.op = BULKWRITE__V1__OP_TYPE__UPDATE;
-        o->op.id = feed_pin(jb->shard, i * 10 + 1);
+        o->op.id = touched_pin(jb, i);
         add_int(o, "like_count", 1);
         o->f[0].increment = 1;
     }
@@ -405,9 +362,7 @@ static void *encode_request(const sender_t *s, char *rid, Bulkwrite__V1__Op **op
 /* Sends job number j of the command line. Cleanup and like touch pins i*10 (resp.
  * i*10+1) < N of the feed on their shard. */
 static int submit_job(sender_t *s, const job_t *jb, int j) {
-    long total = jb->count;
-    if (jb->kind == JOB_CLEANUP) total = (jb->count + 9) / 10;
-    if (jb->kind == JOB_LIKE) total = (jb->count + 8) / 10;
+    long total = job_ops(jb);
     long per = jb->kind == JOB_IMAGE && s->per_request > IMAGE_PER_REQUEST ? IMAGE_PER_REQUEST : s->per_request;
     op_buf_t *bufs = calloc((size_t)per, sizeof(*bufs));
     Bulkwrite__V1__Op **ops = calloc((size_t)per, sizeof(*ops));
@@ -835,27 +790,11 @@ static int flood(const char *brokers, const char *shard_arg, const char *bytes_a
 
 /* ---- main ----------------------------------------------------------------------------------- */
 
-static int parse_job(const char *s, job_t *jb) {
-    char name[16];
-    long count = 0;
-    int shard = 0;
-    int n = sscanf(s, "%15[a-z]:%ld:%d", name, &count, &shard);
-    if (n < 2 || count < 0) return -1;
-    jb->count = count;
-    jb->shard = shard;
-    size_t k = 0, kinds = sizeof(job_names) / sizeof(job_names[0]);
-    while (k < kinds && strcmp(name, job_names[k]) != 0) k++;
-    if (k == kinds) return -1;
-    jb->kind = (job_kind_t)k;
-    if (jb->kind != JOB_SPREAD && (n < 3 || shard < 0 || shard >= conf->shard_count)) return -1;
-    return 0;
-}
-
 /* The jobs of the command line, or NULL (named on stderr) when one is not a job. */
 static job_t *parse_jobs(int cnt, char **args) {
     job_t *jobs = calloc((size_t)cnt + 1, sizeof(*jobs));
     for (int i = 0; i < cnt; i++)
-        if (parse_job(args[i], &jobs[i])) {
+        if (parse_job(conf, args[i], &jobs[i])) {
             fprintf(stderr, "bw-workload: bad job \"%s\"\n", args[i]);
             free(jobs);
             return NULL;

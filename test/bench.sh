@@ -1,0 +1,444 @@
+#!/usr/bin/env bash
+# make bench: bulkwrite's throughput, rate precision and isolation as ratios against
+# baselines measured in the same run, on the same servers (docs/performance.md).
+#
+#   test/bench.sh            BENCH_RUNS (3) runs of every case, then the table
+#   BENCH_SMOKE=1 test/bench.sh   every case once at tiny sizes (seconds): no speed is
+#                            asserted, but a case that errors or leaves the wrong rows fails
+#
+# It starts its own servers (two MariaDB by scripts/mariadb.sh, the embedded Kafka, the
+# proxy, one consumer; for the proxy-alone case also a real broker by scripts/kafka.sh
+# unless BENCH_KAFKA=0) on BW_TEST_PORT_OFFSET-shifted ports, and stops all of them on any
+# exit. Three stacks in turn, each case measured and its baseline next to it:
+#   A  500-row create and 1,000-row delete batches, no rate limits, 4 workers:
+#      hot-shard feed, spam cleanup, spread over all shards, online probe
+#   B  2-row create batches: one shard's most batches/s, rate precision
+#   C  the proxy alone (no consumer), 128 shards: 1/4/16 clients, JSON and protobuf,
+#      on the embedded Kafka and on the real broker
+# End-to-end cases time from the first submit until the consumer's
+# bulkwrite_consumer_rows_applied_total has counted every row (polled every 50 ms); then
+# bw-workload verify compares every shard row by row (not timed). The tables are
+# truncated between cases (bw-bench clean; the ledger stays).
+#
+# Knobs (full / smoke): BENCH_ROWS (200000 / 2000) creates of the hot-shard and spread
+# cases; BENCH_DELETES (100000 / 500) deletes of the cleanup case (a feed of 10x that is
+# inserted directly first); BENCH_ROWWISE (5000 / 200) rows of the one-INSERT-per-row
+# sample; BENCH_SMALL_BATCHES (2000 / 200) 2-row batches of the most-batches case;
+# BENCH_RATES ("5 50 500 2000"); BENCH_RATE_SECONDS (10 / 1) each rate's window;
+# BENCH_PROBE_SECONDS (5 / 1), BENCH_PROBE_ROWS (400000 / 3000), BENCH_PROBE_RATE (20);
+# BENCH_PROXY_OPS (100000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
+# BENCH_KAFKA (1 / 0) the real-broker proxy case. Output: the table on stdout and in
+# BENCH_OUT/results.md, the raw numbers in BENCH_OUT/raw.tsv (BENCH_OUT: build/bench, for
+# the smoke build/bench-smoke).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. test/lib.sh
+
+SMOKE=${BENCH_SMOKE:-0}
+if [ "$SMOKE" = 1 ]; then
+    RUNS=1 ROWS=2000 DELETES=500 ROWWISE=200 SMALL=200 RATE_SECONDS=1 WARMUP=0.5
+    PROBE_SECONDS=1 PROBE_ROWS=3000 PROXY_OPS=2000 KAFKA_CASE=0
+else
+    RUNS=3 ROWS=200000 DELETES=100000 ROWWISE=5000 SMALL=2000 RATE_SECONDS=10 WARMUP=2
+    PROBE_SECONDS=5 PROBE_ROWS=400000 PROXY_OPS=100000 KAFKA_CASE=1
+fi
+RUNS=${BENCH_RUNS:-$RUNS} ROWS=${BENCH_ROWS:-$ROWS} DELETES=${BENCH_DELETES:-$DELETES}
+ROWWISE=${BENCH_ROWWISE:-$ROWWISE} SMALL=${BENCH_SMALL_BATCHES:-$SMALL}
+RATES=${BENCH_RATES:-5 50 500 2000} RATE_SECONDS=${BENCH_RATE_SECONDS:-$RATE_SECONDS}
+PROBE_SECONDS=${BENCH_PROBE_SECONDS:-$PROBE_SECONDS} PROBE_ROWS=${BENCH_PROBE_ROWS:-$PROBE_ROWS}
+PROBE_RATE=${BENCH_PROBE_RATE:-20} PROXY_OPS=${BENCH_PROXY_OPS:-$PROXY_OPS}
+CLIENTS=${BENCH_CLIENTS:-1 4 16} KAFKA_CASE=${BENCH_KAFKA:-$KAFKA_CASE}
+HOT_SHARD=3 COLD_SHARD=0 WORKERS=4 PROXY_SHARDS=128 # shards 0-3 share server mysql-a
+OUT=${BENCH_OUT:-build/bench}
+[ "$SMOKE" = 1 ] && OUT=${BENCH_OUT:-build/bench-smoke}
+mkdir -p "$OUT"
+RAW=$OUT/raw.tsv
+printf 'case\trun\tmeasured_what\tmeasured\tbaseline_what\tbaseline\ttarget\tnote\n' >"$RAW"
+KAFKA_UP=0
+
+bench_stop() {
+    local rc=$?
+    set +e
+    [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1 # keep the logs
+    [ "$KAFKA_UP" = 1 ] && scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1
+    bw_stack_stop
+}
+die() { echo "bench: ERROR: $*" >&2; failed=$((failed + 1)); exit 1; }
+note() { echo "# $*" >&2; }
+now() { date +%s.%N; }
+calc() { awk "BEGIN {printf \"%.${2:-1}f\", ($1)}"; } # (…): a bare > would redirect
+
+# record CASE RUN MEASURED_WHAT MEASURED BASELINE_WHAT BASELINE TARGET [NOTE]
+record() {
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "${8:-}" >>"$RAW"
+    note "$1 (run $2): $4 vs $6 = $(calc "$4 / $6" 3)${8:+ ($8)}"
+}
+
+# ---- the consumer's metrics --------------------------------------------------------------
+
+metrics() { curl -sf "http://127.0.0.1:$C1/metrics"; }
+metric_sum() { # metric_sum NAME: over every shard
+    metrics | awk -v k="$1{" 'index($1, k) == 1 {s += $2} END {printf "%d\n", s}'
+}
+applied_rows() { metric_sum bulkwrite_consumer_rows_applied_total; }
+refused_rows() { metric_sum bulkwrite_consumer_rows_failed_total; }
+shard_metric() { # shard_metric NAME SHARD
+    metrics | awk -v k="$1{shard=\"$2\"}" '$1 == k {v = $2} END {printf "%d\n", v}'
+}
+# wait_rows BEFORE COUNT SECONDS: until COUNT more rows are applied; prints the time then
+wait_rows() {
+    local deadline n
+    deadline=$(calc "$(now) + $3" 3)
+    while :; do
+        n=$(applied_rows)
+        if [ "$((n - $1))" -ge "$2" ]; then now; return 0; fi
+        [ "$(calc "$(now) > $deadline" 0)" = 1 ] && die "only $((n - $1)) of $2 rows applied in $3 s"
+        sleep 0.05
+    done
+}
+batches() { shard_metric bulkwrite_consumer_batches_applied_total "$HOT_SHARD"; }
+# wait_batch_change SHARD SECONDS [FROM [DRY]]: until the shard's batch counter differs from
+# FROM (default: its value now); prints "TIME COUNT". Fails after SECONDS, unless DRY is
+# given: then it prints "TIME COUNT DRY" (nothing more was applied).
+wait_batch_change() {
+    local b0=${3:-} b deadline
+    [ -n "$b0" ] || b0=$(shard_metric bulkwrite_consumer_batches_applied_total "$1")
+    deadline=$(calc "$(now) + $2" 3)
+    while :; do
+        b=$(shard_metric bulkwrite_consumer_batches_applied_total "$1")
+        if [ "$b" != "$b0" ]; then echo "$(now) $b"; return 0; fi
+        if [ "$(calc "$(now) > $deadline" 0)" = 1 ]; then
+            [ -n "${4:-}" ] || die "shard $1 applied no batch in $2 s"
+            echo "$(now) $b $4"
+            return 0
+        fi
+        sleep 0.02
+    done
+}
+
+# ---- helpers for the stacks ------------------------------------------------------------------
+
+submit() { # submit CONF JOB...: protobuf, 5,000 ops per request, every op accepted
+    local conf=$1; shift
+    "$BIN/bw-workload" -c "$conf" submit --url "$URL" --protobuf --per-request 5000 "$@" 2>>"$WORK/submit.log" ||
+        die "submit $* failed (see $WORK/submit.log)"
+}
+verify() { # verify CONF JOB...: every shard row by row
+    local conf=$1; shift
+    "$BIN/bw-workload" -c "$conf" verify --wait 120 "$@" >"$WORK/verify.out" 2>>"$WORK/verify.log" ||
+        { cat "$WORK/verify.out" >&2; die "verify $* failed"; }
+}
+bench() { # bench CONF ARGS...: a bw-bench run; prints its result line
+    "$BIN/bw-bench" -c "$@" 2>>"$WORK/bw-bench.log" || die "bw-bench $* failed (see $WORK/bw-bench.log)"
+}
+field() { # field NAME < "a=1 b=2"
+    tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'
+}
+clean() { bench "$CONF" clean >/dev/null; }
+start_proxy() { # start_proxy CONF
+    "$BIN/bw-proxy" -c "$1" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
+    PROXY_PID=$!
+    pids+=($PROXY_PID)
+    wait_for 90 curl -sf "http://127.0.0.1:$PROXY/healthz" || { tail "$WORK/proxy.log" >&2; die "proxy did not start"; }
+}
+stop_pid() { kill "$1" 2>/dev/null && wait "$1" 2>/dev/null || true; }
+# start_applier CONF: the consumer, ready once a first job is applied (the group join is
+# over; later timings do not include it)
+start_applier() {
+    start_consumer "$C1" "$1"
+    CONSUMER_PID=$LAST_PID
+    wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz" || die "the consumer did not become ready"
+    local before
+    before=$(applied_rows)
+    submit "$1" feed:10:1
+    wait_rows "$before" 10 60 >/dev/null
+    clean
+}
+
+# e2e CONF EXPECTED_ROWS PRESENT JOB...: submits the jobs, waits until every row is
+# applied, verifies (PRESENT: a job whose rows were written directly before, or ""); no op
+# may be refused. Prints rows/s from the first submit to the last row applied.
+e2e() {
+    local conf=$1 rows=$2 present=$3 before refused t0 t1; shift 3
+    before=$(applied_rows)
+    refused=$(refused_rows)
+    t0=$(now)
+    submit "$conf" "$@"
+    t1=$(wait_rows "$before" "$rows" 600)
+    [ "$(refused_rows)" = "$refused" ] || die "the shards refused $(($(refused_rows) - refused)) ops of $*"
+    verify "$conf" $present "$@"
+    calc "$rows / ($t1 - $t0)" 0
+}
+backlog_waits() { awk '/^submit: [0-9]+ ops sent/ {w += $10} END {print w + 0}' "$WORK/submit.log"; }
+
+# ---- stack A: 500-row batches, no rate limits --------------------------------------------------
+
+bw_stack_conf() { # no rate anywhere (lib.sh zeroes the default; drop its hot-shard override)
+    sed -i -e "/{ shard = $HOT; rate = $HOT_RATE.0; }/d" -e "s/workers = 4;/workers = $WORKERS;/" "$1"
+}
+bw_stack_start bench embedded
+trap bench_stop EXIT
+trap 'exit 130' INT TERM
+start_applier "$CONF"
+note "stack A: 500-row creates, 1,000-row deletes, $WORKERS workers, no rate limits; $RUNS run(s)"
+
+for run in $(seq 1 "$RUNS"); do
+    # hot-shard feed: one partner's creates, all on one shard
+    clean
+    : >"$WORK/submit.log"
+    e2e_rate=$(e2e "$CONF" "$ROWS" "" "feed:$ROWS:$HOT_SHARD")
+    waits=$(backlog_waits)
+    clean
+    direct=$(bench "$CONF" insert --conns 1 "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
+    clean
+    array=$(bench "$CONF" array --conns 1 "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
+    clean
+    rowwise=$(bench "$CONF" rowwise --sample "$ROWWISE" "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
+    record hot-shard "$run" "$ROWS creates on shard $HOT_SHARD, end to end (rows/s)" "$e2e_rate" \
+        "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9" "$waits 429 waits"
+    record hot-shard-vs-rowwise "$run" "$ROWS creates on shard $HOT_SHARD, end to end (rows/s)" "$e2e_rate" \
+        "one autocommit INSERT per row, 1 connection ($ROWWISE-row sample)" "$rowwise" "≥ 25"
+    record array-bound "$run" "direct array-bound INSERT (mysql_stmt, STMT_ATTR_ARRAY_SIZE=500), 1 connection" \
+        "$array" "direct 500-row text INSERTs, 1 connection" "$direct" "≥ 1.2"
+
+    # spam cleanup: deletes by id of every 10th pin of a feed inserted directly
+    feed=$((DELETES * 10))
+    clean
+    bench "$CONF" insert "feed:$feed:$HOT_SHARD" >/dev/null
+    : >"$WORK/submit.log"
+    e2e_rate=$(e2e "$CONF" "$DELETES" "feed:$feed:$HOT_SHARD" "cleanup:$feed:$HOT_SHARD")
+    clean
+    bench "$CONF" insert "feed:$feed:$HOT_SHARD" >/dev/null
+    direct=$(bench "$CONF" delete --conns 1 "cleanup:$feed:$HOT_SHARD" | field rows_per_s)
+    record cleanup "$run" "$DELETES deletes by id on shard $HOT_SHARD, end to end (rows/s)" "$e2e_rate" \
+        "DELETE … WHERE id IN (1,000 ids) directly, 1 connection" "$direct" "≥ 0.9"
+
+    # spread: creates over every shard of both servers
+    clean
+    e2e_rate=$(e2e "$CONF" "$ROWS" "" "spread:$ROWS")
+    clean
+    direct=$(bench "$CONF" insert --conns "$WORKERS" "spread:$ROWS" | field rows_per_s)
+    record spread "$run" "$ROWS creates over 8 shards on 2 servers, end to end (rows/s)" "$e2e_rate" \
+        "the same 500-row INSERTs directly, $WORKERS connections (= consumer.workers)" "$direct" "≥ 0.9"
+
+    # online probe on a cold shard of the hot shard's server: idle, then while the hot
+    # shard drains unthrottled, then throttled to BENCH_PROBE_RATE batches/s
+    clean
+    idle=$(bench "$CONF" probe --shard "$COLD_SHARD" --seconds "$PROBE_SECONDS" | field p99_ms)
+    for mode in busy throttled; do
+        clean
+        if [ "$mode" = throttled ]; then
+            "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" "$PROBE_RATE" >/dev/null
+            sleep 1 # the rate reaches the consumer through the control topic
+        fi
+        before=$(applied_rows)
+        b=$(batches)
+        submit "$CONF" "feed:$PROBE_ROWS:$HOT_SHARD" &
+        sub=$!
+        pids+=($sub)
+        wait_batch_change "$HOT_SHARD" 60 "$b" >/dev/null
+        p99=$(bench "$CONF" probe --shard "$COLD_SHARD" --seconds "$PROBE_SECONDS" | field p99_ms)
+        lag=$(shard_metric bulkwrite_consumer_lag_messages "$HOT_SHARD")
+        drained=$(($(applied_rows) - before))
+        [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" 0 >/dev/null
+        wait "$sub" || die "the hot shard's feed failed"
+        wait_rows "$before" "$PROBE_ROWS" 600 >/dev/null
+        verify "$CONF" "feed:$PROBE_ROWS:$HOT_SHARD"
+        [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" default >/dev/null
+        what="hot shard draining, no limit"
+        [ "$mode" = throttled ] && what="hot shard throttled to $PROBE_RATE batches/s"
+        # lag can read 0 mid-feed (the consumer outran the proxy); what counts is rows left
+        busy_note="$drained of $PROBE_ROWS rows applied by the probe's end, lag then $lag messages"
+        [ "$drained" -lt "$PROBE_ROWS" ] || busy_note="$busy_note: THE DRAIN ENDED BEFORE THE PROBE (raise BENCH_PROBE_ROWS)"
+        record "online-p99-$mode" "$run" "online p99 on shard $COLD_SHARD (same server), $what (ms)" "$p99" \
+            "the same probe, server idle (ms)" "$idle" "≤ 1.5" "$busy_note"
+    done
+done
+clean
+[ "$(refused_rows)" = 0 ] || die "the shards refused $(refused_rows) ops in stack A"
+
+# ---- stack B: 2-row batches ---------------------------------------------------------------------
+
+stop_pid "$CONSUMER_PID"
+stop_pid "$PROXY_PID"
+CONF_SMALL=$WORK/bulkwrite-small.conf
+sed -e "0,/create = 500;/s//create = 2;/" "$CONF" >"$CONF_SMALL"
+start_proxy "$CONF_SMALL"
+start_applier "$CONF_SMALL"
+note "stack B: 2-row create batches; $RUNS run(s)"
+for run in $(seq 1 "$RUNS"); do
+    # one shard's most batches/s: a paused shard gets SMALL batches, then drains unlimited
+    rows=$((SMALL * 2))
+    clean
+    "$BIN/bwctl" -c "$CONF_SMALL" pause "$HOT_SHARD" >/dev/null
+    sleep 1 # the pause reaches the consumer through the control topic
+    before=$(applied_rows)
+    submit "$CONF_SMALL" "feed:$rows:$HOT_SHARD"
+    b=$(batches)
+    "$BIN/bwctl" -c "$CONF_SMALL" resume "$HOT_SHARD" >/dev/null
+    # timed from the first batch seen applied (the resume takes a moment to arrive)
+    read -r t0 b0 < <(wait_batch_change "$HOT_SHARD" 60 "$b")
+    t1=$(wait_rows "$before" "$rows" 600)
+    b1=$(batches)
+    verify "$CONF_SMALL" "feed:$rows:$HOT_SHARD"
+    most=$(calc "$b1 > $b0 ? ($b1 - $b0) / ($t1 - $t0) : 0" 0) # 0: too few batches to time (smoke)
+    clean
+    direct=$(bench "$CONF_SMALL" insert --conns 1 --batch 2 "feed:$rows:$HOT_SHARD" | field statements_per_s)
+    record small-batches "$run" "one shard's batches/s, 2-row batches from a backlog, no limit" "$most" \
+        "the same 2-row INSERTs directly, 1 connection (statements/s)" "$direct" "≥ 2,000 batches/s"
+
+    # rate precision: the shard set to RATE, fed for the window, measured between two
+    # batches (no quantisation) after the limiter's 1 s burst is spent
+    for rate in $RATES; do
+        clean
+        "$BIN/bwctl" -c "$CONF_SMALL" set-rate "$HOT_SHARD" "$rate" >/dev/null
+        sleep 1
+        # enough batches for the window at the rate, or at what the shard took above
+        feed=$(calc "($most > 50 ? $most : 50) * 1.2" 0)
+        cap=$(calc "($rate < $feed ? $rate : $feed) * ($WARMUP + $RATE_SECONDS + 2)" 0)
+        rows=$(((cap < 5 ? 5 : cap) * 2))
+        before=$(applied_rows)
+        b=$(batches)
+        submit "$CONF_SMALL" "feed:$rows:$HOT_SHARD" &
+        sub=$!
+        pids+=($sub)
+        wait_batch_change "$HOT_SHARD" 60 "$b" >/dev/null
+        sleep "$WARMUP"
+        read -r t0 b0 < <(wait_batch_change "$HOT_SHARD" 10)
+        sleep "$(calc "$RATE_SECONDS - 0.3" 2)"
+        dry=
+        read -r t1 b1 dry < <(wait_batch_change "$HOT_SHARD" 3 "$(batches)" dry)
+        lag=$(shard_metric bulkwrite_consumer_lag_messages "$HOT_SHARD")
+        [ -z "$dry" ] || lag=0
+        "$BIN/bwctl" -c "$CONF_SMALL" set-rate "$HOT_SHARD" 0 >/dev/null
+        wait "$sub" || die "the rate case's feed failed"
+        wait_rows "$before" "$rows" 600 >/dev/null
+        verify "$CONF_SMALL" "feed:$rows:$HOT_SHARD"
+        measured=$(calc "$t1 > $t0 ? ($b1 - $b0) / ($t1 - $t0) : 0" 2)
+        rnote="$((b1 - b0)) batches in $(calc "$t1 - $t0" 2) s"
+        [ "$lag" -gt 0 ] || rnote="$rnote; BACKLOG RAN DRY (the shard may have been starved, not limited)"
+        record "rate-$rate" "$run" "shard $HOT_SHARD set to $rate batches/s: applied batches/s" "$measured" \
+            "the configured rate" "$rate" "1 ± 0.02" "$rnote"
+    done
+    "$BIN/bwctl" -c "$CONF_SMALL" set-rate "$HOT_SHARD" default >/dev/null
+done
+clean
+[ "$(refused_rows)" = 0 ] || die "the shards refused $(refused_rows) ops in stack B"
+stop_pid "$CONSUMER_PID"
+stop_pid "$PROXY_PID"
+
+# ---- stack C: the proxy alone ----------------------------------------------------------------------
+
+# 128 shards so the unapplied backlog (the embedded Kafka keeps 4 MiB a shard) never fills
+CONF_PROXY=$WORK/bulkwrite-proxy.conf
+sed -e "s/count = 8;/count = $PROXY_SHARDS;/" -e "s/last_shard = 3;/last_shard = $((PROXY_SHARDS / 2 - 1));/" \
+    -e "s/first_shard = 4;/first_shard = $((PROXY_SHARDS / 2));/" -e "s/last_shard = 7;/last_shard = $((PROXY_SHARDS - 1));/" \
+    -e "s/consumer_group = \"bw-bench-embedded\"/consumer_group = \"bw-bench-proxy\"/" \
+    -e "s/produce_timeout_ms = 3000;/produce_timeout_ms = 30000;/" "$CONF" >"$CONF_PROXY"
+
+# proxy_case CLIENTS FORMAT: ops/s accepted by the proxy from CLIENTS submitters at once
+proxy_case() {
+    local c=$1 fmt=$2 per=$((PROXY_OPS / $1)) i t0 t1 bg=() flag=() accepted
+    [ "$fmt" = protobuf ] && flag=(--protobuf)
+    t0=$(now)
+    for ((i = 0; i < c; i++)); do
+        "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" "${flag[@]}" "spread:$per" 2>"$WORK/client-$i.log" &
+        bg+=($!)
+        pids+=($!)
+    done
+    for i in "${!bg[@]}"; do wait "${bg[i]}" || { cat "$WORK/client-$i.log" >&2; die "proxy client $i failed"; }; done
+    t1=$(now)
+    accepted=$(cat "$WORK"/client-*.log | awk '/^submit: [0-9]+ ops sent/ {s += $5} END {print s + 0}')
+    rm -f "$WORK"/client-*.log
+    [ "$accepted" -eq $((per * c)) ] || die "the proxy accepted $accepted of $((per * c)) ops"
+    calc "$accepted / ($t1 - $t0)" 0
+}
+# proxy_runs KAFKA_NAME: every client count in both formats, RUNS times, after one
+# untimed request to every shard (a new topic's partitions get their leaders first)
+proxy_runs() {
+    local run c pb json one
+    "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" --protobuf --retry-for 120 "spread:$PROXY_SHARDS" \
+        2>>"$WORK/submit.log" || die "the proxy's warm-up request failed (see $WORK/submit.log)"
+    for run in $(seq 1 "$RUNS"); do
+        one=
+        for c in $CLIENTS; do
+            pb=$(proxy_case "$c" protobuf)
+            json=$(proxy_case "$c" json)
+            record "proxy-$1-json-$c" "$run" "proxy alone, $1 Kafka, JSON, $c client(s): accepted ops/s" "$json" \
+                "protobuf, same clients" "$pb" "≥ 0.7"
+            if [ -z "$one" ]; then one=$pb; one_c=$c; continue; fi
+            record "proxy-$1-scale-$c" "$run" "proxy alone, $1 Kafka, protobuf, $c clients: accepted ops/s" "$pb" \
+                "protobuf, $one_c client(s)" "$one" "grows with clients until the cores are busy (> 1)"
+        done
+    done
+}
+
+"$BIN/bw-kafka-embedded" -c "$CONF_PROXY" --bootstrap-file "$WORK/bootstrap-proxy" >"$WORK/kafka-proxy.log" 2>&1 &
+pids+=($!)
+wait_for 20 test -s "$WORK/bootstrap-proxy" || die "the embedded Kafka for the proxy case did not start"
+BROKERS=$(cat "$WORK/bootstrap-proxy")
+start_proxy "$CONF_PROXY"
+note "stack C: the proxy alone, embedded Kafka, $PROXY_SHARDS shards"
+proxy_runs embedded
+stop_pid "$PROXY_PID"
+
+if [ "$KAFKA_CASE" = 1 ]; then
+    note "stack C: the proxy alone, real broker (scripts/kafka.sh)"
+    KAFKA_UP=1
+    scripts/kafka.sh start "$WORK/kafka" "$KAFKA" >"$WORK/kafka-start.log" 2>&1 ||
+        { cat "$WORK/kafka-start.log" >&2; die "the real broker did not start"; }
+    BROKERS=127.0.0.1:$KAFKA
+    start_proxy "$CONF_PROXY"
+    proxy_runs real
+    stop_pid "$PROXY_PID"
+fi
+
+# ---- the table ------------------------------------------------------------------------------------------
+
+# per case, in the order measured: medians of measured and baseline, min / median / max of the ratios
+table() {
+    awk -F'\t' 'NR > 1 {
+        if (!($1 in n)) { order[++cases] = $1; mw[$1] = $3; bw[$1] = $5; tg[$1] = $7 }
+        k = ++n[$1]; m[$1, k] = $4; b[$1, k] = $6; r[$1, k] = ($6 > 0 ? $4 / $6 : 0)
+    }
+    function med(a, c, k,   i, j, t, v) {
+        for (i = 1; i <= k; i++) v[i] = a[c, i]
+        for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+        if (which == "min") return v[1]
+        if (which == "max") return v[k]
+        return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+    }
+    function num(x) { return x >= 100 ? sprintf("%.0f", x) : sprintf("%.3g", x) }
+    BEGIN {
+        print "| case | measured | baseline | ratio min / median / max | target |"
+        print "| --- | --- | --- | --- | --- |"
+    }
+    END {
+        for (i = 1; i <= cases; i++) {
+            c = order[i]; k = n[c]
+            which = "med"; mm = med(m, c, k); bm = med(b, c, k); rmed = med(r, c, k)
+            which = "min"; rmin = med(r, c, k)
+            which = "max"; rmax = med(r, c, k)
+            printf "| %s | %s: %s | %s: %s | %.3f / %.3f / %.3f | %s |\n", c, mw[c], num(mm), bw[c], num(bm), rmin, rmed, rmax, tg[c]
+        }
+    }' "$RAW"
+}
+{
+    echo "# make bench results"
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $RUNS run(s)$([ "$SMOKE" = 1 ] && echo ', SMOKE sizes: not a measurement'); $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), Linux $(uname -r), MariaDB $(/usr/sbin/mariadbd --version 2>/dev/null | awk '{print $3}')"
+    echo
+    echo "Measured and baseline are medians over the runs; each run's ratio is measured / baseline from the same run."
+    echo
+    table
+    echo
+    echo "## Raw numbers"
+    echo
+    echo '```'
+    column -t -s $'\t' "$RAW" 2>/dev/null || cat "$RAW"
+    echo '```'
+} >"$OUT/results.md"
+echo
+table
+echo
+echo "bench: $(($(wc -l <"$RAW") - 1)) measurements; table and raw numbers in $OUT/results.md"
