@@ -96,16 +96,18 @@ wait_rows() {
         sleep 0.05
     done
 }
-batches() { shard_metric bulkwrite_consumer_batches_applied_total "$HOT_SHARD"; }
+# statements run (a transaction runs up to consumer.transaction_max_statements of them; with
+# 2-row batches every statement is one batch)
+batches() { shard_metric bulkwrite_consumer_statements_total "$HOT_SHARD"; }
 # wait_batch_change SHARD SECONDS [FROM [DRY]]: until the shard's batch counter differs from
 # FROM (default: its value now); prints "TIME COUNT". Fails after SECONDS, unless DRY is
 # given: then it prints "TIME COUNT DRY" (nothing more was applied).
 wait_batch_change() {
     local b0=${3:-} b deadline
-    [ -n "$b0" ] || b0=$(shard_metric bulkwrite_consumer_batches_applied_total "$1")
+    [ -n "$b0" ] || b0=$(shard_metric bulkwrite_consumer_statements_total "$1")
     deadline=$(calc "$(now) + $2" 3)
     while :; do
-        b=$(shard_metric bulkwrite_consumer_batches_applied_total "$1")
+        b=$(shard_metric bulkwrite_consumer_statements_total "$1")
         if [ "$b" != "$b0" ]; then echo "$(now) $b"; return 0; fi
         if [ "$(calc "$(now) > $deadline" 0)" = 1 ]; then
             [ -n "${4:-}" ] || die "shard $1 applied no batch in $2 s"
@@ -317,7 +319,7 @@ for run in $(seq 1 "$RUNS"); do
         measured=$(calc "$t1 > $t0 ? ($b1 - $b0) / ($t1 - $t0) : 0" 2)
         rnote="$((b1 - b0)) batches in $(calc "$t1 - $t0" 2) s"
         [ "$lag" -gt 0 ] || rnote="$rnote; BACKLOG RAN DRY (the shard may have been starved, not limited)"
-        record "rate-$rate" "$run" "shard $HOT_SHARD set to $rate batches/s: applied batches/s" "$measured" \
+        record "rate-$rate" "$run" "shard $HOT_SHARD set to $rate statements/s: applied statements (2-row batches)/s" "$measured" \
             "the configured rate" "$rate" "1 ± 0.02" "$rnote"
     done
     "$BIN/bwctl" -c "$CONF_SMALL" set-rate "$HOT_SHARD" default >/dev/null
