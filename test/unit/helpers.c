@@ -255,3 +255,43 @@ long long t_scalar(MYSQL *db, const char *sql) {
     mysql_free_result(r);
     return v;
 }
+
+static Bulkwrite__V1__Value *t_v_new(bw_arena_t *a, int kind) {
+    Bulkwrite__V1__Value *v = bw_arena_alloc(a, sizeof(*v));
+    bulkwrite__v1__value__init(v);
+    v->kind_case = (Bulkwrite__V1__Value__KindCase)kind;
+    return v;
+}
+Bulkwrite__V1__Value *t_v_int(bw_arena_t *a, int64_t x) {
+    Bulkwrite__V1__Value *v = t_v_new(a, BULKWRITE__V1__VALUE__KIND_INT_VALUE);
+    v->int_value = x;
+    return v;
+}
+Bulkwrite__V1__Value *t_v_dbl(bw_arena_t *a, double x) {
+    Bulkwrite__V1__Value *v = t_v_new(a, BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE);
+    v->double_value = x;
+    return v;
+}
+Bulkwrite__V1__Value *t_v_bool(bw_arena_t *a, int x) {
+    Bulkwrite__V1__Value *v = t_v_new(a, BULKWRITE__V1__VALUE__KIND_BOOL_VALUE);
+    v->bool_value = x;
+    return v;
+}
+Bulkwrite__V1__Value *t_v_null(bw_arena_t *a) {
+    Bulkwrite__V1__Value *v = t_v_new(a, BULKWRITE__V1__VALUE__KIND_NULL_VALUE);
+    v->null_value = 1;
+    return v;
+}
+static Bulkwrite__V1__Value *t_v_data(bw_arena_t *a, int kind, const void *s, size_t len) {
+    Bulkwrite__V1__Value *v = t_v_new(a, kind);
+    ProtobufCBinaryData *d = kind == BULKWRITE__V1__VALUE__KIND_STRING_VALUE ? &v->string_value : &v->bytes_value;
+    d->data = (uint8_t *)bw_arena_strndup(a, s, len);
+    d->len = len;
+    return v;
+}
+Bulkwrite__V1__Value *t_v_str(bw_arena_t *a, const void *s, size_t len) {
+    return t_v_data(a, BULKWRITE__V1__VALUE__KIND_STRING_VALUE, s, len);
+}
+Bulkwrite__V1__Value *t_v_bytes(bw_arena_t *a, const void *s, size_t len) {
+    return t_v_data(a, BULKWRITE__V1__VALUE__KIND_BYTES_VALUE, s, len);
+}

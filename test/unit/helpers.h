@@ -67,6 +67,13 @@ void t_f_bytes(t_req_t *r, Bulkwrite__V1__Op *op, const char *name, const void *
 char *t_idstr(t_req_t *r, uint64_t id);
 
 /* Deep equality of two values / requests (1 = equal). */
+/* Values built by hand in arena a (the bytes of text and binary are copied). */
+Bulkwrite__V1__Value *t_v_int(bw_arena_t *a, int64_t x);
+Bulkwrite__V1__Value *t_v_dbl(bw_arena_t *a, double x);
+Bulkwrite__V1__Value *t_v_bool(bw_arena_t *a, int x);
+Bulkwrite__V1__Value *t_v_null(bw_arena_t *a);
+Bulkwrite__V1__Value *t_v_str(bw_arena_t *a, const void *s, size_t len);
+Bulkwrite__V1__Value *t_v_bytes(bw_arena_t *a, const void *s, size_t len);
 int t_value_eq(const Bulkwrite__V1__Value *a, const Bulkwrite__V1__Value *b);
 int t_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__V1__BatchWriteRequest *b,
                  char *why, size_t why_size);

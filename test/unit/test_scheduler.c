@@ -15,9 +15,12 @@
 
 bw_consumer_t consumer; /* consumer/main.c's, which the unit tests do not link */
 
-/* One message from a fresh mock cluster: buffers need a real rd_kafka_message_t. */
-static rd_kafka_message_t *real_message(rd_kafka_t **rk_out) {
-    char err[256], bootstraps[256];
+/* n messages from a fresh mock cluster into out (buffers need real rd_kafka_message_t):
+ * with shape, message i carries the batcher's headers for a pin batch of shape[i] =
+ * {op, rows}; without, no headers. kafka_out gets the consumer and the producer (which
+ * owns the mock cluster, so it must outlive the consumer). */
+static void real_messages(const int (*shape)[2], size_t n, rd_kafka_message_t **out, rd_kafka_t **kafka_out) {
+    char err[256], bootstraps[256], rows[16], op[4];
     rd_kafka_conf_t *pc = rd_kafka_conf_new();
     ck_assert_int_eq(rd_kafka_conf_set(pc, "test.mock.num.brokers", "1", err, sizeof(err)), RD_KAFKA_CONF_OK);
     ck_assert_int_eq(rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err)), RD_KAFKA_CONF_OK);
@@ -26,10 +29,20 @@ static rd_kafka_message_t *real_message(rd_kafka_t **rk_out) {
     rd_kafka_mock_cluster_t *mc = rd_kafka_handle_mock_cluster(producer);
     ck_assert_int_eq(rd_kafka_mock_topic_create(mc, "t", 1, 1), 0);
     snprintf(bootstraps, sizeof(bootstraps), "%s", rd_kafka_mock_cluster_bootstraps(mc));
-    ck_assert_int_eq(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0),
-                                       RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                       RD_KAFKA_V_END),
-                     0);
+    for (size_t i = 0; i < n; i++) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(3);
+        if (shape) {
+            snprintf(op, sizeof(op), "%d", shape[i][0]);
+            snprintf(rows, sizeof(rows), "%d", shape[i][1]);
+            rd_kafka_header_add(h, "bw-type", -1, "pin", -1);
+            rd_kafka_header_add(h, "bw-op", -1, op, -1);
+            rd_kafka_header_add(h, "bw-rows", -1, rows, -1);
+        }
+        ck_assert_int_eq(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0),
+                                           RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                           RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END),
+                         0);
+    }
     ck_assert_int_eq(rd_kafka_flush(producer, 10000), 0);
 
     rd_kafka_conf_t *cc = rd_kafka_conf_new();
@@ -42,19 +55,15 @@ static rd_kafka_message_t *real_message(rd_kafka_t **rk_out) {
     rd_kafka_topic_partition_list_add(l, "t", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
     ck_assert_int_eq(rd_kafka_assign(rk, l), 0);
     rd_kafka_topic_partition_list_destroy(l);
-    rd_kafka_message_t *m = NULL;
-    for (int i = 0; i < 100 && !m; i++) {
-        m = rd_kafka_consumer_poll(rk, 100);
-        if (m && m->err) {
-            rd_kafka_message_destroy(m);
-            m = NULL;
-        }
+    size_t got = 0;
+    for (int i = 0; i < 200 && got < n; i++) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (m && m->err) rd_kafka_message_destroy(m);
+        else if (m) out[got++] = m;
     }
-    ck_assert_ptr_nonnull(m);
-    /* the producer owns the mock cluster: it must outlive the consumer */
-    rk_out[0] = rk;
-    rk_out[1] = producer;
-    return m;
+    ck_assert_uint_eq(got, n);
+    kafka_out[0] = rk;
+    kafka_out[1] = producer;
 }
 
 static rd_kafka_t *kafka[2];
@@ -62,7 +71,7 @@ static rd_kafka_message_t *msg;
 
 /* Eight assigned shards (two servers), each with one buffered message, unlimited rates. */
 static void setup(int workers) {
-    msg = real_message(kafka);
+    real_messages(NULL, 1, &msg, kafka);
     consumer = (bw_consumer_t){0};
     consumer.conf = t_ref_config();
     consumer.conf->workers = workers;
@@ -168,45 +177,7 @@ static rd_kafka_t *plan_kafka[2];
 static rd_kafka_message_t *plan_msgs[8];
 
 static void plan_setup(const int (*shape)[2], size_t n) {
-    char err[256], bootstraps[256], rows[16], op[4];
-    rd_kafka_conf_t *pc = rd_kafka_conf_new();
-    ck_assert_int_eq(rd_kafka_conf_set(pc, "test.mock.num.brokers", "1", err, sizeof(err)), RD_KAFKA_CONF_OK);
-    ck_assert_int_eq(rd_kafka_conf_set(pc, "log_level", "3", err, sizeof(err)), RD_KAFKA_CONF_OK);
-    rd_kafka_t *producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err));
-    ck_assert_msg(producer != NULL, "producer: %s", err);
-    rd_kafka_mock_cluster_t *mc = rd_kafka_handle_mock_cluster(producer);
-    ck_assert_int_eq(rd_kafka_mock_topic_create(mc, "t", 1, 1), 0);
-    snprintf(bootstraps, sizeof(bootstraps), "%s", rd_kafka_mock_cluster_bootstraps(mc));
-    for (size_t i = 0; i < n; i++) {
-        snprintf(op, sizeof(op), "%d", shape[i][0]);
-        snprintf(rows, sizeof(rows), "%d", shape[i][1]);
-        ck_assert_int_eq(rd_kafka_producev(producer, RD_KAFKA_V_TOPIC("t"), RD_KAFKA_V_PARTITION(0),
-                                           RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                           RD_KAFKA_V_HEADER("bw-type", "pin", -1), RD_KAFKA_V_HEADER("bw-op", op, -1),
-                                           RD_KAFKA_V_HEADER("bw-rows", rows, -1), RD_KAFKA_V_END),
-                         0);
-    }
-    ck_assert_int_eq(rd_kafka_flush(producer, 10000), 0);
-    rd_kafka_conf_t *cc = rd_kafka_conf_new();
-    ck_assert_int_eq(rd_kafka_conf_set(cc, "bootstrap.servers", bootstraps, err, sizeof(err)), RD_KAFKA_CONF_OK);
-    ck_assert_int_eq(rd_kafka_conf_set(cc, "group.id", "plan-test", err, sizeof(err)), RD_KAFKA_CONF_OK);
-    ck_assert_int_eq(rd_kafka_conf_set(cc, "log_level", "3", err, sizeof(err)), RD_KAFKA_CONF_OK);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof(err));
-    ck_assert_msg(rk != NULL, "consumer: %s", err);
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, "t", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
-    ck_assert_int_eq(rd_kafka_assign(rk, l), 0);
-    rd_kafka_topic_partition_list_destroy(l);
-    size_t got = 0;
-    for (int i = 0; i < 200 && got < n; i++) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-        if (m && m->err) rd_kafka_message_destroy(m);
-        else if (m) plan_msgs[got++] = m;
-    }
-    ck_assert_uint_eq(got, n);
-    plan_kafka[0] = rk;
-    plan_kafka[1] = producer;
-
+    real_messages(shape, n, plan_msgs, plan_kafka);
     consumer = (bw_consumer_t){0};
     consumer.conf = t_ref_config();
     consumer.conf->workers = 4;

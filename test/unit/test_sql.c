@@ -19,45 +19,7 @@ static bw_arena_t A;
 static void setup(void) { bw_arena_init(&A, 1 << 16); }
 static void teardown(void) { bw_arena_destroy(&A); }
 
-static Bulkwrite__V1__Value *v_new(int kind) {
-    Bulkwrite__V1__Value *v = bw_arena_alloc(&A, sizeof(*v));
-    bulkwrite__v1__value__init(v);
-    v->kind_case = (Bulkwrite__V1__Value__KindCase)kind;
-    return v;
-}
-static Bulkwrite__V1__Value *v_int(int64_t x) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_INT_VALUE);
-    v->int_value = x;
-    return v;
-}
-static Bulkwrite__V1__Value *v_dbl(double x) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE);
-    v->double_value = x;
-    return v;
-}
-static Bulkwrite__V1__Value *v_bool(int x) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_BOOL_VALUE);
-    v->bool_value = x;
-    return v;
-}
-static Bulkwrite__V1__Value *v_null(void) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_NULL_VALUE);
-    v->null_value = 1;
-    return v;
-}
-static Bulkwrite__V1__Value *v_str(const void *s, size_t len) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_STRING_VALUE);
-    v->string_value.data = (uint8_t *)bw_arena_strndup(&A, s, len);
-    v->string_value.len = len;
-    return v;
-}
-static Bulkwrite__V1__Value *v_bytes(const void *s, size_t len) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_BYTES_VALUE);
-    v->bytes_value.data = (uint8_t *)bw_arena_strndup(&A, s, len);
-    v->bytes_value.len = len;
-    return v;
-}
-#define S(lit) v_str(lit, sizeof(lit) - 1)
+#define S(lit) t_v_str(&A, lit, sizeof(lit) - 1)
 
 static Bulkwrite__V1__RowField *rf(unsigned col, Bulkwrite__V1__Value *v, int inc) {
     Bulkwrite__V1__RowField *f = bw_arena_alloc(&A, sizeof(*f));
@@ -132,24 +94,25 @@ END_TEST
 
 START_TEST(literal_values) {
     ck_assert_str_eq(lit(NULL), "NULL");
-    ck_assert_str_eq(lit(v_null()), "NULL");
-    ck_assert_str_eq(lit(v_new(0)), "NULL");
-    ck_assert_str_eq(lit(v_int(0)), "0");
-    ck_assert_str_eq(lit(v_int(-42)), "-42");
-    ck_assert_str_eq(lit(v_int(INT64_MAX)), "9223372036854775807");
-    ck_assert_str_eq(lit(v_int(INT64_MIN)), "-9223372036854775808");
-    ck_assert_str_eq(lit(v_bool(1)), "1");
-    ck_assert_str_eq(lit(v_bool(0)), "0");
+    ck_assert_str_eq(lit(t_v_null(&A)), "NULL");
+    Bulkwrite__V1__Value unset = BULKWRITE__V1__VALUE__INIT; /* no kind at all */
+    ck_assert_str_eq(lit(&unset), "NULL");
+    ck_assert_str_eq(lit(t_v_int(&A, 0)), "0");
+    ck_assert_str_eq(lit(t_v_int(&A, -42)), "-42");
+    ck_assert_str_eq(lit(t_v_int(&A, INT64_MAX)), "9223372036854775807");
+    ck_assert_str_eq(lit(t_v_int(&A, INT64_MIN)), "-9223372036854775808");
+    ck_assert_str_eq(lit(t_v_bool(&A, 1)), "1");
+    ck_assert_str_eq(lit(t_v_bool(&A, 0)), "0");
     ck_assert_str_eq(lit(S("")), "''");
     ck_assert_str_eq(lit(S("it's")), "'it\\'s'");
     ck_assert_str_eq(lit(S("'; DROP TABLE pins; --")), "'\\'; DROP TABLE pins; --'");
     Bulkwrite__V1__Value *nul = S("a\0b");
     ck_assert_str_eq(lit(nul), "'a\\0b'");
-    ck_assert_str_eq(lit(v_bytes("", 0)), "X''");
-    ck_assert_str_eq(lit(v_bytes("\x00\xff\x27\x5c\x0a\x1a", 6)), "X'00ff275c0a1a'");
-    ck_assert_str_eq(lit(v_bytes("AZaz", 4)), "X'415a617a'");
+    ck_assert_str_eq(lit(t_v_bytes(&A, "", 0)), "X''");
+    ck_assert_str_eq(lit(t_v_bytes(&A, "\x00\xff\x27\x5c\x0a\x1a", 6)), "X'00ff275c0a1a'");
+    ck_assert_str_eq(lit(t_v_bytes(&A, "AZaz", 4)), "X'415a617a'");
     /* text carried as bytes stays binary: no quote is ever spliced */
-    ck_assert_str_eq(lit(v_bytes("'", 1)), "X'27'");
+    ck_assert_str_eq(lit(t_v_bytes(&A, "'", 1)), "X'27'");
 }
 END_TEST
 
@@ -158,7 +121,7 @@ START_TEST(literal_doubles_round_trip) {
                            5e-324,  2.2250738585072014e-308,   123456789012345678.0, 3.141592653589793,
                            1e-7,    100.0,   9007199254740993.0};
     for (size_t i = 0; i < BW_ARRAY_LEN(vals); i++) {
-        const char *s = lit(v_dbl(vals[i]));
+        const char *s = lit(t_v_dbl(&A, vals[i]));
         char *end;
         double back = strtod(s, &end);
         ck_assert_msg(*end == '\0', "\"%s\" is not a whole number literal", s);
@@ -166,8 +129,8 @@ START_TEST(literal_doubles_round_trip) {
                       vals[i], s, back);
         ck_assert_msg(strspn(s, "0123456789+-.e") == strlen(s), "\"%s\" has characters SQL would not read", s);
     }
-    ck_assert_str_eq(lit(v_dbl(0.1)), "0.10000000000000001");
-    ck_assert_str_eq(lit(v_dbl(1.5)), "1.5");
+    ck_assert_str_eq(lit(t_v_dbl(&A, 0.1)), "0.10000000000000001");
+    ck_assert_str_eq(lit(t_v_dbl(&A, 1.5)), "1.5");
 }
 END_TEST
 
@@ -186,7 +149,7 @@ START_TEST(plan_batch_cap) {
     bw_config_t *c = t_ref_config();
     bw_object_type_t ot = pin_with_batches(c, 5, 4, 3, 7);
     bw_sql_row_t rows[20];
-    for (int i = 0; i < 20; i++) rows[i] = row(bw_id_make(0, 1, (uint64_t)i + 1), 1, rf(0, v_int(i), 0));
+    for (int i = 0; i < 20; i++) rows[i] = row(bw_id_make(0, 1, (uint64_t)i + 1), 1, rf(0, t_v_int(&A, i), 0));
     ck_assert_uint_eq(bw_sql_plan(&ot, BW_OP_CREATE, rows, 20), 5);
     ck_assert_uint_eq(bw_sql_plan(&ot, BW_OP_UPDATE, rows, 20), 4);
     ck_assert_uint_eq(bw_sql_plan(&ot, BW_OP_UPSERT, rows, 20), 3);
@@ -205,7 +168,7 @@ START_TEST(plan_update_repeated_id) {
     const bw_object_type_t *pin = bw_config_object_type(c, "pin");
     uint64_t ids[] = {11, 12, 13, 12, 15};
     bw_sql_row_t rows[5];
-    for (int i = 0; i < 5; i++) rows[i] = row(ids[i], 1, rf(0, v_int(i), 0));
+    for (int i = 0; i < 5; i++) rows[i] = row(ids[i], 1, rf(0, t_v_int(&A, i), 0));
     ck_assert_uint_eq(bw_sql_plan(pin, BW_OP_UPDATE, rows, 5), 3);
     ck_assert_uint_eq(bw_sql_plan(pin, BW_OP_UPSERT, rows, 5), 3);
     ck_assert_uint_eq(bw_sql_plan(pin, BW_OP_UPDATE, rows + 3, 2), 2);
@@ -223,12 +186,12 @@ START_TEST(plan_upsert_column_set) {
     bw_config_t *c = t_ref_config();
     const bw_object_type_t *pin = bw_config_object_type(c, "pin");
     bw_sql_row_t rows[6];
-    rows[0] = row(1, 2, rf(0, v_int(1), 0), rf(2, S("a"), 0));
-    rows[1] = row(2, 2, rf(2, S("b"), 0), rf(0, v_int(2), 0)); /* same set, other order */
-    rows[2] = row(3, 2, rf(0, v_int(3), 0), rf(2, S("c"), 0));
-    rows[3] = row(4, 1, rf(0, v_int(4), 0));                     /* fewer columns */
-    rows[4] = row(5, 2, rf(0, v_int(5), 0), rf(3, S("d"), 0));   /* same count, other set */
-    rows[5] = row(6, 2, rf(0, v_int(6), 0), rf(3, S("e"), 0));
+    rows[0] = row(1, 2, rf(0, t_v_int(&A, 1), 0), rf(2, S("a"), 0));
+    rows[1] = row(2, 2, rf(2, S("b"), 0), rf(0, t_v_int(&A, 2), 0)); /* same set, other order */
+    rows[2] = row(3, 2, rf(0, t_v_int(&A, 3), 0), rf(2, S("c"), 0));
+    rows[3] = row(4, 1, rf(0, t_v_int(&A, 4), 0));                     /* fewer columns */
+    rows[4] = row(5, 2, rf(0, t_v_int(&A, 5), 0), rf(3, S("d"), 0));   /* same count, other set */
+    rows[5] = row(6, 2, rf(0, t_v_int(&A, 6), 0), rf(3, S("e"), 0));
     ck_assert_uint_eq(bw_sql_plan(pin, BW_OP_UPSERT, rows, 6), 3);
     ck_assert_uint_eq(bw_sql_plan(pin, BW_OP_UPSERT, rows + 3, 3), 1);
     ck_assert_uint_eq(bw_sql_plan(pin, BW_OP_UPSERT, rows + 4, 2), 2);
@@ -239,9 +202,9 @@ START_TEST(plan_upsert_column_set) {
     /* the column set is compared through the colmap, not by batch column numbers */
     static const int MAP_A[] = {0, 2}, MAP_B[] = {2, 0};
     bw_sql_row_t m[2];
-    m[0] = row(7, 2, rf(0, v_int(7), 0), rf(1, S("x"), 0));
+    m[0] = row(7, 2, rf(0, t_v_int(&A, 7), 0), rf(1, S("x"), 0));
     m[0].colmap = MAP_A;
-    m[1] = row(8, 2, rf(1, v_int(8), 0), rf(0, S("y"), 0));
+    m[1] = row(8, 2, rf(1, t_v_int(&A, 8), 0), rf(0, S("y"), 0));
     m[1].colmap = MAP_B;
     ck_assert_uint_eq(bw_sql_plan(pin, BW_OP_UPSERT, m, 2), 2);
     m[1].colmap = MAP_A; /* now row 8 sets title=8, owner_id='y': the same set still */
@@ -268,9 +231,9 @@ START_TEST(build_create) {
     const bw_object_type_t *pin = bw_config_object_type(c, "pin");
     uint64_t x1 = bw_id_make(3, 1, 1);
     bw_sql_row_t rows[3];
-    rows[0] = row(x1, 2, rf(0, v_int(5), 0), rf(2, S("a'b"), 0));
-    rows[1] = row(0, 2, rf(0, v_int(6), 0), rf(1, v_null(), 0)); /* no id, no title */
-    rows[2] = row(x1 + 1, 2, rf(5, v_bytes("\x01\xfe", 2), 0), rf(0, v_int(-7), 0));
+    rows[0] = row(x1, 2, rf(0, t_v_int(&A, 5), 0), rf(2, S("a'b"), 0));
+    rows[1] = row(0, 2, rf(0, t_v_int(&A, 6), 0), rf(1, t_v_null(&A), 0)); /* no id, no title */
+    rows[2] = row(x1 + 1, 2, rf(5, t_v_bytes(&A, "\x01\xfe", 2), 0), rf(0, t_v_int(&A, -7), 0));
     char want[1024];
     snprintf(want, sizeof(want),
              "INSERT INTO `db00003`.`pins` (`id`,`owner_id`,`board_id`,`title`,`image`) VALUES "
@@ -284,14 +247,14 @@ START_TEST(build_create) {
     ck_assert_str_eq(build(pin, BW_OP_CREATE, rows, 1), want);
     /* a colmap that is not the identity: batch column 0 is config column 4 */
     static const int MAP[] = {4, 0};
-    rows[0] = row(x1, 2, rf(0, v_int(9), 0), rf(1, v_int(1), 0));
+    rows[0] = row(x1, 2, rf(0, t_v_int(&A, 9), 0), rf(1, t_v_int(&A, 1), 0));
     rows[0].colmap = MAP;
     snprintf(want, sizeof(want),
              "INSERT INTO `db00003`.`pins` (`id`,`owner_id`,`like_count`) VALUES (%" PRIu64 ",1,9)", x1);
     ck_assert_str_eq(build(pin, BW_OP_CREATE, rows, 1), want);
     /* board: doubles and bools */
     const bw_object_type_t *board = bw_config_object_type(c, "board");
-    rows[0] = row(7, 4, rf(0, S("acme"), 0), rf(1, S("n"), 0), rf(2, v_dbl(0.5), 0), rf(3, v_bool(1), 0));
+    rows[0] = row(7, 4, rf(0, S("acme"), 0), rf(1, S("n"), 0), rf(2, t_v_dbl(&A, 0.5), 0), rf(3, t_v_bool(&A, 1), 0));
     ck_assert_str_eq(build(board, BW_OP_CREATE, rows, 1),
                      "INSERT INTO `db00003`.`boards` (`id`,`partner`,`name`,`score`,`archived`) VALUES "
                      "(7,'acme','n',0.5,1)");
@@ -303,8 +266,8 @@ START_TEST(build_upsert) {
     bw_config_t *c = t_ref_config();
     const bw_object_type_t *pin = bw_config_object_type(c, "pin");
     bw_sql_row_t rows[2];
-    rows[0] = row(101, 2, rf(2, S("x"), 0), rf(0, v_int(5), 0));
-    rows[1] = row(102, 2, rf(0, v_int(6), 0), rf(2, S("y"), 0));
+    rows[0] = row(101, 2, rf(2, S("x"), 0), rf(0, t_v_int(&A, 5), 0));
+    rows[1] = row(102, 2, rf(0, t_v_int(&A, 6), 0), rf(2, S("y"), 0));
     ck_assert_str_eq(build(pin, BW_OP_UPSERT, rows, 2),
                      "INSERT INTO `db00003`.`pins` (`id`,`owner_id`,`title`) VALUES (101,5,'x'),(102,6,'y') "
                      "ON DUPLICATE KEY UPDATE `owner_id`=VALUES(`owner_id`),`title`=VALUES(`title`)");
@@ -319,9 +282,9 @@ START_TEST(build_update) {
     bw_config_t *c = t_ref_config();
     const bw_object_type_t *pin = bw_config_object_type(c, "pin");
     bw_sql_row_t rows[3];
-    rows[0] = row(101, 2, rf(2, S("t'1"), 0), rf(4, v_int(2), 1));
-    rows[1] = row(102, 1, rf(4, v_int(7), 0));
-    rows[2] = row(103, 2, rf(4, v_int(-3), 1), rf(1, v_null(), 0));
+    rows[0] = row(101, 2, rf(2, S("t'1"), 0), rf(4, t_v_int(&A, 2), 1));
+    rows[1] = row(102, 1, rf(4, t_v_int(&A, 7), 0));
+    rows[2] = row(103, 2, rf(4, t_v_int(&A, -3), 1), rf(1, t_v_null(&A), 0));
     ck_assert_str_eq(build(pin, BW_OP_UPDATE, rows, 3),
                      "UPDATE `db00003`.`pins` SET "
                      "`board_id`=CASE `id` WHEN 103 THEN NULL ELSE `board_id` END,"
@@ -329,7 +292,7 @@ START_TEST(build_update) {
                      "`like_count`=CASE `id` WHEN 101 THEN `like_count`+2 WHEN 102 THEN 7 "
                      "WHEN 103 THEN `like_count`+-3 ELSE `like_count` END "
                      "WHERE `id` IN (101,102,103)");
-    rows[0] = row(UINT64_C(0x3fffffffffffffff), 1, rf(0, v_int(1), 0));
+    rows[0] = row(UINT64_C(0x3fffffffffffffff), 1, rf(0, t_v_int(&A, 1), 0));
     ck_assert_str_eq(build(pin, BW_OP_UPDATE, rows, 1),
                      "UPDATE `db00003`.`pins` SET `owner_id`=CASE `id` WHEN 4611686018427387903 THEN 1 "
                      "ELSE `owner_id` END WHERE `id` IN (4611686018427387903)");
@@ -437,11 +400,11 @@ START_TEST(live_round_trip) {
     /* CREATE: every hostile string as title and as description, all 256 bytes as image,
      * int64 extremes as owner_id; then one row without id and without title */
     bw_sql_row_t rows[NH + 1];
-    rows[NH] = row(0, 1, rf(0, v_int(77), 0));
+    rows[NH] = row(0, 1, rf(0, t_v_int(&A, 77), 0));
     for (size_t i = 0; i < NH; i++)
-        rows[i] = row(bw_id_make(0, 1, i + 1), 5, rf(0, v_int(i % 2 ? INT64_MIN : INT64_MAX - (int64_t)i), 0),
-                      rf(2, v_str(HOSTILE[i].s, HOSTILE[i].len), 0), rf(3, v_str(HOSTILE[i].s, HOSTILE[i].len), 0),
-                      rf(5, v_bytes(all_bytes, i == 0 ? 256 : i), 0), rf(4, v_int(10), 0));
+        rows[i] = row(bw_id_make(0, 1, i + 1), 5, rf(0, t_v_int(&A, i % 2 ? INT64_MIN : INT64_MAX - (int64_t)i), 0),
+                      rf(2, t_v_str(&A, HOSTILE[i].s, HOSTILE[i].len), 0), rf(3, t_v_str(&A, HOSTILE[i].s, HOSTILE[i].len), 0),
+                      rf(5, t_v_bytes(&A, all_bytes, i == 0 ? 256 : i), 0), rf(4, t_v_int(&A, 10), 0));
     /* the id-less row first, so AUTO_INCREMENT gives it 1 (ids above set the counter) */
     bw_sql_row_t first = rows[NH];
     memmove(rows + 1, rows, NH * sizeof(rows[0]));
@@ -484,16 +447,16 @@ START_TEST(live_round_trip) {
     /* UPDATE: titles rotate, like_count increments, board_id set; one statement */
     for (size_t i = 0; i < NH; i++) {
         size_t j = (i + 1) % NH;
-        rows[i] = row(bw_id_make(0, 1, i + 1), 3, rf(2, v_str(HOSTILE[j].s, HOSTILE[j].len), 0),
-                      rf(4, v_int((int64_t)i), 1), rf(1, v_int(-(int64_t)i), 0));
+        rows[i] = row(bw_id_make(0, 1, i + 1), 3, rf(2, t_v_str(&A, HOSTILE[j].s, HOSTILE[j].len), 0),
+                      rf(4, t_v_int(&A, (int64_t)i), 1), rf(1, t_v_int(&A, -(int64_t)i), 0));
     }
     ck_assert_uint_eq(bw_sql_plan(pin, BW_OP_UPDATE, rows, NH), NH);
     run_build(pin, "bwunit00000", BW_OP_UPDATE, rows, NH);
     /* UPSERT: two existing rows get a new description, one new row appears */
     bw_sql_row_t up[3];
-    up[0] = row(bw_id_make(0, 1, 1), 2, rf(0, v_int(1), 0), rf(3, S("upserted \\ '"), 0));
-    up[1] = row(bw_id_make(0, 1, 2), 2, rf(3, S("upserted 2"), 0), rf(0, v_int(2), 0));
-    up[2] = row(bw_id_make(0, 1, 1000), 2, rf(0, v_int(3), 0), rf(3, S("new"), 0));
+    up[0] = row(bw_id_make(0, 1, 1), 2, rf(0, t_v_int(&A, 1), 0), rf(3, S("upserted \\ '"), 0));
+    up[1] = row(bw_id_make(0, 1, 2), 2, rf(3, S("upserted 2"), 0), rf(0, t_v_int(&A, 2), 0));
+    up[2] = row(bw_id_make(0, 1, 1000), 2, rf(0, t_v_int(&A, 3), 0), rf(3, S("new"), 0));
     run_build(pin, "bwunit00000", BW_OP_UPSERT, up, 3);
     qs("COMMIT");
 
@@ -581,7 +544,7 @@ START_TEST(live_doubles_and_bools) {
     bw_sql_row_t rows[16];
     for (size_t i = 0; i < n; i++)
         rows[i] = row(bw_id_make(1, 2, i + 1), 4, rf(0, S("partner \xf0\x9f\x98\x80"), 0), rf(1, S("b"), 0),
-                      rf(2, v_dbl(vals[i]), 0), rf(3, v_bool((int)(i % 2)), 0));
+                      rf(2, t_v_dbl(&A, vals[i]), 0), rf(3, t_v_bool(&A, (int)(i % 2)), 0));
     run_build(board, "bwunit00001", BW_OP_CREATE, rows, n);
     qs("COMMIT");
     MYSQL_RES *res = select_all("SELECT `id`,`score`,`archived`,`partner` FROM `bwunit00001`.`boards` ORDER BY `id`");

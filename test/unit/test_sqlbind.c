@@ -63,38 +63,7 @@ static long long scalar(const char *fmt, ...) {
 
 /* ---- values and rows ------------------------------------------------------------- */
 
-static Bulkwrite__V1__Value *v_new(int kind) {
-    Bulkwrite__V1__Value *v = bw_arena_alloc(&A, sizeof(*v));
-    bulkwrite__v1__value__init(v);
-    v->kind_case = (Bulkwrite__V1__Value__KindCase)kind;
-    return v;
-}
-static Bulkwrite__V1__Value *v_int(int64_t x) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_INT_VALUE);
-    v->int_value = x;
-    return v;
-}
-static Bulkwrite__V1__Value *v_dbl(double x) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE);
-    v->double_value = x;
-    return v;
-}
-static Bulkwrite__V1__Value *v_bool(int x) {
-    Bulkwrite__V1__Value *v = v_new(BULKWRITE__V1__VALUE__KIND_BOOL_VALUE);
-    v->bool_value = x;
-    return v;
-}
-static Bulkwrite__V1__Value *v_null(void) { return v_new(BULKWRITE__V1__VALUE__KIND_NULL_VALUE); }
-static Bulkwrite__V1__Value *v_data(int kind, const void *s, size_t len) {
-    Bulkwrite__V1__Value *v = v_new(kind);
-    ProtobufCBinaryData *d = kind == BULKWRITE__V1__VALUE__KIND_STRING_VALUE ? &v->string_value : &v->bytes_value;
-    d->data = (uint8_t *)bw_arena_strndup(&A, s, len);
-    d->len = len;
-    return v;
-}
-static Bulkwrite__V1__Value *v_str(const void *s, size_t len) { return v_data(BULKWRITE__V1__VALUE__KIND_STRING_VALUE, s, len); }
-static Bulkwrite__V1__Value *v_bytes(const void *s, size_t len) { return v_data(BULKWRITE__V1__VALUE__KIND_BYTES_VALUE, s, len); }
-#define S(lit) v_str(lit, sizeof(lit) - 1)
+#define S(lit) t_v_str(&A, lit, sizeof(lit) - 1)
 
 /* A row setting batch columns (the identity map onto config columns) col_0, v_0, …. */
 static const int IDENTITY[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -182,12 +151,12 @@ START_TEST(bound_values_land_as_text_does) {
      * (DEFAULT), int64 extremes, one row without an id (AUTO_INCREMENT) */
     bw_sql_row_t rows[NH + 2];
     for (size_t i = 0; i < NH; i++)
-        rows[i] = row(pin(i + 1), 5, 0, v_int(i % 2 ? INT64_MIN : INT64_MAX), 2, v_str(HOSTILE[i].s, HOSTILE[i].len),
-                      3, v_str(HOSTILE[(i + 3) % NH].s, HOSTILE[(i + 3) % NH].len), 5,
-                      v_bytes(all + (i * 7) % 256, i == 0 ? 256 : 256 - (i * 7) % 256), 1,
-                      i % 3 ? v_int(-(int64_t)i) : v_null());
-    rows[NH] = row(pin(100), 3, 0, v_int(0), 5, v_bytes("\0\0\0", 3), 2, v_null()); /* like_count etc. DEFAULT */
-    rows[NH + 1] = row(0, 1, 0, v_int(77));
+        rows[i] = row(pin(i + 1), 5, 0, t_v_int(&A, i % 2 ? INT64_MIN : INT64_MAX), 2, t_v_str(&A, HOSTILE[i].s, HOSTILE[i].len),
+                      3, t_v_str(&A, HOSTILE[(i + 3) % NH].s, HOSTILE[(i + 3) % NH].len), 5,
+                      t_v_bytes(&A, all + (i * 7) % 256, i == 0 ? 256 : 256 - (i * 7) % 256), 1,
+                      i % 3 ? t_v_int(&A, -(int64_t)i) : t_v_null(&A));
+    rows[NH] = row(pin(100), 3, 0, t_v_int(&A, 0), 5, t_v_bytes(&A, "\0\0\0", 3), 2, t_v_null(&A)); /* like_count etc. DEFAULT */
+    rows[NH + 1] = row(0, 1, 0, t_v_int(&A, 77));
     both_ways(pin_t, BW_OP_CREATE, rows, NH + 2);
     ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwbind00000.pins"), NH + 2);
     /* the id-less row took AUTO_INCREMENT's next id, after the highest so far */
@@ -211,8 +180,8 @@ START_TEST(bound_values_land_as_text_does) {
     /* upsert: the same rows, new text, some new rows; the column set fixed per statement */
     bw_sql_row_t up[NH];
     for (size_t i = 0; i < NH; i++)
-        up[i] = row(i % 2 ? pin(i + 1) : pin(200 + i), 2, 0, v_int((int64_t)i), 3,
-                    v_str(HOSTILE[(i + 1) % NH].s, HOSTILE[(i + 1) % NH].len));
+        up[i] = row(i % 2 ? pin(i + 1) : pin(200 + i), 2, 0, t_v_int(&A, (int64_t)i), 3,
+                    t_v_str(&A, HOSTILE[(i + 1) % NH].s, HOSTILE[(i + 1) % NH].len));
     both_ways(pin_t, BW_OP_UPSERT, up, NH);
     expect_same_tables("pins", "id, owner_id, HEX(title), HEX(description), HEX(image), like_count, board_id, "
                                "description IS NULL");
@@ -222,10 +191,10 @@ START_TEST(bound_values_land_as_text_does) {
                            9007199254740993.0, -0.0};
     bw_sql_row_t b[BW_ARRAY_LEN(vals) + 2];
     for (size_t i = 0; i < BW_ARRAY_LEN(vals); i++)
-        b[i] = row(bw_id_make(0, 2, i + 1), 4, 0, S("partner \xf0\x9f\x98\x80"), 1, S("n"), 2, v_dbl(vals[i]), 3,
-                   v_bool((int)(i % 2)));
-    b[BW_ARRAY_LEN(vals)] = row(bw_id_make(0, 2, 50), 3, 0, S("p"), 1, S("int score"), 2, v_int(9007199254740993));
-    b[BW_ARRAY_LEN(vals) + 1] = row(bw_id_make(0, 2, 51), 4, 0, S("p"), 1, S("nulls"), 2, v_null(), 3, v_null());
+        b[i] = row(bw_id_make(0, 2, i + 1), 4, 0, S("partner \xf0\x9f\x98\x80"), 1, S("n"), 2, t_v_dbl(&A, vals[i]), 3,
+                   t_v_bool(&A, (int)(i % 2)));
+    b[BW_ARRAY_LEN(vals)] = row(bw_id_make(0, 2, 50), 3, 0, S("p"), 1, S("int score"), 2, t_v_int(&A, 9007199254740993));
+    b[BW_ARRAY_LEN(vals) + 1] = row(bw_id_make(0, 2, 51), 4, 0, S("p"), 1, S("nulls"), 2, t_v_null(&A), 3, t_v_null(&A));
     both_ways(board, BW_OP_CREATE, b, BW_ARRAY_LEN(vals) + 2);
     expect_same_tables("boards", "id, HEX(partner), name, HEX(CAST(score AS CHAR)), score, archived, score IS NULL, "
                                  "SIGN(ATAN2(score, -1)), " /* the sign of a zero: +pi or -pi */
@@ -303,13 +272,13 @@ START_TEST(bound_max_lengths_fail_alone) {
     memset(desc, 'd', desc_n);
     for (size_t i = 0; i < img_n; i++) img[i] = (unsigned char)(i * 31 + 7);
     bw_sql_row_t rows[7];
-    rows[0] = row(pin(1), 2, 0, v_int(1), 2, v_str(emoji, 255 * 4));     /* title at 255 characters */
-    rows[1] = row(pin(2), 2, 0, v_int(1), 2, v_str(emoji, 256 * 4));     /* one over */
-    rows[2] = row(pin(3), 2, 0, v_int(1), 3, v_str(desc, 2000));         /* description at 2000 */
-    rows[3] = row(pin(4), 2, 0, v_int(1), 3, v_str(desc, 2001));         /* one over */
-    rows[4] = row(pin(5), 2, 0, v_int(1), 5, v_bytes(img, 65535));       /* image at 65535 */
-    rows[5] = row(pin(6), 2, 0, v_int(1), 5, v_bytes("\0a\0", 3));      /* NULs in bytes */
-    rows[6] = row(pin(7), 2, 0, v_int(1), 2, v_str("x\0y", 3));
+    rows[0] = row(pin(1), 2, 0, t_v_int(&A, 1), 2, t_v_str(&A, emoji, 255 * 4));     /* title at 255 characters */
+    rows[1] = row(pin(2), 2, 0, t_v_int(&A, 1), 2, t_v_str(&A, emoji, 256 * 4));     /* one over */
+    rows[2] = row(pin(3), 2, 0, t_v_int(&A, 1), 3, t_v_str(&A, desc, 2000));         /* description at 2000 */
+    rows[3] = row(pin(4), 2, 0, t_v_int(&A, 1), 3, t_v_str(&A, desc, 2001));         /* one over */
+    rows[4] = row(pin(5), 2, 0, t_v_int(&A, 1), 5, t_v_bytes(&A, img, 65535));       /* image at 65535 */
+    rows[5] = row(pin(6), 2, 0, t_v_int(&A, 1), 5, t_v_bytes(&A, "\0a\0", 3));      /* NULs in bytes */
+    rows[6] = row(pin(7), 2, 0, t_v_int(&A, 1), 2, t_v_str(&A, "x\0y", 3));
     rd_kafka_message_t m[2];
     make_msg(&m[0], 0, JOB_A, 0, BW_OP_CREATE, "pin", rows, 4);
     make_msg(&m[1], 1, JOB_A, 1, BW_OP_CREATE, "pin", rows + 4, 3);
@@ -364,7 +333,7 @@ START_TEST(bound_duplicate_and_upsert_counts) {
     bw_applier_t ap;
     bw_applier_init(&ap, conf, metrics, NULL);
     bw_sql_row_t rows[6];
-    for (int i = 0; i < 6; i++) rows[i] = row(pin((uint64_t)i + 1), 2, 0, v_int(i), 2, S("new \xf0\x9f\x98\x80"));
+    for (int i = 0; i < 6; i++) rows[i] = row(pin((uint64_t)i + 1), 2, 0, t_v_int(&A, i), 2, S("new \xf0\x9f\x98\x80"));
     rd_kafka_message_t m[3];
     make_msg(&m[0], 0, JOB_A, 0, BW_OP_CREATE, "pin", rows, 2);
     make_msg(&m[1], 1, JOB_A, 1, BW_OP_CREATE, "pin", rows + 2, 4); /* pin(3) exists */
@@ -384,7 +353,7 @@ START_TEST(bound_duplicate_and_upsert_counts) {
     /* UPSERT: 4 existing rows change, 1 stays the same, 2 are new */
     bw_sql_row_t up[7];
     for (int i = 0; i < 7; i++)
-        up[i] = row(pin((uint64_t)i + 1), 2, 0, v_int(i == 1 ? 1 : 100 + i), 2,
+        up[i] = row(pin((uint64_t)i + 1), 2, 0, t_v_int(&A, i == 1 ? 1 : 100 + i), 2,
                     i == 1 ? S("new \xf0\x9f\x98\x80") : S("upserted"));
     make_msg(&m[0], 2, JOB_B, 0, BW_OP_UPSERT, "pin", up, 3);
     make_msg(&m[1], 3, JOB_B, 1, BW_OP_UPSERT, "pin", up + 3, 4);
@@ -399,7 +368,7 @@ START_TEST(bound_duplicate_and_upsert_counts) {
 
     /* the same through text: nothing bound, the same rows */
     conf->array_binding = 0;
-    for (int i = 0; i < 2; i++) up[i] = row(pin((uint64_t)i + 300), 2, 0, v_int(5), 2, S("text"));
+    for (int i = 0; i < 2; i++) up[i] = row(pin((uint64_t)i + 300), 2, 0, t_v_int(&A, 5), 2, S("text"));
     make_msg(&m[0], 4, JOB_B, 2, BW_OP_UPSERT, "pin", up, 2);
     apply(&ap, m, 1, &res);
     ck_assert_uint_eq(res.rows_applied, 2);
@@ -438,7 +407,7 @@ START_TEST(prepared_statements_bounded_and_closed) {
     const char *msg = "";
     /* 2 statements, each executed 3 times: 2 prepared */
     for (int k = 0; k < 6; k++) {
-        bw_sql_row_t r = k % 2 ? row(pin(10 + (uint64_t)k), 1, 0, v_int(k)) : row(pin(10 + (uint64_t)k), 2, 0, v_int(k), 4, v_int(1));
+        bw_sql_row_t r = k % 2 ? row(pin(10 + (uint64_t)k), 1, 0, t_v_int(&A, k)) : row(pin(10 + (uint64_t)k), 2, 0, t_v_int(&A, k), 4, t_v_int(&A, 1));
         ck_assert_int_eq(bw_sqlbind_execute(&sb, &cache, c, "bwbind00000", pin_t, BW_OP_CREATE, &r, 1, &err, &msg), BW_SQLBIND_OK);
     }
     ck_assert_int_eq(prepared_count() - before, 2);
@@ -446,7 +415,7 @@ START_TEST(prepared_statements_bounded_and_closed) {
     for (int s = 0; s < 2; s++)
         for (int op = BW_OP_CREATE; op <= BW_OP_UPSERT; op += BW_OP_UPSERT - BW_OP_CREATE)
             for (int set = 0; set < 5; set++) {
-                bw_sql_row_t r = row(pin(1000 + (uint64_t)(s * 100 + op * 10 + set)), 2, 0, v_int(1), 1 + set, v_null());
+                bw_sql_row_t r = row(pin(1000 + (uint64_t)(s * 100 + op * 10 + set)), 2, 0, t_v_int(&A, 1), 1 + set, t_v_null(&A));
                 ck_assert_msg(bw_sqlbind_execute(&sb, &cache, c, s ? "bwbind00001" : "bwbind00000", pin_t, op, &r, 1, &err,
                                                  &msg) == BW_SQLBIND_OK,
                               "%s", msg);
@@ -459,7 +428,7 @@ START_TEST(prepared_statements_bounded_and_closed) {
     ck_assert_int_eq(bw_sqlbind_execute(&sb, &cache, c, "bwbind00000", pin_t, BW_OP_DELETE, &bad, 1, &err, &msg), BW_SQLBIND_TEXT);
     ck_assert_int_eq(bw_sqlbind_execute(&sb, &cache, c, "bwbind00000", pin_t, BW_OP_UPDATE, &bad, 1, &err, &msg), BW_SQLBIND_TEXT);
     /* a data error keeps the statement; the row was not applied */
-    bw_sql_row_t dup = row(pin(11), 1, 0, v_int(1));
+    bw_sql_row_t dup = row(pin(11), 1, 0, t_v_int(&A, 1));
     ck_assert_int_eq(bw_sqlbind_execute(&sb, &cache, c, "bwbind00000", pin_t, BW_OP_CREATE, &dup, 1, &err, &msg), BW_SQLBIND_ERROR);
     ck_assert_uint_eq(err, 1062);
     ck_assert_msg(strstr(msg, "Duplicate entry"), "%s", msg);
