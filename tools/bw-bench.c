@@ -4,8 +4,9 @@
  *   bw-bench insert  [--conns N] [--batch N] JOB...  multi-row INSERTs of the jobs' pins, built by
  *                                                  common/sql.c as the consumer builds them, one
  *                                                  transaction per statement
- *   bw-bench array   [--conns N] [--batch N] JOB...  the same rows through one prepared INSERT with
- *                                                  array binding (STMT_ATTR_ARRAY_SIZE = batch)
+ *   bw-bench array   [--conns N] [--batch N] JOB...  the same rows through the consumer's array-bound
+ *                                                  path (common/sqlbind.c: one prepared INSERT,
+ *                                                  STMT_ATTR_ARRAY_SIZE = batch)
  *   bw-bench rowwise [--sample N] JOB...             one autocommit INSERT per row, over the first N
  *                                                  rows (default 5,000)
  *   bw-bench delete  [--conns N] [--batch N] JOB...  DELETE … WHERE id IN (batch ids) for cleanup jobs
@@ -38,6 +39,7 @@
 #include "config.h"
 #include "db.h"
 #include "sql.h"
+#include "sqlbind.h"
 #include "workload.h"
 
 #define PROBE_LOCAL_BASE 3000000000ULL /* probe pins: apart from every bw-workload job's ids */
@@ -83,12 +85,9 @@ typedef struct {
     Bulkwrite__V1__RowField **field_ptrs; /* [batch][FEED_COLS] */
     Bulkwrite__V1__Value *values;         /* [batch][FEED_COLS] */
     char (*titles)[TITLE_MAX];
-    /* array binding */
-    MYSQL_STMT **stmt; /* [server_cnt] */
-    uint64_t *ids, *owners;
-    long long *boards, *likes;
-    char **title_ptrs;
-    unsigned long *title_lens;
+    /* array binding: the consumer's own path (common/sqlbind.h) */
+    bw_sqlbind_cache_t *caches; /* [server_cnt] */
+    bw_sqlbind_t bind;
 } worker_t;
 
 static double now_s(void) { return (double)bw_now_us() / 1e6; }
@@ -98,15 +97,6 @@ static double now_s(void) { return (double)bw_now_us() / 1e6; }
 /* Fills row r of the worker's storage with pin p (and its fields, for text statements). */
 static void fill_pin(worker_t *w, size_t r, const pin_t *p) {
     pin_title(w->titles[r], TITLE_MAX, p->id);
-    if (w->plan->mode == MODE_ARRAY) {
-        w->ids[r] = p->id;
-        w->owners[r] = p->owner;
-        w->boards[r] = p->board;
-        w->likes[r] = 0;
-        w->title_ptrs[r] = w->titles[r];
-        w->title_lens[r] = strlen(w->titles[r]);
-        return;
-    }
     Bulkwrite__V1__RowField *f = &w->fields[r * FEED_COLS];
     Bulkwrite__V1__Value *v = &w->values[r * FEED_COLS];
     for (int c = 0; c < FEED_COLS; c++) {
@@ -146,6 +136,7 @@ static void fill_batch(worker_t *w, const batch_t *b) {
 static MYSQL *worker_db(worker_t *w, int server) {
     if (w->db[server]) return w->db[server];
     if (!(w->db[server] = bw_db_connect(conf, server, w->err, sizeof(w->err)))) return NULL;
+    bw_sqlbind_cache_open(&w->caches[server], w->db[server]);
     if (w->plan->mode == MODE_ROWWISE && mysql_autocommit(w->db[server], 1)) {
         snprintf(w->err, sizeof(w->err), "autocommit: %s", mysql_error(w->db[server]));
         return NULL;
@@ -172,53 +163,22 @@ static int run_text(worker_t *w, MYSQL *db, long want) {
     return 0;
 }
 
-/* The INSERT of the feed's columns with one placeholder each, prepared on server's connection. */
-static MYSQL_STMT *worker_stmt(worker_t *w, int server, const char *dbname) {
-    if (w->stmt[server]) return w->stmt[server];
-    MYSQL *db = worker_db(w, server);
-    if (!db) return NULL;
-    bw_buf_t q;
-    bw_buf_init(&q);
-    bw_buf_printf(&q, "INSERT INTO `%s`.`%s` (`%s`", dbname, pin_ot->table, pin_ot->id_column);
-    for (int c = 0; c < FEED_COLS; c++) bw_buf_printf(&q, ",`%s`", pin_ot->columns[feed_colmap[c]].name);
-    bw_buf_puts(&q, ") VALUES (?,?,?,?,?)");
-    MYSQL_STMT *st = mysql_stmt_init(db);
-    if (!st || mysql_stmt_prepare(st, q.data, q.len)) {
-        snprintf(w->err, sizeof(w->err), "prepare: %s", st ? mysql_stmt_error(st) : mysql_error(db));
-        if (st) mysql_stmt_close(st);
-        st = NULL;
-    }
-    bw_buf_free(&q);
-    return w->stmt[server] = st;
-}
-
-/* The batch through the prepared INSERT: every column bound as an array of count values. */
+/* The batch as the consumer sends a CREATE statement when array binding wins: one
+ * prepared INSERT executed over arrays of the rows' values (bw_sqlbind_execute). */
 static int run_array(worker_t *w, int server, const char *dbname, long count) {
-    MYSQL_STMT *st = worker_stmt(w, server, dbname);
-    if (!st) return -1;
-    MYSQL_BIND bind[FEED_COLS + 1];
-    memset(bind, 0, sizeof(bind));
-    void *buffers[] = {w->ids, w->owners, w->boards, NULL, w->likes};
-    for (int c = 0; c <= FEED_COLS; c++) {
-        bind[c].buffer_type = MYSQL_TYPE_LONGLONG;
-        bind[c].buffer = buffers[c];
-    }
-    bind[0].is_unsigned = bind[1].is_unsigned = 1;
-    bind[3].buffer_type = MYSQL_TYPE_STRING; /* column-wise: an array of pointers and one of lengths */
-    bind[3].buffer = w->title_ptrs;
-    bind[3].length = w->title_lens;
-    unsigned int size = (unsigned)count;
-    if (mysql_stmt_attr_set(st, STMT_ATTR_ARRAY_SIZE, &size) || mysql_stmt_bind_param(st, bind) ||
-        mysql_stmt_execute(st)) {
-        snprintf(w->err, sizeof(w->err), "array-bound INSERT: %s", mysql_stmt_error(st));
+    MYSQL *db = worker_db(w, server);
+    if (!db) return -1;
+    if (!w->caches[server].bulk) return snprintf(w->err, sizeof(w->err), "the server cannot execute arrays"), -1;
+    unsigned err = 0;
+    const char *msg = "";
+    bw_sqlbind_status_t st = bw_sqlbind_execute(&w->bind, &w->caches[server], db, dbname, pin_ot, BW_OP_CREATE,
+                                                w->rows_buf, (size_t)count, &err, &msg);
+    if (st != BW_SQLBIND_OK) {
+        snprintf(w->err, sizeof(w->err), "array-bound INSERT: %s",
+                 st == BW_SQLBIND_TEXT ? "not sent (a value or the statement did not bind)" : msg);
         return -1;
     }
-    if ((long)mysql_stmt_affected_rows(st) != count) {
-        snprintf(w->err, sizeof(w->err), "array-bound INSERT affected %llu rows, not %ld (are the tables clean?)",
-                 (unsigned long long)mysql_stmt_affected_rows(st), count);
-        return -1;
-    }
-    if (mysql_commit(w->db[server])) return fail(w, w->db[server], "commit");
+    if (mysql_commit(db)) return fail(w, db, "commit");
     w->statements++;
     w->rows += count;
     return 0;
@@ -257,43 +217,31 @@ static void worker_init(worker_t *w, const plan_t *pl, int index) {
     size_t n = (size_t)pl->batch_rows;
     *w = (worker_t){.plan = pl, .index = index};
     w->db = calloc((size_t)conf->server_cnt, sizeof(*w->db));
-    w->stmt = calloc((size_t)conf->server_cnt, sizeof(*w->stmt));
+    w->caches = calloc((size_t)conf->server_cnt, sizeof(*w->caches));
+    bw_sqlbind_init(&w->bind);
     bw_buf_init(&w->sql);
     w->rows_buf = calloc(n, sizeof(*w->rows_buf));
     w->fields = calloc(n * FEED_COLS, sizeof(*w->fields));
     w->field_ptrs = calloc(n * FEED_COLS, sizeof(*w->field_ptrs));
     w->values = calloc(n * FEED_COLS, sizeof(*w->values));
     w->titles = calloc(n, sizeof(*w->titles));
-    w->ids = calloc(n, sizeof(*w->ids));
-    w->owners = calloc(n, sizeof(*w->owners));
-    w->boards = calloc(n, sizeof(*w->boards));
-    w->likes = calloc(n, sizeof(*w->likes));
-    w->title_ptrs = calloc(n, sizeof(*w->title_ptrs));
-    w->title_lens = calloc(n, sizeof(*w->title_lens));
-    if (!w->db || !w->stmt || !w->rows_buf || !w->fields || !w->field_ptrs || !w->values || !w->titles || !w->ids ||
-        !w->owners || !w->boards || !w->likes || !w->title_ptrs || !w->title_lens)
-        abort();
+    if (!w->db || !w->caches || !w->rows_buf || !w->fields || !w->field_ptrs || !w->values || !w->titles) abort();
 }
 
 static void worker_free(worker_t *w) {
     for (int s = 0; s < conf->server_cnt; s++) {
-        if (w->stmt[s]) mysql_stmt_close(w->stmt[s]);
+        bw_sqlbind_cache_close(&w->caches[s]);
         if (w->db[s]) mysql_close(w->db[s]);
     }
     free(w->db);
-    free(w->stmt);
+    free(w->caches);
+    bw_sqlbind_free(&w->bind);
     bw_buf_free(&w->sql);
     free(w->rows_buf);
     free(w->fields);
     free(w->field_ptrs);
     free(w->values);
     free(w->titles);
-    free(w->ids);
-    free(w->owners);
-    free(w->boards);
-    free(w->likes);
-    free(w->title_ptrs);
-    free(w->title_lens);
 }
 
 /* ---- plans -------------------------------------------------------------------------- */
