@@ -12,6 +12,13 @@
 #include "consumer.h"
 #include "log.h"
 
+/* What a buffered message costs besides its payload (librdkafka's message, headers and
+ * buffer references): counted with it, so consumer.buffer_max_bytes bounds the memory of
+ * small messages too, not only their payload. */
+#define MESSAGE_OVERHEAD 256
+
+static size_t message_cost(const rd_kafka_message_t *m) { return m->len + MESSAGE_OVERHEAD; }
+
 static long header_long(rd_kafka_message_t *m, const char *name) {
     rd_kafka_headers_t *h;
     const void *v;
@@ -227,7 +234,7 @@ void bw_partition_buffer(rd_kafka_message_t *m) {
         if (!p->buf) abort();
     }
     p->buf[p->len++] = m;
-    p->bytes += m->len;
+    p->bytes += message_cost(m);
     p->next_fetch = m->offset + 1;
     bw_partition_refresh_fetch(m->partition);
 }
@@ -236,7 +243,7 @@ void bw_partition_buffer(rd_kafka_message_t *m) {
 void bw_partition_drop_head(int shard, size_t cnt) {
     bw_partition_t *p = &consumer.partitions[shard];
     for (size_t i = 0; i < cnt; i++) {
-        p->bytes -= p->buf[i]->len;
+        p->bytes -= message_cost(p->buf[i]);
         rd_kafka_message_destroy(p->buf[i]);
     }
     if (!cnt) return; /* a partition that never buffered has no buf (memmove from NULL is undefined) */

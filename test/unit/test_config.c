@@ -43,7 +43,7 @@ START_TEST(reference_loads) {
     ck_assert_int_eq(c->max_body_bytes, 16777216);
     ck_assert_int_eq(c->max_ops, 100000);
     ck_assert_int_eq(c->produce_timeout_ms, 30000);
-    ck_assert_int_eq(c->pull_count, 100);
+    ck_assert_int_eq(c->pull_count, 1000);
     ck_assert_int_eq(c->workers, 4);
     ck_assert_str_eq(c->consumer_listen_address, "127.0.0.1"); /* defaults */
     ck_assert_int_eq(c->consumer_port, 18081);
