@@ -12,7 +12,7 @@
 # exit. Three stacks in turn, each case measured and its baseline next to it:
 #   A  500-row create and 1,000-row delete batches, no rate limits, 4 workers:
 #      hot-shard feed, spam cleanup, spread over all shards, online probe
-#   B  2-row create batches: one shard's most batches/s, rate precision
+#   B  2-row create batches: one shard's most statements/s, rate precision
 #   C  the proxy alone (no consumer), 128 shards: 1/4/16 clients, JSON and protobuf,
 #      on the embedded Kafka and on the real broker
 # End-to-end cases time from the first submit until the consumer's
@@ -256,7 +256,7 @@ for run in $(seq 1 "$RUNS"); do
         "the same 500-row INSERTs directly, $WORKERS connections (= consumer.workers)" "$direct" "≥ 0.9"
 
     # online probe on a cold shard of the hot shard's server: idle, then while the hot
-    # shard drains unthrottled, then throttled to BENCH_PROBE_RATE batches/s
+    # shard drains unthrottled, then throttled to BENCH_PROBE_RATE statements/s
     clean
     idle=$(bench "$CONF" probe --shard "$COLD_SHARD" --seconds "$PROBE_SECONDS" | field p99_ms)
     for mode in busy throttled; do
@@ -280,7 +280,7 @@ for run in $(seq 1 "$RUNS"); do
         verify "$CONF" "feed:$PROBE_ROWS:$HOT_SHARD"
         [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" default >/dev/null
         what="hot shard draining, no limit"
-        [ "$mode" = throttled ] && what="hot shard throttled to $PROBE_RATE batches/s"
+        [ "$mode" = throttled ] && what="hot shard throttled to $PROBE_RATE statements/s"
         # lag can read 0 mid-feed (the consumer outran the proxy); what counts is rows left
         busy_note="$drained of $PROBE_ROWS rows applied by the probe's end, lag then $lag messages"
         [ "$drained" -lt "$PROBE_ROWS" ] || busy_note="$busy_note: THE DRAIN ENDED BEFORE THE PROBE (raise BENCH_PROBE_ROWS)"
@@ -301,7 +301,7 @@ start_proxy "$CONF_SMALL"
 start_applier "$CONF_SMALL"
 note "stack B: 2-row create batches; $RUNS run(s)"
 for run in $(seq 1 "$RUNS"); do
-    # one shard's most batches/s: a paused shard gets SMALL batches, then drains unlimited
+    # one shard's most statements/s: a paused shard gets SMALL batches, then drains unlimited
     rows=$((SMALL * 2))
     clean
     "$BIN/bwctl" -c "$CONF_SMALL" pause "$HOT_SHARD" >/dev/null
@@ -318,8 +318,8 @@ for run in $(seq 1 "$RUNS"); do
     most=$(calc "$b1 > $b0 ? ($b1 - $b0) / ($t1 - $t0) : 0" 0) # 0: too few batches to time (smoke)
     clean
     direct=$(bench "$CONF_SMALL" insert --conns 1 --batch 2 "feed:$rows:$HOT_SHARD" | field statements_per_s)
-    record small-batches "$run" "one shard's batches/s, 2-row batches from a backlog, no limit" "$most" \
-        "the same 2-row INSERTs directly, 1 connection (statements/s)" "$direct" "≥ 2,000 batches/s"
+    record small-batches "$run" "one shard's statements/s, 2-row batches from a backlog, no limit" "$most" \
+        "the same 2-row INSERTs directly, 1 connection (statements/s)" "$direct" "≥ 2,000 statements/s"
 
     # rate precision: the shard set to RATE, fed for the window, measured between two
     # batches (no quantisation) after the limiter's 1 s burst is spent
