@@ -11,8 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A shard's budget is statements per second (`rate`: every SQL statement a job runs takes
- * one permit) and, optionally, rows per second (`row_rate`: a statement takes one permit
+/* A shard's budget is statements per second (`rate`: every SQL statement a job will run,
+ * as planned from its messages' headers when it is handed out, takes one permit; a retried
+ * job pays again, and rows retried one by one after a data error are not charged) and, optionally, rows per second (`row_rate`: a statement takes one permit
  * per row it carries); whichever binds first holds the shard back.
  *
  * The statement rates bulkwrite accepts; 0 means unlimited. The least is one statement per
@@ -69,11 +70,11 @@ void bw_ratelimit_init(bw_ratelimit_t *rl, double rate, int64_t now_us);
  * at the old rate is cut to at most one interval of the new one. */
 void bw_ratelimit_set_rate(bw_ratelimit_t *rl, double rate, int64_t now_us);
 
+/* Microseconds until a permit may be handed out (0: now, or unlimited). */
+int64_t bw_ratelimit_wait(const bw_ratelimit_t *rl, int64_t now_us);
 /* Takes `permits` now if the limiter allows it (Guava's tryAcquire with no timeout) and
  * returns 0; otherwise returns how many microseconds remain until it would, and takes
  * nothing. */
-/* Microseconds until a permit may be handed out (0: now, or unlimited). */
-int64_t bw_ratelimit_wait(const bw_ratelimit_t *rl, int64_t now_us);
 int64_t bw_ratelimit_try_acquire(bw_ratelimit_t *rl, double permits, int64_t now_us);
 
 /* Reserves `permits` unconditionally and returns the microseconds to wait before using

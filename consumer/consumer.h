@@ -48,7 +48,7 @@ typedef struct {
     int64_t assigned_from;     /* where fetching began at assignment (may be logical) */
     rd_kafka_message_t **buf;  /* buffered messages, offset order */
     size_t len, cap;
-    size_t bytes;              /* payload bytes buffered */
+    size_t bytes;              /* bytes buffered: payloads, and each message's overhead (partition.c) */
     bw_job_t *job;             /* in flight, or NULL */
     int64_t ready_at_us;       /* not before (rate limit or retry backoff) */
     int64_t backoff_us;

@@ -47,20 +47,32 @@ static int message_shape(rd_kafka_message_t *m, const bw_object_type_t **ot, lon
     *ot = bw_config_object_type(consumer.conf, tname);
     *op = header_long(m, "bw-op");
     *rows = header_long(m, "bw-rows");
-    return *ot && *op >= BW_OP_CREATE && *op <= BW_OP_DELETE && *rows >= 0;
+    /* a message holds at most max_batch_bytes (≤ 1 GiB): a larger row count is a bogus
+     * header, which must not overflow the planner's sums nor stall a row budget */
+    return *ot && *op >= BW_OP_CREATE && *op <= BW_OP_DELETE && *rows >= 0 && *rows <= INT32_MAX;
 }
 
+static uint64_t limit_of(const bw_object_type_t *ot, long op) {
+    return ot->batch_size[op] > 0 ? (uint64_t)ot->batch_size[op] : 1;
+}
+
+/* Statements of a run of `rows` rows of one (type, op), as the applier plans them:
+ * full statements of the op's batch size, the rest in one more. */
+static uint64_t run_statements(uint64_t rows, uint64_t limit) { return rows / limit + (rows % limit != 0); }
+
 /* How many leading buffered messages form one job (one transaction), and what the job
- * costs the shard's budgets. Consecutive messages of one (object type, op) share a
- * statement up to that op's batch size in rows, as the applier plans them; a job takes
+ * costs the shard's budgets. The rows of consecutive messages of one (object type, op)
+ * form a run that the applier cuts into statements of that op's batch size; a job takes
  * at most `max_statements` such statements and `max_rows` rows (the first message always
  * goes, whatever it costs: the limiter then makes the next job wait longer), and
- * consumer.max_batch_bytes of payload. */
+ * consumer.max_batch_bytes of payload. (The applier may cut more: at repeated ids of an
+ * UPDATE or UPSERT, and where a statement would pass the server's packet limit.) */
 size_t bw_partition_plan_job(int shard, size_t max_messages, uint64_t max_statements, uint64_t max_rows,
                              bw_job_cost_t *cost) {
     const bw_partition_t *p = &consumer.partitions[shard];
-    const bw_object_type_t *cur_ot = NULL;
-    long cur_op = 0, cur_rows = 0;
+    const bw_object_type_t *run_ot = NULL;
+    long run_op = 0;
+    uint64_t run_rows = 0, done_statements = 0; /* the run's rows; statements of runs before it */
     size_t n = 0, bytes = 0;
     *cost = (bw_job_cost_t){0, 0};
     if (max_messages > p->len) max_messages = p->len;
@@ -72,21 +84,20 @@ size_t bw_partition_plan_job(int shard, size_t max_messages, uint64_t max_statem
             if (n == 0) *cost = (bw_job_cost_t){1, 0}, n = 1; /* the applier dead-letters it, alone */
             break;
         }
-        long limit = ot->batch_size[op] > 0 ? ot->batch_size[op] : 1;
-        uint64_t statements = cost->statements;
-        long open_rows = cur_rows;
-        if (ot != cur_ot || op != cur_op || cur_rows + rows > limit) { /* a new statement (or more) */
-            statements += rows > limit ? (uint64_t)((rows + limit - 1) / limit) : 1;
-            open_rows = rows > limit ? limit : rows;
-        } else {
-            open_rows += rows;
+        uint64_t limit = limit_of(ot, op);
+        uint64_t before = done_statements, with = run_rows + (uint64_t)rows;
+        if (ot != run_ot || op != run_op) { /* a new run */
+            before += run_ot ? run_statements(run_rows, limit_of(run_ot, run_op)) : 0;
+            with = (uint64_t)rows;
         }
+        uint64_t statements = before + run_statements(with, limit);
         if (n > 0 && (statements > max_statements || cost->rows + (uint64_t)rows > max_rows ||
                       bytes + m->len > (size_t)consumer.conf->max_batch_bytes))
             break;
-        cost->statements = statements;
+        cost->statements = statements > 0 ? statements : 1; /* an empty message still costs its transaction */
         cost->rows += (uint64_t)rows;
-        cur_ot = ot, cur_op = op, cur_rows = open_rows;
+        done_statements = before;
+        run_ot = ot, run_op = op, run_rows = with;
         bytes += m->len;
         n++;
     }

@@ -518,7 +518,8 @@ static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t le
         req = NULL;
     }
     size_t lone = json_lone_surrogate(body, len);
-    if (lone < len && (req || yajl_get_bytes_consumed(h) > lone)) { /* the first fault in document order */
+    /* the first fault in document order (a fault found by the final parse is at the end) */
+    if (lone < len && (req || (at_end ? len : yajl_get_bytes_consumed(h)) > lone)) {
         json_malformed(body, len, lone, "a \\u escape of a high surrogate without its low surrogate", err, esz);
         req = NULL;
     }

@@ -211,9 +211,9 @@ static void plan_teardown(size_t n) {
     rd_kafka_destroy(plan_kafka[1]);
 }
 
-/* Three 300-row creates are three statements (two exceed the batch size of 500), two
- * small creates after them share the third's, a delete is one more; caps in statements,
- * rows and messages stop the job where they bind. */
+/* The creates' rows form one run, cut into statements of the batch size (500): three
+ * 300-row creates and two 100-row ones are 1,100 rows, 3 statements; the delete after
+ * them is one more. Caps in statements, rows and messages stop the job where they bind. */
 START_TEST(a_job_counts_statements_as_the_applier_plans_them) {
     static const int shape[][2] = {{BW_OP_CREATE, 300}, {BW_OP_CREATE, 300}, {BW_OP_CREATE, 300},
                                    {BW_OP_CREATE, 100}, {BW_OP_CREATE, 100}, {BW_OP_DELETE, 10}};
@@ -223,10 +223,12 @@ START_TEST(a_job_counts_statements_as_the_applier_plans_them) {
     ck_assert_uint_eq(bw_partition_plan_job(0, n, 16, UINT64_MAX, &c), 6);
     ck_assert_uint_eq(c.statements, 4);
     ck_assert_uint_eq(c.rows, 1110);
-    ck_assert_uint_eq(bw_partition_plan_job(0, n, 2, UINT64_MAX, &c), 2); /* the third 300 is a third statement */
+    ck_assert_uint_eq(bw_partition_plan_job(0, n, 2, UINT64_MAX, &c), 4); /* 1,000 rows: 2 statements */
     ck_assert_uint_eq(c.statements, 2);
-    ck_assert_uint_eq(c.rows, 600);
-    ck_assert_uint_eq(bw_partition_plan_job(0, n, 3, UINT64_MAX, &c), 5); /* the small ones join the third */
+    ck_assert_uint_eq(c.rows, 1000);
+    ck_assert_uint_eq(bw_partition_plan_job(0, n, 1, UINT64_MAX, &c), 1); /* 600 rows would be 2 */
+    ck_assert_uint_eq(c.statements, 1);
+    ck_assert_uint_eq(bw_partition_plan_job(0, n, 3, UINT64_MAX, &c), 5); /* the delete would be a 4th */
     ck_assert_uint_eq(c.statements, 3);
     ck_assert_uint_eq(bw_partition_plan_job(0, n, 16, 650, &c), 2);
     ck_assert_uint_eq(c.rows, 600);
@@ -237,8 +239,9 @@ START_TEST(a_job_counts_statements_as_the_applier_plans_them) {
 }
 END_TEST
 
-/* A shard limited to 20 statements/s takes 2 statements per job (a tenth of a second),
- * and the limiter is charged for both: the next job waits 100 ms. A rows/s budget binds
+/* A shard limited to 20 statements/s takes 2 statements per job (a tenth of a second:
+ * three 300-row creates, 900 rows in statements of 500), and the limiter is charged for
+ * both: the next job waits 100 ms. A rows/s budget binds
  * instead when it is the tighter one. */
 START_TEST(a_limited_shard_pays_per_statement_and_per_row) {
     static const int shape[][2] = {{BW_OP_CREATE, 300}, {BW_OP_CREATE, 300}, {BW_OP_CREATE, 300},
@@ -250,7 +253,7 @@ START_TEST(a_limited_shard_pays_per_statement_and_per_row) {
     bw_ratelimit_init(&p->rl, 20, now);
     bw_scheduler_dispatch();
     ck_assert_ptr_nonnull(p->job);
-    ck_assert_uint_eq(p->job->cnt, 2);
+    ck_assert_uint_eq(p->job->cnt, 3);
     ck_assert_int_ge(bw_ratelimit_wait(&p->rl, now), 90000); /* two permits: 100 ms, less the dispatch's own time */
     free(p->job->msgs);
     free(p->job);
