@@ -190,6 +190,8 @@ START_TEST(row_rate_bounds) {
     bw_ratelimit_t rl;
     bw_ratelimit_init(&rl, BW_ROW_RATE_MAX, 0);
     ck_assert(rl.rate == BW_ROW_RATE_MAX);
+    bw_ratelimit_init(&rl, BW_ROW_RATE_MIN, 0);
+    ck_assert(rl.rate == BW_ROW_RATE_MIN);
     bw_ratelimit_set_rate(&rl, BW_ROW_RATE_MIN, 0);
     ck_assert(rl.rate == BW_ROW_RATE_MIN);
 }
