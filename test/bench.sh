@@ -327,8 +327,9 @@ for run in $(seq 1 "$RUNS"); do
         clean
         "$BIN/bwctl" -c "$CONF_SMALL" set-rate "$HOT_SHARD" "$rate" >/dev/null
         sleep 1
-        # enough batches for the window at the rate, or at what the shard took above
-        feed=$(calc "($most > 50 ? $most : 50) * 1.2" 0)
+        # enough batches for the window at the rate, or at what the shard took above (the
+        # smoke's backlog is too small to time: 0, and then the rate decides)
+        feed=$(calc "$most > 0 ? ($most > 50 ? $most : 50) * 1.2 : $rate" 0)
         cap=$(calc "($rate < $feed ? $rate : $feed) * ($WARMUP + $RATE_SECONDS + 2)" 0)
         rows=$(((cap < 5 ? 5 : cap) * 2))
         before=$(applied_rows)
@@ -338,7 +339,9 @@ for run in $(seq 1 "$RUNS"); do
         pids+=($sub)
         wait_batch_change "$HOT_SHARD" 60 "$b" >/dev/null
         sleep "$WARMUP"
-        read -r t0 b0 < <(wait_batch_change "$HOT_SHARD" 10)
+        dry=
+        read -r t0 b0 dry < <(wait_batch_change "$HOT_SHARD" 10 "" dry)
+        [ -z "$dry" ] || die "shard $HOT_SHARD ran out of backlog before the rate-$rate window began"
         sleep "$(calc "$RATE_SECONDS - 0.3" 2)"
         dry=
         read -r t1 b1 dry < <(wait_batch_change "$HOT_SHARD" 3 "$(batches)" dry)
