@@ -184,6 +184,12 @@ static const key_t_ top_keys[] = {
     {"proxy.max_connections", K_INT, OFF(proxy_max_connections), 0, 1, 65536, "128", NULL, NULL, 0,
      "Most HTTP connections served at once; each has its own thread, which waits for its "
      "request's Kafka acknowledgements."},
+    {"proxy.producers", K_INT, OFF(proxy_producers), 0, 1, 64, "8", NULL, NULL, 0,
+     "Idempotent Kafka producers (each its own broker connection) the proxy spreads the "
+     "batch partitions over: partition modulo this, so a partition always uses the same one "
+     "and keeps its order. librdkafka sends one partition per produce request and the broker "
+     "serves a connection's requests one at a time, so a request touching 128 shards waits "
+     "for 128 of them in turn on one connection."},
     {"proxy.max_body_bytes", K_INT, OFF(max_body_bytes), 0, 1024, 1073741824, "16777216", NULL,
      NULL, 0, "Largest request body; a bigger one gets 413."},
     {"proxy.max_ops", K_INT, OFF(max_ops), 0, 1, 10000000, "100000", NULL, NULL, 0,

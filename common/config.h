@@ -95,6 +95,7 @@ typedef struct {
     char *proxy_listen_address;
     int proxy_port;
     int proxy_max_connections;
+    int proxy_producers;
     int max_body_bytes;
     int max_ops;
     int produce_timeout_ms;

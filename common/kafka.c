@@ -89,7 +89,12 @@ rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, co
              * an offset Kafka no longer holds must be an error, never a silent jump */
             set(kc, "auto.offset.reset", "error", errstr, errstr_size) ||
             set(kc, "enable.partition.eof", "false", errstr, errstr_size) ||
-            set(kc, "queued.max.messages.kbytes", "4096", errstr, errstr_size) ||
+            /* librdkafka's own prefetch queue, which the dispatcher empties into the
+             * partitions' buffers (consumer.buffer_max_bytes bounds those). Below 2.1
+             * (Debian 12 has 2.0.2) a fetch that finds the queue over this bound backs off
+             * a fixed second, even if the queue drains a millisecond later: at 4 MiB a
+             * hot shard's drain stalled 0.7-0.8 s every ~110 messages (docs/performance.md) */
+            set(kc, "queued.max.messages.kbytes", "65536", errstr, errstr_size) ||
             /* a shard whose buffer is full pauses its fetching; the fetch in flight then
              * names only idle partitions, and the broker holds it for fetch.wait.max.ms:
              * at the default 500 ms the resumed shard's refill waited that long and a hot
@@ -561,7 +566,7 @@ rd_kafka_resp_err_t bw_kafka_acks_produce(bw_kafka_acks_t *a, const bw_kafka_msg
     pthread_mutex_lock(&a->mu);
     a->pending++; /* before the produce: its report may come at once */
     pthread_mutex_unlock(&a->mu);
-    rd_kafka_resp_err_t err = produce_retry(a->rk, m, opaque, a->deadline_us, a->poll);
+    rd_kafka_resp_err_t err = produce_retry(m->rk ? m->rk : a->rk, m, opaque, a->deadline_us, a->poll);
     if (err) {
         pthread_mutex_lock(&a->mu);
         settle(a, index, err);

@@ -124,6 +124,7 @@ typedef struct {
 /* One message to produce. Every field is meant: 0 is partition 0, and msgflags 0 means
  * librdkafka uses `value` in place until the message is reported. */
 typedef struct {
+    rd_kafka_t *rk;                 /* the producer, or NULL: the acks' (rkt must be its) */
     rd_kafka_topic_t *rkt;          /* the topic, or NULL and: */
     const char *topic;
     int32_t partition;              /* RD_KAFKA_PARTITION_UA: the partitioner picks by key */

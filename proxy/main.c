@@ -11,8 +11,9 @@
  * /v1/shards/{n}/rate|pause|resume read and write the control topic (admin.c).
  *
  * Threads: libmicrohttpd runs one thread per connection (a request blocks until its
- * acknowledgements arrive); one poller thread serves librdkafka's delivery reports;
- * tails of the jobs, control and status topics each have a thread. */
+ * acknowledgements arrive); a pool of proxy.producers idempotent producers, a batch
+ * partition always on the same one, each with a poller thread serving its delivery
+ * reports; tails of the jobs, control and status topics each have a thread. */
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -36,14 +37,22 @@
 
 #define COMPONENT "proxy"
 
+/* One producer of the pool. */
+typedef struct {
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt; /* the batches topic */
+    pthread_t poller;
+} producer_t;
+
 typedef struct {
     bw_config_t *conf;
-    rd_kafka_t *rk;
-    rd_kafka_topic_t *rkt;
+    producer_t *producers;  /* [conf->proxy_producers + 1]: the batches' pool, then the
+                               records': one record at a time, acks awaited at once, so
+                               it never lingers (linger.ms 0: 5 ms less per request) */
+    rd_kafka_t *rk;         /* the records' producer; also metadata and offset queries */
     struct MHD_Daemon *httpd;
     atomic_int run;         /* main loop */
-    atomic_int run_poller;  /* delivery-report poller: outlives the HTTP server */
-    pthread_t poller;
+    atomic_int run_poller;  /* delivery-report pollers: outlive the HTTP server */
     bw_metrics_t *metrics;
     bw_jobs_t *jobs;
     bw_shard_table_t *shards;
@@ -73,8 +82,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 }
 
 static void *poller_main(void *arg) {
-    (void)arg;
-    while (atomic_load(&proxy.run_poller)) rd_kafka_poll(proxy.rk, 100);
+    rd_kafka_t *rk = arg;
+    while (atomic_load(&proxy.run_poller)) rd_kafka_poll(rk, 100);
     return NULL;
 }
 
@@ -96,7 +105,7 @@ static size_t message_bytes(const bw_batch_msg_t *m) {
  * produce call. */
 static void produce_all(bw_batch_set_t *set, const msg_fate_t *fate, const char *job_id,
                         rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena) {
-    bw_kafka_acks_t acks; /* the poller thread serves the reports */
+    bw_kafka_acks_t acks; /* the pollers serve the reports */
     bw_kafka_acks_init(&acks, proxy.rk, 0, proxy.conf->produce_timeout_ms, errs, offsets);
     delivery_t *ds = bw_arena_alloc(arena, (set->msg_cnt + 1) * sizeof(*ds));
     for (size_t i = 0; i < set->msg_cnt; i++) {
@@ -104,7 +113,8 @@ static void produce_all(bw_batch_set_t *set, const msg_fate_t *fate, const char 
         if (fate[i] != MSG_PRODUCE) continue;
         ds[i] = (delivery_t){&acks, i, m->shard, message_bytes(m)};
         const char *headers[] = {"bw-type", m->type_name, "bw-op", m->op_header, "bw-rows", m->rows_header};
-        bw_kafka_msg_t km = {.rkt = proxy.rkt, .partition = m->shard, .key = job_id, .key_len = strlen(job_id),
+        const producer_t *pr = &proxy.producers[m->shard % proxy.conf->proxy_producers];
+        bw_kafka_msg_t km = {.rk = pr->rk, .rkt = pr->rkt, .partition = m->shard, .key = job_id, .key_len = strlen(job_id),
                              .value = m->payload, .value_len = m->len, .msgflags = RD_KAFKA_MSG_F_FREE,
                              .headers = headers, .header_cnt = 3};
         if (bw_kafka_acks_produce(&acks, &km, i, &ds[i]) == 0) m->payload = NULL; /* librdkafka frees it */
@@ -493,7 +503,7 @@ static enum MHD_Result handle_shard_control(struct MHD_Connection *c, const char
 /* /readyz: ready while a broker answers a metadata request. @locality an HTTP thread */
 static int kafka_reachable(void) {
     const struct rd_kafka_metadata *md;
-    if (rd_kafka_metadata(proxy.rk, 0, proxy.rkt, &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
+    if (rd_kafka_metadata(proxy.rk, 0, proxy.producers[proxy.conf->proxy_producers].rkt, &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
     rd_kafka_metadata_destroy(md);
     return 1;
 }
@@ -569,21 +579,25 @@ int main(int argc, char **argv) {
     if (!(proxy.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) proxy.conf->proxy_port = d.port;
     char err[512];
-    rd_kafka_conf_t *kc = bw_kafka_conf(proxy.conf, BW_KAFKA_PRODUCER, d.brokers, err, sizeof(err));
-    if (!kc) {
-        bw_error(COMPONENT, "%s", err);
-        return 1;
+    int nprod = proxy.conf->proxy_producers + 1;
+    proxy.producers = calloc((size_t)nprod, sizeof(*proxy.producers));
+    for (int i = 0; i < nprod; i++) {
+        rd_kafka_conf_t *kc = bw_kafka_conf(proxy.conf, BW_KAFKA_PRODUCER, d.brokers, err, sizeof(err));
+        if (!kc || (i == nprod - 1 && rd_kafka_conf_set(kc, "linger.ms", "0", err, sizeof(err)))) {
+            bw_error(COMPONENT, "%s", err);
+            return 1;
+        }
+        rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
+        if (!(proxy.producers[i].rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err)))) {
+            bw_error(COMPONENT, "kafka producer: %s", err);
+            return 1;
+        }
     }
-    rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
-    proxy.rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
-    if (!proxy.rk) {
-        bw_error(COMPONENT, "kafka producer: %s", err);
-        return 1;
-    }
+    proxy.rk = proxy.producers[nprod - 1].rk;
     bw_topic_retention_t retention;
     if (bw_kafka_ensure_topic(proxy.rk, proxy.conf, 10000, &retention, err, sizeof(err)) != BW_OK) {
         bw_error(COMPONENT, "%s", err);
-        rd_kafka_destroy(proxy.rk);
+        for (int i = 0; i < nprod; i++) rd_kafka_destroy(proxy.producers[i].rk);
         return 1;
     }
     if (bw_kafka_ensure_side_topic(proxy.rk, proxy.conf, proxy.conf->jobs_topic, BW_TOPIC_EXPIRING, 10000, err, sizeof(err)) ||
@@ -596,11 +610,14 @@ int main(int argc, char **argv) {
         bw_error(COMPONENT, "jobs, control and status topics: %s", err);
         return 1;
     }
-    proxy.rkt = rd_kafka_topic_new(proxy.rk, proxy.conf->topic, NULL);
     proxy.metrics = bw_metrics_new(proxy.conf, BW_METRICS_PROXY);
     atomic_store(&proxy.run, 1);
     atomic_store(&proxy.run_poller, 1);
-    pthread_create(&proxy.poller, NULL, poller_main, NULL);
+    for (int i = 0; i < nprod; i++) {
+        producer_t *pr = &proxy.producers[i];
+        pr->rkt = rd_kafka_topic_new(pr->rk, proxy.conf->topic, NULL);
+        pthread_create(&pr->poller, NULL, poller_main, pr->rk);
+    }
 
     /* one thread per connection: a request's thread waits for its acknowledgements */
     int bound;
@@ -619,15 +636,18 @@ int main(int argc, char **argv) {
     }
 
     bw_info(COMPONENT, "shutting down: finishing requests in flight");
-    MHD_stop_daemon(proxy.httpd); /* the poller still serves acks while requests finish */
+    MHD_stop_daemon(proxy.httpd); /* the pollers still serve acks while requests finish */
     atomic_store(&proxy.run_poller, 0);
-    pthread_join(proxy.poller, NULL);
+    for (int i = 0; i < nprod; i++) pthread_join(proxy.producers[i].poller, NULL);
     bw_jobs_stop(proxy.jobs);
     bw_shard_table_stop(proxy.shards);
     bw_backlog_destroy(proxy.backlog);
-    rd_kafka_flush(proxy.rk, 10000);
-    rd_kafka_topic_destroy(proxy.rkt);
-    rd_kafka_destroy(proxy.rk);
+    for (int i = 0; i < nprod; i++) {
+        rd_kafka_flush(proxy.producers[i].rk, 10000);
+        rd_kafka_topic_destroy(proxy.producers[i].rkt);
+        rd_kafka_destroy(proxy.producers[i].rk);
+    }
+    free(proxy.producers);
     bw_metrics_destroy(proxy.metrics);
     bw_config_destroy(proxy.conf);
     return 0;

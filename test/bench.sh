@@ -18,16 +18,18 @@
 # End-to-end cases time from the first submit until the consumer's
 # bulkwrite_consumer_rows_applied_total has counted every row (polled every 50 ms); then
 # bw-workload verify compares every shard row by row (not timed). The tables are
-# truncated between cases (bw-bench clean; the ledger stays).
+# truncated between cases (bw-bench clean; the ledger stays), and each case starts once
+# InnoDB has flushed and purged what the one before wrote (bw-bench settle).
 #
 # Knobs (full / smoke): BENCH_ROWS (200000 / 2000) creates of the hot-shard and spread
 # cases; BENCH_DELETES (100000 / 500) deletes of the cleanup case (a feed of 10x that is
 # inserted directly first); BENCH_ROWWISE (5000 / 200) rows of the one-INSERT-per-row
 # sample; BENCH_SMALL_BATCHES (2000 / 200) 2-row batches of the most-batches case;
 # BENCH_RATES ("5 50 500 2000"); BENCH_RATE_SECONDS (10 / 1) each rate's window;
-# BENCH_PROBE_SECONDS (5 / 1), BENCH_PROBE_ROWS (400000 / 3000), BENCH_PROBE_RATE (20);
+# BENCH_PROBE_SECONDS (5 / 1), BENCH_PROBE_ROWS (1200000 / 3000), BENCH_PROBE_RATE (20);
 # BENCH_PROXY_OPS (100000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
-# BENCH_KAFKA (1 / 0) the real-broker proxy case. Output: the table on stdout and in
+# BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A B C") the stacks whose
+# cases run (the others only start and stop). Output: the table on stdout and in
 # BENCH_OUT/results.md, the raw numbers in BENCH_OUT/raw.tsv (BENCH_OUT: build/bench, for
 # the smoke build/bench-smoke).
 set -euo pipefail
@@ -40,7 +42,7 @@ if [ "$SMOKE" = 1 ]; then
     PROBE_SECONDS=1 PROBE_ROWS=3000 PROXY_OPS=2000 KAFKA_CASE=0
 else
     RUNS=3 ROWS=200000 DELETES=100000 ROWWISE=5000 SMALL=2000 RATE_SECONDS=10 WARMUP=2
-    PROBE_SECONDS=5 PROBE_ROWS=400000 PROXY_OPS=100000 KAFKA_CASE=1
+    PROBE_SECONDS=5 PROBE_ROWS=1200000 PROXY_OPS=100000 KAFKA_CASE=1
 fi
 RUNS=${BENCH_RUNS:-$RUNS} ROWS=${BENCH_ROWS:-$ROWS} DELETES=${BENCH_DELETES:-$DELETES}
 ROWWISE=${BENCH_ROWWISE:-$ROWWISE} SMALL=${BENCH_SMALL_BATCHES:-$SMALL}
@@ -48,6 +50,8 @@ RATES=${BENCH_RATES:-5 50 500 2000} RATE_SECONDS=${BENCH_RATE_SECONDS:-$RATE_SEC
 PROBE_SECONDS=${BENCH_PROBE_SECONDS:-$PROBE_SECONDS} PROBE_ROWS=${BENCH_PROBE_ROWS:-$PROBE_ROWS}
 PROBE_RATE=${BENCH_PROBE_RATE:-20} PROXY_OPS=${BENCH_PROXY_OPS:-$PROXY_OPS}
 CLIENTS=${BENCH_CLIENTS:-1 4 16} KAFKA_CASE=${BENCH_KAFKA:-$KAFKA_CASE}
+STACKS=${BENCH_STACKS:-A B C}
+runs_of() { case " $STACKS " in *" $1 "*) echo "$RUNS" ;; *) echo 0 ;; esac; } # runs_of STACK
 HOT_SHARD=3 COLD_SHARD=0 WORKERS=4 PROXY_SHARDS=128 # shards 0-3 share server mysql-a
 OUT=${BENCH_OUT:-build/bench}
 [ "$SMOKE" = 1 ] && OUT=${BENCH_OUT:-build/bench-smoke}
@@ -136,7 +140,13 @@ bench() { # bench CONF ARGS...: a bw-bench run; prints its result line
 field() { # field NAME < "a=1 b=2"
     tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'
 }
-clean() { bench "$CONF" clean >/dev/null; }
+# before every case: empty tables, and servers that have written out the case before
+clean() {
+    local s
+    bench "$CONF" clean >/dev/null
+    s=$(bench "$CONF" settle | field seconds)
+    [ "$(calc "$s > 2" 0)" = 0 ] || note "the servers took $s s to settle"
+}
 start_proxy() { # start_proxy CONF
     "$BIN/bw-proxy" -c "$1" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
     PROXY_PID=$!
@@ -157,38 +167,84 @@ start_applier() {
     clean
 }
 
+# ledger_applied CONF SINCE: "parts rows first_at first_rows last_at" of the transactions
+# committed since SINCE, from every shard's ledger (bw-bench applied): the end times of
+# the pipeline cases, to the millisecond and without polling; every transaction's time and
+# rows in BENCH_OUT/timeline-SINCE.txt
+ledger_applied() {
+    "$BIN/bw-bench" -c "$1" applied --since "$2" --timeline 2>"$OUT/timeline-$2.txt" |
+        awk '{for (i = 1; i <= NF; i++) {split($i, kv, "="); v[kv[1]] = kv[2]}
+        print v["parts"], v["rows"], v["first_at"], v["first_rows"], v["last_at"]}'
+}
+# CPU time used so far, in clock ticks: "MARIADB KAFKA PROXY CONSUMER" (both servers in
+# the first; the Kafka of the stack, the real broker's JVM or the embedded one)
+proc_ticks() {
+    local pid s=0
+    for pid in "$@"; do
+        [ -r "/proc/$pid/stat" ] && s=$((s + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+    done
+    echo "$s"
+}
+cpu_ticks() {
+    local kafka=${KAFKA_PID:-$(cat "$WORK/kafka/kafka.pid" 2>/dev/null)}
+    # shellcheck disable=SC2046 # one pid per word
+    echo "$(proc_ticks $(cat "$WORK"/mysql-*/mysqld.pid 2>/dev/null)) $(proc_ticks $kafka)" \
+        "$(proc_ticks "$PROXY_PID") $(proc_ticks "$CONSUMER_PID")"
+}
+TICK=$(getconf CLK_TCK)
 # e2e CONF EXPECTED_ROWS PRESENT JOB...: submits the jobs, waits until every row is
 # applied, verifies (PRESENT: a job whose rows were written directly before, or ""); no op
-# may be refused. Prints rows/s from the first submit to the last row applied.
+# may be refused. Prints rows/s from the first submit to the last transaction's commit,
+# and writes where the CPU went meanwhile to $WORK/cpu.note.
 e2e() {
-    local conf=$1 rows=$2 present=$3 before refused t0 t1; shift 3
+    local conf=$1 rows=$2 present=$3 before refused t0 parts n first_at first_rows last_at c0 c1 client; shift 3
     before=$(applied_rows)
     refused=$(refused_rows)
+    c0=($(cpu_ticks))
     t0=$(now)
     submit "$conf" "$@"
-    t1=$(wait_rows "$before" "$rows" 600)
+    times >"$WORK/times" # this subshell's children: the client (times in a pipe would be the pipe's)
+    client=$(awk 'NR == 2 {gsub(/[ms]/, " "); print $1 * 60 + $2 + $3 * 60 + $4}' "$WORK/times")
+    wait_rows "$before" "$rows" 600 >/dev/null
+    c1=($(cpu_ticks))
     [ "$(refused_rows)" = "$refused" ] || die "the shards refused $(($(refused_rows) - refused)) ops of $*"
+    read -r parts n first_at first_rows last_at < <(ledger_applied "$conf" "$t0")
+    [ "$n" = "$rows" ] || die "the ledger counts $n rows applied since the submit of $*, not $rows"
+    echo "CPU s over $(calc "$last_at - $t0" 2) s on $(nproc) cores: MariaDB $(calc "(${c1[0]} - ${c0[0]}) / $TICK" 2)," \
+        "Kafka $(calc "(${c1[1]} - ${c0[1]}) / $TICK" 2), proxy $(calc "(${c1[2]} - ${c0[2]}) / $TICK" 2)," \
+        "consumer $(calc "(${c1[3]} - ${c0[3]}) / $TICK" 2), client $(calc "$client" 2)" >"$WORK/cpu.note"
     verify "$conf" $present "$@"
-    calc "$rows / ($t1 - $t0)" 0
+    calc "$rows / ($last_at - $t0)" 0
 }
-# drain CONF ROWS PRESENT JOB...: rows/s of the consumer alone: the hot shard paused, the job
-# submitted (it waits in Kafka), then resumed; timed from the first row applied to the last
+# drain CONF ROWS PRESENT JOB...: rows/s of the consumer alone, from a backlog: the hot
+# shard paused, the job submitted (it waits in Kafka), then resumed; with DRAIN_ALL=1 the
+# consumer stopped instead and started again, so that every shard's backlog is there at
+# once (resuming shards one bwctl call at a time staggers them by the control topic's
+# round trip, ~0.2 s each). DRAIN_RATE: rows after the first transaction over the time
+# from its commit to the last one's. Not run in a subshell: it may replace the consumer.
 drain() {
-    local conf=$1 rows=$2 present=$3 before first t0 t1; shift 3
-    "$BIN/bwctl" -c "$conf" pause "$HOT_SHARD" >/dev/null
-    sleep 1 # the pause reaches the consumer through the control topic
-    before=$(applied_rows)
-    submit "$conf" "$@"
-    "$BIN/bwctl" -c "$conf" resume "$HOT_SHARD" >/dev/null
-    while :; do
-        first=$(applied_rows)
-        [ "$first" -gt "$before" ] && break
-        sleep 0.01
-    done
-    t0=$(now)
-    t1=$(wait_rows "$before" "$rows" 600)
+    local conf=$1 rows=$2 present=$3 before t0 parts n first_at first_rows last_at; shift 3
+    if [ "${DRAIN_ALL:-0}" = 1 ]; then
+        stop_pid "$CONSUMER_PID"
+        t0=$(now)
+        submit "$conf" "$@"
+        start_consumer "$C1" "$conf"
+        CONSUMER_PID=$LAST_PID
+        wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz" || die "the consumer did not become ready"
+        before=0 # a new process's counters
+    else
+        "$BIN/bwctl" -c "$conf" pause "$HOT_SHARD" >/dev/null
+        sleep 1 # the pause reaches the consumer through the control topic
+        before=$(applied_rows)
+        t0=$(now)
+        submit "$conf" "$@"
+        "$BIN/bwctl" -c "$conf" resume "$HOT_SHARD" >/dev/null
+    fi
+    wait_rows "$before" "$rows" 600 >/dev/null
+    read -r parts n first_at first_rows last_at < <(ledger_applied "$conf" "$t0")
+    [ "$n" = "$rows" ] || die "the ledger counts $n rows applied since the submit of $*, not $rows"
     verify "$conf" $present "$@"
-    calc "$t1 > $t0 ? ($before + $rows - $first) / ($t1 - $t0) : 0" 0
+    DRAIN_RATE=$(calc "$last_at > $first_at ? ($rows - $first_rows) / ($last_at - $first_at) : 0" 0)
 }
 backlog_waits() { awk '/^submit: [0-9]+ ops sent/ {w += $10} END {print w + 0}' "$WORK/submit.log"; }
 
@@ -206,13 +262,20 @@ trap bench_stop EXIT
 trap 'exit 130' INT TERM
 start_applier "$CONF"
 note "stack A: 500-row creates, 1,000-row deletes, $WORKERS workers, no rate limits; $RUNS run(s)"
+if [ "$(runs_of A)" -gt 0 ]; then
+    # untimed: one spread feed through the whole pipeline first, so that no case pays for
+    # the broker JVM's just-in-time compilation or cold buffer pools
+    clean
+    e2e "$CONF" "$ROWS" "" "spread:$ROWS" >/dev/null
+fi
 
-for run in $(seq 1 "$RUNS"); do
+for run in $(seq 1 "$(runs_of A)"); do
     # hot-shard feed: one partner's creates, all on one shard
     clean
     : >"$WORK/submit.log"
     e2e_rate=$(e2e "$CONF" "$ROWS" "" "feed:$ROWS:$HOT_SHARD")
     waits=$(backlog_waits)
+    cpu=$(cat "$WORK/cpu.note")
     clean
     direct=$(bench "$CONF" insert --conns 1 "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
     clean
@@ -220,9 +283,10 @@ for run in $(seq 1 "$RUNS"); do
     clean
     rowwise=$(bench "$CONF" rowwise --sample "$ROWWISE" "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
     clean
-    drain_rate=$(drain "$CONF" "$ROWS" "" "feed:$ROWS:$HOT_SHARD")
+    drain "$CONF" "$ROWS" "" "feed:$ROWS:$HOT_SHARD"
+    drain_rate=$DRAIN_RATE
     record hot-shard "$run" "$ROWS creates on shard $HOT_SHARD, end to end, 1 client (rows/s)" "$e2e_rate" \
-        "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9" "$waits 429 waits"
+        "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9" "$waits 429 waits; $cpu"
     record hot-shard-drain "$run" "the same from a backlog: the consumer alone (rows/s)" "$drain_rate" \
         "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9"
     record hot-shard-vs-rowwise "$run" "$ROWS creates on shard $HOT_SHARD, end to end (rows/s)" "$e2e_rate" \
@@ -236,23 +300,34 @@ for run in $(seq 1 "$RUNS"); do
     bench "$CONF" insert "feed:$feed:$HOT_SHARD" >/dev/null
     : >"$WORK/submit.log"
     e2e_rate=$(e2e "$CONF" "$DELETES" "feed:$feed:$HOT_SHARD" "cleanup:$feed:$HOT_SHARD")
+    cpu=$(cat "$WORK/cpu.note")
     clean
     bench "$CONF" insert "feed:$feed:$HOT_SHARD" >/dev/null
     direct=$(bench "$CONF" delete --conns 1 "cleanup:$feed:$HOT_SHARD" | field rows_per_s)
     record cleanup "$run" "$DELETES deletes by id on shard $HOT_SHARD, end to end, 1 client (rows/s)" "$e2e_rate" \
-        "DELETE … WHERE id IN (1,000 ids) directly, 1 connection" "$direct" "≥ 0.9"
+        "DELETE … WHERE id IN (1,000 ids) directly, 1 connection" "$direct" "≥ 0.9" "$cpu"
     clean
     bench "$CONF" insert "feed:$feed:$HOT_SHARD" >/dev/null
-    drain_rate=$(drain "$CONF" "$DELETES" "feed:$feed:$HOT_SHARD" "cleanup:$feed:$HOT_SHARD")
+    drain "$CONF" "$DELETES" "feed:$feed:$HOT_SHARD" "cleanup:$feed:$HOT_SHARD"
+    drain_rate=$DRAIN_RATE
     record cleanup-drain "$run" "the same from a backlog: the consumer alone (rows/s)" "$drain_rate" \
         "DELETE … WHERE id IN (1,000 ids) directly, 1 connection" "$direct" "≥ 0.9"
 
     # spread: creates over every shard of both servers
     clean
     e2e_rate=$(e2e "$CONF" "$ROWS" "" "spread:$ROWS")
+    cpu=$(cat "$WORK/cpu.note")
     clean
+    c0=($(cpu_ticks))
     direct=$(bench "$CONF" insert --conns "$WORKERS" "spread:$ROWS" | field rows_per_s)
+    c1=($(cpu_ticks))
+    cpu="$cpu; direct: MariaDB $(calc "(${c1[0]} - ${c0[0]}) / $TICK" 2) CPU s over $(calc "$ROWS / $direct" 2) s"
     record spread "$run" "$ROWS creates over 8 shards on 2 servers, end to end (rows/s)" "$e2e_rate" \
+        "the same 500-row INSERTs directly, $WORKERS connections (= consumer.workers)" "$direct" "≥ 0.9" "$cpu"
+    clean
+    DRAIN_ALL=1 drain "$CONF" "$ROWS" "" "spread:$ROWS"
+    drain_rate=$DRAIN_RATE
+    record spread-drain "$run" "the same from a backlog: the consumer alone (rows/s)" "$drain_rate" \
         "the same 500-row INSERTs directly, $WORKERS connections (= consumer.workers)" "$direct" "≥ 0.9"
 
     # online probe on a cold shard of the hot shard's server: idle, then while the hot
@@ -300,7 +375,7 @@ sed -e "0,/create = 500;/s//create = 2;/" "$CONF" >"$CONF_SMALL"
 start_proxy "$CONF_SMALL"
 start_applier "$CONF_SMALL"
 note "stack B: 2-row create batches; $RUNS run(s)"
-for run in $(seq 1 "$RUNS"); do
+for run in $(seq 1 "$(runs_of B)"); do
     # one shard's most statements/s: a paused shard gets SMALL batches, then drains unlimited
     rows=$((SMALL * 2))
     clean
@@ -391,13 +466,16 @@ proxy_case() {
     [ "$accepted" -eq $((per * c)) ] || die "the proxy accepted $accepted of $((per * c)) ops"
     calc "$accepted / ($t1 - $t0)" 0
 }
-# proxy_runs KAFKA_NAME: every client count in both formats, RUNS times, after one
-# untimed request to every shard (a new topic's partitions get their leaders first)
+# proxy_runs KAFKA_NAME: every client count in both formats, RUNS times, after untimed
+# requests to every shard (a new topic's partitions get their leaders, and every producer
+# of the pool its metadata, before anything is timed)
 proxy_runs() {
     local run c pb json one
     "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" --protobuf --retry-for 120 "spread:$PROXY_SHARDS" \
         2>>"$WORK/submit.log" || die "the proxy's warm-up request failed (see $WORK/submit.log)"
-    for run in $(seq 1 "$RUNS"); do
+    "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" --protobuf "spread:$((PROXY_OPS / 4))" \
+        2>>"$WORK/submit.log" || die "the proxy's warm-up requests failed (see $WORK/submit.log)"
+    for run in $(seq 1 "$(runs_of C)"); do
         one=
         for c in $CLIENTS; do
             pb=$(proxy_case "$c" protobuf)

@@ -123,7 +123,8 @@ bw_stack_start() {
 
     if [ "$MODE" = embedded ]; then
         "$BIN/bw-kafka-embedded" -c "$CONF" --bootstrap-file "$WORK/bootstrap" >"$WORK/kafka.log" 2>&1 &
-        pids+=($!)
+        KAFKA_PID=$!
+        pids+=($KAFKA_PID)
         wait_for 20 test -s "$WORK/bootstrap" || { echo "embedded kafka did not start"; exit 1; }
         BROKERS=$(cat "$WORK/bootstrap")
     else

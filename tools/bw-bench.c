@@ -17,6 +17,21 @@
  *                                                  its rows are deleted at the end
  *   bw-bench clean                                 TRUNCATE every object type's table in every
  *                                                  shard database (the ledger stays)
+ *   bw-bench settle                                waits (60 s at most) until every server is
+ *                                                  quiet: InnoDB has flushed its dirty pages (at
+ *                                                  most 1 % of the pool; innodb_max_dirty_pages_pct
+ *                                                  is set to 0 meanwhile, as an idle server keeps
+ *                                                  them) and purged its history (at most 1,000
+ *                                                  undo logs), so that every case starts from the
+ *                                                  same state, not while the server still writes
+ *                                                  out the one before
+ *   bw-bench applied --since T                     when the consumer applied what it applied since
+ *                                                  T (Unix seconds): from every shard's ledger
+ *                                                  (bw_job_parts.applied_at, TIMESTAMP(3), written in
+ *                                                  each transaction just before its COMMIT), the
+ *                                                  first and last transaction's times, the rows of
+ *                                                  the first, and all rows (--timeline: every
+ *                                                  transaction on stderr)
  *
  * JOBs are bw-workload's (tools/workload.h): feed:N:SHARD, spread:N, cleanup:N:SHARD, so a
  * baseline writes exactly the rows the pipeline is fed. --batch defaults to the object
@@ -442,13 +457,115 @@ static int clean(void) {
     return 0;
 }
 
+/* ---- settle ------------------------------------------------------------------------- */
+
+/* A global status counter, or -1. */
+static long long status_value(MYSQL *db, const char *name) {
+    char q[160];
+    snprintf(q, sizeof(q), "SHOW GLOBAL STATUS LIKE '%s'", name);
+    MYSQL_RES *r = NULL;
+    MYSQL_ROW row;
+    long long v = -1;
+    if (mysql_query(db, q) == 0 && (r = mysql_store_result(db)) && (row = mysql_fetch_row(r))) v = atoll(row[1]);
+    if (r) mysql_free_result(r);
+    return v;
+}
+
+static int settle(void) {
+    char err[512];
+    double start = now_s();
+    for (int i = 0; i < conf->server_cnt; i++) {
+        MYSQL *db = bw_db_connect(conf, i, err, sizeof(err));
+        if (!db) return fprintf(stderr, "bw-bench: %s\n", err), 1;
+        long long dirty, total, history;
+        double pct = 90;
+        MYSQL_RES *r = NULL;
+        MYSQL_ROW row;
+        if (mysql_query(db, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct") == 0 && (r = mysql_store_result(db)) &&
+            (row = mysql_fetch_row(r)))
+            pct = atof(row[0]);
+        if (r) mysql_free_result(r);
+        if (mysql_query(db, "SET GLOBAL innodb_max_dirty_pages_pct = 0")) {
+            fprintf(stderr, "bw-bench: settle: %s: %s\n", conf->servers[i].name, mysql_error(db));
+            mysql_close(db);
+            return 1;
+        }
+        for (;;) {
+            dirty = status_value(db, "Innodb_buffer_pool_pages_dirty");
+            total = status_value(db, "Innodb_buffer_pool_pages_total");
+            history = status_value(db, "Innodb_history_list_length");
+            if (dirty < 0 || total <= 0 || history < 0) {
+                fprintf(stderr, "bw-bench: settle: %s has no InnoDB status counters\n", conf->servers[i].name);
+                mysql_close(db);
+                return 1;
+            }
+            if ((dirty * 100 <= total && history <= 1000) || now_s() - start > 60) break;
+            usleep(100000);
+        }
+        char q[96];
+        snprintf(q, sizeof(q), "SET GLOBAL innodb_max_dirty_pages_pct = %.6f", pct);
+        if (mysql_query(db, q)) fprintf(stderr, "bw-bench: settle: %s: %s\n", conf->servers[i].name, mysql_error(db));
+        if (dirty * 100 > total || history > 1000)
+            fprintf(stderr, "bw-bench: settle: %s still busy after 60 s (%lld of %lld pages dirty, history %lld)\n",
+                    conf->servers[i].name, dirty, total, history);
+        mysql_close(db);
+    }
+    printf("seconds=%.2f\n", now_s() - start);
+    return 0;
+}
+
+/* ---- applied ------------------------------------------------------------------------ */
+
+/* The end times of a pipeline case, read from the ledger rather than from polling the
+ * consumer's metrics (a 50 ms poll was a tenth of a 100k-delete case). Every time comes
+ * from the servers' clock, which is this machine's, as the bench script's is. */
+static int applied(double since, int timeline) {
+    char err[512], q[1024];
+    double first = 0, last = 0;
+    unsigned long long rows = 0, first_rows = 0, parts = 0;
+    for (int i = 0; i < conf->server_cnt; i++) {
+        MYSQL *db = bw_db_connect(conf, i, err, sizeof(err));
+        if (!db) return fprintf(stderr, "bw-bench: %s\n", err), 1;
+        for (int s = conf->servers[i].first_shard; s <= conf->servers[i].last_shard; s++) {
+            char dbname[80];
+            bw_config_shard_db(conf, s, dbname, sizeof(dbname));
+            /* per transaction (one applied_at), oldest first */
+            snprintf(q, sizeof(q),
+                     "SELECT UNIX_TIMESTAMP(applied_at), SUM(rows_applied + rows_failed), COUNT(*) FROM `%s`.bw_job_parts "
+                     "WHERE applied_at >= FROM_UNIXTIME(%.3f) GROUP BY applied_at ORDER BY applied_at",
+                     dbname, since);
+            MYSQL_RES *r = NULL;
+            if (mysql_query(db, q) || !(r = mysql_store_result(db))) {
+                fprintf(stderr, "bw-bench: %s: %s\n", q, mysql_error(db));
+                mysql_close(db);
+                return 1;
+            }
+            for (MYSQL_ROW row; (row = mysql_fetch_row(r));) {
+                double at = atof(row[0]);
+                unsigned long long n = strtoull(row[1], NULL, 10);
+                if (timeline) fprintf(stderr, "shard %d at %.3f rows %llu parts %s\n", s, at, n, row[2]);
+                rows += n;
+                parts += strtoull(row[2], NULL, 10);
+                if (first == 0 || at < first) first = at, first_rows = n;
+                else if (at == first) first_rows += n;
+                if (at > last) last = at;
+            }
+            mysql_free_result(r);
+        }
+        mysql_close(db);
+    }
+    printf("parts=%llu rows=%llu first_at=%.3f first_rows=%llu last_at=%.3f\n", parts, rows, first, first_rows, last);
+    return 0;
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 static int usage(FILE *out, int code) {
     fputs("usage: bw-bench [-c CONFIG] insert|array|delete [--conns N] [--batch N] JOB...\n"
           "       bw-bench [-c CONFIG] rowwise [--sample N] JOB...\n"
           "       bw-bench [-c CONFIG] probe --shard S [--seconds T] [--interval-ms M]\n"
-          "       bw-bench [-c CONFIG] clean\n"
+          "       bw-bench [-c CONFIG] clean | settle\n"
+          "       bw-bench [-c CONFIG] applied --since UNIX_SECONDS [--timeline]\n"
           "JOB: feed:N:SHARD | spread:N (insert, array, rowwise) | cleanup:N:SHARD (delete)\n"
           "Prints one line of name=value results (rows_per_s; the probe's p50_ms and p99_ms).\n",
           out);
@@ -470,7 +587,8 @@ static int find_feed_columns(void) {
 int main(int argc, char **argv) {
     const char *config_path = "conf/bulkwrite.conf";
     long conns = 1, batch = 0, sample = 5000, shard = -1;
-    double seconds = 5, interval_ms = 5;
+    double seconds = 5, interval_ms = 5, since = -1;
+    int timeline = 0;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"conns", required_argument, 0, 'C'},
                                          {"batch", required_argument, 0, 'B'},
@@ -478,6 +596,8 @@ int main(int argc, char **argv) {
                                          {"shard", required_argument, 0, 's'},
                                          {"seconds", required_argument, 0, 'T'},
                                          {"interval-ms", required_argument, 0, 'I'},
+                                         {"since", required_argument, 0, 'A'},
+                                         {"timeline", no_argument, 0, 'L'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1;) {
@@ -489,6 +609,8 @@ int main(int argc, char **argv) {
         case 's': shard = atol(optarg); break;
         case 'T': seconds = atof(optarg); break;
         case 'I': interval_ms = atof(optarg); break;
+        case 'A': since = atof(optarg); break;
+        case 'L': timeline = 1; break;
         case 'h': return usage(stdout, 0);
         default: return usage(stderr, 2);
         }
@@ -507,6 +629,10 @@ int main(int argc, char **argv) {
         ret = 1;
     } else if (strcmp(cmd, "clean") == 0) {
         ret = args ? usage(stderr, 2) : clean();
+    } else if (strcmp(cmd, "settle") == 0) {
+        ret = args ? usage(stderr, 2) : settle();
+    } else if (strcmp(cmd, "applied") == 0) {
+        ret = args || since < 0 ? usage(stderr, 2) : applied(since, timeline);
     } else if (strcmp(cmd, "probe") == 0) {
         ret = args || shard < 0 || shard >= conf->shard_count ? usage(stderr, 2) : probe((int)shard, seconds, interval_ms);
     } else {
