@@ -616,6 +616,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nprod; i++) {
         producer_t *pr = &proxy.producers[i];
         pr->rkt = rd_kafka_topic_new(pr->rk, proxy.conf->topic, NULL);
+        /* each producer learns the partitions' leaders now, not on a client's first request
+         * (which then waited for the metadata); its partitions exist before any HTTP
+         * thread produces to them */
+        const struct rd_kafka_metadata *md;
+        rd_kafka_resp_err_t e = rd_kafka_metadata(pr->rk, 0, pr->rkt, &md, 10000);
+        if (e) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "producer %d: metadata of %s: %s (learnt on first use)", i,
+                      proxy.conf->topic, rd_kafka_err2str(e));
+        else rd_kafka_metadata_destroy(md);
         pthread_create(&pr->poller, NULL, poller_main, pr->rk);
     }
 
