@@ -184,6 +184,13 @@ static const key_t_ top_keys[] = {
     {"proxy.max_connections", K_INT, OFF(proxy_max_connections), 0, 1, 65536, "128", NULL, NULL, 0,
      "Most HTTP connections served at once; each has its own thread, which waits for its "
      "request's Kafka acknowledgements."},
+    {"proxy.max_connections_per_ip", K_INT, OFF(proxy_max_connections_per_ip), 0, 0, 65536, "32", NULL,
+     NULL, 0,
+     "Most HTTP connections from one client address at once (0 = only proxy.max_connections "
+     "bounds them): idle or slow sockets from one address (slowloris) cannot take every "
+     "connection."},
+    {"proxy.connection_timeout_s", K_INT, OFF(proxy_connection_timeout_s), 0, 1, 3600, "30", NULL, NULL,
+     0, "A connection idle this long (no byte received or sent) is closed."},
     {"proxy.producers", K_INT, OFF(proxy_producers), 0, 1, 64, "8", NULL, NULL, 0,
      "Idempotent Kafka producers (each its own broker connection) the proxy spreads the "
      "batch partitions over: partition modulo this, so a partition always uses the same one "

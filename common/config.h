@@ -95,6 +95,8 @@ typedef struct {
     char *proxy_listen_address;
     int proxy_port;
     int proxy_max_connections;
+    int proxy_max_connections_per_ip;
+    int proxy_connection_timeout_s;
     int proxy_producers;
     int max_body_bytes;
     int max_ops;

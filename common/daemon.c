@@ -72,7 +72,7 @@ bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_cod
 struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, int port,
                                     unsigned flags, MHD_AccessHandlerCallback handler,
                                     MHD_RequestCompletedCallback completed,
-                                    unsigned connection_limit, int *bound_port) {
+                                    const bw_listen_limits_t *limits, int *bound_port) {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, address, &addr.sin_addr) != 1) {
         bw_error(d->name, "listen address \"%s\" is not an IPv4 address", address);
@@ -81,7 +81,8 @@ struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, i
     struct MHD_Daemon *httpd = MHD_start_daemon(
         flags | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-        MHD_OPTION_CONNECTION_LIMIT, connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, limits->connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits->per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, limits->timeout_s, MHD_OPTION_END);
     if (!httpd) {
         bw_error(d->name, "cannot listen on %s:%d: %s", address, port, strerror(errno));
         return NULL;

@@ -27,13 +27,21 @@ typedef struct {
  * 2 for bad usage. */
 bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_code);
 
+/* What one HTTP server lets its callers hold: with a thread per connection, idle or
+ * slow sockets (slowloris) are bounded per client address and closed when idle. */
+typedef struct {
+    unsigned connections; /* at once, in all */
+    unsigned per_ip;      /* at once from one address (0: no bound of its own) */
+    unsigned timeout_s;   /* a connection idle this long is closed */
+} bw_listen_limits_t;
+
 /* Starts libmicrohttpd on address:port (port 0 = any free port) with `flags` and
  * `handler`; writes the bound port to --port-file if one was given. NULL on failure,
  * logged. *bound_port gets the port actually bound. */
 struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, int port,
                                     unsigned flags, MHD_AccessHandlerCallback handler,
                                     MHD_RequestCompletedCallback completed,
-                                    unsigned connection_limit, int *bound_port);
+                                    const bw_listen_limits_t *limits, int *bound_port);
 
 /* Queues a response; with free_body the body (malloc'd) passes to libmicrohttpd. */
 enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const char *type, void *body,

@@ -337,19 +337,15 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     bw_arena_init(&arena, 1 << 16);
     char err[512];
     enum MHD_Result ret;
-    Bulkwrite__V1__BatchWriteRequest *req =
-        bw_request_decode(fmt, up->body ? up->body : "", up->len, &arena, err, sizeof(err));
+    int too_many;
+    Bulkwrite__V1__BatchWriteRequest *req = bw_request_decode_bounded(
+        fmt, up->body ? up->body : "", up->len, (size_t)proxy.conf->max_ops, &arena, err, sizeof(err), &too_many);
     if (!req) {
-        ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+        ret = reply_error(c, too_many ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST, "%s", err);
         goto done;
     }
     if (req->n_ops == 0) {
         ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "the request has no ops");
-        goto done;
-    }
-    if (req->n_ops > (size_t)proxy.conf->max_ops) {
-        ret = reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the request has %zu ops; proxy.max_ops is %d",
-                          req->n_ops, proxy.conf->max_ops);
         goto done;
     }
 
@@ -631,7 +627,10 @@ int main(int argc, char **argv) {
     int bound;
     proxy.httpd = bw_daemon_listen(&d, proxy.conf->proxy_listen_address, proxy.conf->proxy_port,
                                    MHD_USE_THREAD_PER_CONNECTION, on_request, on_completed,
-                                   (unsigned)proxy.conf->proxy_max_connections, &bound);
+                                   &(bw_listen_limits_t){(unsigned)proxy.conf->proxy_max_connections,
+                                                         (unsigned)proxy.conf->proxy_max_connections_per_ip,
+                                                         (unsigned)proxy.conf->proxy_connection_timeout_s},
+                                   &bound);
     if (!proxy.httpd) return 1;
     bw_info(COMPONENT, "listening on http://%s:%d, topic %s, %d shards", proxy.conf->proxy_listen_address,
             bound, proxy.conf->topic, proxy.conf->shard_count);

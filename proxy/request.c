@@ -92,6 +92,8 @@ typedef struct {
     size_t fields_cap;
     uint32_t *names; /* past 16 fields: a hash set of their indices + 1, to refuse duplicates */
     size_t names_cap;
+    size_t max_ops; /* one more stops the parse before its struct is built */
+    int too_many;
     char *err; /* what is wrong, when a callback stops the parse */
     size_t esz;
     int malformed; /* err is a syntax-level fault: reported as malformed JSON with its position */
@@ -219,10 +221,14 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
     json_ctx_t *x = ctx;
     if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
     switch (x->expect) {
-    case X_REQUEST_ID:
+    case X_REQUEST_ID: {
+        /* a NUL would cut it short: two different ids, one job */
+        const unsigned char *nul = memchr(s, 0, len);
+        if (nul) JFAIL("request_id contains a control character (NUL) at byte %zu", (size_t)(nul - s));
         x->req->request_id = json_cstring(x, s, len);
         x->expect = X_TOP_KEY;
         return 1;
+    }
     case X_OP_OP: {
         char word[16];
         size_t n = strnlen((const char *)s, len);
@@ -274,6 +280,10 @@ static int j_start_map(void *ctx) {
     case X_ROOT: x->expect = X_TOP_KEY; return 1;
     case X_OP_ITEM: {
         Bulkwrite__V1__BatchWriteRequest *req = x->req;
+        if (req->n_ops == x->max_ops) {
+            x->too_many = 1;
+            JFAIL("the request has more than %zu ops; proxy.max_ops is %zu", x->max_ops, x->max_ops);
+        }
         if (req->n_ops == x->ops_cap) {
             size_t cap = x->ops_cap ? x->ops_cap * 2 : 64;
             Bulkwrite__V1__Op **ops = bw_arena_alloc(x->a, (cap + 1) * sizeof(*ops));
@@ -491,13 +501,13 @@ static size_t json_lone_surrogate(const char *body, size_t len) {
     return len;
 }
 
-static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t len, bw_arena_t *a, char *err,
-                                                     size_t esz) {
+static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
+                                                     char *err, size_t esz, int *too_many) {
     Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
     bulkwrite__v1__batch_write_request__init(req);
     req->request_id = "";
     char cb_err[512] = "";
-    json_ctx_t x = {.a = a, .req = req, .expect = X_ROOT, .err = cb_err, .esz = sizeof(cb_err)};
+    json_ctx_t x = {.a = a, .req = req, .expect = X_ROOT, .max_ops = max_ops, .err = cb_err, .esz = sizeof(cb_err)};
     yajl_handle h = yajl_alloc(&json_callbacks, NULL, &x);
     if (!h) abort();
     yajl_config(h, yajl_dont_validate_strings, 1); /* bw_utf8_valid checks them, strictly */
@@ -525,6 +535,7 @@ static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t le
     }
     yajl_free(h);
     if (req && !req->ops) req->ops = bw_arena_alloc(a, sizeof(*req->ops));
+    *too_many = !req && x.too_many;
     return req;
 }
 
@@ -687,10 +698,17 @@ static int pb_op(bw_wire_reader_t r, Bulkwrite__V1__Op *op, bw_arena_t *a) {
     return 0;
 }
 
-static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_t len, bw_arena_t *a) {
+static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
+                                                         char *err, size_t esz, int *too_many) {
     bw_wire_reader_t r = {body, (const uint8_t *)body + len};
     size_t n_ops;
+    snprintf(err, esz, "malformed protobuf: not a bulkwrite.v1.BatchWriteRequest");
     if (pb_count(r, 2, &n_ops)) return NULL;
+    /* counted on the wire, before any op's struct exists */
+    if ((*too_many = n_ops > max_ops)) {
+        snprintf(err, esz, "the request has %zu ops; proxy.max_ops is %zu", n_ops, max_ops);
+        return NULL;
+    }
     Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
     bulkwrite__v1__batch_write_request__init(req);
     req->request_id = "";
@@ -705,6 +723,11 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
         if (field == 1 || field == 2) {
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
             if (field == 1) {
+                const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
+                if (nul) {
+                    snprintf(err, esz, "request_id contains a control character (NUL) at byte %zu", (size_t)(nul - d));
+                    return NULL;
+                }
                 req->request_id = pb_string(a, d, n);
             } else {
                 if (pb_op((bw_wire_reader_t){d, d + n}, &ops[req->n_ops], a)) return NULL;
@@ -718,13 +741,18 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
     return req;
 }
 
+Bulkwrite__V1__BatchWriteRequest *bw_request_decode_bounded(bw_format_t fmt, const void *body, size_t len,
+                                                            size_t max_ops, bw_arena_t *arena, char *errstr,
+                                                            size_t errstr_size, int *too_many) {
+    if (fmt == BW_FMT_JSON) return decode_json(body, len, max_ops, arena, errstr, errstr_size, too_many);
+    return decode_protobuf(body, len, max_ops, arena, errstr, errstr_size, too_many);
+}
+
 Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void *body, size_t len,
                                                     bw_arena_t *arena, char *errstr,
                                                     size_t errstr_size) {
-    if (fmt == BW_FMT_JSON) return decode_json(body, len, arena, errstr, errstr_size);
-    Bulkwrite__V1__BatchWriteRequest *req = decode_protobuf(body, len, arena);
-    if (!req) snprintf(errstr, errstr_size, "malformed protobuf: not a bulkwrite.v1.BatchWriteRequest");
-    return req;
+    int too_many;
+    return bw_request_decode_bounded(fmt, body, len, SIZE_MAX, arena, errstr, errstr_size, &too_many);
 }
 
 /* ---- validation -------------------------------------------------------------------- */

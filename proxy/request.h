@@ -28,6 +28,16 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void 
                                                     bw_arena_t *arena, char *errstr,
                                                     size_t errstr_size);
 
+/* The same, refusing a request of more than max_ops ops while it is decoded, before the
+ * ops' structs are built (protobuf: counted on the wire first; JSON: the parse stops at
+ * op max_ops + 1), with *too_many set (the proxy answers 413). The arena then holds
+ * O(body) bytes whatever the body holds: a 16 MiB body of empty ops no longer becomes
+ * gigabytes of structs (docs/security.md). A NUL in request_id is refused by both
+ * decoders (it would cut the id short: two ids, one job). */
+Bulkwrite__V1__BatchWriteRequest *bw_request_decode_bounded(bw_format_t fmt, const void *body, size_t len,
+                                                            size_t max_ops, bw_arena_t *arena, char *errstr,
+                                                            size_t errstr_size, int *too_many);
+
 #define BW_REQUEST_ID_MAX 128
 
 /* The request's job id (32 hex digits) into out. Without a request_id it is random;

@@ -20,6 +20,12 @@
  *                                            delete that partition's messages before OFFSET
  *                                            (end: all), as an operator's retention would;
  *                                            print the new low watermark
+ *   bw-workload hold ADDR HOST:PORT N SECONDS
+ *                                            a slowloris: N connections to the proxy from the
+ *                                            local address ADDR (any of 127.0.0.0/8 on
+ *                                            loopback), each sending half a request's headers
+ *                                            and then nothing, held SECONDS; print how many the
+ *                                            server accepted and how many it had closed by then
  *   bw-workload flood --brokers B SHARD BYTES
  *                                            produce at least BYTES of pin creates (60 KB
  *                                            images, local ids from 2,000,000,000 on) straight
@@ -36,8 +42,12 @@
  *                    image that does not compress (derived from the pin id); local ids from
  *                    1,000,000,000 on, apart from the feed's; at most 100 per request
  * Texts carry quotes, backslashes and multi-byte UTF-8 on purpose. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
@@ -818,6 +828,51 @@ static int submit(sender_t *s, const job_t *jobs, int job_cnt) {
     return ret ? 1 : 0;
 }
 
+/* ---- hold: idle connections, as a slowloris attack opens them ---------------------------- */
+
+static int hold(const char *from, const char *target, const char *count_s, const char *seconds_s) {
+    struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET};
+    char host[64];
+    const char *colon = strrchr(target, ':');
+    long n = atol(count_s), secs = atol(seconds_s);
+    if (!colon || (size_t)(colon - target) >= sizeof(host) || n < 1 || n > 4096 || secs < 1)
+        return fprintf(stderr, "bw-workload hold: want ADDR HOST:PORT N SECONDS\n"), 2;
+    memcpy(host, target, (size_t)(colon - target));
+    host[colon - target] = '\0';
+    dst.sin_port = htons((uint16_t)atoi(colon + 1));
+    if (inet_pton(AF_INET, from, &src.sin_addr) != 1 || inet_pton(AF_INET, host, &dst.sin_addr) != 1)
+        return fprintf(stderr, "bw-workload hold: %s or %s is not an IPv4 address\n", from, host), 2;
+    int *fds = calloc((size_t)n, sizeof(int));
+    if (!fds) abort();
+    static const char half[] = "POST /v1/batches HTTP/1.1\r\nHost: bulkwrite\r\n"; /* never finished */
+    long connected = 0;
+    for (long i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&src, sizeof(src)) ||
+            connect(fds[i], (struct sockaddr *)&dst, sizeof(dst)) ||
+            send(fds[i], half, sizeof(half) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(half) - 1)) {
+            fprintf(stderr, "bw-workload hold: connection %ld: %s\n", i, strerror(errno));
+            if (fds[i] >= 0) close(fds[i]);
+            fds[i] = -1;
+            continue;
+        }
+        connected++;
+    }
+    sleep((unsigned)secs);
+    long open = 0;
+    for (long i = 0; i < n; i++) {
+        if (fds[i] < 0) continue;
+        char c;
+        ssize_t r = recv(fds[i], &c, 1, MSG_DONTWAIT | MSG_PEEK);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) open++; /* 0 or an error: closed */
+        close(fds[i]);
+    }
+    free(fds);
+    printf("hold: %ld connections from %s, %ld connected, %ld still open after %ld s\n", n, from, connected, open,
+           secs);
+    return 0;
+}
+
 static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
           "                          [--request-id PREFIX] [--retry-for SECONDS] JOB...\n"
@@ -827,6 +882,7 @@ static int usage(FILE *out, int code) {
           "       bw-workload [-c CONFIG] offsets --brokers LIST SHARD\n"
           "       bw-workload [-c CONFIG] delete-records --brokers LIST SHARD OFFSET|end\n"
           "       bw-workload [-c CONFIG] flood --brokers LIST SHARD BYTES\n"
+          "       bw-workload [-c CONFIG] hold FROM_ADDR HOST:PORT N SECONDS\n"
           "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD | image:N:SHARD\n"
           "submit: request ids are PREFIX/J:JOB/FIRST-OP (default PREFIX bw-workload-PID-EPOCHMS);\n"
           "  no answer or a 5xx is resent for up to --retry-for seconds (default 0), a 429 (a\n"
@@ -880,6 +936,8 @@ int main(int argc, char **argv) {
         ret = brokers && args == 1 ? offsets(brokers, argv[optind]) : usage(stderr, 2);
     else if (strcmp(cmd, "delete-records") == 0)
         ret = brokers && args == 2 ? delete_records(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
+    else if (strcmp(cmd, "hold") == 0)
+        ret = args == 4 ? hold(argv[optind], argv[optind + 1], argv[optind + 2], argv[optind + 3]) : usage(stderr, 2);
     else if (strcmp(cmd, "flood") == 0)
         ret = brokers && args == 2 ? flood(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
     else if (!(jobs = parse_jobs(args, argv + optind))) ret = usage(stderr, 2);

@@ -84,6 +84,48 @@ START_TEST(request_id_names_the_job) {
 }
 END_TEST
 
+/* A NUL would cut request_id short (two ids, one job): both decoders refuse it. */
+START_TEST(request_id_with_nul_is_refused) {
+    expect_bad_json("{\"request_id\": \"nightly\\u0000-monday\", \"ops\": []}",
+                    "request_id contains a control character (NUL) at byte 7");
+    static const uint8_t pb[] = {0x0a, 0x05, 'a', 'b', 0x00, 'c', 'd', 0x12, 0x00};
+    int too_many = -1;
+    ck_assert_ptr_null(bw_request_decode_bounded(BW_FMT_PROTOBUF, pb, sizeof(pb), 10, &A, errbuf, sizeof(errbuf),
+                                                 &too_many));
+    ck_assert_str_eq(errbuf, "request_id contains a control character (NUL) at byte 2");
+    ck_assert_int_eq(too_many, 0);
+}
+END_TEST
+
+/* max_ops is enforced while decoding: protobuf counts the ops on the wire before any
+ * struct is built, JSON stops at op max_ops + 1. Exactly max_ops still decodes. */
+START_TEST(max_ops_is_enforced_while_decoding) {
+    static const uint8_t pb[] = {0x12, 0x00, 0x12, 0x00, 0x12, 0x00}; /* three empty ops */
+    int too_many = -1;
+    ck_assert_ptr_null(bw_request_decode_bounded(BW_FMT_PROTOBUF, pb, sizeof(pb), 2, &A, errbuf, sizeof(errbuf),
+                                                 &too_many));
+    ck_assert_int_eq(too_many, 1);
+    ck_assert_str_eq(errbuf, "the request has 3 ops; proxy.max_ops is 2");
+    Bulkwrite__V1__BatchWriteRequest *r =
+        bw_request_decode_bounded(BW_FMT_PROTOBUF, pb, sizeof(pb), 3, &A, errbuf, sizeof(errbuf), &too_many);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(r->n_ops, 3);
+    static const char js[] = "{\"ops\": [{}, {}, {}]}";
+    too_many = -1;
+    ck_assert_ptr_null(bw_request_decode_bounded(BW_FMT_JSON, js, strlen(js), 2, &A, errbuf, sizeof(errbuf),
+                                                 &too_many));
+    ck_assert_int_eq(too_many, 1);
+    ck_assert_str_eq(errbuf, "the request has more than 2 ops; proxy.max_ops is 2");
+    r = bw_request_decode_bounded(BW_FMT_JSON, js, strlen(js), 3, &A, errbuf, sizeof(errbuf), &too_many);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(r->n_ops, 3);
+    /* a malformed body is not "too many" */
+    ck_assert_ptr_null(bw_request_decode_bounded(BW_FMT_JSON, "{\"ops\": [", 9, 2, &A, errbuf, sizeof(errbuf),
+                                                 &too_many));
+    ck_assert_int_eq(too_many, 0);
+}
+END_TEST
+
 START_TEST(json_maps_field_for_field) {
     char body[2048];
     uint64_t owner = bw_id_make(3, 9, 77), pin = PIN_ID(3, 5);
@@ -663,6 +705,8 @@ Suite *request_suite(void) {
     tcase_add_test(tc, request_id_names_the_job);
     tcase_add_test(tc, json_maps_field_for_field);
     tcase_add_test(tc, json_nul_and_escapes);
+    tcase_add_test(tc, request_id_with_nul_is_refused);
+    tcase_add_test(tc, max_ops_is_enforced_while_decoding);
     tcase_add_test(tc, json_malformed);
     tcase_add_test(tc, json_surrogate_pairs);
     tcase_add_test(tc, protobuf_malformed);
