@@ -366,9 +366,10 @@ hwm0=$(hwm_kb)
 check "protobuf: 16 MiB of empty ops is refused (413) before they are unpacked" empty_ops x-protobuf "$WORK/empty.pb"
 check "JSON: 16 MiB of empty ops is refused (413) while it is parsed" empty_ops json "$WORK/empty.json"
 hwm1=$(hwm_kb)
-# the bound (docs/security.md): the body (16 MiB, held once per request) and the structs of
-# at most proxy.max_ops ops; before, 1.1 GB (protobuf) and 1.8 GB (JSON)
-check "the proxy's peak memory grew by less than 96 MiB ($(((hwm1 - hwm0) / 1024)) MiB)" test $((hwm1 - hwm0)) -lt 98304
+# the bound (docs/security.md): the body (16 MiB, read into a buffer grown by doubling) and
+# the structs of at most proxy.max_ops ops: 27 MiB measured, 85 MiB under AddressSanitizer
+# (freed blocks wait in its quarantine); before, 1.1 GB (protobuf) and 1.8 GB (JSON)
+check "the proxy's peak memory grew by less than 160 MiB ($(((hwm1 - hwm0) / 1024)) MiB)" test $((hwm1 - hwm0)) -lt 163840
 rm -f "$WORK/empty.pb" "$WORK/empty.json"
 slowloris() {
     # 129 half-sent requests from 127.0.0.2 (proxy.max_connections_per_ip = 32), then a real
@@ -380,7 +381,7 @@ slowloris() {
         '{"ops":[{"op":"delete","object_type":"pin","id":68719476736}]}' "$URL")
     wait "$holder" || return 1
     cat "$WORK/hold.out"
-    open=$(awk '{print $(NF - 4)}' "$WORK/hold.out")
+    open=$(sed -n 's/.* \([0-9]*\) still open.*/\1/p' "$WORK/hold.out")
     [ "$code" = 202 ] && [ "$open" -ge 1 ] && [ "$open" -le 32 ]
 }
 check "129 idle sockets from one address: at most 32 stay open, and a real client is served (202)" slowloris
