@@ -119,7 +119,7 @@ void bw_metrics_client_refused(bw_metrics_t *m, const char *client, uint64_t req
     client_stats_t *st = NULL;
     for (int i = 0; i < m->client_cnt && !st; i++)
         if (strcmp(m->clients[i].name, client) == 0) st = &m->clients[i];
-    if (!st && m->client_cnt == CLIENTS_MAX) client = "(other)";
+    if (!st && m->client_cnt >= CLIENTS_MAX) client = "(other)";
     for (int i = 0; i < m->client_cnt && !st; i++)
         if (strcmp(m->clients[i].name, client) == 0) st = &m->clients[i];
     if (!st) {

@@ -101,6 +101,10 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
     static const char *const known[] = {"name", "token_sha256", "roles", "scopes"};
     *at = e;
     if (!config_setting_is_group(e)) return snprintf(why, why_size, "expected a group { name = ...; ... }"), -1;
+    const char *name = NULL, *hex = NULL;
+    if (!config_setting_lookup_string(e, "name", &name)) return snprintf(why, why_size, "needs a name (a string)"), -1;
+    if (!name_ok(name)) return snprintf(why, why_size, "name \"%.80s\": 1 to 64 of A-Z a-z 0-9 _ - .", name), -1;
+    c->name = strdup(name);
     for (int i = 0; i < config_setting_length(e); i++) {
         const config_setting_t *m = config_setting_get_elem(e, (unsigned)i);
         int ok = 0;
@@ -110,10 +114,6 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
             return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, roles, scopes)", config_setting_name(m)), -1;
         }
     }
-    const char *name = NULL, *hex = NULL;
-    if (!config_setting_lookup_string(e, "name", &name)) return snprintf(why, why_size, "needs a name (a string)"), -1;
-    if (!name_ok(name)) return snprintf(why, why_size, "name \"%.80s\": 1 to 64 of A-Z a-z 0-9 _ - .", name), -1;
-    c->name = strdup(name);
     const config_setting_t *m = config_setting_get_member(e, "token_sha256");
     *at = m ? m : e;
     if (!m || !(hex = config_setting_get_string(m)))
