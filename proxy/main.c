@@ -678,6 +678,11 @@ int main(int argc, char **argv) {
     if (!(proxy.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) proxy.conf->proxy_port = d.port;
     char err[512];
+    /* who may call: before any connection, so a bad clients file stops startup at once */
+    if (!(proxy.auth = bw_auth_start(proxy.conf, err, sizeof(err)))) {
+        bw_error(COMPONENT, "proxy.auth.clients_file: %s", err);
+        return 1;
+    }
     int nprod = proxy.conf->proxy_producers + 1;
     proxy.producers = calloc((size_t)nprod, sizeof(*proxy.producers));
     for (int i = 0; i < nprod; i++) {
@@ -710,10 +715,6 @@ int main(int argc, char **argv) {
         return 1;
     }
     proxy.metrics = bw_metrics_new(proxy.conf, BW_METRICS_PROXY);
-    if (!(proxy.auth = bw_auth_start(proxy.conf, err, sizeof(err)))) {
-        bw_error(COMPONENT, "proxy.auth.clients_file: %s", err);
-        return 1;
-    }
     atomic_store(&proxy.run, 1);
     atomic_store(&proxy.run_poller, 1);
     for (int i = 0; i < nprod; i++) {
