@@ -330,6 +330,25 @@ START_TEST(relative_path) {
 }
 END_TEST
 
+START_TEST(example_file) {
+    /* conf/clients.example.conf loads against the reference config, and its tokens are
+     * the ones its comment names */
+    bw_config_t *conf = t_ref_config();
+    char err[1024];
+    bw_auth_set_t *s = bw_auth_load("conf/clients.example.conf", conf, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    ck_assert_int_eq(s->client_cnt, 4);
+    const bw_auth_client_t *c = bw_auth_find(s, "example-spam-token", 18);
+    ck_assert(c && strcmp(c->name, "spam-cleanup") == 0 && bw_auth_allows_op(c, "pin", BW_OP_DELETE) &&
+              !bw_auth_allows_op(c, "pin", BW_OP_CREATE));
+    ck_assert_str_eq(bw_auth_find(s, "example-sre-token", 17)->name, "sre");
+    ck_assert_str_eq(bw_auth_find(s, "example-feed-token", 18)->name, "feed-ingest");
+    ck_assert_str_eq(bw_auth_find(s, "example-dash-token", 18)->name, "dashboard");
+    bw_auth_release(s);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 START_TEST(tool_token) {
     char err[256], *tok, *hdr;
     unsetenv("BW_TOKEN");
@@ -370,6 +389,7 @@ Suite *auth_suite(void) {
     tcase_add_test(tc, decisions);
     tcase_add_test(tc, reload_keeps_old_on_error);
     tcase_add_test(tc, relative_path);
+    tcase_add_test(tc, example_file);
     tcase_add_test(tc, tool_token);
     suite_add_tcase(s, tc);
     return s;
