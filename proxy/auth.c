@@ -331,8 +331,7 @@ struct bw_auth {
     char *path;         /* the clients file, resolved; NULL: none */
 };
 
-/* proxy.auth.clients_file, relative to the configuration file's folder; NULL for none. */
-static char *resolve(const bw_config_t *conf) {
+char *bw_auth_path(const bw_config_t *conf) {
     const char *f = conf->proxy_auth_clients_file;
     if (!f || !*f) return NULL;
     const char *slash = conf->path ? strrchr(conf->path, '/') : NULL;
@@ -354,7 +353,7 @@ static void log_set(const bw_auth_set_t *s, const char *what) {
 bw_auth_t *bw_auth_start(const bw_config_t *conf, char *errstr, size_t errstr_size) {
     bw_auth_t *a = calloc(1, sizeof(*a));
     pthread_mutex_init(&a->mu, NULL);
-    a->path = resolve(conf);
+    a->path = bw_auth_path(conf);
     if (!a->path) {
         bw_warn(COMPONENT, "proxy.auth.clients_file is not set: the HTTP API is open and every caller is admin "
                            "(docs/security.md)");

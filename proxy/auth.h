@@ -105,6 +105,9 @@ void bw_auth_roles_text(unsigned roles, char *out, size_t size);
 /* The client's scopes as text, "pin:delete, board:*". */
 void bw_auth_scopes_text(const bw_auth_client_t *client, char *out, size_t size);
 
+/* conf's proxy.auth.clients_file, relative to conf's folder (malloc'd); NULL for none. */
+char *bw_auth_path(const bw_config_t *conf);
+
 /* ---- the live set -------------------------------------------------------------------- */
 
 typedef struct bw_auth bw_auth_t;

@@ -18,15 +18,15 @@
  * acknowledgements arrive); a pool of proxy.producers idempotent producers, a batch
  * partition always on the same one, each with a poller thread serving its delivery
  * reports; tails of the jobs, control and status topics each have a thread. */
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include "admin.h"

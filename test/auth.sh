@@ -55,6 +55,7 @@ status_is() { # status_is CODE TOKEN METHOD PATH [JSON]
 body_has() { grep -qF -- "$1" "$WORK/body" || { echo "body lacks: $1"; cat "$WORK/body"; return 1; }; }
 header_has() { tr -d '\r' <"$WORK/headers" | grep -qiF -- "$1" || { echo "headers lack: $1"; cat "$WORK/headers"; return 1; }; }
 
+check "bwctl check-config checks the clients file too" bash -c "'$BIN/bwctl' -c '$CONF' check-config | grep -q 'clients.conf: ok (4 clients)'"
 check "the proxy logs the clients it loaded" grep -q "clients loaded from $WORK/clients.conf: 4 clients" "$WORK/proxy.log"
 check "/healthz answers without a token" status_is 200 "" GET /healthz
 check "/metrics answers without a token (open_metrics)" status_is 200 "" GET /metrics
@@ -172,6 +173,11 @@ kill -HUP "$PROXY_PID"
 broken_logged() { grep -q 'clients file not reloaded, the clients loaded before stay: .*client "broken": needs token_sha256' "$WORK/proxy.log"; }
 check "a clients file that does not parse is refused, with the reason logged" wait_for 10 broken_logged
 check "... and the clients loaded before stay" status_is 200 dash-token-2 GET /v1/shards
+check_config_refuses() {
+    ! "$BIN/bwctl" -c "$CONF" check-config 2>"$WORK/check.err" && cat "$WORK/check.err" &&
+        grep -q 'clients.conf:1: client "broken": needs token_sha256' "$WORK/check.err"
+}
+check "bwctl check-config names the broken clients file's line and client" check_config_refuses
 check "the proxy survived it all" status_is 200 "" GET /healthz
 
 # A clients file that does not load stops startup, with the reason.

@@ -12,7 +12,7 @@
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
  *   resume SHARD         apply them again
  *   schema [--print]     create every shard database and table (or print the DDL)
- *   check-config         load and validate the configuration
+ *   check-config         load and validate the configuration (and the proxy's clients file)
  *   dump-config          print the effective configuration
  *   config-doc           print docs/configuration.md
  *
@@ -34,6 +34,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "buf.h"
 #include "config.h"
 #include "db.h"
@@ -687,7 +688,8 @@ static int usage(FILE *out, int code) {
           "  resume SHARD         apply them again\n"
           "  schema [--print]     create the shard databases and tables on every server\n"
           "                       (idempotent), or print the DDL\n"
-          "  check-config         validate the configuration; prints file:line: what on error\n"
+          "  check-config         validate the configuration and the proxy's clients file;\n"
+          "                       prints file:line: what on error\n"
           "  dump-config          print the effective configuration, defaults filled in\n"
           "  config-doc           print the configuration reference (docs/configuration.md)\n"
           "options:\n"
@@ -720,6 +722,18 @@ static int cmd_schema(int argc, char **argv) {
     if (bw_db_apply_schema(conf, err, sizeof(err)) != BW_OK) return fprintf(stderr, "bwctl: %s\n", err), 1;
     printf("schema: %d shard databases ready on %d servers\n", conf->shard_count, conf->server_cnt);
     return 0;
+}
+
+/* check-config: the proxy's clients file too, when the configuration names one. */
+static int check_clients(void) {
+    char *path = bw_auth_path(conf), err[1024];
+    if (!path) return 0;
+    bw_auth_set_t *set = bw_auth_load(path, conf, err, sizeof(err));
+    if (set) printf("%s: ok (%d clients)\n", path, set->client_cnt);
+    else fprintf(stderr, "bwctl: %s\n", err);
+    bw_auth_release(set);
+    free(path);
+    return set ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
@@ -758,7 +772,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "check-config") == 0) {
         printf("%s: ok (%d shards on %d servers, %d object types)\n", config_path, conf->shard_count,
                conf->server_cnt, conf->object_type_cnt);
-        ret = 0;
+        ret = check_clients();
     } else if (strcmp(cmd, "dump-config") == 0) {
         bw_config_dump(conf, stdout);
         ret = 0;
