@@ -323,6 +323,44 @@ unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char
     return 403;
 }
 
+static int rejection_cmp(const void *a, const void *b) {
+    uint32_t x = ((const bw_rejection_t *)a)->index, y = ((const bw_rejection_t *)b)->index;
+    return x < y ? -1 : x > y;
+}
+
+size_t bw_auth_refuse_ops(const bw_auth_client_t *client, const Bulkwrite__V1__BatchWriteRequest *req,
+                          bw_op_route_t *routes, bw_rejection_t **rejected, size_t *rejected_cnt, bw_arena_t *arena) {
+    if (!client || (client->roles & BW_ROLE_ADMIN)) return 0;
+    size_t refused = 0;
+    for (size_t i = 0; i < req->n_ops; i++)
+        refused += routes[i].shard >= 0 && !bw_auth_allows_op(client, req->ops[i]->object_type, (int)req->ops[i]->op);
+    if (!refused) return 0;
+    char scopes[256], text[512];
+    bw_auth_scopes_text(client, scopes, sizeof(scopes));
+    bw_rejection_t *all = bw_arena_alloc(arena, (*rejected_cnt + refused) * sizeof(*all));
+    if (*rejected_cnt) memcpy(all, *rejected, *rejected_cnt * sizeof(*all));
+    size_t n = *rejected_cnt;
+    const char *last_type = NULL, *reason = NULL;
+    int last_op = -1;
+    for (size_t i = 0; i < req->n_ops; i++) {
+        const Bulkwrite__V1__Op *op = req->ops[i];
+        if (routes[i].shard < 0 || bw_auth_allows_op(client, op->object_type, (int)op->op)) continue;
+        routes[i].shard = -1;
+        if (!reason || (int)op->op != last_op || strcmp(op->object_type, last_type)) { /* one text per (type, op) run */
+            int len = snprintf(text, sizeof(text), "forbidden: client \"%s\" may not %s %s (its scopes: %s)",
+                               client->name, bw_op_name((int)op->op), op->object_type, scopes);
+            reason = bw_arena_strndup(arena, text, (size_t)len < sizeof(text) ? (size_t)len : sizeof(text) - 1);
+            last_type = op->object_type;
+            last_op = (int)op->op;
+        }
+        all[n++] = (bw_rejection_t){(uint32_t)i, reason, 0};
+    }
+    qsort(all, n, sizeof(*all), rejection_cmp);
+    *rejected = all;
+    *rejected_cnt = n;
+    return refused;
+}
+
 /* ---- the live set ------------------------------------------------------------------- */
 
 struct bw_auth {

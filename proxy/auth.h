@@ -32,7 +32,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "config.h"
+#include "request.h"
 
 #define BW_AUTH_DIGEST_LEN 32 /* SHA-256 */
 #define BW_AUTH_NAME_MAX 64
@@ -92,6 +94,14 @@ int bw_auth_allows_op(const bw_auth_client_t *client, const char *type, int op);
 /* The roles, any of which lets a caller use method+url; 0 = open to anyone (no token).
  * Unknown endpoints need a client with any role (they answer 404 or 405 after). */
 unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_metrics);
+
+/* Refuses, one by one, the valid ops of req (routes[i].shard >= 0) outside the client's
+ * scopes: routes[i].shard becomes -1, so the batcher leaves them out, and each gets a
+ * rejection "forbidden: client "NAME" may not OP TYPE (its scopes: ...)" merged into
+ * *rejected (re-allocated in arena, sorted by index; *rejected_cnt grows). Returns how
+ * many it refused: 0 for an admin or a NULL client. */
+size_t bw_auth_refuse_ops(const bw_auth_client_t *client, const Bulkwrite__V1__BatchWriteRequest *req,
+                          bw_op_route_t *routes, bw_rejection_t **rejected, size_t *rejected_cnt, bw_arena_t *arena);
 
 /* Decides a request. 0: go on, *client is the caller (NULL when the endpoint is open or
  * there is no clients file); 401: no valid credential; 403: the client's roles do not

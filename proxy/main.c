@@ -365,44 +365,6 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const c
     return reply_error_with(c, status, NULL, NULL, why);
 }
 
-/* Refuses, one by one, the valid ops outside the client's scopes (routes[i].shard = -1,
- * so the batcher leaves them out) and appends their reasons to *rejected. Returns how
- * many it refused. */
-static size_t refuse_out_of_scope(const Bulkwrite__V1__BatchWriteRequest *req, const bw_auth_client_t *client,
-                                  bw_op_route_t *routes, bw_rejection_t **rejected, size_t *rejected_cnt,
-                                  bw_arena_t *arena) {
-    if (!client || (client->roles & BW_ROLE_ADMIN)) return 0;
-    size_t refused = 0;
-    for (size_t i = 0; i < req->n_ops; i++)
-        refused += routes[i].shard >= 0 && !bw_auth_allows_op(client, req->ops[i]->object_type, (int)req->ops[i]->op);
-    if (!refused) return 0;
-    char scopes[256], text[512];
-    bw_auth_scopes_text(client, scopes, sizeof(scopes));
-    bw_rejection_t *all = bw_arena_alloc(arena, (*rejected_cnt + refused) * sizeof(*all));
-    if (*rejected_cnt) memcpy(all, *rejected, *rejected_cnt * sizeof(*all));
-    size_t n = *rejected_cnt;
-    const char *last_type = NULL, *reason = NULL;
-    int last_op = -1;
-    for (size_t i = 0; i < req->n_ops; i++) {
-        const Bulkwrite__V1__Op *op = req->ops[i];
-        if (routes[i].shard < 0 || bw_auth_allows_op(client, op->object_type, (int)op->op)) continue;
-        routes[i].shard = -1;
-        if (!reason || (int)op->op != last_op || strcmp(op->object_type, last_type)) { /* one text per (type, op) run */
-            int len = snprintf(text, sizeof(text), "forbidden: client \"%s\" may not %s %s (its scopes: %s)",
-                               client->name, bw_op_name((int)op->op), op->object_type, scopes);
-            reason = bw_arena_strndup(arena, text, (size_t)len < sizeof(text) ? (size_t)len : sizeof(text) - 1);
-            last_type = op->object_type;
-            last_op = (int)op->op;
-        }
-        all[n++] = (bw_rejection_t){(uint32_t)i, reason, 0};
-    }
-    qsort(all, n, sizeof(*all), rejection_cmp);
-    *rejected = all;
-    *rejected_cnt = n;
-    bw_metrics_client_refused(proxy.metrics, client->name, 0, refused);
-    return refused;
-}
-
 static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     int64_t started = bw_now_us();
     const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -445,7 +407,8 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
     bw_rejection_t *rejected;
     size_t rejected_cnt = bw_request_validate(proxy.conf, req, &arena, routes, &rejected);
-    size_t scope_cnt = refuse_out_of_scope(req, up->client, routes, &rejected, &rejected_cnt, &arena);
+    size_t scope_cnt = bw_auth_refuse_ops(up->client, req, routes, &rejected, &rejected_cnt, &arena);
+    if (scope_cnt) bw_metrics_client_refused(proxy.metrics, up->client->name, 0, scope_cnt);
 
     bw_batch_set_t set;
     uint32_t *too_large;

@@ -9,6 +9,8 @@
 
 #include "auth.h"
 #include "helpers.h"
+#include "request.h"
+#include "shard.h"
 #include "token.h"
 
 #define ADMIN_SHA "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a" /* admin-token */
@@ -213,6 +215,55 @@ START_TEST(scopes) {
 }
 END_TEST
 
+START_TEST(ops_out_of_scope) {
+    /* a spam-cleanup client (pin:delete) sends: create pin, delete pin, an invalid op,
+     * delete board, create pin, delete pin */
+    bw_config_t *conf = t_ref_config();
+    bw_arena_t a;
+    bw_arena_init(&a, 1 << 14);
+    t_req_t r;
+    t_req_init(&r, &a, 8);
+    uint64_t owner = bw_id_make(3, 9, 1);
+    Bulkwrite__V1__Op *o = t_op(&r, BW_OP_CREATE, "pin", bw_id_make(3, 1, 10), t_idstr(&r, owner));
+    t_f_int(&r, o, "owner_id", 1);
+    t_op(&r, BW_OP_DELETE, "pin", bw_id_make(3, 1, 11), "");
+    t_op(&r, BW_OP_DELETE, "pin", bw_id_make(3, 2, 12), ""); /* type id 2 is no pin: invalid */
+    t_op(&r, BW_OP_DELETE, "board", bw_id_make(3, 2, 13), "");
+    o = t_op(&r, BW_OP_CREATE, "pin", bw_id_make(3, 1, 14), t_idstr(&r, owner));
+    t_f_int(&r, o, "owner_id", 1);
+    t_op(&r, BW_OP_DELETE, "pin", bw_id_make(3, 1, 15), "");
+    bw_op_route_t routes[6];
+    bw_rejection_t *rej;
+    size_t cnt = bw_request_validate(conf, r.req, &a, routes, &rej);
+    ck_assert_uint_eq(cnt, 1);
+    bw_auth_scope_t sc = {"pin", BW_OP_DELETE};
+    bw_auth_client_t spam = {.name = "spam-cleanup", .roles = BW_ROLE_SUBMIT, .scopes = &sc, .scope_cnt = 1};
+    ck_assert_uint_eq(bw_auth_refuse_ops(&spam, r.req, routes, &rej, &cnt, &a), 3);
+    ck_assert_uint_eq(cnt, 4);
+    /* in request order; the invalid op keeps its own reason */
+    ck_assert_uint_eq(rej[0].index, 0);
+    ck_assert_str_eq(rej[0].reason, "forbidden: client \"spam-cleanup\" may not create pin (its scopes: pin:delete)");
+    ck_assert_uint_eq(rej[1].index, 2);
+    ck_assert_ptr_null(strstr(rej[1].reason, "forbidden"));
+    ck_assert_uint_eq(rej[2].index, 3);
+    ck_assert_str_eq(rej[2].reason, "forbidden: client \"spam-cleanup\" may not delete board (its scopes: pin:delete)");
+    ck_assert_uint_eq(rej[3].index, 4);
+    ck_assert_str_eq(rej[3].reason, rej[0].reason);
+    ck_assert(!rej[0].retryable && !rej[2].retryable);
+    /* refused ops are out of the batches; the allowed deletes are still routed */
+    ck_assert(routes[0].shard == -1 && routes[3].shard == -1 && routes[4].shard == -1);
+    ck_assert(routes[1].shard == 3 && routes[5].shard == 3);
+    /* an admin, and no clients file, refuse nothing */
+    bw_auth_client_t admin = {.name = "sre", .roles = BW_ROLE_ADMIN};
+    size_t before = cnt;
+    ck_assert_uint_eq(bw_auth_refuse_ops(&admin, r.req, routes, &rej, &cnt, &a), 0);
+    ck_assert_uint_eq(bw_auth_refuse_ops(NULL, r.req, routes, &rej, &cnt, &a), 0);
+    ck_assert_uint_eq(cnt, before);
+    bw_arena_destroy(&a);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 START_TEST(decisions) {
     char err[1024], why[320];
     bw_auth_set_t *s = load_text(good, NULL, err, sizeof(err));
@@ -386,6 +437,7 @@ Suite *auth_suite(void) {
     tcase_add_test(tc, parse_errors);
     tcase_add_test(tc, lookup);
     tcase_add_test(tc, scopes);
+    tcase_add_test(tc, ops_out_of_scope);
     tcase_add_test(tc, decisions);
     tcase_add_test(tc, reload_keeps_old_on_error);
     tcase_add_test(tc, relative_path);
