@@ -130,7 +130,7 @@ check-lane-kafka:
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
-	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded fault-embedded backlog-embedded fairness-embedded
+	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded fault-embedded backlog-embedded fairness-embedded
 
 # The unit tier and the embedded-Kafka e2e and backlog tiers under ThreadSanitizer: the daemons'
 # threads (dispatcher, workers, alert sender, tails, HTTP) and librdkafka's, made visible
