@@ -49,7 +49,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
+.PHONY: auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -123,14 +123,14 @@ check: deps
 	$(MAKE) -j2 check-lane-embedded check-lane-kafka
 LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded fairness-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
+	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
 	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
-	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded fault-embedded backlog-embedded fairness-embedded
+	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded fault-embedded backlog-embedded fairness-embedded
 
 # The unit tier and the embedded-Kafka e2e and backlog tiers under ThreadSanitizer: the daemons'
 # threads (dispatcher, workers, alert sender, tails, HTTP) and librdkafka's, made visible
@@ -164,6 +164,11 @@ e2e-embedded: all
 	BW_BIN=$(BIN) test/e2e.sh embedded
 e2e-kafka: all
 	BW_BIN=$(BIN) test/e2e.sh kafka
+# authentication and roles on the proxy's HTTP API (docs/security.md), hostile clients included
+auth-embedded: all
+	BW_BIN=$(BIN) test/auth.sh embedded
+auth-kafka: all
+	BW_BIN=$(BIN) test/auth.sh kafka
 # 32 backlogged shards, 2 workers: every shard's applied batches within ±30 % of the mean
 fairness-embedded: all
 	BW_BIN=$(BIN) test/fairness.sh embedded

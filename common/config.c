@@ -110,6 +110,19 @@ static const key_t_ rate_override_keys[] = {
      "Rows per second for this shard; " ROW_RATE_BOUNDS ". Left out: shards.default_row_rate."},
     END};
 
+static const key_t_ auth_keys[] = {
+    {"clients_file", K_STR, OFF(proxy_auth_clients_file), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "libconfig file of the API's clients: name, token_sha256, roles, scopes (docs/security.md; "
+     "conf/clients.example.conf). A relative path is read from the configuration file's "
+     "folder. Every endpoint but /healthz (and /metrics, /readyz with open_metrics) then needs "
+     "`Authorization: Bearer TOKEN`. SIGHUP re-reads it; a file that does not parse keeps the "
+     "clients loaded before. \"\" = no authentication: every caller is admin (a warning at "
+     "startup). Changing the key itself needs a restart."},
+    {"open_metrics", K_BOOL, OFF(proxy_auth_open_metrics), 0, 0, 0, "true", NULL, NULL, 0,
+     "With a clients file: /metrics and /readyz answer without a token (scrapers, load "
+     "balancers); false = they need the read or admin role. /healthz is always open."},
+    END};
+
 static const key_t_ top_keys[] = {
     {"log_level", K_ENUM, OFF(log_level), 0, 0, 0, "\"info\"", log_levels, NULL, 0,
      "Least level logged: debug, info, warn or error."},
@@ -220,6 +233,8 @@ static const key_t_ top_keys[] = {
      "shard get 429: a draining shard is fed without the client's round trip."},
     {"proxy.backlog_retry_after_s", K_INT, OFF(backlog_retry_after_s), 0, 1, 3600, "1", NULL, NULL,
      0, "Retry-After (seconds) of a 429 for a shard whose backlog is full."},
+    {"proxy.auth", K_GROUP, 0, 0, 0, 0, "", NULL, auth_keys, 0,
+     "Who may call the proxy's HTTP API, and what they may do (docs/security.md)."},
     {"consumer.pull_count", K_INT, OFF(pull_count), 0, 1, 100000, "1000", NULL, NULL, 0,
      "Messages a consumer buffers per partition (pulled at once). Small batches need many: at "
      "100, a shard of 2-row batches applied about 950 statements/s, waiting for refills; at 1000, "

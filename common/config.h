@@ -105,6 +105,8 @@ typedef struct {
     int backlog_max_bytes;    /* per shard: unapplied bytes admitted at most */
     int backlog_retry_after_s;
     int backlog_wait_ms;
+    char *proxy_auth_clients_file; /* "" = no authentication (proxy/auth.h) */
+    int proxy_auth_open_metrics;   /* /metrics and /readyz without a token */
 
     /* consumer */
     int pull_count;

@@ -169,7 +169,7 @@ bw_config_t *bw_daemon_reload(const bw_daemon_t *d, const bw_config_t *running) 
         "kafka.control_topic", "kafka.status_topic", "kafka.properties", "kafka.producer_properties",
         "kafka.consumer_properties", "kafka.message_max_bytes", "shards.count", "shards.database_prefix",
         "shards.servers", "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address",
-        "proxy.port", "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
+        "proxy.port", "proxy.auth", "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
         "consumer.listen_address", "consumer.port", "consumer.workers", "consumer.pull_count", "alerts.webhook_url",
         "alerts.resend_ms", "alerts.timeout_ms", "alerts.labels", "object_types"};
     const char *changed = NULL;

@@ -35,6 +35,7 @@ void bw_log(bw_log_level_t level, const char *component, int shard, const char *
         n += snprintf(line + n, sizeof(line) - (size_t)n, " shard=%d", shard);
     if (job && n < (int)sizeof(line))
         n += snprintf(line + n, sizeof(line) - (size_t)n, " job=%s", job);
+    int msg = n;
     if (n < (int)sizeof(line) - 1) {
         line[n++] = ' ';
         va_list ap;
@@ -43,6 +44,10 @@ void bw_log(bw_log_level_t level, const char *component, int shard, const char *
         va_end(ap);
     }
     if (n > (int)sizeof(line) - 2) n = (int)sizeof(line) - 2;
+    /* one event, one line: a control character from outside (a URL, a client's text)
+     * cannot forge another line */
+    for (int i = msg; i < n; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f) line[i] = '?';
     line[n++] = '\n';
     ssize_t w = write(STDERR_FILENO, line, (size_t)n);
     (void)w;

@@ -1,6 +1,7 @@
 #include "metrics.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,14 @@ typedef struct {
     uint64_t backlog_refused; /* proxy: ops answered 429, the shard's backlog full */
 } shard_stats_t;
 
+#define CLIENTS_MAX 1000
+
+typedef struct {
+    char name[72];
+    uint64_t forbidden;    /* requests answered 403 for the client's role */
+    uint64_t out_of_scope; /* ops refused outside the client's scopes */
+} client_stats_t;
+
 struct bw_metrics {
     pthread_mutex_t mu;
     bw_metrics_role_t role;
@@ -35,6 +44,8 @@ struct bw_metrics {
     uint64_t status_counts[600];
     uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages, parts_taken_before;
     histogram_t accept_latency;
+    client_stats_t *clients;
+    int client_cnt, client_cap;
     /* consumer */
     shard_stats_t *shards;
     int server_cnt;
@@ -66,6 +77,7 @@ void bw_metrics_destroy(bw_metrics_t *m) {
     free(m->server_names);
     free(m->server_down);
     free(m->shards);
+    free(m->clients);
     free(m);
 }
 
@@ -99,6 +111,30 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
 void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages) {
     pthread_mutex_lock(&m->mu);
     m->parts_taken_before += messages;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_client_refused(bw_metrics_t *m, const char *client, uint64_t requests, uint64_t ops) {
+    pthread_mutex_lock(&m->mu);
+    client_stats_t *st = NULL;
+    for (int i = 0; i < m->client_cnt && !st; i++)
+        if (strcmp(m->clients[i].name, client) == 0) st = &m->clients[i];
+    if (!st && m->client_cnt >= CLIENTS_MAX) client = "(other)";
+    for (int i = 0; i < m->client_cnt && !st; i++)
+        if (strcmp(m->clients[i].name, client) == 0) st = &m->clients[i];
+    if (!st) {
+        if (m->client_cnt == m->client_cap) {
+            m->client_cap = m->client_cap ? m->client_cap * 2 : 8;
+            client_stats_t *n = realloc(m->clients, (size_t)m->client_cap * sizeof(*n));
+            if (!n) abort();
+            m->clients = n;
+        }
+        st = &m->clients[m->client_cnt++];
+        memset(st, 0, sizeof(*st));
+        snprintf(st->name, sizeof(st->name), "%s", client);
+    }
+    st->forbidden += requests;
+    st->out_of_scope += ops;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -266,6 +302,16 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
             if (m->shards[s].backlog_refused)
                 bw_buf_printf(out, "bulkwrite_proxy_backlog_refused_ops_total{shard=\"%d\"} %llu\n", s,
                               (unsigned long long)m->shards[s].backlog_refused);
+        header(out, "bulkwrite_proxy_client_forbidden_total", "counter",
+               "Requests answered 403 because the endpoint is outside the client's roles.");
+        for (int i = 0; i < m->client_cnt; i++)
+            bw_buf_printf(out, "bulkwrite_proxy_client_forbidden_total{client=\"%s\"} %llu\n", m->clients[i].name,
+                          (unsigned long long)m->clients[i].forbidden);
+        header(out, "bulkwrite_proxy_client_ops_out_of_scope_total", "counter",
+               "Ops of POST /v1/batches refused one by one because they are outside the client's scopes.");
+        for (int i = 0; i < m->client_cnt; i++)
+            bw_buf_printf(out, "bulkwrite_proxy_client_ops_out_of_scope_total{client=\"%s\"} %llu\n",
+                          m->clients[i].name, (unsigned long long)m->clients[i].out_of_scope);
         render_histogram(out, "bulkwrite_proxy_accept_latency_seconds",
                          "Time from request received to reply, including Kafka acknowledgement.",
                          &m->accept_latency);

@@ -10,11 +10,17 @@
  * proxy can answer GET /v1/jobs/{id} (jobs.c). GET /v1/shards and POST
  * /v1/shards/{n}/rate|pause|resume read and write the control topic (admin.c).
  *
+ * With proxy.auth.clients_file, every endpoint but /healthz (and /metrics, /readyz with
+ * proxy.auth.open_metrics) needs a client's bearer token, and the client's roles and
+ * scopes decide what it may do (auth.c); an op outside the scopes is refused on its own.
+ *
  * Threads: libmicrohttpd runs one thread per connection (a request blocks until its
  * acknowledgements arrive); a pool of proxy.producers idempotent producers, a batch
  * partition always on the same one, each with a poller thread serving its delivery
  * reports; tails of the jobs, control and status topics each have a thread. */
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -25,6 +31,7 @@
 
 #include "admin.h"
 #include "arena.h"
+#include "auth.h"
 #include "backlog.h"
 #include "batcher.h"
 #include "daemon.h"
@@ -57,6 +64,7 @@ typedef struct {
     bw_jobs_t *jobs;
     bw_shard_table_t *shards;
     bw_backlog_t *backlog;
+    bw_auth_t *auth;
 } proxy_t;
 
 static proxy_t proxy;
@@ -286,20 +294,24 @@ static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *
 
 /* ---- HTTP --------------------------------------------------------------------------- */
 
+/* A POST's state, from its headers to its reply. @locality the connection's thread */
 typedef struct {
     char *body;
     size_t len, cap;
     int too_large;
+    bw_auth_set_t *auth;            /* a reference to the clients it was admitted with; NULL: open */
+    const bw_auth_client_t *client; /* the caller (in auth), NULL when open */
+    unsigned refused;               /* 401 or 403: the body is read and dropped, then refused */
+    char why[320];
 } upload_t;
 
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
+static int rejection_cmp(const void *a, const void *b) {
+    uint32_t x = ((const bw_rejection_t *)a)->index, y = ((const bw_rejection_t *)b)->index;
+    return x < y ? -1 : x > y;
+}
+
+static enum MHD_Result reply_error_with(struct MHD_Connection *c, unsigned status, const char *header,
+                                        const char *value, const char *msg) {
     /* {"error": "..."} with the message JSON-escaped */
     bw_buf_t b;
     bw_buf_init(&b);
@@ -311,12 +323,46 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
     }
     bw_buf_puts(&b, "\"}\n");
     bw_metrics_count_status(proxy.metrics, status);
-    return bw_daemon_reply(c, status, "application/json", b.data, b.len, 1);
+    return bw_daemon_reply_with(c, status, "application/json", b.data, b.len, 1, header, value);
 }
 
-static int rejection_cmp(const void *a, const void *b) {
-    uint32_t x = ((const bw_rejection_t *)a)->index, y = ((const bw_rejection_t *)b)->index;
-    return x < y ? -1 : x > y;
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return reply_error_with(c, status, NULL, NULL, msg);
+}
+
+/* Who is calling, and may they call this endpoint: 0, or 401/403 with why. The set is
+ * acquired for the request (*set, released by the caller) so *client stays valid. */
+static unsigned authorize(struct MHD_Connection *c, const char *method, const char *url, bw_auth_set_t **set,
+                          const bw_auth_client_t **client, char *why, size_t why_size) {
+    *set = bw_auth_acquire(proxy.auth);
+    const char *authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    unsigned st = bw_auth_decide(*set, method, url, authz, proxy.conf->proxy_auth_open_metrics, client, why, why_size);
+    if (!st) return 0;
+    char from[64] = "?";
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, from, sizeof(from));
+    bw_log(st == 401 ? BW_LOG_DEBUG : BW_LOG_INFO, COMPONENT, -1, NULL, "%u for %s %.200s from %s: %s", st, method, url,
+           from, why);
+    if (st == 403) bw_metrics_client_refused(proxy.metrics, (*client)->name, 1, 0);
+    return st;
+}
+
+/* The 401 or 403 of authorize(). */
+static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const char *why) {
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        return reply_error_with(c, status, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                strcmp(why, "unknown token") ? "Bearer realm=\"bulkwrite\""
+                                                             : "Bearer realm=\"bulkwrite\", error=\"invalid_token\"",
+                                why);
+    return reply_error_with(c, status, NULL, NULL, why);
 }
 
 static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
@@ -357,6 +403,8 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
     bw_rejection_t *rejected;
     size_t rejected_cnt = bw_request_validate(proxy.conf, req, &arena, routes, &rejected);
+    size_t scope_cnt = bw_auth_refuse_ops(up->client, req, routes, &rejected, &rejected_cnt, &arena);
+    if (scope_cnt) bw_metrics_client_refused(proxy.metrics, up->client->name, 0, scope_cnt);
 
     bw_batch_set_t set;
     uint32_t *too_large;
@@ -407,11 +455,13 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     uint32_t accepted = (uint32_t)(req->n_ops - n);
     if (accepted) record_job(req, job_id, &set, fate, errs, offsets, &arena);
     if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
-    /* 503: Kafka failed us (resend soon); 429: a shard is full (resend after Retry-After) */
-    unsigned status = failed_ops     ? MHD_HTTP_SERVICE_UNAVAILABLE
-                      : backlog_ops ? MHD_HTTP_TOO_MANY_REQUESTS
-                      : accepted    ? MHD_HTTP_ACCEPTED
-                                    : MHD_HTTP_UNPROCESSABLE_CONTENT;
+    /* 503: Kafka failed us (resend soon); 429: a shard is full (resend after Retry-After);
+     * 403: every op was outside the client's scopes */
+    unsigned status = failed_ops                ? MHD_HTTP_SERVICE_UNAVAILABLE
+                      : backlog_ops            ? MHD_HTTP_TOO_MANY_REQUESTS
+                      : accepted               ? MHD_HTTP_ACCEPTED
+                      : scope_cnt == req->n_ops ? MHD_HTTP_FORBIDDEN
+                                               : MHD_HTTP_UNPROCESSABLE_CONTENT;
     char *body;
     size_t body_len;
     bw_response_encode(fmt, job_id, accepted, all, n, &body, &body_len);
@@ -511,9 +561,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     if (strcmp(method, "POST") == 0) {
         upload_t *up = *con_cls;
-        if (!up) {
+        if (!up) { /* the headers: who is calling decides whether the body is kept */
             *con_cls = up = calloc(1, sizeof(*up));
-            return up ? MHD_YES : MHD_NO;
+            if (!up) return MHD_NO;
+            up->refused = authorize(c, method, url, &up->auth, &up->client, up->why, sizeof(up->why));
+            up->too_large = up->refused != 0; /* read to the end and dropped: then refused */
+            return MHD_YES;
         }
         if (*data_size) {
             if (!up->too_large && up->len + *data_size > (size_t)proxy.conf->max_body_bytes) {
@@ -537,8 +590,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             *data_size = 0;
             return MHD_YES;
         }
+        if (up->refused) return refuse(c, up->refused, up->why);
         if (strcmp(url, "/v1/batches") == 0) return handle_batch(c, up);
         if (strncmp(url, "/v1/shards/", 11) == 0) return handle_shard_control(c, url, up);
+    } else {
+        bw_auth_set_t *set;
+        const bw_auth_client_t *client;
+        char why[320];
+        unsigned st = authorize(c, method, url, &set, &client, why, sizeof(why));
+        bw_auth_release(set);
+        if (st) return refuse(c, st, why);
     }
     enum MHD_Result ret;
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
@@ -561,6 +622,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     upload_t *up = *con_cls;
     if (up) {
+        bw_auth_release(up->auth);
         free(up->body);
         free(up);
         *con_cls = NULL;
@@ -575,6 +637,11 @@ int main(int argc, char **argv) {
     if (!(proxy.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) proxy.conf->proxy_port = d.port;
     char err[512];
+    /* who may call: before any connection, so a bad clients file stops startup at once */
+    if (!(proxy.auth = bw_auth_start(proxy.conf, err, sizeof(err)))) {
+        bw_error(COMPONENT, "proxy.auth.clients_file: %s", err);
+        return 1;
+    }
     int nprod = proxy.conf->proxy_producers + 1;
     proxy.producers = calloc((size_t)nprod, sizeof(*proxy.producers));
     for (int i = 0; i < nprod; i++) {
@@ -638,8 +705,11 @@ int main(int argc, char **argv) {
     bw_daemon_handle_signals(&proxy.run, &reload);
     while (atomic_load(&proxy.run)) {
         usleep(100000);
-        /* the proxy's runtime key is the log level, which reload applies */
-        if (atomic_exchange(&reload, 0)) bw_config_destroy(bw_daemon_reload(&d, proxy.conf));
+        /* SIGHUP: the log level (the proxy's runtime key), and the clients file */
+        if (atomic_exchange(&reload, 0)) {
+            bw_config_destroy(bw_daemon_reload(&d, proxy.conf));
+            bw_auth_reload(proxy.auth, proxy.conf); /* the file the running config names */
+        }
     }
 
     bw_info(COMPONENT, "shutting down: finishing requests in flight");
@@ -655,6 +725,7 @@ int main(int argc, char **argv) {
         rd_kafka_destroy(proxy.producers[i].rk);
     }
     free(proxy.producers);
+    bw_auth_stop(proxy.auth);
     bw_metrics_destroy(proxy.metrics);
     bw_config_destroy(proxy.conf);
     return 0;

@@ -1,6 +1,7 @@
 /* bw-workload — deterministic jobs for the demo, the end-to-end tests and the benchmarks.
  *
- *   bw-workload submit  --url URL JOB...     send the jobs' ops to a proxy. Every request
+ *   bw-workload submit  --url URL JOB...     send the jobs' ops to a proxy (its bearer token
+ *                       [--token-file FILE]    from FILE or $BW_TOKEN). Every request
  *                       [--request-id PREFIX]  carries a request_id, PREFIX/J:JOB/FIRST-OP
  *                       [--retry-for S]        (J: the job's position; PREFIX defaults to
  *                                            bw-workload-PID-EPOCHMS), so a resend applies once.
@@ -62,6 +63,7 @@
 #include "db.h"
 #include "kafka.h"
 #include "shard.h"
+#include "token.h"
 #include "workload.h"
 
 #define IMAGE_BYTES 60000          /* under the image column's max_length (65535) */
@@ -140,6 +142,7 @@ typedef struct {
     long per_request;
     const char *request_id_prefix;
     int retry_for_s;
+    const char *auth_header; /* "Authorization: Bearer TOKEN", or NULL */
     CURL *curl;
     long sent, accepted, rejected, retries;
     long backlog_waits;      /* 429 answers */
@@ -199,6 +202,7 @@ static void post(sender_t *s, const void *body, size_t len, answer_t *a) {
     struct curl_slist *h = curl_slist_append(NULL, s->protobuf ? "Content-Type: application/x-protobuf"
                                                                 : "Content-Type: application/json");
     h = curl_slist_append(h, "Expect:");
+    if (s->auth_header) h = curl_slist_append(h, s->auth_header);
     curl_easy_setopt(s->curl, CURLOPT_URL, s->url);
     curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, body);
@@ -218,7 +222,7 @@ static void post(sender_t *s, const void *body, size_t len, answer_t *a) {
         a->retry_after_s = (long)retry_after;
         /* 202, 422, 429 and 503 carry the reply shape; the others {"error": ...} */
         long st = a->status;
-        if (st == 202 || st == 422 || st == 429 || st == 503) read_reply(s->protobuf, &resp, a, st == 202);
+        if (st == 202 || st == 403 || st == 422 || st == 429 || st == 503) read_reply(s->protobuf, &resp, a, st == 202);
         if (st != 202 && st != 429)
             fprintf(stderr, "bw-workload: POST %s: HTTP %ld: %.500s\n", s->url, st, resp.data ? resp.data : "");
     }
@@ -875,7 +879,7 @@ static int hold(const char *from, const char *target, const char *count_s, const
 
 static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
-          "                          [--request-id PREFIX] [--retry-for SECONDS] JOB...\n"
+          "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
           "       bw-workload [-c CONFIG] dead-letters --brokers LIST\n"
@@ -886,7 +890,8 @@ static int usage(FILE *out, int code) {
           "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD | image:N:SHARD\n"
           "submit: request ids are PREFIX/J:JOB/FIRST-OP (default PREFIX bw-workload-PID-EPOCHMS);\n"
           "  no answer or a 5xx is resent for up to --retry-for seconds (default 0), a 429 (a\n"
-          "  shard's backlog is full) after Retry-After until it is taken\n"
+          "  shard's backlog is full) after Retry-After until it is taken; the proxy's bearer token\n"
+          "  is read from --token-file FILE, else from the environment's BW_TOKEN\n"
           "flood: at least BYTES of pin creates with 60 KB images (local ids from 2,000,000,000)\n"
           "  produced straight to SHARD's partition, past the proxy's backlog bound; prints the\n"
           "  first and last offsets written\n",
@@ -898,8 +903,9 @@ int main(int argc, char **argv) {
     const char *config_path = "conf/bulkwrite.conf", *url = NULL, *brokers = NULL;
     long per_request = 5000;
     int protobuf = 0, wait_s = 0, retry_for = 0;
-    const char *request_id = NULL;
+    const char *request_id = NULL, *token_file = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
+                                         {"token-file", required_argument, 0, 'T'},
                                          {"url", required_argument, 0, 'u'},
                                          {"per-request", required_argument, 0, 'n'},
                                          {"protobuf", no_argument, 0, 'P'},
@@ -919,6 +925,7 @@ int main(int argc, char **argv) {
         case 'b': brokers = optarg; break;
         case 'r': request_id = optarg; break;
         case 'R': retry_for = atoi(optarg); break;
+        case 'T': token_file = optarg; break;
         case 'h': return usage(stdout, 0);
         default: return usage(stderr, 2);
         }
@@ -946,9 +953,17 @@ int main(int argc, char **argv) {
         /* always a request id: a resend (after a 429 or an outage) must apply once */
         char prefix[64];
         snprintf(prefix, sizeof(prefix), "bw-workload-%d-%" PRId64, (int)getpid(), bw_wall_ms());
-        sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request,
-                      .request_id_prefix = request_id ? request_id : prefix, .retry_for_s = retry_for};
-        ret = submit(&s, jobs, args);
+        char *auth_header;
+        if (bw_token_header(token_file, &auth_header, err, sizeof(err))) {
+            fprintf(stderr, "bw-workload: %s\n", err);
+            ret = 1;
+        } else {
+            sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request,
+                          .request_id_prefix = request_id ? request_id : prefix, .retry_for_s = retry_for,
+                          .auth_header = auth_header};
+            ret = submit(&s, jobs, args);
+            free(auth_header);
+        }
     } else ret = usage(stderr, 2);
     free(jobs);
     bw_config_destroy(conf);

@@ -12,11 +12,13 @@
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
  *   resume SHARD         apply them again
  *   schema [--print]     create every shard database and table (or print the DDL)
- *   check-config         load and validate the configuration
+ *   check-config         load and validate the configuration (and the proxy's clients file)
  *   dump-config          print the effective configuration
  *   config-doc           print docs/configuration.md
  *
  * The URL defaults to the proxy of the configuration (proxy.listen_address:proxy.port).
+ * The bearer token for a proxy with clients (docs/security.md) comes from --token-file
+ * FILE or the environment variable BW_TOKEN, never from the command line itself.
  * Exit codes: 0 success; 1 failure (message on stderr; for submit: some ops were not
  * accepted; for watch: the job finished with failed ops); 2 usage; 3 watch timed out. */
 #include <curl/curl.h>
@@ -32,13 +34,16 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "buf.h"
 #include "config.h"
 #include "db.h"
 #include "ratelimit.h"
+#include "token.h"
 
 static bw_config_t *conf;
 static char base_url[512];
+static char *auth_header; /* "Authorization: Bearer TOKEN", or NULL without a token */
 
 /* ---- HTTP ------------------------------------------------------------------------------ */
 
@@ -56,6 +61,7 @@ static long http(const char *method, const char *path, const char *body, bw_buf_
     snprintf(url, sizeof(url), "%s%s", base_url, path);
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     h = curl_slist_append(h, "Expect:");
+    if (auth_header) h = curl_slist_append(h, auth_header);
     bw_buf_reset(resp);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -682,12 +688,14 @@ static int usage(FILE *out, int code) {
           "  resume SHARD         apply them again\n"
           "  schema [--print]     create the shard databases and tables on every server\n"
           "                       (idempotent), or print the DDL\n"
-          "  check-config         validate the configuration; prints file:line: what on error\n"
+          "  check-config         validate the configuration and the proxy's clients file;\n"
+          "                       prints file:line: what on error\n"
           "  dump-config          print the effective configuration, defaults filled in\n"
           "  config-doc           print the configuration reference (docs/configuration.md)\n"
           "options:\n"
           "  -c, --config FILE  configuration (default conf/bulkwrite.conf)\n"
           "  -u, --url URL      the proxy (default http://proxy.listen_address:proxy.port)\n"
+          "  --token-file FILE  the bearer token for the proxy (else the environment's BW_TOKEN)\n"
           "exit codes: 0 success, 1 failure, 2 usage, 3 watch timed out\n",
           out);
     return code;
@@ -716,15 +724,29 @@ static int cmd_schema(int argc, char **argv) {
     return 0;
 }
 
+/* check-config: the proxy's clients file too, when the configuration names one. */
+static int check_clients(void) {
+    char *path = bw_auth_path(conf), err[1024];
+    if (!path) return 0;
+    bw_auth_set_t *set = bw_auth_load(path, conf, err, sizeof(err));
+    if (set) printf("%s: ok (%d clients)\n", path, set->client_cnt);
+    else fprintf(stderr, "bwctl: %s\n", err);
+    bw_auth_release(set);
+    free(path);
+    return set ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
-    const char *config_path = "conf/bulkwrite.conf", *url = NULL;
+    const char *config_path = "conf/bulkwrite.conf", *url = NULL, *token_file = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"url", required_argument, 0, 'u'},
+                                         {"token-file", required_argument, 0, 'T'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "+c:u:h", opts, NULL)) != -1;) {
         if (o == 'c') config_path = optarg;
         else if (o == 'u') url = optarg;
+        else if (o == 'T') token_file = optarg;
         else return usage(o == 'h' ? stdout : stderr, o == 'h' ? 0 : 2);
     }
     if (optind >= argc) return usage(stderr, 2);
@@ -736,6 +758,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     char err[512];
+    if (bw_token_header(token_file, &auth_header, err, sizeof(err))) return fprintf(stderr, "bwctl: %s\n", err), 1;
     if (!(conf = bw_config_load(config_path, err, sizeof(err)))) {
         fprintf(stderr, "bwctl: %s\n", err);
         return 1;
@@ -749,7 +772,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "check-config") == 0) {
         printf("%s: ok (%d shards on %d servers, %d object types)\n", config_path, conf->shard_count,
                conf->server_cnt, conf->object_type_cnt);
-        ret = 0;
+        ret = check_clients();
     } else if (strcmp(cmd, "dump-config") == 0) {
         bw_config_dump(conf, stdout);
         ret = 0;
@@ -763,5 +786,6 @@ int main(int argc, char **argv) {
     else ret = usage(stderr, 2);
     curl_global_cleanup();
     bw_config_destroy(conf);
+    free(auth_header);
     return ret;
 }

@@ -96,5 +96,6 @@ Suite *health_suite(void);
 Suite *scheduler_suite(void);
 Suite *metrics_suite(void);
 Suite *forward_suite(void);
+Suite *auth_suite(void);
 
 #endif

@@ -55,10 +55,42 @@ START_TEST(budgets_and_statements) {
 }
 END_TEST
 
+START_TEST(client_refusals) {
+    bw_config_t *conf = t_ref_config();
+    bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_PROXY);
+    char *text = render(m);
+    ck_assert_ptr_nonnull(strstr(text, "# TYPE bulkwrite_proxy_client_forbidden_total counter\n"));
+    ck_assert_ptr_null(strstr(text, "{client="));
+    free(text);
+    bw_metrics_client_refused(m, "spam-cleanup", 0, 3);
+    bw_metrics_client_refused(m, "feed", 1, 0);
+    bw_metrics_client_refused(m, "spam-cleanup", 1, 2); /* adds */
+    text = render(m);
+    ck_assert_ptr_nonnull(strstr(text, "\nbulkwrite_proxy_client_ops_out_of_scope_total{client=\"spam-cleanup\"} 5\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nbulkwrite_proxy_client_forbidden_total{client=\"spam-cleanup\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nbulkwrite_proxy_client_forbidden_total{client=\"feed\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nbulkwrite_proxy_client_ops_out_of_scope_total{client=\"feed\"} 0\n"));
+    free(text);
+    /* bounded: 2 names, then c0 … c997 make 1,000; c998 … c1099 add up under "(other)" */
+    char name[32];
+    for (int i = 0; i < 1100; i++) {
+        snprintf(name, sizeof(name), "c%d", i);
+        bw_metrics_client_refused(m, name, 1, 0);
+    }
+    text = render(m);
+    ck_assert_ptr_nonnull(strstr(text, "\nbulkwrite_proxy_client_forbidden_total{client=\"(other)\"} 102\n"));
+    ck_assert_ptr_null(strstr(text, "{client=\"c1000\"}"));
+    free(text);
+    bw_metrics_destroy(m);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 Suite *metrics_suite(void) {
     Suite *s = suite_create("metrics");
     TCase *tc = tcase_create("metrics");
     tcase_add_test(tc, budgets_and_statements);
+    tcase_add_test(tc, client_refusals);
     suite_add_tcase(s, tc);
     return s;
 }

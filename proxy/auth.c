@@ -1,0 +1,443 @@
+/* auth.c — the clients file, bearer tokens, roles and scopes (auth.h). */
+#include "auth.h"
+
+#include <ctype.h>
+#include <libconfig.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+
+#define COMPONENT "auth"
+
+int (*bw_auth_memcmp)(const void *a, const void *b, size_t len) = CRYPTO_memcmp;
+
+static const char *const role_names[] = {"submit", "read", "admin"}; /* bit order of bw_role_t */
+#define ROLE_CNT 3
+
+/* ---- loading ------------------------------------------------------------------------ */
+
+static void client_free(bw_auth_client_t *c) {
+    free(c->name);
+    for (int i = 0; i < c->scope_cnt; i++) free(c->scopes[i].type);
+    free(c->scopes);
+}
+
+static void set_free(bw_auth_set_t *s) {
+    if (!s) return;
+    for (int i = 0; i < s->client_cnt; i++) client_free(&s->clients[i]);
+    free(s->clients);
+    free(s->path);
+    free(s);
+}
+
+static int hex_digit(int ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* 64 hex digits into out; -1 if s is anything else. */
+static int parse_digest(const char *s, uint8_t out[BW_AUTH_DIGEST_LEN]) {
+    if (strlen(s) != 2 * BW_AUTH_DIGEST_LEN) return -1;
+    for (int i = 0; i < BW_AUTH_DIGEST_LEN; i++) {
+        int hi = hex_digit((unsigned char)s[2 * i]), lo = hex_digit((unsigned char)s[2 * i + 1]);
+        if (hi < 0 || lo < 0) return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+static int name_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > BW_AUTH_NAME_MAX) return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.') return 0;
+    return 1;
+}
+
+static int line_of(const config_setting_t *s) { return s ? (int)config_setting_source_line(s) : 0; }
+
+/* "type:op" into sc; -1 with why set. */
+static int parse_scope(const char *text, const bw_config_t *conf, bw_auth_scope_t *sc, char *why, size_t why_size) {
+    const char *colon = strchr(text, ':');
+    if (!colon || strchr(colon + 1, ':') || colon == text || !colon[1]) {
+        snprintf(why, why_size, "scope \"%.80s\" is not TYPE:OP (e.g. \"pin:delete\", \"board:*\", \"*:create\")", text);
+        return -1;
+    }
+    const char *op = colon + 1;
+    sc->op = -1;
+    if (strcmp(op, "*") == 0) sc->op = 0;
+    for (int k = BW_OP_CREATE; k <= BW_OP_DELETE && sc->op < 0; k++)
+        if (strcmp(op, bw_op_name(k)) == 0) sc->op = k;
+    if (sc->op < 0) {
+        snprintf(why, why_size, "scope \"%.80s\": unknown op \"%.40s\" (create, update, upsert, delete or *)", text, op);
+        return -1;
+    }
+    size_t tlen = (size_t)(colon - text);
+    if (tlen == 1 && text[0] == '*') {
+        sc->type = NULL;
+        return 0;
+    }
+    sc->type = strndup(text, tlen);
+    if (conf && !bw_config_object_type(conf, sc->type)) {
+        snprintf(why, why_size, "scope \"%.80s\": unknown object type \"%.64s\"", text, sc->type);
+        free(sc->type);
+        sc->type = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* One entry of `clients` into c; -1 with why (the caller adds file, line and name). */
+static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_auth_client_t *c, char *why,
+                        size_t why_size, const config_setting_t **at) {
+    static const char *const known[] = {"name", "token_sha256", "roles", "scopes"};
+    *at = e;
+    if (!config_setting_is_group(e)) return snprintf(why, why_size, "expected a group { name = ...; ... }"), -1;
+    const char *name = NULL, *hex = NULL;
+    if (!config_setting_lookup_string(e, "name", &name)) return snprintf(why, why_size, "needs a name (a string)"), -1;
+    if (!name_ok(name)) return snprintf(why, why_size, "name \"%.80s\": 1 to 64 of A-Z a-z 0-9 _ - .", name), -1;
+    c->name = strdup(name);
+    for (int i = 0; i < config_setting_length(e); i++) {
+        const config_setting_t *m = config_setting_get_elem(e, (unsigned)i);
+        int ok = 0;
+        for (size_t k = 0; k < sizeof(known) / sizeof(known[0]) && !ok; k++) ok = !strcmp(config_setting_name(m), known[k]);
+        if (!ok) {
+            *at = m;
+            return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, roles, scopes)", config_setting_name(m)), -1;
+        }
+    }
+    const config_setting_t *m = config_setting_get_member(e, "token_sha256");
+    *at = m ? m : e;
+    if (!m || !(hex = config_setting_get_string(m)))
+        return snprintf(why, why_size, "needs token_sha256 (a string: printf %%s TOKEN | sha256sum)"), -1;
+    if (parse_digest(hex, c->digest))
+        return snprintf(why, why_size,
+                        "token_sha256 must be 64 hex digits, the sha256 of the token (printf %%s TOKEN | sha256sum); "
+                        "this one has %zu characters%s", strlen(hex),
+                        strlen(hex) == 64 ? ", not all hex digits" : ""), -1;
+    m = config_setting_get_member(e, "roles");
+    *at = m ? m : e;
+    if (!m || !(config_setting_is_array(m) || config_setting_is_list(m)) || config_setting_length(m) == 0)
+        return snprintf(why, why_size, "needs roles, a list of one or more of \"submit\", \"read\", \"admin\""), -1;
+    for (int i = 0; i < config_setting_length(m); i++) {
+        const char *r = config_setting_get_string_elem(m, i);
+        int bit = -1;
+        for (int k = 0; r && k < ROLE_CNT && bit < 0; k++)
+            if (strcmp(r, role_names[k]) == 0) bit = k;
+        if (bit < 0)
+            return snprintf(why, why_size, "unknown role \"%.40s\" (submit, read or admin)", r ? r : "(not a string)"), -1;
+        c->roles |= 1u << bit;
+    }
+    m = config_setting_get_member(e, "scopes");
+    if (m) {
+        *at = m;
+        if (!(config_setting_is_array(m) || config_setting_is_list(m)))
+            return snprintf(why, why_size, "scopes must be a list of \"TYPE:OP\" strings"), -1;
+        if (!(c->roles & BW_ROLE_SUBMIT))
+            return snprintf(why, why_size, "scopes limit the submit role, which this client does not have"), -1;
+        if (c->roles & BW_ROLE_ADMIN)
+            return snprintf(why, why_size, "an admin may submit every op, so scopes would not limit it: "
+                                           "remove the scopes or the admin role"), -1;
+        int n = config_setting_length(m);
+        c->scopes = calloc((size_t)n + 1, sizeof(*c->scopes));
+        for (int i = 0; i < n; i++) {
+            const char *t = config_setting_get_string_elem(m, i);
+            if (!t) return snprintf(why, why_size, "scopes must be a list of \"TYPE:OP\" strings"), -1;
+            if (parse_scope(t, conf, &c->scopes[i], why, why_size)) return -1;
+            c->scope_cnt++;
+        }
+    }
+    if ((c->roles & BW_ROLE_SUBMIT) && !(c->roles & BW_ROLE_ADMIN) && c->scope_cnt == 0) {
+        *at = e;
+        return snprintf(why, why_size, "the submit role needs scopes, e.g. [\"pin:delete\"] (\"*:*\" for every "
+                                       "object type and op)"), -1;
+    }
+    return 0;
+}
+
+bw_auth_set_t *bw_auth_load(const char *path, const bw_config_t *conf, char *errstr, size_t errstr_size) {
+    config_t cf;
+    config_init(&cf);
+    bw_auth_set_t *s = calloc(1, sizeof(*s));
+    s->path = strdup(path);
+    atomic_init(&s->refs, 1);
+    if (config_read_file(&cf, path) != CONFIG_TRUE) {
+        if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
+            bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s: cannot read the clients file", path);
+        else
+            bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s:%d: %s", path, config_error_line(&cf),
+                      config_error_text(&cf));
+        goto fail;
+    }
+    const config_setting_t *root = config_root_setting(&cf), *list = config_setting_get_member(root, "clients");
+    for (int i = 0; i < config_setting_length(root); i++) {
+        const config_setting_t *m = config_setting_get_elem(root, (unsigned)i);
+        if (strcmp(config_setting_name(m), "clients")) {
+            bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s:%d: unknown key \"%s\" (the file holds clients = ( ... );)",
+                      path, line_of(m), config_setting_name(m));
+            goto fail;
+        }
+    }
+    if (!list || !config_setting_is_list(list)) {
+        bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s:%d: expected clients = ( { name = ...; ... }, ... );",
+                  path, line_of(list));
+        goto fail;
+    }
+    int n = config_setting_length(list);
+    s->clients = calloc((size_t)n + 1, sizeof(*s->clients));
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(list, (unsigned)i), *at = e;
+        bw_auth_client_t *c = &s->clients[i];
+        char why[400];
+        s->client_cnt++;
+        c->line = line_of(e);
+        if (parse_client(e, conf, c, why, sizeof(why), &at)) {
+            if (c->name)
+                bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s:%d: client \"%s\": %s", path, line_of(at), c->name, why);
+            else
+                bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s:%d: client %d: %s", path, line_of(at), i + 1, why);
+            goto fail;
+        }
+        for (int j = 0; j < i; j++) {
+            const bw_auth_client_t *o = &s->clients[j];
+            if (strcmp(o->name, c->name) == 0) {
+                bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s:%d: client \"%s\" is listed twice (also line %d)",
+                          path, c->line, c->name, o->line);
+                goto fail;
+            }
+            if (memcmp(o->digest, c->digest, BW_AUTH_DIGEST_LEN) == 0) {
+                bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
+                          "%s:%d: client \"%s\" has the same token_sha256 as client \"%s\" (line %d): every client "
+                          "needs a token of its own", path, c->line, c->name, o->name, o->line);
+                goto fail;
+            }
+        }
+    }
+    config_destroy(&cf);
+    return s;
+fail:
+    config_destroy(&cf);
+    set_free(s);
+    return NULL;
+}
+
+/* ---- decisions ---------------------------------------------------------------------- */
+
+const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token, size_t len) {
+    uint8_t digest[BW_AUTH_DIGEST_LEN];
+    unsigned int dlen = 0;
+    if (!set || !token || !len || !EVP_Digest(token, len, digest, &dlen, EVP_sha256(), NULL) ||
+        dlen != BW_AUTH_DIGEST_LEN)
+        return NULL;
+    const bw_auth_client_t *found = NULL;
+    /* every client, no early exit: the time does not depend on which one matched */
+    for (int i = 0; i < set->client_cnt; i++)
+        if (bw_auth_memcmp(set->clients[i].digest, digest, BW_AUTH_DIGEST_LEN) == 0) found = &set->clients[i];
+    return found;
+}
+
+const char *bw_auth_bearer(const char *header, size_t *len) {
+    if (!header || strncasecmp(header, "Bearer", 6) != 0 || (header[6] != ' ' && header[6] != '\t')) return NULL;
+    const char *t = header + 6;
+    while (*t == ' ' || *t == '\t') t++;
+    size_t n = strlen(t);
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
+    if (!n) return NULL;
+    *len = n;
+    return t;
+}
+
+int bw_auth_allows_op(const bw_auth_client_t *client, const char *type, int op) {
+    if (!client || (client->roles & BW_ROLE_ADMIN)) return 1;
+    if (!(client->roles & BW_ROLE_SUBMIT)) return 0;
+    for (int i = 0; i < client->scope_cnt; i++) {
+        const bw_auth_scope_t *sc = &client->scopes[i];
+        if ((!sc->type || (type && strcmp(sc->type, type) == 0)) && (sc->op == 0 || sc->op == op)) return 1;
+    }
+    return 0;
+}
+
+unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_metrics) {
+    int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    if (get && strcmp(url, "/healthz") == 0) return 0;
+    if (get && (strcmp(url, "/metrics") == 0 || strcmp(url, "/readyz") == 0))
+        return open_metrics ? 0 : BW_ROLE_READ | BW_ROLE_ADMIN;
+    if (post && strcmp(url, "/v1/batches") == 0) return BW_ROLE_SUBMIT | BW_ROLE_ADMIN;
+    if (get && (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)) return BW_ROLE_READ | BW_ROLE_ADMIN;
+    if (post && strncmp(url, "/v1/shards/", 11) == 0) return BW_ROLE_ADMIN;
+    return BW_ROLE_ANY;
+}
+
+void bw_auth_roles_text(unsigned roles, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int k = 0; k < ROLE_CNT; k++)
+        if (roles & (1u << k) && n < size)
+            n += (size_t)snprintf(out + n, size - n, "%s%s", n ? ", " : "", role_names[k]);
+    if (!n) snprintf(out, size, "none");
+}
+
+void bw_auth_scopes_text(const bw_auth_client_t *client, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; client && i < client->scope_cnt && n < size; i++) {
+        const bw_auth_scope_t *sc = &client->scopes[i];
+        n += (size_t)snprintf(out + n, size - n, "%s%s:%s", n ? ", " : "", sc->type ? sc->type : "*",
+                              sc->op ? bw_op_name(sc->op) : "*");
+    }
+    if (!n) snprintf(out, size, "none");
+}
+
+unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char *url,
+                        const char *authorization, int open_metrics, const bw_auth_client_t **client,
+                        char *why, size_t why_size) {
+    *client = NULL;
+    unsigned need = bw_auth_endpoint_roles(method, url, open_metrics);
+    if (!set || !need) return 0;
+    size_t len = 0;
+    const char *token = bw_auth_bearer(authorization, &len);
+    if (!token) {
+        snprintf(why, why_size, "%s", authorization ? "the Authorization header is not \"Bearer TOKEN\""
+                                                    : "no credential: send Authorization: Bearer TOKEN");
+        return 401;
+    }
+    const bw_auth_client_t *c = bw_auth_find(set, token, len);
+    if (!c) {
+        snprintf(why, why_size, "unknown token");
+        return 401;
+    }
+    *client = c;
+    if (c->roles & need) return 0;
+    char needs[64], has[64];
+    bw_auth_roles_text(need & ~(unsigned)BW_ROLE_ADMIN ? need & ~(unsigned)BW_ROLE_ADMIN : need, needs, sizeof(needs));
+    bw_auth_roles_text(c->roles, has, sizeof(has));
+    snprintf(why, why_size, "%.8s %.200s needs the %s role; client \"%s\" has %s", method, url, needs, c->name, has);
+    return 403;
+}
+
+static int rejection_cmp(const void *a, const void *b) {
+    uint32_t x = ((const bw_rejection_t *)a)->index, y = ((const bw_rejection_t *)b)->index;
+    return x < y ? -1 : x > y;
+}
+
+size_t bw_auth_refuse_ops(const bw_auth_client_t *client, const Bulkwrite__V1__BatchWriteRequest *req,
+                          bw_op_route_t *routes, bw_rejection_t **rejected, size_t *rejected_cnt, bw_arena_t *arena) {
+    if (!client || (client->roles & BW_ROLE_ADMIN)) return 0;
+    size_t refused = 0;
+    for (size_t i = 0; i < req->n_ops; i++)
+        refused += routes[i].shard >= 0 && !bw_auth_allows_op(client, req->ops[i]->object_type, (int)req->ops[i]->op);
+    if (!refused) return 0;
+    char scopes[256], text[512];
+    bw_auth_scopes_text(client, scopes, sizeof(scopes));
+    bw_rejection_t *all = bw_arena_alloc(arena, (*rejected_cnt + refused) * sizeof(*all));
+    if (*rejected_cnt) memcpy(all, *rejected, *rejected_cnt * sizeof(*all));
+    size_t n = *rejected_cnt;
+    const char *last_type = NULL, *reason = NULL;
+    int last_op = -1;
+    for (size_t i = 0; i < req->n_ops; i++) {
+        const Bulkwrite__V1__Op *op = req->ops[i];
+        if (routes[i].shard < 0 || bw_auth_allows_op(client, op->object_type, (int)op->op)) continue;
+        routes[i].shard = -1;
+        if (!reason || (int)op->op != last_op || strcmp(op->object_type, last_type)) { /* one text per (type, op) run */
+            int len = snprintf(text, sizeof(text), "forbidden: client \"%s\" may not %s %s (its scopes: %s)",
+                               client->name, bw_op_name((int)op->op), op->object_type, scopes);
+            reason = bw_arena_strndup(arena, text, (size_t)len < sizeof(text) ? (size_t)len : sizeof(text) - 1);
+            last_type = op->object_type;
+            last_op = (int)op->op;
+        }
+        all[n++] = (bw_rejection_t){(uint32_t)i, reason, 0};
+    }
+    qsort(all, n, sizeof(*all), rejection_cmp);
+    *rejected = all;
+    *rejected_cnt = n;
+    return refused;
+}
+
+/* ---- the live set ------------------------------------------------------------------- */
+
+struct bw_auth {
+    pthread_mutex_t mu; /* guards cur while a reference is taken or it is swapped */
+    bw_auth_set_t *cur; /* NULL: no clients file */
+    char *path;         /* the clients file, resolved; NULL: none */
+};
+
+char *bw_auth_path(const bw_config_t *conf) {
+    const char *f = conf->proxy_auth_clients_file;
+    if (!f || !*f) return NULL;
+    const char *slash = conf->path ? strrchr(conf->path, '/') : NULL;
+    if (f[0] == '/' || !slash) return strdup(f);
+    size_t n = (size_t)(slash - conf->path) + 1 + strlen(f) + 1;
+    char *p = malloc(n);
+    snprintf(p, n, "%.*s/%s", (int)(slash - conf->path), conf->path, f);
+    return p;
+}
+
+static void log_set(const bw_auth_set_t *s, const char *what) {
+    int roles[ROLE_CNT] = {0};
+    for (int i = 0; i < s->client_cnt; i++)
+        for (int k = 0; k < ROLE_CNT; k++) roles[k] += !!(s->clients[i].roles & (1u << k));
+    bw_info(COMPONENT, "%s %s: %d clients (%d submit, %d read, %d admin)", what, s->path, s->client_cnt, roles[0],
+            roles[1], roles[2]);
+}
+
+bw_auth_t *bw_auth_start(const bw_config_t *conf, char *errstr, size_t errstr_size) {
+    bw_auth_t *a = calloc(1, sizeof(*a));
+    pthread_mutex_init(&a->mu, NULL);
+    a->path = bw_auth_path(conf);
+    if (!a->path) {
+        bw_warn(COMPONENT, "proxy.auth.clients_file is not set: the HTTP API is open and every caller is admin "
+                           "(docs/security.md)");
+        return a;
+    }
+    if (!(a->cur = bw_auth_load(a->path, conf, errstr, errstr_size))) {
+        bw_auth_stop(a);
+        return NULL;
+    }
+    log_set(a->cur, "clients loaded from");
+    return a;
+}
+
+int bw_auth_reload(bw_auth_t *a, const bw_config_t *conf) {
+    if (!a->path) return 0;
+    char err[1024];
+    bw_auth_set_t *s = bw_auth_load(a->path, conf, err, sizeof(err));
+    if (!s) {
+        bw_error(COMPONENT, "SIGHUP: clients file not reloaded, the clients loaded before stay: %s", err);
+        return -1;
+    }
+    pthread_mutex_lock(&a->mu);
+    bw_auth_set_t *old = a->cur;
+    a->cur = s;
+    pthread_mutex_unlock(&a->mu);
+    bw_auth_release(old);
+    log_set(s, "SIGHUP: clients reloaded from");
+    return 0;
+}
+
+bw_auth_set_t *bw_auth_acquire(bw_auth_t *a) {
+    pthread_mutex_lock(&a->mu);
+    bw_auth_set_t *s = a->cur;
+    if (s) atomic_fetch_add(&s->refs, 1);
+    pthread_mutex_unlock(&a->mu);
+    return s;
+}
+
+void bw_auth_release(bw_auth_set_t *s) {
+    if (s && atomic_fetch_sub(&s->refs, 1) == 1) set_free(s);
+}
+
+void bw_auth_stop(bw_auth_t *a) {
+    if (!a) return;
+    bw_auth_release(a->cur);
+    pthread_mutex_destroy(&a->mu);
+    free(a->path);
+    free(a);
+}

@@ -1,0 +1,138 @@
+/* auth.h — who is calling the proxy, and what they may do.
+ *
+ * Clients are listed in a libconfig file of their own (proxy.auth.clients_file):
+ *
+ *   clients = (
+ *     { name = "spam-cleanup"; token_sha256 = "<64 hex digits>"; roles = ["submit"];
+ *       scopes = ["pin:delete"]; },
+ *     { name = "sre"; token_sha256 = "..."; roles = ["admin"]; }
+ *   );
+ *
+ * A caller sends `Authorization: Bearer TOKEN`. The proxy hashes TOKEN with SHA-256 and
+ * compares the digest with every client's, each in constant time (CRYPTO_memcmp), all of
+ * them whatever matched: the file never holds a token, and the time taken does not say
+ * which client or which prefix matched.
+ *
+ * Roles (a client holds one or more):
+ *   submit  POST /v1/batches, each op within the client's scopes ("type:op", either side
+ *           may be "*"); an op outside them is refused on its own, with the reason
+ *   read    GET /v1/jobs/{id}, GET /v1/shards; /metrics and /readyz when they are not open
+ *   admin   everything, shard control (POST /v1/shards/{n}/rate|pause|resume) included
+ * /healthz is always open; /metrics and /readyz are open with proxy.auth.open_metrics.
+ *
+ * A loaded set of clients (bw_auth_set_t) never changes. bw_auth_t holds the current one
+ * and swaps in a new one on SIGHUP; a request holds a reference to the set it was
+ * admitted with until it is answered, so a reload never pulls a client from under it.
+ * Without a clients file there is no set (NULL): every caller is admin.
+ * @locality any thread. */
+#ifndef BW_AUTH_H
+#define BW_AUTH_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "config.h"
+#include "request.h"
+
+#define BW_AUTH_DIGEST_LEN 32 /* SHA-256 */
+#define BW_AUTH_NAME_MAX 64
+
+typedef enum {
+    BW_ROLE_SUBMIT = 1u << 0,
+    BW_ROLE_READ = 1u << 1,
+    BW_ROLE_ADMIN = 1u << 2,
+} bw_role_t;
+#define BW_ROLE_ANY (BW_ROLE_SUBMIT | BW_ROLE_READ | BW_ROLE_ADMIN)
+
+/* "pin:delete", "board:*", "*:create", "*:*" */
+typedef struct {
+    char *type; /* an object type's name; NULL = every type ("*") */
+    int op;     /* bw_op_t; 0 = every op ("*") */
+} bw_auth_scope_t;
+
+typedef struct {
+    char *name;                              /* [A-Za-z0-9_.-], at most 64: a metrics label */
+    uint8_t digest[BW_AUTH_DIGEST_LEN];      /* sha256 of the token */
+    unsigned roles;                          /* bw_role_t bits */
+    bw_auth_scope_t *scopes;                 /* submit: what it may send */
+    int scope_cnt;
+    int line;                                /* in the clients file */
+} bw_auth_client_t;
+
+typedef struct {
+    char *path;
+    bw_auth_client_t *clients;
+    int client_cnt;
+    atomic_int refs; /* bw_auth_acquire / bw_auth_release */
+} bw_auth_set_t;
+
+/* The digest comparison, CRYPTO_memcmp; a test may wrap it to count the calls. */
+extern int (*bw_auth_memcmp)(const void *a, const void *b, size_t len);
+
+/* ---- pure functions ---------------------------------------------------------------- */
+
+/* Reads and checks a clients file. With conf, every scope's object type must be one of
+ * conf's. NULL on error with "path:line: client "name": what is wrong" in errstr (bad
+ * hex, unknown role or op or object type, a duplicate name or token, unknown keys, a
+ * submitter without scopes). The set (one reference) is freed by bw_auth_release. */
+bw_auth_set_t *bw_auth_load(const char *path, const bw_config_t *conf, char *errstr, size_t errstr_size);
+
+/* The client whose token this is, or NULL. Every client's digest is compared, in
+ * constant time, whatever matched. */
+const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token, size_t len);
+
+/* The token of an Authorization header ("Bearer TOKEN", the scheme in any case), or NULL
+ * when the header is absent or is not a bearer credential. */
+const char *bw_auth_bearer(const char *header, size_t *len);
+
+/* 1 if client may send `op` on objects of `type`: an admin always, a submitter within
+ * its scopes. A NULL client (no clients file) may do everything. */
+int bw_auth_allows_op(const bw_auth_client_t *client, const char *type, int op);
+
+/* The roles, any of which lets a caller use method+url; 0 = open to anyone (no token).
+ * Unknown endpoints need a client with any role (they answer 404 or 405 after). */
+unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_metrics);
+
+/* Refuses, one by one, the valid ops of req (routes[i].shard >= 0) outside the client's
+ * scopes: routes[i].shard becomes -1, so the batcher leaves them out, and each gets a
+ * rejection "forbidden: client "NAME" may not OP TYPE (its scopes: ...)" merged into
+ * *rejected (re-allocated in arena, sorted by index; *rejected_cnt grows). Returns how
+ * many it refused: 0 for an admin or a NULL client. */
+size_t bw_auth_refuse_ops(const bw_auth_client_t *client, const Bulkwrite__V1__BatchWriteRequest *req,
+                          bw_op_route_t *routes, bw_rejection_t **rejected, size_t *rejected_cnt, bw_arena_t *arena);
+
+/* Decides a request. 0: go on, *client is the caller (NULL when the endpoint is open or
+ * there is no clients file); 401: no valid credential; 403: the client's roles do not
+ * cover the endpoint (*client is set). why gets the reason for 401 and 403. */
+unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char *url,
+                        const char *authorization, int open_metrics, const bw_auth_client_t **client,
+                        char *why, size_t why_size);
+
+/* The roles as text, "submit, read" ("none" for 0). */
+void bw_auth_roles_text(unsigned roles, char *out, size_t size);
+/* The client's scopes as text, "pin:delete, board:*". */
+void bw_auth_scopes_text(const bw_auth_client_t *client, char *out, size_t size);
+
+/* conf's proxy.auth.clients_file, relative to conf's folder (malloc'd); NULL for none. */
+char *bw_auth_path(const bw_config_t *conf);
+
+/* ---- the live set -------------------------------------------------------------------- */
+
+typedef struct bw_auth bw_auth_t;
+
+/* Loads conf's proxy.auth.clients_file (relative to conf's folder), or none when it is
+ * "": then every caller is admin, which is logged as a warning. NULL with errstr when the
+ * file does not load. */
+bw_auth_t *bw_auth_start(const bw_config_t *conf, char *errstr, size_t errstr_size);
+/* Re-reads the clients file (SIGHUP). On an error the loaded set stays and the reason is
+ * logged; returns 0 when the new set is in force. Nothing to do without a file. */
+int bw_auth_reload(bw_auth_t *auth, const bw_config_t *conf);
+/* The current set with a reference taken (NULL without a clients file), for one request:
+ * its clients stay valid until bw_auth_release. */
+bw_auth_set_t *bw_auth_acquire(bw_auth_t *auth);
+void bw_auth_release(bw_auth_set_t *set);
+void bw_auth_stop(bw_auth_t *auth);
+
+#endif

@@ -1,0 +1,448 @@
+/* test_auth.c — the proxy's clients file, token lookup, roles per endpoint and scopes
+ * per (object type, op) (proxy/auth.h), and the tools' token (common/token.h). The
+ * digests below are `printf %s TOKEN | sha256sum`, an implementation of SHA-256 other
+ * than the proxy's. */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "helpers.h"
+#include "request.h"
+#include "shard.h"
+#include "token.h"
+
+#define ADMIN_SHA "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a" /* admin-token */
+#define FEED_SHA "b40f19644925e321aeb2c2f06bd0351c61a6ff91159066ad21832164bd9b3e83"  /* feed-token */
+#define SPAM_SHA "795c6db68dfbfabe29f5dd2c2c2f3fb7990ac1dd370c32e7577a5e3160a44e5d"  /* spam-token */
+#define READER_SHA "ba5005a40cf5212e4ac0190104cc127edab013294bb71279a975b27a80982d45" /* reader-token */
+
+static const char *const good =
+    "# test clients\n"
+    "clients = (\n"
+    "  { name = \"sre\"; token_sha256 = \"" ADMIN_SHA "\"; roles = [\"admin\"]; },\n"
+    "  { name = \"feed\"; token_sha256 = \"" FEED_SHA "\"; roles = [\"submit\", \"read\"];\n"
+    "    scopes = [\"pin:create\", \"board:*\"]; },\n"
+    "  { name = \"spam-cleanup\"; token_sha256 = \"" SPAM_SHA "\"; roles = [\"submit\"]; scopes = [\"pin:delete\"]; },\n"
+    "  { name = \"dash\"; token_sha256 = \"" READER_SHA "\"; roles = [\"read\"]; }\n"
+    ");\n";
+
+static bw_auth_set_t *load_text(const char *text, const bw_config_t *conf, char *err, size_t size) {
+    char *path = t_write_temp(text);
+    bw_auth_set_t *s = bw_auth_load(path, conf, err, size);
+    t_unlink_free(path);
+    return s;
+}
+
+/* The load must fail with an error that contains every one of the needles. */
+static void load_fails(const char *text, const char *needle1, const char *needle2) {
+    bw_config_t *conf = t_ref_config();
+    char err[1024] = "";
+    bw_auth_set_t *s = load_text(text, conf, err, sizeof(err));
+    ck_assert_msg(s == NULL, "loaded, expected an error with \"%s\"", needle1);
+    ck_assert_msg(strstr(err, needle1), "error \"%s\" lacks \"%s\"", err, needle1);
+    if (needle2) ck_assert_msg(strstr(err, needle2), "error \"%s\" lacks \"%s\"", err, needle2);
+    bw_config_destroy(conf);
+}
+
+START_TEST(parse_good) {
+    bw_config_t *conf = t_ref_config();
+    char err[1024];
+    bw_auth_set_t *s = load_text(good, conf, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    ck_assert_int_eq(s->client_cnt, 4);
+    ck_assert_str_eq(s->clients[0].name, "sre");
+    ck_assert_uint_eq(s->clients[0].roles, BW_ROLE_ADMIN);
+    ck_assert_int_eq(s->clients[0].line, 3);
+    ck_assert_uint_eq(s->clients[1].roles, BW_ROLE_SUBMIT | BW_ROLE_READ);
+    ck_assert_int_eq(s->clients[1].scope_cnt, 2);
+    ck_assert_str_eq(s->clients[1].scopes[0].type, "pin");
+    ck_assert_int_eq(s->clients[1].scopes[0].op, BW_OP_CREATE);
+    ck_assert_int_eq(s->clients[1].scopes[1].op, 0);
+    ck_assert_uint_eq(s->clients[0].digest[0], 0x10);
+    ck_assert_uint_eq(s->clients[0].digest[31], 0x2a);
+    char text[128];
+    bw_auth_scopes_text(&s->clients[1], text, sizeof(text));
+    ck_assert_str_eq(text, "pin:create, board:*");
+    bw_auth_roles_text(s->clients[1].roles, text, sizeof(text));
+    ck_assert_str_eq(text, "submit, read");
+    bw_auth_release(s);
+    bw_config_destroy(conf);
+}
+END_TEST
+
+START_TEST(parse_errors) {
+    /* bad hex: a digit that is not hex, and a short digest; the line and the client named */
+    char bad[2048];
+    snprintf(bad, sizeof(bad), "clients = (\n  { name = \"a\"; roles = [\"read\"];\n    token_sha256 = \"%.63sg\"; }\n);\n",
+             ADMIN_SHA);
+    load_fails(bad, ":3: client \"a\": token_sha256 must be 64 hex digits", "not all hex digits");
+    load_fails("clients = ( { name = \"b\"; token_sha256 = \"abc\"; roles = [\"read\"]; } );\n",
+               ":1: client \"b\": token_sha256 must be 64 hex digits", "has 3 characters");
+    load_fails("clients = ( { name = \"c\"; roles = [\"read\"]; } );\n", "client \"c\": needs token_sha256", NULL);
+    /* unknown role */
+    snprintf(bad, sizeof(bad), "clients = (\n { name = \"w\"; token_sha256 = \"%s\";\n roles = [\"read\", \"writer\"]; }\n);\n",
+             ADMIN_SHA);
+    load_fails(bad, ":3: client \"w\": unknown role \"writer\"", NULL);
+    /* duplicate token: both clients and the first one's line */
+    snprintf(bad, sizeof(bad),
+             "clients = (\n { name = \"one\"; token_sha256 = \"%s\"; roles = [\"read\"]; },\n"
+             " { name = \"two\"; token_sha256 = \"%s\"; roles = [\"admin\"]; }\n);\n",
+             ADMIN_SHA, ADMIN_SHA);
+    load_fails(bad, ":3: client \"two\" has the same token_sha256 as client \"one\" (line 2)", NULL);
+    /* the same digest in upper case is the same token */
+    char upper[65];
+    for (int i = 0; i < 64; i++) upper[i] = (char)(ADMIN_SHA[i] >= 'a' ? ADMIN_SHA[i] - 32 : ADMIN_SHA[i]);
+    upper[64] = '\0';
+    snprintf(bad, sizeof(bad),
+             "clients = (\n { name = \"one\"; token_sha256 = \"%s\"; roles = [\"read\"]; },\n"
+             " { name = \"two\"; token_sha256 = \"%s\"; roles = [\"admin\"]; }\n);\n",
+             ADMIN_SHA, upper);
+    load_fails(bad, "client \"two\" has the same token_sha256 as client \"one\"", NULL);
+    /* duplicate name */
+    snprintf(bad, sizeof(bad),
+             "clients = (\n { name = \"one\"; token_sha256 = \"%s\"; roles = [\"read\"]; },\n"
+             " { name = \"one\"; token_sha256 = \"%s\"; roles = [\"admin\"]; }\n);\n",
+             ADMIN_SHA, FEED_SHA);
+    load_fails(bad, ":3: client \"one\" is listed twice (also line 2)", NULL);
+    /* scopes: unknown op, unknown type, malformed, missing for a submitter, on a reader */
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"s\"; token_sha256 = \"%s\"; roles = [\"submit\"];\n"
+                               "  scopes = [\"pin:remove\"]; } );\n", SPAM_SHA);
+    load_fails(bad, ":2: client \"s\": scope \"pin:remove\": unknown op \"remove\"", NULL);
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"s\"; token_sha256 = \"%s\"; roles = [\"submit\"]; "
+                               "scopes = [\"pins:delete\"]; } );\n", SPAM_SHA);
+    load_fails(bad, "unknown object type \"pins\"", NULL);
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"s\"; token_sha256 = \"%s\"; roles = [\"submit\"]; "
+                               "scopes = [\"delete\"]; } );\n", SPAM_SHA);
+    load_fails(bad, "scope \"delete\" is not TYPE:OP", NULL);
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"s\"; token_sha256 = \"%s\"; roles = [\"submit\"]; } );\n", SPAM_SHA);
+    load_fails(bad, "client \"s\": the submit role needs scopes", NULL);
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"r\"; token_sha256 = \"%s\"; roles = [\"read\"]; "
+                               "scopes = [\"pin:*\"]; } );\n", SPAM_SHA);
+    load_fails(bad, "client \"r\": scopes limit the submit role", NULL);
+    /* unknown keys, no roles, a bad name, a syntax error, a missing file */
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"k\"; token_sha256 = \"%s\"; roles = [\"read\"];\n"
+                               "  scope = [\"pin:*\"]; } );\n", SPAM_SHA);
+    load_fails(bad, ":2: client \"k\": unknown key \"scope\"", NULL);
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"k\"; token_sha256 = \"%s\"; roles = [ ]; } );\n", SPAM_SHA);
+    load_fails(bad, "client \"k\": needs roles", NULL);
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"a b\"; token_sha256 = \"%s\"; roles = [\"read\"]; } );\n", SPAM_SHA);
+    load_fails(bad, "client 1: name \"a b\"", NULL);
+    load_fails("clients = ( { name = \"x\" ", ":1: syntax error", NULL);
+    load_fails("client = ( );\n", "unknown key \"client\"", NULL);
+    char err[256];
+    ck_assert_ptr_null(bw_auth_load("/nonexistent/clients.conf", NULL, err, sizeof(err)));
+    ck_assert_str_eq(err, "/nonexistent/clients.conf: cannot read the clients file");
+}
+END_TEST
+
+static int compares, compare_len_ok;
+static int counting_memcmp(const void *a, const void *b, size_t len) {
+    compares++;
+    compare_len_ok &= len == BW_AUTH_DIGEST_LEN;
+    return CRYPTO_memcmp(a, b, len);
+}
+
+START_TEST(lookup) {
+    char err[1024];
+    bw_auth_set_t *s = load_text(good, NULL, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    const bw_auth_client_t *c = bw_auth_find(s, "spam-token", 10);
+    ck_assert(c && strcmp(c->name, "spam-cleanup") == 0);
+    c = bw_auth_find(s, "admin-token", 11);
+    ck_assert(c && strcmp(c->name, "sre") == 0);
+    ck_assert_ptr_null(bw_auth_find(s, "admin-token ", 12));
+    ck_assert_ptr_null(bw_auth_find(s, "admin-toke", 10));
+    ck_assert_ptr_null(bw_auth_find(s, "", 0));
+    ck_assert_ptr_null(bw_auth_find(s, "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a", 64)); /* the digest is no token */
+    /* the digest comparison is OpenSSL's constant-time one, and every client is compared,
+     * over the whole digest, even when the first one matched */
+    ck_assert_ptr_eq((void *)bw_auth_memcmp, (void *)CRYPTO_memcmp);
+    bw_auth_memcmp = counting_memcmp;
+    compares = 0, compare_len_ok = 1;
+    c = bw_auth_find(s, "admin-token", 11);
+    ck_assert(c && strcmp(c->name, "sre") == 0);
+    ck_assert_int_eq(compares, 4);
+    compares = 0;
+    ck_assert_ptr_null(bw_auth_find(s, "nobody", 6));
+    ck_assert_int_eq(compares, 4);
+    ck_assert(compare_len_ok);
+    bw_auth_memcmp = CRYPTO_memcmp;
+    /* the header */
+    size_t len = 0;
+    const char *t = bw_auth_bearer("Bearer abc", &len);
+    ck_assert(t && len == 3 && strncmp(t, "abc", 3) == 0);
+    t = bw_auth_bearer("bearer   abc  ", &len);
+    ck_assert(t && len == 3 && strncmp(t, "abc", 3) == 0);
+    ck_assert_ptr_null(bw_auth_bearer("Basic YWJjOmRlZg==", &len));
+    ck_assert_ptr_null(bw_auth_bearer("Bearer", &len));
+    ck_assert_ptr_null(bw_auth_bearer("Bearer   ", &len));
+    ck_assert_ptr_null(bw_auth_bearer("Bearerabc", &len));
+    ck_assert_ptr_null(bw_auth_bearer(NULL, &len));
+    bw_auth_release(s);
+}
+END_TEST
+
+START_TEST(scopes) {
+    bw_auth_scope_t sc[3] = {{"pin", BW_OP_DELETE}, {"board", 0}, {NULL, BW_OP_CREATE}};
+    bw_auth_client_t c = {.name = "x", .roles = BW_ROLE_SUBMIT, .scopes = sc, .scope_cnt = 1};
+    /* pin:delete */
+    ck_assert(bw_auth_allows_op(&c, "pin", BW_OP_DELETE));
+    ck_assert(!bw_auth_allows_op(&c, "pin", BW_OP_CREATE));
+    ck_assert(!bw_auth_allows_op(&c, "pin", BW_OP_UPDATE));
+    ck_assert(!bw_auth_allows_op(&c, "board", BW_OP_DELETE));
+    ck_assert(!bw_auth_allows_op(&c, "pi", BW_OP_DELETE));
+    /* board:* */
+    c.scopes = &sc[1];
+    for (int op = BW_OP_CREATE; op <= BW_OP_DELETE; op++) ck_assert(bw_auth_allows_op(&c, "board", op));
+    ck_assert(!bw_auth_allows_op(&c, "pin", BW_OP_CREATE));
+    /* *:create */
+    c.scopes = &sc[2];
+    ck_assert(bw_auth_allows_op(&c, "pin", BW_OP_CREATE));
+    ck_assert(bw_auth_allows_op(&c, "board", BW_OP_CREATE));
+    ck_assert(!bw_auth_allows_op(&c, "pin", BW_OP_UPSERT));
+    /* all three */
+    c.scopes = sc, c.scope_cnt = 3;
+    ck_assert(bw_auth_allows_op(&c, "pin", BW_OP_DELETE) && bw_auth_allows_op(&c, "board", BW_OP_UPDATE) &&
+              bw_auth_allows_op(&c, "pin", BW_OP_CREATE) && !bw_auth_allows_op(&c, "pin", BW_OP_UPDATE));
+    /* scopes need the submit role; an admin needs none; no clients file: everything */
+    c.roles = BW_ROLE_READ;
+    ck_assert(!bw_auth_allows_op(&c, "pin", BW_OP_DELETE));
+    bw_auth_client_t admin = {.name = "sre", .roles = BW_ROLE_ADMIN};
+    ck_assert(bw_auth_allows_op(&admin, "pin", BW_OP_UPSERT));
+    ck_assert(bw_auth_allows_op(NULL, "pin", BW_OP_UPSERT));
+}
+END_TEST
+
+START_TEST(ops_out_of_scope) {
+    /* a spam-cleanup client (pin:delete) sends: create pin, delete pin, an invalid op,
+     * delete board, create pin, delete pin */
+    bw_config_t *conf = t_ref_config();
+    bw_arena_t a;
+    bw_arena_init(&a, 1 << 14);
+    t_req_t r;
+    t_req_init(&r, &a, 8);
+    uint64_t owner = bw_id_make(3, 9, 1);
+    Bulkwrite__V1__Op *o = t_op(&r, BW_OP_CREATE, "pin", bw_id_make(3, 1, 10), t_idstr(&r, owner));
+    t_f_int(&r, o, "owner_id", 1);
+    t_op(&r, BW_OP_DELETE, "pin", bw_id_make(3, 1, 11), "");
+    t_op(&r, BW_OP_DELETE, "pin", bw_id_make(3, 2, 12), ""); /* type id 2 is no pin: invalid */
+    t_op(&r, BW_OP_DELETE, "board", bw_id_make(3, 2, 13), "");
+    o = t_op(&r, BW_OP_CREATE, "pin", bw_id_make(3, 1, 14), t_idstr(&r, owner));
+    t_f_int(&r, o, "owner_id", 1);
+    t_op(&r, BW_OP_DELETE, "pin", bw_id_make(3, 1, 15), "");
+    bw_op_route_t routes[6];
+    bw_rejection_t *rej;
+    size_t cnt = bw_request_validate(conf, r.req, &a, routes, &rej);
+    ck_assert_uint_eq(cnt, 1);
+    bw_auth_scope_t sc = {"pin", BW_OP_DELETE};
+    bw_auth_client_t spam = {.name = "spam-cleanup", .roles = BW_ROLE_SUBMIT, .scopes = &sc, .scope_cnt = 1};
+    ck_assert_uint_eq(bw_auth_refuse_ops(&spam, r.req, routes, &rej, &cnt, &a), 3);
+    ck_assert_uint_eq(cnt, 4);
+    /* in request order; the invalid op keeps its own reason */
+    ck_assert_uint_eq(rej[0].index, 0);
+    ck_assert_str_eq(rej[0].reason, "forbidden: client \"spam-cleanup\" may not create pin (its scopes: pin:delete)");
+    ck_assert_uint_eq(rej[1].index, 2);
+    ck_assert_ptr_null(strstr(rej[1].reason, "forbidden"));
+    ck_assert_uint_eq(rej[2].index, 3);
+    ck_assert_str_eq(rej[2].reason, "forbidden: client \"spam-cleanup\" may not delete board (its scopes: pin:delete)");
+    ck_assert_uint_eq(rej[3].index, 4);
+    ck_assert_str_eq(rej[3].reason, rej[0].reason);
+    ck_assert(!rej[0].retryable && !rej[2].retryable);
+    /* refused ops are out of the batches; the allowed deletes are still routed */
+    ck_assert(routes[0].shard == -1 && routes[3].shard == -1 && routes[4].shard == -1);
+    ck_assert(routes[1].shard == 3 && routes[5].shard == 3);
+    /* an admin, and no clients file, refuse nothing */
+    bw_auth_client_t admin = {.name = "sre", .roles = BW_ROLE_ADMIN};
+    size_t before = cnt;
+    ck_assert_uint_eq(bw_auth_refuse_ops(&admin, r.req, routes, &rej, &cnt, &a), 0);
+    ck_assert_uint_eq(bw_auth_refuse_ops(NULL, r.req, routes, &rej, &cnt, &a), 0);
+    ck_assert_uint_eq(cnt, before);
+    bw_arena_destroy(&a);
+    bw_config_destroy(conf);
+}
+END_TEST
+
+START_TEST(decisions) {
+    char err[1024], why[320];
+    bw_auth_set_t *s = load_text(good, NULL, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    const bw_auth_client_t *c;
+    /* open endpoints */
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/healthz", NULL, 0, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/readyz", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, 0, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer reader-token", 0, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer spam-token", 0, &c, why, sizeof(why)), 403);
+    /* 401: no credential, another scheme, an unknown token; even for unknown endpoints */
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", NULL, 1, &c, why, sizeof(why)), 401);
+    ck_assert_str_eq(why, "no credential: send Authorization: Bearer TOKEN");
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Basic eDp5", 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer wrong", 1, &c, why, sizeof(why)), 401);
+    ck_assert_str_eq(why, "unknown token");
+    ck_assert_ptr_null(c);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", NULL, 1, &c, why, sizeof(why)), 401);
+    /* roles */
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer dash-token", 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer reader-token", 1, &c, why, sizeof(why)), 403);
+    ck_assert_str_eq(why, "POST /v1/batches needs the submit role; client \"dash\" has read");
+    ck_assert(c && strcmp(c->name, "dash") == 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer reader-token", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer spam-token", 1, &c, why, sizeof(why)), 0);
+    ck_assert(c && strcmp(c->name, "spam-cleanup") == 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer spam-token", 1, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer feed-token", 1, &c, why, sizeof(why)), 403);
+    ck_assert_str_eq(why, "POST /v1/shards/3/pause needs the admin role; client \"feed\" has submit, read");
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer admin-token", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer admin-token", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer admin-token", 1, &c, why, sizeof(why)), 0);
+    /* an authenticated client reaches unknown endpoints (404 there) */
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", "Bearer spam-token", 1, &c, why, sizeof(why)), 0);
+    /* no clients file: open, no client */
+    ck_assert_uint_eq(bw_auth_decide(NULL, "POST", "/v1/shards/3/pause", NULL, 0, &c, why, sizeof(why)), 0);
+    ck_assert_ptr_null(c);
+    bw_auth_release(s);
+}
+END_TEST
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(reload_keeps_old_on_error) {
+    char *path = t_write_temp(good);
+    /* a config naming the file (the reference config has none) */
+    char repl[512];
+    snprintf(repl, sizeof(repl), "clients_file = \"%s\";", path);
+    bw_config_t *conf = t_conf_variant_load("clients_file = \"\";", repl);
+    char err[1024];
+    bw_auth_t *a = bw_auth_start(conf, err, sizeof(err));
+    ck_assert_msg(a != NULL, "%s", err);
+    bw_auth_set_t *held = bw_auth_acquire(a); /* a request in flight */
+    ck_assert_ptr_nonnull(bw_auth_find(held, "spam-token", 10));
+    /* a broken file: the loaded clients stay */
+    write_file(path, "clients = ( { name = \"x\"; } );\n");
+    ck_assert_int_eq(bw_auth_reload(a, conf), -1);
+    bw_auth_set_t *s = bw_auth_acquire(a);
+    ck_assert_ptr_eq(s, held);
+    bw_auth_release(s);
+    /* a good one: the new token works, the removed one does not; the held set is intact */
+    char text[1024];
+    snprintf(text, sizeof(text), "clients = ( { name = \"new\"; token_sha256 = \"%s\"; roles = [\"admin\"]; } );\n",
+             FEED_SHA);
+    write_file(path, text);
+    ck_assert_int_eq(bw_auth_reload(a, conf), 0);
+    s = bw_auth_acquire(a);
+    ck_assert_ptr_nonnull(bw_auth_find(s, "feed-token", 10));
+    ck_assert_ptr_null(bw_auth_find(s, "spam-token", 10));
+    bw_auth_release(s);
+    ck_assert_str_eq(bw_auth_find(held, "spam-token", 10)->name, "spam-cleanup");
+    bw_auth_release(held);
+    bw_auth_stop(a);
+    /* a file that does not load stops the start */
+    write_file(path, "clients = ( { name = \"x\"; } );\n");
+    ck_assert_ptr_null(bw_auth_start(conf, err, sizeof(err)));
+    ck_assert_msg(strstr(err, "needs token_sha256"), "%s", err);
+    bw_config_destroy(conf);
+    /* no file: open */
+    conf = t_ref_config();
+    a = bw_auth_start(conf, err, sizeof(err));
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_null(bw_auth_acquire(a));
+    ck_assert_int_eq(bw_auth_reload(a, conf), 0);
+    bw_auth_stop(a);
+    bw_config_destroy(conf);
+    t_unlink_free(path);
+}
+END_TEST
+
+START_TEST(relative_path) {
+    /* a relative clients_file is read from the configuration file's folder */
+    char *path = t_write_temp(good);
+    const char *base = strrchr(path, '/') + 1;
+    char repl[512];
+    snprintf(repl, sizeof(repl), "clients_file = \"%s\";", base);
+    bw_config_t *conf = t_conf_variant_load("clients_file = \"\";", repl);
+    char err[1024];
+    bw_auth_t *a = bw_auth_start(conf, err, sizeof(err));
+    ck_assert_msg(a != NULL, "%s", err);
+    bw_auth_set_t *s = bw_auth_acquire(a);
+    ck_assert_str_eq(s->path, path);
+    bw_auth_release(s);
+    bw_auth_stop(a);
+    bw_config_destroy(conf);
+    t_unlink_free(path);
+}
+END_TEST
+
+START_TEST(example_file) {
+    /* conf/clients.example.conf loads against the reference config, and its tokens are
+     * the ones its comment names */
+    bw_config_t *conf = t_ref_config();
+    char err[1024];
+    bw_auth_set_t *s = bw_auth_load("conf/clients.example.conf", conf, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    ck_assert_int_eq(s->client_cnt, 4);
+    const bw_auth_client_t *c = bw_auth_find(s, "example-spam-token", 18);
+    ck_assert(c && strcmp(c->name, "spam-cleanup") == 0 && bw_auth_allows_op(c, "pin", BW_OP_DELETE) &&
+              !bw_auth_allows_op(c, "pin", BW_OP_CREATE));
+    ck_assert_str_eq(bw_auth_find(s, "example-sre-token", 17)->name, "sre");
+    ck_assert_str_eq(bw_auth_find(s, "example-feed-token", 18)->name, "feed-ingest");
+    ck_assert_str_eq(bw_auth_find(s, "example-dash-token", 18)->name, "dashboard");
+    bw_auth_release(s);
+    bw_config_destroy(conf);
+}
+END_TEST
+
+START_TEST(tool_token) {
+    char err[256], *tok, *hdr;
+    unsetenv("BW_TOKEN");
+    ck_assert_int_eq(bw_token_load(NULL, &tok, err, sizeof(err)), 0);
+    ck_assert_ptr_null(tok);
+    setenv("BW_TOKEN", "env-token", 1);
+    ck_assert_int_eq(bw_token_header(NULL, &hdr, err, sizeof(err)), 0);
+    ck_assert_str_eq(hdr, "Authorization: Bearer env-token");
+    free(hdr);
+    /* the file wins over the environment; its newline is dropped */
+    char *path = t_write_temp("file-token\n");
+    ck_assert_int_eq(bw_token_load(path, &tok, err, sizeof(err)), 0);
+    ck_assert_str_eq(tok, "file-token");
+    free(tok);
+    t_unlink_free(path);
+    path = t_write_temp("two words\n");
+    ck_assert_int_eq(bw_token_load(path, &tok, err, sizeof(err)), -1);
+    ck_assert_msg(strstr(err, "printable ASCII without spaces"), "%s", err);
+    t_unlink_free(path);
+    path = t_write_temp("\n");
+    ck_assert_int_eq(bw_token_load(path, &tok, err, sizeof(err)), -1);
+    ck_assert_msg(strstr(err, "the token is empty"), "%s", err);
+    t_unlink_free(path);
+    ck_assert_int_eq(bw_token_load("/nonexistent/token", &tok, err, sizeof(err)), -1);
+    setenv("BW_TOKEN", "", 1);
+    ck_assert_int_eq(bw_token_load(NULL, &tok, err, sizeof(err)), -1);
+    unsetenv("BW_TOKEN");
+}
+END_TEST
+
+Suite *auth_suite(void) {
+    Suite *s = suite_create("auth");
+    TCase *tc = tcase_create("auth");
+    tcase_add_test(tc, parse_good);
+    tcase_add_test(tc, parse_errors);
+    tcase_add_test(tc, lookup);
+    tcase_add_test(tc, scopes);
+    tcase_add_test(tc, ops_out_of_scope);
+    tcase_add_test(tc, decisions);
+    tcase_add_test(tc, reload_keeps_old_on_error);
+    tcase_add_test(tc, relative_path);
+    tcase_add_test(tc, example_file);
+    tcase_add_test(tc, tool_token);
+    suite_add_tcase(s, tc);
+    return s;
+}
