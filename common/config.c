@@ -121,6 +121,12 @@ static const key_t_ auth_keys[] = {
     {"open_metrics", K_BOOL, OFF(proxy_auth_open_metrics), 0, 0, 0, "true", NULL, NULL, 0,
      "With a clients file: /metrics and /readyz answer without a token (scrapers, load "
      "balancers); false = they need the read or admin role. /healthz is always open."},
+    {"job_id_secret", K_STR, OFF(proxy_auth_job_id_secret), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "With a clients file: the key of the HMAC that makes a job id from the client's name "
+     "and its request_id, so nobody can compute a job's id from its request_id. Every proxy "
+     "of a deployment needs the same one; changing it makes a resend of an earlier request "
+     "a new job (applied again). \"\" = an empty key: ids are still per client, but "
+     "computable (a warning at startup)."},
     END};
 
 static const key_t_ top_keys[] = {

@@ -30,10 +30,14 @@ typedef struct {
 
 #define CLIENTS_MAX 1000
 
+const char *const bw_quota_kind_names[BW_QUOTA_KINDS] = {"ops_per_second", "bytes_per_second", "jobs_in_flight"};
+
 typedef struct {
     char name[72];
     uint64_t forbidden;    /* requests answered 403 for the client's role */
     uint64_t out_of_scope; /* ops refused outside the client's scopes */
+    uint64_t over_quota[BW_QUOTA_KINDS]; /* requests answered 429 for each of its quotas */
+    uint64_t accepted_ops, accepted_bytes; /* what its requests had accepted (202, 429, 503) */
 } client_stats_t;
 
 struct bw_metrics {
@@ -114,27 +118,46 @@ void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages) {
     pthread_mutex_unlock(&m->mu);
 }
 
+/* The client's counters, made on first use. @locks m->mu held */
+static client_stats_t *client_stats(bw_metrics_t *m, const char *client) {
+    for (int i = 0; i < m->client_cnt; i++)
+        if (strcmp(m->clients[i].name, client) == 0) return &m->clients[i];
+    if (m->client_cnt >= CLIENTS_MAX) {
+        client = "(other)";
+        for (int i = 0; i < m->client_cnt; i++)
+            if (strcmp(m->clients[i].name, client) == 0) return &m->clients[i];
+    }
+    if (m->client_cnt == m->client_cap) {
+        m->client_cap = m->client_cap ? m->client_cap * 2 : 8;
+        client_stats_t *n = realloc(m->clients, (size_t)m->client_cap * sizeof(*n));
+        if (!n) abort();
+        m->clients = n;
+    }
+    client_stats_t *st = &m->clients[m->client_cnt++];
+    memset(st, 0, sizeof(*st));
+    snprintf(st->name, sizeof(st->name), "%s", client);
+    return st;
+}
+
 void bw_metrics_client_refused(bw_metrics_t *m, const char *client, uint64_t requests, uint64_t ops) {
     pthread_mutex_lock(&m->mu);
-    client_stats_t *st = NULL;
-    for (int i = 0; i < m->client_cnt && !st; i++)
-        if (strcmp(m->clients[i].name, client) == 0) st = &m->clients[i];
-    if (!st && m->client_cnt >= CLIENTS_MAX) client = "(other)";
-    for (int i = 0; i < m->client_cnt && !st; i++)
-        if (strcmp(m->clients[i].name, client) == 0) st = &m->clients[i];
-    if (!st) {
-        if (m->client_cnt == m->client_cap) {
-            m->client_cap = m->client_cap ? m->client_cap * 2 : 8;
-            client_stats_t *n = realloc(m->clients, (size_t)m->client_cap * sizeof(*n));
-            if (!n) abort();
-            m->clients = n;
-        }
-        st = &m->clients[m->client_cnt++];
-        memset(st, 0, sizeof(*st));
-        snprintf(st->name, sizeof(st->name), "%s", client);
-    }
+    client_stats_t *st = client_stats(m, client);
     st->forbidden += requests;
     st->out_of_scope += ops;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_client_over_quota(bw_metrics_t *m, const char *client, bw_quota_kind_t kind) {
+    pthread_mutex_lock(&m->mu);
+    client_stats(m, client)->over_quota[kind]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_client_accepted(bw_metrics_t *m, const char *client, uint64_t ops, uint64_t bytes) {
+    pthread_mutex_lock(&m->mu);
+    client_stats_t *st = client_stats(m, client);
+    st->accepted_ops += ops;
+    st->accepted_bytes += bytes;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -312,6 +335,23 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
         for (int i = 0; i < m->client_cnt; i++)
             bw_buf_printf(out, "bulkwrite_proxy_client_ops_out_of_scope_total{client=\"%s\"} %llu\n",
                           m->clients[i].name, (unsigned long long)m->clients[i].out_of_scope);
+        header(out, "bulkwrite_proxy_client_over_quota_total", "counter",
+               "Requests answered 429 because the client was over one of its quotas (clients file).");
+        for (int i = 0; i < m->client_cnt; i++)
+            for (int k = 0; k < BW_QUOTA_KINDS; k++)
+                bw_buf_printf(out, "bulkwrite_proxy_client_over_quota_total{client=\"%s\",quota=\"%s\"} %llu\n",
+                              m->clients[i].name, bw_quota_kind_names[k],
+                              (unsigned long long)m->clients[i].over_quota[k]);
+        header(out, "bulkwrite_proxy_client_accepted_ops_total", "counter",
+               "Ops of the client's requests that the proxy accepted (durable in Kafka).");
+        for (int i = 0; i < m->client_cnt; i++)
+            bw_buf_printf(out, "bulkwrite_proxy_client_accepted_ops_total{client=\"%s\"} %llu\n",
+                          m->clients[i].name, (unsigned long long)m->clients[i].accepted_ops);
+        header(out, "bulkwrite_proxy_client_request_bytes_total", "counter",
+               "Bytes of the client's request bodies that passed its quotas.");
+        for (int i = 0; i < m->client_cnt; i++)
+            bw_buf_printf(out, "bulkwrite_proxy_client_request_bytes_total{client=\"%s\"} %llu\n",
+                          m->clients[i].name, (unsigned long long)m->clients[i].accepted_bytes);
         render_histogram(out, "bulkwrite_proxy_accept_latency_seconds",
                          "Time from request received to reply, including Kafka acknowledgement.",
                          &m->accept_latency);

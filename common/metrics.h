@@ -38,6 +38,13 @@ void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages);
  * for its role, `ops` refused one by one outside its scopes. Counted per client name,
  * across reloads of the clients file; past 1,000 names they add up under "(other)". */
 void bw_metrics_client_refused(bw_metrics_t *m, const char *client, uint64_t requests, uint64_t ops);
+/* The quotas of a client (proxy/quota.h), as the label quota="..." names them. */
+typedef enum { BW_QUOTA_OPS, BW_QUOTA_BYTES, BW_QUOTA_JOBS, BW_QUOTA_KINDS } bw_quota_kind_t;
+extern const char *const bw_quota_kind_names[BW_QUOTA_KINDS];
+/* A request of the client was answered 429 for its quota `kind`. */
+void bw_metrics_client_over_quota(bw_metrics_t *m, const char *client, bw_quota_kind_t kind);
+/* A request of the client passed its quotas (bytes: its body) and had `ops` accepted. */
+void bw_metrics_client_accepted(bw_metrics_t *m, const char *client, uint64_t ops, uint64_t bytes);
 
 /* consumer */
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,

@@ -95,10 +95,27 @@ static int parse_scope(const char *text, const bw_config_t *conf, bw_auth_scope_
     return 0;
 }
 
+/* A quota key of a client (quota.h): absent = 0 = no limit; else a number in 0..max. */
+static int parse_quota(const config_setting_t *e, const char *key, double max, double *out,
+                       const config_setting_t **at, char *why, size_t why_size) {
+    const config_setting_t *m = config_setting_get_member(e, key);
+    *out = 0;
+    if (!m) return 0;
+    *at = m;
+    int type = config_setting_type(m);
+    if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64) *out = (double)config_setting_get_int64(m);
+    else if (type == CONFIG_TYPE_FLOAT) *out = config_setting_get_float(m);
+    else return snprintf(why, why_size, "%s must be a number (0 = no limit)", key), -1;
+    if (!(*out >= 0 && *out <= max))
+        return snprintf(why, why_size, "%s %.17g is out of range: 0 (no limit) to %.17g", key, *out, max), -1;
+    return 0;
+}
+
 /* One entry of `clients` into c; -1 with why (the caller adds file, line and name). */
 static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_auth_client_t *c, char *why,
                         size_t why_size, const config_setting_t **at) {
-    static const char *const known[] = {"name", "token_sha256", "roles", "scopes"};
+    static const char *const known[] = {"name", "token_sha256", "roles", "scopes", "ops_per_second",
+                                        "bytes_per_second", "max_jobs_in_flight"};
     *at = e;
     if (!config_setting_is_group(e)) return snprintf(why, why_size, "expected a group { name = ...; ... }"), -1;
     const char *name = NULL, *hex = NULL;
@@ -111,7 +128,8 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]) && !ok; k++) ok = !strcmp(config_setting_name(m), known[k]);
         if (!ok) {
             *at = m;
-            return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, roles, scopes)", config_setting_name(m)), -1;
+            return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, roles, scopes, ops_per_second, "
+                                           "bytes_per_second, max_jobs_in_flight)", config_setting_name(m)), -1;
         }
     }
     const config_setting_t *m = config_setting_get_member(e, "token_sha256");
@@ -155,6 +173,14 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
             c->scope_cnt++;
         }
     }
+    if (parse_quota(e, "ops_per_second", 1e6, &c->quota.ops_per_second, at, why, why_size) ||
+        parse_quota(e, "bytes_per_second", 1e12, &c->quota.bytes_per_second, at, why, why_size))
+        return -1;
+    double jobs = 0;
+    if (parse_quota(e, "max_jobs_in_flight", 1e6, &jobs, at, why, why_size)) return -1;
+    if (jobs != (int)jobs) return *at = config_setting_get_member(e, "max_jobs_in_flight"),
+                                  snprintf(why, why_size, "max_jobs_in_flight must be a whole number"), -1;
+    c->quota.max_jobs_in_flight = (int)jobs;
     if ((c->roles & BW_ROLE_SUBMIT) && !(c->roles & BW_ROLE_ADMIN) && c->scope_cnt == 0) {
         *at = e;
         return snprintf(why, why_size, "the submit role needs scopes, e.g. [\"pin:delete\"] (\"*:*\" for every "

@@ -4,7 +4,7 @@
  *
  *   clients = (
  *     { name = "spam-cleanup"; token_sha256 = "<64 hex digits>"; roles = ["submit"];
- *       scopes = ["pin:delete"]; },
+ *       scopes = ["pin:delete"]; ops_per_second = 20000; max_jobs_in_flight = 4; },
  *     { name = "sre"; token_sha256 = "..."; roles = ["admin"]; }
  *   );
  *
@@ -34,6 +34,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "quota.h"
 #include "request.h"
 
 #define BW_AUTH_DIGEST_LEN 32 /* SHA-256 */
@@ -58,6 +59,7 @@ typedef struct {
     unsigned roles;                          /* bw_role_t bits */
     bw_auth_scope_t *scopes;                 /* submit: what it may send */
     int scope_cnt;
+    bw_quota_limits_t quota;                 /* submit: ops/s, bytes/s, jobs in flight (quota.h) */
     int line;                                /* in the clients file */
 } bw_auth_client_t;
 

@@ -27,7 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <openssl/sha.h>
 
 #include "admin.h"
 #include "arena.h"
@@ -39,6 +42,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
+#include "quota.h"
 #include "request.h"
 #include "shardtable.h"
 
@@ -65,6 +69,7 @@ typedef struct {
     bw_shard_table_t *shards;
     bw_backlog_t *backlog;
     bw_auth_t *auth;
+    bw_quota_t *quota; /* per client budgets (quota.h) */
 } proxy_t;
 
 static proxy_t proxy;
@@ -219,7 +224,8 @@ static Bulkwrite__V1__JobRecord *previous_record(const Bulkwrite__V1__BatchWrite
  * is the one this proxy knows (its own writes at once, other proxies' as its tail reads
  * them): a resend that reaches another proxy within the tail's lag can leave the
  * receipt short of ops taken earlier, never the data. */
-static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id, const bw_batch_set_t *set,
+static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id, const char *client,
+                       const uint8_t *body_sha256, const bw_batch_set_t *set,
                        const msg_fate_t *fate, const rd_kafka_resp_err_t *errs, const int64_t *offsets,
                        bw_arena_t *arena) {
     int shard_count = proxy.conf->shard_count;
@@ -281,6 +287,11 @@ static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *
     rec.n_shards = n;
     rec.accepted_parts = parts;
     rec.n_accepted_parts = n_parts;
+    rec.client = (char *)client;
+    if (body_sha256) {
+        rec.body_sha256.data = (uint8_t *)body_sha256;
+        rec.body_sha256.len = SHA256_DIGEST_LENGTH;
+    }
     size_t len = bulkwrite__v1__job_record__get_packed_size(&rec);
     uint8_t *buf = bw_arena_alloc(arena, len + 1);
     bulkwrite__v1__job_record__pack(&rec, buf);
@@ -383,7 +394,7 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     bw_arena_init(&arena, 1 << 16);
     char err[512];
     enum MHD_Result ret;
-    int too_many;
+    int too_many, in_flight = 0;
     Bulkwrite__V1__BatchWriteRequest *req = bw_request_decode_bounded(
         fmt, up->body ? up->body : "", up->len, (size_t)proxy.conf->max_ops, &arena, err, sizeof(err), &too_many);
     if (!req) {
@@ -394,10 +405,44 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
         ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "the request has no ops");
         goto done;
     }
+    /* the client's quotas, before any work for Kafka: over one, the request is refused whole */
+    if (up->client) {
+        bw_quota_kind_t kind;
+        int retry_after_s;
+        if (bw_quota_admit(proxy.quota, up->client->name, &up->client->quota, (double)req->n_ops, (double)up->len,
+                           bw_now_us(), &kind, &retry_after_s, err, sizeof(err))) {
+            bw_metrics_client_over_quota(proxy.metrics, up->client->name, kind);
+            char retry_after[16];
+            snprintf(retry_after, sizeof(retry_after), "%d", retry_after_s);
+            ret = reply_error_with(c, MHD_HTTP_TOO_MANY_REQUESTS, MHD_HTTP_HEADER_RETRY_AFTER, retry_after, err);
+            goto done;
+        }
+        in_flight = 1;
+    }
 
     char job_id[33];
-    if (bw_request_job_id(req, job_id, err, sizeof(err))) {
+    const char *secret = proxy.conf->proxy_auth_job_id_secret;
+    if (bw_request_job_id(req, up->client ? up->client->name : NULL, secret, strlen(secret), job_id, err,
+                          sizeof(err))) {
         ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+        goto done;
+    }
+    /* a request_id names one request: a resend must be the same body */
+    uint8_t body_sha256[SHA256_DIGEST_LENGTH];
+    int has_rid = req->request_id && req->request_id[0];
+    if (has_rid) SHA256((const unsigned char *)(up->body ? up->body : ""), up->len, body_sha256);
+    Bulkwrite__V1__JobRecord *prev = previous_record(req, job_id);
+    if (prev && prev->body_sha256.len == sizeof(body_sha256) &&
+        memcmp(prev->body_sha256.data, body_sha256, sizeof(body_sha256))) {
+        char when[32];
+        time_t secs = (time_t)(prev->created_at_ms / 1000);
+        struct tm tm;
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&secs, &tm));
+        bulkwrite__v1__job_record__free_unpacked(prev, NULL);
+        ret = reply_error(c, MHD_HTTP_CONFLICT,
+                          "request_id \"%s\" was used at %s for a different body (job %s); a resend must be "
+                          "byte for byte the same request, and a new request needs a new request_id",
+                          req->request_id, when, job_id);
         goto done;
     }
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
@@ -418,7 +463,6 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     const char **full = bw_arena_alloc(&arena, cnt * sizeof(*full));
     memset(errs, 0, cnt * sizeof(*errs));
     memset(offsets, 0, cnt * sizeof(*offsets));
-    Bulkwrite__V1__JobRecord *prev = previous_record(req, job_id);
     size_t backlog_ops = admit_all(&set, prev, fate, full, &arena);
     if (set.msg_cnt) produce_all(&set, fate, job_id, errs, offsets, &arena);
 
@@ -453,7 +497,9 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     /* by op index, so clients read it in request order (an op appears at most once) */
     qsort(all, n, sizeof(*all), rejection_cmp);
     uint32_t accepted = (uint32_t)(req->n_ops - n);
-    if (accepted) record_job(req, job_id, &set, fate, errs, offsets, &arena);
+    if (accepted)
+        record_job(req, job_id, up->client ? up->client->name : "", has_rid ? body_sha256 : NULL, &set, fate, errs,
+                   offsets, &arena);
     if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
     /* 503: Kafka failed us (resend soon); 429: a shard is full (resend after Retry-After);
      * 403: every op was outside the client's scopes */
@@ -462,6 +508,7 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
                       : accepted               ? MHD_HTTP_ACCEPTED
                       : scope_cnt == req->n_ops ? MHD_HTTP_FORBIDDEN
                                                : MHD_HTTP_UNPROCESSABLE_CONTENT;
+    if (up->client) bw_metrics_client_accepted(proxy.metrics, up->client->name, accepted, up->len);
     char *body;
     size_t body_len;
     bw_response_encode(fmt, job_id, accepted, all, n, &body, &body_len);
@@ -474,12 +521,15 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     ret = bw_daemon_reply_with(c, status, fmt == BW_FMT_JSON ? "application/json" : "application/x-protobuf", body,
                                body_len, 1, backlog_ops ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, retry_after);
 done:
+    if (in_flight) bw_quota_done(proxy.quota, up->client->name);
     bw_arena_destroy(&arena);
     return ret;
 }
 
-/* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it. */
-static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id) {
+/* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it. A client
+ * without the admin role reads only its own jobs; another's is "no job", as if it did not
+ * exist. */
+static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
     if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "a job id is 32 lower-case hex digits, not \"%.64s\"", id);
     void *raw;
@@ -490,6 +540,11 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id) {
     Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
     free(raw);
     if (!rec) return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id);
+    if (client && !(client->roles & BW_ROLE_ADMIN) && strcmp(rec->client, client->name)) {
+        bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+        return reply_error(c, MHD_HTTP_NOT_FOUND, "no job %s (jobs are kept as long as %s keeps them)", id,
+                           proxy.conf->jobs_topic);
+    }
     Bulkwrite__V1__JobStatus st;
     char *record_id = rec->job_id; /* freed with the record */
     bw_jobs_status(proxy.conf, rec, id, proxy.shards, &st);
@@ -554,6 +609,9 @@ static int kafka_reachable(void) {
     return 1;
 }
 
+static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, const char *url,
+                                 const bw_auth_client_t *client);
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *data,
                                   size_t *data_size, void **con_cls) {
@@ -598,12 +656,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const bw_auth_client_t *client;
         char why[320];
         unsigned st = authorize(c, method, url, &set, &client, why, sizeof(why));
+        enum MHD_Result ret = st ? refuse(c, st, why) : serve_get(c, method, url, client);
         bw_auth_release(set);
-        if (st) return refuse(c, st, why);
+        return ret;
     }
+    return serve_get(c, method, url, NULL);
+}
+
+/* Every endpoint but the POSTs handled above; client (NULL when open) is authorized. */
+static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, const char *url,
+                                 const bw_auth_client_t *client) {
     enum MHD_Result ret;
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
-    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9);
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9, client);
     if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {
         char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
@@ -638,10 +703,14 @@ int main(int argc, char **argv) {
     if (d.port >= 0) proxy.conf->proxy_port = d.port;
     char err[512];
     /* who may call: before any connection, so a bad clients file stops startup at once */
+    proxy.quota = bw_quota_new();
     if (!(proxy.auth = bw_auth_start(proxy.conf, err, sizeof(err)))) {
         bw_error(COMPONENT, "proxy.auth.clients_file: %s", err);
         return 1;
     }
+    if (proxy.conf->proxy_auth_clients_file[0] && !proxy.conf->proxy_auth_job_id_secret[0])
+        bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "proxy.auth.job_id_secret is empty: anyone who knows a client's "
+               "name and request_id can compute its job id (docs/security.md)");
     int nprod = proxy.conf->proxy_producers + 1;
     proxy.producers = calloc((size_t)nprod, sizeof(*proxy.producers));
     for (int i = 0; i < nprod; i++) {
@@ -726,6 +795,7 @@ int main(int argc, char **argv) {
     }
     free(proxy.producers);
     bw_auth_stop(proxy.auth);
+    bw_quota_free(proxy.quota);
     bw_metrics_destroy(proxy.metrics);
     bw_config_destroy(proxy.conf);
     return 0;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <yajl/yajl_parse.h>
 
 #include "shard.h"
@@ -757,13 +759,13 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void 
 
 /* ---- validation -------------------------------------------------------------------- */
 
-int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, char out[33], char *errstr,
-                      size_t errstr_size) {
-    unsigned char d[16];
+int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *client, const void *key,
+                      size_t key_len, char out[33], char *errstr, size_t errstr_size) {
+    unsigned char d[EVP_MAX_MD_SIZE];
     const char *rid = req->request_id ? req->request_id : "";
     size_t len = strlen(rid);
     if (len == 0) {
-        if (getrandom(d, sizeof(d), 0) != (ssize_t)sizeof(d)) abort();
+        if (getrandom(d, 16, 0) != 16) abort();
     } else {
         if (len > BW_REQUEST_ID_MAX)
             return snprintf(errstr, errstr_size, "request_id is %zu bytes; at most %d are allowed", len,
@@ -774,10 +776,22 @@ int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, char out[33],
             if ((unsigned char)rid[i] < 0x20 || rid[i] == 0x7f)
                 return snprintf(errstr, errstr_size, "request_id contains a control character at byte %zu", i), -1;
         static const char ns[] = "bulkwrite.v1/";
-        char key[sizeof(ns) + BW_REQUEST_ID_MAX];
-        memcpy(key, ns, sizeof(ns) - 1);
-        memcpy(key + sizeof(ns) - 1, rid, len);
-        bw_md5(key, sizeof(ns) - 1 + len, d);
+        size_t client_len = client ? strlen(client) + 1 : 0; /* the NUL ends the name: no "ab"+"c" = "a"+"bc" */
+        char msg[sizeof(ns) + 256 + BW_REQUEST_ID_MAX];
+        if (client_len > 256) client_len = 256; /* client names are at most 64 (auth.h) */
+        size_t n = sizeof(ns) - 1;
+        memcpy(msg, ns, n);
+        if (client) {
+            memcpy(msg + n, client, client_len - 1);
+            msg[n + client_len - 1] = '\0';
+            n += client_len;
+        }
+        memcpy(msg + n, rid, len);
+        n += len;
+        unsigned md_len;
+        if (!client) bw_md5(msg, n, d);
+        else if (!HMAC(EVP_sha256(), key_len ? key : "", (int)key_len, (const unsigned char *)msg, n, d, &md_len))
+            abort();
     }
     for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
     return 0;

@@ -40,13 +40,18 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode_bounded(bw_format_t fmt, con
 
 #define BW_REQUEST_ID_MAX 128
 
-/* The request's job id (32 hex digits) into out. Without a request_id it is random;
- * with one it is md5("bulkwrite.v1/" request_id), so a resubmitted request is the same
- * job and its messages carry the same (job_id, part) names, which the consumer applies
- * once. -1 with errstr if the request_id is unusable (too long, not UTF-8, control
- * characters). */
-int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, char out[33], char *errstr,
-                      size_t errstr_size);
+/* The request's job id (32 hex digits) into out. Without a request_id it is random.
+ * With one it is derived from it, so a resubmitted request is the same job and its
+ * messages carry the same (job_id, part) names, which the consumer applies once:
+ *   - client NULL (no clients file: every caller is admin, one namespace):
+ *     md5("bulkwrite.v1/" request_id);
+ *   - client named: the first 16 bytes of HMAC-SHA256(key, "bulkwrite.v1/" client NUL
+ *     request_id), so each client has its own request_ids (another client's reuse is
+ *     another job) and, with a secret key (proxy.auth.job_id_secret), nobody can compute
+ *     a job's id from its request_id.
+ * -1 with errstr if the request_id is unusable (too long, not UTF-8, control characters). */
+int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *client, const void *key,
+                      size_t key_len, char out[33], char *errstr, size_t errstr_size);
 
 /* Validates every op against the config and routes the valid ones. routes[i] gets the
  * shard (or -1); each invalid op gets a rejection with its reason. Returns the number of

@@ -18,7 +18,7 @@ write_clients() { # write_clients FILE CLIENT_LINE...
     local f=$1; shift
     { echo "clients = ("; local IFS=$'\n'; echo "$*" | sed '$!s/$/,/'; echo ");"; } >"$f.tmp" && mv "$f.tmp" "$f"
 }
-client() { # client NAME TOKEN ROLES [SCOPES]
+client() { # client NAME TOKEN ROLES [SCOPES] (a trailing " }" may be cut off to add keys)
     printf '  { name = "%s"; token_sha256 = "%s"; roles = [%s];%s }' "$1" "$(digest "$2")" "$3" \
         "${4:+ scopes = [$4];}"
 }
@@ -27,9 +27,11 @@ bw_stack_conf() {
         "$(client sre admin-token '"admin"')" \
         "$(client feed feed-token '"submit", "read"' '"pin:create", "board:*"')" \
         "$(client spam-cleanup spam-token '"submit"' '"pin:delete"')" \
-        "$(client dash dash-token '"read"')"
+        "$(client dash dash-token '"read"')" \
+        "$(client burst burst-token '"submit", "read"' '"pin:create"' | sed 's/ }$//') ops_per_second = 20; }" \
+        "$(client bulky bulky-token '"submit"' '"pin:create"' | sed 's/ }$//') bytes_per_second = 2000; }"
     # relative: read from the configuration file's folder
-    sed -i 's|clients_file = "";|clients_file = "clients.conf";|' "$1"
+    sed -i 's|clients_file = "";|clients_file = "clients.conf";|; s|job_id_secret = "";|job_id_secret = "auth-test-secret";|' "$1"
 }
 bw_stack_start auth "$MODE"
 start_consumer $C1
@@ -55,8 +57,8 @@ status_is() { # status_is CODE TOKEN METHOD PATH [JSON]
 body_has() { grep -qF -- "$1" "$WORK/body" || { echo "body lacks: $1"; cat "$WORK/body"; return 1; }; }
 header_has() { tr -d '\r' <"$WORK/headers" | grep -qiF -- "$1" || { echo "headers lack: $1"; cat "$WORK/headers"; return 1; }; }
 
-check "bwctl check-config checks the clients file too" bash -c "'$BIN/bwctl' -c '$CONF' check-config | grep -q 'clients.conf: ok (4 clients)'"
-check "the proxy logs the clients it loaded" grep -q "clients loaded from $WORK/clients.conf: 4 clients" "$WORK/proxy.log"
+check "bwctl check-config checks the clients file too" bash -c "'$BIN/bwctl' -c '$CONF' check-config | grep -q 'clients.conf: ok (6 clients)'"
+check "the proxy logs the clients it loaded" grep -q "clients loaded from $WORK/clients.conf: 6 clients" "$WORK/proxy.log"
 check "/healthz answers without a token" status_is 200 "" GET /healthz
 check "/metrics answers without a token (open_metrics)" status_is 200 "" GET /metrics
 
@@ -131,6 +133,54 @@ check "bw-workload: the spam-cleanup client's cleanup (BW_TOKEN)" \
 check "every row of the feed and the cleanup is in place" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:2000:4 cleanup:2000:4
 
+# ---- request_id belongs to its client ---------------------------------------------------
+job_of() { jq -r .job_id "$WORK/body"; }
+nightly() { printf '{"request_id":"nightly-1","ops":[%s]}' "$(create "$1")"; }
+check "feed submits request_id nightly-1 (pin 21)" status_is 202 feed-token POST /v1/batches "$(nightly 21)"
+FEED_JOB=$(job_of)
+check "the admin submits its own nightly-1 (pin 22): another client's id, not a duplicate" \
+    status_is 202 admin-token POST /v1/batches "$(nightly 22)"
+SRE_JOB=$(job_of)
+check "... as another job" test -n "$FEED_JOB" -a "$FEED_JOB" != "$SRE_JOB"
+both_applied() { [ "$(pins_in 21 22)" = 2 ]; }
+check "both clients' nightly-1 are applied" wait_for 60 both_applied
+hmac_id() { printf 'bulkwrite.v1/%s\0%s' "$1" "$2" | openssl dgst -sha256 -hmac auth-test-secret | awk '{print substr($2, 1, 32)}'; }
+check "the job id is HMAC(job_id_secret, client, request_id), not md5 of the request_id" \
+    bash -c "[ '$FEED_JOB' = '$(hmac_id feed nightly-1)' ] && [ '$FEED_JOB' != '$(printf bulkwrite.v1/nightly-1 | md5sum | cut -c1-32)' ]"
+same_again() { status_is 202 feed-token POST /v1/batches "$(nightly 21)" && [ "$(job_of)" = "$FEED_JOB" ]; }
+check "feed resends nightly-1 byte for byte: 202, the same job" same_again
+conflict() { status_is 409 feed-token POST /v1/batches "$(nightly 23)" &&
+    body_has 'request_id \"nightly-1\" was used at' && body_has 'for a different body'; }
+check "feed reuses nightly-1 for another body (pin 23): 409 with the reason" conflict
+check "a read client without the job sees no job (404)" status_is 404 dash-token GET "/v1/jobs/$FEED_JOB"
+check "feed reads its own job" status_is 200 feed-token GET "/v1/jobs/$FEED_JOB"
+check "feed does not read the admin's job (404)" status_is 404 feed-token GET "/v1/jobs/$SRE_JOB"
+check "the admin reads every job" status_is 200 admin-token GET "/v1/jobs/$FEED_JOB"
+
+# ---- quotas -----------------------------------------------------------------------------
+creates() { # creates FIRST LAST: a batch creating pins FIRST..LAST
+    local ops=() l
+    for ((l = $1; l <= $2; l++)); do ops+=("$(create "$l")"); done
+    printf '{"ops":[%s]}' "$(IFS=,; echo "${ops[*]}")"
+}
+check "burst (20 ops/s) sends 60 creates at once: 202 (a burst is paid for after)" \
+    status_is 202 burst-token POST /v1/batches "$(creates 100 159)"
+over_ops() { status_is 429 burst-token POST /v1/batches "$(creates 160 160)" && header_has 'Retry-After: ' &&
+    body_has 'client \"burst\" is over its quota of 20 ops per second'; }
+check "burst's next batch: 429 with Retry-After, naming the quota" over_ops
+RETRY=$(tr -d '\r' <"$WORK/headers" | awk -F': ' 'tolower($1) == "retry-after" {print $2}')
+check "Retry-After is 1 to 3 seconds (60 ops at 20/s)" test "${RETRY:-0}" -ge 1 -a "${RETRY:-0}" -le 3
+check "feed is not held back by burst's quota" status_is 202 feed-token POST /v1/batches "$(creates 300 309 | sed 's/^{/{"request_id":"feed-300",/')"
+sleep "${RETRY:-3}"
+check "burst after Retry-After: 202" status_is 202 burst-token POST /v1/batches "$(creates 160 160)"
+check "bulky (2,000 bytes/s) sends a 3 KB batch: 202" status_is 202 bulky-token POST /v1/batches "$(creates 200 219)"
+over_bytes() { status_is 429 bulky-token POST /v1/batches "$(creates 220 220)" && header_has 'Retry-After: ' &&
+    body_has 'over its quota of 2000 bytes per second'; }
+check "bulky's next batch: 429 naming the bytes quota" over_bytes
+quota_rows() { [ "$(pins_in $(seq 100 160) $(seq 300 309) $(seq 200 219))" = 91 ]; }
+check "every accepted quota batch is applied, row by row (91 pins)" wait_for 60 quota_rows
+check "nothing refused reached MariaDB (pins 23 and 220)" test "$(pins_in 23 220)" = 0
+
 # ---- the admin ------------------------------------------------------------------------
 paused() { # paused SHARD: true or false in GET /v1/shards
     req dash-token GET /v1/shards >/dev/null && jq -r --argjson s "$1" '.shards[] | select(.shard == $s) | .paused' "$WORK/body"
@@ -151,10 +201,16 @@ metrics_ok() {
     f401=$(metric 'bulkwrite_proxy_requests_total{code="401"}') f403=$(metric 'bulkwrite_proxy_requests_total{code="403"}')
     dash=$(metric 'bulkwrite_proxy_client_forbidden_total{client="dash"}')
     spam=$(metric 'bulkwrite_proxy_client_ops_out_of_scope_total{client="spam-cleanup"}')
-    echo "401: $f401, 403: $f403, dash forbidden: $dash, spam-cleanup out of scope: $spam"
-    [ "${f401:-0}" -ge 7 ] && [ "${f403:-0}" -ge 5 ] && [ "$dash" = 1 ] && [ "$spam" = 5 ]
+    local ops bytes burst_ops
+    ops=$(metric 'bulkwrite_proxy_client_over_quota_total{client="burst",quota="ops_per_second"}')
+    bytes=$(metric 'bulkwrite_proxy_client_over_quota_total{client="bulky",quota="bytes_per_second"}')
+    burst_ops=$(metric 'bulkwrite_proxy_client_accepted_ops_total{client="burst"}')
+    echo "401: $f401, 403: $f403, dash forbidden: $dash, spam-cleanup out of scope: $spam," \
+        "burst over ops: $ops, bulky over bytes: $bytes, burst accepted: $burst_ops"
+    [ "${f401:-0}" -ge 7 ] && [ "${f403:-0}" -ge 5 ] && [ "$dash" = 1 ] && [ "$spam" = 5 ] &&
+        [ "$ops" = 1 ] && [ "$bytes" = 1 ] && [ "$burst_ops" = 61 ]
 }
-check "401s, 403s and refusals per client are counted" metrics_ok
+check "401s, 403s, refusals and quotas per client are counted" metrics_ok
 check "promtool accepts the proxy's metrics with client labels" bash -c "curl -sf $BASE/metrics | promtool check metrics"
 
 # ---- SIGHUP: a new token works, a removed one gets 401 ----------------------------------

@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[512];
     Bulkwrite__V1__BatchWriteRequest *req = bw_request_decode(fmt, data + 1, size - 1, &arena, err, sizeof(err));
     char job_id[33];
-    if (!req || req->n_ops == 0 || req->n_ops > (size_t)conf->max_ops || bw_request_job_id(req, job_id, err, sizeof(err))) {
+    if (!req || req->n_ops == 0 || req->n_ops > (size_t)conf->max_ops || bw_request_job_id(req, NULL, NULL, 0, job_id, err, sizeof(err))) {
         bw_arena_destroy(&arena);
         return 0;
     }

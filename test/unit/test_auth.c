@@ -81,6 +81,16 @@ START_TEST(parse_errors) {
     load_fails("clients = ( { name = \"b\"; token_sha256 = \"abc\"; roles = [\"read\"]; } );\n",
                ":1: client \"b\": token_sha256 must be 64 hex digits", "has 3 characters");
     load_fails("clients = ( { name = \"c\"; roles = [\"read\"]; } );\n", "client \"c\": needs token_sha256", NULL);
+    /* quotas: numbers in range, jobs whole */
+    snprintf(bad, sizeof(bad), "clients = (\n { name = \"q\"; token_sha256 = \"%s\"; roles = [\"admin\"];\n"
+             " ops_per_second = -5; }\n);\n", ADMIN_SHA);
+    load_fails(bad, ":3: client \"q\": ops_per_second -5 is out of range: 0 (no limit) to 1000000", NULL);
+    snprintf(bad, sizeof(bad), "clients = (\n { name = \"q\"; token_sha256 = \"%s\"; roles = [\"admin\"];\n"
+             " bytes_per_second = \"lots\"; }\n);\n", ADMIN_SHA);
+    load_fails(bad, ":3: client \"q\": bytes_per_second must be a number (0 = no limit)", NULL);
+    snprintf(bad, sizeof(bad), "clients = (\n { name = \"q\"; token_sha256 = \"%s\"; roles = [\"admin\"];\n"
+             " max_jobs_in_flight = 2.5; }\n);\n", ADMIN_SHA);
+    load_fails(bad, ":3: client \"q\": max_jobs_in_flight must be a whole number", NULL);
     /* unknown role */
     snprintf(bad, sizeof(bad), "clients = (\n { name = \"w\"; token_sha256 = \"%s\";\n roles = [\"read\", \"writer\"]; }\n);\n",
              ADMIN_SHA);
@@ -395,6 +405,10 @@ START_TEST(example_file) {
     ck_assert_str_eq(bw_auth_find(s, "example-sre-token", 17)->name, "sre");
     ck_assert_str_eq(bw_auth_find(s, "example-feed-token", 18)->name, "feed-ingest");
     ck_assert_str_eq(bw_auth_find(s, "example-dash-token", 18)->name, "dashboard");
+    const bw_auth_client_t *feed = bw_auth_find(s, "example-feed-token", 18);
+    ck_assert(feed->quota.ops_per_second == 50000 && feed->quota.bytes_per_second == 20e6 &&
+              feed->quota.max_jobs_in_flight == 8);
+    ck_assert(c->quota.ops_per_second == 0 && c->quota.max_jobs_in_flight == 0); /* absent: no limit */
     bw_auth_release(s);
     bw_config_destroy(conf);
 }

@@ -55,32 +55,62 @@ START_TEST(request_id_names_the_job) {
     Bulkwrite__V1__BatchWriteRequest r = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
     char a[33], b[33], err[256];
     r.request_id = "feed-17";
-    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), 0);
-    ck_assert_int_eq(bw_request_job_id(&r, b, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, b, err, sizeof(err)), 0);
     ck_assert_str_eq(a, b); /* a resent request is the same job */
     ck_assert_uint_eq(strspn(a, "0123456789abcdef"), 32);
     r.request_id = "feed-18";
-    ck_assert_int_eq(bw_request_job_id(&r, b, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, b, err, sizeof(err)), 0);
     ck_assert_str_ne(a, b);
     r.request_id = "";
-    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), 0);
-    ck_assert_int_eq(bw_request_job_id(&r, b, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, b, err, sizeof(err)), 0);
     ck_assert_str_ne(a, b); /* no request_id: a fresh job each time */
     char longest[BW_REQUEST_ID_MAX + 2];
     memset(longest, 'k', sizeof(longest) - 1);
     longest[BW_REQUEST_ID_MAX] = '\0';
     r.request_id = longest;
-    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), 0);
     longest[BW_REQUEST_ID_MAX] = 'k';
     longest[BW_REQUEST_ID_MAX + 1] = '\0';
-    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), -1);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), -1);
     ck_assert_str_eq(err, "request_id is 129 bytes; at most 128 are allowed");
     r.request_id = "tab\there";
-    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), -1);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), -1);
     ck_assert_str_eq(err, "request_id contains a control character at byte 3");
     r.request_id = "\xc3\x28";
-    ck_assert_int_eq(bw_request_job_id(&r, a, err, sizeof(err)), -1);
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), -1);
     ck_assert_str_eq(err, "request_id is not valid UTF-8");
+    /* without clients: md5("bulkwrite.v1/" request_id), which test/backlog.sh computes too */
+    r.request_id = "feed-17";
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a, "51e2c34a82efee0a09301795d76936fe");
+}
+END_TEST
+
+/* With clients, a request_id belongs to its client, and the id is an HMAC under the
+ * deployment's secret: another client's "feed-17" is another job, and without the secret
+ * nobody computes the id. */
+START_TEST(request_id_is_scoped_to_the_client) {
+    Bulkwrite__V1__BatchWriteRequest r = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+    char open_id[33], feed[33], feed2[33], spam[33], other_key[33], split[33], err[256];
+    r.request_id = "feed-17";
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, open_id, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, "feed", "k1", 2, feed, err, sizeof(err)), 0);
+    ck_assert_int_eq(bw_request_job_id(&r, "feed", "k1", 2, feed2, err, sizeof(err)), 0);
+    ck_assert_str_eq(feed, feed2); /* a resend by the same client: the same job */
+    ck_assert_int_eq(bw_request_job_id(&r, "spam", "k1", 2, spam, err, sizeof(err)), 0);
+    ck_assert_str_ne(feed, spam);
+    ck_assert_str_ne(feed, open_id);
+    ck_assert_int_eq(bw_request_job_id(&r, "feed", "k2", 2, other_key, err, sizeof(err)), 0);
+    ck_assert_str_ne(feed, other_key);
+    /* the NUL after the name: ("fee", "d" + id) is not ("feed", id) */
+    r.request_id = "dfeed-17";
+    ck_assert_int_eq(bw_request_job_id(&r, "fee", "k1", 2, split, err, sizeof(err)), 0);
+    ck_assert_str_ne(feed, split);
+    /* HMAC-SHA256 as `openssl dgst -sha256 -hmac k1` computes it over
+     * "bulkwrite.v1/feed\0feed-17" (first 16 bytes) */
+    ck_assert_str_eq(feed, "9ff291b5d625c03164621ca869168c7b");
 }
 END_TEST
 
@@ -703,6 +733,7 @@ Suite *request_suite(void) {
     TCase *tc = tcase_create("decode");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, request_id_names_the_job);
+    tcase_add_test(tc, request_id_is_scoped_to_the_client);
     tcase_add_test(tc, json_maps_field_for_field);
     tcase_add_test(tc, json_nul_and_escapes);
     tcase_add_test(tc, request_id_with_nul_is_refused);
