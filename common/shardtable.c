@@ -118,13 +118,18 @@ int bw_shard_table_sync(bw_shard_table_t *t, int timeout_ms) {
     return ok;
 }
 
-void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out) {
-    memset(out, 0, sizeof(*out));
+Bulkwrite__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard) {
     pthread_mutex_lock(&t->mu);
     Bulkwrite__V1__ShardControl *c =
         t->control[shard].data ? bulkwrite__v1__shard_control__unpack(NULL, t->control[shard].len, t->control[shard].data)
                                : NULL;
     pthread_mutex_unlock(&t->mu);
+    return c;
+}
+
+void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out) {
+    memset(out, 0, sizeof(*out));
+    Bulkwrite__V1__ShardControl *c = bw_shard_table_control(t, shard);
     if (!c) return;
     bw_shard_setting_from_record(c, out);
     bulkwrite__v1__shard_control__free_unpacked(c, NULL);
@@ -139,6 +144,8 @@ void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard
     out->row_rate = c->has_row_rate ? bw_ratelimit_clamp_rows(c->row_rate) : 0;
     out->updated_at_ms = c->updated_at_ms;
     snprintf(out->reason, sizeof(out->reason), "%s", c->reason ? c->reason : "");
+    snprintf(out->changed_by, sizeof(out->changed_by), "%s", c->changed_by ? c->changed_by : "");
+    snprintf(out->changed_from, sizeof(out->changed_from), "%s", c->changed_from ? c->changed_from : "");
 }
 
 double bw_shard_effective_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {

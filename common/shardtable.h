@@ -26,6 +26,8 @@ typedef struct {
     double row_rate;       /* rows per second; 0 = no row budget */
     int64_t updated_at_ms; /* 0: never set */
     char reason[256];
+    char changed_by[72];   /* who (audit): a client's name, "(open)" without a clients file */
+    char changed_from[64]; /* the caller's address */
 } bw_shard_setting_t;
 
 /* Called on the status tail's thread with every status record read (st is freed after
@@ -56,6 +58,9 @@ double bw_shard_effective_rate(const bw_config_t *conf, int shard, const bw_shar
 double bw_shard_effective_row_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 /* Bumped by every control record read: re-read the settings when it moves. */
 unsigned bw_shard_table_version(bw_shard_table_t *t);
+/* The latest control record of the shard, unpacked (free with
+ * bulkwrite__v1__shard_control__free_unpacked(c, NULL)), or NULL: its history. */
+Bulkwrite__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard);
 /* The latest status record of the shard, unpacked (free with
  * bulkwrite__v1__shard_status__free_unpacked(s, NULL)), or NULL. */
 Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard);

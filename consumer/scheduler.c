@@ -298,25 +298,26 @@ void bw_scheduler_apply_settings(int64_t now) {
         if (!p->assigned) continue;
         bw_shard_setting_t set;
         bw_shard_table_setting(consumer.table, s, &set);
-        const char *why = set.has_rate ? " (operator: " : " (configured)";
+        /* who changed it, from where and why (the control record's audit) */
+        char op[sizeof(set.changed_by) + sizeof(set.changed_from) + sizeof(set.reason) + 32];
+        snprintf(op, sizeof(op), " (operator %s from %s%s%s)", set.changed_by[0] ? set.changed_by : "?",
+                 set.changed_from[0] ? set.changed_from : "?", set.reason[0] ? ": " : "", set.reason);
         double rate = bw_shard_effective_rate(consumer.conf, s, &set);
         if (rate != p->rl.rate) {
-            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g statements/s%s%s%s", p->rl.rate, rate, why,
-                   set.has_rate ? set.reason : "", set.has_rate ? ")" : "");
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g statements/s%s", p->rl.rate, rate,
+                   set.has_rate ? op : " (configured)");
             bw_ratelimit_set_rate(&p->rl, rate, now);
             if (!p->backoff_us) p->ready_at_us = 0; /* a wait set by the old rate; a retry backoff stays */
         }
         double row_rate = bw_shard_effective_row_rate(consumer.conf, s, &set);
         if (row_rate != p->rl_rows.rate) {
-            why = set.has_row_rate ? " (operator: " : " (configured)";
-            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "row budget %g -> %g rows/s%s%s%s", p->rl_rows.rate, row_rate, why,
-                   set.has_row_rate ? set.reason : "", set.has_row_rate ? ")" : "");
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "row budget %g -> %g rows/s%s", p->rl_rows.rate, row_rate,
+                   set.has_row_rate ? op : " (configured)");
             bw_ratelimit_set_rate(&p->rl_rows, row_rate, now);
             if (!p->backoff_us) p->ready_at_us = 0;
         }
         if (set.paused != p->op_paused) {
-            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "%s by an operator%s%s", set.paused ? "paused" : "resumed",
-                   set.reason[0] ? ": " : "", set.reason);
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "%s%s", set.paused ? "paused" : "resumed", op);
             p->op_paused = set.paused;
             bw_partition_refresh_fetch(s);
         }

@@ -22,8 +22,22 @@ static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_se
     if (set->updated_at_ms) {
         json_object_set_new(o, "changed_at_ms", json_integer(set->updated_at_ms));
         json_object_set_new(o, "reason", json_string(set->reason));
+        json_object_set_new(o, "changed_by", json_string(set->changed_by));
+        json_object_set_new(o, "changed_from", json_string(set->changed_from));
     }
     return o;
+}
+
+/* The record's changes, newest first: [{at_ms, action, by, from, reason, setting}]. */
+static json_t *history_arr(const Bulkwrite__V1__ShardControl *c) {
+    json_t *a = json_array();
+    for (size_t i = 0; c && i < c->n_history; i++) {
+        const Bulkwrite__V1__ControlChange *h = c->history[i];
+        json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s}", "at_ms", (json_int_t)h->at_ms, "action",
+                                           h->action, "by", h->by, "from", h->from, "reason", h->reason, "setting",
+                                           h->setting));
+    }
+    return a;
 }
 
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
@@ -54,8 +68,14 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
     int64_t now = bw_wall_ms();
     for (int s = 0; s < conf->shard_count; s++) {
         bw_shard_setting_t set;
-        bw_shard_table_setting(table, s, &set);
+        Bulkwrite__V1__ShardControl *rec = bw_shard_table_control(table, s);
+        if (rec) bw_shard_setting_from_record(rec, &set);
+        else memset(&set, 0, sizeof(set));
         json_t *o = setting_obj(conf, s, &set);
+        if (rec) { /* only shards an operator changed: 4,096 empty lists say nothing */
+            json_object_set_new(o, "history", history_arr(rec));
+            bulkwrite__v1__shard_control__free_unpacked(rec, NULL);
+        }
         Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(table, s);
         if (backlog) json_object_set_new(o, "backlog", backlog_obj(backlog, s, st));
         if (st) {
@@ -96,8 +116,20 @@ int bw_admin_parse_url(const bw_config_t *conf, const char *url, const char **ac
     return (int)s;
 }
 
-int bw_admin_control_update(int shard, const char *action, const char *body, size_t len, bw_shard_setting_t *set,
-                            void **out, size_t *out_len, char *err, size_t esz) {
+void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size) {
+    char rate[48], rows[48];
+    if (!set->has_rate) snprintf(rate, sizeof(rate), "configured stmt/s");
+    else if (set->rate == 0) snprintf(rate, sizeof(rate), "unlimited stmt/s");
+    else snprintf(rate, sizeof(rate), "%g stmt/s", set->rate);
+    if (!set->has_row_rate) snprintf(rows, sizeof(rows), "configured rows/s");
+    else if (set->row_rate == 0) snprintf(rows, sizeof(rows), "no row budget");
+    else snprintf(rows, sizeof(rows), "%g rows/s", set->row_rate);
+    snprintf(out, size, "%s; %s; %s", set->paused ? "paused" : "running", rate, rows);
+}
+
+int bw_admin_control_update(int shard, const char *action, const char *body, size_t len,
+                            const Bulkwrite__V1__ShardControl *prev, const bw_admin_caller_t *caller,
+                            bw_shard_setting_t *set, void **out, size_t *out_len, char *err, size_t esz) {
     json_t *j = NULL;
     if (len) {
         json_error_t je;
@@ -162,7 +194,23 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
     json_t *reason = json_object_get(j, "reason");
     snprintf(set->reason, sizeof(set->reason), "%s", reason ? json_string_value(reason) : "");
     set->updated_at_ms = bw_wall_ms();
+    snprintf(set->changed_by, sizeof(set->changed_by), "%s", caller->by);
+    snprintf(set->changed_from, sizeof(set->changed_from), "%s", caller->from);
     json_decref(j);
+
+    char setting[160];
+    bw_admin_setting_text(set, setting, sizeof(setting));
+    Bulkwrite__V1__ControlChange now = BULKWRITE__V1__CONTROL_CHANGE__INIT;
+    now.at_ms = set->updated_at_ms;
+    now.action = (char *)action;
+    now.by = set->changed_by;
+    now.from = set->changed_from;
+    now.reason = set->reason;
+    now.setting = setting;
+    Bulkwrite__V1__ControlChange *history[BW_CONTROL_HISTORY];
+    size_t n = 0;
+    history[n++] = &now;
+    for (size_t i = 0; prev && i < prev->n_history && n < BW_CONTROL_HISTORY; i++) history[n++] = prev->history[i];
 
     Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
     c.shard = (uint32_t)shard;
@@ -173,6 +221,10 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
     c.paused = set->paused;
     c.updated_at_ms = set->updated_at_ms;
     c.reason = set->reason;
+    c.changed_by = set->changed_by;
+    c.changed_from = set->changed_from;
+    c.history = history;
+    c.n_history = n;
     *out_len = bulkwrite__v1__shard_control__get_packed_size(&c);
     *out = malloc(*out_len ? *out_len : 1);
     bulkwrite__v1__shard_control__pack(&c, *out);

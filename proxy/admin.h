@@ -24,13 +24,28 @@ char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_s
  * the action ("rate", "pause", "resume"). */
 int bw_admin_parse_url(const bw_config_t *conf, const char *url, const char **action, char *err, size_t esz);
 
+/* Who changes a shard, for the audit trail: the client's name ("(open)" without a
+ * clients file) and the caller's address. */
+typedef struct {
+    const char *by;
+    const char *from;
+} bw_admin_caller_t;
+
+#define BW_CONTROL_HISTORY 20 /* changes a shard's control record keeps, newest first */
+
 /* The shard's next control record after `action` with request body `body` (JSON: rate:
  * {"rate"?: number|null, "row_rate"?: number|null, "reason"?} with at least one of the
  * two budgets, null = back to the configured value, a budget left out unchanged;
  * pause/resume: {"reason"?} or empty), starting from the current setting *set (updated in
- * place only on success). Packed into *out (malloc'd). -1 with err (the client's mistake)
+ * place only on success). The record names the caller, and its history is this change
+ * followed by prev's (the shard's current record, NULL for none), at most
+ * BW_CONTROL_HISTORY. Packed into *out (malloc'd). -1 with err (the client's mistake)
  * otherwise. */
-int bw_admin_control_update(int shard, const char *action, const char *body, size_t len, bw_shard_setting_t *set,
-                            void **out, size_t *out_len, char *err, size_t esz);
+int bw_admin_control_update(int shard, const char *action, const char *body, size_t len,
+                            const Bulkwrite__V1__ShardControl *prev, const bw_admin_caller_t *caller,
+                            bw_shard_setting_t *set, void **out, size_t *out_len, char *err, size_t esz);
+
+/* The setting as one line: "paused; 20 stmt/s; configured rows/s". */
+void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size);
 
 #endif

@@ -348,6 +348,17 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
     return reply_error_with(c, status, NULL, NULL, msg);
 }
 
+/* The caller's address as text ("?" when unknown). */
+static void caller_address(struct MHD_Connection *c, char *out, size_t size) {
+    snprintf(out, size, "?");
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr) return;
+    if (ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, out, (socklen_t)size);
+    else if (ci->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, out, (socklen_t)size);
+}
+
 /* Who is calling, and may they call this endpoint: 0, or 401/403 with why. The set is
  * acquired for the request (*set, released by the caller) so *client stays valid. */
 static unsigned authorize(struct MHD_Connection *c, const char *method, const char *url, bw_auth_set_t **set,
@@ -356,10 +367,8 @@ static unsigned authorize(struct MHD_Connection *c, const char *method, const ch
     const char *authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     unsigned st = bw_auth_decide(*set, method, url, authz, proxy.conf->proxy_auth_open_metrics, client, why, why_size);
     if (!st) return 0;
-    char from[64] = "?";
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, from, sizeof(from));
+    char from[INET6_ADDRSTRLEN];
+    caller_address(c, from, sizeof(from));
     bw_log(st == 401 ? BW_LOG_DEBUG : BW_LOG_INFO, COMPONENT, -1, NULL, "%u for %s %.200s from %s: %s", st, method, url,
            from, why);
     if (st == 403) bw_metrics_client_refused(proxy.metrics, (*client)->name, 1, 0);
@@ -579,11 +588,18 @@ static enum MHD_Result handle_shard_control(struct MHD_Connection *c, const char
     pthread_mutex_lock(&control_mu);
     bw_shard_table_sync(proxy.shards, 2000); /* start from the latest setting */
     bw_shard_setting_t set;
-    bw_shard_table_setting(proxy.shards, shard, &set);
+    Bulkwrite__V1__ShardControl *prev = bw_shard_table_control(proxy.shards, shard);
+    if (prev) bw_shard_setting_from_record(prev, &set);
+    else memset(&set, 0, sizeof(set));
+    char from[INET6_ADDRSTRLEN];
+    caller_address(c, from, sizeof(from));
+    bw_admin_caller_t caller = {up->client ? up->client->name : "(open)", from};
     void *rec;
     size_t rec_len;
-    if (bw_admin_control_update(shard, action, up->body ? up->body : "", up->len, &set, &rec, &rec_len, err,
-                                sizeof(err))) {
+    int bad = bw_admin_control_update(shard, action, up->body ? up->body : "", up->len, prev, &caller, &set, &rec,
+                                      &rec_len, err, sizeof(err));
+    if (prev) bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+    if (bad) {
         pthread_mutex_unlock(&control_mu);
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
     }
@@ -596,7 +612,10 @@ static enum MHD_Result handle_shard_control(struct MHD_Connection *c, const char
     if (e)
         return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the change was not stored: Kafka did not acknowledge it (%s)",
                            rd_kafka_err2str(e));
-    bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "operator: %s%s%s", action, set.reason[0] ? ": " : "", set.reason);
+    char setting[160];
+    bw_admin_setting_text(&set, setting, sizeof(setting));
+    bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "operator: %s by %s from %s, now %s%s%s", action, caller.by, from,
+           setting, set.reason[0] ? ": " : "", set.reason);
     char *body = bw_admin_setting_json(proxy.conf, shard, &set);
     return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
 }

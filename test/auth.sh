@@ -192,6 +192,26 @@ check "shard 3 shows paused" wait_for 10 is_paused
 check "the admin resumes shard 3 (BW_TOKEN)" env BW_TOKEN=admin-token "$BIN/bwctl" -c "$CONF" --url "$BASE" resume 3
 not_paused() { [ "$(paused 3)" = false ]; }
 check "shard 3 shows resumed" wait_for 10 not_paused
+# every change names who, when, from where and why: in the record, the log and bwctl
+audit_in_shards() {
+    req dash-token GET /v1/shards >/dev/null &&
+        jq -e '.shards[] | select(.shard == 3) | .changed_by == "sre" and .changed_from == "127.0.0.1" and
+            (.history | length) == 2 and .history[0].action == "resume" and .history[1].action == "pause" and
+            .history[1].reason == "auth test" and .history[1].by == "sre" and .history[1].from == "127.0.0.1" and
+            (.history[1].setting | startswith("paused")) and .history[0].at_ms >= .history[1].at_ms' "$WORK/body" >/dev/null ||
+        { jq -c '.shards[] | select(.shard == 3)' "$WORK/body"; return 1; }
+}
+check "GET /v1/shards: shard 3's record names sre from 127.0.0.1, with both changes, newest first" audit_in_shards
+check "the log names who paused shard 3, from where, and why" \
+    grep -q 'operator: pause by sre from 127.0.0.1, now paused; configured stmt/s; configured rows/s: auth test' "$WORK/proxy.log"
+bwctl_history() {
+    BW_TOKEN=dash-token "$BIN/bwctl" -c "$CONF" --url "$BASE" shards --history >"$WORK/history.txt" &&
+        grep -E '^3 +[0-9T:.-]+Z +pause +sre +127\.0\.0\.1 +paused; .* auth test$' "$WORK/history.txt" &&
+        grep -E '^3 +[0-9T:.-]+Z +resume +sre +127\.0\.0\.1 +running; ' "$WORK/history.txt"
+}
+check "bwctl shards --history lists both changes with who and where" bwctl_history
+consumer_logged() { grep -q 'paused (operator sre from 127.0.0.1: auth test)' "$WORK/consumer-$C1.log"; }
+check "the consumer's log names who paused shard 3 and from where" wait_for 10 consumer_logged
 check "the admin may post a batch too" status_is 202 admin-token POST /v1/batches "{\"ops\":[$(delete 99)]}"
 
 # ---- metrics --------------------------------------------------------------------------

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -556,11 +557,34 @@ static const char *budget_text(json_t *v, char *buf, size_t size) {
     return buf;
 }
 
+/* The operators' changes of every shard, newest first (bwctl shards --history). */
+static void print_history(json_t *shards) {
+    printf("\n%-6s %-24s %-7s %-16s %-16s %-44s %s\n", "SHARD", "WHEN (UTC)", "ACTION", "BY", "FROM", "SETTING AFTER",
+           "REASON");
+    size_t i, k;
+    json_t *s, *h;
+    json_array_foreach(shards, i, s) {
+        json_array_foreach(json_object_get(s, "history"), k, h) {
+            long long ms = jint(h, "at_ms");
+            time_t secs = (time_t)(ms / 1000);
+            struct tm tm;
+            char when[32];
+            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", gmtime_r(&secs, &tm));
+            printf("%-6ld %s.%03lldZ %-7s %-16s %-16s %-44s %s\n", jint(s, "shard"), when, ms % 1000, jstr(h, "action"),
+                   jstr(h, "by"), jstr(h, "from"), jstr(h, "setting"), jstr(h, "reason"));
+        }
+    }
+}
+
 static int cmd_shards(int argc, char **argv) {
-    if (argc != 1)
-        return fputs("usage: bwctl shards\nA table of every shard: its budgets in statements/s and rows/s as "
+    int history = argc == 2 && strcmp(argv[1], "--history") == 0;
+    if (argc != 1 && !history)
+        return fputs("usage: bwctl shards [--history]\nA table of every shard: its budgets in statements/s and rows/s as "
                      "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
-                     "paused, unhealthy, lag, its consumer, and the latest error.\n",
+                     "paused, unhealthy, lag, its consumer, and the latest error.\n"
+                     "--history: then every operator change of each shard (the latest 20 per shard), newest "
+                     "first: when, rate|pause|resume, by which client, from which address, the setting after "
+                     "it, and the reason.\n",
                      strcmp(argv[1], "--help") ? stderr : stdout), strcmp(argv[1], "--help") ? 2 : 0;
     bw_buf_t resp;
     bw_buf_init(&resp);
@@ -595,6 +619,7 @@ static int cmd_shards(int argc, char **argv) {
                json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag,
                json_is_object(c) ? jstr(c, "instance") : "-", last);
     }
+    if (history) print_history(json_object_get(j, "shards"));
     json_decref(j);
     bw_buf_free(&resp);
     return 0;
@@ -680,7 +705,8 @@ static int usage(FILE *out, int code) {
           "  submit FILE          send ops from JSON lines or CSV in batches, with a progress bar\n"
           "  watch JOB_ID         follow a job until it is finished, with a progress bar and ETA\n"
           "  job JOB_ID           print a job's status (JSON)\n"
-          "  shards               a table of every shard: budgets, paused, lag, recent errors\n"
+          "  shards [--history]   a table of every shard: budgets, paused, lag, recent errors;\n"
+          "                       --history: who changed which shard, when, from where, why\n"
           "  set-rate SHARD [RATE] [--rows ROWS]\n"
           "                       set a shard's budget in statements/s (0 = unlimited) and/or\n"
           "                       rows/s (0 = no row budget); default = the configured value\n"

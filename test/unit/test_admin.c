@@ -31,12 +31,65 @@ static Bulkwrite__V1__ShardControl *update(const char *action, const char *body,
                                            char *err) {
     void *rec;
     size_t len;
-    if (bw_admin_control_update(3, action, body, strlen(body), set, &rec, &len, err, 256)) return NULL;
+    static const bw_admin_caller_t caller = {"sre", "127.0.0.1"};
+    if (bw_admin_control_update(3, action, body, strlen(body), NULL, &caller, set, &rec, &len, err, 256)) return NULL;
     Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
     free(rec);
     ck_assert_ptr_nonnull(c);
     return c;
 }
+
+/* Each record names who changed the shard and from where, and carries the shard's
+ * changes newest first, at most BW_CONTROL_HISTORY. */
+START_TEST(control_audit_history) {
+    bw_shard_setting_t set = {0};
+    char err[256];
+    Bulkwrite__V1__ShardControl *prev = NULL;
+    const bw_admin_caller_t callers[] = {{"sre", "127.0.0.1"}, {"oncall", "::1"}};
+    for (int i = 0; i < BW_CONTROL_HISTORY + 5; i++) {
+        char body[64];
+        snprintf(body, sizeof(body), "{\"rate\": %d, \"reason\": \"step %d\"}", i + 1, i);
+        void *rec;
+        size_t len;
+        ck_assert_int_eq(bw_admin_control_update(3, "rate", body, strlen(body), prev, &callers[i % 2],
+                                                 &set, &rec, &len, err, sizeof(err)), 0);
+        if (prev) bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+        prev = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
+        free(rec);
+        ck_assert_ptr_nonnull(prev);
+        ck_assert_str_eq(prev->changed_by, callers[i % 2].by);
+        ck_assert_str_eq(prev->changed_from, callers[i % 2].from);
+        ck_assert_uint_eq(prev->n_history, (size_t)(i + 1 < BW_CONTROL_HISTORY ? i + 1 : BW_CONTROL_HISTORY));
+    }
+    /* newest first: step 24 by oncall... back to step 5 */
+    ck_assert_str_eq(prev->history[0]->reason, "step 24");
+    ck_assert_str_eq(prev->history[0]->by, "sre");
+    ck_assert_str_eq(prev->history[0]->setting, "running; 25 stmt/s; configured rows/s");
+    ck_assert_str_eq(prev->history[1]->by, "oncall");
+    ck_assert_str_eq(prev->history[1]->from, "::1");
+    ck_assert_str_eq(prev->history[BW_CONTROL_HISTORY - 1]->reason, "step 5");
+    ck_assert(prev->history[0]->at_ms >= prev->history[1]->at_ms && prev->history[0]->at_ms > 0);
+    /* a pause says so, and keeps the history */
+    void *rec;
+    size_t len;
+    const bw_admin_caller_t sre = {"sre", "10.0.0.7"};
+    const char *pause = "{\"reason\":\"incident 42\"}";
+    ck_assert_int_eq(bw_admin_control_update(3, "pause", pause, strlen(pause), prev, &sre, &set, &rec, &len, err,
+                                             sizeof(err)), 0);
+    bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+    prev = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
+    free(rec);
+    ck_assert_str_eq(prev->history[0]->action, "pause");
+    ck_assert_str_eq(prev->history[0]->setting, "paused; 25 stmt/s; configured rows/s");
+    ck_assert_str_eq(prev->history[1]->reason, "step 24");
+    /* the setting a consumer reads names the caller too */
+    bw_shard_setting_t read;
+    bw_shard_setting_from_record(prev, &read);
+    ck_assert_str_eq(read.changed_by, "sre");
+    ck_assert_str_eq(read.changed_from, "10.0.0.7");
+    bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+}
+END_TEST
 
 START_TEST(control_bodies) {
     bw_shard_setting_t set = {0};
@@ -234,6 +287,7 @@ Suite *admin_suite(void) {
     TCase *tc = tcase_create("admin");
     tcase_add_test(tc, urls);
     tcase_add_test(tc, control_bodies);
+    tcase_add_test(tc, control_audit_history);
     tcase_add_test(tc, shard_keys);
     tcase_add_test(tc, control_record_rate_clamped);
     tcase_add_test(tc, control_row_rate);
