@@ -216,6 +216,12 @@ static const key_t_ top_keys[] = {
      "and keeps its order. librdkafka sends one partition per produce request and the broker "
      "serves a connection's requests one at a time, so a request touching 128 shards waits "
      "for 128 of them in turn on one connection."},
+    {"proxy.jobs_index_max_bytes", K_INT, OFF(proxy_jobs_index_max_bytes), 0, 4096, 1073741824, "67108864", NULL,
+     NULL, 0,
+     "Memory for the index of job records that answers GET /v1/jobs/{id} (bytes, records and their entries; "
+     "about 200 bytes per job touching a few shards). Past it the least recently used records are dropped; "
+     "a dropped one is read back from kafka.jobs_topic when asked for (slow: the whole topic, one at a time). "
+     "A fixed 8 MiB filter of every job id read answers ids never submitted at once."},
     {"proxy.max_body_bytes", K_INT, OFF(max_body_bytes), 0, 1024, 1073741824, "16777216", NULL,
      NULL, 0, "Largest request body; a bigger one gets 413."},
     {"proxy.max_ops", K_INT, OFF(max_ops), 0, 1, 10000000, "100000", NULL, NULL, 0,

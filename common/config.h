@@ -107,6 +107,7 @@ typedef struct {
     int backlog_wait_ms;
     char *proxy_auth_clients_file; /* "" = no authentication (proxy/auth.h) */
     int proxy_auth_open_metrics;   /* /metrics and /readyz without a token */
+    int proxy_jobs_index_max_bytes; /* proxy/jobs.h */
     char *proxy_auth_job_id_secret; /* HMAC key of job ids (proxy/request.h) */
 
     /* consumer */

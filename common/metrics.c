@@ -48,6 +48,7 @@ struct bw_metrics {
     uint64_t status_counts[600];
     uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages, parts_taken_before;
     histogram_t accept_latency;
+    uint64_t jobs_index[5]; /* entries, bytes, max bytes, evicted, found in the topic */
     client_stats_t *clients;
     int client_cnt, client_cap;
     /* consumer */
@@ -150,6 +151,17 @@ void bw_metrics_client_refused(bw_metrics_t *m, const char *client, uint64_t req
 void bw_metrics_client_over_quota(bw_metrics_t *m, const char *client, bw_quota_kind_t kind) {
     pthread_mutex_lock(&m->mu);
     client_stats(m, client)->over_quota[kind]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_jobs_index(bw_metrics_t *m, uint64_t entries, uint64_t bytes, uint64_t max_bytes, uint64_t evicted,
+                           uint64_t found_in_topic) {
+    pthread_mutex_lock(&m->mu);
+    m->jobs_index[0] = entries;
+    m->jobs_index[1] = bytes;
+    m->jobs_index[2] = max_bytes;
+    m->jobs_index[3] = evicted;
+    m->jobs_index[4] = found_in_topic;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -335,6 +347,18 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
         for (int i = 0; i < m->client_cnt; i++)
             bw_buf_printf(out, "bulkwrite_proxy_client_ops_out_of_scope_total{client=\"%s\"} %llu\n",
                           m->clients[i].name, (unsigned long long)m->clients[i].out_of_scope);
+        static const char *const index_series[5][3] = {
+            {"bulkwrite_proxy_jobs_index_entries", "gauge", "Job records in the index behind GET /v1/jobs/{id}."},
+            {"bulkwrite_proxy_jobs_index_bytes", "gauge", "Bytes the job index holds (records and entries)."},
+            {"bulkwrite_proxy_jobs_index_max_bytes", "gauge", "Its bound, proxy.jobs_index_max_bytes."},
+            {"bulkwrite_proxy_jobs_index_evicted_total", "counter",
+             "Job records dropped from the index, least recently used first."},
+            {"bulkwrite_proxy_jobs_read_from_topic_total", "counter",
+             "Job records read back from the jobs topic for a GET, after the index had dropped them."}};
+        for (int i = 0; i < 5; i++) {
+            header(out, index_series[i][0], index_series[i][1], index_series[i][2]);
+            bw_buf_printf(out, "%s %llu\n", index_series[i][0], (unsigned long long)m->jobs_index[i]);
+        }
         header(out, "bulkwrite_proxy_client_over_quota_total", "counter",
                "Requests answered 429 because the client was over one of its quotas (clients file).");
         for (int i = 0; i < m->client_cnt; i++)

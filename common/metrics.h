@@ -45,6 +45,10 @@ extern const char *const bw_quota_kind_names[BW_QUOTA_KINDS];
 void bw_metrics_client_over_quota(bw_metrics_t *m, const char *client, bw_quota_kind_t kind);
 /* A request of the client passed its quotas (bytes: its body) and had `ops` accepted. */
 void bw_metrics_client_accepted(bw_metrics_t *m, const char *client, uint64_t ops, uint64_t bytes);
+/* The job index (proxy/jobs.h) as of now: entries and bytes held, its bound, records
+ * dropped and records read back from the topic, all since start. */
+void bw_metrics_jobs_index(bw_metrics_t *m, uint64_t entries, uint64_t bytes, uint64_t max_bytes, uint64_t evicted,
+                           uint64_t found_in_topic);
 
 /* consumer */
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,

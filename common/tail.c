@@ -141,3 +141,67 @@ void bw_tail_stop(bw_tail_t *t) {
     free(t->topic);
     free(t);
 }
+
+int bw_tail_find(const bw_config_t *conf, const char *brokers, const char *topic, const void *key, size_t key_len,
+                 void (*keep)(void *ud, const void *value, size_t len), void *ud, int timeout_ms, char *errstr,
+                 size_t errstr_size) {
+    rd_kafka_conf_t *kc = bw_kafka_conf(conf, BW_KAFKA_CONSUMER, brokers, errstr, errstr_size);
+    if (!kc) return -1;
+    rd_kafka_conf_set(kc, "enable.partition.eof", "true", NULL, 0);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size);
+    if (!rk) return -1;
+    int rc = -1, parts = 0;
+    int64_t end[MAX_PARTS];
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    rd_kafka_topic_destroy(rkt);
+    if (err || md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt > MAX_PARTS) {
+        bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "topic %s: %s", topic,
+                  err ? rd_kafka_err2str(err) : "no such topic, or too many partitions");
+        goto out;
+    }
+    parts = md->topics[0].partition_cnt;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(parts);
+    int left = 0;
+    for (int p = 0; p < parts; p++) {
+        int64_t lo, hi;
+        if ((err = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, timeout_ms))) {
+            rd_kafka_topic_partition_list_destroy(l);
+            bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "topic %s: %s", topic, rd_kafka_err2str(err));
+            goto out;
+        }
+        end[p] = hi;
+        if (hi > lo) left++;
+        rd_kafka_topic_partition_list_add(l, topic, p)->offset = hi > lo ? lo : RD_KAFKA_OFFSET_END;
+    }
+    rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    int done[MAX_PARTS] = {0};
+    int64_t deadline = bw_now_us() + (int64_t)timeout_ms * 1000;
+    for (int p = 0; p < parts; p++) done[p] = end[p] <= 0;
+    /* read each partition up to the end it had: records written after the call are the
+     * live tail's */
+    while (left > 0 && bw_now_us() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (!m) continue;
+        int p = m->partition;
+        if (p >= 0 && p < parts && !done[p]) {
+            if (!m->err && m->key_len == key_len && memcmp(m->key, key, key_len) == 0 && m->len)
+                keep(ud, m->payload, m->len);
+            if ((!m->err && m->offset + 1 >= end[p]) || m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                done[p] = 1;
+                left--;
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    if (left > 0) bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "topic %s: not read to its end within %d ms", topic,
+                            timeout_ms);
+    else rc = 0;
+out:
+    if (md) rd_kafka_metadata_destroy(md);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return rc;
+}

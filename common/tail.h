@@ -27,4 +27,13 @@ int bw_tail_caught_up(bw_tail_t *t);
 int bw_tail_sync(bw_tail_t *t, int timeout_ms);
 void bw_tail_stop(bw_tail_t *t);
 
+/* Reads `topic` once from its beginning to its end (the high watermarks when called) and
+ * hands the latest value of `key` to keep(ud, value, len) — called for every value of
+ * the key in order, so the caller keeps the one it prefers. For a record dropped from a
+ * bounded in-memory index: slow (the whole topic), so callers keep it rare. 0 when the
+ * topic was read to its end within timeout_ms, -1 with errstr otherwise. */
+int bw_tail_find(const bw_config_t *conf, const char *brokers, const char *topic, const void *key, size_t key_len,
+                 void (*keep)(void *ud, const void *value, size_t len), void *ud, int timeout_ms, char *errstr,
+                 size_t errstr_size);
+
 #endif

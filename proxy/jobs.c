@@ -15,40 +15,118 @@
 
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen);
 
-/* Open-addressing index: job id (32 hex digits) -> latest packed JobRecord. */
-typedef struct {
+/* The index: job id -> latest packed JobRecord, at most proxy.jobs_index_max_bytes of
+ * records (with their entries), least recently used dropped first. Every id the tail has
+ * read is also set in a Bloom filter of fixed size, so a miss for an id never seen is
+ * answered at once, and only a dropped one (or a rare false positive) is looked up in
+ * the topic (bw_tail_find). */
+typedef struct entry {
     char id[33];
     void *rec;
     size_t len;
-} slot_t;
+    struct entry *hnext;         /* hash chain */
+    struct entry *newer, *older; /* LRU list */
+} entry_t;
 
-/* @locks mu guards slots, cap, cnt */
+#define ENTRY_BYTES(e) (sizeof(entry_t) + (e)->len)
+#define SEEN_BITS (1u << 26) /* 8 MiB: 1 % false positives at ~7 million jobs */
+
+/* @locks mu guards buckets, nbuckets, cnt, bytes, newest, oldest, seen and the counters */
 struct bw_jobs {
     pthread_mutex_t mu;
-    slot_t *slots;
-    size_t cap, cnt;
+    entry_t **buckets;
+    size_t nbuckets, cnt, bytes, max_bytes;
+    entry_t *newest, *oldest;
+    uint8_t *seen;
+    uint64_t evicted, found_in_topic;
+    pthread_mutex_t find_mu; /* one topic read at a time */
+    const bw_config_t *conf;
+    char *brokers;
     bw_tail_t *tail;
 };
 
-static uint64_t hash_id(const char *id) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *id; id++) h = (h ^ (unsigned char)*id) * 1099511628211ULL;
-    return h;
+static int valid_id(const char *id, size_t len) { return len == 32 && strspn(id, "0123456789abcdef") >= 32; }
+
+/* The id is a digest (random, md5 or HMAC): its 16 bytes are hashes enough. */
+static void id_words(const char *id, uint32_t w[4]) {
+    for (int k = 0; k < 4; k++) {
+        uint32_t v = 0;
+        for (int i = 0; i < 8; i++) {
+            char c = id[8 * k + i];
+            v = v << 4 | (uint32_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+        }
+        w[k] = v;
+    }
 }
 
-static slot_t *find(bw_jobs_t *j, const char *id) {
-    size_t i = hash_id(id) & (j->cap - 1);
-    while (j->slots[i].id[0] && strcmp(j->slots[i].id, id)) i = (i + 1) & (j->cap - 1);
-    return &j->slots[i];
+static void seen_set(bw_jobs_t *j, const char *id) {
+    uint32_t w[4];
+    id_words(id, w);
+    for (int k = 0; k < 4; k++) j->seen[(w[k] % SEEN_BITS) / 8] |= (uint8_t)(1u << (w[k] % 8));
 }
 
+static int seen_maybe(bw_jobs_t *j, const char *id) {
+    uint32_t w[4];
+    id_words(id, w);
+    for (int k = 0; k < 4; k++)
+        if (!(j->seen[(w[k] % SEEN_BITS) / 8] & (1u << (w[k] % 8)))) return 0;
+    return 1;
+}
+
+static entry_t **chain(bw_jobs_t *j, const char *id) {
+    uint32_t w[4];
+    id_words(id, w);
+    return &j->buckets[w[0] & (j->nbuckets - 1)];
+}
+
+static entry_t *find(bw_jobs_t *j, const char *id) {
+    for (entry_t *e = *chain(j, id); e; e = e->hnext)
+        if (memcmp(e->id, id, 32) == 0) return e;
+    return NULL;
+}
+
+static void lru_unlink(bw_jobs_t *j, entry_t *e) {
+    if (e->newer) e->newer->older = e->older;
+    else j->newest = e->older;
+    if (e->older) e->older->newer = e->newer;
+    else j->oldest = e->newer;
+    e->newer = e->older = NULL;
+}
+
+static void lru_push(bw_jobs_t *j, entry_t *e) {
+    e->older = j->newest;
+    e->newer = NULL;
+    if (j->newest) j->newest->newer = e;
+    j->newest = e;
+    if (!j->oldest) j->oldest = e;
+}
+
+static void drop(bw_jobs_t *j, entry_t *e) {
+    for (entry_t **p = chain(j, e->id); *p; p = &(*p)->hnext)
+        if (*p == e) {
+            *p = e->hnext;
+            break;
+        }
+    lru_unlink(j, e);
+    j->cnt--;
+    j->bytes -= ENTRY_BYTES(e);
+    free(e->rec);
+    free(e);
+}
+
+/* Doubles the hash table when it holds more entries than chains. */
 static void grow(bw_jobs_t *j) {
-    slot_t *old = j->slots;
-    size_t old_cap = j->cap;
-    j->cap = old_cap ? old_cap * 2 : 1024;
-    j->slots = calloc(j->cap, sizeof(slot_t));
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].id[0]) *find(j, old[i].id) = old[i];
+    size_t old_n = j->nbuckets;
+    entry_t **old = j->buckets;
+    j->nbuckets = old_n ? old_n * 2 : 1024;
+    if (!(j->buckets = calloc(j->nbuckets, sizeof(*j->buckets)))) abort();
+    for (size_t i = 0; i < old_n; i++)
+        for (entry_t *e = old[i], *next; e; e = next) {
+            next = e->hnext;
+            entry_t **c = chain(j, e->id);
+            e->hnext = *c;
+            *c = e;
+        }
     free(old);
 }
 
@@ -66,32 +144,52 @@ static size_t parts_taken(const void *rec, size_t len) {
 
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_jobs_t *j = ud;
-    if (klen != 32 || !vlen) return;
+    if (!vlen || klen != 32) return;
     char id[33];
     memcpy(id, key, 32);
     id[32] = '\0';
+    if (!valid_id(id, 32)) return;
     void *copy = malloc(vlen);
+    if (!copy) abort();
     memcpy(copy, val, vlen);
     pthread_mutex_lock(&j->mu);
-    if ((j->cnt + 1) * 2 > j->cap) grow(j);
-    slot_t *s = find(j, id);
-    if (!s->id[0]) {
-        memcpy(s->id, id, 33);
-        j->cnt++;
-    }
-    if (s->rec && parts_taken(s->rec, s->len) > parts_taken(copy, vlen)) {
+    seen_set(j, id);
+    entry_t *e = find(j, id);
+    if (e && parts_taken(e->rec, e->len) > parts_taken(copy, vlen)) {
         free(copy); /* an older attempt's record read after this proxy put a newer one */
     } else {
-        free(s->rec);
-        s->rec = copy;
-        s->len = vlen;
+        if (!e) {
+            if (j->cnt + 1 > j->nbuckets) grow(j);
+            if (!(e = calloc(1, sizeof(*e)))) abort();
+            memcpy(e->id, id, 33);
+            entry_t **c = chain(j, id);
+            e->hnext = *c;
+            *c = e;
+            j->cnt++;
+        } else {
+            lru_unlink(j, e);
+            j->bytes -= ENTRY_BYTES(e);
+            free(e->rec);
+        }
+        e->rec = copy;
+        e->len = vlen;
+        j->bytes += ENTRY_BYTES(e);
+        lru_push(j, e);
+    }
+    while (j->bytes > j->max_bytes && j->oldest != j->newest) { /* the newest stays, whatever its size */
+        drop(j, j->oldest);
+        j->evicted++;
     }
     pthread_mutex_unlock(&j->mu);
 }
 
 bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *errstr, size_t errstr_size) {
     bw_jobs_t *j = calloc(1, sizeof(*j));
+    if (!j || !(j->seen = calloc(SEEN_BITS / 8, 1)) || !(j->brokers = strdup(brokers))) abort();
     pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->find_mu, NULL);
+    j->conf = conf;
+    j->max_bytes = (size_t)conf->proxy_jobs_index_max_bytes;
     grow(j);
     if (!(j->tail = bw_tail_start(conf, brokers, conf->jobs_topic, on_record, j, errstr, errstr_size))) {
         bw_jobs_stop(j);
@@ -103,31 +201,86 @@ bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *err
 void bw_jobs_stop(bw_jobs_t *j) {
     if (!j) return;
     bw_tail_stop(j->tail);
-    for (size_t i = 0; i < j->cap; i++) free(j->slots[i].rec);
-    free(j->slots);
+    while (j->oldest) drop(j, j->oldest);
+    free(j->buckets);
+    free(j->seen);
+    free(j->brokers);
     pthread_mutex_destroy(&j->mu);
+    pthread_mutex_destroy(&j->find_mu);
     free(j);
 }
 
 int bw_jobs_caught_up(bw_jobs_t *j) { return bw_tail_caught_up(j->tail); }
 
-int bw_jobs_lookup(bw_jobs_t *j, const char *id, void **out, size_t *len) {
+void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st) {
     pthread_mutex_lock(&j->mu);
-    slot_t *s = find(j, id);
-    int found = s->id[0] != '\0';
-    if (found) {
-        *out = malloc(s->len);
-        memcpy(*out, s->rec, s->len);
-        *len = s->len;
+    *st = (bw_jobs_stats_t){j->cnt, j->bytes, j->max_bytes, j->evicted, j->found_in_topic};
+    pthread_mutex_unlock(&j->mu);
+}
+
+int bw_jobs_lookup(bw_jobs_t *j, const char *id, void **out, size_t *len) {
+    if (!valid_id(id, strlen(id))) return -1;
+    pthread_mutex_lock(&j->mu);
+    entry_t *e = find(j, id);
+    if (e) {
+        if (!(*out = malloc(e->len))) abort();
+        memcpy(*out, e->rec, e->len);
+        *len = e->len;
+        lru_unlink(j, e); /* used: the newest again */
+        lru_push(j, e);
     }
     pthread_mutex_unlock(&j->mu);
-    return found ? 0 : -1;
+    return e ? 0 : -1;
+}
+
+/* bw_tail_find's keep: the record with the most parts taken, as on_record keeps it. */
+typedef struct {
+    void *rec;
+    size_t len;
+} found_t;
+
+static void keep_found(void *ud, const void *val, size_t len) {
+    found_t *f = ud;
+    if (f->rec && parts_taken(f->rec, f->len) > parts_taken(val, len)) return;
+    free(f->rec);
+    if (!(f->rec = malloc(len))) abort();
+    memcpy(f->rec, val, len);
+    f->len = len;
 }
 
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
-    bw_tail_sync(j->tail, 3000);
-    return bw_jobs_lookup(j, job_id, out, len);
+    bw_tail_sync(j->tail, 3000); /* a job just accepted by another proxy */
+    if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
+    pthread_mutex_lock(&j->mu);
+    int maybe = seen_maybe(j, job_id);
+    pthread_mutex_unlock(&j->mu);
+    if (!maybe) return -1; /* never in the topic: no need to read it */
+    /* dropped from the index (or a false positive of the filter): read the topic */
+    pthread_mutex_lock(&j->find_mu);
+    int rc = bw_jobs_lookup(j, job_id, out, len); /* another caller may have brought it back meanwhile */
+    if (rc) {
+        found_t f = {0};
+        char err[256];
+        int64_t t0 = bw_now_us();
+        if (bw_tail_find(j->conf, j->brokers, j->conf->jobs_topic, job_id, 32, keep_found, &f, 10000, err,
+                         sizeof(err)))
+            bw_log(BW_LOG_WARN, "proxy", -1, job_id, "job not in the index, and %s", err);
+        bw_log(BW_LOG_INFO, "proxy", -1, job_id,
+               "job %s in %s, read in %.0f ms (not in the index, which keeps proxy.jobs_index_max_bytes)",
+               f.rec ? "found" : "not found", j->conf->jobs_topic, (double)(bw_now_us() - t0) / 1000);
+        if (f.rec) {
+            on_record(j, job_id, 32, f.rec, f.len);
+            pthread_mutex_lock(&j->mu);
+            j->found_in_topic++;
+            pthread_mutex_unlock(&j->mu);
+            *out = f.rec;
+            *len = f.len;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&j->find_mu);
+    return rc;
 }
 
 /* ---- status from the shards ---------------------------------------------------------- */

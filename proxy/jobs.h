@@ -3,7 +3,8 @@
  * At submission the proxy writes a JobRecord (accepted ops per shard) to the compacted
  * jobs topic, keyed by job id, before it replies. Every proxy follows that topic into
  * an in-memory index, so any proxy answers GET /v1/jobs/{id}, also after restarts. The
- * answer adds, per shard, the applied and failed counts from the shard's bw_job_parts
+ * index is bounded (proxy.jobs_index_max_bytes, least recently used records dropped); a
+ * dropped record is read back from the topic when asked for. The answer adds, per shard, the applied and failed counts from the shard's bw_job_parts
  * table and a sample of failures from bw_job_failures (read through common/ledger.h) —
  * written in the apply transaction, so they are exact.
  *
@@ -12,6 +13,7 @@
 #define BW_JOBS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "bulkwrite.pb-c.h"
 #include "config.h"
@@ -31,8 +33,18 @@ int bw_jobs_lookup(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
 
 /* The record of a job (packed, malloc'd: *out, *len), looked up in the index; when it
  * is not there yet, the index is first brought up to date with the topic (a job just
- * accepted by another proxy). 0 found, -1 not found. */
+ * accepted by another proxy); when it is still not there but the tail has read the id
+ * (a record dropped from the bounded index), the topic is read for it (slow: one
+ * caller at a time). 0 found, -1 not found. */
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
+
+/* The index's size and work, for /metrics. */
+typedef struct {
+    size_t entries, bytes, max_bytes;
+    uint64_t evicted;        /* records dropped, least recently used first */
+    uint64_t found_in_topic; /* records read back from the topic for a lookup */
+} bw_jobs_stats_t;
+void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st);
 
 /* Fills st from the record and the shards. job_id is the checked id (32 hex digits)
  * the record was found under; shards out of range are dropped from rec. table (may be

@@ -686,6 +686,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, const char *url,
                                  const bw_auth_client_t *client) {
     enum MHD_Result ret;
+    if (strcmp(url, "/metrics") == 0) {
+        bw_jobs_stats_t js;
+        bw_jobs_stats(proxy.jobs, &js);
+        bw_metrics_jobs_index(proxy.metrics, js.entries, js.bytes, js.max_bytes, js.evicted, js.found_in_topic);
+    }
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
     if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9, client);
     if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {

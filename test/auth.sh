@@ -32,6 +32,8 @@ bw_stack_conf() {
         "$(client bulky bulky-token '"submit"' '"pin:create"' | sed 's/ }$//') bytes_per_second = 2000; }"
     # relative: read from the configuration file's folder
     sed -i 's|clients_file = "";|clients_file = "clients.conf";|; s|job_id_secret = "";|job_id_secret = "auth-test-secret";|' "$1"
+    # a job index of ~20 records, so that it drops some (read back from the topic)
+    sed -i 's|jobs_index_max_bytes = [0-9]*;|jobs_index_max_bytes = 4096;|' "$1"
 }
 bw_stack_start auth "$MODE"
 start_consumer $C1
@@ -39,6 +41,7 @@ umask 077
 for t in admin feed spam dash; do printf '%s-token\n' $t >"$WORK/$t.token"; done
 
 BASE=http://127.0.0.1:$PROXY
+metric() { curl -sf "$BASE/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 # req TOKEN METHOD PATH [JSON]: prints the status; the body goes to $WORK/body, headers to $WORK/headers
 req() {
     local auth=()
@@ -181,6 +184,34 @@ quota_rows() { [ "$(pins_in $(seq 100 160) $(seq 300 309) $(seq 200 219))" = 91 
 check "every accepted quota batch is applied, row by row (91 pins)" wait_for 60 quota_rows
 check "nothing refused reached MariaDB (pins 23 and 220)" test "$(pins_in 23 220)" = 0
 
+# ---- the job index is bounded; a dropped job is read back from the topic -----------------
+many_jobs() {
+    local i
+    for ((i = 0; i < 40; i++)); do
+        [ "$(req admin-token POST /v1/batches "{\"ops\":[$(delete $((500 + i)))]}")" = 202 ] || return 1
+    done
+}
+check "40 more jobs" many_jobs
+index_bounded() {
+    local bytes evicted
+    bytes=$(metric bulkwrite_proxy_jobs_index_bytes) evicted=$(metric bulkwrite_proxy_jobs_index_evicted_total)
+    echo "index: $bytes bytes (bound 4096), $evicted dropped"
+    [ "${bytes:-99999}" -le 4096 ] && [ "${evicted:-0}" -ge 20 ]
+}
+check "the job index stays within jobs_index_max_bytes, dropping the least recently used" index_bounded
+reads_before=$(grep -c "read in .* ms (not in the index" "$WORK/proxy.log")
+echo "# the proxy read the topic for $reads_before dropped jobs so far"
+read_back() { status_is 200 feed-token GET "/v1/jobs/$FEED_JOB" && body_has "\"job_id\":\"$FEED_JOB\"" &&
+    body_has '"submitted":1'; }
+check "feed's nightly-1, dropped from the index, is read back from the jobs topic (200)" read_back
+topic_reads() { grep -c "read in .* ms (not in the index" "$WORK/proxy.log"; }
+read_logged() { [ "$(topic_reads)" = $((reads_before + 1)) ] &&
+    grep "job found in .* read in .* ms (not in the index" "$WORK/proxy.log" | tail -1 | grep -q "$FEED_JOB" &&
+    [ "$(metric bulkwrite_proxy_jobs_read_from_topic_total)" -ge 1 ]; }
+check "... read from the topic once, as the log and the metrics say" read_logged
+check "a job id never submitted: 404 at once" status_is 404 admin-token GET /v1/jobs/0123456789abcdef0123456789abcdef
+check "... without reading the topic (the filter of ids read)" test "$(topic_reads)" = $((reads_before + 1))
+
 # ---- the admin ------------------------------------------------------------------------
 paused() { # paused SHARD: true or false in GET /v1/shards
     req dash-token GET /v1/shards >/dev/null && jq -r --argjson s "$1" '.shards[] | select(.shard == $s) | .paused' "$WORK/body"
@@ -215,7 +246,6 @@ check "the consumer's log names who paused shard 3 and from where" wait_for 10 c
 check "the admin may post a batch too" status_is 202 admin-token POST /v1/batches "{\"ops\":[$(delete 99)]}"
 
 # ---- metrics --------------------------------------------------------------------------
-metric() { curl -sf "$BASE/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 metrics_ok() {
     local f401 f403 dash spam
     f401=$(metric 'bulkwrite_proxy_requests_total{code="401"}') f403=$(metric 'bulkwrite_proxy_requests_total{code="403"}')
