@@ -1,13 +1,15 @@
 #include "apijson.h"
 
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-char *bw_base64(const void *data, size_t len) {
+/* base64 of data into o (room for 4 * ((len + 2) / 3) + 1), NUL-terminated; returns the end. */
+static char *base64_into(char *o, const void *data, size_t len) {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const uint8_t *in = data;
-    char *out = malloc(4 * ((len + 2) / 3) + 1), *o = out;
-    if (!out) abort();
     for (size_t i = 0; i < len; i += 3) {
         uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0) |
                      (i + 2 < len ? in[i + 2] : 0);
@@ -17,7 +19,93 @@ char *bw_base64(const void *data, size_t len) {
         *o++ = i + 2 < len ? tbl[v & 63] : '=';
     }
     *o = '\0';
+    return o;
+}
+
+char *bw_base64(const void *data, size_t len) {
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    if (!out) abort();
+    base64_into(out, data, len);
     return out;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped; UTF-8 as it is. */
+static void put_string(bw_buf_t *b, const char *s, size_t len) {
+    bw_buf_reserve(b, len + 2);
+    bw_buf_append(b, "\"", 1);
+    size_t run = 0; /* bytes since the last escape, appended in one go */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        bw_buf_append(b, s + run, i - run);
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            bw_buf_append(b, e, 2);
+        } else {
+            bw_buf_printf(b, "\\u%04x", c);
+        }
+        run = i + 1;
+    }
+    bw_buf_append(b, s + run, len - run);
+    bw_buf_append(b, "\"", 1);
+}
+
+/* A value as bw_value_json writes it (a double keeps a ".0" as jansson writes it, so it
+ * reads back as a double). */
+static void put_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
+    switch (v ? v->kind_case : BULKWRITE__V1__VALUE__KIND__NOT_SET) {
+    case BULKWRITE__V1__VALUE__KIND_INT_VALUE: bw_buf_printf(b, "%" PRId64, v->int_value); break;
+    case BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE: {
+        char d[40];
+        int n = snprintf(d, sizeof(d), "%.17g", v->double_value);
+        bw_buf_append(b, d, (size_t)n);
+        if (!strpbrk(d, ".eEni")) bw_buf_append(b, ".0", 2); /* not 1e300, nan or inf */
+        break;
+    }
+    case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: bw_buf_puts(b, v->bool_value ? "true" : "false"); break;
+    case BULKWRITE__V1__VALUE__KIND_STRING_VALUE:
+        put_string(b, (const char *)v->string_value.data, v->string_value.len);
+        break;
+    case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE: {
+        size_t room = 4 * ((v->bytes_value.len + 2) / 3) + 1;
+        bw_buf_puts(b, "{\"base64\":\"");
+        bw_buf_reserve(b, room + 2);
+        b->len = (size_t)(base64_into(b->data + b->len, v->bytes_value.data, v->bytes_value.len) - b->data);
+        bw_buf_puts(b, "\"}");
+        break;
+    }
+    default: bw_buf_puts(b, "null");
+    }
+}
+
+void bw_apijson_request(bw_buf_t *out, const char *request_id, Bulkwrite__V1__Op *const *ops, size_t n) {
+    static const char *const words[] = {"?", "create", "update", "upsert", "delete"};
+    bw_buf_puts(out, "{\"request_id\":");
+    put_string(out, request_id, strlen(request_id));
+    bw_buf_puts(out, ",\"ops\":[");
+    for (size_t i = 0; i < n; i++) {
+        const Bulkwrite__V1__Op *op = ops[i];
+        bw_buf_puts(out, i ? ",{\"op\":\"" : "{\"op\":\"");
+        bw_buf_puts(out, (unsigned)op->op < 5 ? words[op->op] : "?");
+        bw_buf_puts(out, "\",\"object_type\":");
+        put_string(out, op->object_type, strlen(op->object_type));
+        bw_buf_printf(out, ",\"id\":%" PRIu64, op->id);
+        if (op->shard_key && *op->shard_key) {
+            bw_buf_puts(out, ",\"shard_key\":");
+            put_string(out, op->shard_key, strlen(op->shard_key));
+        }
+        bw_buf_puts(out, ",\"fields\":{");
+        for (size_t k = 0; k < op->n_fields; k++) {
+            if (k) bw_buf_append(out, ",", 1);
+            put_string(out, op->fields[k]->name, strlen(op->fields[k]->name));
+            bw_buf_append(out, ":", 1);
+            if (op->fields[k]->increment) bw_buf_puts(out, "{\"increment\":");
+            put_value(out, op->fields[k]->value);
+            if (op->fields[k]->increment) bw_buf_append(out, "}", 1);
+        }
+        bw_buf_puts(out, "}}");
+    }
+    bw_buf_puts(out, "]}");
 }
 
 json_t *bw_value_json(const Bulkwrite__V1__Value *v) {

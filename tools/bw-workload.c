@@ -335,23 +335,6 @@ static void make_op(const job_t *jb, long i, op_buf_t *o) {
     }
 }
 
-static json_t *op_json(const Bulkwrite__V1__Op *op) {
-    static const char *const words[] = {"?", "create", "update", "upsert", "delete"};
-    json_t *o = json_object();
-    json_object_set_new(o, "op", json_string(words[op->op]));
-    json_object_set_new(o, "object_type", json_string(op->object_type));
-    json_object_set_new(o, "id", json_integer((json_int_t)op->id));
-    if (*op->shard_key) json_object_set_new(o, "shard_key", json_string(op->shard_key));
-    json_t *f = json_object();
-    for (size_t k = 0; k < op->n_fields; k++) {
-        json_t *jv = bw_value_json(op->fields[k]->value);
-        if (op->fields[k]->increment) jv = json_pack("{s:o}", "increment", jv);
-        json_object_set_new(f, op->fields[k]->name, jv);
-    }
-    json_object_set_new(o, "fields", f);
-    return o;
-}
-
 /* The request body of n ops, in the sender's format; the caller frees it. */
 static void *encode_request(const sender_t *s, char *rid, Bulkwrite__V1__Op **ops, long n, size_t *len) {
     if (s->protobuf) {
@@ -364,13 +347,11 @@ static void *encode_request(const sender_t *s, char *rid, Bulkwrite__V1__Op **op
         bulkwrite__v1__batch_write_request__pack(&req, body);
         return body;
     }
-    json_t *arr = json_array();
-    for (long k = 0; k < n; k++) json_array_append_new(arr, op_json(ops[k]));
-    json_t *root = json_pack("{s:s, s:o}", "request_id", rid, "ops", arr);
-    char *body = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    *len = strlen(body);
-    return body;
+    bw_buf_t b;
+    bw_buf_init(&b);
+    bw_apijson_request(&b, rid, ops, (size_t)n);
+    *len = b.len;
+    return b.data;
 }
 
 /* Sends job number j of the command line. Cleanup and like touch pins i*10 (resp.
