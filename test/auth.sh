@@ -314,6 +314,20 @@ tls_bad_start() {
 }
 check "a proxy whose key file is missing does not start, naming the key and the file" tls_bad_start
 check "the HTTPS proxy survived it all" curl -sf --cacert "$TLS/ca.pem" "$DATA/healthz"
+# require_client_cert: a third proxy, on the data port only
+REQ_PORT=$((PROXY + 5))
+sed -e "s|port = $TLS_PORT;|port = $REQ_PORT;|" -e "s|admin_port = $ADMIN_PORT;|admin_port = 0;|" \
+    -e 's|require_client_cert = false;|require_client_cert = true;|' "$TLS_CONF" >"$WORK/tls-req.conf"
+"$BIN/bw-proxy" -c "$WORK/tls-req.conf" -b "$BROKERS" >"$WORK/proxy-tls-req.log" 2>&1 &
+pids+=($!)
+REQ=https://127.0.0.1:$REQ_PORT
+req_up() { curl -sf --cacert "$TLS/ca.pem" "$REQ/healthz"; }
+check "with require_client_cert, /healthz still answers without a certificate" wait_for 60 req_up
+req_token() { tstatus_is 401 -H 'Authorization: Bearer dash-token' "$REQ/v1/shards" &&
+    body_has 'a client certificate is required (proxy.tls.require_client_cert)'; }
+check "... a valid token without a certificate gets 401" req_token
+check "... the certificate client is served" tstatus_is 200 "${as_feed[@]}" "$REQ/v1/shards"
+check "... and shard control is on its data port (admin_port 0)" tstatus_is 200 "${as_ops[@]}" -X POST "$REQ/v1/shards/3/resume"
 
 # A clients file that does not load stops startup, with the reason.
 bad_start() {

@@ -12,7 +12,7 @@
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
  *   resume SHARD         apply them again
  *   schema [--print]     create every shard database and table (or print the DDL)
- *   check-config         load and validate the configuration (and the proxy's clients file)
+ *   check-config         load and validate the configuration (and the proxy's TLS files and clients file)
  *   dump-config          print the effective configuration
  *   config-doc           print docs/configuration.md
  *
@@ -697,7 +697,7 @@ static int usage(FILE *out, int code) {
           "  resume SHARD         apply them again\n"
           "  schema [--print]     create the shard databases and tables on every server\n"
           "                       (idempotent), or print the DDL\n"
-          "  check-config         validate the configuration and the proxy's clients file;\n"
+          "  check-config         validate the configuration, the proxy's TLS files and clients file;\n"
           "                       prints file:line: what on error\n"
           "  dump-config          print the effective configuration, defaults filled in\n"
           "  config-doc           print the configuration reference (docs/configuration.md)\n"
@@ -742,7 +742,7 @@ static int cmd_schema(int argc, char **argv) {
 
 /* check-config: the proxy's TLS files and clients file too, when the configuration names
  * them. */
-static int check_clients(void) {
+static int check_proxy_files(void) {
     char *path = bw_auth_path(conf), err[1024];
     bw_tls_t *tls;
     if (bw_tls_load(conf, &tls, err, sizeof(err))) {
@@ -809,7 +809,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "check-config") == 0) {
         printf("%s: ok (%d shards on %d servers, %d object types)\n", config_path, conf->shard_count,
                conf->server_cnt, conf->object_type_cnt);
-        ret = check_clients();
+        ret = check_proxy_files();
     } else if (strcmp(cmd, "dump-config") == 0) {
         bw_config_dump(conf, stdout);
         ret = 0;
