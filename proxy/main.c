@@ -727,7 +727,8 @@ int main(int argc, char **argv) {
     const bw_listen_tls_t *tls = proxy.tls ? &proxy.tls->listen : NULL;
     const char *scheme = tls ? "https" : "http";
     proxy.httpd = bw_daemon_listen(&d, proxy.conf->proxy_listen_address, proxy.conf->proxy_port,
-                                   MHD_USE_THREAD_PER_CONNECTION, on_request, (void *)&listeners[split],
+                                   MHD_USE_THREAD_PER_CONNECTION, on_request,
+                                   (void *)&listeners[split ? BW_LISTENER_DATA : BW_LISTENER_ONLY],
                                    on_completed, &limits, tls, &bound);
     if (!proxy.httpd) return 1;
     if (split) {

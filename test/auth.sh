@@ -221,7 +221,8 @@ sed -e "s|port = $PROXY;|port = $TLS_PORT;|" -e 's|clients_file = "clients.conf"
     "$CONF" >"$TLS_CONF"
 check "bwctl check-config reads the TLS files" bash -c "'$BIN/bwctl' -c '$TLS_CONF' check-config | grep -q 'proxy.tls: ok (certificate, key, client CAs)'"
 "$BIN/bw-proxy" -c "$TLS_CONF" -b "$BROKERS" >"$WORK/proxy-tls.log" 2>&1 &
-pids+=($!)
+TLS_PID=$!
+pids+=($TLS_PID)
 DATA=https://127.0.0.1:$TLS_PORT ADMIN=https://127.0.0.1:$ADMIN_PORT
 tls_up() { curl -sf --cacert "$TLS/ca.pem" "$DATA/healthz"; }
 check "the HTTPS proxy starts: /healthz over TLS with the test CA" wait_for 60 tls_up
@@ -313,6 +314,17 @@ tls_bad_start() {
         grep -q "proxy.tls.key_file: $WORK/tls/missing.key: No such file" "$WORK/tls-bad.log"
 }
 check "a proxy whose key file is missing does not start, naming the key and the file" tls_bad_start
+tls_reload_refused() {
+    cp "$TLS_CONF" "$WORK/tls.conf.orig"
+    sed -i 's|cert_file = "tls/server.pem";|cert_file = "tls/feed.pem";|' "$TLS_CONF"
+    kill -HUP "$TLS_PID"
+    wait_for 10 grep -q 'reload refused, the running config stays: proxy.tls changed, which needs a restart' \
+        "$WORK/proxy-tls.log"
+    local rc=$?
+    mv "$WORK/tls.conf.orig" "$TLS_CONF"
+    return $rc
+}
+check "a SIGHUP that changes proxy.tls is refused, naming the key" tls_reload_refused
 check "the HTTPS proxy survived it all" curl -sf --cacert "$TLS/ca.pem" "$DATA/healthz"
 # require_client_cert: a third proxy, on the data port only
 REQ_PORT=$((PROXY + 5))
