@@ -258,7 +258,7 @@ static const key_t_ top_keys[] = {
     {"proxy.admin_listen_address", K_STR, OFF(proxy_admin_listen_address), 0, 0, 0, "\"127.0.0.1\"", NULL, NULL, 0,
      "Address of the proxy's admin listener (with proxy.admin_port)."},
     {"proxy.admin_port", K_INT, OFF(proxy_admin_port), 0, 0, 65535, "0", NULL, NULL, 0,
-     "Port of the admin listener: shard control (POST /v1/shards/{n}/rate|pause|resume) is "
+     "Port of the admin listener: shard control (POST /v1/shards/{n}/rate, /pause, /resume) is "
      "served there only, with GET /v1/shards, /healthz and /metrics; the data port then "
      "refuses shard control with 404. Same TLS and connection bounds as proxy.port (each "
      "listener has its own). 0 = no admin listener: the admin API shares proxy.port."},
