@@ -15,7 +15,7 @@
 SANITIZE ?=
 comma := ,
 CC ?= cc
-PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson yajl libmariadb libcurl libcrypto
+PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson yajl libmariadb libcurl libcrypto gnutls
 
 ifeq ($(SANITIZE),)
 BUILD := build/release

@@ -129,6 +129,25 @@ static const key_t_ auth_keys[] = {
      "computable (a warning at startup)."},
     END};
 
+/* HTTPS and the admin listener (proxy/tls.h): the proxy checks the files at startup */
+static const key_t_ tls_keys[] = {
+    {"cert_file", K_STR, OFF(proxy_tls_cert_file), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "PEM certificate (chain) the proxy's listeners present: with it they speak HTTPS only. "
+     "\"\" = plain HTTP. A relative path is read from the configuration file's folder, as are the "
+     "other two; all are read at startup (a restart takes new ones)."},
+    {"key_file", K_STR, OFF(proxy_tls_key_file), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "PEM private key of cert_file; required with it."},
+    {"client_ca_file", K_STR, OFF(proxy_tls_client_ca_file), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "PEM certificates of the CAs that sign client certificates. With it the proxy asks each "
+     "client for a certificate; one presented is verified (signature, dates, key purpose) and "
+     "refused with 401 and the reason otherwise. Its identity (the first DNS or URI subject "
+     "alternative name, else the common name) is the client whose cert_identity it is in "
+     "proxy.auth.clients_file. \"\" = client certificates are not asked for."},
+    {"require_client_cert", K_BOOL, OFF(proxy_tls_require_client_cert), 0, 0, 0, "false", NULL, NULL, 0,
+     "Refuse (401) every request without a verified client certificate but /healthz, even one "
+     "with a valid token; needs client_ca_file."},
+    END};
+
 static const key_t_ top_keys[] = {
     {"log_level", K_ENUM, OFF(log_level), 0, 0, 0, "\"info\"", log_levels, NULL, 0,
      "Least level logged: debug, info, warn or error."},
@@ -247,6 +266,14 @@ static const key_t_ top_keys[] = {
      0, "Retry-After (seconds) of a 429 for a shard whose backlog is full."},
     {"proxy.auth", K_GROUP, 0, 0, 0, 0, "", NULL, auth_keys, 0,
      "Who may call the proxy's HTTP API, and what they may do (docs/security.md)."},
+    {"proxy.tls", K_GROUP, 0, 0, 0, 0, "", NULL, tls_keys, 0, "HTTPS on both proxy listeners (docs/security.md)."},
+    {"proxy.admin_listen_address", K_STR, OFF(proxy_admin_listen_address), 0, 0, 0, "\"127.0.0.1\"", NULL, NULL, 0,
+     "Address of the proxy's admin listener (with proxy.admin_port)."},
+    {"proxy.admin_port", K_INT, OFF(proxy_admin_port), 0, 0, 65535, "0", NULL, NULL, 0,
+     "Port of the admin listener: shard control (POST /v1/shards/{n}/rate, /pause, /resume) is "
+     "served there only, with GET /v1/shards, /healthz and /metrics; the data port then "
+     "refuses shard control with 404. Same TLS and connection bounds as proxy.port (each "
+     "listener has its own). 0 = no admin listener: the admin API shares proxy.port."},
     {"consumer.pull_count", K_INT, OFF(pull_count), 0, 1, 100000, "1000", NULL, NULL, 0,
      "Messages a consumer buffers per partition (pulled at once). Small batches need many: at "
      "100, a shard of 2-row batches applied about 950 statements/s, waiting for refills; at 1000, "
@@ -792,6 +819,16 @@ int bw_config_column(const bw_object_type_t *ot, const char *name) {
 
 void bw_config_shard_db(const bw_config_t *c, int shard, char *buf, size_t size) {
     snprintf(buf, size, "%s%05d", c->database_prefix, shard);
+}
+
+char *bw_config_file(const bw_config_t *c, const char *file) {
+    if (!file || !*file) return NULL;
+    const char *slash = c->path ? strrchr(c->path, '/') : NULL;
+    if (file[0] == '/' || !slash) return strdup(file);
+    size_t n = (size_t)(slash - c->path) + 1 + strlen(file) + 1;
+    char *p = malloc(n);
+    snprintf(p, n, "%.*s/%s", (int)(slash - c->path), c->path, file);
+    return p;
 }
 
 /* ---- dump and docs -------------------------------------------------------------- */

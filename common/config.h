@@ -109,6 +109,11 @@ typedef struct {
     int proxy_auth_open_metrics;   /* /metrics and /readyz without a token */
     int proxy_jobs_index_max_bytes; /* proxy/jobs.h */
     char *proxy_auth_job_id_secret; /* HMAC key of job ids (proxy/request.h) */
+    char *proxy_tls_cert_file, *proxy_tls_key_file; /* "" = plain HTTP (proxy/tls.h) */
+    char *proxy_tls_client_ca_file;                /* "" = client certificates not asked for */
+    int proxy_tls_require_client_cert;
+    char *proxy_admin_listen_address;
+    int proxy_admin_port;          /* 0 = the admin API shares proxy.port */
 
     /* consumer */
     int pull_count;
@@ -156,6 +161,8 @@ const bw_object_type_t *bw_config_object_type(const bw_config_t *conf, const cha
 int bw_config_column(const bw_object_type_t *ot, const char *name);
 /* Database name of a logical shard into buf ("db00042"). */
 void bw_config_shard_db(const bw_config_t *conf, int shard, char *buf, size_t size);
+/* A file a key names, relative to conf's folder unless absolute (malloc'd); NULL for "". */
+char *bw_config_file(const bw_config_t *conf, const char *file);
 
 /* 1 if `key` (a top-level dotted name such as "shards.servers") has the same value in
  * both, 0 if not, -1 if there is no such key. */

@@ -70,19 +70,32 @@ bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_cod
 }
 
 struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, int port,
-                                    unsigned flags, MHD_AccessHandlerCallback handler,
+                                    unsigned flags, MHD_AccessHandlerCallback handler, void *handler_cls,
                                     MHD_RequestCompletedCallback completed,
-                                    const bw_listen_limits_t *limits, int *bound_port) {
+                                    const bw_listen_limits_t *limits, const bw_listen_tls_t *tls,
+                                    int *bound_port) {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     if (inet_pton(AF_INET, address, &addr.sin_addr) != 1) {
         bw_error(d->name, "listen address \"%s\" is not an IPv4 address", address);
         return NULL;
     }
+    struct MHD_OptionItem tls_opts[5] = {{MHD_OPTION_END, 0, NULL}};
+    if (tls) {
+        /* TLS 1.2 and 1.3 only; the rest of GnuTLS' NORMAL set */
+        static const char priorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+        int n = 0;
+        flags |= MHD_USE_TLS;
+        tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)tls->cert_pem};
+        tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)tls->key_pem};
+        tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)priorities};
+        if (tls->trust_pem) tls_opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)tls->trust_pem};
+        tls_opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
     struct MHD_Daemon *httpd = MHD_start_daemon(
-        flags | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, NULL,
+        flags | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handler, handler_cls,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
         MHD_OPTION_CONNECTION_LIMIT, limits->connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits->per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, limits->timeout_s, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, limits->timeout_s, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (!httpd) {
         bw_error(d->name, "cannot listen on %s:%d: %s", address, port, strerror(errno));
         return NULL;
@@ -169,7 +182,7 @@ bw_config_t *bw_daemon_reload(const bw_daemon_t *d, const bw_config_t *running) 
         "kafka.control_topic", "kafka.status_topic", "kafka.properties", "kafka.producer_properties",
         "kafka.consumer_properties", "kafka.message_max_bytes", "shards.count", "shards.database_prefix",
         "shards.servers", "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address",
-        "proxy.port", "proxy.auth", "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
+        "proxy.port", "proxy.auth", "proxy.tls", "proxy.admin_listen_address", "proxy.admin_port", "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
         "consumer.listen_address", "consumer.port", "consumer.workers", "consumer.pull_count", "alerts.webhook_url",
         "alerts.resend_ms", "alerts.timeout_ms", "alerts.labels", "object_types"};
     const char *changed = NULL;

@@ -35,13 +35,24 @@ typedef struct {
     unsigned timeout_s;   /* a connection idle this long is closed */
 } bw_listen_limits_t;
 
+/* HTTPS for one HTTP server: PEM text, which must outlive the server (libmicrohttpd
+ * keeps the pointers). */
+typedef struct {
+    const char *cert_pem;  /* the server's certificate (chain) */
+    const char *key_pem;   /* its private key */
+    const char *trust_pem; /* CAs of client certificates: each client is asked for one
+                              (and the handler verifies it); NULL: none asked */
+} bw_listen_tls_t;
+
 /* Starts libmicrohttpd on address:port (port 0 = any free port) with `flags` and
- * `handler`; writes the bound port to --port-file if one was given. NULL on failure,
- * logged. *bound_port gets the port actually bound. */
+ * `handler` (called with handler_cls); HTTPS only with tls (NULL: plain HTTP). Writes
+ * the bound port to --port-file if one was given. NULL on failure, logged. *bound_port
+ * gets the port actually bound. */
 struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, int port,
-                                    unsigned flags, MHD_AccessHandlerCallback handler,
+                                    unsigned flags, MHD_AccessHandlerCallback handler, void *handler_cls,
                                     MHD_RequestCompletedCallback completed,
-                                    const bw_listen_limits_t *limits, int *bound_port);
+                                    const bw_listen_limits_t *limits, const bw_listen_tls_t *tls,
+                                    int *bound_port);
 
 /* Queues a response; with free_body the body (malloc'd) passes to libmicrohttpd. */
 enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const char *type, void *body,

@@ -105,8 +105,8 @@ static int start(bw_daemon_t *d) {
     bw_progress_start();
 
     int bound;
-    consumer.httpd = bw_daemon_listen(d, conf->consumer_listen_address, conf->consumer_port, 0, on_http, NULL,
-                                      &(bw_listen_limits_t){64, 16, 30}, &bound);
+    consumer.httpd = bw_daemon_listen(d, conf->consumer_listen_address, conf->consumer_port, 0, on_http, NULL, NULL,
+                                      &(bw_listen_limits_t){64, 16, 30}, NULL, &bound);
     if (!consumer.httpd) return -1;
     char generator[300];
     snprintf(generator, sizeof(generator), "http://%s:%d/metrics", conf->consumer_listen_address, bound);

@@ -103,6 +103,23 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
     return out;
 }
 
+int bw_admin_served(const char *method, const char *url, bw_listener_t on, char *why, size_t why_size) {
+    int get = strcmp(method, "GET") == 0;
+    int control = strcmp(method, "POST") == 0 && strncmp(url, "/v1/shards/", 11) == 0;
+    if (on == BW_LISTENER_DATA && control) {
+        snprintf(why, why_size, "%.8s %.200s: shard control is served on the admin listener only "
+                                "(proxy.admin_listen_address:proxy.admin_port), not on this port", method, url);
+        return 0;
+    }
+    if (on == BW_LISTENER_ADMIN && !control &&
+        !(get && (!strcmp(url, "/v1/shards") || !strcmp(url, "/healthz") || !strcmp(url, "/metrics")))) {
+        snprintf(why, why_size, "%.8s %.200s is not served on the admin listener: it serves shard control, "
+                                "GET /v1/shards, /healthz and /metrics (the rest is on proxy.port)", method, url);
+        return 0;
+    }
+    return 1;
+}
+
 int bw_admin_parse_url(const bw_config_t *conf, const char *url, const char **action, char *err, size_t esz) {
     const char *p = url + strlen("/v1/shards/");
     char *end;

@@ -22,6 +22,16 @@ char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_s
 
 /* Parses "/v1/shards/{n}/{action}": the shard (or -1 with err naming what is wrong) and
  * the action ("rate", "pause", "resume"). */
+/* Which listener a request came in on: the only one (proxy.admin_port 0), or the data or
+ * the admin listener of a proxy that has both. */
+typedef enum { BW_LISTENER_ONLY, BW_LISTENER_DATA, BW_LISTENER_ADMIN } bw_listener_t;
+
+/* 1 if the listener `on` serves method+url. With an admin listener, shard control is
+ * served there only, and it serves nothing else but GET /v1/shards, /healthz and
+ * /metrics. 0 with why (for a 404) otherwise. Unknown endpoints are "served" (they
+ * answer 404 or 405 after). */
+int bw_admin_served(const char *method, const char *url, bw_listener_t on, char *why, size_t why_size);
+
 int bw_admin_parse_url(const bw_config_t *conf, const char *url, const char **action, char *err, size_t esz);
 
 /* Who changes a shard, for the audit trail: the client's name ("(open)" without a

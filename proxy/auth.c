@@ -24,6 +24,7 @@ static const char *const role_names[] = {"submit", "read", "admin"}; /* bit orde
 
 static void client_free(bw_auth_client_t *c) {
     free(c->name);
+    free(c->cert_identity);
     for (int i = 0; i < c->scope_cnt; i++) free(c->scopes[i].type);
     free(c->scopes);
 }
@@ -114,7 +115,7 @@ static int parse_quota(const config_setting_t *e, const char *key, double max, d
 /* One entry of `clients` into c; -1 with why (the caller adds file, line and name). */
 static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_auth_client_t *c, char *why,
                         size_t why_size, const config_setting_t **at) {
-    static const char *const known[] = {"name", "token_sha256", "roles", "scopes", "ops_per_second",
+    static const char *const known[] = {"name", "token_sha256", "cert_identity", "roles", "scopes", "ops_per_second",
                                         "bytes_per_second", "max_jobs_in_flight"};
     *at = e;
     if (!config_setting_is_group(e)) return snprintf(why, why_size, "expected a group { name = ...; ... }"), -1;
@@ -128,19 +129,33 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]) && !ok; k++) ok = !strcmp(config_setting_name(m), known[k]);
         if (!ok) {
             *at = m;
-            return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, roles, scopes, ops_per_second, "
-                                           "bytes_per_second, max_jobs_in_flight)", config_setting_name(m)), -1;
+            return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, cert_identity, roles, scopes, "
+                                           "ops_per_second, bytes_per_second, max_jobs_in_flight)",
+                            config_setting_name(m)), -1;
         }
     }
-    const config_setting_t *m = config_setting_get_member(e, "token_sha256");
+    const config_setting_t *m = config_setting_get_member(e, "cert_identity");
+    if (m) {
+        const char *id = config_setting_get_string(m);
+        *at = m;
+        if (!id || !bw_auth_identity_ok(id))
+            return snprintf(why, why_size, "cert_identity must be a string of 1 to %d ASCII characters '!' to '~' "
+                                           "(a DNS name, a URI or a common name)", BW_AUTH_IDENTITY_MAX), -1;
+        c->cert_identity = strdup(id);
+    }
+    m = config_setting_get_member(e, "token_sha256");
     *at = m ? m : e;
-    if (!m || !(hex = config_setting_get_string(m)))
-        return snprintf(why, why_size, "needs token_sha256 (a string: printf %%s TOKEN | sha256sum)"), -1;
-    if (parse_digest(hex, c->digest))
-        return snprintf(why, why_size,
-                        "token_sha256 must be 64 hex digits, the sha256 of the token (printf %%s TOKEN | sha256sum); "
-                        "this one has %zu characters%s", strlen(hex),
-                        strlen(hex) == 64 ? ", not all hex digits" : ""), -1;
+    if (m || !c->cert_identity) { /* with a cert_identity, the token is optional */
+        if (!m || !(hex = config_setting_get_string(m)))
+            return snprintf(why, why_size, "needs token_sha256 (a string: printf %%s TOKEN | sha256sum) or "
+                                           "cert_identity, or both"), -1;
+        c->has_token = 1;
+        if (parse_digest(hex, c->digest))
+            return snprintf(why, why_size,
+                            "token_sha256 must be 64 hex digits, the sha256 of the token (printf %%s TOKEN | sha256sum); "
+                            "this one has %zu characters%s", strlen(hex),
+                            strlen(hex) == 64 ? ", not all hex digits" : ""), -1;
+    }
     m = config_setting_get_member(e, "roles");
     *at = m ? m : e;
     if (!m || !(config_setting_is_array(m) || config_setting_is_list(m)) || config_setting_length(m) == 0)
@@ -239,10 +254,16 @@ bw_auth_set_t *bw_auth_load(const char *path, const bw_config_t *conf, char *err
                           path, c->line, c->name, o->line);
                 goto fail;
             }
-            if (memcmp(o->digest, c->digest, BW_AUTH_DIGEST_LEN) == 0) {
+            if (o->has_token && c->has_token && memcmp(o->digest, c->digest, BW_AUTH_DIGEST_LEN) == 0) {
                 bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
                           "%s:%d: client \"%s\" has the same token_sha256 as client \"%s\" (line %d): every client "
                           "needs a token of its own", path, c->line, c->name, o->name, o->line);
+                goto fail;
+            }
+            if (o->cert_identity && c->cert_identity && strcmp(o->cert_identity, c->cert_identity) == 0) {
+                bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
+                          "%s:%d: client \"%s\" has the same cert_identity \"%s\" as client \"%s\" (line %d): a "
+                          "certificate names one client", path, c->line, c->name, c->cert_identity, o->name, o->line);
                 goto fail;
             }
         }
@@ -266,8 +287,25 @@ const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token
     const bw_auth_client_t *found = NULL;
     /* every client, no early exit: the time does not depend on which one matched */
     for (int i = 0; i < set->client_cnt; i++)
-        if (bw_auth_memcmp(set->clients[i].digest, digest, BW_AUTH_DIGEST_LEN) == 0) found = &set->clients[i];
+        if (bw_auth_memcmp(set->clients[i].digest, digest, BW_AUTH_DIGEST_LEN) == 0 && set->clients[i].has_token)
+            found = &set->clients[i];
     return found;
+}
+
+/* An identity is public (it is in the certificate), so a plain comparison will do. */
+const bw_auth_client_t *bw_auth_find_identity(const bw_auth_set_t *set, const char *identity) {
+    for (int i = 0; set && identity && i < set->client_cnt; i++)
+        if (set->clients[i].cert_identity && strcmp(set->clients[i].cert_identity, identity) == 0)
+            return &set->clients[i];
+    return NULL;
+}
+
+int bw_auth_identity_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > BW_AUTH_IDENTITY_MAX) return 0;
+    for (; *s; s++)
+        if (*s < '!' || *s > '~') return 0;
+    return 1;
 }
 
 const char *bw_auth_bearer(const char *header, size_t *len) {
@@ -323,21 +361,31 @@ void bw_auth_scopes_text(const bw_auth_client_t *client, char *out, size_t size)
 }
 
 unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char *url,
-                        const char *authorization, int open_metrics, const bw_auth_client_t **client,
-                        char *why, size_t why_size) {
+                        const char *authorization, const char *cert_identity, int open_metrics,
+                        const bw_auth_client_t **client, char *why, size_t why_size) {
     *client = NULL;
     unsigned need = bw_auth_endpoint_roles(method, url, open_metrics);
     if (!set || !need) return 0;
-    size_t len = 0;
-    const char *token = bw_auth_bearer(authorization, &len);
-    if (!token) {
-        snprintf(why, why_size, "%s", authorization ? "the Authorization header is not \"Bearer TOKEN\""
-                                                    : "no credential: send Authorization: Bearer TOKEN");
-        return 401;
-    }
-    const bw_auth_client_t *c = bw_auth_find(set, token, len);
-    if (!c) {
-        snprintf(why, why_size, "unknown token");
+    const bw_auth_client_t *by_cert = bw_auth_find_identity(set, cert_identity), *c = by_cert;
+    if (authorization || !cert_identity) { /* a token presented must be valid, whatever the certificate says */
+        size_t len = 0;
+        const char *token = bw_auth_bearer(authorization, &len);
+        if (!token) {
+            snprintf(why, why_size, "%s", authorization ? "the Authorization header is not \"Bearer TOKEN\""
+                                                        : "no credential: send Authorization: Bearer TOKEN");
+            return 401;
+        }
+        if (!(c = bw_auth_find(set, token, len))) {
+            snprintf(why, why_size, "unknown token");
+            return 401;
+        }
+        if (by_cert && by_cert != c) {
+            snprintf(why, why_size, "the client certificate is client \"%s\"'s and the token client \"%s\"'s: "
+                                    "send one client's credentials", by_cert->name, c->name);
+            return 401;
+        }
+    } else if (!c) {
+        snprintf(why, why_size, "the client certificate's identity \"%.255s\" is no client's cert_identity", cert_identity);
         return 401;
     }
     *client = c;
@@ -395,23 +443,16 @@ struct bw_auth {
     char *path;         /* the clients file, resolved; NULL: none */
 };
 
-char *bw_auth_path(const bw_config_t *conf) {
-    const char *f = conf->proxy_auth_clients_file;
-    if (!f || !*f) return NULL;
-    const char *slash = conf->path ? strrchr(conf->path, '/') : NULL;
-    if (f[0] == '/' || !slash) return strdup(f);
-    size_t n = (size_t)(slash - conf->path) + 1 + strlen(f) + 1;
-    char *p = malloc(n);
-    snprintf(p, n, "%.*s/%s", (int)(slash - conf->path), conf->path, f);
-    return p;
-}
+char *bw_auth_path(const bw_config_t *conf) { return bw_config_file(conf, conf->proxy_auth_clients_file); }
 
 static void log_set(const bw_auth_set_t *s, const char *what) {
     int roles[ROLE_CNT] = {0};
     for (int i = 0; i < s->client_cnt; i++)
         for (int k = 0; k < ROLE_CNT; k++) roles[k] += !!(s->clients[i].roles & (1u << k));
-    bw_info(COMPONENT, "%s %s: %d clients (%d submit, %d read, %d admin)", what, s->path, s->client_cnt, roles[0],
-            roles[1], roles[2]);
+    int certs = 0;
+    for (int i = 0; i < s->client_cnt; i++) certs += s->clients[i].cert_identity != NULL;
+    bw_info(COMPONENT, "%s %s: %d clients (%d submit, %d read, %d admin; %d with a cert_identity)", what, s->path,
+            s->client_cnt, roles[0], roles[1], roles[2], certs);
 }
 
 bw_auth_t *bw_auth_start(const bw_config_t *conf, char *errstr, size_t errstr_size) {

@@ -8,7 +8,12 @@
  *     { name = "sre"; token_sha256 = "..."; roles = ["admin"]; }
  *   );
  *
- * A caller sends `Authorization: Bearer TOKEN`. The proxy hashes TOKEN with SHA-256 and
+ * A caller sends `Authorization: Bearer TOKEN`, or (over HTTPS with proxy.tls.client_ca_file)
+ * a client certificate whose identity is a client's cert_identity (proxy/tls.h verifies
+ * it and names the identity); a client may have a token, a certificate or both. A token
+ * presented must be valid, and when both are presented they must be the same client's.
+ *
+ * For a token, the proxy hashes TOKEN with SHA-256 and
  * compares the digest with every client's, each in constant time (CRYPTO_memcmp), all of
  * them whatever matched: the file never holds a token, and the time taken does not say
  * which client or which prefix matched.
@@ -39,6 +44,7 @@
 
 #define BW_AUTH_DIGEST_LEN 32 /* SHA-256 */
 #define BW_AUTH_NAME_MAX 64
+#define BW_AUTH_IDENTITY_MAX 255 /* a certificate identity: 1 to 255 of ASCII '!' to '~' */
 
 typedef enum {
     BW_ROLE_SUBMIT = 1u << 0,
@@ -55,7 +61,9 @@ typedef struct {
 
 typedef struct {
     char *name;                              /* [A-Za-z0-9_.-], at most 64: a metrics label */
-    uint8_t digest[BW_AUTH_DIGEST_LEN];      /* sha256 of the token */
+    uint8_t digest[BW_AUTH_DIGEST_LEN];      /* sha256 of the token (with has_token) */
+    int has_token;
+    char *cert_identity;                     /* a client certificate's identity; NULL: none */
     unsigned roles;                          /* bw_role_t bits */
     bw_auth_scope_t *scopes;                 /* submit: what it may send */
     int scope_cnt;
@@ -85,6 +93,12 @@ bw_auth_set_t *bw_auth_load(const char *path, const bw_config_t *conf, char *err
  * constant time, whatever matched. */
 const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token, size_t len);
 
+/* The client whose certificate identity this is (exact match), or NULL. */
+const bw_auth_client_t *bw_auth_find_identity(const bw_auth_set_t *set, const char *identity);
+
+/* 1 if s can be a certificate identity: 1 to BW_AUTH_IDENTITY_MAX of ASCII '!' to '~'. */
+int bw_auth_identity_ok(const char *s);
+
 /* The token of an Authorization header ("Bearer TOKEN", the scheme in any case), or NULL
  * when the header is absent or is not a bearer credential. */
 const char *bw_auth_bearer(const char *header, size_t *len);
@@ -105,12 +119,16 @@ unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_me
 size_t bw_auth_refuse_ops(const bw_auth_client_t *client, const Bulkwrite__V1__BatchWriteRequest *req,
                           bw_op_route_t *routes, bw_rejection_t **rejected, size_t *rejected_cnt, bw_arena_t *arena);
 
-/* Decides a request. 0: go on, *client is the caller (NULL when the endpoint is open or
- * there is no clients file); 401: no valid credential; 403: the client's roles do not
- * cover the endpoint (*client is set). why gets the reason for 401 and 403. */
+/* Decides a request. authorization is the Authorization header (or NULL);
+ * cert_identity the identity of the client certificate the caller presented, already
+ * verified (tls.h), or NULL. 0: go on, *client is the caller (NULL when the endpoint is
+ * open or there is no clients file); 401: no valid credential (a token presented is
+ * unknown, an identity is no client's and no token says who it is, or the two name
+ * different clients); 403: the client's roles do not cover the endpoint (*client is set).
+ * why gets the reason for 401 and 403. */
 unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char *url,
-                        const char *authorization, int open_metrics, const bw_auth_client_t **client,
-                        char *why, size_t why_size);
+                        const char *authorization, const char *cert_identity, int open_metrics,
+                        const bw_auth_client_t **client, char *why, size_t why_size);
 
 /* The roles as text, "submit, read" ("none" for 0). */
 void bw_auth_roles_text(unsigned roles, char *out, size_t size);

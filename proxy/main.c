@@ -13,6 +13,9 @@
  * With proxy.auth.clients_file, every endpoint but /healthz (and /metrics, /readyz with
  * proxy.auth.open_metrics) needs a client's bearer token, and the client's roles and
  * scopes decide what it may do (auth.c); an op outside the scopes is refused on its own.
+ * With proxy.tls both listeners speak HTTPS, and a verified client certificate is a
+ * credential too (tls.c). With proxy.admin_port, shard control is served on a listener
+ * of its own (admin.c decides which listener serves what).
  *
  * Threads: libmicrohttpd runs one thread per connection (a request blocks until its
  * acknowledgements arrive); a pool of proxy.producers idempotent producers, a batch
@@ -45,6 +48,7 @@
 #include "quota.h"
 #include "request.h"
 #include "shardtable.h"
+#include "tls.h"
 
 #define COMPONENT "proxy"
 
@@ -62,6 +66,8 @@ typedef struct {
                                it never lingers (linger.ms 0: 5 ms less per request) */
     rd_kafka_t *rk;         /* the records' producer; also metadata and offset queries */
     struct MHD_Daemon *httpd;
+    struct MHD_Daemon *admin_httpd; /* NULL: the admin API is on httpd */
+    bw_tls_t *tls;                  /* NULL: plain HTTP */
     atomic_int run;         /* main loop */
     atomic_int run_poller;  /* delivery-report pollers: outlive the HTTP server */
     bw_metrics_t *metrics;
@@ -359,17 +365,32 @@ static void caller_address(struct MHD_Connection *c, char *out, size_t size) {
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, out, (socklen_t)size);
 }
 
-/* Who is calling, and may they call this endpoint: 0, or 401/403 with why. The set is
- * acquired for the request (*set, released by the caller) so *client stays valid. */
-static unsigned authorize(struct MHD_Connection *c, const char *method, const char *url, bw_auth_set_t **set,
-                          const bw_auth_client_t **client, char *why, size_t why_size) {
+/* Who is calling, and may they call this endpoint on this listener: 0, or 401/403/404
+ * with why. The set is acquired for the request (*set, released by the caller) so
+ * *client stays valid. */
+static unsigned authorize(struct MHD_Connection *c, bw_listener_t on, const char *method, const char *url,
+                          bw_auth_set_t **set, const bw_auth_client_t **client, char *why, size_t why_size) {
     *set = bw_auth_acquire(proxy.auth);
+    *client = NULL;
+    int open_metrics = proxy.conf->proxy_auth_open_metrics;
+    char identity[BW_AUTH_IDENTITY_MAX + 1];
+    int peer = proxy.tls ? bw_tls_peer_identity(c, identity, sizeof(identity), why, why_size) : 0;
     const char *authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    unsigned st = bw_auth_decide(*set, method, url, authz, proxy.conf->proxy_auth_open_metrics, client, why, why_size);
+    unsigned st;
+    if (peer < 0) { /* a certificate that does not verify is refused, whatever else the request carries */
+        st = MHD_HTTP_UNAUTHORIZED;
+    } else if (!peer && proxy.tls && proxy.tls->require_client_cert && strcmp(url, "/healthz")) {
+        snprintf(why, why_size, "a client certificate is required (proxy.tls.require_client_cert)");
+        st = MHD_HTTP_UNAUTHORIZED;
+    } else {
+        st = bw_auth_decide(*set, method, url, authz, peer > 0 ? identity : NULL, open_metrics, client, why, why_size);
+    }
+    /* the listener is checked after the caller: without credentials every endpoint is 401 */
+    if (!st && !bw_admin_served(method, url, on, why, why_size)) st = MHD_HTTP_NOT_FOUND;
     if (!st) return 0;
     char from[INET6_ADDRSTRLEN];
     caller_address(c, from, sizeof(from));
-    bw_log(st == 401 ? BW_LOG_DEBUG : BW_LOG_INFO, COMPONENT, -1, NULL, "%u for %s %.200s from %s: %s", st, method, url,
+    bw_log(st == 403 ? BW_LOG_INFO : BW_LOG_DEBUG, COMPONENT, -1, NULL, "%u for %s %.200s from %s: %s", st, method, url,
            from, why);
     if (st == 403) bw_metrics_client_refused(proxy.metrics, (*client)->name, 1, 0);
     return st;
@@ -631,17 +652,18 @@ static int kafka_reachable(void) {
 static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, const char *url,
                                  const bw_auth_client_t *client);
 
+/* cls: the bw_listener_t of the listener */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *data,
                                   size_t *data_size, void **con_cls) {
-    (void)cls;
     (void)version;
+    bw_listener_t on = *(const bw_listener_t *)cls;
     if (strcmp(method, "POST") == 0) {
         upload_t *up = *con_cls;
         if (!up) { /* the headers: who is calling decides whether the body is kept */
             *con_cls = up = calloc(1, sizeof(*up));
             if (!up) return MHD_NO;
-            up->refused = authorize(c, method, url, &up->auth, &up->client, up->why, sizeof(up->why));
+            up->refused = authorize(c, on, method, url, &up->auth, &up->client, up->why, sizeof(up->why));
             up->too_large = up->refused != 0; /* read to the end and dropped: then refused */
             return MHD_YES;
         }
@@ -674,7 +696,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         bw_auth_set_t *set;
         const bw_auth_client_t *client;
         char why[320];
-        unsigned st = authorize(c, method, url, &set, &client, why, sizeof(why));
+        unsigned st = authorize(c, on, method, url, &set, &client, why, sizeof(why));
         enum MHD_Result ret = st ? refuse(c, st, why) : serve_get(c, method, url, client);
         bw_auth_release(set);
         return ret;
@@ -735,6 +757,11 @@ int main(int argc, char **argv) {
     if (proxy.conf->proxy_auth_clients_file[0] && !proxy.conf->proxy_auth_job_id_secret[0])
         bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "proxy.auth.job_id_secret is empty: anyone who knows a client's "
                "name and request_id can compute its job id (docs/security.md)");
+    if (bw_tls_load(proxy.conf, &proxy.tls, err, sizeof(err))) {
+        bw_error(COMPONENT, "%s", err);
+        bw_auth_stop(proxy.auth);
+        return 1;
+    }
     int nprod = proxy.conf->proxy_producers + 1;
     proxy.producers = calloc((size_t)nprod, sizeof(*proxy.producers));
     for (int i = 0; i < nprod; i++) {
@@ -783,17 +810,37 @@ int main(int argc, char **argv) {
         pthread_create(&pr->poller, NULL, poller_main, pr->rk);
     }
 
-    /* one thread per connection: a request's thread waits for its acknowledgements */
-    int bound;
+    /* one thread per connection: a request's thread waits for its acknowledgements; both
+     * listeners have the same TLS and bounds (each its own connections) */
+    static const bw_listener_t listeners[] = {BW_LISTENER_ONLY, BW_LISTENER_DATA, BW_LISTENER_ADMIN};
+    int split = proxy.conf->proxy_admin_port != 0, bound, admin_bound = 0;
+    bw_listen_limits_t limits = {(unsigned)proxy.conf->proxy_max_connections,
+                                 (unsigned)proxy.conf->proxy_max_connections_per_ip,
+                                 (unsigned)proxy.conf->proxy_connection_timeout_s};
+    const bw_listen_tls_t *tls = proxy.tls ? &proxy.tls->listen : NULL;
+    const char *scheme = tls ? "https" : "http";
     proxy.httpd = bw_daemon_listen(&d, proxy.conf->proxy_listen_address, proxy.conf->proxy_port,
-                                   MHD_USE_THREAD_PER_CONNECTION, on_request, on_completed,
-                                   &(bw_listen_limits_t){(unsigned)proxy.conf->proxy_max_connections,
-                                                         (unsigned)proxy.conf->proxy_max_connections_per_ip,
-                                                         (unsigned)proxy.conf->proxy_connection_timeout_s},
-                                   &bound);
+                                   MHD_USE_THREAD_PER_CONNECTION, on_request,
+                                   (void *)&listeners[split ? BW_LISTENER_DATA : BW_LISTENER_ONLY],
+                                   on_completed, &limits, tls, &bound);
     if (!proxy.httpd) return 1;
-    bw_info(COMPONENT, "listening on http://%s:%d, topic %s, %d shards", proxy.conf->proxy_listen_address,
-            bound, proxy.conf->topic, proxy.conf->shard_count);
+    if (split) {
+        bw_daemon_t admin_d = d;
+        admin_d.port_file = NULL; /* --port-file names the data port */
+        proxy.admin_httpd = bw_daemon_listen(&admin_d, proxy.conf->proxy_admin_listen_address,
+                                             proxy.conf->proxy_admin_port, MHD_USE_THREAD_PER_CONNECTION, on_request,
+                                             (void *)&listeners[BW_LISTENER_ADMIN], on_completed, &limits, tls,
+                                             &admin_bound);
+        if (!proxy.admin_httpd) return 1;
+    }
+    bw_info(COMPONENT, "listening on %s://%s:%d%s, topic %s, %d shards", scheme, proxy.conf->proxy_listen_address,
+            bound, split ? "" : " (the admin API too)", proxy.conf->topic, proxy.conf->shard_count);
+    if (split)
+        bw_info(COMPONENT, "admin API on %s://%s:%d", scheme, proxy.conf->proxy_admin_listen_address, admin_bound);
+    if (proxy.tls)
+        bw_info(COMPONENT, "TLS: client certificates %s", !proxy.tls->ca_pem ? "not asked for"
+                                                          : proxy.tls->require_client_cert ? "required"
+                                                                                           : "verified when presented");
     atomic_int reload = 0;
     bw_daemon_handle_signals(&proxy.run, &reload);
     while (atomic_load(&proxy.run)) {
@@ -807,6 +854,7 @@ int main(int argc, char **argv) {
 
     bw_info(COMPONENT, "shutting down: finishing requests in flight");
     MHD_stop_daemon(proxy.httpd); /* the pollers still serve acks while requests finish */
+    if (proxy.admin_httpd) MHD_stop_daemon(proxy.admin_httpd);
     atomic_store(&proxy.run_poller, 0);
     for (int i = 0; i < nprod; i++) pthread_join(proxy.producers[i].poller, NULL);
     bw_jobs_stop(proxy.jobs);
@@ -820,6 +868,7 @@ int main(int argc, char **argv) {
     free(proxy.producers);
     bw_auth_stop(proxy.auth);
     bw_quota_free(proxy.quota);
+    bw_tls_free(proxy.tls);
     bw_metrics_destroy(proxy.metrics);
     bw_config_destroy(proxy.conf);
     return 0;

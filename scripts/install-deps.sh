@@ -16,11 +16,11 @@ PKGS=(
     build-essential pkg-config
     librdkafka-dev libmariadb-dev libconfig-dev
     libprotobuf-c-dev protobuf-c-compiler
-    check libmicrohttpd-dev libjansson-dev libyajl-dev libcurl4-openssl-dev libssl-dev
+    check libmicrohttpd-dev libgnutls28-dev libjansson-dev libyajl-dev libcurl4-openssl-dev libssl-dev
     mariadb-server mariadb-client
     prometheus prometheus-alertmanager
     clang libclang-rt-14-dev
-    curl jq
+    curl jq openssl
 )
 
 # A Java/Maven installed some other way (sdkman, tarball) is good enough.

@@ -8,6 +8,11 @@
 # The clients (tokens for this test only): sre (admin), feed (submit pin:create and
 # board:*, read), spam-cleanup (submit pin:delete), dash (read). Each check prints
 # "ok - …" or "not ok - …"; the last line is "N passed, N failed".
+#
+# Then a second proxy on the same Kafka and MariaDB speaks HTTPS with an admin listener
+# of its own (proxy.tls, proxy.admin_port): a throwaway CA made here with openssl signs
+# its certificate and the clients' (feed.internal, ops.internal; one unknown to the
+# clients file; one for servers only); a self-signed one plays the stranger.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:?usage: test/auth.sh embedded|kafka}
@@ -183,6 +188,15 @@ check "bulky's next batch: 429 naming the bytes quota" over_bytes
 quota_rows() { [ "$(pins_in $(seq 100 160) $(seq 300 309) $(seq 200 219))" = 91 ]; }
 check "every accepted quota batch is applied, row by row (91 pins)" wait_for 60 quota_rows
 check "nothing refused reached MariaDB (pins 23 and 220)" test "$(pins_in 23 220)" = 0
+deletes() { # deletes LOCAL...: a batch deleting these pins
+    local ops=() l
+    for l in "$@"; do ops+=("$(delete "$l")"); done
+    printf '{"ops":[%s]}' "$(IFS=,; echo "${ops[*]}")"
+}
+check "the admin deletes the 91 quota pins (the last verify counts every row of shard 2)" \
+    status_is 202 admin-token POST /v1/batches "$(deletes $(seq 100 160) $(seq 300 309) $(seq 200 219))"
+quota_gone() { [ "$(pins_in $(seq 100 160) $(seq 300 309) $(seq 200 219))" = 0 ]; }
+check "... they are gone" wait_for 60 quota_gone
 
 # ---- the job index is bounded; a dropped job is read back from the topic -----------------
 many_jobs() {
@@ -285,6 +299,162 @@ check_config_refuses() {
 }
 check "bwctl check-config names the broken clients file's line and client" check_config_refuses
 check "the proxy survived it all" status_is 200 "" GET /healthz
+
+# ---- HTTPS, client certificates and the admin listener ----------------------------------
+TLS=$WORK/tls
+TLS_PORT=$((PROXY + 3)) ADMIN_PORT=$((PROXY + 4))
+mkdir -p "$TLS"
+newkey() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$TLS/$1.key" 2>/dev/null; }
+issue() { # issue NAME SUBJECT_CN EXTENSIONS: a certificate for NAME signed by the test CA
+    newkey "$1" && openssl req -new -key "$TLS/$1.key" -subj "/CN=$2" -out "$TLS/$1.csr" 2>/dev/null &&
+        printf '%s\n' "$3" >"$TLS/$1.ext" &&
+        openssl x509 -req -in "$TLS/$1.csr" -CA "$TLS/ca.pem" -CAkey "$TLS/ca.key" -CAcreateserial -days 2 \
+            -extfile "$TLS/$1.ext" -out "$TLS/$1.pem" 2>/dev/null
+}
+make_certs() {
+    newkey ca && openssl req -x509 -new -key "$TLS/ca.key" -subj "/CN=bulkwrite test CA" -days 2 \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -out "$TLS/ca.pem" 2>/dev/null &&
+        issue server localhost $'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth' &&
+        issue feed "Feed pipeline" $'subjectAltName=DNS:feed.internal\nextendedKeyUsage=clientAuth' &&
+        issue ops ops.internal 'extendedKeyUsage=clientAuth' &&
+        issue other "Other" $'subjectAltName=URI:spiffe://elsewhere/other\nextendedKeyUsage=clientAuth' &&
+        issue serveronly "Feed as a server" $'subjectAltName=DNS:feed.internal\nextendedKeyUsage=serverAuth' &&
+        newkey stranger && openssl req -x509 -new -key "$TLS/stranger.key" -subj "/CN=feed.internal" -days 2 \
+            -addext "subjectAltName=DNS:feed.internal" -out "$TLS/stranger.pem" 2>/dev/null
+}
+check "a throwaway CA, the server's and the clients' certificates (openssl)" make_certs
+write_clients "$WORK/tls-clients.conf" \
+    "$(client sre admin-token '"admin"')" \
+    "$(client dash dash-token '"read"')" \
+    '  { name = "feed-cert"; cert_identity = "feed.internal"; roles = ["submit", "read"]; scopes = ["pin:create", "board:*"]; }' \
+    '  { name = "ops-cert"; cert_identity = "ops.internal"; roles = ["admin"]; }'
+TLS_CONF=$WORK/tls.conf
+sed -e "s|port = $PROXY;|port = $TLS_PORT;|" -e 's|clients_file = "clients.conf";|clients_file = "tls-clients.conf";|' \
+    -e 's|cert_file = "";|cert_file = "tls/server.pem";|' -e 's|key_file = "";|key_file = "tls/server.key";|' \
+    -e 's|client_ca_file = "";|client_ca_file = "tls/ca.pem";|' -e "s|admin_port = 0;|admin_port = $ADMIN_PORT;|" \
+    "$CONF" >"$TLS_CONF"
+check "bwctl check-config reads the TLS files" bash -c "'$BIN/bwctl' -c '$TLS_CONF' check-config | grep -q 'proxy.tls: ok (certificate, key, client CAs)'"
+"$BIN/bw-proxy" -c "$TLS_CONF" -b "$BROKERS" >"$WORK/proxy-tls.log" 2>&1 &
+TLS_PID=$!
+pids+=($TLS_PID)
+DATA=https://127.0.0.1:$TLS_PORT ADMIN=https://127.0.0.1:$ADMIN_PORT
+tls_up() { curl -sf --cacert "$TLS/ca.pem" "$DATA/healthz"; }
+check "the HTTPS proxy starts: /healthz over TLS with the test CA" wait_for 60 tls_up
+check "it logs both listeners and the client certificate mode" bash -c "grep -q 'listening on https://127.0.0.1:$TLS_PORT' '$WORK/proxy-tls.log' &&
+    grep -q 'admin API on https://127.0.0.1:$ADMIN_PORT' '$WORK/proxy-tls.log' && grep -q 'client certificates verified when presented' '$WORK/proxy-tls.log'"
+# treq CURL_ARGS... URL: prints the status; body in $WORK/body ("000": no HTTP answer)
+treq() { curl -s -o "$WORK/body" -w '%{http_code}' --cacert "$TLS/ca.pem" "$@"; }
+tstatus_is() { # tstatus_is CODE CURL_ARGS... URL
+    local want=$1; shift
+    local got
+    got=$(treq "$@")
+    cat "$WORK/body"
+    [ "$got" = "$want" ] || { echo "HTTP $got, expected $want"; return 1; }
+}
+plain_refused() { ! curl -s -o /dev/null -m 5 "http://127.0.0.1:$TLS_PORT/healthz"; }
+check "plain HTTP to the TLS port gets no answer" plain_refused
+untrusted() { curl -s -o /dev/null "$DATA/healthz"; [ $? = 60 ]; }
+check "without the test CA, curl does not trust the proxy (exit 60)" untrusted
+as_feed=(--cert "$TLS/feed.pem" --key "$TLS/feed.key")
+as_ops=(--cert "$TLS/ops.pem" --key "$TLS/ops.key")
+json=(-H 'Content-Type: application/json')
+FEED_CREATE="{\"ops\":[$(create 21),$(create 22)]}"
+check "no certificate, no token: 401" tstatus_is 401 "${json[@]}" --data-binary "$FEED_CREATE" "$DATA/v1/batches"
+cert_submits() { tstatus_is 202 "${as_feed[@]}" "${json[@]}" --data-binary "$FEED_CREATE" "$DATA/v1/batches" && body_has '"accepted":2'; }
+check "feed.internal's certificate, no token: a batch is accepted (202)" cert_submits
+cert_scoped() { tstatus_is 403 "${as_feed[@]}" "${json[@]}" --data-binary "{\"ops\":[$(delete 21)]}" "$DATA/v1/batches" &&
+    body_has 'forbidden: client \"feed-cert\" may not delete pin'; }
+check "... its scopes apply: a delete is refused (403)" cert_scoped
+cert_no_admin() { tstatus_is 403 "${as_feed[@]}" "${json[@]}" -d '{}' "$ADMIN/v1/shards/3/pause" &&
+    body_has 'needs the admin role; client \"feed-cert\" has submit, read'; }
+check "... and its roles: shard control refused (403) on the admin port" cert_no_admin
+check "... it reads with the read role" tstatus_is 200 "${as_feed[@]}" "$DATA/v1/shards"
+two_there() { [ "$(pins_in 21 22)" = 2 ]; }
+check "the certificate client's pins are applied" wait_for 60 two_there
+stranger() { tstatus_is 401 --cert "$TLS/stranger.pem" --key "$TLS/stranger.key" "$DATA/v1/shards" &&
+    body_has 'client certificate refused' && body_has 'issuer is unknown'; }
+check "a self-signed certificate naming feed.internal: 401 with the reason" stranger
+stranger_token() { tstatus_is 401 --cert "$TLS/stranger.pem" --key "$TLS/stranger.key" -H 'Authorization: Bearer dash-token' \
+    "$DATA/v1/shards" && body_has 'client certificate refused'; }
+check "... even beside a valid token" stranger_token
+server_cert() { tstatus_is 401 --cert "$TLS/serveronly.pem" --key "$TLS/serveronly.key" "$DATA/v1/shards" &&
+    body_has 'client certificate refused'; }
+check "a certificate of the CA for servers only (key purpose): 401" server_cert
+unmapped() { tstatus_is 401 --cert "$TLS/other.pem" --key "$TLS/other.key" "$DATA/v1/shards" &&
+    body_has 'identity \"spiffe://elsewhere/other\" is no client'"'"'s cert_identity'; }
+check "a good certificate that is no client's: 401 naming its identity" unmapped
+mixed_creds() { tstatus_is 401 "${as_feed[@]}" -H 'Authorization: Bearer dash-token' "$DATA/v1/shards" &&
+    body_has 'the client certificate is client \"feed-cert\"'; }
+check "a certificate and a token of two clients: 401" mixed_creds
+check "a token alone works over HTTPS" tstatus_is 200 -H 'Authorization: Bearer dash-token' "$DATA/v1/shards"
+admin_on_data() { tstatus_is 404 -H 'Authorization: Bearer admin-token' -d '{}' "$DATA/v1/shards/3/pause" &&
+    body_has 'shard control is served on the admin listener only'; }
+check "shard control on the data port, even by the admin: 404 with the reason" admin_on_data
+check "shard control without a credential on the admin port: 401" tstatus_is 401 -d '{}' "$ADMIN/v1/shards/3/pause"
+batch_on_admin() { tstatus_is 404 -H 'Authorization: Bearer admin-token' "${json[@]}" --data-binary "$FEED_CREATE" \
+    "$ADMIN/v1/batches" && body_has 'is not served on the admin listener'; }
+check "the admin port serves no batches: 404" batch_on_admin
+check "the admin port serves /healthz, /metrics and GET /v1/shards" bash -c "
+    curl -sf --cacert '$TLS/ca.pem' '$ADMIN/healthz' >/dev/null && curl -sf --cacert '$TLS/ca.pem' '$ADMIN/metrics' >/dev/null &&
+    curl -sf --cacert '$TLS/ca.pem' -H 'Authorization: Bearer dash-token' '$ADMIN/v1/shards' >/dev/null"
+tpaused() { curl -s --cacert "$TLS/ca.pem" -H 'Authorization: Bearer dash-token' "$DATA/v1/shards" |
+    jq -r --argjson s "$1" '.shards[] | select(.shard == $s) | .paused'; }
+check "the admin pauses shard 3 on the admin port (curl, token)" \
+    tstatus_is 200 -H 'Authorization: Bearer admin-token' -d '{"reason":"tls test"}' "$ADMIN/v1/shards/3/pause"
+tls_paused() { [ "$(tpaused 3)" = true ]; }
+check "shard 3 shows paused" wait_for 10 tls_paused
+check "bwctl resumes shard 3 through the configured admin listener with ops.internal's certificate" \
+    "$BIN/bwctl" -c "$TLS_CONF" --cacert "$TLS/ca.pem" --cert "$TLS/ops.pem" --key "$TLS/ops.key" resume 3
+tls_resumed() { [ "$(tpaused 3)" = false ]; }
+check "shard 3 shows resumed" wait_for 10 tls_resumed
+check "bwctl set-rate through the admin listener with a token" \
+    "$BIN/bwctl" -c "$TLS_CONF" --cacert "$TLS/ca.pem" --token-file "$WORK/admin.token" set-rate 3 default
+bwctl_data_port() {
+    ! "$BIN/bwctl" -c "$TLS_CONF" --cacert "$TLS/ca.pem" --token-file "$WORK/admin.token" --admin-url "$DATA" pause 3 \
+        2>"$WORK/bwctl.err" && grep -q 'served on the admin listener only' "$WORK/bwctl.err"
+}
+check "bwctl pointed at the data port for control fails with the reason" bwctl_data_port
+check "bw-workload submits over HTTPS with feed.internal's certificate" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$DATA/v1/batches" --cacert "$TLS/ca.pem" "${as_feed[@]}" feed:300:6
+check "the admin deletes the certificate client's 2 pins over HTTPS (token)" tstatus_is 202 -H 'Authorization: Bearer admin-token' \
+    "${json[@]}" --data-binary "{\"ops\":[$(delete 21),$(delete 22)]}" "$DATA/v1/batches"
+two_gone() { [ "$(pins_in 21 22)" = 0 ]; }
+check "... they are gone" wait_for 60 two_gone
+check "every row of the HTTPS feed, and of the feed and cleanup before, is in place" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:2000:4 cleanup:2000:4 feed:300:6
+tls_bad_start() {
+    sed 's|key_file = "tls/server.key";|key_file = "tls/missing.key";|' "$TLS_CONF" >"$WORK/tls-bad.conf"
+    ! timeout 20 "$BIN/bw-proxy" -c "$WORK/tls-bad.conf" -b "$BROKERS" -p 0 >"$WORK/tls-bad.log" 2>&1 &&
+        grep -q "proxy.tls.key_file: $WORK/tls/missing.key: No such file" "$WORK/tls-bad.log"
+}
+check "a proxy whose key file is missing does not start, naming the key and the file" tls_bad_start
+tls_reload_refused() {
+    cp "$TLS_CONF" "$WORK/tls.conf.orig"
+    sed -i 's|cert_file = "tls/server.pem";|cert_file = "tls/feed.pem";|' "$TLS_CONF"
+    kill -HUP "$TLS_PID"
+    wait_for 10 grep -q 'reload refused, the running config stays: proxy.tls changed, which needs a restart' \
+        "$WORK/proxy-tls.log"
+    local rc=$?
+    mv "$WORK/tls.conf.orig" "$TLS_CONF"
+    return $rc
+}
+check "a SIGHUP that changes proxy.tls is refused, naming the key" tls_reload_refused
+check "the HTTPS proxy survived it all" curl -sf --cacert "$TLS/ca.pem" "$DATA/healthz"
+# require_client_cert: a third proxy, on the data port only
+REQ_PORT=$((PROXY + 5))
+sed -e "s|port = $TLS_PORT;|port = $REQ_PORT;|" -e "s|admin_port = $ADMIN_PORT;|admin_port = 0;|" \
+    -e 's|require_client_cert = false;|require_client_cert = true;|' "$TLS_CONF" >"$WORK/tls-req.conf"
+"$BIN/bw-proxy" -c "$WORK/tls-req.conf" -b "$BROKERS" >"$WORK/proxy-tls-req.log" 2>&1 &
+pids+=($!)
+REQ=https://127.0.0.1:$REQ_PORT
+req_up() { curl -sf --cacert "$TLS/ca.pem" "$REQ/healthz"; }
+check "with require_client_cert, /healthz still answers without a certificate" wait_for 60 req_up
+req_token() { tstatus_is 401 -H 'Authorization: Bearer dash-token' "$REQ/v1/shards" &&
+    body_has 'a client certificate is required (proxy.tls.require_client_cert)'; }
+check "... a valid token without a certificate gets 401" req_token
+check "... the certificate client is served" tstatus_is 200 "${as_feed[@]}" "$REQ/v1/shards"
+check "... and shard control is on its data port (admin_port 0)" tstatus_is 200 "${as_ops[@]}" -X POST "$REQ/v1/shards/3/resume"
 
 # A clients file that does not load stops startup, with the reason.
 bad_start() {

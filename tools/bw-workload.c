@@ -797,9 +797,14 @@ static job_t *parse_jobs(int cnt, char **args) {
     return jobs;
 }
 
+static const char *tls_cacert, *tls_cert, *tls_key; /* submit over HTTPS: --cacert, --cert, --key */
+
 static int submit(sender_t *s, const job_t *jobs, int job_cnt) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     s->curl = curl_easy_init();
+    if (tls_cacert) curl_easy_setopt(s->curl, CURLOPT_CAINFO, tls_cacert);
+    if (tls_cert) curl_easy_setopt(s->curl, CURLOPT_SSLCERT, tls_cert);
+    if (tls_key) curl_easy_setopt(s->curl, CURLOPT_SSLKEY, tls_key);
     int ret = 0;
     int64_t t0 = bw_now_us();
     for (int i = 0; i < job_cnt && !ret; i++) ret = submit_job(s, &jobs[i], i);
@@ -860,7 +865,8 @@ static int hold(const char *from, const char *target, const char *count_s, const
 
 static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
-          "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE] JOB...\n"
+          "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE]\n"
+          "                          [--cacert FILE] [--cert FILE --key FILE] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
           "       bw-workload [-c CONFIG] dead-letters --brokers LIST\n"
@@ -872,7 +878,8 @@ static int usage(FILE *out, int code) {
           "submit: request ids are PREFIX/J:JOB/FIRST-OP (default PREFIX bw-workload-PID-EPOCHMS);\n"
           "  no answer or a 5xx is resent for up to --retry-for seconds (default 0), a 429 (a\n"
           "  shard's backlog is full) after Retry-After until it is taken; the proxy's bearer token\n"
-          "  is read from --token-file FILE, else from the environment's BW_TOKEN\n"
+          "  is read from --token-file FILE, else from the environment's BW_TOKEN; over https://,\n"
+          "  --cacert FILE trusts the proxy's CA, --cert FILE --key FILE present a client certificate\n"
           "flood: at least BYTES of pin creates with 60 KB images (local ids from 2,000,000,000)\n"
           "  produced straight to SHARD's partition, past the proxy's backlog bound; prints the\n"
           "  first and last offsets written\n",
@@ -894,6 +901,9 @@ int main(int argc, char **argv) {
                                          {"brokers", required_argument, 0, 'b'},
                                          {"request-id", required_argument, 0, 'r'},
                                          {"retry-for", required_argument, 0, 'R'},
+                                         {"cacert", required_argument, 0, 'C'},
+                                         {"cert", required_argument, 0, 'E'},
+                                         {"key", required_argument, 0, 'K'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "c:u:n:w:b:h", opts, NULL)) != -1;) {
@@ -907,6 +917,9 @@ int main(int argc, char **argv) {
         case 'r': request_id = optarg; break;
         case 'R': retry_for = atoi(optarg); break;
         case 'T': token_file = optarg; break;
+        case 'C': tls_cacert = optarg; break;
+        case 'E': tls_cert = optarg; break;
+        case 'K': tls_key = optarg; break;
         case 'h': return usage(stdout, 0);
         default: return usage(stderr, 2);
         }

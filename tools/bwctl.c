@@ -12,11 +12,15 @@
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
  *   resume SHARD         apply them again
  *   schema [--print]     create every shard database and table (or print the DDL)
- *   check-config         load and validate the configuration (and the proxy's clients file)
+ *   check-config         load and validate the configuration (and the proxy's TLS files and clients file)
  *   dump-config          print the effective configuration
  *   config-doc           print docs/configuration.md
  *
- * The URL defaults to the proxy of the configuration (proxy.listen_address:proxy.port).
+ * The URL defaults to the proxy of the configuration (proxy.listen_address:proxy.port,
+ * https with proxy.tls.cert_file); set-rate, pause and resume go to --admin-url, else to
+ * the proxy's admin listener when the configuration has one (proxy.admin_port), else to
+ * the URL. Over HTTPS, --cacert FILE trusts the proxy's CA, --cert FILE and --key FILE
+ * present a client certificate (libcurl's options of those names).
  * The bearer token for a proxy with clients (docs/security.md) comes from --token-file
  * FILE or the environment variable BW_TOKEN, never from the command line itself.
  * Exit codes: 0 success; 1 failure (message on stderr; for submit: some ops were not
@@ -40,11 +44,13 @@
 #include "config.h"
 #include "db.h"
 #include "ratelimit.h"
+#include "tls.h"
 #include "token.h"
 
 static bw_config_t *conf;
 static char base_url[512];
 static char *auth_header; /* "Authorization: Bearer TOKEN", or NULL without a token */
+static const char *tls_cacert, *tls_cert, *tls_key; /* --cacert, --cert, --key; NULL: libcurl's defaults */
 
 /* ---- HTTP ------------------------------------------------------------------------------ */
 
@@ -69,6 +75,9 @@ static long http(const char *method, const char *path, const char *body, bw_buf_
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+    if (tls_cacert) curl_easy_setopt(c, CURLOPT_CAINFO, tls_cacert);
+    if (tls_cert) curl_easy_setopt(c, CURLOPT_SSLCERT, tls_cert);
+    if (tls_key) curl_easy_setopt(c, CURLOPT_SSLKEY, tls_key);
     if (strcmp(method, "POST") == 0) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
     CURLcode rc = curl_easy_perform(c);
     long status = -1;
@@ -714,14 +723,21 @@ static int usage(FILE *out, int code) {
           "  resume SHARD         apply them again\n"
           "  schema [--print]     create the shard databases and tables on every server\n"
           "                       (idempotent), or print the DDL\n"
-          "  check-config         validate the configuration and the proxy's clients file;\n"
+          "  check-config         validate the configuration, the proxy's TLS files and clients file;\n"
           "                       prints file:line: what on error\n"
           "  dump-config          print the effective configuration, defaults filled in\n"
           "  config-doc           print the configuration reference (docs/configuration.md)\n"
           "options:\n"
           "  -c, --config FILE  configuration (default conf/bulkwrite.conf)\n"
-          "  -u, --url URL      the proxy (default http://proxy.listen_address:proxy.port)\n"
+          "  -u, --url URL      the proxy (default http://proxy.listen_address:proxy.port, https\n"
+          "                     with proxy.tls.cert_file)\n"
+          "  --admin-url URL    the proxy for set-rate, pause, resume (default the admin listener,\n"
+          "                     proxy.admin_listen_address:proxy.admin_port, when it is set, else\n"
+          "                     the URL)\n"
           "  --token-file FILE  the bearer token for the proxy (else the environment's BW_TOKEN)\n"
+          "  --cacert FILE      over HTTPS: the CA certificate(s) to trust the proxy with\n"
+          "  --cert FILE        over HTTPS: a client certificate (PEM) to present, with --key FILE\n"
+          "  --key FILE         its private key (PEM)\n"
           "exit codes: 0 success, 1 failure, 2 usage, 3 watch timed out\n",
           out);
     return code;
@@ -750,9 +766,17 @@ static int cmd_schema(int argc, char **argv) {
     return 0;
 }
 
-/* check-config: the proxy's clients file too, when the configuration names one. */
-static int check_clients(void) {
+/* check-config: the proxy's TLS files and clients file too, when the configuration names
+ * them. */
+static int check_proxy_files(void) {
     char *path = bw_auth_path(conf), err[1024];
+    bw_tls_t *tls;
+    if (bw_tls_load(conf, &tls, err, sizeof(err))) {
+        free(path);
+        return fprintf(stderr, "bwctl: %s\n", err), 1;
+    }
+    if (tls) printf("proxy.tls: ok (certificate, key%s)\n", tls->ca_pem ? ", client CAs" : "");
+    bw_tls_free(tls);
     if (!path) return 0;
     bw_auth_set_t *set = bw_auth_load(path, conf, err, sizeof(err));
     if (set) printf("%s: ok (%d clients)\n", path, set->client_cnt);
@@ -763,16 +787,24 @@ static int check_clients(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *config_path = "conf/bulkwrite.conf", *url = NULL, *token_file = NULL;
+    const char *config_path = "conf/bulkwrite.conf", *url = NULL, *admin_url = NULL, *token_file = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"url", required_argument, 0, 'u'},
+                                         {"admin-url", required_argument, 0, 'A'},
                                          {"token-file", required_argument, 0, 'T'},
+                                         {"cacert", required_argument, 0, 'C'},
+                                         {"cert", required_argument, 0, 'E'},
+                                         {"key", required_argument, 0, 'K'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "+c:u:h", opts, NULL)) != -1;) {
         if (o == 'c') config_path = optarg;
         else if (o == 'u') url = optarg;
         else if (o == 'T') token_file = optarg;
+        else if (o == 'A') admin_url = optarg;
+        else if (o == 'C') tls_cacert = optarg;
+        else if (o == 'E') tls_cert = optarg;
+        else if (o == 'K') tls_key = optarg;
         else return usage(o == 'h' ? stdout : stderr, o == 'h' ? 0 : 2);
     }
     if (optind >= argc) return usage(stderr, 2);
@@ -789,8 +821,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bwctl: %s\n", err);
         return 1;
     }
-    if (url) snprintf(base_url, sizeof(base_url), "%s", url);
-    else snprintf(base_url, sizeof(base_url), "http://%s:%d", conf->proxy_listen_address, conf->proxy_port);
+    const char *scheme = *conf->proxy_tls_cert_file ? "https" : "http";
+    int control = !strcmp(cmd, "set-rate") || !strcmp(cmd, "pause") || !strcmp(cmd, "resume");
+    if (control && admin_url) snprintf(base_url, sizeof(base_url), "%s", admin_url);
+    else if (control && !url && conf->proxy_admin_port)
+        snprintf(base_url, sizeof(base_url), "%s://%s:%d", scheme, conf->proxy_admin_listen_address, conf->proxy_admin_port);
+    else if (url) snprintf(base_url, sizeof(base_url), "%s", url);
+    else snprintf(base_url, sizeof(base_url), "%s://%s:%d", scheme, conf->proxy_listen_address, conf->proxy_port);
     size_t ul = strlen(base_url);
     if (ul && base_url[ul - 1] == '/') base_url[ul - 1] = '\0';
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -798,7 +835,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "check-config") == 0) {
         printf("%s: ok (%d shards on %d servers, %d object types)\n", config_path, conf->shard_count,
                conf->server_cnt, conf->object_type_cnt);
-        ret = check_clients();
+        ret = check_proxy_files();
     } else if (strcmp(cmd, "dump-config") == 0) {
         bw_config_dump(conf, stdout);
         ret = 0;

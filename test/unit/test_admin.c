@@ -282,6 +282,34 @@ START_TEST(shard_keys) {
 }
 END_TEST
 
+START_TEST(listeners) {
+    char why[320] = "";
+    /* one listener serves everything */
+    ck_assert_int_eq(bw_admin_served("POST", "/v1/shards/3/pause", BW_LISTENER_ONLY, why, sizeof(why)), 1);
+    ck_assert_int_eq(bw_admin_served("POST", "/v1/batches", BW_LISTENER_ONLY, why, sizeof(why)), 1);
+    /* with an admin listener, shard control is there only */
+    ck_assert_int_eq(bw_admin_served("POST", "/v1/shards/3/pause", BW_LISTENER_DATA, why, sizeof(why)), 0);
+    ck_assert_str_eq(why, "POST /v1/shards/3/pause: shard control is served on the admin listener only "
+                          "(proxy.admin_listen_address:proxy.admin_port), not on this port");
+    ck_assert_int_eq(bw_admin_served("POST", "/v1/shards/3/rate", BW_LISTENER_ADMIN, why, sizeof(why)), 1);
+    const char *data_only[][2] = {{"POST", "/v1/batches"}, {"GET", "/v1/jobs/0123"}, {"GET", "/readyz"}};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(bw_admin_served(data_only[i][0], data_only[i][1], BW_LISTENER_DATA, why, sizeof(why)), 1);
+        ck_assert_int_eq(bw_admin_served(data_only[i][0], data_only[i][1], BW_LISTENER_ADMIN, why, sizeof(why)), 0);
+        ck_assert_msg(strstr(why, "is not served on the admin listener"), "%s", why);
+    }
+    const char *both[] = {"/v1/shards", "/healthz", "/metrics"};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(bw_admin_served("GET", both[i], BW_LISTENER_DATA, why, sizeof(why)), 1);
+        ck_assert_int_eq(bw_admin_served("GET", both[i], BW_LISTENER_ADMIN, why, sizeof(why)), 1);
+    }
+    /* the admin listener serves nothing else, unknown paths and methods included */
+    ck_assert_int_eq(bw_admin_served("GET", "/v1/secret", BW_LISTENER_ADMIN, why, sizeof(why)), 0);
+    ck_assert_int_eq(bw_admin_served("DELETE", "/v1/shards", BW_LISTENER_ADMIN, why, sizeof(why)), 0);
+    ck_assert_int_eq(bw_admin_served("GET", "/v1/shards/3/pause", BW_LISTENER_DATA, why, sizeof(why)), 1); /* 405 after */
+}
+END_TEST
+
 Suite *admin_suite(void) {
     Suite *s = suite_create("admin");
     TCase *tc = tcase_create("admin");
@@ -293,6 +321,7 @@ Suite *admin_suite(void) {
     tcase_add_test(tc, control_row_rate);
     tcase_add_test(tc, setting_json_budgets);
     tcase_add_test(tc, control_record_without_row_rate);
+    tcase_add_test(tc, listeners);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,15 +2,19 @@
  * per (object type, op) (proxy/auth.h), and the tools' token (common/token.h). The
  * digests below are `printf %s TOKEN | sha256sum`, an implementation of SHA-256 other
  * than the proxy's. */
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "auth.h"
 #include "helpers.h"
 #include "request.h"
 #include "shard.h"
+#include "tls.h"
 #include "token.h"
 
 #define ADMIN_SHA "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a" /* admin-token */
@@ -280,39 +284,39 @@ START_TEST(decisions) {
     ck_assert_msg(s != NULL, "%s", err);
     const bw_auth_client_t *c;
     /* open endpoints */
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/healthz", NULL, 0, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/readyz", NULL, 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, 0, &c, why, sizeof(why)), 401);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer reader-token", 0, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer spam-token", 0, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/healthz", NULL, NULL, 0, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/readyz", NULL, NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, NULL, 0, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer reader-token", NULL, 0, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer spam-token", NULL, 0, &c, why, sizeof(why)), 403);
     /* 401: no credential, another scheme, an unknown token; even for unknown endpoints */
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", NULL, 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", NULL, NULL, 1, &c, why, sizeof(why)), 401);
     ck_assert_str_eq(why, "no credential: send Authorization: Bearer TOKEN");
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Basic eDp5", 1, &c, why, sizeof(why)), 401);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer wrong", 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Basic eDp5", NULL, 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer wrong", NULL, 1, &c, why, sizeof(why)), 401);
     ck_assert_str_eq(why, "unknown token");
     ck_assert_ptr_null(c);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", NULL, 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", NULL, NULL, 1, &c, why, sizeof(why)), 401);
     /* roles */
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer dash-token", 1, &c, why, sizeof(why)), 401);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer reader-token", 1, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer dash-token", NULL, 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer reader-token", NULL, 1, &c, why, sizeof(why)), 403);
     ck_assert_str_eq(why, "POST /v1/batches needs the submit role; client \"dash\" has read");
     ck_assert(c && strcmp(c->name, "dash") == 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer reader-token", 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer spam-token", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer reader-token", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer spam-token", NULL, 1, &c, why, sizeof(why)), 0);
     ck_assert(c && strcmp(c->name, "spam-cleanup") == 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer spam-token", 1, &c, why, sizeof(why)), 403);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer feed-token", 1, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer spam-token", NULL, 1, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer feed-token", NULL, 1, &c, why, sizeof(why)), 403);
     ck_assert_str_eq(why, "POST /v1/shards/3/pause needs the admin role; client \"feed\" has submit, read");
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer admin-token", 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer admin-token", 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer admin-token", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer admin-token", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer admin-token", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer admin-token", NULL, 1, &c, why, sizeof(why)), 0);
     /* an authenticated client reaches unknown endpoints (404 there) */
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", "Bearer spam-token", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", "Bearer spam-token", NULL, 1, &c, why, sizeof(why)), 0);
     /* no clients file: open, no client */
-    ck_assert_uint_eq(bw_auth_decide(NULL, "POST", "/v1/shards/3/pause", NULL, 0, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(NULL, "POST", "/v1/shards/3/pause", NULL, NULL, 0, &c, why, sizeof(why)), 0);
     ck_assert_ptr_null(c);
     bw_auth_release(s);
 }
@@ -444,6 +448,288 @@ START_TEST(tool_token) {
 }
 END_TEST
 
+/* ---- client certificates (issue 11: TLS) ------------------------------------------- */
+
+/* feed-cert: a submitter known by its certificate only; ops: an admin with both. */
+static const char *const with_certs =
+    "clients = (\n"
+    "  { name = \"feed-cert\"; cert_identity = \"feed.internal\"; roles = [\"submit\"]; scopes = [\"pin:*\"]; },\n"
+    "  { name = \"ops\"; token_sha256 = \"" ADMIN_SHA "\"; cert_identity = \"spiffe://bw/ops\"; roles = [\"admin\"]; },\n"
+    "  { name = \"dash\"; token_sha256 = \"" READER_SHA "\"; roles = [\"read\"]; }\n"
+    ");\n";
+
+START_TEST(cert_identity_loading) {
+    char err[1024], bad[2048];
+    bw_auth_set_t *s = load_text(with_certs, NULL, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    ck_assert_int_eq(s->client_cnt, 3);
+    ck_assert_str_eq(s->clients[0].cert_identity, "feed.internal");
+    ck_assert_int_eq(s->clients[0].has_token, 0);
+    ck_assert_int_eq(s->clients[1].has_token, 1);
+    ck_assert_ptr_null(s->clients[2].cert_identity);
+    ck_assert_str_eq(bw_auth_find_identity(s, "spiffe://bw/ops")->name, "ops");
+    ck_assert_ptr_null(bw_auth_find_identity(s, "feed.internal.")); /* exact match only */
+    ck_assert_ptr_null(bw_auth_find_identity(s, "FEED.INTERNAL"));
+    ck_assert_ptr_null(bw_auth_find_identity(s, NULL));
+    ck_assert_str_eq(bw_auth_find(s, "admin-token", 11)->name, "ops");
+    bw_auth_release(s);
+    /* neither a token nor a certificate identity */
+    load_fails("clients = ( { name = \"n\"; roles = [\"read\"]; } );\n",
+               "client \"n\": needs token_sha256", "or cert_identity");
+    /* identities: not empty, no spaces or control characters, not too long, a string */
+    load_fails("clients = ( { name = \"e\"; cert_identity = \"\"; roles = [\"read\"]; } );\n",
+               "client \"e\": cert_identity must be a string of 1 to 255", NULL);
+    load_fails("clients = ( { name = \"e\"; cert_identity = \"a b\"; roles = [\"read\"]; } );\n",
+               "cert_identity must be", NULL);
+    load_fails("clients = ( { name = \"e\"; cert_identity = \"a\\nb\"; roles = [\"read\"]; } );\n",
+               "cert_identity must be", NULL);
+    load_fails("clients = ( { name = \"e\"; cert_identity = 5; roles = [\"read\"]; } );\n", "cert_identity must be",
+               NULL);
+    char longid[300];
+    memset(longid, 'x', 256);
+    longid[256] = '\0';
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"e\"; cert_identity = \"%s\"; roles = [\"read\"]; } );\n", longid);
+    load_fails(bad, "cert_identity must be", NULL);
+    longid[255] = '\0';
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"e\"; cert_identity = \"%s\"; roles = [\"read\"]; } );\n", longid);
+    s = load_text(bad, NULL, err, sizeof(err));
+    ck_assert_msg(s != NULL, "255 characters: %s", err);
+    bw_auth_release(s);
+    /* a duplicate identity, like a duplicate token, names both clients */
+    load_fails("clients = (\n { name = \"a\"; cert_identity = \"x.internal\"; roles = [\"read\"]; },\n"
+               " { name = \"b\"; cert_identity = \"x.internal\"; roles = [\"admin\"]; }\n);\n",
+               ":3: client \"b\" has the same cert_identity \"x.internal\" as client \"a\" (line 2)", NULL);
+    /* a token given must still be a digest */
+    load_fails("clients = ( { name = \"t\"; cert_identity = \"t.internal\"; token_sha256 = \"abc\"; roles = [\"read\"]; } );\n",
+               "token_sha256 must be 64 hex digits", NULL);
+    /* two certificate-only clients do not clash on their (absent) tokens */
+    s = load_text("clients = (\n { name = \"a\"; cert_identity = \"a.internal\"; roles = [\"read\"]; },\n"
+                  " { name = \"b\"; cert_identity = \"b.internal\"; roles = [\"read\"]; }\n);\n", NULL, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    bw_auth_release(s);
+}
+END_TEST
+
+START_TEST(cert_decisions) {
+    char err[1024], why[320];
+    bw_auth_set_t *s = load_text(with_certs, NULL, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    const bw_auth_client_t *c;
+    /* a certificate alone: the client's roles and scopes, as with a token */
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", NULL, "feed.internal", 1, &c, why, sizeof(why)), 0);
+    ck_assert(c && strcmp(c->name, "feed-cert") == 0);
+    ck_assert(bw_auth_allows_op(c, "pin", BW_OP_CREATE) && !bw_auth_allows_op(c, "board", BW_OP_CREATE));
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", NULL, "feed.internal", 1, &c, why, sizeof(why)), 403);
+    ck_assert_str_eq(why, "POST /v1/shards/3/pause needs the admin role; client \"feed-cert\" has submit");
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", NULL, "spiffe://bw/ops", 1, &c, why, sizeof(why)), 0);
+    ck_assert_str_eq(c->name, "ops");
+    /* open endpoints stay open whatever the certificate */
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/healthz", NULL, "nobody.internal", 1, &c, why, sizeof(why)), 0);
+    /* an identity that is no client's: 401 with it named; a valid token then decides */
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", NULL, "nobody.internal", 1, &c, why, sizeof(why)), 401);
+    ck_assert_str_eq(why, "the client certificate's identity \"nobody.internal\" is no client's cert_identity");
+    ck_assert_ptr_null(c);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", "nobody.internal", 1, &c, why,
+                                     sizeof(why)), 0);
+    ck_assert_str_eq(c->name, "dash");
+    /* a token presented must be valid, even beside a good certificate */
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer wrong", "feed.internal", 1, &c, why, sizeof(why)), 401);
+    ck_assert_str_eq(why, "unknown token");
+    ck_assert_ptr_null(c);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Basic eDp5", "feed.internal", 1, &c, why, sizeof(why)), 401);
+    /* a certificate and a token of two clients: refused, not one of them picked */
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", "feed.internal", 1, &c, why,
+                                     sizeof(why)), 401);
+    ck_assert_str_eq(why, "the client certificate is client \"feed-cert\"'s and the token client \"dash\"'s: "
+                          "send one client's credentials");
+    ck_assert_ptr_null(c);
+    /* both of one client */
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/1/resume", "Bearer admin-token", "spiffe://bw/ops", 1, &c,
+                                     why, sizeof(why)), 0);
+    ck_assert_str_eq(c->name, "ops");
+    /* a token-only client's name is no identity */
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", NULL, "dash", 1, &c, why, sizeof(why)), 401);
+    /* no clients file: open */
+    ck_assert_uint_eq(bw_auth_decide(NULL, "POST", "/v1/shards/3/pause", NULL, "x", 0, &c, why, sizeof(why)), 0);
+    bw_auth_release(s);
+}
+END_TEST
+
+/* A self-signed certificate (signed by a fresh ECDSA key, *pk when not NULL): CN cn
+ * (NULL: none), then the SANs (type, value) in order. */
+static gnutls_x509_crt_t make_signed(const char *cn, int san_cnt, const unsigned *types, const char *const *values,
+                                     gnutls_x509_privkey_t *pk_out) {
+    gnutls_x509_privkey_t pk;
+    ck_assert_int_eq(gnutls_x509_privkey_init(&pk), 0);
+    ck_assert_int_eq(gnutls_x509_privkey_generate(pk, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0), 0);
+    gnutls_x509_crt_t crt;
+    ck_assert_int_eq(gnutls_x509_crt_init(&crt), 0);
+    if (cn) ck_assert_int_eq(gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn, (unsigned)strlen(cn)), 0);
+    for (int i = 0; i < san_cnt; i++)
+        ck_assert_int_eq(gnutls_x509_crt_set_subject_alt_name(crt, types[i], values[i], (unsigned)strlen(values[i]),
+                                                              GNUTLS_FSAN_APPEND), 0);
+    ck_assert_int_eq(gnutls_x509_crt_set_key(crt, pk), 0);
+    ck_assert_int_eq(gnutls_x509_crt_set_version(crt, 3), 0);
+    ck_assert_int_eq(gnutls_x509_crt_set_serial(crt, "\x01", 1), 0);
+    ck_assert_int_eq(gnutls_x509_crt_set_activation_time(crt, time(NULL) - 60), 0);
+    ck_assert_int_eq(gnutls_x509_crt_set_expiration_time(crt, time(NULL) + 3600), 0);
+    ck_assert_int_eq(gnutls_x509_crt_sign2(crt, crt, pk, GNUTLS_DIG_SHA256, 0), 0);
+    if (pk_out) *pk_out = pk;
+    else gnutls_x509_privkey_deinit(pk);
+    return crt;
+}
+
+/* The same certificate as a peer's would be: read from its DER (GnuTLS reads the names
+ * of a certificate it built only once it is encoded). */
+static gnutls_x509_crt_t make_crt(const char *cn, int san_cnt, const unsigned *types, const char *const *values) {
+    gnutls_x509_crt_t built = make_signed(cn, san_cnt, types, values, NULL), crt;
+    gnutls_datum_t der = {NULL, 0};
+    ck_assert_int_eq(gnutls_x509_crt_export2(built, GNUTLS_X509_FMT_DER, &der), 0);
+    ck_assert_int_eq(gnutls_x509_crt_init(&crt), 0);
+    ck_assert_int_eq(gnutls_x509_crt_import(crt, &der, GNUTLS_X509_FMT_DER), 0);
+    gnutls_free(der.data);
+    gnutls_x509_crt_deinit(built);
+    return crt;
+}
+
+START_TEST(cert_identity_names) {
+    char id[BW_AUTH_IDENTITY_MAX + 1], why[320];
+    /* the first DNS or URI SAN, an e-mail SAN before it skipped */
+    unsigned types[] = {GNUTLS_SAN_RFC822NAME, GNUTLS_SAN_DNSNAME, GNUTLS_SAN_URI};
+    const char *values[] = {"feed@example.com", "feed.internal", "spiffe://bw/feed"};
+    gnutls_x509_crt_t crt = make_crt("Feed CN", 3, types, values);
+    ck_assert_int_eq(bw_tls_cert_identity(crt, id, sizeof(id), why, sizeof(why)), 0);
+    ck_assert_str_eq(id, "feed.internal");
+    gnutls_x509_crt_deinit(crt);
+    crt = make_crt("Feed CN", 2, (unsigned[]){GNUTLS_SAN_URI, GNUTLS_SAN_DNSNAME},
+                   (const char *[]){"spiffe://bw/feed", "feed.internal"});
+    ck_assert_int_eq(bw_tls_cert_identity(crt, id, sizeof(id), why, sizeof(why)), 0);
+    ck_assert_str_eq(id, "spiffe://bw/feed");
+    gnutls_x509_crt_deinit(crt);
+    /* no DNS or URI SAN: the common name */
+    crt = make_crt("ops.internal", 1, types, values);
+    ck_assert_int_eq(bw_tls_cert_identity(crt, id, sizeof(id), why, sizeof(why)), 0);
+    ck_assert_str_eq(id, "ops.internal");
+    gnutls_x509_crt_deinit(crt);
+    /* a common name with a space cannot be an identity; nor can nothing */
+    crt = make_crt("Feed CN", 0, NULL, NULL);
+    ck_assert_int_eq(bw_tls_cert_identity(crt, id, sizeof(id), why, sizeof(why)), -1);
+    ck_assert_msg(strstr(why, "common name is not 1 to 255 printable ASCII"), "%s", why);
+    gnutls_x509_crt_deinit(crt);
+    crt = make_crt(NULL, 0, NULL, NULL);
+    ck_assert_int_eq(bw_tls_cert_identity(crt, id, sizeof(id), why, sizeof(why)), -1);
+    ck_assert_msg(strstr(why, "no DNS or URI subject alternative name and no common name"), "%s", why);
+    gnutls_x509_crt_deinit(crt);
+}
+END_TEST
+
+/* The reference config with its proxy.tls keys set to these (the files' paths). */
+static bw_config_t *tls_conf(const char *cert, const char *key, const char *ca, int require) {
+    const char *finds[] = {"cert_file = \"\";", "key_file = \"\";", "client_ca_file = \"\";",
+                           "require_client_cert = false;"};
+    char repl[4][600];
+    snprintf(repl[0], sizeof(repl[0]), "cert_file = \"%s\";", cert);
+    snprintf(repl[1], sizeof(repl[1]), "key_file = \"%s\";", key);
+    snprintf(repl[2], sizeof(repl[2]), "client_ca_file = \"%s\";", ca);
+    snprintf(repl[3], sizeof(repl[3]), "require_client_cert = %s;", require ? "true" : "false");
+    char *text = strdup(t_ref_conf_text());
+    for (int i = 0; i < 4; i++) {
+        char *at = strstr(text, finds[i]);
+        ck_assert_msg(at != NULL, "the reference config lacks %s", finds[i]);
+        size_t n = strlen(text) - strlen(finds[i]) + strlen(repl[i]) + 1;
+        char *next = malloc(n);
+        snprintf(next, n, "%.*s%s%s", (int)(at - text), text, repl[i], at + strlen(finds[i]));
+        free(text);
+        text = next;
+    }
+    char *path = t_write_temp(text), err[1024];
+    bw_config_t *conf = bw_config_load(path, err, sizeof(err));
+    ck_assert_msg(conf != NULL, "%s", err);
+    t_unlink_free(path);
+    free(text);
+    return conf;
+}
+
+static void tls_load_fails(const char *cert, const char *key, const char *ca, int require, const char *needle,
+                           const char *needle2) {
+    bw_config_t *conf = tls_conf(cert, key, ca, require);
+    bw_tls_t *t = (bw_tls_t *)1;
+    char err[1024] = "";
+    ck_assert_int_eq(bw_tls_load(conf, &t, err, sizeof(err)), -1);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(err, needle), "error \"%s\" lacks \"%s\"", err, needle);
+    if (needle2) ck_assert_msg(strstr(err, needle2), "error \"%s\" lacks \"%s\"", err, needle2);
+    bw_config_destroy(conf);
+}
+
+/* PEM text of a fresh self-signed ECDSA certificate and its key (malloc'd). */
+static void make_pem(char **cert, char **key) {
+    gnutls_x509_privkey_t pk;
+    gnutls_x509_crt_t crt = make_signed("localhost", 1, (unsigned[]){GNUTLS_SAN_DNSNAME}, (const char *[]){"localhost"}, &pk);
+    gnutls_datum_t c = {NULL, 0}, k = {NULL, 0};
+    ck_assert_int_eq(gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &c), 0);
+    ck_assert_int_eq(gnutls_x509_privkey_export2(pk, GNUTLS_X509_FMT_PEM, &k), 0);
+    *cert = strndup((const char *)c.data, c.size);
+    *key = strndup((const char *)k.data, k.size);
+    gnutls_free(c.data);
+    gnutls_free(k.data);
+    gnutls_x509_crt_deinit(crt);
+    gnutls_x509_privkey_deinit(pk);
+}
+
+START_TEST(tls_files) {
+    /* the reference config: plain HTTP */
+    bw_config_t *conf = t_ref_config();
+    bw_tls_t *t = (bw_tls_t *)1;
+    char err[1024];
+    ck_assert_int_eq(bw_tls_load(conf, &t, err, sizeof(err)), 0);
+    ck_assert_ptr_null(t);
+    bw_config_destroy(conf);
+    /* keys that go together */
+    tls_load_fails("", "k.pem", "", 0, "proxy.tls.key_file is set but proxy.tls.cert_file is not", NULL);
+    tls_load_fails("", "", "ca.pem", 0, "proxy.tls.client_ca_file is set but proxy.tls.cert_file is not", NULL);
+    tls_load_fails("", "", "", 1, "proxy.tls.require_client_cert is set but proxy.tls.cert_file is not", NULL);
+    tls_load_fails("c.pem", "", "", 0, "proxy.tls.cert_file is set but proxy.tls.key_file is not", NULL);
+    char *cert, *key, *cert2, *key2;
+    make_pem(&cert, &key);
+    make_pem(&cert2, &key2);
+    char *cp = t_write_temp(cert), *kp = t_write_temp(key), *k2p = t_write_temp(key2), *junk = t_write_temp("not a PEM\n");
+    tls_load_fails(cp, kp, "", 1, "proxy.tls.require_client_cert needs proxy.tls.client_ca_file", NULL);
+    /* files: the key and the path named */
+    tls_load_fails("/nonexistent/cert.pem", kp, "", 0, "proxy.tls.cert_file: /nonexistent/cert.pem: No such file", NULL);
+    tls_load_fails(cp, "/nonexistent/key.pem", "", 0, "proxy.tls.key_file: /nonexistent/key.pem: No such file", NULL);
+    tls_load_fails(cp, kp, "/nonexistent/ca.pem", 0, "proxy.tls.client_ca_file: /nonexistent/ca.pem", NULL);
+    /* contents: a key of another certificate, a file that is no PEM */
+    tls_load_fails(cp, k2p, "", 0, "proxy.tls.cert_file", "key_file");
+    tls_load_fails(junk, kp, "", 0, "proxy.tls.cert_file", junk);
+    tls_load_fails(cp, kp, junk, 0, "proxy.tls.client_ca_file", junk);
+    /* good: the PEM text for the listeners, the CA asked for clients */
+    conf = tls_conf(cp, kp, cp, 1);
+    ck_assert_int_eq(bw_tls_load(conf, &t, err, sizeof(err)), 0);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t->listen.cert_pem, cert);
+    ck_assert_str_eq(t->listen.key_pem, key);
+    ck_assert_str_eq(t->listen.trust_pem, cert);
+    ck_assert_int_eq(t->require_client_cert, 1);
+    bw_tls_free(t);
+    bw_config_destroy(conf);
+    /* a relative path is read from the configuration file's folder (both are temp files) */
+    conf = tls_conf(strrchr(cp, '/') + 1, strrchr(kp, '/') + 1, "", 0);
+    ck_assert_msg(bw_tls_load(conf, &t, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_ptr_null(t->listen.trust_pem);
+    bw_tls_free(t);
+    bw_config_destroy(conf);
+    t_unlink_free(cp);
+    t_unlink_free(kp);
+    t_unlink_free(k2p);
+    t_unlink_free(junk);
+    free(cert);
+    free(key);
+    free(cert2);
+    free(key2);
+}
+END_TEST
+
 Suite *auth_suite(void) {
     Suite *s = suite_create("auth");
     TCase *tc = tcase_create("auth");
@@ -457,6 +743,10 @@ Suite *auth_suite(void) {
     tcase_add_test(tc, relative_path);
     tcase_add_test(tc, example_file);
     tcase_add_test(tc, tool_token);
+    tcase_add_test(tc, cert_identity_loading);
+    tcase_add_test(tc, cert_decisions);
+    tcase_add_test(tc, cert_identity_names);
+    tcase_add_test(tc, tls_files);
     suite_add_tcase(s, tc);
     return s;
 }
