@@ -13,7 +13,9 @@ static int set(rd_kafka_conf_t *kc, const char *name, const char *value, char *e
                size_t errstr_size) {
     char err[256];
     if (rd_kafka_conf_set(kc, name, value, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-        bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "kafka property %s=%s: %s", name, value, err);
+        /* a secret's value never reaches an error (a log line) */
+        bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "kafka property %s=%s: %s", name,
+                  bw_config_secret_name(name, strlen(name)) ? "(redacted)" : value, err);
         return -1;
     }
     return 0;
