@@ -12,8 +12,21 @@
 #include "buf.h"
 #include "config.h"
 
-/* Connects to server `server_index`. NULL with errstr on failure. */
+/* Who connects: the consumer (and the tools) as the server's user, the proxy as its
+ * proxy_user (read-only; the user when proxy_user is ""). */
+typedef enum { BW_DB_CONSUMER, BW_DB_PROXY } bw_db_role_t;
+
+/* Connects to server `server_index` as `role`. After connecting, the session's character
+ * sets (client, connection, results) must all be utf8mb4, or the connection is refused
+ * with an error naming the server and what it gave. NULL with errstr on failure. */
+MYSQL *bw_db_connect_as(const bw_config_t *conf, int server_index, bw_db_role_t role, char *errstr,
+                        size_t errstr_size);
+/* bw_db_connect_as(BW_DB_CONSUMER). */
 MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size);
+
+/* The charset decision: 0 when every value (of the variables `names`) is utf8mb4; else -1
+ * with why "character_set_client is latin1, not utf8mb4". */
+int bw_db_charset_check(const char *const names[3], const char *const values[3], char *why, size_t why_size);
 
 /* The server's max_allowed_packet as this connection sees it (read once per connection:
  * a server's SET GLOBAL applies to connections made after it). 0 on failure, with the
@@ -33,6 +46,9 @@ typedef enum {
 
 bw_dberr_class_t bw_db_error_class(unsigned int err);
 const char *bw_db_error_class_name(bw_dberr_class_t c);
+/* A few words on the error that quote nothing of the server's text ("duplicate key",
+ * "lock wait timeout"): what callers without the admin role see (proxy/scrub.h). */
+const char *bw_db_error_what(unsigned int err);
 
 /* Appends the DDL that creates every shard database and table of server `server_index`
  * (idempotent: IF NOT EXISTS), one statement per line, each ending with ";\n": the

@@ -479,7 +479,7 @@ done:
 }
 
 /* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it. */
-static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id) {
+static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, int admin) {
     if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "a job id is 32 lower-case hex digits, not \"%.64s\"", id);
     void *raw;
@@ -492,7 +492,7 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id) {
     if (!rec) return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id);
     Bulkwrite__V1__JobStatus st;
     char *record_id = rec->job_id; /* freed with the record */
-    bw_jobs_status(proxy.conf, rec, id, proxy.shards, &st);
+    bw_jobs_status(proxy.conf, rec, id, proxy.shards, admin, &st);
     rec->job_id = record_id;
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
     const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
@@ -559,6 +559,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   size_t *data_size, void **con_cls) {
     (void)cls;
     (void)version;
+    int admin = 1;
     if (strcmp(method, "POST") == 0) {
         upload_t *up = *con_cls;
         if (!up) { /* the headers: who is calling decides whether the body is kept */
@@ -598,14 +599,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const bw_auth_client_t *client;
         char why[320];
         unsigned st = authorize(c, method, url, &set, &client, why, sizeof(why));
+        admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */
         bw_auth_release(set);
         if (st) return refuse(c, st, why);
     }
     enum MHD_Result ret;
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
-    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9);
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9, admin);
     if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {
-        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog);
+        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     }
     if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0)

@@ -97,5 +97,6 @@ Suite *scheduler_suite(void);
 Suite *metrics_suite(void);
 Suite *forward_suite(void);
 Suite *auth_suite(void);
+Suite *scrub_suite(void);
 
 #endif
