@@ -206,6 +206,9 @@ static const key_t_ top_keys[] = {
      "Longest a batch statement may run (max_statement_time and client read timeout)."},
     {"mysql.connect_timeout_ms", K_INT, OFF(connect_timeout_ms), 0, 1, 600000, "2000", NULL, NULL,
      0, "Longest a connection attempt may take."},
+    {"mysql.user_host", K_STR, OFF(mysql_user_host), 0, 0, 0, "\"%\"", NULL, NULL, 0,
+     "Host part of the accounts `bwctl schema --create-users` makes for each server's user and "
+     "proxy_user ('NAME'@'HOST'): where the consumers and proxies connect from, e.g. \"10.1.%\"."},
     {"proxy.listen_address", K_STR, OFF(proxy_listen_address), 0, 0, 0, "\"127.0.0.1\"", NULL,
      NULL, 0, "Address the proxy's HTTP server binds."},
     {"proxy.port", K_INT, OFF(proxy_port), 0, 0, 65535, "8080", NULL, NULL, 0,

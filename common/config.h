@@ -92,6 +92,7 @@ typedef struct {
     /* mysql */
     int query_timeout_ms;
     int connect_timeout_ms;
+    char *mysql_user_host; /* host part of the users bwctl schema --create-users makes */
 
     /* proxy */
     char *proxy_listen_address;

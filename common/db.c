@@ -7,6 +7,7 @@
 
 #include "ledger.h"
 #include "log.h"
+#include "sql.h"
 
 int bw_db_charset_check(const char *const names[3], const char *const values[3], char *why, size_t why_size) {
     for (int i = 0; i < 3; i++)
@@ -42,8 +43,14 @@ MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, si
 MYSQL *bw_db_connect_as(const bw_config_t *conf, int server_index, bw_db_role_t role, char *errstr,
                         size_t errstr_size) {
     const bw_server_t *sv = &conf->servers[server_index];
-    const char *user = sv->user, *password = sv->password;
-    if (role == BW_DB_PROXY && *sv->proxy_user) user = sv->proxy_user, password = sv->proxy_password;
+    if (role == BW_DB_PROXY && *sv->proxy_user)
+        return bw_db_connect_user(conf, server_index, sv->proxy_user, sv->proxy_password, errstr, errstr_size);
+    return bw_db_connect_user(conf, server_index, sv->user, sv->password, errstr, errstr_size);
+}
+
+MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char *user, const char *password,
+                          char *errstr, size_t errstr_size) {
+    const bw_server_t *sv = &conf->servers[server_index];
     MYSQL *db = mysql_init(NULL);
     if (!db) {
         bw_seterr(errstr, errstr_size, BW_ERR_NOMEM, "mysql_init failed");
@@ -216,24 +223,81 @@ void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out) 
     }
 }
 
+/* 'user'@'host' with both escaped. */
+static void account(bw_buf_t *out, const char *user, const char *host) {
+    bw_buf_puts(out, "'");
+    bw_sql_append_escaped(out, user, strlen(user));
+    bw_buf_puts(out, "'@'");
+    bw_sql_append_escaped(out, host, strlen(host));
+    bw_buf_puts(out, "'");
+}
+
+/* One user: made if missing, its password set (so a changed one takes), and its grants. */
+static void user_sql(const bw_config_t *conf, const bw_server_t *sv, const char *user, const char *password,
+                     const char *privileges, const char *const *tables, int redact, bw_buf_t *out) {
+    for (int alter = 0; alter < 2; alter++) { /* never without its password, not for a moment */
+        bw_buf_puts(out, alter ? "ALTER USER " : "CREATE USER IF NOT EXISTS ");
+        account(out, user, conf->mysql_user_host);
+        bw_buf_puts(out, " IDENTIFIED BY '");
+        if (redact) bw_buf_puts(out, "(redacted)");
+        else bw_sql_append_escaped(out, password, strlen(password));
+        bw_buf_puts(out, "';\n");
+    }
+    for (int s = sv->first_shard; s <= sv->last_shard; s++) {
+        char db[80];
+        bw_config_shard_db(conf, s, db, sizeof(db));
+        for (const char *const *t = tables; *t; t++) {
+            bw_buf_printf(out, "GRANT %s ON `%s`.`%s` TO ", privileges, db, *t);
+            account(out, user, conf->mysql_user_host);
+            bw_buf_puts(out, ";\n");
+        }
+    }
+}
+
+void bw_db_users_sql(const bw_config_t *conf, int server_index, const char *admin_user, int redact, bw_buf_t *out) {
+    const bw_server_t *sv = &conf->servers[server_index];
+    /* the proxy reads the job ledger; the consumer writes the objects and the ledger */
+    static const char *const reader_tables[] = {"bw_job_parts", "bw_job_failures", NULL};
+    const char **writer_tables = calloc((size_t)conf->object_type_cnt + 4, sizeof(char *));
+    int n = 0;
+    writer_tables[n++] = "bw_offsets";
+    writer_tables[n++] = "bw_job_parts";
+    writer_tables[n++] = "bw_job_failures";
+    for (int t = 0; t < conf->object_type_cnt; t++) writer_tables[n++] = conf->object_types[t].table;
+    if (strcmp(sv->user, admin_user) != 0) /* the admin itself keeps what it has */
+        user_sql(conf, sv, sv->user, sv->password, "SELECT, INSERT, UPDATE, DELETE", writer_tables, redact, out);
+    if (*sv->proxy_user && strcmp(sv->proxy_user, admin_user) != 0)
+        user_sql(conf, sv, sv->proxy_user, sv->proxy_password, "SELECT", reader_tables, redact, out);
+    free(writer_tables);
+}
+
 bw_err_t bw_db_apply_schema(const bw_config_t *conf, char *errstr, size_t errstr_size) {
+    return bw_db_apply_schema_as(conf, NULL, NULL, 0, errstr, errstr_size);
+}
+
+bw_err_t bw_db_apply_schema_as(const bw_config_t *conf, const char *admin_user, const char *admin_password,
+                               int create_users, char *errstr, size_t errstr_size) {
     bw_buf_t sql;
     bw_buf_init(&sql);
     bw_err_t ret = BW_OK;
     for (int i = 0; i < conf->server_cnt && ret == BW_OK; i++) {
-        MYSQL *db = bw_db_connect(conf, i, errstr, errstr_size);
+        const char *user = admin_user ? admin_user : conf->servers[i].user;
+        MYSQL *db = bw_db_connect_user(conf, i, user, admin_user ? admin_password : conf->servers[i].password,
+                                       errstr, errstr_size);
         if (!db) {
             ret = BW_ERR_MYSQL_RETRY;
             break;
         }
         bw_buf_reset(&sql);
         bw_db_schema_sql(conf, i, &sql);
+        if (create_users) bw_db_users_sql(conf, i, user, 0, &sql);
         for (char *line = sql.data, *nl; line && *line; line = nl + 1) {
             nl = strchr(line, '\n');
             *nl = '\0';
-            if (mysql_query(db, line)) {
+            if (mysql_query(db, line)) { /* a user's line holds its password: not quoted */
+                int secret = strstr(line, " IDENTIFIED BY ") != NULL;
                 ret = bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_DATA, "schema on %s: %s: %s",
-                                conf->servers[i].name, mysql_error(db), line);
+                                conf->servers[i].name, mysql_error(db), secret ? "(a user's statement)" : line);
                 break;
             }
         }

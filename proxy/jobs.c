@@ -171,7 +171,7 @@ failed:
     } else if (!admin) { /* no server name, no server text (scrub.h) */
         char what[128];
         snprintf(err, sizeof(err), "the shard's ledger could not be read: %s",
-                 db ? bw_scrub_mysql(mysql_errno(db), what, sizeof(what)) : "its server is not reachable");
+                 db ? bw_scrub_mysql(mysql_errno(db), what, sizeof(what)) : "no connection to its server");
     }
     for (size_t i = 0; i < rec->n_shards; i++)
         if (conf->shard_server[rec->shards[i]->shard] == sv) shards[i]->error = strdup(err);

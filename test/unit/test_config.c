@@ -63,8 +63,11 @@ START_TEST(reference_loads) {
     ck_assert_int_eq(c->servers[1].port, 13307);
     ck_assert_int_eq(c->servers[1].first_shard, 4);
     ck_assert_int_eq(c->servers[1].last_shard, 7);
-    ck_assert_str_eq(c->servers[1].user, "root");
-    ck_assert_str_eq(c->servers[1].password, "");
+    ck_assert_str_eq(c->servers[1].user, "bw_consumer");
+    ck_assert_str_eq(c->servers[1].password, "demo-consumer-pw");
+    ck_assert_str_eq(c->servers[1].proxy_user, "bw_proxy");
+    ck_assert_str_eq(c->servers[1].proxy_password, "demo-proxy-pw");
+    ck_assert_str_eq(c->mysql_user_host, "127.0.0.1");
 
     const bw_object_type_t *pin = bw_config_object_type(c, "pin");
     const bw_object_type_t *board = bw_config_object_type(c, "board");
@@ -672,14 +675,15 @@ START_TEST(secrets_are_redacted_in_dumps) {
     ck_assert_ptr_nonnull(strstr(text, "\"sasl.password=(redacted)\""));
     ck_assert_ptr_nonnull(strstr(text, "\"sasl.mechanism=PLAIN\""));
     free(text);
-    c = t_conf_variant_load("password = \"\";         # password\n      first_shard = 0;",
-                            "password = \"" MARK "\"; proxy_user = \"bw_reader\"; proxy_password = \"" MARK "x\";\n"
-                            "      first_shard = 0;");
+    c = t_conf_variant_load("password = \"demo-consumer-pw\";\n      proxy_user = \"bw_proxy\";             "
+                            "# \"\" = the proxy uses user\n      proxy_password = \"demo-proxy-pw\";",
+                            "password = \"" MARK "\"; proxy_user = \"bw_reader\"; proxy_password = \"" MARK "x\";");
     ck_assert_str_eq(c->servers[0].password, MARK);
     text = dump_text(c);
     ck_assert_msg(!strstr(text, MARK), "a secret in the dump:\n%s", text);
     ck_assert_ptr_nonnull(strstr(text, "password = \"(redacted)\";"));
     ck_assert_ptr_nonnull(strstr(text, "proxy_user = \"bw_reader\";"));
+    ck_assert_ptr_nonnull(strstr(text, "proxy_password = \"(redacted)\";"));
     free(text);
     bw_config_destroy(c);
     /* a kafka error names the property, never its value */
@@ -694,12 +698,13 @@ END_TEST
 
 START_TEST(secrets_from_file_and_env) {
     char *secret_file = t_write_temp(MARK "-from-file\n");
-    char find[] = "password = \"\";         # password\n      first_shard = 0;", repl[1024];
-    snprintf(repl, sizeof(repl), "password = \"file:%s\"; proxy_password = \"env:BW_TEST_PROXY_PW\";\n      first_shard = 0;",
-             secret_file);
+    char find[] = "password = \"demo-consumer-pw\";", repl[1024];
+    snprintf(repl, sizeof(repl), "password = \"file:%s\";", secret_file);
     setenv("BW_TEST_PROXY_PW", MARK "-from-env", 1);
     bw_config_t *c = t_conf_variant_load(find, repl);
     ck_assert_str_eq(c->servers[0].password, MARK "-from-file"); /* the newline dropped */
+    bw_config_destroy(c);
+    c = t_conf_variant_load("proxy_password = \"demo-proxy-pw\";", "proxy_password = \"env:BW_TEST_PROXY_PW\";");
     ck_assert_str_eq(c->servers[0].proxy_password, MARK "-from-env");
     bw_config_destroy(c);
     c = t_conf_variant_load("properties = [ ];", "properties = [ \"sasl.password=env:BW_TEST_PROXY_PW\", "
@@ -711,9 +716,9 @@ START_TEST(secrets_from_file_and_env) {
     /* missing: the error names the key and what is missing */
     unsetenv("BW_TEST_PROXY_PW");
     struct { const char *find, *repl, *want; } bad[] = {
-        {find, "password = \"env:BW_TEST_PROXY_PW\";\n      first_shard = 0;",
+        {find, "password = \"env:BW_TEST_PROXY_PW\";",
          "shards.servers[0].password: the environment variable BW_TEST_PROXY_PW is not set"},
-        {find, "password = \"file:/nonexistent/pw\";\n      first_shard = 0;",
+        {find, "password = \"file:/nonexistent/pw\";",
          "shards.servers[0].password: cannot read /nonexistent/pw: No such file or directory"},
         {"producer_properties = [ \"linger.ms=5\" ];", "producer_properties = [ \"sasl.password=file:no-such.pw\" ];",
          "kafka.producer_properties: sasl.password: "},
@@ -727,7 +732,7 @@ START_TEST(secrets_from_file_and_env) {
         t_unlink_free(path);
     }
     char *empty = t_write_temp("\n");
-    snprintf(repl, sizeof(repl), "password = \"file:%s\";\n      first_shard = 0;", empty);
+    snprintf(repl, sizeof(repl), "password = \"file:%s\";", empty);
     char *path = t_conf_variant(find, repl, NULL), err[1024] = "";
     ck_assert_ptr_null(bw_config_load(path, err, sizeof(err)));
     ck_assert_msg(strstr(err, "is empty"), "%s", err);

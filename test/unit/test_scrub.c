@@ -2,6 +2,7 @@
  * and the session charset decision of common/db.c. */
 #include <string.h>
 
+#include "buf.h"
 #include "db.h"
 #include "helpers.h"
 #include "scrub.h"
@@ -73,6 +74,32 @@ START_TEST(charset_decision) {
 }
 END_TEST
 
+START_TEST(users_sql_least_privilege) {
+    bw_config_t *c = t_conf_variant_load("password = \"demo-consumer-pw\";", "password = \"it's\\\\a\\nsecret\";");
+    bw_buf_t b;
+    bw_buf_init(&b);
+    bw_db_users_sql(c, 0, "root", 0, &b);
+    bw_buf_append(&b, "", 1);
+    /* the password escaped: no raw quote or newline can end the literal or the line */
+    ck_assert_ptr_nonnull(strstr(b.data, "ALTER USER 'bw_consumer'@'127.0.0.1' IDENTIFIED BY 'it\\'s\\\\a\\nsecret';\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "GRANT SELECT, INSERT, UPDATE, DELETE ON `db00003`.`pins` TO 'bw_consumer'@'127.0.0.1';"));
+    ck_assert_ptr_nonnull(strstr(b.data, "GRANT SELECT ON `db00000`.`bw_job_failures` TO 'bw_proxy'@'127.0.0.1';"));
+    ck_assert_ptr_null(strstr(b.data, "GRANT OPTION"));
+    ck_assert_ptr_null(strstr(b.data, "*.*"));
+    ck_assert_ptr_null(strstr(b.data, "`db00004`")); /* server 0 holds shards 0-3 */
+    ck_assert_ptr_null(strstr(b.data, "`pins` TO 'bw_proxy'")); /* the proxy reads the ledger only */
+    /* the administrator running it is left alone; printing redacts */
+    bw_buf_reset(&b);
+    bw_db_users_sql(c, 0, "bw_consumer", 1, &b);
+    bw_buf_append(&b, "", 1);
+    ck_assert_ptr_null(strstr(b.data, "'bw_consumer'"));
+    ck_assert_ptr_nonnull(strstr(b.data, "ALTER USER 'bw_proxy'@'127.0.0.1' IDENTIFIED BY '(redacted)';"));
+    ck_assert_ptr_null(strstr(b.data, "demo-proxy-pw"));
+    bw_buf_free(&b);
+    bw_config_destroy(c);
+}
+END_TEST
+
 START_TEST(live_session_is_utf8mb4) {
     bw_config_t *conf = t_live_config("bwscrub");
     if (!conf) return;
@@ -95,6 +122,7 @@ Suite *scrub_suite(void) {
     tcase_add_test(tc, failure_reasons_lose_row_values);
     tcase_add_test(tc, shard_errors_lose_server_names_and_text);
     tcase_add_test(tc, charset_decision);
+    tcase_add_test(tc, users_sql_least_privilege);
     tcase_add_test(tc, live_session_is_utf8mb4);
     suite_add_tcase(s, tc);
     return s;
