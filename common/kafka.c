@@ -279,9 +279,9 @@ static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *to
         }
         if (cnt == 0 && !why[0]) /* created, not in the metadata yet */
             snprintf(why, sizeof(why), "kafka topic %s: created, but the metadata shows no partitions", topic);
-        if (bw_now_us() >= give_up)
-            return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s (still after %d s)", why,
-                             TOPIC_DEADLINE_MS / 1000), -1;
+        if (bw_now_us() >= give_up) /* librdkafka logged the cause, e.g. a refused SASL login */
+            return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s (still after %d s; librdkafka's log lines say "
+                             "why: an unreachable broker, refused credentials, ...)", why, TOPIC_DEADLINE_MS / 1000), -1;
         rd_kafka_poll(rk, 200);
     }
     return cnt;
