@@ -49,7 +49,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
+.PHONY: sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -125,7 +125,7 @@ LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u 
 check-lane-embedded:
 	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
@@ -169,6 +169,9 @@ auth-embedded: all
 	BW_BIN=$(BIN) test/auth.sh embedded
 auth-kafka: all
 	BW_BIN=$(BIN) test/auth.sh kafka
+# SASL/PLAIN between the daemons and a real broker started with a SASL_PLAINTEXT listener
+sasl-kafka: all
+	BW_BIN=$(BIN) test/sasl.sh kafka
 # 32 backlogged shards, 2 workers: every shard's applied batches within ±30 % of the mean
 fairness-embedded: all
 	BW_BIN=$(BIN) test/fairness.sh embedded

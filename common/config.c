@@ -3,10 +3,12 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <libconfig.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 #include "ratelimit.h"
@@ -31,9 +33,14 @@ struct key {
     const key_t_ *sub;     /* K_LIST element keys, K_GROUP member keys */
     size_t elem_size;      /* K_LIST */
     const char *doc;
+    int secret;            /* SECRET_VALUE: the value; SECRET_PROPS: "name=value" elements whose
+                              name bw_config_secret_name() matches (resolve_secrets, dumps) */
 };
+enum { SECRET_VALUE = 1, SECRET_PROPS = 2 };
+/* the tables below name `secret` only on the few keys that are secrets: 0 elsewhere */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-#define END {NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL}
+#define END {NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL, 0}
 #define OFF(f) offsetof(bw_config_t, f)
 
 static const char *const col_types[] = {"int", "double", "string", "bytes", "bool", NULL};
@@ -91,9 +98,16 @@ static const key_t_ server_keys[] = {
      "MySQL server address."},
     {"port", K_INT, offsetof(bw_server_t, port), 0, 1, 65535, "3306", NULL, NULL, 0,
      "MySQL server TCP port."},
-    {"user", K_STR, offsetof(bw_server_t, user), 0, 0, 0, "\"root\"", NULL, NULL, 0, "MySQL user."},
+    {"user", K_STR, offsetof(bw_server_t, user), 0, 0, 0, "\"root\"", NULL, NULL, 0,
+     "MySQL user of the consumer (and the tools): the writer `bwctl schema --create-users` makes."},
     {"password", K_STR, offsetof(bw_server_t, password), 0, 0, 0, "\"\"", NULL, NULL, 0,
-     "MySQL password."},
+     "MySQL password of `user`; a secret: \"file:PATH\" or \"env:NAME\" reads it from a file (PATH "
+     "relative to the configuration's folder) or the environment (docs/security.md).", SECRET_VALUE},
+    {"proxy_user", K_STR, offsetof(bw_server_t, proxy_user), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "MySQL user the proxy reads the job ledger with (GET /v1/jobs): the read-only user "
+     "`bwctl schema --create-users` makes. \"\" = the proxy uses `user`."},
+    {"proxy_password", K_STR, offsetof(bw_server_t, proxy_password), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "MySQL password of `proxy_user`; a secret, as `password`.", SECRET_VALUE},
     {"first_shard", K_INT, offsetof(bw_server_t, first_shard), 0, 0, 65535, NULL, NULL, NULL, 0,
      "First logical shard this server holds."},
     {"last_shard", K_INT, offsetof(bw_server_t, last_shard), 0, 0, 65535, NULL, NULL, NULL, 0,
@@ -126,7 +140,8 @@ static const key_t_ auth_keys[] = {
      "and its request_id, so nobody can compute a job's id from its request_id. Every proxy "
      "of a deployment needs the same one; changing it makes a resend of an earlier request "
      "a new job (applied again). \"\" = an empty key: ids are still per client, but "
-     "computable (a warning at startup)."},
+     "computable (a warning at startup). A secret: \"file:PATH\" or \"env:NAME\" reads it, "
+     "dumps show it redacted.", SECRET_VALUE},
     END};
 
 /* HTTPS and the admin listener (proxy/tls.h): the proxy checks the files at startup */
@@ -186,13 +201,15 @@ static const key_t_ top_keys[] = {
     {"kafka.message_max_bytes", K_INT, OFF(message_max_bytes), 0, 1024, 100000000, "1000000", NULL,
      NULL, 0, "Largest Kafka message the batcher writes; bigger batches are split."},
     {"kafka.properties", K_STRLIST, OFF(properties), OFF(property_cnt), 0, 1000, "[]", NULL, NULL,
-     0, "librdkafka properties for producer and consumer, as \"name=value\" strings."},
+     0, "librdkafka properties for producer and consumer, as \"name=value\" strings. A property whose "
+        "name contains password, secret, key, token or sasl.jaas is a secret: its value may be "
+        "\"file:PATH\" or \"env:NAME\", and dumps show it redacted.", SECRET_PROPS},
     {"kafka.producer_properties", K_STRLIST, OFF(producer_properties),
      OFF(producer_property_cnt), 0, 1000, "[]", NULL, NULL, 0,
-     "librdkafka properties for the proxy's producer only."},
+     "librdkafka properties for the proxy's producer only (secrets as in kafka.properties).", SECRET_PROPS},
     {"kafka.consumer_properties", K_STRLIST, OFF(consumer_properties),
      OFF(consumer_property_cnt), 0, 1000, "[]", NULL, NULL, 0,
-     "librdkafka properties for the consumer only."},
+     "librdkafka properties for the consumer only (secrets as in kafka.properties).", SECRET_PROPS},
     {"shards.count", K_INT, OFF(shard_count), 0, 1, 65536, NULL, NULL, NULL, 0,
      "Number of logical shards, and of Kafka partitions."},
     {"shards.database_prefix", K_STR, OFF(database_prefix), 0, 0, 0, "\"db\"", NULL, NULL, 0,
@@ -215,6 +232,9 @@ static const key_t_ top_keys[] = {
      "Longest a batch statement may run (max_statement_time and client read timeout)."},
     {"mysql.connect_timeout_ms", K_INT, OFF(connect_timeout_ms), 0, 1, 600000, "2000", NULL, NULL,
      0, "Longest a connection attempt may take."},
+    {"mysql.user_host", K_STR, OFF(mysql_user_host), 0, 0, 0, "\"%\"", NULL, NULL, 0,
+     "Host part of the accounts `bwctl schema --create-users` makes for each server's user and "
+     "proxy_user ('NAME'@'HOST'): where the consumers and proxies connect from, e.g. \"10.1.%\"."},
     {"proxy.listen_address", K_STR, OFF(proxy_listen_address), 0, 0, 0, "\"127.0.0.1\"", NULL,
      NULL, 0, "Address the proxy's HTTP server binds."},
     {"proxy.port", K_INT, OFF(proxy_port), 0, 0, 65535, "8080", NULL, NULL, 0,
@@ -744,6 +764,94 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
     return BW_OK;
 }
 
+/* ---- secrets ------------------------------------------------------------------- */
+
+int bw_config_secret_name(const char *name, size_t len) {
+    static const char *const words[] = {"password", "secret", "key", "token", "sasl.jaas", NULL};
+    for (const char *const *w = words; *w; w++) {
+        size_t wl = strlen(*w);
+        for (size_t i = 0; i + wl <= len; i++)
+            if (strncasecmp(name + i, *w, wl) == 0) return 1;
+    }
+    return 0;
+}
+
+char *bw_config_secret_resolve(const char *key, const char *value, const char *conf_path, char *errstr,
+                               size_t errstr_size) {
+    if (strncmp(value, "env:", 4) == 0) {
+        const char *v = getenv(value + 4);
+        if (!v || !*v) {
+            bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s: the environment variable %s is %s", key, value + 4,
+                      v ? "empty" : "not set");
+            return NULL;
+        }
+        return strdup(v);
+    }
+    if (strncmp(value, "file:", 5) != 0) return strdup(value);
+    const char *f = value + 5, *slash = conf_path ? strrchr(conf_path, '/') : NULL;
+    char path[4096];
+    if (f[0] == '/' || !slash) snprintf(path, sizeof(path), "%s", f);
+    else snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - conf_path), conf_path, f);
+    FILE *in = fopen(path, "r");
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t n = in ? getdelim(&text, &cap, '\0', in) : -1; /* the whole file */
+    int e = errno;
+    if (in) fclose(in);
+    if (n > 0 && text[n - 1] == '\n') text[--n] = '\0';
+    if (n > 0 && text[n - 1] == '\r') text[--n] = '\0';
+    if (n <= 0) {
+        if (!in) bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s: cannot read %s: %s", key, path, strerror(e));
+        else bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s: %s is empty", key, path);
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Replaces every secret's "file:"/"env:" reference by its value (key tables' `secret`). */
+static bw_err_t resolve_secrets(const bw_config_t *c, const key_t_ *keys, void *base, const char *prefix,
+                                char *errstr, size_t errstr_size) {
+    for (const key_t_ *k = keys; k->name; k++) {
+        char where[256];
+        snprintf(where, sizeof(where), "%.100s%s%.150s", prefix, *prefix ? "." : "", k->name);
+        char *p = (char *)base + k->off;
+        if (k->kind == K_STR && k->secret) {
+            char *v = bw_config_secret_resolve(where, *(char **)p, c->path, errstr, errstr_size);
+            if (!v) return BW_ERR_INVALID;
+            free(*(char **)p);
+            *(char **)p = v;
+        } else if (k->kind == K_STRLIST && k->secret) {
+            char **arr = *(char ***)p;
+            for (int i = 0, n = *(int *)((char *)base + k->cnt_off); i < n; i++) {
+                const char *eq = strchr(arr[i], '=');
+                if (!eq || !bw_config_secret_name(arr[i], (size_t)(eq - arr[i]))) continue;
+                char key[400];
+                snprintf(key, sizeof(key), "%s: %.*s", where, (int)(eq - arr[i]), arr[i]);
+                char *v = bw_config_secret_resolve(key, eq + 1, c->path, errstr, errstr_size);
+                if (!v) return BW_ERR_INVALID;
+                size_t len = (size_t)(eq - arr[i]) + 1 + strlen(v) + 1;
+                char *prop = malloc(len);
+                snprintf(prop, len, "%.*s=%s", (int)(eq - arr[i]), arr[i], v);
+                free(v);
+                free(arr[i]);
+                arr[i] = prop;
+            }
+        } else if (k->kind == K_LIST) {
+            char *arr = *(char **)p;
+            for (int i = 0, n = *(int *)((char *)base + k->cnt_off); i < n; i++) {
+                char sub[256];
+                snprintf(sub, sizeof(sub), "%.200s[%d]", where, i);
+                if (resolve_secrets(c, k->sub, arr + (size_t)i * k->elem_size, sub, errstr, errstr_size))
+                    return BW_ERR_INVALID;
+            }
+        } else if (k->kind == K_GROUP && resolve_secrets(c, k->sub, base, where, errstr, errstr_size)) {
+            return BW_ERR_INVALID;
+        }
+    }
+    return BW_OK;
+}
+
 bw_config_t *bw_config_load(const char *path, char *errstr, size_t errstr_size) {
     config_t cf;
     config_init(&cf);
@@ -760,6 +868,7 @@ bw_config_t *bw_config_load(const char *path, char *errstr, size_t errstr_size) 
     c->path = strdup(path);
     if (parse_table(&ctx, config_root_setting(&cf), top_keys, c, "") != BW_OK) goto fail;
     if (validate(c, &cf, &ctx) != BW_OK) goto fail;
+    if (resolve_secrets(c, top_keys, c, "", errstr, errstr_size) != BW_OK) goto fail;
     config_destroy(&cf);
     return c;
 fail:
@@ -846,7 +955,7 @@ static void dump_string(FILE *out, const char *s) {
     fputc('"', out);
 }
 
-static void dump_table(FILE *out, const key_t_ *keys, const void *base, int depth);
+static void dump_table(FILE *out, const key_t_ *keys, const void *base, int depth, int redact);
 
 /* The shortest %g form that reads back as the same double, always with a '.' or an
  * exponent so libconfig reads a float. */
@@ -860,10 +969,18 @@ static void dump_double(FILE *out, double v) {
     fputs(text, out);
 }
 
-static void dump_value(FILE *out, const key_t_ *k, const void *base, int depth) {
+/* A secret as a dump shows it: "(redacted)", or "" when it is empty. */
+static void dump_secret(FILE *out, const char *prefix, int prefix_len, const char *value) {
+    fprintf(out, "\"%.*s%s\"", prefix_len, prefix, *value ? "(redacted)" : "");
+}
+
+static void dump_value(FILE *out, const key_t_ *k, const void *base, int depth, int redact) {
     const char *p = (const char *)base + k->off;
     switch (k->kind) {
-    case K_STR: dump_string(out, *(char *const *)p); break;
+    case K_STR:
+        if (redact && k->secret) dump_secret(out, "", 0, *(char *const *)p);
+        else dump_string(out, *(char *const *)p);
+        break;
     case K_INT: fprintf(out, "%d", *(const int *)p); break;
     case K_DBL: dump_double(out, *(const double *)p); break;
     case K_BOOL: fputs(*(const int *)p ? "true" : "false", out); break;
@@ -874,7 +991,10 @@ static void dump_value(FILE *out, const key_t_ *k, const void *base, int depth) 
         fputc('[', out);
         for (int i = 0; i < n; i++) {
             if (i) fputs(", ", out);
-            dump_string(out, arr[i]);
+            const char *eq = strchr(arr[i], '=');
+            if (redact && k->secret && eq && bw_config_secret_name(arr[i], (size_t)(eq - arr[i])))
+                dump_secret(out, arr[i], (int)(eq - arr[i]) + 1, eq + 1);
+            else dump_string(out, arr[i]);
         }
         fputc(']', out);
         break;
@@ -886,7 +1006,7 @@ static void dump_value(FILE *out, const key_t_ *k, const void *base, int depth) 
         for (int i = 0; i < n; i++) {
             indent(out, depth + 1);
             fputs("{\n", out);
-            dump_table(out, k->sub, arr + (size_t)i * k->elem_size, depth + 2);
+            dump_table(out, k->sub, arr + (size_t)i * k->elem_size, depth + 2, redact);
             indent(out, depth + 1);
             fputs(i + 1 < n ? "},\n" : "}\n", out);
         }
@@ -896,18 +1016,18 @@ static void dump_value(FILE *out, const key_t_ *k, const void *base, int depth) 
     }
     case K_GROUP:
         fputs("{\n", out);
-        dump_table(out, k->sub, base, depth + 1);
+        dump_table(out, k->sub, base, depth + 1, redact);
         indent(out, depth);
         fputc('}', out);
         break;
     }
 }
 
-static void dump_table(FILE *out, const key_t_ *keys, const void *base, int depth) {
+static void dump_table(FILE *out, const key_t_ *keys, const void *base, int depth, int redact) {
     for (const key_t_ *k = keys; k->name; k++) {
         indent(out, depth);
         fprintf(out, "%s = ", k->name);
-        dump_value(out, k, base, depth);
+        dump_value(out, k, base, depth, redact);
         fputs(";\n", out);
     }
 }
@@ -918,8 +1038,8 @@ int bw_config_same(const bw_config_t *a, const bw_config_t *b, const char *key) 
         char *ta = NULL, *tb = NULL;
         size_t la = 0, lb = 0;
         FILE *fa = open_memstream(&ta, &la), *fb = open_memstream(&tb, &lb);
-        dump_value(fa, k, a, 0);
-        dump_value(fb, k, b, 0);
+        dump_value(fa, k, a, 0, 0); /* secrets too: a changed password is a change */
+        dump_value(fb, k, b, 0, 0);
         fclose(fa);
         fclose(fb);
         int same = la == lb && memcmp(ta, tb, la) == 0;
@@ -950,7 +1070,7 @@ void bw_config_dump(const bw_config_t *c, FILE *out) {
         int depth = section ? 1 : 0;
         indent(out, depth);
         fprintf(out, "%s = ", section ? dot + 1 : k->name);
-        dump_value(out, k, c, depth);
+        dump_value(out, k, c, depth, 1);
         fputs(";\n", out);
     }
     if (section) fputs("};\n", out);

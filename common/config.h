@@ -47,8 +47,10 @@ typedef struct {
     char *name;
     char *host;
     int port;
-    char *user;
-    char *password;
+    char *user;           /* the consumer's (writer) */
+    char *password;       /* resolved: file:/env: already read (bw_config_load) */
+    char *proxy_user;     /* the proxy's (read-only); "" = user */
+    char *proxy_password;
     int first_shard, last_shard; /* logical shards held, inclusive */
 } bw_server_t;
 
@@ -90,6 +92,7 @@ typedef struct {
     /* mysql */
     int query_timeout_ms;
     int connect_timeout_ms;
+    char *mysql_user_host; /* host part of the users bwctl schema --create-users makes */
 
     /* proxy */
     char *proxy_listen_address;
@@ -168,7 +171,20 @@ char *bw_config_file(const bw_config_t *conf, const char *file);
  * both, 0 if not, -1 if there is no such key. */
 int bw_config_same(const bw_config_t *a, const bw_config_t *b, const char *key);
 
-/* Writes the effective configuration in libconfig syntax. */
+/* 1 if a librdkafka property of this name holds a secret: its name contains password,
+ * secret, key, token or sasl.jaas (any case). Its value is redacted wherever it is shown,
+ * and may be given as "file:PATH" or "env:NAME". */
+int bw_config_secret_name(const char *name, size_t len);
+
+/* A secret's value: "file:PATH" is the file's content (PATH relative to the folder of
+ * conf_path; one trailing newline dropped), "env:NAME" the environment variable, anything
+ * else the value itself. malloc'd; NULL with errstr "KEY: why" when the file or variable
+ * is missing or empty. */
+char *bw_config_secret_resolve(const char *key, const char *value, const char *conf_path, char *errstr,
+                               size_t errstr_size);
+
+/* Writes the effective configuration in libconfig syntax; every secret (passwords, the
+ * secret kafka properties' values) is written as "(redacted)". */
 void bw_config_dump(const bw_config_t *conf, FILE *out);
 /* Writes docs/configuration.md from the key tables. */
 void bw_config_doc(FILE *out);

@@ -7,8 +7,49 @@
 
 #include "ledger.h"
 #include "log.h"
+#include "sql.h"
+
+int bw_db_charset_check(const char *const names[3], const char *const values[3], char *why, size_t why_size) {
+    for (int i = 0; i < 3; i++)
+        if (!values[i] || strcmp(values[i], "utf8mb4") != 0) {
+            snprintf(why, why_size, "%s is %s, not utf8mb4", names[i], values[i] ? values[i] : "NULL");
+            return -1;
+        }
+    return 0;
+}
+
+/* What the session really uses: a server started with --skip-character-set-client-handshake
+ * ignores the charset the client asked for, and utf8mb4 text would be converted (and
+ * mangled) on the way in and out. */
+static int charset_verify(MYSQL *db, char *why, size_t why_size) {
+    static const char *const names[3] = {"character_set_client", "character_set_connection",
+                                         "character_set_results"};
+    if (mysql_query(db, "SELECT @@character_set_client, @@character_set_connection, @@character_set_results")) {
+        snprintf(why, why_size, "reading the character set: %s", mysql_error(db));
+        return -1;
+    }
+    MYSQL_RES *r = mysql_store_result(db);
+    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+    const char *values[3] = {row ? row[0] : NULL, row ? row[1] : NULL, row ? row[2] : NULL};
+    int rc = bw_db_charset_check(names, values, why, why_size);
+    mysql_free_result(r);
+    return rc;
+}
 
 MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size) {
+    return bw_db_connect_as(conf, server_index, BW_DB_CONSUMER, errstr, errstr_size);
+}
+
+MYSQL *bw_db_connect_as(const bw_config_t *conf, int server_index, bw_db_role_t role, char *errstr,
+                        size_t errstr_size) {
+    const bw_server_t *sv = &conf->servers[server_index];
+    if (role == BW_DB_PROXY && *sv->proxy_user)
+        return bw_db_connect_user(conf, server_index, sv->proxy_user, sv->proxy_password, errstr, errstr_size);
+    return bw_db_connect_user(conf, server_index, sv->user, sv->password, errstr, errstr_size);
+}
+
+MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char *user, const char *password,
+                          char *errstr, size_t errstr_size) {
     const bw_server_t *sv = &conf->servers[server_index];
     MYSQL *db = mysql_init(NULL);
     if (!db) {
@@ -23,9 +64,18 @@ MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, si
     mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
     mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     mysql_options(db, MYSQL_OPT_RECONNECT, &off); /* a reconnect mid-transaction would lose it */
-    if (!mysql_real_connect(db, sv->host, sv->user, sv->password, NULL, (unsigned)sv->port, NULL, 0)) {
-        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "connect to %s (%s:%d): %s", sv->name,
-                  sv->host, sv->port, mysql_error(db));
+    if (!mysql_real_connect(db, sv->host, user, password, NULL, (unsigned)sv->port, NULL, 0)) {
+        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "connect to %s (%s:%d) as %s: %s", sv->name,
+                  sv->host, sv->port, user, mysql_error(db));
+        mysql_close(db);
+        return NULL;
+    }
+    char why[256];
+    if (charset_verify(db, why, sizeof(why))) {
+        /* a configuration error, not a passing fault: say so, and which server */
+        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "connect to %s (%s:%d): refused: the session's %s (the "
+                  "server ignored the utf8mb4 the client asked for; is it run with "
+                  "--skip-character-set-client-handshake?)", sv->name, sv->host, sv->port, why);
         mysql_close(db);
         return NULL;
     }
@@ -53,72 +103,81 @@ unsigned long bw_db_max_packet(MYSQL *db) {
     return v;
 }
 
-/* Every error number the consumer can meet, with what it means for the batch. Client
- * errors (2000-2999) not listed are connection errors; anything else not listed stops
- * the shard: an error nobody has classified must not dead-letter good rows. */
+/* Every error number the consumer can meet, with what it means for the batch and what a
+ * caller without the admin role is told instead of the server's text (which can quote
+ * row values). Client errors (2000-2999) not listed are connection errors; anything else
+ * not listed stops the shard: an error nobody has classified must not dead-letter good
+ * rows. */
 static const struct {
     unsigned err;
     bw_dberr_class_t cls;
+    const char *what;
 } error_table[] = {
     /* the row's data */
-    {ER_DUP_ENTRY, BW_DBERR_ROW},                       /* 1062 duplicate id on CREATE */
-    {ER_DUP_KEY, BW_DBERR_ROW},                         /* 1022 */
-    {ER_DUP_UNIQUE, BW_DBERR_ROW},                      /* 1169 */
-    {ER_BAD_NULL_ERROR, BW_DBERR_ROW},                  /* 1048 null in a NOT NULL column */
-    {ER_WARN_NULL_TO_NOTNULL, BW_DBERR_ROW},            /* 1263 */
-    {ER_WARN_DATA_OUT_OF_RANGE, BW_DBERR_ROW},          /* 1264 */
-    {WARN_DATA_TRUNCATED, BW_DBERR_ROW},                /* 1265 */
-    {ER_TRUNCATED_WRONG_VALUE, BW_DBERR_ROW},           /* 1292 */
-    {ER_INVALID_CHARACTER_STRING, BW_DBERR_ROW},        /* 1300 */
-    {ER_NO_DEFAULT_FOR_FIELD, BW_DBERR_ROW},            /* 1364 */
-    {ER_DIVISION_BY_ZERO, BW_DBERR_ROW},                /* 1365 */
-    {ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, BW_DBERR_ROW}, /* 1366 incorrect value */
-    {ER_DATA_TOO_LONG, BW_DBERR_ROW},                   /* 1406 */
-    {ER_WRONG_VALUE_FOR_TYPE, BW_DBERR_ROW},            /* 1411 */
-    {ER_ROW_IS_REFERENCED_2, BW_DBERR_ROW},             /* 1451 foreign key */
-    {ER_NO_REFERENCED_ROW_2, BW_DBERR_ROW},             /* 1452 foreign key */
-    {ER_DATA_OUT_OF_RANGE, BW_DBERR_ROW},               /* 1690 an increment overflows */
-    {ER_CANNOT_CONVERT_CHARACTER, BW_DBERR_ROW},        /* 1977 */
-    {ER_CONSTRAINT_FAILED, BW_DBERR_ROW},               /* 4025 CHECK constraint */
+    {ER_DUP_ENTRY, BW_DBERR_ROW, "duplicate key"},                                      /* 1062 duplicate id on CREATE */
+    {ER_DUP_KEY, BW_DBERR_ROW, "duplicate key"},                                        /* 1022 */
+    {ER_DUP_UNIQUE, BW_DBERR_ROW, "duplicate key"},                                     /* 1169 */
+    {ER_BAD_NULL_ERROR, BW_DBERR_ROW, "null in a NOT NULL column"},                     /* 1048 null in a NOT NULL column */
+    {ER_WARN_NULL_TO_NOTNULL, BW_DBERR_ROW, "null in a NOT NULL column"},               /* 1263 */
+    {ER_WARN_DATA_OUT_OF_RANGE, BW_DBERR_ROW, "value out of range"},                    /* 1264 */
+    {WARN_DATA_TRUNCATED, BW_DBERR_ROW, "value truncated"},                             /* 1265 */
+    {ER_TRUNCATED_WRONG_VALUE, BW_DBERR_ROW, "incorrect value"},                        /* 1292 */
+    {ER_INVALID_CHARACTER_STRING, BW_DBERR_ROW, "invalid character string"},            /* 1300 */
+    {ER_NO_DEFAULT_FOR_FIELD, BW_DBERR_ROW, "field without a default"},                 /* 1364 */
+    {ER_DIVISION_BY_ZERO, BW_DBERR_ROW, "division by zero"},                            /* 1365 */
+    {ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, BW_DBERR_ROW, "incorrect value"},              /* 1366 incorrect value */
+    {ER_DATA_TOO_LONG, BW_DBERR_ROW, "value too long"},                                 /* 1406 */
+    {ER_WRONG_VALUE_FOR_TYPE, BW_DBERR_ROW, "incorrect value"},                         /* 1411 */
+    {ER_ROW_IS_REFERENCED_2, BW_DBERR_ROW, "foreign key"},                              /* 1451 foreign key */
+    {ER_NO_REFERENCED_ROW_2, BW_DBERR_ROW, "foreign key"},                              /* 1452 foreign key */
+    {ER_DATA_OUT_OF_RANGE, BW_DBERR_ROW, "value out of range"},                         /* 1690 an increment overflows */
+    {ER_CANNOT_CONVERT_CHARACTER, BW_DBERR_ROW, "character set conversion"},            /* 1977 */
+    {ER_CONSTRAINT_FAILED, BW_DBERR_ROW, "check constraint"},                           /* 4025 CHECK constraint */
     /* transient: the server, not the data */
-    {ER_LOCK_DEADLOCK, BW_DBERR_RETRY},                 /* 1213 */
-    {ER_CON_COUNT_ERROR, BW_DBERR_RETRY},               /* 1040 too many connections */
-    {ER_TOO_MANY_USER_CONNECTIONS, BW_DBERR_RETRY},     /* 1203 */
-    {ER_OUT_OF_RESOURCES, BW_DBERR_RETRY},              /* 1041 */
-    {ER_OUTOFMEMORY, BW_DBERR_RETRY},                   /* 1037 */
-    {ER_LOCK_TABLE_FULL, BW_DBERR_RETRY},               /* 1206 */
-    {ER_SERVER_SHUTDOWN, BW_DBERR_RETRY},               /* 1053 */
-    {ER_NORMAL_SHUTDOWN, BW_DBERR_RETRY},               /* 1077 */
-    {ER_CONNECTION_KILLED, BW_DBERR_RETRY},             /* 1927 */
-    {ER_NEED_REPREPARE, BW_DBERR_RETRY},                /* 1615 a prepared statement's table changed
-                                                           under it: prepared again on the retry */
-    {ER_LOCK_WAIT_TIMEOUT, BW_DBERR_TIMEOUT},           /* 1205 rows held by another transaction */
-    {ER_STATEMENT_TIMEOUT, BW_DBERR_TIMEOUT},           /* 1969 max_statement_time */
-    {ER_QUERY_INTERRUPTED, BW_DBERR_TIMEOUT},           /* 1317 */
-    {CR_SERVER_LOST, BW_DBERR_TIMEOUT},                 /* 2013 no answer within the read timeout */
+    {ER_LOCK_DEADLOCK, BW_DBERR_RETRY, "deadlock"},                                     /* 1213 */
+    {ER_CON_COUNT_ERROR, BW_DBERR_RETRY, "too many connections"},                       /* 1040 too many connections */
+    {ER_TOO_MANY_USER_CONNECTIONS, BW_DBERR_RETRY, "too many connections"},             /* 1203 */
+    {ER_OUT_OF_RESOURCES, BW_DBERR_RETRY, "out of resources"},                          /* 1041 */
+    {ER_OUTOFMEMORY, BW_DBERR_RETRY, "out of memory"},                                  /* 1037 */
+    {ER_LOCK_TABLE_FULL, BW_DBERR_RETRY, "lock table full"},                            /* 1206 */
+    {ER_SERVER_SHUTDOWN, BW_DBERR_RETRY, "server shutting down"},                       /* 1053 */
+    {ER_NORMAL_SHUTDOWN, BW_DBERR_RETRY, "server shutting down"},                       /* 1077 */
+    {ER_CONNECTION_KILLED, BW_DBERR_RETRY, "connection killed"},                        /* 1927 */
+    {ER_NEED_REPREPARE, BW_DBERR_RETRY, "table changed"},                               /* 1615 a prepared statement's table changed
+                                                                                           under it: prepared again on the retry */
+    {ER_LOCK_WAIT_TIMEOUT, BW_DBERR_TIMEOUT, "lock wait timeout"},                      /* 1205 rows held by another transaction */
+    {ER_STATEMENT_TIMEOUT, BW_DBERR_TIMEOUT, "statement timeout"},                      /* 1969 max_statement_time */
+    {ER_QUERY_INTERRUPTED, BW_DBERR_TIMEOUT, "query interrupted"},                      /* 1317 */
+    {CR_SERVER_LOST, BW_DBERR_TIMEOUT, "connection lost"},                              /* 2013 no answer within the read timeout */
     /* the shard cannot take writes until someone acts */
-    {ER_BAD_FIELD_ERROR, BW_DBERR_STOP},                /* 1054 a column was dropped */
-    {ER_NO_SUCH_TABLE, BW_DBERR_STOP},                  /* 1146 a table (or the ledger) is missing */
-    {ER_BAD_DB_ERROR, BW_DBERR_STOP},                   /* 1049 */
-    {ER_WRONG_VALUE_COUNT_ON_ROW, BW_DBERR_STOP},       /* 1136 the table's shape changed */
-    {ER_PARSE_ERROR, BW_DBERR_STOP},                    /* 1064 */
-    {ER_DBACCESS_DENIED_ERROR, BW_DBERR_STOP},          /* 1044 a grant was lost */
-    {ER_ACCESS_DENIED_ERROR, BW_DBERR_STOP},            /* 1045 */
-    {ER_TABLEACCESS_DENIED_ERROR, BW_DBERR_STOP},       /* 1142 */
-    {ER_COLUMNACCESS_DENIED_ERROR, BW_DBERR_STOP},      /* 1143 */
-    {ER_SPECIFIC_ACCESS_DENIED_ERROR, BW_DBERR_STOP},   /* 1227 */
-    {ER_OPTION_PREVENTS_STATEMENT, BW_DBERR_STOP},      /* 1290 read_only (a failover, a replica) */
-    {ER_READ_ONLY_MODE, BW_DBERR_STOP},                 /* 1836 */
-    {ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, BW_DBERR_STOP}, /* 1792 */
-    {ER_RECORD_FILE_FULL, BW_DBERR_STOP},               /* 1114 the disk or table is full */
-    {ER_DISK_FULL, BW_DBERR_STOP},                      /* 1021 */
-    {ER_NET_PACKET_TOO_LARGE, BW_DBERR_STOP},           /* 1153 over max_allowed_packet */
+    {ER_BAD_FIELD_ERROR, BW_DBERR_STOP, "unknown column"},                              /* 1054 a column was dropped */
+    {ER_NO_SUCH_TABLE, BW_DBERR_STOP, "missing table"},                                 /* 1146 a table (or the ledger) is missing */
+    {ER_BAD_DB_ERROR, BW_DBERR_STOP, "missing database"},                               /* 1049 */
+    {ER_WRONG_VALUE_COUNT_ON_ROW, BW_DBERR_STOP, "table shape changed"},                /* 1136 the table's shape changed */
+    {ER_PARSE_ERROR, BW_DBERR_STOP, "syntax error"},                                    /* 1064 */
+    {ER_DBACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                         /* 1044 a grant was lost */
+    {ER_ACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                           /* 1045 */
+    {ER_TABLEACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                      /* 1142 */
+    {ER_COLUMNACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                     /* 1143 */
+    {ER_SPECIFIC_ACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                  /* 1227 */
+    {ER_OPTION_PREVENTS_STATEMENT, BW_DBERR_STOP, "read-only server"},                  /* 1290 read_only (a failover, a replica) */
+    {ER_READ_ONLY_MODE, BW_DBERR_STOP, "read-only server"},                             /* 1836 */
+    {ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, BW_DBERR_STOP, "read-only transaction"}, /* 1792 */
+    {ER_RECORD_FILE_FULL, BW_DBERR_STOP, "table full"},                                 /* 1114 the disk or table is full */
+    {ER_DISK_FULL, BW_DBERR_STOP, "disk full"},                                         /* 1021 */
+    {ER_NET_PACKET_TOO_LARGE, BW_DBERR_STOP, "packet too large"},                       /* 1153 over max_allowed_packet */
 };
 
 bw_dberr_class_t bw_db_error_class(unsigned int err) {
     for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
         if (error_table[i].err == err) return error_table[i].cls;
     return err >= 2000 && err < 3000 ? BW_DBERR_CONNECTION : BW_DBERR_STOP;
+}
+
+const char *bw_db_error_what(unsigned int err) {
+    for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
+        if (error_table[i].err == err) return error_table[i].what;
+    return err >= 2000 && err < 3000 ? "connection error" : "server error";
 }
 
 const char *bw_db_error_class_name(bw_dberr_class_t c) {
@@ -164,24 +223,81 @@ void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out) 
     }
 }
 
+/* 'user'@'host' with both escaped. */
+static void account(bw_buf_t *out, const char *user, const char *host) {
+    bw_buf_puts(out, "'");
+    bw_sql_append_escaped(out, user, strlen(user));
+    bw_buf_puts(out, "'@'");
+    bw_sql_append_escaped(out, host, strlen(host));
+    bw_buf_puts(out, "'");
+}
+
+/* One user: made if missing, its password set (so a changed one takes), and its grants. */
+static void user_sql(const bw_config_t *conf, const bw_server_t *sv, const char *user, const char *password,
+                     const char *privileges, const char *const *tables, int redact, bw_buf_t *out) {
+    for (int alter = 0; alter < 2; alter++) { /* never without its password, not for a moment */
+        bw_buf_puts(out, alter ? "ALTER USER " : "CREATE USER IF NOT EXISTS ");
+        account(out, user, conf->mysql_user_host);
+        bw_buf_puts(out, " IDENTIFIED BY '");
+        if (redact) bw_buf_puts(out, "(redacted)");
+        else bw_sql_append_escaped(out, password, strlen(password));
+        bw_buf_puts(out, "';\n");
+    }
+    for (int s = sv->first_shard; s <= sv->last_shard; s++) {
+        char db[80];
+        bw_config_shard_db(conf, s, db, sizeof(db));
+        for (const char *const *t = tables; *t; t++) {
+            bw_buf_printf(out, "GRANT %s ON `%s`.`%s` TO ", privileges, db, *t);
+            account(out, user, conf->mysql_user_host);
+            bw_buf_puts(out, ";\n");
+        }
+    }
+}
+
+void bw_db_users_sql(const bw_config_t *conf, int server_index, const char *admin_user, int redact, bw_buf_t *out) {
+    const bw_server_t *sv = &conf->servers[server_index];
+    /* the proxy reads the job ledger; the consumer writes the objects and the ledger */
+    static const char *const reader_tables[] = {"bw_job_parts", "bw_job_failures", NULL};
+    const char **writer_tables = calloc((size_t)conf->object_type_cnt + 4, sizeof(char *));
+    int n = 0;
+    writer_tables[n++] = "bw_offsets";
+    writer_tables[n++] = "bw_job_parts";
+    writer_tables[n++] = "bw_job_failures";
+    for (int t = 0; t < conf->object_type_cnt; t++) writer_tables[n++] = conf->object_types[t].table;
+    if (strcmp(sv->user, admin_user) != 0) /* the admin itself keeps what it has */
+        user_sql(conf, sv, sv->user, sv->password, "SELECT, INSERT, UPDATE, DELETE", writer_tables, redact, out);
+    if (*sv->proxy_user && strcmp(sv->proxy_user, admin_user) != 0)
+        user_sql(conf, sv, sv->proxy_user, sv->proxy_password, "SELECT", reader_tables, redact, out);
+    free(writer_tables);
+}
+
 bw_err_t bw_db_apply_schema(const bw_config_t *conf, char *errstr, size_t errstr_size) {
+    return bw_db_apply_schema_as(conf, NULL, NULL, 0, errstr, errstr_size);
+}
+
+bw_err_t bw_db_apply_schema_as(const bw_config_t *conf, const char *admin_user, const char *admin_password,
+                               int create_users, char *errstr, size_t errstr_size) {
     bw_buf_t sql;
     bw_buf_init(&sql);
     bw_err_t ret = BW_OK;
     for (int i = 0; i < conf->server_cnt && ret == BW_OK; i++) {
-        MYSQL *db = bw_db_connect(conf, i, errstr, errstr_size);
+        const char *user = admin_user ? admin_user : conf->servers[i].user;
+        MYSQL *db = bw_db_connect_user(conf, i, user, admin_user ? admin_password : conf->servers[i].password,
+                                       errstr, errstr_size);
         if (!db) {
             ret = BW_ERR_MYSQL_RETRY;
             break;
         }
         bw_buf_reset(&sql);
         bw_db_schema_sql(conf, i, &sql);
+        if (create_users) bw_db_users_sql(conf, i, user, 0, &sql);
         for (char *line = sql.data, *nl; line && *line; line = nl + 1) {
             nl = strchr(line, '\n');
             *nl = '\0';
-            if (mysql_query(db, line)) {
+            if (mysql_query(db, line)) { /* a user's line holds its password: not quoted */
+                int secret = strstr(line, " IDENTIFIED BY ") != NULL;
                 ret = bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_DATA, "schema on %s: %s: %s",
-                                conf->servers[i].name, mysql_error(db), line);
+                                conf->servers[i].name, mysql_error(db), secret ? "(a user's statement)" : line);
                 break;
             }
         }

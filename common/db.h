@@ -12,8 +12,24 @@
 #include "buf.h"
 #include "config.h"
 
-/* Connects to server `server_index`. NULL with errstr on failure. */
+/* Who connects: the consumer (and the tools) as the server's user, the proxy as its
+ * proxy_user (read-only; the user when proxy_user is ""). */
+typedef enum { BW_DB_CONSUMER, BW_DB_PROXY } bw_db_role_t;
+
+/* Connects to server `server_index` as `role`. After connecting, the session's character
+ * sets (client, connection, results) must all be utf8mb4, or the connection is refused
+ * with an error naming the server and what it gave. NULL with errstr on failure. */
+MYSQL *bw_db_connect_as(const bw_config_t *conf, int server_index, bw_db_role_t role, char *errstr,
+                        size_t errstr_size);
+/* Connects as user/password (bwctl schema's administrator). */
+MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char *user, const char *password,
+                          char *errstr, size_t errstr_size);
+/* bw_db_connect_as(BW_DB_CONSUMER). */
 MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size);
+
+/* The charset decision: 0 when every value (of the variables `names`) is utf8mb4; else -1
+ * with why "character_set_client is latin1, not utf8mb4". */
+int bw_db_charset_check(const char *const names[3], const char *const values[3], char *why, size_t why_size);
 
 /* The server's max_allowed_packet as this connection sees it (read once per connection:
  * a server's SET GLOBAL applies to connections made after it). 0 on failure, with the
@@ -33,13 +49,31 @@ typedef enum {
 
 bw_dberr_class_t bw_db_error_class(unsigned int err);
 const char *bw_db_error_class_name(bw_dberr_class_t c);
+/* A few words on the error that quote nothing of the server's text ("duplicate key",
+ * "lock wait timeout"): what callers without the admin role see (proxy/scrub.h). */
+const char *bw_db_error_what(unsigned int err);
 
 /* Appends the DDL that creates every shard database and table of server `server_index`
  * (idempotent: IF NOT EXISTS), one statement per line, each ending with ";\n": the
  * ledger's tables (ledger.h), then the object types' tables. */
 void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out);
 
-/* Runs bw_db_schema_sql against every server. */
+/* Appends the statements that make the least-privilege users of server `server_index`,
+ * one a line, idempotent: for `user` (the consumer) SELECT, INSERT, UPDATE, DELETE on the
+ * ledger's and the object types' tables of each of its shard databases; for `proxy_user`
+ * (when set) SELECT on bw_job_parts and bw_job_failures. Each is made if missing
+ * (CREATE USER IF NOT EXISTS), gets its configured password (ALTER USER: a changed one
+ * takes) and its table grants: no GRANT OPTION, no global or database-wide privileges.
+ * Accounts are 'NAME'@'mysql.user_host'; names and passwords are escaped. A user named
+ * admin_user is left alone (the administrator running it). redact writes "(redacted)" for
+ * the passwords (for printing). */
+void bw_db_users_sql(const bw_config_t *conf, int server_index, const char *admin_user, int redact, bw_buf_t *out);
+
+/* Runs bw_db_schema_sql against every server, connected as each server's user. */
 bw_err_t bw_db_apply_schema(const bw_config_t *conf, char *errstr, size_t errstr_size);
+/* The same connected as admin_user/admin_password (NULL: each server's user), and with
+ * create_users the users' statements of bw_db_users_sql after the tables. */
+bw_err_t bw_db_apply_schema_as(const bw_config_t *conf, const char *admin_user, const char *admin_password,
+                               int create_users, char *errstr, size_t errstr_size);
 
 #endif

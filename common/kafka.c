@@ -13,7 +13,9 @@ static int set(rd_kafka_conf_t *kc, const char *name, const char *value, char *e
                size_t errstr_size) {
     char err[256];
     if (rd_kafka_conf_set(kc, name, value, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-        bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "kafka property %s=%s: %s", name, value, err);
+        /* a secret's value never reaches an error (a log line) */
+        bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "kafka property %s=%s: %s", name,
+                  bw_config_secret_name(name, strlen(name)) ? "(redacted)" : value, err);
         return -1;
     }
     return 0;
@@ -277,9 +279,9 @@ static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *to
         }
         if (cnt == 0 && !why[0]) /* created, not in the metadata yet */
             snprintf(why, sizeof(why), "kafka topic %s: created, but the metadata shows no partitions", topic);
-        if (bw_now_us() >= give_up)
-            return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s (still after %d s)", why,
-                             TOPIC_DEADLINE_MS / 1000), -1;
+        if (bw_now_us() >= give_up) /* librdkafka logged the cause, e.g. a refused SASL login */
+            return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s (still after %d s; librdkafka's log lines say "
+                             "why: an unreachable broker, refused credentials, ...)", why, TOPIC_DEADLINE_MS / 1000), -1;
         rd_kafka_poll(rk, 200);
     }
     return cnt;

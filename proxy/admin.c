@@ -7,13 +7,14 @@
 
 #include "bw.h"
 #include "ratelimit.h"
+#include "scrub.h"
 
-static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
+static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_setting_t *set, int admin) {
     char db[80];
     bw_config_shard_db(conf, shard, db, sizeof(db));
-    json_t *o = json_pack("{s:i, s:s, s:s, s:f, s:b}", "shard", shard, "database", db, "server",
-                          conf->servers[conf->shard_server[shard]].name, "configured_rate", conf->shard_rate[shard],
-                          "paused", set->paused);
+    json_t *o = json_pack("{s:i, s:s, s:f, s:b}", "shard", shard, "database", db, "configured_rate",
+                          conf->shard_rate[shard], "paused", set->paused);
+    if (admin) json_object_set_new(o, "server", json_string(conf->servers[conf->shard_server[shard]].name));
     json_object_set_new(o, "operator_rate", set->has_rate ? json_real(set->rate) : json_null());
     json_object_set_new(o, "effective_rate", json_real(bw_shard_effective_rate(conf, shard, set)));
     json_object_set_new(o, "configured_row_rate", json_real(conf->shard_row_rate[shard]));
@@ -41,7 +42,7 @@ static json_t *history_arr(const Bulkwrite__V1__ShardControl *c) {
 }
 
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
-    json_t *o = setting_obj(conf, shard, set);
+    json_t *o = setting_obj(conf, shard, set, 1); /* shard control: admins only */
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -63,7 +64,7 @@ static json_t *backlog_obj(bw_backlog_t *backlog, int shard, const Bulkwrite__V1
     return o;
 }
 
-char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog) {
+char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin) {
     json_t *arr = json_array();
     int64_t now = bw_wall_ms();
     for (int s = 0; s < conf->shard_count; s++) {
@@ -71,7 +72,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
         Bulkwrite__V1__ShardControl *rec = bw_shard_table_control(table, s);
         if (rec) bw_shard_setting_from_record(rec, &set);
         else memset(&set, 0, sizeof(set));
-        json_t *o = setting_obj(conf, s, &set);
+        json_t *o = setting_obj(conf, s, &set, admin);
         if (rec) { /* only shards an operator changed: 4,096 empty lists say nothing */
             json_object_set_new(o, "history", history_arr(rec));
             bulkwrite__v1__shard_control__free_unpacked(rec, NULL);
@@ -80,10 +81,14 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
         if (backlog) json_object_set_new(o, "backlog", backlog_obj(backlog, s, st));
         if (st) {
             json_t *errs = json_array();
-            for (size_t i = 0; i < st->n_recent_errors; i++)
-                json_array_append_new(errs, json_pack("{s:I, s:s, s:s}", "at_ms", (json_int_t)st->recent_errors[i]->at_ms,
-                                                      "kind", st->recent_errors[i]->kind, "message",
-                                                      st->recent_errors[i]->message));
+            for (size_t i = 0; i < st->n_recent_errors; i++) {
+                const Bulkwrite__V1__ShardError *e = st->recent_errors[i];
+                char scrubbed[160];
+                json_array_append_new(errs, json_pack("{s:I, s:s, s:s}", "at_ms", (json_int_t)e->at_ms, "kind", e->kind,
+                                                      "message", admin ? e->message
+                                                                       : bw_scrub_shard_error(e->kind, e->message, scrubbed,
+                                                                                              sizeof(scrubbed))));
+            }
             json_object_set_new(o, "consumer", json_pack("{s:s, s:I, s:I, s:f, s:b, s:b, s:I, s:I, s:o}", "instance",
                                                          st->consumer, "age_ms", (json_int_t)(now - st->updated_at_ms),
                                                          "lag", (json_int_t)st->lag, "rate", st->rate, "paused",
@@ -91,6 +96,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
                                                          (json_int_t)st->rows_applied, "rows_failed",
                                                          (json_int_t)st->rows_failed, "recent_errors", errs));
             json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
+            if (!admin) json_object_del(json_object_get(o, "consumer"), "instance"); /* a host name */
             bulkwrite__v1__shard_status__free_unpacked(st, NULL);
         } else {
             json_object_set_new(o, "consumer", json_null()); /* no consumer has reported it yet */

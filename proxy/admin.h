@@ -14,9 +14,9 @@
 #include "backlog.h"
 #include "shardtable.h"
 
-/* JSON of every shard (malloc'd). */
-/* backlog may be NULL (no backlog member then). */
-char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog);
+/* JSON of every shard (malloc'd). backlog may be NULL (no backlog member then). admin 0:
+ * no server name, no consumer instance, recent errors scrubbed (scrub.h). */
+char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin);
 /* JSON of one shard's setting (malloc'd). */
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 

@@ -10,6 +10,7 @@
 #include "db.h"
 #include "ledger.h"
 #include "log.h"
+#include "scrub.h"
 #include "shardtable.h"
 #include "tail.h"
 
@@ -294,7 +295,7 @@ static int failure_cmp(const void *a, const void *b) {
  * ledgers. `mine` has room for every shard of the record. */
 static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__JobRecord *rec,
                         Bulkwrite__V1__JobShard **shards, bw_ledger_job_shard_t *mine, bw_ledger_failure_t *fails,
-                        size_t *fail_cnt) {
+                        size_t *fail_cnt, int admin) {
     char err[512] = "";
     MYSQL *db = NULL;
     bw_buf_t q;
@@ -305,7 +306,7 @@ static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__Jo
             mine[n++] = (bw_ledger_job_shard_t){.shard = (int)rec->shards[i]->shard};
     if (!n) goto done; /* no shard of the job here: no connection */
     /* job ids are 32 hex digits (checked by the caller) */
-    if (!(db = bw_db_connect(conf, sv, err, sizeof(err))) || bw_ledger_read_job(db, conf, rec->job_id, mine, n, &q))
+    if (!(db = bw_db_connect_as(conf, sv, BW_DB_PROXY, err, sizeof(err))) || bw_ledger_read_job(db, conf, rec->job_id, mine, n, &q))
         goto failed;
     for (size_t k = 0; k < n; k++)
         for (size_t i = 0; i < rec->n_shards; i++)
@@ -318,7 +319,13 @@ static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__Jo
         goto failed;
     goto done;
 failed:
-    if (db) snprintf(err, sizeof(err), "%s: %s", conf->servers[sv].name, mysql_error(db));
+    if (db && admin) {
+        snprintf(err, sizeof(err), "%s: %s", conf->servers[sv].name, mysql_error(db));
+    } else if (!admin) { /* no server name, no server text (scrub.h) */
+        char what[128];
+        snprintf(err, sizeof(err), "the shard's ledger could not be read: %s",
+                 db ? bw_scrub_mysql(mysql_errno(db), what, sizeof(what)) : "no connection to its server");
+    }
     for (size_t i = 0; i < rec->n_shards; i++)
         if (conf->shard_server[rec->shards[i]->shard] == sv) shards[i]->error = strdup(err);
 done:
@@ -360,7 +367,7 @@ static void mark_lost(bw_shard_table_t *table, const Bulkwrite__V1__ShardOps *op
 }
 
 void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
-                    bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st) {
+                    bw_shard_table_t *table, int admin, Bulkwrite__V1__JobStatus *st) {
     /* the record comes from Kafka: trust only what was checked (the id from the URL,
      * shards in range) */
     rec->job_id = (char *)job_id;
@@ -385,7 +392,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
     bw_ledger_failure_t *fails = calloc((size_t)BW_JOB_FAILURE_SAMPLE * rec->n_shards + 1, sizeof(*fails));
     bw_ledger_job_shard_t *mine = calloc(rec->n_shards + 1, sizeof(*mine));
     size_t fail_cnt = 0;
-    for (int sv = 0; sv < conf->server_cnt; sv++) read_server(conf, sv, rec, st->shards, mine, fails, &fail_cnt);
+    for (int sv = 0; sv < conf->server_cnt; sv++) read_server(conf, sv, rec, st->shards, mine, fails, &fail_cnt, admin);
     free(mine);
     int complete = 1;
     for (size_t i = 0; i < rec->n_shards; i++) {
@@ -418,6 +425,11 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         f->id = fails[i].object_id;
         f->error_code = fails[i].error_code;
         f->reason = fails[i].reason;
+        char what[128];
+        if (!admin && f->reason != bw_scrub_failure(f->error_code, f->reason, what, sizeof(what))) {
+            free(f->reason); /* the server's text can quote the row's values */
+            f->reason = strdup(what);
+        }
         st->failures[i] = f;
     }
     free(fails);

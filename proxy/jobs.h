@@ -49,10 +49,12 @@ void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st);
 /* Fills st from the record and the shards. job_id is the checked id (32 hex digits)
  * the record was found under; shards out of range are dropped from rec. table (may be
  * NULL) gives the consumers' status: pending ops in a range Kafka deleted before it was
- * applied are reported lost. Every string and array of st is malloc'd: free with
+ * applied are reported lost. admin 0: failure reasons and shard errors are scrubbed of
+ * the server's text and names (scrub.h). The ledgers are read as the servers'
+ * proxy_user (read-only). Every string and array of st is malloc'd: free with
  * bw_jobs_status_free. */
 void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
-                    bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st);
+                    bw_shard_table_t *table, int admin, Bulkwrite__V1__JobStatus *st);
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
 /* JSON text of a status (malloc'd). */
 char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);

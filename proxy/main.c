@@ -558,8 +558,9 @@ done:
 
 /* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it. A client
  * without the admin role reads only its own jobs; another's is "no job", as if it did not
- * exist. */
+ * exist. Others than admins see errors scrubbed (scrub.h). */
 static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
+    int admin = !client || (client->roles & BW_ROLE_ADMIN);
     if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
         return reply_error(c, MHD_HTTP_BAD_REQUEST, "a job id is 32 lower-case hex digits, not \"%.64s\"", id);
     void *raw;
@@ -577,7 +578,7 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
     }
     Bulkwrite__V1__JobStatus st;
     char *record_id = rec->job_id; /* freed with the record */
-    bw_jobs_status(proxy.conf, rec, id, proxy.shards, &st);
+    bw_jobs_status(proxy.conf, rec, id, proxy.shards, admin, &st);
     rec->job_id = record_id;
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
     const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
@@ -714,9 +715,10 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
         bw_metrics_jobs_index(proxy.metrics, js.entries, js.bytes, js.max_bytes, js.evicted, js.found_in_topic);
     }
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
+    int admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */
     if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9, client);
     if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {
-        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog);
+        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     }
     if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0)

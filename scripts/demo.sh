@@ -32,7 +32,9 @@ wait_for() { # wait_for WHAT SECONDS COMMAND...
 echo "== starting two MariaDB servers (shards 0-3 and 4-7)"
 scripts/mariadb.sh start "$WORK/mysql-a" 13306
 scripts/mariadb.sh start "$WORK/mysql-b" 13307
-"$BIN/bwctl" -c "$CONF" schema
+# the tables, and least-privilege users: the consumer writes its tables only, the proxy
+# reads the job ledger only (docs/security.md); root (empty password) is the admin here
+"$BIN/bwctl" -c "$CONF" schema --create-users --admin-user root
 
 echo "== starting the embedded Kafka, the consumer and the proxy"
 "$BIN/bw-kafka-embedded" -c "$CONF" --bootstrap-file "$WORK/bootstrap" >"$WORK/kafka.log" 2>&1 &

@@ -10,6 +10,7 @@ usage: $0 start  DIR PORT   init DIR/data if needed, start server on 127.0.0.1:P
        $0 kill   DIR        kill -9 the server (fault tests)
        $0 status DIR        print whether it runs; exit 0 if up, 3 if down
 Connect: mariadb -h127.0.0.1 -P PORT -uroot   (empty password)
+BW_MARIADB_ARGS adds options to mariadbd (e.g. --character-set-server=latin1).
 Files in DIR: data/ mysqld.sock mysqld.pid error.log port
 EOF
     exit 2
@@ -102,7 +103,7 @@ cmd_start() {
         --pid-file="$DIR/mysqld.pid" --log-error="$DIR/error.log" \
         --user=root --skip-name-resolve \
         --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
-        --max-connections=500 \
+        --max-connections=500 ${BW_MARIADB_ARGS:-} \
         </dev/null >>"$DIR/mariadbd.out" 2>&1 &
     local launcher=$!
     echo "$port" >"$DIR/port"

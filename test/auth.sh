@@ -39,7 +39,16 @@ bw_stack_conf() {
     sed -i 's|clients_file = "";|clients_file = "clients.conf";|; s|job_id_secret = "";|job_id_secret = "auth-test-secret";|' "$1"
     # a job index of ~20 records, so that it drops some (read back from the topic)
     sed -i 's|jobs_index_max_bytes = [0-9]*;|jobs_index_max_bytes = 4096;|' "$1"
+    # secrets from a file and from the environment; each one is looked for in the dumps
+    # and every log at the end
+    printf '%s\n' "$PROXY_PW" >"$WORK/proxy.pw"
+    sed -i -e "s|proxy_password = \"demo-proxy-pw\";|proxy_password = \"file:proxy.pw\";|" \
+        -e "s|password = \"demo-consumer-pw\";|password = \"env:BW_AUTH_CONSUMER_PW\";|" \
+        -e 's|properties = \[ \];|properties = [ "sasl.username=nobody", "sasl.password=env:BW_AUTH_KAFKA_PW" ];|' "$1"
 }
+# recognisable secrets (never in a dump or a log)
+PROXY_PW=Proxy-S3cret-$RANDOM$RANDOM
+export BW_AUTH_CONSUMER_PW=Consumer-S3cret-$RANDOM$RANDOM BW_AUTH_KAFKA_PW=Kafka-S3cret-$RANDOM$RANDOM
 bw_stack_start auth "$MODE"
 start_consumer $C1
 umask 077
@@ -463,6 +472,120 @@ bad_start() {
         grep -q "missing.conf: cannot read the clients file" "$WORK/bad-proxy.log"
 }
 check "a proxy whose clients file does not load does not start" bad_start
+restore_clients() {
+    write_clients "$WORK/clients.conf" "$(client sre admin-token '"admin"')" \
+        "$(client feed feed-token '"submit", "read"' '"pin:create", "board:*"')" "$(client dash dash-token '"read"')"
+    kill -HUP "$PROXY_PID"
+    wait_for 10 eval '[ "$(req dash-token GET /v1/shards)" = 200 ]'
+}
+check "the clients file is restored (SIGHUP)" restore_clients
+
+# ---- least privilege: the proxy reads as a user that cannot write ---------------------
+sql_as() { # sql_as USER PASSWORD SQL: runs SQL on shard server A as USER
+    MYSQL_PWD=$2 mariadb -h127.0.0.1 -P"$DB_A" -u"$1" -N -e "$3" 2>&1
+}
+proxy_cannot_write() {
+    local out
+    out=$(sql_as bw_proxy "$PROXY_PW" "INSERT INTO db00002.bw_job_parts (job_id) VALUES ('x')") && return 1
+    echo "$out"; echo "$out" | grep -q "INSERT command denied to user 'bw_proxy'" || return 1
+    out=$(sql_as bw_proxy "$PROXY_PW" "DELETE FROM db00002.bw_job_failures") && return 1
+    echo "$out"; echo "$out" | grep -q "DELETE command denied" || return 1
+    out=$(sql_as bw_proxy "$PROXY_PW" "SELECT COUNT(*) FROM db00002.pins") && return 1
+    echo "$out"; echo "$out" | grep -q "SELECT command denied"
+}
+check "the proxy's MariaDB user cannot INSERT or DELETE, nor read the objects" proxy_cannot_write
+check "the proxy's MariaDB user reads the job ledger" sql_as bw_proxy "$PROXY_PW" "SELECT COUNT(*) FROM db00002.bw_job_parts"
+consumer_least() {
+    local out
+    out=$(sql_as bw_consumer "$BW_AUTH_CONSUMER_PW" "DROP TABLE db00002.pins") && return 1
+    echo "$out"; echo "$out" | grep -q "DROP command denied" || return 1
+    out=$(sql_as bw_consumer "$BW_AUTH_CONSUMER_PW" "CREATE DATABASE bw_nope") && return 1
+    echo "$out"; echo "$out" | grep -q "Access denied" || return 1
+    out=$(sql_as bw_consumer "$BW_AUTH_CONSUMER_PW" "SHOW GRANTS") || return 1
+    echo "$out"
+    ! echo "$out" | grep -q "GRANT OPTION\|ON \*\.\*.*INSERT\|ALL PRIVILEGES"
+}
+check "the consumer's user cannot drop or create, has no GRANT OPTION and no global privileges" consumer_least
+schema_again() {
+    "$BIN/bwctl" -c "$CONF" schema --create-users --admin-user root >"$WORK/schema2.out" 2>&1 &&
+        grep -q "users and grants in place" "$WORK/schema2.out"
+}
+check "bwctl schema --create-users again: idempotent" schema_again
+
+# ---- what a caller without the admin role sees of errors --------------------------------
+# Two creates of one pin in one job: the second fails with "Duplicate entry '<id>' for key".
+dup_job() {
+    status_is 202 feed-token POST /v1/batches "{\"ops\":[$(create 77),$(create 77)]}" >/dev/null &&
+        jq -r .job_id "$WORK/body" >"$WORK/dup.job"
+}
+check "a job with a duplicate create is accepted" dup_job
+job_done() { req feed-token GET "/v1/jobs/$(cat "$WORK/dup.job")" >/dev/null && jq -e '.finished and .failed == 1' "$WORK/body"; }
+check "the proxy (as its read-only user) answers GET /v1/jobs: 1 applied, 1 failed" wait_for 60 job_done
+reader_sees() {
+    status_is 200 feed-token GET "/v1/jobs/$(cat "$WORK/dup.job")" &&
+        jq -e '.failures[0].reason == "MySQL error 1062 (duplicate key)" and .failures[0].error_code == 1062' "$WORK/body" &&
+        ! grep -q "Duplicate entry\|PRIMARY" "$WORK/body"
+}
+check "a non-admin sees the failure as MySQL error 1062 (duplicate key), no row value" reader_sees
+admin_sees() {
+    status_is 200 admin-token GET "/v1/jobs/$(cat "$WORK/dup.job")" &&
+        jq -e '.failures[0].reason | startswith("Duplicate entry")' "$WORK/body"
+}
+check "an admin sees MySQL's text" admin_sees
+# The proxy reads as bw_proxy: with that user's password changed under it, the job's
+# shard cannot be read (the admin sees MariaDB's refusal, a reader only that it failed);
+# bwctl schema --create-users sets the configured password again.
+proxy_is_reader() {
+    mariadb -h127.0.0.1 -P"$DB_A" -uroot -e "ALTER USER 'bw_proxy'@'127.0.0.1' IDENTIFIED BY 'changed'" || return 1
+    status_is 200 admin-token GET "/v1/jobs/$(cat "$WORK/dup.job")" >/dev/null
+    jq -e '.shards[0].error | test("as bw_proxy: Access denied for user .bw_proxy.")' "$WORK/body" || return 1
+    status_is 200 feed-token GET "/v1/jobs/$(cat "$WORK/dup.job")" >/dev/null
+    jq -e '.shards[0].error == "the shard'"'"'s ledger could not be read: no connection to its server"' "$WORK/body" || return 1
+    "$BIN/bwctl" -c "$CONF" schema --create-users --admin-user root >/dev/null &&
+        status_is 200 feed-token GET "/v1/jobs/$(cat "$WORK/dup.job")" >/dev/null &&
+        jq -e '.finished and (.shards[0] | has("error") | not)' "$WORK/body"
+}
+check "the proxy connects as its read-only user (a changed password stops it; --create-users restores it)" proxy_is_reader
+shards_scrubbed() {
+    status_is 200 dash-token GET /v1/shards >/dev/null &&
+        jq -e 'all(.shards[]; has("server") | not) and all(.shards[]; .consumer == null or (.consumer | has("instance") | not))' \
+            "$WORK/body" && ! grep -q 'mysql-a\|mysql-b' "$WORK/body"
+}
+check "GET /v1/shards for a reader: no server or consumer host names" shards_scrubbed
+shards_full() { status_is 200 admin-token GET /v1/shards >/dev/null && jq -e '.shards[0].server == "mysql-a"' "$WORK/body"; }
+check "GET /v1/shards for an admin names the servers" shards_full
+
+# ---- charset: a server that ignores the client's utf8mb4 is refused --------------------
+DB_L=$((24308 + off))
+latin1_refused() {
+    BW_MARIADB_ARGS="--skip-character-set-client-handshake --character-set-server=latin1 --collation-server=latin1_swedish_ci" \
+        scripts/mariadb.sh start "$WORK/mysql-latin1" "$DB_L" >/dev/null || return 1
+    sed -e "s/port = $DB_A;/port = $DB_L;/" -e "s/port = $DB_B;/port = $DB_L;/" "$CONF" >"$WORK/latin1.conf"
+    ! "$BIN/bwctl" -c "$WORK/latin1.conf" schema --admin-user root 2>"$WORK/latin1.err"
+    local rc=$?
+    cat "$WORK/latin1.err"
+    scripts/mariadb.sh stop "$WORK/mysql-latin1" >/dev/null
+    [ $rc = 0 ] && grep -q "connect to mysql-a (127.0.0.1:$DB_L): refused: the session's character_set_client is latin1, not utf8mb4" \
+        "$WORK/latin1.err"
+}
+check "a server run with --skip-character-set-client-handshake (latin1) is refused, naming it and the charset" latin1_refused
+
+# ---- secrets: never in a dump, never in a log ------------------------------------------
+dumps_redacted() {
+    "$BIN/bw-proxy" -c "$CONF" --dump-config >"$WORK/dump-proxy.txt" &&
+        "$BIN/bw-consumer" -c "$CONF" --dump-config >"$WORK/dump-consumer.txt" &&
+        "$BIN/bwctl" -c "$CONF" dump-config >"$WORK/dump-bwctl.txt" || return 1
+    grep -c '(redacted)' "$WORK/dump-bwctl.txt"
+    grep -q '"sasl.password=(redacted)"' "$WORK/dump-proxy.txt" &&
+        ! grep -l -e "$PROXY_PW" -e "$BW_AUTH_CONSUMER_PW" -e "$BW_AUTH_KAFKA_PW" "$WORK"/dump-*.txt
+}
+check "--dump-config (proxy, consumer) and bwctl dump-config show every secret as (redacted)" dumps_redacted
+no_secret_in_logs() {
+    ls "$WORK"/*.log
+    ! grep -l -e "$PROXY_PW" -e "$BW_AUTH_CONSUMER_PW" -e "$BW_AUTH_KAFKA_PW" -e demo-proxy-pw -e demo-consumer-pw \
+        "$WORK"/*.log "$WORK"/*.err "$WORK"/*.out 2>/dev/null
+}
+check "no secret in any log of this run" no_secret_in_logs
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

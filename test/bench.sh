@@ -250,8 +250,11 @@ backlog_waits() { awk '/^submit: [0-9]+ ops sent/ {w += $10} END {print w + 0}' 
 
 # ---- stack A: 500-row batches, no rate limits --------------------------------------------------
 
-bw_stack_conf() { # no rate anywhere (lib.sh zeroes the default; drop its hot-shard override)
-    sed -i -e "/{ shard = $HOT; rate = $HOT_RATE.0; }/d" -e "s/workers = 4;/workers = $WORKERS;/" "$1"
+bw_stack_conf() { # no rate anywhere (lib.sh zeroes the default; drop its hot-shard override);
+    # root for every connection: bw-bench truncates tables between cases, and its direct
+    # baseline must connect as the consumer does
+    sed -i -e "/{ shard = $HOT; rate = $HOT_RATE.0; }/d" -e "s/workers = 4;/workers = $WORKERS;/" \
+        -e 's/user = "bw_consumer";/user = "root";/' -e 's/password = "demo-consumer-pw";/password = "";/' "$1"
 }
 # on the real broker unless BENCH_KAFKA=0: the embedded Kafka keeps 4 MiB a shard, so the
 # proxy holds a 200k-row feed back with 429s (backlog admission) and the consumer starves

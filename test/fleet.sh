@@ -45,7 +45,7 @@ BROKERS=127.0.0.1:$KAFKA
 "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >"$WORK/proxy-0.log" 2>&1 &
 lonely=$!
 t0=$(date +%s.%N)
-"$BIN/bwctl" -c "$CONF" schema >/dev/null || exit 1
+"$BIN/bwctl" -c "$CONF" schema --create-users --admin-user root >/dev/null || exit 1
 echo "# schema: $SHARDS shard databases created in $(echo "$(date +%s.%N) - $t0" | bc | xargs printf %.1f) s"
 wait $lonely
 rc=$?

@@ -119,7 +119,8 @@ bw_stack_start() {
     echo "# $name ($MODE): MariaDB on $DB_A and $DB_B"
     scripts/mariadb.sh start "$WORK/mysql-a" $DB_A >/dev/null || exit 1
     scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null || exit 1
-    "$BIN/bwctl" -c "$CONF" schema >/dev/null || exit 1
+    # the tables, and the consumer's and the proxy's least-privilege users (root is the admin)
+    "$BIN/bwctl" -c "$CONF" schema --create-users --admin-user root >/dev/null || exit 1
 
     if [ "$MODE" = embedded ]; then
         "$BIN/bw-kafka-embedded" -c "$CONF" --bootstrap-file "$WORK/bootstrap" >"$WORK/kafka.log" 2>&1 &

@@ -11,7 +11,9 @@
  *                        (0 = no row budget); "default" = back to the configured value
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
  *   resume SHARD         apply them again
- *   schema [--print]     create every shard database and table (or print the DDL)
+ *   schema [--print] [--create-users]
+ *                        create every shard database and table (or print the DDL), and
+ *                        the consumer's and the proxy's least-privilege users
  *   check-config         load and validate the configuration (and the proxy's TLS files and clients file)
  *   dump-config          print the effective configuration
  *   config-doc           print docs/configuration.md
@@ -721,8 +723,10 @@ static int usage(FILE *out, int code) {
           "                       rows/s (0 = no row budget); default = the configured value\n"
           "  pause SHARD          stop applying a shard's batches (they wait in Kafka)\n"
           "  resume SHARD         apply them again\n"
-          "  schema [--print]     create the shard databases and tables on every server\n"
-          "                       (idempotent), or print the DDL\n"
+          "  schema [--print] [--create-users]\n"
+          "                       create the shard databases and tables on every server\n"
+          "                       (idempotent), or print the DDL; --create-users: and the\n"
+          "                       consumer's and the proxy's least-privilege users\n"
           "  check-config         validate the configuration, the proxy's TLS files and clients file;\n"
           "                       prints file:line: what on error\n"
           "  dump-config          print the effective configuration, defaults filled in\n"
@@ -744,25 +748,56 @@ static int usage(FILE *out, int code) {
 }
 
 static int cmd_schema(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "--print") == 0) {
+    static const char help[] =
+        "usage: bwctl schema [--print] [--create-users] [--admin-user USER [--admin-password-file FILE]]\n"
+        "Creates every shard database and table on every server (idempotent); --print writes the DDL instead.\n"
+        "--create-users also makes each server's least-privilege users (docs/security.md): `user` (the\n"
+        "consumer: SELECT, INSERT, UPDATE, DELETE on the ledger and object tables) and `proxy_user` (the\n"
+        "proxy: SELECT on bw_job_parts and bw_job_failures), with their configured passwords.\n"
+        "It connects as --admin-user (default: each server's user), whose password comes from\n"
+        "--admin-password-file FILE or the environment's BW_ADMIN_PASSWORD (default: empty).\n";
+    int print = 0, users = 0;
+    const char *admin_user = NULL, *pw_file = NULL;
+    static const struct option opts[] = {{"print", no_argument, 0, 'p'}, {"create-users", no_argument, 0, 'U'},
+                                         {"admin-user", required_argument, 0, 'a'},
+                                         {"admin-password-file", required_argument, 0, 'P'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
+    for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+        if (o == 'p') print = 1;
+        else if (o == 'U') users = 1;
+        else if (o == 'a') admin_user = optarg;
+        else if (o == 'P') pw_file = optarg;
+        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+    }
+    if (optind != argc || (pw_file && !admin_user)) return fputs(help, stderr), 2;
+    if (print) {
         bw_buf_t b;
         bw_buf_init(&b);
         for (int i = 0; i < conf->server_cnt; i++) {
             bw_buf_printf(&b, "-- server %s (%s:%d)\n", conf->servers[i].name, conf->servers[i].host,
                           conf->servers[i].port);
             bw_db_schema_sql(conf, i, &b);
+            if (users) bw_db_users_sql(conf, i, admin_user ? admin_user : conf->servers[i].user, 1, &b);
         }
         fwrite(b.data, 1, b.len, stdout);
         bw_buf_free(&b);
         return 0;
     }
-    if (argc > 1)
-        return fputs("usage: bwctl schema [--print]\nCreates every shard database and table (idempotent); "
-                     "--print writes the DDL instead.\n", strcmp(argv[1], "--help") ? stderr : stdout),
-               strcmp(argv[1], "--help") ? 2 : 0;
-    char err[512];
-    if (bw_db_apply_schema(conf, err, sizeof(err)) != BW_OK) return fprintf(stderr, "bwctl: %s\n", err), 1;
-    printf("schema: %d shard databases ready on %d servers\n", conf->shard_count, conf->server_cnt);
+    char err[512], *admin_pw = NULL;
+    if (admin_user) { /* like every secret: from a file or the environment, never argv */
+        const char *env = getenv("BW_ADMIN_PASSWORD");
+        char ref[4200];
+        snprintf(ref, sizeof(ref), "file:%s", pw_file ? pw_file : "");
+        admin_pw = pw_file ? bw_config_secret_resolve("--admin-password-file", ref, NULL, err, sizeof(err))
+                           : strdup(env ? env : "");
+        if (!admin_pw) return fprintf(stderr, "bwctl: %s\n", err), 1;
+    }
+    bw_err_t rc = bw_db_apply_schema_as(conf, admin_user, admin_pw, users, err, sizeof(err));
+    free(admin_pw);
+    if (rc != BW_OK) return fprintf(stderr, "bwctl: %s\n", err), 1;
+    printf("schema: %d shard databases ready on %d servers%s\n", conf->shard_count, conf->server_cnt,
+           users ? "; users and grants in place" : "");
     return 0;
 }
 

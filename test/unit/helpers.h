@@ -98,5 +98,6 @@ Suite *metrics_suite(void);
 Suite *forward_suite(void);
 Suite *auth_suite(void);
 Suite *quota_suite(void);
+Suite *scrub_suite(void);
 
 #endif

@@ -63,8 +63,11 @@ START_TEST(reference_loads) {
     ck_assert_int_eq(c->servers[1].port, 13307);
     ck_assert_int_eq(c->servers[1].first_shard, 4);
     ck_assert_int_eq(c->servers[1].last_shard, 7);
-    ck_assert_str_eq(c->servers[1].user, "root");
-    ck_assert_str_eq(c->servers[1].password, "");
+    ck_assert_str_eq(c->servers[1].user, "bw_consumer");
+    ck_assert_str_eq(c->servers[1].password, "demo-consumer-pw");
+    ck_assert_str_eq(c->servers[1].proxy_user, "bw_proxy");
+    ck_assert_str_eq(c->servers[1].proxy_password, "demo-proxy-pw");
+    ck_assert_str_eq(c->mysql_user_host, "127.0.0.1");
 
     const bw_object_type_t *pin = bw_config_object_type(c, "pin");
     const bw_object_type_t *board = bw_config_object_type(c, "board");
@@ -526,7 +529,9 @@ static void assert_same_config(const bw_config_t *a, const bw_config_t *b) {
         SAME_STR(servers[i].host);
         SAME_INT(servers[i].port);
         SAME_STR(servers[i].user);
-        SAME_STR(servers[i].password);
+        /* a dump redacts secrets: "" stays "", anything else reads back as "(redacted)" */
+        ck_assert_str_eq(b->servers[i].password, *a->servers[i].password ? "(redacted)" : "");
+        SAME_STR(servers[i].proxy_user);
         SAME_INT(servers[i].first_shard);
         SAME_INT(servers[i].last_shard);
     }
@@ -625,15 +630,13 @@ START_TEST(dump_reloads_awkward_values) {
     dump_reload(c);
     bw_config_destroy(c);
 
-    c = t_conf_variant_load("password = \"\";         # password\n      first_shard = 0;",
-                            "password = \"p\\\"w\\\\d\";   # password\n      first_shard = 0;");
-    ck_assert_str_eq(c->servers[0].password, "p\"w\\d");
+    c = t_conf_variant_load("name = \"mysql-a\";", "name = \"p\\\"w\\\\d\";");
+    ck_assert_str_eq(c->servers[0].name, "p\"w\\d");
     dump_reload(c);
     bw_config_destroy(c);
 
-    c = t_conf_variant_load("password = \"\";         # password\n      first_shard = 0;",
-                            "password = \"tab\\there\\nnew line\\r\\f\\x01\";\n      first_shard = 0;");
-    ck_assert_str_eq(c->servers[0].password, "tab\there\nnew line\r\f\x01");
+    c = t_conf_variant_load("name = \"mysql-a\";", "name = \"tab\\there\\nnew line\\r\\f\\x01\";");
+    ck_assert_str_eq(c->servers[0].name, "tab\there\nnew line\r\f\x01");
     dump_reload(c);
     bw_config_destroy(c);
 
@@ -647,12 +650,109 @@ START_TEST(dump_reloads_awkward_values) {
 }
 END_TEST
 
+/* ---- secrets ---------------------------------------------------------------------- */
+
+START_TEST(secret_names) {
+    const char *secret[] = {"sasl.password", "ssl.key.password", "ssl.key.pem", "SASL.JAAS.config",
+                            "sasl.oauthbearer.client.secret", "my_token"};
+    const char *plain[] = {"sasl.mechanism", "security.protocol", "sasl.username", "linger.ms", "ssl.ca.location"};
+    for (size_t i = 0; i < sizeof(secret) / sizeof(*secret); i++)
+        ck_assert_msg(bw_config_secret_name(secret[i], strlen(secret[i])), "%s", secret[i]);
+    for (size_t i = 0; i < sizeof(plain) / sizeof(*plain); i++)
+        ck_assert_msg(!bw_config_secret_name(plain[i], strlen(plain[i])), "%s", plain[i]);
+}
+END_TEST
+
+#define MARK "Sup3r-s3cret-MARK"
+
+START_TEST(secrets_are_redacted_in_dumps) {
+    bw_config_t *c = t_conf_variant_load(
+        "properties = [ ];",
+        "properties = [ \"sasl.mechanism=PLAIN\", \"sasl.password=" MARK "1\", \"ssl.key.password=" MARK "2\" ];");
+    char *text = dump_text(c);
+    bw_config_destroy(c);
+    ck_assert_msg(!strstr(text, MARK), "a secret in the dump:\n%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "\"sasl.password=(redacted)\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"sasl.mechanism=PLAIN\""));
+    free(text);
+    c = t_conf_variant_load("password = \"demo-consumer-pw\";\n      proxy_user = \"bw_proxy\";             "
+                            "# \"\" = the proxy uses user\n      proxy_password = \"demo-proxy-pw\";",
+                            "password = \"" MARK "\"; proxy_user = \"bw_reader\"; proxy_password = \"" MARK "x\";");
+    ck_assert_str_eq(c->servers[0].password, MARK);
+    text = dump_text(c);
+    ck_assert_msg(!strstr(text, MARK), "a secret in the dump:\n%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "password = \"(redacted)\";"));
+    ck_assert_ptr_nonnull(strstr(text, "proxy_user = \"bw_reader\";"));
+    ck_assert_ptr_nonnull(strstr(text, "proxy_password = \"(redacted)\";"));
+    free(text);
+    bw_config_destroy(c);
+    /* a kafka error names the property, never its value */
+    c = t_conf_variant_load("properties = [ ];", "properties = [ \"sasl.password=" MARK "\", \"ssl.key.password=" MARK "\" ];");
+    char err[512] = "";
+    rd_kafka_conf_t *kc = bw_kafka_conf(c, BW_KAFKA_PRODUCER, NULL, err, sizeof(err));
+    if (kc) rd_kafka_conf_destroy(kc);
+    ck_assert_msg(!strstr(err, MARK), "%s", err);
+    bw_config_destroy(c);
+}
+END_TEST
+
+START_TEST(secrets_from_file_and_env) {
+    char *secret_file = t_write_temp(MARK "-from-file\n");
+    char find[] = "password = \"demo-consumer-pw\";", repl[1024];
+    snprintf(repl, sizeof(repl), "password = \"file:%s\";", secret_file);
+    setenv("BW_TEST_PROXY_PW", MARK "-from-env", 1);
+    bw_config_t *c = t_conf_variant_load(find, repl);
+    ck_assert_str_eq(c->servers[0].password, MARK "-from-file"); /* the newline dropped */
+    bw_config_destroy(c);
+    c = t_conf_variant_load("proxy_password = \"demo-proxy-pw\";", "proxy_password = \"env:BW_TEST_PROXY_PW\";");
+    ck_assert_str_eq(c->servers[0].proxy_password, MARK "-from-env");
+    bw_config_destroy(c);
+    c = t_conf_variant_load("properties = [ ];", "properties = [ \"sasl.password=env:BW_TEST_PROXY_PW\", "
+                                                 "\"client.id=env:BW_TEST_PROXY_PW\" ];");
+    ck_assert_str_eq(c->properties[0], "sasl.password=" MARK "-from-env");
+    ck_assert_str_eq(c->properties[1], "client.id=env:BW_TEST_PROXY_PW"); /* not a secret: as written */
+    bw_config_destroy(c);
+
+    /* missing: the error names the key and what is missing */
+    unsetenv("BW_TEST_PROXY_PW");
+    struct { const char *find, *repl, *want; } bad[] = {
+        {find, "password = \"env:BW_TEST_PROXY_PW\";",
+         "shards.servers[0].password: the environment variable BW_TEST_PROXY_PW is not set"},
+        {find, "password = \"file:/nonexistent/pw\";",
+         "shards.servers[0].password: cannot read /nonexistent/pw: No such file or directory"},
+        {"producer_properties = [ \"linger.ms=5\" ];", "producer_properties = [ \"sasl.password=file:no-such.pw\" ];",
+         "kafka.producer_properties: sasl.password: "},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        char *path = t_conf_variant(bad[i].find, bad[i].repl, NULL);
+        char err[1024] = "";
+        bw_config_t *d = bw_config_load(path, err, sizeof(err));
+        ck_assert_ptr_null(d);
+        ck_assert_msg(strstr(err, bad[i].want), "%s lacks %s", err, bad[i].want);
+        t_unlink_free(path);
+    }
+    char *empty = t_write_temp("\n");
+    snprintf(repl, sizeof(repl), "password = \"file:%s\";", empty);
+    char *path = t_conf_variant(find, repl, NULL), err[1024] = "";
+    ck_assert_ptr_null(bw_config_load(path, err, sizeof(err)));
+    ck_assert_msg(strstr(err, "is empty"), "%s", err);
+    t_unlink_free(path);
+    t_unlink_free(empty);
+    t_unlink_free(secret_file);
+}
+END_TEST
+
 Suite *config_suite(void) {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("load");
     tcase_add_test(tc, reference_loads);
     tcase_add_test(tc, defaults_fill_in);
     tcase_add_test(tc, row_rates);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("secrets");
+    tcase_add_test(tc, secret_names);
+    tcase_add_test(tc, secrets_are_redacted_in_dumps);
+    tcase_add_test(tc, secrets_from_file_and_env);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, error_syntax);
