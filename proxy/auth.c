@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -112,14 +113,97 @@ static int parse_quota(const config_setting_t *e, const char *key, double max, d
     return 0;
 }
 
+int bw_auth_parse_time(const char *text, int64_t *out) {
+    struct tm tm = {0};
+    int n = 0;
+    if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                        &tm.tm_min, &tm.tm_sec, &n) != 6 || n != 20 || text[n] != '\0')
+        return -1;
+    int year = tm.tm_year, mon = tm.tm_mon, day = tm.tm_mday;
+    if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+        tm.tm_sec > 59 || tm.tm_hour < 0 || tm.tm_min < 0 || tm.tm_sec < 0)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    time_t t = timegm(&tm);
+    /* timegm normalises 2027-02-30 into March: such a date is a typo, not a time */
+    if (t == (time_t)-1 || tm.tm_year != year - 1900 || tm.tm_mon != mon - 1 || tm.tm_mday != day) return -1;
+    *out = (int64_t)t;
+    return 0;
+}
+
+/* One token: the digest at `hex` (named key in errors) and the optional expiry at `expires`. */
+static int parse_token(const config_setting_t *hex, const config_setting_t *expires, const char *key,
+                       const char *expires_key, bw_auth_token_t *tok, char *why, size_t why_size,
+                       const config_setting_t **at) {
+    const char *h = config_setting_get_string(hex);
+    *at = hex;
+    if (!h)
+        return snprintf(why, why_size, "%s must be a string: the sha256 of the token (printf %%s TOKEN | sha256sum)",
+                        key), -1;
+    if (parse_digest(h, tok->digest))
+        return snprintf(why, why_size,
+                        "%s must be 64 hex digits, the sha256 of the token (printf %%s TOKEN | sha256sum); "
+                        "this one has %zu characters%s", key, strlen(h),
+                        strlen(h) == 64 ? ", not all hex digits" : ""), -1;
+    tok->expires = 0;
+    if (expires) {
+        *at = expires;
+        if (bw_auth_parse_time(config_setting_get_string(expires), &tok->expires))
+            return snprintf(why, why_size, "%s must be a UTC time like \"2027-03-01T00:00:00Z\"", expires_key), -1;
+    }
+    return 0;
+}
+
+/* A client's tokens: token_sha256 (and token_expires), or tokens = ( { sha256; expires; } ... ). */
+static int parse_tokens(const config_setting_t *e, bw_auth_client_t *c, char *why, size_t why_size,
+                        const config_setting_t **at) {
+    const config_setting_t *one = config_setting_get_member(e, "token_sha256"),
+                           *one_expires = config_setting_get_member(e, "token_expires"),
+                           *list = config_setting_get_member(e, "tokens");
+    if (list && (one || one_expires))
+        return *at = list, snprintf(why, why_size, "tokens, or token_sha256 and token_expires: not both"), -1;
+    if (one_expires && !one)
+        return *at = one_expires, snprintf(why, why_size, "token_expires needs token_sha256"), -1;
+    if (one) {
+        c->token_cnt = 1;
+        return parse_token(one, one_expires, "token_sha256", "token_expires", &c->tokens[0], why, why_size, at);
+    }
+    if (!list) return 0;
+    *at = list;
+    int n = config_setting_length(list);
+    if (!config_setting_is_list(list) || n < 1 || n > BW_AUTH_TOKENS_MAX)
+        return snprintf(why, why_size, "tokens must be a list of 1 to %d groups ( { sha256 = \"...\"; expires = "
+                                       "\"2027-03-01T00:00:00Z\"; }, ... ), expires optional", BW_AUTH_TOKENS_MAX), -1;
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *t = config_setting_get_elem(list, (unsigned)i), *hex;
+        *at = t;
+        if (!config_setting_is_group(t) || !(hex = config_setting_get_member(t, "sha256")))
+            return snprintf(why, why_size, "tokens[%d] must be a group { sha256 = \"...\"; expires = \"...\"; }", i), -1;
+        for (int k = 0; k < config_setting_length(t); k++) {
+            const char *key = config_setting_name(config_setting_get_elem(t, (unsigned)k));
+            if (strcmp(key, "sha256") && strcmp(key, "expires"))
+                return snprintf(why, why_size, "tokens[%d]: unknown key \"%s\" (sha256, expires)", i, key), -1;
+        }
+        if (parse_token(hex, config_setting_get_member(t, "expires"), "tokens[].sha256", "tokens[].expires",
+                        &c->tokens[i], why, why_size, at))
+            return -1;
+        for (int j = 0; j < i; j++)
+            if (memcmp(c->tokens[j].digest, c->tokens[i].digest, BW_AUTH_DIGEST_LEN) == 0)
+                return snprintf(why, why_size, "tokens[%d] is the same token as tokens[%d]", i, j), -1;
+        c->token_cnt++;
+    }
+    return 0;
+}
+
 /* One entry of `clients` into c; -1 with why (the caller adds file, line and name). */
 static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_auth_client_t *c, char *why,
                         size_t why_size, const config_setting_t **at) {
-    static const char *const known[] = {"name", "token_sha256", "cert_identity", "roles", "scopes", "ops_per_second",
-                                        "bytes_per_second", "max_jobs_in_flight"};
+    static const char *const known[] = {"name", "token_sha256", "token_expires", "tokens", "cert_identity", "roles",
+                                        "scopes", "ops_per_second", "bytes_per_second", "max_jobs_in_flight"};
     *at = e;
     if (!config_setting_is_group(e)) return snprintf(why, why_size, "expected a group { name = ...; ... }"), -1;
-    const char *name = NULL, *hex = NULL;
+    const char *name = NULL;
     if (!config_setting_lookup_string(e, "name", &name)) return snprintf(why, why_size, "needs a name (a string)"), -1;
     if (!name_ok(name)) return snprintf(why, why_size, "name \"%.80s\": 1 to 64 of A-Z a-z 0-9 _ - .", name), -1;
     c->name = strdup(name);
@@ -129,7 +213,7 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]) && !ok; k++) ok = !strcmp(config_setting_name(m), known[k]);
         if (!ok) {
             *at = m;
-            return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, cert_identity, roles, scopes, "
+            return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, token_expires, tokens, cert_identity, roles, scopes, "
                                            "ops_per_second, bytes_per_second, max_jobs_in_flight)",
                             config_setting_name(m)), -1;
         }
@@ -143,19 +227,10 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
                                            "(a DNS name, a URI or a common name)", BW_AUTH_IDENTITY_MAX), -1;
         c->cert_identity = strdup(id);
     }
-    m = config_setting_get_member(e, "token_sha256");
-    *at = m ? m : e;
-    if (m || !c->cert_identity) { /* with a cert_identity, the token is optional */
-        if (!m || !(hex = config_setting_get_string(m)))
-            return snprintf(why, why_size, "needs token_sha256 (a string: printf %%s TOKEN | sha256sum) or "
-                                           "cert_identity, or both"), -1;
-        c->has_token = 1;
-        if (parse_digest(hex, c->digest))
-            return snprintf(why, why_size,
-                            "token_sha256 must be 64 hex digits, the sha256 of the token (printf %%s TOKEN | sha256sum); "
-                            "this one has %zu characters%s", strlen(hex),
-                            strlen(hex) == 64 ? ", not all hex digits" : ""), -1;
-    }
+    if (parse_tokens(e, c, why, why_size, at)) return -1;
+    if (!c->token_cnt && !c->cert_identity)
+        return *at = e, snprintf(why, why_size, "needs token_sha256 (a string: printf %%s TOKEN | sha256sum), tokens, "
+                                               "or cert_identity"), -1;
     m = config_setting_get_member(e, "roles");
     *at = m ? m : e;
     if (!m || !(config_setting_is_array(m) || config_setting_is_list(m)) || config_setting_length(m) == 0)
@@ -254,12 +329,14 @@ bw_auth_set_t *bw_auth_load(const char *path, const bw_config_t *conf, char *err
                           path, c->line, c->name, o->line);
                 goto fail;
             }
-            if (o->has_token && c->has_token && memcmp(o->digest, c->digest, BW_AUTH_DIGEST_LEN) == 0) {
-                bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
-                          "%s:%d: client \"%s\" has the same token_sha256 as client \"%s\" (line %d): every client "
-                          "needs a token of its own", path, c->line, c->name, o->name, o->line);
-                goto fail;
-            }
+            for (int a = 0; a < o->token_cnt; a++)
+                for (int b = 0; b < c->token_cnt; b++)
+                    if (memcmp(o->tokens[a].digest, c->tokens[b].digest, BW_AUTH_DIGEST_LEN) == 0) {
+                        bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
+                                  "%s:%d: client \"%s\" has the same token as client \"%s\" (line %d): every client "
+                                  "needs a token of its own", path, c->line, c->name, o->name, o->line);
+                        goto fail;
+                    }
             if (o->cert_identity && c->cert_identity && strcmp(o->cert_identity, c->cert_identity) == 0) {
                 bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
                           "%s:%d: client \"%s\" has the same cert_identity \"%s\" as client \"%s\" (line %d): a "
@@ -278,17 +355,24 @@ fail:
 
 /* ---- decisions ---------------------------------------------------------------------- */
 
-const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token, size_t len) {
+const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token, size_t len,
+                                     const bw_auth_token_t **token_entry) {
     uint8_t digest[BW_AUTH_DIGEST_LEN];
     unsigned int dlen = 0;
+    if (token_entry) *token_entry = NULL;
     if (!set || !token || !len || !EVP_Digest(token, len, digest, &dlen, EVP_sha256(), NULL) ||
         dlen != BW_AUTH_DIGEST_LEN)
         return NULL;
     const bw_auth_client_t *found = NULL;
-    /* every client, no early exit: the time does not depend on which one matched */
+    const bw_auth_token_t *entry = NULL;
+    /* every token of every client, no early exit: the time does not say which one matched */
     for (int i = 0; i < set->client_cnt; i++)
-        if (bw_auth_memcmp(set->clients[i].digest, digest, BW_AUTH_DIGEST_LEN) == 0 && set->clients[i].has_token)
-            found = &set->clients[i];
+        for (int k = 0; k < set->clients[i].token_cnt; k++)
+            if (bw_auth_memcmp(set->clients[i].tokens[k].digest, digest, BW_AUTH_DIGEST_LEN) == 0) {
+                found = &set->clients[i];
+                entry = &found->tokens[k];
+            }
+    if (token_entry) *token_entry = entry;
     return found;
 }
 
@@ -361,7 +445,7 @@ void bw_auth_scopes_text(const bw_auth_client_t *client, char *out, size_t size)
 }
 
 unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char *url,
-                        const char *authorization, const char *cert_identity, int open_metrics,
+                        const char *authorization, const char *cert_identity, int open_metrics, int64_t now,
                         const bw_auth_client_t **client, char *why, size_t why_size) {
     *client = NULL;
     unsigned need = bw_auth_endpoint_roles(method, url, open_metrics);
@@ -375,8 +459,17 @@ unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char
                                                         : "no credential: send Authorization: Bearer TOKEN");
             return 401;
         }
-        if (!(c = bw_auth_find(set, token, len))) {
+        const bw_auth_token_t *entry;
+        if (!(c = bw_auth_find(set, token, len, &entry))) {
             snprintf(why, why_size, "unknown token");
+            return 401;
+        }
+        if (entry->expires && now >= entry->expires) {
+            char when[32];
+            time_t t = (time_t)entry->expires;
+            struct tm tm;
+            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+            snprintf(why, why_size, "the token expired at %s: ask for a new one", when);
             return 401;
         }
         if (by_cert && by_cert != c) {
@@ -453,6 +546,19 @@ static void log_set(const bw_auth_set_t *s, const char *what) {
     for (int i = 0; i < s->client_cnt; i++) certs += s->clients[i].cert_identity != NULL;
     bw_info(COMPONENT, "%s %s: %d clients (%d submit, %d read, %d admin; %d with a cert_identity)", what, s->path,
             s->client_cnt, roles[0], roles[1], roles[2], certs);
+    /* a token about to lapse is a page tomorrow: say so while there is time to rotate it */
+    int64_t now = (int64_t)time(NULL);
+    for (int i = 0; i < s->client_cnt; i++)
+        for (int k = 0; k < s->clients[i].token_cnt; k++) {
+            int64_t exp = s->clients[i].tokens[k].expires;
+            if (!exp || exp - now > 7 * 86400) continue;
+            char when[32];
+            time_t t = (time_t)exp;
+            struct tm tm;
+            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+            bw_warn(COMPONENT, "client \"%s\": token %d of %d %s %s", s->clients[i].name, k + 1,
+                    s->clients[i].token_cnt, exp <= now ? "expired at" : "expires at", when);
+        }
 }
 
 bw_auth_t *bw_auth_start(const bw_config_t *conf, char *errstr, size_t errstr_size) {

@@ -5,8 +5,15 @@
  *   clients = (
  *     { name = "spam-cleanup"; token_sha256 = "<64 hex digits>"; roles = ["submit"];
  *       scopes = ["pin:delete"]; ops_per_second = 20000; max_jobs_in_flight = 4; },
- *     { name = "sre"; token_sha256 = "..."; roles = ["admin"]; }
+ *     { name = "sre"; token_sha256 = "..."; token_expires = "2027-03-01T00:00:00Z"; roles = ["admin"]; },
+ *     { name = "feed-ingest"; roles = ["submit"]; scopes = ["pin:create"];   # a rotation under way:
+ *       tokens = ( { sha256 = "<old>"; expires = "2026-12-08T00:00:00Z"; }, { sha256 = "<new>"; } ); }
  *   );
+ *
+ * A client has one token (token_sha256, token_expires), or several (tokens): several let a
+ * token be rotated without a gap and without a new client name, which would change the
+ * client's request_id namespace, its jobs and its quotas. A token past its expiry gets 401
+ * "token expired at ...".
  *
  * A caller sends `Authorization: Bearer TOKEN`, or (over HTTPS with proxy.tls.client_ca_file)
  * a client certificate whose identity is a client's cert_identity (proxy/tls.h verifies
@@ -59,10 +66,17 @@ typedef struct {
     int op;     /* bw_op_t; 0 = every op ("*") */
 } bw_auth_scope_t;
 
+#define BW_AUTH_TOKENS_MAX 8 /* a client's tokens at once: enough for any rotation */
+
+typedef struct {
+    uint8_t digest[BW_AUTH_DIGEST_LEN]; /* sha256 of the token */
+    int64_t expires;                    /* Unix seconds, UTC; 0 = never */
+} bw_auth_token_t;
+
 typedef struct {
     char *name;                              /* [A-Za-z0-9_.-], at most 64: a metrics label */
-    uint8_t digest[BW_AUTH_DIGEST_LEN];      /* sha256 of the token (with has_token) */
-    int has_token;
+    bw_auth_token_t tokens[BW_AUTH_TOKENS_MAX];
+    int token_cnt;                           /* 0: a certificate client only */
     char *cert_identity;                     /* a client certificate's identity; NULL: none */
     unsigned roles;                          /* bw_role_t bits */
     bw_auth_scope_t *scopes;                 /* submit: what it may send */
@@ -89,9 +103,15 @@ extern int (*bw_auth_memcmp)(const void *a, const void *b, size_t len);
  * submitter without scopes). The set (one reference) is freed by bw_auth_release. */
 bw_auth_set_t *bw_auth_load(const char *path, const bw_config_t *conf, char *errstr, size_t errstr_size);
 
-/* The client whose token this is, or NULL. Every client's digest is compared, in
- * constant time, whatever matched. */
-const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token, size_t len);
+/* The client whose token this is, or NULL; *token_entry (may be NULL) gets which of its
+ * tokens it is, expired or not. Every token's digest is compared, in constant time,
+ * whatever matched. */
+const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token, size_t len,
+                                     const bw_auth_token_t **token_entry);
+
+/* "2027-03-01T00:00:00Z" (UTC, the Z required) as Unix seconds into *out; -1 if it is not
+ * such a time. */
+int bw_auth_parse_time(const char *text, int64_t *out);
 
 /* The client whose certificate identity this is (exact match), or NULL. */
 const bw_auth_client_t *bw_auth_find_identity(const bw_auth_set_t *set, const char *identity);
@@ -119,15 +139,15 @@ unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_me
 size_t bw_auth_refuse_ops(const bw_auth_client_t *client, const Bulkwrite__V1__BatchWriteRequest *req,
                           bw_op_route_t *routes, bw_rejection_t **rejected, size_t *rejected_cnt, bw_arena_t *arena);
 
-/* Decides a request. authorization is the Authorization header (or NULL);
+/* Decides a request at time now (Unix seconds). authorization is the Authorization header (or NULL);
  * cert_identity the identity of the client certificate the caller presented, already
  * verified (tls.h), or NULL. 0: go on, *client is the caller (NULL when the endpoint is
  * open or there is no clients file); 401: no valid credential (a token presented is
- * unknown, an identity is no client's and no token says who it is, or the two name
+ * unknown or expired, an identity is no client's and no token says who it is, or the two name
  * different clients); 403: the client's roles do not cover the endpoint (*client is set).
  * why gets the reason for 401 and 403. */
 unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char *url,
-                        const char *authorization, const char *cert_identity, int open_metrics,
+                        const char *authorization, const char *cert_identity, int open_metrics, int64_t now,
                         const bw_auth_client_t **client, char *why, size_t why_size);
 
 /* The roles as text, "submit, read" ("none" for 0). */

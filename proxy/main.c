@@ -383,7 +383,8 @@ static unsigned authorize(struct MHD_Connection *c, bw_listener_t on, const char
         snprintf(why, why_size, "a client certificate is required (proxy.tls.require_client_cert)");
         st = MHD_HTTP_UNAUTHORIZED;
     } else {
-        st = bw_auth_decide(*set, method, url, authz, peer > 0 ? identity : NULL, open_metrics, client, why, why_size);
+        st = bw_auth_decide(*set, method, url, authz, peer > 0 ? identity : NULL, open_metrics, (int64_t)time(NULL),
+                            client, why, why_size);
     }
     /* the listener is checked after the caller: without credentials every endpoint is 401 */
     if (!st && !bw_admin_served(method, url, on, why, why_size)) st = MHD_HTTP_NOT_FOUND;
@@ -398,11 +399,14 @@ static unsigned authorize(struct MHD_Connection *c, bw_listener_t on, const char
 
 /* The 401 or 403 of authorize(). */
 static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const char *why) {
-    if (status == MHD_HTTP_UNAUTHORIZED)
+    if (status == MHD_HTTP_UNAUTHORIZED) {
+        /* RFC 6750: a token presented and refused (unknown or expired) is invalid_token */
+        int bad_token = strcmp(why, "unknown token") == 0 || strncmp(why, "the token expired", 17) == 0;
         return reply_error_with(c, status, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                strcmp(why, "unknown token") ? "Bearer realm=\"bulkwrite\""
-                                                             : "Bearer realm=\"bulkwrite\", error=\"invalid_token\"",
+                                bad_token ? "Bearer realm=\"bulkwrite\", error=\"invalid_token\""
+                                          : "Bearer realm=\"bulkwrite\"",
                                 why);
+    }
     return reply_error_with(c, status, NULL, NULL, why);
 }
 

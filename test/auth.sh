@@ -27,12 +27,16 @@ client() { # client NAME TOKEN ROLES [SCOPES] (a trailing " }" may be cut off to
     printf '  { name = "%s"; token_sha256 = "%s"; roles = [%s];%s }' "$1" "$(digest "$2")" "$3" \
         "${4:+ scopes = [$4];}"
 }
+rotated() { # rotated NAME OLD_TOKEN NEW_TOKEN ROLES [SCOPES]: a rotation, the old token expired in 2020
+    printf '  { name = "%s"; roles = [%s];%s tokens = ( { sha256 = "%s"; expires = "2020-01-01T00:00:00Z"; }, { sha256 = "%s"; } ); }' \
+        "$1" "$4" "${5:+ scopes = [$5];}" "$(digest "$2")" "$(digest "$3")"
+}
 bw_stack_conf() {
     write_clients "$WORK/clients.conf" \
         "$(client sre admin-token '"admin"')" \
         "$(client feed feed-token '"submit", "read"' '"pin:create", "board:*"')" \
         "$(client spam-cleanup spam-token '"submit"' '"pin:delete"')" \
-        "$(client dash dash-token '"read"')" \
+        "$(rotated dash dash-old-token dash-token '"read"')" \
         "$(client burst burst-token '"submit", "read"' '"pin:create"' | sed 's/ }$//') ops_per_second = 20; }" \
         "$(client bulky bulky-token '"submit"' '"pin:create"' | sed 's/ }$//') bytes_per_second = 2000; }"
     # relative: read from the configuration file's folder
@@ -87,6 +91,11 @@ check "a batch without a token: 401 with WWW-Authenticate: Bearer" missing
 wrong() { status_is 401 not-a-token POST /v1/batches "$ONE_DELETE" && header_has 'error="invalid_token"' &&
     body_has 'unknown token'; }
 check "a batch with a wrong token: 401, invalid_token" wrong
+expired() { status_is 401 dash-old-token GET /v1/shards && header_has 'error="invalid_token"' &&
+    body_has 'the token expired at 2020-01-01T00:00:00Z'; }
+check "an expired token: 401 naming when it expired" expired
+check "the proxy warned of it when it loaded the clients" \
+    grep -q 'client "dash": token 1 of 2 expired at 2020-01-01T00:00:00Z' "$WORK/proxy.log"
 check "the digest itself is no token: 401" status_is 401 "$(digest admin-token)" GET /v1/shards
 basic() { curl -s -o "$WORK/body" -w '%{http_code}' -u sre:admin-token "$BASE/v1/shards" | grep -qx 401; }
 check "Basic credentials are no bearer token: 401" basic
@@ -286,10 +295,10 @@ metrics_ok() {
 check "401s, 403s, refusals and quotas per client are counted" metrics_ok
 check "promtool accepts the proxy's metrics with client labels" bash -c "curl -sf $BASE/metrics | promtool check metrics"
 
-# ---- SIGHUP: a new token works, a removed one gets 401 ----------------------------------
+# ---- SIGHUP: a new token works, a removed one gets 401, a rotated one is the same client -
 write_clients "$WORK/clients.conf" \
     "$(client sre admin-token '"admin"')" \
-    "$(client feed feed-token '"submit", "read"' '"pin:create", "board:*"')" \
+    "$(rotated feed feed-token feed-token-2 '"submit", "read"' '"pin:create", "board:*"')" \
     "$(client spam-cleanup spam-token '"submit"' '"pin:delete"')" \
     "$(client dash2 dash-token-2 '"read"')"
 kill -HUP "$PROXY_PID"
@@ -297,6 +306,8 @@ new_works() { [ "$(req dash-token-2 GET /v1/shards)" = 200 ]; }
 check "after SIGHUP a new client's token works" wait_for 10 new_works
 check "after SIGHUP a removed client's token gets 401" status_is 401 dash-token GET /v1/shards
 check "the reload is logged" grep -q "SIGHUP: clients reloaded from $WORK/clients.conf: 4 clients" "$WORK/proxy.log"
+check "feed's rotated token is feed: it reads feed's nightly-1 job" status_is 200 feed-token-2 GET "/v1/jobs/$FEED_JOB"
+check "... and feed's old token, expired now, gets 401" status_is 401 feed-token GET "/v1/jobs/$FEED_JOB"
 printf 'clients = ( { name = "broken"; roles = ["admin"]; } );\n' >"$WORK/clients.conf"
 kill -HUP "$PROXY_PID"
 broken_logged() { grep -q 'clients file not reloaded, the clients loaded before stay: .*client "broken": needs token_sha256' "$WORK/proxy.log"; }

@@ -20,6 +20,7 @@
 #define ADMIN_SHA "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a" /* admin-token */
 #define FEED_SHA "b40f19644925e321aeb2c2f06bd0351c61a6ff91159066ad21832164bd9b3e83"  /* feed-token */
 #define SPAM_SHA "795c6db68dfbfabe29f5dd2c2c2f3fb7990ac1dd370c32e7577a5e3160a44e5d"  /* spam-token */
+#define NOW ((int64_t)1796083200) /* 2026-12-01T00:00:00Z: the time of the decisions */
 #define READER_SHA "ba5005a40cf5212e4ac0190104cc127edab013294bb71279a975b27a80982d45" /* reader-token */
 
 static const char *const good =
@@ -64,8 +65,8 @@ START_TEST(parse_good) {
     ck_assert_str_eq(s->clients[1].scopes[0].type, "pin");
     ck_assert_int_eq(s->clients[1].scopes[0].op, BW_OP_CREATE);
     ck_assert_int_eq(s->clients[1].scopes[1].op, 0);
-    ck_assert_uint_eq(s->clients[0].digest[0], 0x10);
-    ck_assert_uint_eq(s->clients[0].digest[31], 0x2a);
+    ck_assert_uint_eq(s->clients[0].tokens[0].digest[0], 0x10);
+    ck_assert_uint_eq(s->clients[0].tokens[0].digest[31], 0x2a);
     char text[128];
     bw_auth_scopes_text(&s->clients[1], text, sizeof(text));
     ck_assert_str_eq(text, "pin:create, board:*");
@@ -104,7 +105,7 @@ START_TEST(parse_errors) {
              "clients = (\n { name = \"one\"; token_sha256 = \"%s\"; roles = [\"read\"]; },\n"
              " { name = \"two\"; token_sha256 = \"%s\"; roles = [\"admin\"]; }\n);\n",
              ADMIN_SHA, ADMIN_SHA);
-    load_fails(bad, ":3: client \"two\" has the same token_sha256 as client \"one\" (line 2)", NULL);
+    load_fails(bad, ":3: client \"two\" has the same token as client \"one\" (line 2)", NULL);
     /* the same digest in upper case is the same token */
     char upper[65];
     for (int i = 0; i < 64; i++) upper[i] = (char)(ADMIN_SHA[i] >= 'a' ? ADMIN_SHA[i] - 32 : ADMIN_SHA[i]);
@@ -113,7 +114,7 @@ START_TEST(parse_errors) {
              "clients = (\n { name = \"one\"; token_sha256 = \"%s\"; roles = [\"read\"]; },\n"
              " { name = \"two\"; token_sha256 = \"%s\"; roles = [\"admin\"]; }\n);\n",
              ADMIN_SHA, upper);
-    load_fails(bad, "client \"two\" has the same token_sha256 as client \"one\"", NULL);
+    load_fails(bad, "client \"two\" has the same token as client \"one\"", NULL);
     /* duplicate name */
     snprintf(bad, sizeof(bad),
              "clients = (\n { name = \"one\"; token_sha256 = \"%s\"; roles = [\"read\"]; },\n"
@@ -162,24 +163,24 @@ START_TEST(lookup) {
     char err[1024];
     bw_auth_set_t *s = load_text(good, NULL, err, sizeof(err));
     ck_assert_msg(s != NULL, "%s", err);
-    const bw_auth_client_t *c = bw_auth_find(s, "spam-token", 10);
+    const bw_auth_client_t *c = bw_auth_find(s, "spam-token", 10, NULL);
     ck_assert(c && strcmp(c->name, "spam-cleanup") == 0);
-    c = bw_auth_find(s, "admin-token", 11);
+    c = bw_auth_find(s, "admin-token", 11, NULL);
     ck_assert(c && strcmp(c->name, "sre") == 0);
-    ck_assert_ptr_null(bw_auth_find(s, "admin-token ", 12));
-    ck_assert_ptr_null(bw_auth_find(s, "admin-toke", 10));
-    ck_assert_ptr_null(bw_auth_find(s, "", 0));
-    ck_assert_ptr_null(bw_auth_find(s, "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a", 64)); /* the digest is no token */
+    ck_assert_ptr_null(bw_auth_find(s, "admin-token ", 12, NULL));
+    ck_assert_ptr_null(bw_auth_find(s, "admin-toke", 10, NULL));
+    ck_assert_ptr_null(bw_auth_find(s, "", 0, NULL));
+    ck_assert_ptr_null(bw_auth_find(s, "10a4c7c9fc5206d6f36dc6944a81bb6f4a3cb0e25014ae3b12e6c3e52712292a", 64, NULL)); /* the digest is no token */
     /* the digest comparison is OpenSSL's constant-time one, and every client is compared,
      * over the whole digest, even when the first one matched */
     ck_assert_ptr_eq((void *)bw_auth_memcmp, (void *)CRYPTO_memcmp);
     bw_auth_memcmp = counting_memcmp;
     compares = 0, compare_len_ok = 1;
-    c = bw_auth_find(s, "admin-token", 11);
+    c = bw_auth_find(s, "admin-token", 11, NULL);
     ck_assert(c && strcmp(c->name, "sre") == 0);
     ck_assert_int_eq(compares, 4);
     compares = 0;
-    ck_assert_ptr_null(bw_auth_find(s, "nobody", 6));
+    ck_assert_ptr_null(bw_auth_find(s, "nobody", 6, NULL));
     ck_assert_int_eq(compares, 4);
     ck_assert(compare_len_ok);
     bw_auth_memcmp = CRYPTO_memcmp;
@@ -284,39 +285,39 @@ START_TEST(decisions) {
     ck_assert_msg(s != NULL, "%s", err);
     const bw_auth_client_t *c;
     /* open endpoints */
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/healthz", NULL, NULL, 0, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, NULL, 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/readyz", NULL, NULL, 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, NULL, 0, &c, why, sizeof(why)), 401);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer reader-token", NULL, 0, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer spam-token", NULL, 0, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/healthz", NULL, NULL, 0, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, NULL, 1, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/readyz", NULL, NULL, 1, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", NULL, NULL, 0, NOW, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer reader-token", NULL, 0, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/metrics", "Bearer spam-token", NULL, 0, NOW, &c, why, sizeof(why)), 403);
     /* 401: no credential, another scheme, an unknown token; even for unknown endpoints */
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", NULL, NULL, 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", NULL, NULL, 1, NOW, &c, why, sizeof(why)), 401);
     ck_assert_str_eq(why, "no credential: send Authorization: Bearer TOKEN");
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Basic eDp5", NULL, 1, &c, why, sizeof(why)), 401);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer wrong", NULL, 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Basic eDp5", NULL, 1, NOW, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer wrong", NULL, 1, NOW, &c, why, sizeof(why)), 401);
     ck_assert_str_eq(why, "unknown token");
     ck_assert_ptr_null(c);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", NULL, NULL, 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", NULL, NULL, 1, NOW, &c, why, sizeof(why)), 401);
     /* roles */
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer dash-token", NULL, 1, &c, why, sizeof(why)), 401);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer reader-token", NULL, 1, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer dash-token", NULL, 1, NOW, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer reader-token", NULL, 1, NOW, &c, why, sizeof(why)), 403);
     ck_assert_str_eq(why, "POST /v1/batches needs the submit role; client \"dash\" has read");
     ck_assert(c && strcmp(c->name, "dash") == 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", NULL, 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer reader-token", NULL, 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer spam-token", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer reader-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer spam-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
     ck_assert(c && strcmp(c->name, "spam-cleanup") == 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer spam-token", NULL, 1, &c, why, sizeof(why)), 403);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer feed-token", NULL, 1, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/jobs/0123", "Bearer spam-token", NULL, 1, NOW, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer feed-token", NULL, 1, NOW, &c, why, sizeof(why)), 403);
     ck_assert_str_eq(why, "POST /v1/shards/3/pause needs the admin role; client \"feed\" has submit, read");
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer admin-token", NULL, 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer admin-token", NULL, 1, &c, why, sizeof(why)), 0);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer admin-token", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer admin-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer admin-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer admin-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
     /* an authenticated client reaches unknown endpoints (404 there) */
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", "Bearer spam-token", NULL, 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/nowhere", "Bearer spam-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
     /* no clients file: open, no client */
-    ck_assert_uint_eq(bw_auth_decide(NULL, "POST", "/v1/shards/3/pause", NULL, NULL, 0, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(NULL, "POST", "/v1/shards/3/pause", NULL, NULL, 0, NOW, &c, why, sizeof(why)), 0);
     ck_assert_ptr_null(c);
     bw_auth_release(s);
 }
@@ -339,7 +340,7 @@ START_TEST(reload_keeps_old_on_error) {
     bw_auth_t *a = bw_auth_start(conf, err, sizeof(err));
     ck_assert_msg(a != NULL, "%s", err);
     bw_auth_set_t *held = bw_auth_acquire(a); /* a request in flight */
-    ck_assert_ptr_nonnull(bw_auth_find(held, "spam-token", 10));
+    ck_assert_ptr_nonnull(bw_auth_find(held, "spam-token", 10, NULL));
     /* a broken file: the loaded clients stay */
     write_file(path, "clients = ( { name = \"x\"; } );\n");
     ck_assert_int_eq(bw_auth_reload(a, conf), -1);
@@ -353,10 +354,10 @@ START_TEST(reload_keeps_old_on_error) {
     write_file(path, text);
     ck_assert_int_eq(bw_auth_reload(a, conf), 0);
     s = bw_auth_acquire(a);
-    ck_assert_ptr_nonnull(bw_auth_find(s, "feed-token", 10));
-    ck_assert_ptr_null(bw_auth_find(s, "spam-token", 10));
+    ck_assert_ptr_nonnull(bw_auth_find(s, "feed-token", 10, NULL));
+    ck_assert_ptr_null(bw_auth_find(s, "spam-token", 10, NULL));
     bw_auth_release(s);
-    ck_assert_str_eq(bw_auth_find(held, "spam-token", 10)->name, "spam-cleanup");
+    ck_assert_str_eq(bw_auth_find(held, "spam-token", 10, NULL)->name, "spam-cleanup");
     bw_auth_release(held);
     bw_auth_stop(a);
     /* a file that does not load stops the start */
@@ -403,13 +404,17 @@ START_TEST(example_file) {
     bw_auth_set_t *s = bw_auth_load("conf/clients.example.conf", conf, err, sizeof(err));
     ck_assert_msg(s != NULL, "%s", err);
     ck_assert_int_eq(s->client_cnt, 4);
-    const bw_auth_client_t *c = bw_auth_find(s, "example-spam-token", 18);
+    const bw_auth_client_t *c = bw_auth_find(s, "example-spam-token", 18, NULL);
     ck_assert(c && strcmp(c->name, "spam-cleanup") == 0 && bw_auth_allows_op(c, "pin", BW_OP_DELETE) &&
               !bw_auth_allows_op(c, "pin", BW_OP_CREATE));
-    ck_assert_str_eq(bw_auth_find(s, "example-sre-token", 17)->name, "sre");
-    ck_assert_str_eq(bw_auth_find(s, "example-feed-token", 18)->name, "feed-ingest");
-    ck_assert_str_eq(bw_auth_find(s, "example-dash-token", 18)->name, "dashboard");
-    const bw_auth_client_t *feed = bw_auth_find(s, "example-feed-token", 18);
+    ck_assert_str_eq(bw_auth_find(s, "example-sre-token", 17, NULL)->name, "sre");
+    ck_assert_str_eq(bw_auth_find(s, "example-feed-token", 18, NULL)->name, "feed-ingest");
+    ck_assert_str_eq(bw_auth_find(s, "example-dash-token", 18, NULL)->name, "dashboard");
+    const bw_auth_token_t *next;
+    ck_assert_str_eq(bw_auth_find(s, "example-dash-token-2027", 23, &next)->name, "dashboard");
+    ck_assert_int_eq(next->expires, 0);
+    ck_assert_int_eq(s->clients[3].tokens[0].expires, 1811808000); /* date -u -d 2027-06-01 +%s */
+    const bw_auth_client_t *feed = bw_auth_find(s, "example-feed-token", 18, NULL);
     ck_assert(feed->quota.ops_per_second == 50000 && feed->quota.bytes_per_second == 20e6 &&
               feed->quota.max_jobs_in_flight == 8);
     ck_assert(c->quota.ops_per_second == 0 && c->quota.max_jobs_in_flight == 0); /* absent: no limit */
@@ -464,14 +469,14 @@ START_TEST(cert_identity_loading) {
     ck_assert_msg(s != NULL, "%s", err);
     ck_assert_int_eq(s->client_cnt, 3);
     ck_assert_str_eq(s->clients[0].cert_identity, "feed.internal");
-    ck_assert_int_eq(s->clients[0].has_token, 0);
-    ck_assert_int_eq(s->clients[1].has_token, 1);
+    ck_assert_int_eq(s->clients[0].token_cnt, 0);
+    ck_assert_int_eq(s->clients[1].token_cnt, 1);
     ck_assert_ptr_null(s->clients[2].cert_identity);
     ck_assert_str_eq(bw_auth_find_identity(s, "spiffe://bw/ops")->name, "ops");
     ck_assert_ptr_null(bw_auth_find_identity(s, "feed.internal.")); /* exact match only */
     ck_assert_ptr_null(bw_auth_find_identity(s, "FEED.INTERNAL"));
     ck_assert_ptr_null(bw_auth_find_identity(s, NULL));
-    ck_assert_str_eq(bw_auth_find(s, "admin-token", 11)->name, "ops");
+    ck_assert_str_eq(bw_auth_find(s, "admin-token", 11, NULL)->name, "ops");
     bw_auth_release(s);
     /* neither a token nor a certificate identity */
     load_fails("clients = ( { name = \"n\"; roles = [\"read\"]; } );\n",
@@ -516,41 +521,41 @@ START_TEST(cert_decisions) {
     ck_assert_msg(s != NULL, "%s", err);
     const bw_auth_client_t *c;
     /* a certificate alone: the client's roles and scopes, as with a token */
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", NULL, "feed.internal", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", NULL, "feed.internal", 1, NOW, &c, why, sizeof(why)), 0);
     ck_assert(c && strcmp(c->name, "feed-cert") == 0);
     ck_assert(bw_auth_allows_op(c, "pin", BW_OP_CREATE) && !bw_auth_allows_op(c, "board", BW_OP_CREATE));
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", NULL, "feed.internal", 1, &c, why, sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", NULL, "feed.internal", 1, NOW, &c, why, sizeof(why)), 403);
     ck_assert_str_eq(why, "POST /v1/shards/3/pause needs the admin role; client \"feed-cert\" has submit");
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", NULL, "spiffe://bw/ops", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", NULL, "spiffe://bw/ops", 1, NOW, &c, why, sizeof(why)), 0);
     ck_assert_str_eq(c->name, "ops");
     /* open endpoints stay open whatever the certificate */
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/healthz", NULL, "nobody.internal", 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/healthz", NULL, "nobody.internal", 1, NOW, &c, why, sizeof(why)), 0);
     /* an identity that is no client's: 401 with it named; a valid token then decides */
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", NULL, "nobody.internal", 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", NULL, "nobody.internal", 1, NOW, &c, why, sizeof(why)), 401);
     ck_assert_str_eq(why, "the client certificate's identity \"nobody.internal\" is no client's cert_identity");
     ck_assert_ptr_null(c);
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", "nobody.internal", 1, &c, why,
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", "nobody.internal", 1, NOW, &c, why,
                                      sizeof(why)), 0);
     ck_assert_str_eq(c->name, "dash");
     /* a token presented must be valid, even beside a good certificate */
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer wrong", "feed.internal", 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer wrong", "feed.internal", 1, NOW, &c, why, sizeof(why)), 401);
     ck_assert_str_eq(why, "unknown token");
     ck_assert_ptr_null(c);
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Basic eDp5", "feed.internal", 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Basic eDp5", "feed.internal", 1, NOW, &c, why, sizeof(why)), 401);
     /* a certificate and a token of two clients: refused, not one of them picked */
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", "feed.internal", 1, &c, why,
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer reader-token", "feed.internal", 1, NOW, &c, why,
                                      sizeof(why)), 401);
     ck_assert_str_eq(why, "the client certificate is client \"feed-cert\"'s and the token client \"dash\"'s: "
                           "send one client's credentials");
     ck_assert_ptr_null(c);
     /* both of one client */
-    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/1/resume", "Bearer admin-token", "spiffe://bw/ops", 1, &c,
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/1/resume", "Bearer admin-token", "spiffe://bw/ops", 1, NOW, &c,
                                      why, sizeof(why)), 0);
     ck_assert_str_eq(c->name, "ops");
     /* a token-only client's name is no identity */
-    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", NULL, "dash", 1, &c, why, sizeof(why)), 401);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", NULL, "dash", 1, NOW, &c, why, sizeof(why)), 401);
     /* no clients file: open */
-    ck_assert_uint_eq(bw_auth_decide(NULL, "POST", "/v1/shards/3/pause", NULL, "x", 0, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(NULL, "POST", "/v1/shards/3/pause", NULL, "x", 0, NOW, &c, why, sizeof(why)), 0);
     bw_auth_release(s);
 }
 END_TEST
@@ -730,6 +735,84 @@ START_TEST(tls_files) {
 }
 END_TEST
 
+START_TEST(token_expiry) {
+    /* one token with an expiry, and a rotation: an old token expiring, a new one not */
+    char text[2048], err[1024];
+    snprintf(text, sizeof(text),
+             "clients = (\n"
+             "  { name = \"sre\"; token_sha256 = \"%s\"; token_expires = \"2026-12-01T00:00:00Z\"; roles = [\"admin\"]; },\n"
+             "  { name = \"feed\"; roles = [\"submit\"]; scopes = [\"pin:create\"];\n"
+             "    tokens = ( { sha256 = \"%s\"; expires = \"2026-12-08T12:00:00Z\"; }, { sha256 = \"%s\"; } ); }\n"
+             ");\n", ADMIN_SHA, FEED_SHA, SPAM_SHA);
+    bw_auth_set_t *s = load_text(text, NULL, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    ck_assert_int_eq(s->clients[0].token_cnt, 1);
+    ck_assert_int_eq(s->clients[0].tokens[0].expires, NOW);
+    ck_assert_int_eq(s->clients[1].token_cnt, 2);
+    ck_assert_int_eq(s->clients[1].tokens[0].expires, NOW + 7 * 86400 + 12 * 3600);
+    ck_assert_int_eq(s->clients[1].tokens[1].expires, 0);
+    /* both of feed's tokens are feed's: its name, and so its request_ids, jobs and quotas */
+    const bw_auth_token_t *entry;
+    ck_assert_str_eq(bw_auth_find(s, "feed-token", 10, &entry)->name, "feed");
+    ck_assert_ptr_eq(entry, &s->clients[1].tokens[0]);
+    ck_assert_str_eq(bw_auth_find(s, "spam-token", 10, &entry)->name, "feed");
+    ck_assert_ptr_eq(entry, &s->clients[1].tokens[1]);
+    /* the expiry is the first second refused */
+    const bw_auth_client_t *c;
+    char why[512];
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer admin-token", NULL, 0, NOW - 1, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer admin-token", NULL, 0, NOW, &c, why, sizeof(why)), 401);
+    ck_assert_str_eq(why, "the token expired at 2026-12-01T00:00:00Z: ask for a new one");
+    ck_assert_ptr_null(c);
+    /* during the rotation both work; after it only the new one */
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer feed-token", NULL, 0, NOW, &c, why, sizeof(why)), 0);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer spam-token", NULL, 0, NOW, &c, why, sizeof(why)), 0);
+    int64_t later = NOW + 8 * 86400;
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer feed-token", NULL, 0, later, &c, why, sizeof(why)), 401);
+    ck_assert_ptr_nonnull(strstr(why, "expired at 2026-12-08T12:00:00Z"));
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer spam-token", NULL, 0, later, &c, why, sizeof(why)), 0);
+    ck_assert_str_eq(c->name, "feed");
+    bw_auth_release(s);
+
+    /* the time's format, strictly UTC with the Z; impossible dates refused */
+    int64_t t;
+    ck_assert_int_eq(bw_auth_parse_time("1970-01-01T00:00:00Z", &t), 0);
+    ck_assert_int_eq(t, 0);
+    ck_assert_int_eq(bw_auth_parse_time("2028-02-29T23:59:59Z", &t), 0);
+    const char *const bad_times[] = {"2026-12-01", "2026-12-01T00:00:00", "2026-12-01T00:00:00+01:00",
+                                     "2026-12-01T00:00:00Zx", "2027-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
+                                     "2026-12-01T24:00:00Z", "1969-12-31T23:59:59Z", "2026-12-1T00:00:00Z", ""};
+    for (size_t i = 0; i < sizeof(bad_times) / sizeof(bad_times[0]); i++)
+        ck_assert_msg(bw_auth_parse_time(bad_times[i], &t) == -1, "\"%s\" was taken as a time", bad_times[i]);
+
+    /* errors name the key */
+    snprintf(text, sizeof(text), "clients = ( { name = \"a\"; token_sha256 = \"%s\"; token_expires = \"tomorrow\";\n"
+             "  roles = [\"read\"]; } );\n", ADMIN_SHA);
+    load_fails(text, ":1: client \"a\": token_expires must be a UTC time like \"2027-03-01T00:00:00Z\"", NULL);
+    load_fails("clients = ( { name = \"a\"; token_expires = \"2027-03-01T00:00:00Z\"; roles = [\"read\"]; } );\n",
+               "client \"a\": token_expires needs token_sha256", NULL);
+    snprintf(text, sizeof(text), "clients = ( { name = \"a\"; token_sha256 = \"%s\"; roles = [\"read\"];\n"
+             "  tokens = ( { sha256 = \"%s\"; } ); } );\n", ADMIN_SHA, FEED_SHA);
+    load_fails(text, ":2: client \"a\": tokens, or token_sha256 and token_expires: not both", NULL);
+    snprintf(text, sizeof(text), "clients = ( { name = \"a\"; roles = [\"read\"];\n"
+             "  tokens = ( { sha256 = \"%s\"; }, { sha256 = \"%s\"; expire = \"x\"; } ); } );\n", ADMIN_SHA, FEED_SHA);
+    load_fails(text, "client \"a\": tokens[1]: unknown key \"expire\" (sha256, expires)", NULL);
+    snprintf(text, sizeof(text), "clients = ( { name = \"a\"; roles = [\"read\"];\n"
+             "  tokens = ( { sha256 = \"%s\"; }, { sha256 = \"%s\"; } ); } );\n", ADMIN_SHA, ADMIN_SHA);
+    load_fails(text, "client \"a\": tokens[1] is the same token as tokens[0]", NULL);
+    load_fails("clients = ( { name = \"a\"; roles = [\"read\"]; tokens = ( ); } );\n",
+               "client \"a\": tokens must be a list of 1 to 8 groups", NULL);
+    snprintf(text, sizeof(text), "clients = ( { name = \"a\"; roles = [\"read\"];\n"
+             "  tokens = ( { sha256 = \"%.60s\"; } ); } );\n", ADMIN_SHA);
+    load_fails(text, ":2: client \"a\": tokens[].sha256 must be 64 hex digits", "has 60 characters");
+    /* a rotated-in token is still unique across clients */
+    snprintf(text, sizeof(text), "clients = ( { name = \"one\"; token_sha256 = \"%s\"; roles = [\"read\"]; },\n"
+             "  { name = \"two\"; roles = [\"read\"]; tokens = ( { sha256 = \"%s\"; }, { sha256 = \"%s\"; } ); } );\n",
+             FEED_SHA, ADMIN_SHA, FEED_SHA);
+    load_fails(text, ":2: client \"two\" has the same token as client \"one\" (line 1)", NULL);
+}
+END_TEST
+
 Suite *auth_suite(void) {
     Suite *s = suite_create("auth");
     TCase *tc = tcase_create("auth");
@@ -747,6 +830,7 @@ Suite *auth_suite(void) {
     tcase_add_test(tc, cert_decisions);
     tcase_add_test(tc, cert_identity_names);
     tcase_add_test(tc, tls_files);
+    tcase_add_test(tc, token_expiry);
     suite_add_tcase(s, tc);
     return s;
 }
