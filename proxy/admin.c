@@ -109,34 +109,75 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
     return out;
 }
 
+int bw_admin_is_control(const char *method, const char *url) {
+    return strcmp(method, "POST") == 0 && (strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0);
+}
+
 int bw_admin_served(const char *method, const char *url, bw_listener_t on, char *why, size_t why_size) {
     int get = strcmp(method, "GET") == 0;
-    int control = strcmp(method, "POST") == 0 && strncmp(url, "/v1/shards/", 11) == 0;
+    int control = bw_admin_is_control(method, url);
     if (on == BW_LISTENER_DATA && control) {
-        snprintf(why, why_size, "%.8s %.200s: shard control is served on the admin listener only "
+        snprintf(why, why_size, "%.8s %.200s: shard and server control are served on the admin listener only "
                                 "(proxy.admin_listen_address:proxy.admin_port), not on this port", method, url);
         return 0;
     }
     if (on == BW_LISTENER_ADMIN && !control &&
         !(get && (!strcmp(url, "/v1/shards") || !strcmp(url, "/healthz") || !strcmp(url, "/metrics")))) {
-        snprintf(why, why_size, "%.8s %.200s is not served on the admin listener: it serves shard control, "
+        snprintf(why, why_size, "%.8s %.200s is not served on the admin listener: it serves shard and server control, "
                                 "GET /v1/shards, /healthz and /metrics (the rest is on proxy.port)", method, url);
         return 0;
     }
     return 1;
 }
 
-int bw_admin_parse_url(const bw_config_t *conf, const char *url, const char **action, char *err, size_t esz) {
-    const char *p = url + strlen("/v1/shards/");
-    char *end;
-    long s = strtol(p, &end, 10);
-    if (end == p || *end != '/') return snprintf(err, esz, "expected /v1/shards/{shard}/rate|pause|resume"), -1;
-    if (s < 0 || s >= conf->shard_count)
-        return snprintf(err, esz, "shard %ld is out of range: shards.count is %d", s, conf->shard_count), -1;
-    *action = end + 1;
-    if (strcmp(*action, "rate") && strcmp(*action, "pause") && strcmp(*action, "resume"))
-        return snprintf(err, esz, "unknown action \"%s\": use rate, pause or resume", *action), -1;
-    return (int)s;
+int bw_admin_parse_url(const bw_config_t *conf, const char *url, bw_admin_target_t *t, char *err, size_t esz) {
+    const char *slash;
+    memset(t, 0, sizeof(*t));
+    if (strncmp(url, "/v1/servers/", 12) == 0) {
+        const char *name = url + 12;
+        if (!(slash = strchr(name, '/')) || slash == name)
+            return snprintf(err, esz, "expected /v1/servers/{server}/rate|pause|resume"), -1;
+        for (int i = 0; i < conf->server_cnt && !t->server; i++) {
+            const bw_server_t *sv = &conf->servers[i];
+            if (strlen(sv->name) == (size_t)(slash - name) && strncmp(sv->name, name, (size_t)(slash - name)) == 0) {
+                t->server = sv->name;
+                t->first_shard = sv->first_shard;
+                t->last_shard = sv->last_shard;
+            }
+        }
+        if (!t->server) {
+            size_t n = 0;
+            char names[256] = "";
+            for (int i = 0; i < conf->server_cnt && n < sizeof(names); i++)
+                n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "", conf->servers[i].name);
+            return snprintf(err, esz, "no server \"%.*s\" in shards.servers (%s)",
+                            (int)(slash - name > 64 ? 64 : slash - name), name, names), -1;
+        }
+    } else {
+        const char *p = url + strlen("/v1/shards/");
+        char *end;
+        long s = strtol(p, &end, 10);
+        if (end == p || *end != '/') return snprintf(err, esz, "expected /v1/shards/{shard}/rate|pause|resume"), -1;
+        if (s < 0 || s >= conf->shard_count)
+            return snprintf(err, esz, "shard %ld is out of range: shards.count is %d", s, conf->shard_count), -1;
+        t->first_shard = t->last_shard = (int)s;
+        slash = end;
+    }
+    t->action = slash + 1;
+    if (strcmp(t->action, "rate") && strcmp(t->action, "pause") && strcmp(t->action, "resume"))
+        return snprintf(err, esz, "unknown action \"%.40s\": use rate, pause or resume", t->action), -1;
+    return 0;
+}
+
+char *bw_admin_server_json(const bw_config_t *conf, const bw_admin_target_t *t, const bw_shard_setting_t *sets) {
+    json_t *arr = json_array();
+    for (int s = t->first_shard; s <= t->last_shard; s++)
+        json_array_append_new(arr, setting_obj(conf, s, &sets[s - t->first_shard], 1));
+    json_t *o = json_pack("{s:s, s:i, s:i, s:o}", "server", t->server, "first_shard", t->first_shard, "last_shard",
+                          t->last_shard, "shards", arr);
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
 }
 
 void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size) {
@@ -215,7 +256,11 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
         set->paused = strcmp(action, "pause") == 0;
     }
     json_t *reason = json_object_get(j, "reason");
-    snprintf(set->reason, sizeof(set->reason), "%s", reason ? json_string_value(reason) : "");
+    const char *why = reason ? json_string_value(reason) : "";
+    if (caller->server) /* a server-wide change says so in every shard's record */
+        snprintf(set->reason, sizeof(set->reason), "server %s%s%s", caller->server, *why ? ": " : "", why);
+    else
+        snprintf(set->reason, sizeof(set->reason), "%s", why);
     set->updated_at_ms = bw_wall_ms();
     snprintf(set->changed_by, sizeof(set->changed_by), "%s", caller->by);
     snprintf(set->changed_from, sizeof(set->changed_from), "%s", caller->from);

@@ -2,7 +2,8 @@
  * (configured and effective budgets in statements/s and rows/s, paused, lag, recent
  * errors); POST
  * /v1/shards/{n}/rate|pause|resume changes the shard's record in the control topic,
- * which every consumer follows.
+ * which every consumer follows; POST /v1/servers/{name}/rate|pause|resume makes the same
+ * change to the record of every shard of that server.
  *
  * @locality any HTTP thread. */
 #ifndef BW_ADMIN_H
@@ -20,11 +21,12 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
 /* JSON of one shard's setting (malloc'd). */
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 
-/* Parses "/v1/shards/{n}/{action}": the shard (or -1 with err naming what is wrong) and
- * the action ("rate", "pause", "resume"). */
 /* Which listener a request came in on: the only one (proxy.admin_port 0), or the data or
  * the admin listener of a proxy that has both. */
 typedef enum { BW_LISTENER_ONLY, BW_LISTENER_DATA, BW_LISTENER_ADMIN } bw_listener_t;
+
+/* 1 if method+url is shard or server control (POST /v1/shards/..., /v1/servers/...). */
+int bw_admin_is_control(const char *method, const char *url);
 
 /* 1 if the listener `on` serves method+url. With an admin listener, shard control is
  * served there only, and it serves nothing else but GET /v1/shards, /healthz and
@@ -32,13 +34,27 @@ typedef enum { BW_LISTENER_ONLY, BW_LISTENER_DATA, BW_LISTENER_ADMIN } bw_listen
  * answer 404 or 405 after). */
 int bw_admin_served(const char *method, const char *url, bw_listener_t on, char *why, size_t why_size);
 
-int bw_admin_parse_url(const bw_config_t *conf, const char *url, const char **action, char *err, size_t esz);
+/* What a control request changes: one shard, or every shard of one server. */
+typedef struct {
+    int first_shard, last_shard; /* inclusive */
+    const char *server;          /* the server's name (conf's) for /v1/servers/{name}/..., else NULL */
+    const char *action;          /* "rate", "pause" or "resume" (points into the url) */
+} bw_admin_target_t;
+
+/* Parses "/v1/shards/{n}/{action}" or "/v1/servers/{name}/{action}" into *t. -1 with
+ * err naming what is wrong (an unknown shard or server, an unknown action). */
+int bw_admin_parse_url(const bw_config_t *conf, const char *url, bw_admin_target_t *t, char *err, size_t esz);
+
+/* JSON of a server-wide change (malloc'd): the server, its shards, and each one's setting. */
+char *bw_admin_server_json(const bw_config_t *conf, const bw_admin_target_t *t, const bw_shard_setting_t *sets);
 
 /* Who changes a shard, for the audit trail: the client's name ("(open)" without a
- * clients file) and the caller's address. */
+ * clients file) and the caller's address; server: the server named in a server-wide
+ * change (its shards' records say "server NAME: " before the reason), else NULL. */
 typedef struct {
     const char *by;
     const char *from;
+    const char *server;
 } bw_admin_caller_t;
 
 #define BW_CONTROL_HISTORY 20 /* changes a shard's control record keeps, newest first */

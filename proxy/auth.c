@@ -420,7 +420,7 @@ unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_me
         return open_metrics ? 0 : BW_ROLE_READ | BW_ROLE_ADMIN;
     if (post && strcmp(url, "/v1/batches") == 0) return BW_ROLE_SUBMIT | BW_ROLE_ADMIN;
     if (get && (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)) return BW_ROLE_READ | BW_ROLE_ADMIN;
-    if (post && strncmp(url, "/v1/shards/", 11) == 0) return BW_ROLE_ADMIN;
+    if (post && (strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)) return BW_ROLE_ADMIN;
     return BW_ROLE_ANY;
 }
 

@@ -29,7 +29,8 @@
  *   submit  POST /v1/batches, each op within the client's scopes ("type:op", either side
  *           may be "*"); an op outside them is refused on its own, with the reason
  *   read    GET /v1/jobs/{id}, GET /v1/shards; /metrics and /readyz when they are not open
- *   admin   everything, shard control (POST /v1/shards/{n}/rate|pause|resume) included
+ *   admin   everything, shard and server control (POST /v1/shards/{n}/ACTION,
+ *           /v1/servers/{name}/ACTION; ACTION rate, pause or resume) included
  * /healthz is always open; /metrics and /readyz are open with proxy.auth.open_metrics.
  *
  * A loaded set of clients (bw_auth_set_t) never changes. bw_auth_t holds the current one

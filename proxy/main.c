@@ -200,15 +200,29 @@ static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecor
 }
 
 /* Produces one record to a side topic and waits for its acknowledgement. */
+/* Produces n records to topic and waits for all of them together; errs[i] (may be NULL)
+ * gets each one's error. Returns the first error, 0 when Kafka acknowledged every one. */
+static rd_kafka_resp_err_t produce_records(const char *topic, size_t n, const char *const *keys, const size_t *klens,
+                                           void *const *vals, const size_t *vlens, rd_kafka_resp_err_t *errs) {
+    bw_kafka_acks_t acks;
+    bw_kafka_acks_init(&acks, proxy.rk, 0, proxy.conf->produce_timeout_ms, errs, NULL);
+    delivery_t *dvs = calloc(n, sizeof(*dvs));
+    for (size_t i = 0; i < n; i++) {
+        dvs[i] = (delivery_t){&acks, i, -1, 0};
+        bw_kafka_msg_t km = {.topic = topic, .partition = RD_KAFKA_PARTITION_UA, .key = keys[i], .key_len = klens[i],
+                             .value = vals[i], .value_len = vlens[i], .msgflags = RD_KAFKA_MSG_F_COPY};
+        bw_kafka_acks_produce(&acks, &km, i, &dvs[i]);
+    }
+    rd_kafka_resp_err_t e = bw_kafka_acks_wait(&acks);
+    free(dvs);
+    return e;
+}
+
 static rd_kafka_resp_err_t produce_record(const char *topic, const void *key, size_t klen, const void *val,
                                           size_t vlen) {
-    bw_kafka_acks_t acks;
-    bw_kafka_acks_init(&acks, proxy.rk, 0, proxy.conf->produce_timeout_ms, NULL, NULL);
-    delivery_t dv = {&acks, 0, -1, 0};
-    bw_kafka_msg_t km = {.topic = topic, .partition = RD_KAFKA_PARTITION_UA, .key = key, .key_len = klen,
-                         .value = (void *)val, .value_len = vlen, .msgflags = RD_KAFKA_MSG_F_COPY};
-    bw_kafka_acks_produce(&acks, &km, 0, &dv);
-    return bw_kafka_acks_wait(&acks);
+    const char *k = key;
+    void *v = (void *)val;
+    return produce_records(topic, 1, &k, &klen, &v, &vlen, NULL);
 }
 
 /* The job's earlier record when the request has a request_id (a resend) and this proxy
@@ -602,48 +616,80 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
 
 /* POST /v1/shards/{n}/rate|pause|resume: a new control record for the shard, acknowledged
  * by Kafka before the reply. */
-static enum MHD_Result handle_shard_control(struct MHD_Connection *c, const char *url, upload_t *up) {
+/* POST /v1/shards/{n}/ACTION and /v1/servers/{name}/ACTION: the change to each shard's
+ * record, produced together, then the shard's setting (or the server's shards'). */
+static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url, upload_t *up) {
     char err[512];
-    const char *action;
-    int shard = bw_admin_parse_url(proxy.conf, url, &action, err, sizeof(err));
-    if (shard < 0) return reply_error(c, MHD_HTTP_NOT_FOUND, "%s", err);
+    bw_admin_target_t t;
+    if (bw_admin_parse_url(proxy.conf, url, &t, err, sizeof(err))) return reply_error(c, MHD_HTTP_NOT_FOUND, "%s", err);
     if (up->too_large) return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
-    /* read-modify-write of the shard's record: one change at a time in this proxy (two
+    size_t n = (size_t)(t.last_shard - t.first_shard + 1);
+    bw_shard_setting_t *sets = calloc(n, sizeof(*sets));
+    void **recs = calloc(n, sizeof(*recs));
+    size_t *rec_lens = calloc(n, sizeof(*rec_lens)), *key_lens = calloc(n, sizeof(*key_lens));
+    char (*keys)[24] = calloc(n, sizeof(*keys));
+    const char **key_ptrs = calloc(n, sizeof(*key_ptrs));
+    rd_kafka_resp_err_t *errs = calloc(n, sizeof(*errs));
+    char from[INET6_ADDRSTRLEN];
+    caller_address(c, from, sizeof(from));
+    bw_admin_caller_t caller = {up->client ? up->client->name : "(open)", from, t.server};
+    /* read-modify-write of the shards' records: one change at a time in this proxy (two
      * proxies changing one shard at once can still race; the last write wins) */
     static pthread_mutex_t control_mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&control_mu);
-    bw_shard_table_sync(proxy.shards, 2000); /* start from the latest setting */
-    bw_shard_setting_t set;
-    Bulkwrite__V1__ShardControl *prev = bw_shard_table_control(proxy.shards, shard);
-    if (prev) bw_shard_setting_from_record(prev, &set);
-    else memset(&set, 0, sizeof(set));
-    char from[INET6_ADDRSTRLEN];
-    caller_address(c, from, sizeof(from));
-    bw_admin_caller_t caller = {up->client ? up->client->name : "(open)", from};
-    void *rec;
-    size_t rec_len;
-    int bad = bw_admin_control_update(shard, action, up->body ? up->body : "", up->len, prev, &caller, &set, &rec,
-                                      &rec_len, err, sizeof(err));
-    if (prev) bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
-    if (bad) {
-        pthread_mutex_unlock(&control_mu);
-        return reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+    bw_shard_table_sync(proxy.shards, 2000); /* start from the latest settings */
+    int bad = 0;
+    for (size_t i = 0; i < n && !bad; i++) {
+        int shard = t.first_shard + (int)i;
+        Bulkwrite__V1__ShardControl *prev = bw_shard_table_control(proxy.shards, shard);
+        if (prev) bw_shard_setting_from_record(prev, &sets[i]);
+        bad = bw_admin_control_update(shard, t.action, up->body ? up->body : "", up->len, prev, &caller, &sets[i],
+                                      &recs[i], &rec_lens[i], err, sizeof(err));
+        if (prev) bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+        key_lens[i] = (size_t)bw_shard_key(shard, keys[i]);
+        key_ptrs[i] = keys[i];
     }
-    char key[24];
-    int klen = bw_shard_key(shard, key);
-    rd_kafka_resp_err_t e = produce_record(proxy.conf->control_topic, key, (size_t)klen, rec, rec_len);
-    free(rec);
-    if (!e) bw_shard_table_sync(proxy.shards, 2000); /* the next change starts from this one */
+    rd_kafka_resp_err_t e = 0;
+    if (!bad) {
+        e = produce_records(proxy.conf->control_topic, n, key_ptrs, key_lens, recs, rec_lens, errs);
+        bw_shard_table_sync(proxy.shards, 2000); /* the next change starts from this one */
+    }
     pthread_mutex_unlock(&control_mu);
-    if (e)
-        return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the change was not stored: Kafka did not acknowledge it (%s)",
-                           rd_kafka_err2str(e));
+    size_t stored = 0;
+    for (size_t i = 0; i < n; i++) {
+        stored += !bad && !errs[i];
+        free(recs[i]);
+    }
+    enum MHD_Result ret;
     char setting[160];
-    bw_admin_setting_text(&set, setting, sizeof(setting));
-    bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "operator: %s by %s from %s, now %s%s%s", action, caller.by, from,
-           setting, set.reason[0] ? ": " : "", set.reason);
-    char *body = bw_admin_setting_json(proxy.conf, shard, &set);
-    return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    bw_admin_setting_text(&sets[0], setting, sizeof(setting));
+    if (bad) {
+        ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+    } else if (e) {
+        /* the records are independent: say how many shards took the change (retrying is safe) */
+        ret = reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                          "the change was stored for %zu of %zu shards: Kafka did not acknowledge the rest (%s); "
+                          "send it again", stored, n, rd_kafka_err2str(e));
+    } else if (!t.server) {
+        bw_log(BW_LOG_INFO, COMPONENT, t.first_shard, NULL, "operator: %s by %s from %s, now %s%s%s", t.action,
+               caller.by, from, setting, sets[0].reason[0] ? ": " : "", sets[0].reason);
+        char *body = bw_admin_setting_json(proxy.conf, t.first_shard, &sets[0]);
+        ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    } else {
+        bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "operator: %s of server %s (shards %d to %d) by %s from %s, shard %d "
+               "now %s: %s", t.action, t.server, t.first_shard, t.last_shard, caller.by, from, t.first_shard, setting,
+               sets[0].reason);
+        char *body = bw_admin_server_json(proxy.conf, &t, sets);
+        ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
+    free(sets);
+    free(recs);
+    free(rec_lens);
+    free(key_lens);
+    free(keys);
+    free(key_ptrs);
+    free(errs);
+    return ret;
 }
 
 /* /readyz: ready while a broker answers a metadata request. @locality an HTTP thread */
@@ -696,7 +742,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         if (up->refused) return refuse(c, up->refused, up->why);
         if (strcmp(url, "/v1/batches") == 0) return handle_batch(c, up);
-        if (strncmp(url, "/v1/shards/", 11) == 0) return handle_shard_control(c, url, up);
+        if (bw_admin_is_control(method, url)) return handle_control(c, url, up);
     } else {
         bw_auth_set_t *set;
         const bw_auth_client_t *client;
@@ -725,7 +771,7 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
         char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     }
-    if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0)
+    if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)
         return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST for %s", url);
     if (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)
         return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET for %s", url);

@@ -111,6 +111,8 @@ check "a read client posting a batch: 403 with the reason" read_posts
 submit_controls() { status_is 403 feed-token POST /v1/shards/3/pause '{"reason":"not mine"}' &&
     body_has 'needs the admin role; client \"feed\" has submit, read'; }
 check "a submit client pausing a shard: 403 with the reason" submit_controls
+check "a submit client pausing a whole server: 403" status_is 403 feed-token POST /v1/servers/mysql-a/pause '{}'
+check "server control without a token: 401" status_is 401 "" POST /v1/servers/mysql-a/pause '{}'
 bwctl_refused() {
     ! BW_TOKEN=feed-token "$BIN/bwctl" -c "$CONF" --url "$BASE" set-rate 3 0 2>"$WORK/bwctl.err" &&
         grep -q "needs the admin role" "$WORK/bwctl.err"
@@ -409,7 +411,7 @@ mixed_creds() { tstatus_is 401 "${as_feed[@]}" -H 'Authorization: Bearer dash-to
 check "a certificate and a token of two clients: 401" mixed_creds
 check "a token alone works over HTTPS" tstatus_is 200 -H 'Authorization: Bearer dash-token' "$DATA/v1/shards"
 admin_on_data() { tstatus_is 404 -H 'Authorization: Bearer admin-token' -d '{}' "$DATA/v1/shards/3/pause" &&
-    body_has 'shard control is served on the admin listener only'; }
+    body_has 'shard and server control are served on the admin listener only'; }
 check "shard control on the data port, even by the admin: 404 with the reason" admin_on_data
 check "shard control without a credential on the admin port: 401" tstatus_is 401 -d '{}' "$ADMIN/v1/shards/3/pause"
 batch_on_admin() { tstatus_is 404 -H 'Authorization: Bearer admin-token' "${json[@]}" --data-binary "$FEED_CREATE" \

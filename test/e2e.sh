@@ -297,6 +297,40 @@ usage_codes() {
 }
 check "bad usage exits 2, --help exits 0" usage_codes
 
+# Per-server control: every shard of mysql-b (4 to 7) paused in one call, then resumed.
+all_paused() { for s in "$@"; do metric_is bulkwrite_consumer_paused "$s" 1 || return 1; done; }
+none_paused() { for s in "$@"; do metric_is bulkwrite_consumer_paused "$s" 0 || return 1; done; }
+rates_are() { local r=$1; shift; for s in "$@"; do metric_is bulkwrite_consumer_rate_batches_per_second "$s" "$r" || return 1; done; }
+check "bwctl pause --server mysql-b" "${BWCTL[@]}" pause --server mysql-b --reason "kernel upgrade"
+check "the consumer pauses shards 4 to 7 within 5 s, and no shard of mysql-a" \
+    wait_for 5 eval 'all_paused 4 5 6 7 && none_paused 0 1 2 3'
+server_records() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" | jq -e '
+    ([.shards[] | select(.shard >= 4) | .paused and .reason == "server mysql-b: kernel upgrade"] | all) and
+    ([.shards[] | select(.shard < 4) | .paused] | any | not)'; }
+check "GET /v1/shards: shards 4 to 7 paused, each naming the server and the reason" server_records
+rows6() { mariadb -h127.0.0.1 -P$DB_B -uroot -N -e "SELECT COUNT(*) FROM db00006.pins"; }
+rows1() { mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT COUNT(*) FROM db00001.pins"; }
+before6=$(rows6) before1=$(rows1)
+check "creates for shard 6 (mysql-b) and shard 1 (mysql-a) are accepted" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:300:6 feed:300:1
+check "shard 1 (mysql-a) applies its 300 creates meanwhile" wait_for 60 eval '[ "$(rows1)" = $((before1 + 300)) ]'
+check "nothing is applied to shard 6 ($before6 rows before, $(rows6) now)" test "$(rows6)" = "$before6"
+server_history() { "${BWCTL[@]}" shards --history | tee "$WORK/history.txt" | grep -E '^6 .*pause .*server mysql-b: kernel upgrade'; }
+check "bwctl shards --history: shard 6's pause by the server-wide change" server_history
+check "an unknown server is refused, naming the servers there are" \
+    refused 1 'no server "mysql-c" in shards.servers (mysql-a, mysql-b)' pause --server mysql-c
+check "bwctl set-rate --server mysql-a 40" "${BWCTL[@]}" set-rate --server mysql-a 40 --reason "e2e"
+check "shards 0 to 3 run at 40 statements/s within 5 s" \
+    wait_for 5 rates_are 40 0 1 2 3
+check "bwctl resume --server mysql-b" "${BWCTL[@]}" resume --server mysql-b
+check "bwctl set-rate --server mysql-a default: back to the configured rate" \
+    "${BWCTL[@]}" set-rate --server mysql-a default
+check "the resumed server applies its backlog; every shard row by row" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:100000 feed:20000:$HOT cleanup:20000:$HOT \
+    like:20000:$HOT feed:1000:2 like:1000:2 feed:500:4 feed:300:6 feed:300:1
+check "no shard is paused, and shards 0 to 3 are back at the configured rate (0 = unlimited)" \
+    wait_for 5 eval 'none_paused 0 1 2 3 4 5 6 7 && rates_are 0 0 1 2 3'
+
 # SIGHUP: the running consumer takes the file's new rates; a key that needs a restart is refused.
 sed -i "s/default_rate = 0.0;/default_rate = 7.0;/" "$WORK/fresh.conf"
 kill -HUP "$LAST_PID"

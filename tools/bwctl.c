@@ -11,6 +11,7 @@
  *                        (0 = no row budget); "default" = back to the configured value
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
  *   resume SHARD         apply them again
+ *                        (set-rate, pause, resume: --server NAME for every shard of a server)
  *   schema [--print] [--create-users]
  *                        create every shard database and table (or print the DDL), and
  *                        the consumer's and the proxy's least-privilege users
@@ -657,41 +658,55 @@ static int cmd_control(int argc, char **argv) {
     int is_rate = strcmp(cmd, "set-rate") == 0;
     char help[1024];
     snprintf(help, sizeof(help),
-             "usage: bwctl %s SHARD%s [--reason TEXT]\n%s\n"
-             "Every consumer applies it within seconds; it lasts until changed, across restarts.\n",
-             cmd, is_rate ? " [RATE|default] [--rows ROWS|default]" : "",
+             "usage: bwctl %s SHARD%s [--reason TEXT]\n"
+             "       bwctl %s --server NAME%s [--reason TEXT]\n%s\n"
+             "With --server, every shard of that server (shards.servers) gets the same change, each in\n"
+             "its own record (the reason says \"server NAME\"). Every consumer applies it within\n"
+             "seconds; it lasts until changed, across restarts.\n",
+             cmd, is_rate ? " [RATE|default] [--rows ROWS|default]" : "", cmd,
+             is_rate ? " [RATE|default] [--rows ROWS|default]" : "",
              is_rate ? "Sets the shard's budget: RATE statements per second (0 = unlimited, else "
                        BW_RATE_BOUNDS_TEXT "),\n--rows ROWS rows per second (0 = no row budget, else "
                        BW_ROW_RATE_BOUNDS_TEXT "), or both;\nwhichever binds first holds the shard back. "
                        "default = back to the configured value;\na budget not given stays as it is."
              : strcmp(cmd, "pause") == 0 ? "Stops applying the shard's batches; they wait in Kafka."
                                          : "Applies the shard's batches again.");
-    const char *reason = "", *rows = NULL;
+    const char *reason = "", *rows = NULL, *server = NULL;
     static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"rows", required_argument, 0, 'R'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+                                         {"server", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
     for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
         if (o == 'r') reason = optarg;
+        else if (o == 's') server = optarg;
         else if (o == 'R' && is_rate) rows = optarg;
         else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
     }
-    int positional = argc - optind;
+    /* the target: SHARD, or --server NAME in its place */
+    int positional = argc - optind + (server != NULL);
     /* set-rate: SHARD and RATE, or SHARD alone with --rows */
     if (is_rate ? positional != 2 && !(positional == 1 && rows) : positional != 1) return fputs(help, stderr), 2;
-    char *end;
-    long shard = strtol(argv[optind], &end, 10);
-    if (*end || end == argv[optind]) return fprintf(stderr, "bwctl: \"%s\" is not a shard number\n", argv[optind]), 2;
+    char path[400];
+    const char *rate = positional == 2 ? argv[argc - 1] : NULL;
+    if (server) {
+        char *escaped = curl_easy_escape(NULL, server, 0);
+        snprintf(path, sizeof(path), "/v1/servers/%.200s/%s", escaped, is_rate ? "rate" : cmd);
+        curl_free(escaped);
+    } else {
+        char *end;
+        long shard = strtol(argv[optind], &end, 10);
+        if (*end || end == argv[optind]) return fprintf(stderr, "bwctl: \"%s\" is not a shard number\n", argv[optind]), 2;
+        snprintf(path, sizeof(path), "/v1/shards/%ld/%s", shard, is_rate ? "rate" : cmd);
+    }
     json_t *body = json_pack("{s:s}", "reason", reason);
     char why[256] = "";
-    if ((positional == 2 && put_budget(body, "rate", argv[optind + 1], why, sizeof(why))) ||
+    if ((rate && put_budget(body, "rate", rate, why, sizeof(why))) ||
         (rows && put_budget(body, "row_rate", rows, why, sizeof(why)))) {
         json_decref(body);
         return fprintf(stderr, "bwctl: %s\n", why), 2;
     }
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    char path[96];
-    snprintf(path, sizeof(path), "/v1/shards/%ld/%s", shard, is_rate ? "rate" : cmd);
     bw_buf_t resp;
     bw_buf_init(&resp);
     long status = http("POST", path, text, &resp, NULL);
@@ -723,6 +738,7 @@ static int usage(FILE *out, int code) {
           "                       rows/s (0 = no row budget); default = the configured value\n"
           "  pause SHARD          stop applying a shard's batches (they wait in Kafka)\n"
           "  resume SHARD         apply them again\n"
+          "                       set-rate, pause, resume --server NAME: every shard of a server\n"
           "  schema [--print] [--create-users]\n"
           "                       create the shard databases and tables on every server\n"
           "                       (idempotent), or print the DDL; --create-users: and the\n"

@@ -13,16 +13,77 @@
 
 START_TEST(urls) {
     bw_config_t *conf = t_ref_config();
-    const char *action;
+    bw_admin_target_t t;
     char err[256];
-    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/7/rate", &action, err, sizeof(err)), 7);
-    ck_assert_str_eq(action, "rate");
-    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/0/resume", &action, err, sizeof(err)), 0);
-    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/8/pause", &action, err, sizeof(err)), -1);
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/7/rate", &t, err, sizeof(err)), 0);
+    ck_assert(t.first_shard == 7 && t.last_shard == 7 && t.server == NULL);
+    ck_assert_str_eq(t.action, "rate");
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/0/resume", &t, err, sizeof(err)), 0);
+    ck_assert_int_eq(t.first_shard, 0);
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/8/pause", &t, err, sizeof(err)), -1);
     ck_assert_str_eq(err, "shard 8 is out of range: shards.count is 8");
-    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/x/pause", &action, err, sizeof(err)), -1);
-    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/3/explode", &action, err, sizeof(err)), -1);
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/x/pause", &t, err, sizeof(err)), -1);
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/3/explode", &t, err, sizeof(err)), -1);
     ck_assert_str_eq(err, "unknown action \"explode\": use rate, pause or resume");
+    /* a server: its range of shards from the configuration */
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-b/pause", &t, err, sizeof(err)), 0);
+    ck_assert(t.first_shard == 4 && t.last_shard == 7);
+    ck_assert_str_eq(t.server, "mysql-b");
+    ck_assert_str_eq(t.action, "pause");
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-a/rate", &t, err, sizeof(err)), 0);
+    ck_assert(t.first_shard == 0 && t.last_shard == 3);
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql/pause", &t, err, sizeof(err)), -1); /* a prefix is no name */
+    ck_assert_str_eq(err, "no server \"mysql\" in shards.servers (mysql-a, mysql-b)");
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-a-x/pause", &t, err, sizeof(err)), -1);
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers//pause", &t, err, sizeof(err)), -1);
+    ck_assert_str_eq(err, "expected /v1/servers/{server}/rate|pause|resume");
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-a", &t, err, sizeof(err)), -1);
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-a/drain", &t, err, sizeof(err)), -1);
+    ck_assert_str_eq(err, "unknown action \"drain\": use rate, pause or resume");
+    ck_assert(bw_admin_is_control("POST", "/v1/servers/mysql-a/pause") && bw_admin_is_control("POST", "/v1/shards/1/rate"));
+    ck_assert(!bw_admin_is_control("GET", "/v1/servers/mysql-a/pause") && !bw_admin_is_control("POST", "/v1/batches"));
+    bw_config_destroy(conf);
+}
+END_TEST
+
+/* A server-wide change names the server in each shard's reason, and the answer lists the
+ * server's shards with their settings. */
+START_TEST(server_change) {
+    bw_config_t *conf = t_ref_config();
+    bw_admin_target_t t;
+    char err[256];
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-b/pause", &t, err, sizeof(err)), 0);
+    const bw_admin_caller_t by = {"sre", "10.0.0.7", t.server};
+    bw_shard_setting_t sets[4] = {{0}};
+    const char *body[] = {"{\"reason\":\"kernel upgrade\"}", ""};
+    for (int k = 0; k < 2; k++)
+        for (int s = 4; s <= 7; s++) {
+            void *rec;
+            size_t len;
+            ck_assert_int_eq(bw_admin_control_update(s, "pause", body[k], strlen(body[k]), NULL, &by, &sets[s - 4], &rec,
+                                                     &len, err, sizeof(err)), 0);
+            Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
+            free(rec);
+            ck_assert(c && c->paused && c->shard == (uint32_t)s);
+            ck_assert_str_eq(c->reason, k ? "server mysql-b" : "server mysql-b: kernel upgrade");
+            ck_assert_str_eq(c->history[0]->reason, c->reason);
+            bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+        }
+    char *text = bw_admin_server_json(conf, &t, sets);
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "server")), "mysql-b");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "first_shard")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "last_shard")), 7);
+    json_t *shards = json_object_get(j, "shards");
+    ck_assert_uint_eq(json_array_size(shards), 4);
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(shards, i), "shard")), 4 + (int)i);
+        ck_assert(json_is_true(json_object_get(json_array_get(shards, i), "paused")));
+    }
+    json_decref(j);
+    free(text);
     bw_config_destroy(conf);
 }
 END_TEST
@@ -31,7 +92,7 @@ static Bulkwrite__V1__ShardControl *update(const char *action, const char *body,
                                            char *err) {
     void *rec;
     size_t len;
-    static const bw_admin_caller_t caller = {"sre", "127.0.0.1"};
+    static const bw_admin_caller_t caller = {"sre", "127.0.0.1", NULL};
     if (bw_admin_control_update(3, action, body, strlen(body), NULL, &caller, set, &rec, &len, err, 256)) return NULL;
     Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
     free(rec);
@@ -45,7 +106,7 @@ START_TEST(control_audit_history) {
     bw_shard_setting_t set = {0};
     char err[256];
     Bulkwrite__V1__ShardControl *prev = NULL;
-    const bw_admin_caller_t callers[] = {{"sre", "127.0.0.1"}, {"oncall", "::1"}};
+    const bw_admin_caller_t callers[] = {{"sre", "127.0.0.1", NULL}, {"oncall", "::1", NULL}};
     for (int i = 0; i < BW_CONTROL_HISTORY + 5; i++) {
         char body[64];
         snprintf(body, sizeof(body), "{\"rate\": %d, \"reason\": \"step %d\"}", i + 1, i);
@@ -72,7 +133,7 @@ START_TEST(control_audit_history) {
     /* a pause says so, and keeps the history */
     void *rec;
     size_t len;
-    const bw_admin_caller_t sre = {"sre", "10.0.0.7"};
+    const bw_admin_caller_t sre = {"sre", "10.0.0.7", NULL};
     const char *pause = "{\"reason\":\"incident 42\"}";
     ck_assert_int_eq(bw_admin_control_update(3, "pause", pause, strlen(pause), prev, &sre, &set, &rec, &len, err,
                                              sizeof(err)), 0);
@@ -289,9 +350,11 @@ START_TEST(listeners) {
     ck_assert_int_eq(bw_admin_served("POST", "/v1/batches", BW_LISTENER_ONLY, why, sizeof(why)), 1);
     /* with an admin listener, shard control is there only */
     ck_assert_int_eq(bw_admin_served("POST", "/v1/shards/3/pause", BW_LISTENER_DATA, why, sizeof(why)), 0);
-    ck_assert_str_eq(why, "POST /v1/shards/3/pause: shard control is served on the admin listener only "
+    ck_assert_str_eq(why, "POST /v1/shards/3/pause: shard and server control are served on the admin listener only "
                           "(proxy.admin_listen_address:proxy.admin_port), not on this port");
     ck_assert_int_eq(bw_admin_served("POST", "/v1/shards/3/rate", BW_LISTENER_ADMIN, why, sizeof(why)), 1);
+    ck_assert_int_eq(bw_admin_served("POST", "/v1/servers/mysql-a/pause", BW_LISTENER_DATA, why, sizeof(why)), 0);
+    ck_assert_int_eq(bw_admin_served("POST", "/v1/servers/mysql-a/pause", BW_LISTENER_ADMIN, why, sizeof(why)), 1);
     const char *data_only[][2] = {{"POST", "/v1/batches"}, {"GET", "/v1/jobs/0123"}, {"GET", "/readyz"}};
     for (size_t i = 0; i < 3; i++) {
         ck_assert_int_eq(bw_admin_served(data_only[i][0], data_only[i][1], BW_LISTENER_DATA, why, sizeof(why)), 1);
@@ -314,6 +377,7 @@ Suite *admin_suite(void) {
     Suite *s = suite_create("admin");
     TCase *tc = tcase_create("admin");
     tcase_add_test(tc, urls);
+    tcase_add_test(tc, server_change);
     tcase_add_test(tc, control_bodies);
     tcase_add_test(tc, control_audit_history);
     tcase_add_test(tc, shard_keys);

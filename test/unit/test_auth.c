@@ -312,6 +312,11 @@ START_TEST(decisions) {
     ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer feed-token", NULL, 1, NOW, &c, why, sizeof(why)), 403);
     ck_assert_str_eq(why, "POST /v1/shards/3/pause needs the admin role; client \"feed\" has submit, read");
     ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/shards/3/pause", "Bearer admin-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
+    /* server control is shard control for many shards: admin only */
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/servers/mysql-a/pause", "Bearer feed-token", NULL, 1, NOW, &c, why,
+                                     sizeof(why)), 403);
+    ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/servers/mysql-a/pause", "Bearer admin-token", NULL, 1, NOW, &c, why,
+                                     sizeof(why)), 0);
     ck_assert_uint_eq(bw_auth_decide(s, "POST", "/v1/batches", "Bearer admin-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
     ck_assert_uint_eq(bw_auth_decide(s, "GET", "/v1/shards", "Bearer admin-token", NULL, 1, NOW, &c, why, sizeof(why)), 0);
     /* an authenticated client reaches unknown endpoints (404 there) */
