@@ -49,7 +49,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
+.PHONY: throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -123,21 +123,21 @@ check: deps
 	$(MAKE) -j2 check-lane-embedded check-lane-kafka
 LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
+	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded throttle-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka throttle-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
-	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded fault-embedded backlog-embedded fairness-embedded
+	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded throttle-embedded fault-embedded backlog-embedded fairness-embedded
 
-# The unit tier and the embedded-Kafka e2e, auth and backlog tiers under ThreadSanitizer: the daemons'
+# The unit tier and the embedded-Kafka e2e, auth, throttle and backlog tiers under ThreadSanitizer: the daemons'
 # threads (dispatcher, workers, alert sender, tails, HTTP) and librdkafka's, made visible
 # by test/tsan/c11threads.c. A report stops the program (halt_on_error).
 TSAN_OPTIONS_CHECK := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/test/tsan/suppressions.txt
 check-tsan:
-	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded backlog-embedded
+	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded throttle-embedded backlog-embedded
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
@@ -175,6 +175,13 @@ sasl-kafka: all
 # 32 backlogged shards, 2 workers: every shard's applied batches within ±30 % of the mean
 fairness-embedded: all
 	BW_BIN=$(BIN) test/fairness.sh embedded
+
+# the adaptive throttle against a MariaDB primary and a replica (docs/throttling.md)
+throttle: throttle-embedded throttle-kafka
+throttle-embedded: all
+	BW_BIN=$(BIN) test/throttle.sh embedded
+throttle-kafka: all
+	BW_BIN=$(BIN) test/throttle.sh kafka
 
 # make bench: every case BENCH_RUNS (3) times against its baseline, on servers it starts
 # itself; the table goes to stdout and build/bench/results.md (test/bench.sh lists the

@@ -112,6 +112,11 @@ static const key_t_ server_keys[] = {
      "First logical shard this server holds."},
     {"last_shard", K_INT, offsetof(bw_server_t, last_shard), 0, 0, 65535, NULL, NULL, NULL, 0,
      "Last logical shard this server holds (inclusive)."},
+    {"replicas", K_STRLIST, offsetof(bw_server_t, replicas), offsetof(bw_server_t, replica_cnt), 0, 64, "[]", NULL,
+     NULL, 0,
+     "Replicas of this server, as \"host:port\" strings, where the adaptive throttle reads the "
+     "heartbeat row for replication lag (throttle.replication_lag_ms), as `user`. [] = no "
+     "replication lag signal for this server."},
     END};
 
 static const key_t_ rate_override_keys[] = {
@@ -122,6 +127,64 @@ static const key_t_ rate_override_keys[] = {
      "An entry sets rate, row_rate or both."},
     {"row_rate", K_DBL, offsetof(bw_rate_override_t, row_rate), 0, 0, BW_ROW_RATE_MAX, "", NULL, NULL, 0,
      "Rows per second for this shard; " ROW_RATE_BOUNDS ". Left out: shards.default_row_rate."},
+    END};
+
+static const char *const throttle_modes[] = {"off", "dry_run", "on", NULL};
+static const key_t_ throttle_keys[] = {
+    {"mode", K_ENUM, OFF(throttle_mode), 0, 0, 0, "\"off\"", throttle_modes, NULL, 0,
+     "off: rates are what operators and this file set. on: each shard's rate follows its "
+     "server's health signals below, between floor and its rate (the cap). dry_run: the same "
+     "decisions are made, logged and reported (GET /v1/shards, metrics), and the caps stay in "
+     "force. SIGHUP applies a change."},
+    {"interval_ms", K_INT, OFF(throttle_interval_ms), 0, 100, 600000, "1000", NULL, NULL, 0,
+     "How often the signals are read (and the heartbeat written), and the least time between "
+     "two steps of a shard's rate."},
+    {"stale_ms", K_INT, OFF(throttle_stale_ms), 0, 100, 3600000, "5000", NULL, NULL, 0,
+     "A signal not read for this long is unknown: the shard is held at floor (and "
+     "BulkwriteThrottleSignalUnknown fires), never taken for healthy."},
+    {"floor", K_DBL, OFF(throttle_floor), 0, BW_RATE_MIN, BW_RATE_MAX, "1.0", NULL, NULL, 0,
+     "Statements per second a throttled shard never goes below, and an unknown one runs at."},
+    {"max_rate", K_DBL, OFF(throttle_max_rate), 0, BW_RATE_MIN, BW_RATE_MAX, "1000.0", NULL, NULL, 0,
+     "For a shard whose rate is unlimited (0): the rate it climbs back to before it runs "
+     "unlimited again."},
+    {"decrease", K_DBL, OFF(throttle_decrease), 0, 0.01, 0.99, "0.5", NULL, NULL, 0,
+     "A signal over its threshold multiplies the shard's rate by this, once per interval."},
+    {"increase", K_DBL, OFF(throttle_increase), 0, 0.001, 1, "0.1", NULL, NULL, 0,
+     "After quiet_ms of calm, the rate grows by this fraction of its cap per interval."},
+    {"recover_ratio", K_DBL, OFF(throttle_recover_ratio), 0, 0.1, 1, "0.8", NULL, NULL, 0,
+     "Calm means every signal below its threshold times this (hysteresis: between the two the "
+     "rate holds)."},
+    {"quiet_ms", K_INT, OFF(throttle_quiet_ms), 0, 0, 3600000, "3000", NULL, NULL, 0,
+     "How long every signal must be calm before a shard's rate grows again."},
+    {"critical_ms", K_INT, OFF(throttle_critical_ms), 0, 0, 86400000, "10000", NULL, NULL, 0,
+     "A signal over its critical level this long pauses the shard (nothing is dropped); it "
+     "resumes at floor once the signal is back under its threshold."},
+    {"replication_lag_ms", K_DBL, OFF(throttle_lag_ms), 0, 0, 1e9, "1000.0", NULL, NULL, 0,
+     "Threshold of replication lag in ms: the most of the server's replicas, from a heartbeat "
+     "row each consumer writes on the primary every interval_ms and reads on the replicas "
+     "(pt-heartbeat style: sub-second lag is measured, up to one interval more). Read only "
+     "for servers with replicas. 0 = off."},
+    {"replication_lag_critical_ms", K_DBL, OFF(throttle_lag_critical_ms), 0, 0, 1e9, "0.0", NULL, NULL, 0,
+     "Critical level of replication lag in ms (critical_ms); 0 = none."},
+    {"threads_running", K_DBL, OFF(throttle_threads_running), 0, 0, 1e6, "0.0", NULL, NULL, 0,
+     "Threshold of the server's Threads_running (SHOW GLOBAL STATUS). 0 = off."},
+    {"threads_running_critical", K_DBL, OFF(throttle_threads_running_critical), 0, 0, 1e6, "0.0", NULL, NULL, 0,
+     "Critical level of Threads_running; 0 = none."},
+    {"statement_latency_ms", K_DBL, OFF(throttle_latency_ms), 0, 0, 1e9, "0.0", NULL, NULL, 0,
+     "Threshold of the shard's own ms per statement (its last batches, averaged). 0 = off."},
+    {"statement_latency_critical_ms", K_DBL, OFF(throttle_latency_critical_ms), 0, 0, 1e9, "0.0", NULL, NULL, 0,
+     "Critical level of the statement latency in ms; 0 = none."},
+    {"custom_query", K_STR, OFF(throttle_custom_query), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "A query run on each server every interval_ms that returns one number (one row, one "
+     "column), e.g. \"SELECT COUNT(*) FROM information_schema.processlist WHERE command = "
+     "'Query'\". \"\" = off. Written by operators, never built from requests."},
+    {"custom_threshold", K_DBL, OFF(throttle_custom_threshold), 0, 0, 1e18, "0.0", NULL, NULL, 0,
+     "Threshold of custom_query's number."},
+    {"custom_critical", K_DBL, OFF(throttle_custom_critical), 0, 0, 1e18, "0.0", NULL, NULL, 0,
+     "Critical level of custom_query's number; 0 = none."},
+    {"heartbeat_table", K_STR, OFF(throttle_heartbeat_table), 0, 0, 0, "\"bw_heartbeat\"", NULL, NULL, 0,
+     "Table of the heartbeat row, in each server's first shard database (`bwctl schema` makes "
+     "it, and grants the consumer's user on it)."},
     END};
 
 static const key_t_ auth_keys[] = {
@@ -376,6 +439,9 @@ static const key_t_ top_keys[] = {
     {"consumer.pause_ms", K_INT, OFF(pause_ms), 0, 1, 86400000, "30000", NULL, NULL, 0,
      "How long an unhealthy shard is left alone before a probe batch (one message) is tried; "
      "success resumes it and resolves the alert, another timeout pauses it again."},
+    {"throttle", K_GROUP, 0, 0, 0, 0, "", NULL, throttle_keys, 0,
+     "The adaptive throttle: per-shard rates that follow the database's health "
+     "(docs/operations.md, \"The adaptive throttle\")."},
     {"alerts.webhook_url", K_STR, OFF(alert_webhook_url), 0, 0, 0, "\"\"", NULL, NULL, 0,
      "Alertmanager v2 alerts endpoint (http://host:9093/api/v2/alerts) the consumer posts "
      "shard alerts to; empty = alerts go to the log and the metrics only."},
@@ -648,6 +714,20 @@ static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
         return fail_at(ctx, lookup(root, "shards.database_prefix"),
                        "shards.database_prefix: \"%s\" is not an identifier [A-Za-z0-9_]%s",
                        c->database_prefix, "");
+    if (!is_identifier(c->throttle_heartbeat_table))
+        return fail_at(ctx, lookup(root, "throttle.heartbeat_table"),
+                       "throttle.heartbeat_table: \"%s\" is not an identifier [A-Za-z0-9_]%s",
+                       c->throttle_heartbeat_table, "");
+    for (int i = 0; i < c->server_cnt; i++)
+        for (int r = 0; r < c->servers[i].replica_cnt; r++) {
+            const char *hp = c->servers[i].replicas[r], *colon = strrchr(hp, ':');
+            char *end = NULL;
+            long port = colon ? strtol(colon + 1, &end, 10) : 0;
+            if (!colon || colon == hp || !end || *end || port < 1 || port > 65535)
+                return fail_at(ctx, lookup(root, "shards.servers"),
+                               "shards.servers[].replicas: \"%s\" of server %s is not \"host:port\"", hp,
+                               c->servers[i].name);
+        }
     c->shard_server = malloc(sizeof(int) * (size_t)c->shard_count);
     c->shard_rate = malloc(sizeof(double) * (size_t)c->shard_count);
     c->shard_row_rate = malloc(sizeof(double) * (size_t)c->shard_count);

@@ -52,6 +52,7 @@ typedef struct {
     char *proxy_user;     /* the proxy's (read-only); "" = user */
     char *proxy_password;
     int first_shard, last_shard; /* logical shards held, inclusive */
+    char **replicas; int replica_cnt; /* "host:port" of replicas read for replication lag (throttle) */
 } bw_server_t;
 
 /* One shards.rate_overrides entry. A member the file leaves out is filled with the
@@ -139,6 +140,17 @@ typedef struct {
     int retry_initial_ms, retry_max_ms;
     int pause_after_timeouts;
     int pause_ms;
+
+    /* the adaptive throttle (consumer/throttle.h) */
+    int throttle_mode;      /* bw_throttle_mode_t: off, dry_run, on */
+    int throttle_interval_ms, throttle_stale_ms, throttle_quiet_ms, throttle_critical_ms;
+    double throttle_floor, throttle_max_rate, throttle_decrease, throttle_increase, throttle_recover_ratio;
+    double throttle_lag_ms, throttle_lag_critical_ms;
+    double throttle_threads_running, throttle_threads_running_critical;
+    double throttle_latency_ms, throttle_latency_critical_ms;
+    char *throttle_custom_query;
+    double throttle_custom_threshold, throttle_custom_critical;
+    char *throttle_heartbeat_table; /* in each server's first shard database */
 
     /* alerts */
     char *alert_webhook_url;

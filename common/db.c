@@ -48,9 +48,9 @@ MYSQL *bw_db_connect_as(const bw_config_t *conf, int server_index, bw_db_role_t 
     return bw_db_connect_user(conf, server_index, sv->user, sv->password, errstr, errstr_size);
 }
 
-MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char *user, const char *password,
-                          char *errstr, size_t errstr_size) {
-    const bw_server_t *sv = &conf->servers[server_index];
+/* A connection to host:port (name: for errors), set up as db.h says. */
+static MYSQL *connect_to(const bw_config_t *conf, const char *name, const char *host, int port, const char *user,
+                         const char *password, char *errstr, size_t errstr_size) {
     MYSQL *db = mysql_init(NULL);
     if (!db) {
         bw_seterr(errstr, errstr_size, BW_ERR_NOMEM, "mysql_init failed");
@@ -64,9 +64,9 @@ MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char 
     mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &io_s);
     mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     mysql_options(db, MYSQL_OPT_RECONNECT, &off); /* a reconnect mid-transaction would lose it */
-    if (!mysql_real_connect(db, sv->host, user, password, NULL, (unsigned)sv->port, NULL, 0)) {
-        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "connect to %s (%s:%d) as %s: %s", sv->name,
-                  sv->host, sv->port, user, mysql_error(db));
+    if (!mysql_real_connect(db, host, user, password, NULL, (unsigned)port, NULL, 0)) {
+        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "connect to %s (%s:%d) as %s: %s", name,
+                  host, port, user, mysql_error(db));
         mysql_close(db);
         return NULL;
     }
@@ -75,7 +75,7 @@ MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char 
         /* a configuration error, not a passing fault: say so, and which server */
         bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "connect to %s (%s:%d): refused: the session's %s (the "
                   "server ignored the utf8mb4 the client asked for; is it run with "
-                  "--skip-character-set-client-handshake?)", sv->name, sv->host, sv->port, why);
+                  "--skip-character-set-client-handshake?)", name, host, port, why);
         mysql_close(db);
         return NULL;
     }
@@ -85,12 +85,27 @@ MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char 
              " max_statement_time=%.3f, autocommit=0, innodb_lock_wait_timeout=%d",
              conf->query_timeout_ms / 1000.0, (conf->query_timeout_ms + 999) / 1000);
     if (mysql_query(db, q)) {
-        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "session setup on %s: %s", sv->name,
+        bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "session setup on %s: %s", name,
                   mysql_error(db));
         mysql_close(db);
         return NULL;
     }
     return db;
+}
+
+MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char *user, const char *password,
+                          char *errstr, size_t errstr_size) {
+    const bw_server_t *sv = &conf->servers[server_index];
+    return connect_to(conf, sv->name, sv->host, sv->port, user, password, errstr, errstr_size);
+}
+
+MYSQL *bw_db_connect_replica(const bw_config_t *conf, int server_index, int replica, char *errstr, size_t errstr_size) {
+    const bw_server_t *sv = &conf->servers[server_index];
+    const char *hp = sv->replicas[replica], *colon = strrchr(hp, ':'); /* "host:port", checked by the config */
+    char host[256], name[320];
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - hp), hp);
+    snprintf(name, sizeof(name), "%s's replica", sv->name);
+    return connect_to(conf, name, host, atoi(colon + 1), sv->user, sv->password, errstr, errstr_size);
 }
 
 unsigned long bw_db_max_packet(MYSQL *db) {
@@ -221,6 +236,11 @@ void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out) 
             bw_buf_printf(out, ", PRIMARY KEY (`%s`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n", ot->id_column);
         }
     }
+    /* the throttle's heartbeat: one row per server, written on the primary, read on replicas */
+    char db[80];
+    bw_config_shard_db(conf, sv->first_shard, db, sizeof(db));
+    bw_buf_printf(out, "CREATE TABLE IF NOT EXISTS `%s`.`%s` (`id` TINYINT UNSIGNED NOT NULL, `ts_us` BIGINT NOT NULL, "
+                       "PRIMARY KEY (`id`)) ENGINE=InnoDB;\n", db, conf->throttle_heartbeat_table);
 }
 
 /* 'user'@'host' with both escaped. */
@@ -264,8 +284,14 @@ void bw_db_users_sql(const bw_config_t *conf, int server_index, const char *admi
     writer_tables[n++] = "bw_job_parts";
     writer_tables[n++] = "bw_job_failures";
     for (int t = 0; t < conf->object_type_cnt; t++) writer_tables[n++] = conf->object_types[t].table;
-    if (strcmp(sv->user, admin_user) != 0) /* the admin itself keeps what it has */
+    if (strcmp(sv->user, admin_user) != 0) { /* the admin itself keeps what it has */
         user_sql(conf, sv, sv->user, sv->password, "SELECT, INSERT, UPDATE, DELETE", writer_tables, redact, out);
+        char db[80];
+        bw_config_shard_db(conf, sv->first_shard, db, sizeof(db));
+        bw_buf_printf(out, "GRANT SELECT, INSERT, UPDATE, DELETE ON `%s`.`%s` TO ", db, conf->throttle_heartbeat_table);
+        account(out, sv->user, conf->mysql_user_host);
+        bw_buf_puts(out, ";\n");
+    }
     if (*sv->proxy_user && strcmp(sv->proxy_user, admin_user) != 0)
         user_sql(conf, sv, sv->proxy_user, sv->proxy_password, "SELECT", reader_tables, redact, out);
     free(writer_tables);

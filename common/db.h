@@ -24,6 +24,9 @@ MYSQL *bw_db_connect_as(const bw_config_t *conf, int server_index, bw_db_role_t 
 /* Connects as user/password (bwctl schema's administrator). */
 MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char *user, const char *password,
                           char *errstr, size_t errstr_size);
+/* Connects to replica `replica` ("host:port" of shards.servers[].replicas) of server
+ * `server_index` as the server's user (the throttle reads the heartbeat there). */
+MYSQL *bw_db_connect_replica(const bw_config_t *conf, int server_index, int replica, char *errstr, size_t errstr_size);
 /* bw_db_connect_as(BW_DB_CONSUMER). */
 MYSQL *bw_db_connect(const bw_config_t *conf, int server_index, char *errstr, size_t errstr_size);
 

@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,14 @@ typedef struct {
     int64_t lost;             /* messages deleted from Kafka before they were applied */
     int assigned;
     uint64_t backlog_refused; /* proxy: ops answered 429, the shard's backlog full */
+    int throttle_state;       /* 0 running, 1 throttled, 2 unknown, 3 critical (throttle.h) */
+    double throttle_rate;     /* the adaptive rate it decided (dry_run: not applied) */
 } shard_stats_t;
+
+#define SIGNALS 4 /* bw_signal_t of consumer/throttle.h; names below in its order */
+static const char *const signal_names[SIGNALS] = {"replication_lag_ms", "threads_running", "custom",
+                                                   "statement_latency_ms"};
+static const char *const throttle_states[4] = {"running", "throttled", "unknown", "critical"};
 
 #define CLIENTS_MAX 1000
 
@@ -56,6 +64,9 @@ struct bw_metrics {
     int server_cnt;
     char **server_names;
     int *server_down;
+    double (*signal_value)[SIGNALS]; /* [server][signal]: the last reading; NaN unknown */
+    double (*signal_threshold)[SIGNALS];
+    int throttle_on;                 /* throttle.mode is not off: its series are shown */
     histogram_t apply_latency;
     uint64_t alert_posts[2]; /* failed, ok */
 };
@@ -71,6 +82,8 @@ bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
     m->server_cnt = conf->server_cnt;
     m->server_names = calloc((size_t)conf->server_cnt, sizeof(char *));
     m->server_down = calloc((size_t)conf->server_cnt, sizeof(int));
+    m->signal_value = calloc((size_t)conf->server_cnt, sizeof(*m->signal_value));
+    m->signal_threshold = calloc((size_t)conf->server_cnt, sizeof(*m->signal_threshold));
     for (int v = 0; v < conf->server_cnt; v++) m->server_names[v] = strdup(conf->servers[v].name);
     return m;
 }
@@ -81,6 +94,8 @@ void bw_metrics_destroy(bw_metrics_t *m) {
     for (int v = 0; v < m->server_cnt; v++) free(m->server_names[v]);
     free(m->server_names);
     free(m->server_down);
+    free(m->signal_value);
+    free(m->signal_threshold);
     free(m->shards);
     free(m->clients);
     free(m);
@@ -251,6 +266,22 @@ void bw_metrics_shard_forget(bw_metrics_t *m, int shard) {
 void bw_metrics_server_down(bw_metrics_t *m, int server, int down) {
     pthread_mutex_lock(&m->mu);
     m->server_down[server] = down;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_throttle(bw_metrics_t *m, int shard, int state, double rate) {
+    pthread_mutex_lock(&m->mu);
+    m->throttle_on = 1;
+    m->shards[shard].throttle_state = state;
+    m->shards[shard].throttle_rate = rate;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_server_signal(bw_metrics_t *m, int server, int signal, double value, double threshold) {
+    pthread_mutex_lock(&m->mu);
+    m->throttle_on = 1;
+    m->signal_value[server][signal] = value;
+    m->signal_threshold[server][signal] = threshold;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -442,6 +473,36 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                "1 while the server is unreachable (its shards wait; see the BulkwriteServerDown alert).");
         for (int v = 0; v < m->server_cnt; v++)
             bw_buf_printf(out, "bulkwrite_consumer_server_down{server=\"%s\"} %d\n", m->server_names[v], m->server_down[v]);
+        if (m->throttle_on) {
+            header(out, "bulkwrite_consumer_throttle_state", "gauge",
+                   "1 for the shard's throttle state (running, throttled, unknown, critical), 0 for the others.");
+            for (int s = 0; s < m->shard_count; s++)
+                for (int k = 0; m->shards[s].assigned && k < 4; k++)
+                    bw_buf_printf(out, "bulkwrite_consumer_throttle_state{shard=\"%d\",state=\"%s\"} %d\n", s,
+                                  throttle_states[k], m->shards[s].throttle_state == k);
+            SHARD_GAUGE("bulkwrite_consumer_throttle_rate",
+                        "Statements per second the adaptive throttle decided for the shard (in dry_run, not applied).",
+                        "%g", st->throttle_rate);
+            header(out, "bulkwrite_consumer_signal", "gauge",
+                   "The throttle's last reading of a server signal (NaN: unknown); signal=\"statement_latency_ms\" "
+                   "is the most of the server's shards this consumer holds.");
+            for (int v = 0; v < m->server_cnt; v++)
+                for (int k = 0; k < SIGNALS; k++)
+                    if (m->signal_threshold[v][k] > 0) {
+                        double x = m->signal_value[v][k];
+                        bw_buf_printf(out, "bulkwrite_consumer_signal{server=\"%s\",signal=\"%s\"} ", m->server_names[v],
+                                      signal_names[k]);
+                        if (isnan(x)) bw_buf_puts(out, "NaN\n"); /* Prometheus' spelling */
+                        else bw_buf_printf(out, "%g\n", x);
+                    }
+            header(out, "bulkwrite_consumer_signal_threshold", "gauge",
+                   "The threshold of a server signal (throttle.*); only signals in use are shown.");
+            for (int v = 0; v < m->server_cnt; v++)
+                for (int k = 0; k < SIGNALS; k++)
+                    if (m->signal_threshold[v][k] > 0)
+                        bw_buf_printf(out, "bulkwrite_consumer_signal_threshold{server=\"%s\",signal=\"%s\"} %g\n",
+                                      m->server_names[v], signal_names[k], m->signal_threshold[v][k]);
+        }
         render_histogram(out, "bulkwrite_consumer_apply_latency_seconds",
                          "Time to apply one batch transaction.", &m->apply_latency);
     }

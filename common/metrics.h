@@ -71,6 +71,11 @@ void bw_metrics_shard_lost(bw_metrics_t *m, int shard, int64_t messages);
 /* The shard was revoked: its gauges leave /metrics (its counters stay). */
 void bw_metrics_shard_forget(bw_metrics_t *m, int shard);
 void bw_metrics_server_down(bw_metrics_t *m, int server, int down);
+/* The adaptive throttle (consumer/throttle.h): the shard's state (bw_throttle_state_t) and
+ * the rate it decided; a server signal's (bw_signal_t) last reading (NaN: unknown) and
+ * threshold. Their series appear once the throttle reports. */
+void bw_metrics_shard_throttle(bw_metrics_t *m, int shard, int state, double rate);
+void bw_metrics_server_signal(bw_metrics_t *m, int server, int signal, double value, double threshold);
 void bw_metrics_alert_post(bw_metrics_t *m, int ok);
 
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out);

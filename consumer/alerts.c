@@ -67,6 +67,9 @@ static const struct {
     {"BulkwriteServerDown", "page",
      "is unreachable: every shard on it waits without taking a worker, one batch every consumer.pause_ms "
      "decides when it is back; the other servers' shards keep going", 1},
+    {"BulkwriteThrottleSignalUnknown", "warning",
+     "has a throttle signal that cannot be read (or is older than throttle.stale_ms): its shards run at "
+     "throttle.floor until it is read again; see the error, GET /v1/shards and the consumer's log", 1},
 };
 
 const char *bw_alert_name(bw_alert_kind_t kind) { return kinds[kind].name; }

@@ -23,6 +23,8 @@ typedef enum {
     BW_ALERT_STOPPED,        /* BulkwriteShardStopped (page): schema, grants, read-only, disk full */
     BW_ALERT_NO_PROGRESS,    /* BulkwriteShardNoProgress (page): lag and no applied batch, whatever the cause */
     BW_ALERT_SERVER_DOWN,    /* BulkwriteServerDown (page): a whole server unreachable; per server, not shard */
+    BW_ALERT_SIGNAL_UNKNOWN, /* BulkwriteThrottleSignalUnknown (warning): per server; fire/resolve with the
+                                server's index as `shard` */
     BW_ALERT_KINDS
 } bw_alert_kind_t;
 

@@ -11,6 +11,8 @@
  *   rebalance.c  assignment and revocation: where each partition resumes (its ledger)
  *   scheduler.c  which shard gets a worker next (fair order, rate, health) and the pool
  *   health.c     per-shard and per-server health: counts, holds, probes (no I/O; tested alone)
+ *   throttle.c   the adaptive throttle's decisions per shard (no I/O; tested alone)
+ *   signals.c    the throttle's signals: heartbeat, Threads_running, a custom query (a thread)
  *   progress.c   what follows an applied batch: Kafka commits in batches, DeleteRecords,
  *                status records, gauges, age and stall alerts
  *   apply.c      one job = one transaction on the shard's database (worker threads)
@@ -33,6 +35,8 @@
 #include "metrics.h"
 #include "ratelimit.h"
 #include "shardtable.h"
+#include "signals.h"
+#include "throttle.h"
 
 #define COMPONENT "consumer"
 
@@ -63,6 +67,12 @@ typedef struct {
     int64_t lagging_since_ms;  /* wall clock when lag was first seen without progress; 0 if none */
     int64_t progress_ms;       /* wall clock of the last applied batch (or assignment) */
     int op_paused;             /* paused by an operator (control topic) */
+    double cap_rate;           /* statements/s the operator or the file allows (0 = unlimited) */
+    bw_throttle_shard_t throttle; /* the adaptive throttle's state (throttle.h) */
+    int throttle_paused;       /* paused by the throttle: a signal over its critical level */
+    double latency_ms;         /* ms per statement of its recent batches (a moving average) */
+    uint64_t statements_done;  /* statements of applied batches, since assigned */
+    uint64_t statements_at_tick; /* statements_done at the throttle's last tick */
     bw_ratelimit_t rl;         /* statements per second */
     bw_ratelimit_t rl_rows;    /* rows per second */
     uint64_t rows_applied, rows_failed; /* since assigned, for the status record */
@@ -91,6 +101,7 @@ struct bw_job {
     int64_t *offsets;          /* BW_JOB_READ_LEDGER: their stored offsets (-1 none), [cnt] */
     unsigned ledger_errno;     /* BW_JOB_READ_LEDGER: 0, or why the server could not be read */
     int64_t started_us;
+    uint64_t statements;       /* BW_JOB_APPLY: as planned (the rate's cost) */
     bw_apply_result_t res;
     bw_job_t *next;
 };
@@ -109,6 +120,9 @@ typedef struct {
     bw_alerts_t *alerts;
     bw_health_t *health;
     bw_shard_table_t *table;   /* operator settings */
+    bw_throttle_limits_t throttle; /* throttle.* as in force (reload updates it) */
+    bw_signals_t *signals;     /* the throttle's reader; NULL while throttle.mode is off */
+    int64_t throttle_tick_us;  /* the throttle's last step */
     unsigned table_version;    /* of the settings last applied */
     rd_kafka_t *status_rk;     /* status records (fire and forget) */
     bw_topic_retention_t retention; /* of the batches topic, as found at startup */
@@ -158,6 +172,10 @@ void bw_scheduler_submit(bw_job_t *j);
 void bw_scheduler_collect(int64_t wait_us);
 void bw_scheduler_drain(const int *shards, size_t n);
 void bw_scheduler_apply_settings(int64_t now_us);
+/* The adaptive throttle's step, every throttle.interval_ms: reads the signals, steps each
+ * assigned shard, applies, logs and reports what changed (a no-op while throttle.mode is
+ * off, which it also starts and stops the signal reader for). */
+void bw_scheduler_throttle_tick(int64_t now_us);
 /* Logs, alerts and refetches after a health transition (BW_HEALTH_* flags) of shard. */
 void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, const char *error);
 

@@ -45,7 +45,30 @@ static void reload(const bw_daemon_t *d) {
     c->commit_interval_ms = n->commit_interval_ms;
     c->stall_alert_ms = n->stall_alert_ms;
     c->log_level = n->log_level;
+    /* the throttle's decisions are runtime keys; what its reader thread uses is not */
+    if (n->throttle_interval_ms != c->throttle_interval_ms || strcmp(n->throttle_custom_query, c->throttle_custom_query) ||
+        strcmp(n->throttle_heartbeat_table, c->throttle_heartbeat_table))
+        bw_warn(COMPONENT, "SIGHUP: throttle.interval_ms, custom_query and heartbeat_table need a restart: "
+                           "they stay as they were");
+    c->throttle_mode = n->throttle_mode;
+    c->throttle_stale_ms = n->throttle_stale_ms;
+    c->throttle_quiet_ms = n->throttle_quiet_ms;
+    c->throttle_critical_ms = n->throttle_critical_ms;
+    c->throttle_floor = n->throttle_floor;
+    c->throttle_max_rate = n->throttle_max_rate;
+    c->throttle_decrease = n->throttle_decrease;
+    c->throttle_increase = n->throttle_increase;
+    c->throttle_recover_ratio = n->throttle_recover_ratio;
+    c->throttle_lag_ms = n->throttle_lag_ms;
+    c->throttle_lag_critical_ms = n->throttle_lag_critical_ms;
+    c->throttle_threads_running = n->throttle_threads_running;
+    c->throttle_threads_running_critical = n->throttle_threads_running_critical;
+    c->throttle_latency_ms = n->throttle_latency_ms;
+    c->throttle_latency_critical_ms = n->throttle_latency_critical_ms;
+    c->throttle_custom_threshold = n->throttle_custom_threshold;
+    c->throttle_custom_critical = n->throttle_custom_critical;
     bw_config_destroy(n);
+    bw_throttle_limits_from_config(c, &consumer.throttle);
     bw_health_set_limits(consumer.health, c->pause_after_timeouts, (int64_t)c->pause_ms * 1000);
     bw_scheduler_apply_settings(bw_now_us());
 }
@@ -101,6 +124,7 @@ static int start(bw_daemon_t *d) {
     consumer.metrics = bw_metrics_new(conf, BW_METRICS_CONSUMER);
     consumer.health = bw_health_new(conf->shard_count, conf->server_cnt, conf->shard_server);
     bw_health_set_limits(consumer.health, conf->pause_after_timeouts, (int64_t)conf->pause_ms * 1000);
+    bw_throttle_limits_from_config(conf, &consumer.throttle);
     bw_scheduler_start();
     bw_progress_start();
 
@@ -145,6 +169,7 @@ static void run(bw_daemon_t *d) {
             consumer.table_version = version;
             bw_scheduler_apply_settings(bw_now_us());
         }
+        bw_scheduler_throttle_tick(bw_now_us());
         wait_us = bw_scheduler_dispatch();
         /* a finished job wakes the poll (scheduler.c); the timers below need no finer turn */
         if (wait_us > 50000) wait_us = 50000;
@@ -210,6 +235,7 @@ static void stop(void) {
     bw_progress_collect_deleted(2000); /* its request list is freed with the result */
     if (consumer.delete_q) rd_kafka_queue_destroy(consumer.delete_q);
     bw_scheduler_stop();
+    bw_signals_stop(consumer.signals);
     rd_kafka_queue_destroy(consumer.poll_q);
     consumer.poll_q = NULL;
     bw_progress_stop();

@@ -166,7 +166,8 @@ void bw_partition_refresh_fetch(int shard) {
     int lost = p->lost_to > p->lost_from;
     int over = p->len >= full || (p->len && p->bytes >= share);
     int under_half = p->len <= full / 2 && p->bytes <= share / 2;
-    int want = p->ledger_pending || p->op_paused || bw_health_shard_held(consumer.health, shard) || lost || over ||
+    int want = p->ledger_pending || p->op_paused || p->throttle_paused || bw_health_shard_held(consumer.health, shard) ||
+               lost || over ||
                (p->fetch_paused && !under_half);
     set_fetch_paused(shard, want);
 }

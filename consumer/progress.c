@@ -109,7 +109,8 @@ static void check_stall(int shard, int64_t now_ms) {
     int64_t after = consumer.conf->stall_alert_ms;
     if (p->rl.rate > 0 && 3000.0 / p->rl.rate > (double)after) after = (int64_t)(3000.0 / p->rl.rate);
     int64_t since = p->lagging_since_ms > p->progress_ms ? p->lagging_since_ms : p->progress_ms;
-    if (!consumer.conf->stall_alert_ms || p->op_paused || !p->lag || !p->lagging_since_ms || now_ms - since <= after) {
+    if (!consumer.conf->stall_alert_ms || p->op_paused || p->throttle_paused || !p->lag || !p->lagging_since_ms ||
+        now_ms - since <= after) {
         bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, shard);
         return;
     }
@@ -130,7 +131,7 @@ static void check_stall(int shard, int64_t now_ms) {
 /* A partition not fetched (paused by an operator, stopped at lost messages, its ledger
  * not read) has a stale cached watermark. */
 static int watermarks_stale(const bw_partition_t *p) {
-    return p->op_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us);
+    return p->op_paused || p->throttle_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us);
 }
 
 /* Watermarks of partitions not fetched come from a thread of their own, which asks the
@@ -241,6 +242,18 @@ static void publish_shard_status(int s, int64_t now) {
     st.lost_from = p->lost_from;
     st.lost_to = p->lost_to;
     st.oldest_unapplied_ms = bw_partition_oldest_unapplied_ms(s);
+    st.cap_rate = p->cap_rate;
+    if (consumer.throttle.mode != BW_THROTTLE_OFF && p->throttle.initialised) {
+        const bw_throttle_shard_t *t = &p->throttle;
+        st.throttle_state = (char *)bw_throttle_state_names[t->state];
+        st.throttle_signal = (char *)(t->signal >= 0 ? bw_signal_names[t->signal] : "");
+        st.throttle_value = t->value;
+        st.throttle_level = t->level;
+        st.throttle_since_ms = t->since_ms;
+        st.throttle_rate = t->state == BW_THROTTLE_RUNNING ? p->cap_rate : t->rate;
+        st.throttle_reason = (char *)t->why;
+        st.throttle_dry_run = consumer.throttle.mode == BW_THROTTLE_DRY_RUN;
+    }
     for (int i = 0; i < 5; i++) { /* newest first */
         int k = (p->errors_next + 4 - i) % 5;
         if (!p->errors[k].at_ms) break;

@@ -200,7 +200,8 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         bw_partition_drop_all(s);
         bw_health_forget(consumer.health, s);
         for (int k = 0; k < BW_ALERT_KINDS; k++)
-            if (k != BW_ALERT_SERVER_DOWN) bw_alerts_resolve(consumer.alerts, (bw_alert_kind_t)k, s);
+            if (k != BW_ALERT_SERVER_DOWN && k != BW_ALERT_SIGNAL_UNKNOWN) /* per server: they stay */
+                bw_alerts_resolve(consumer.alerts, (bw_alert_kind_t)k, s);
         bw_metrics_shard_forget(consumer.metrics, s);
         p->assigned = 0;
         consumer.assigned_cnt--;

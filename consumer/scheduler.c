@@ -9,6 +9,7 @@
  * (apply.c); a hung shard holds one worker until its query timeout, and the other shards
  * go on with the rest.
  * @locality dispatcher thread, except worker_main. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +114,7 @@ int64_t bw_scheduler_dispatch(void) {
     for (int k = 0; k < n; k++) {
         int s = (first + k) % n; /* from where the last call stopped; the cursor moves below, the visit order not */
         bw_partition_t *p = &consumer.partitions[s];
-        if (!p->assigned || p->job || !p->len || p->op_paused) continue;
+        if (!p->assigned || p->job || !p->len || p->op_paused || p->throttle_paused) continue;
         if (p->ready_at_us > now) {
             if (p->ready_at_us - now < next) next = p->ready_at_us - now;
             continue;
@@ -144,6 +145,7 @@ int64_t bw_scheduler_dispatch(void) {
         j->cnt = bw_partition_plan_job(s, j->probe ? 1 : p->len,
                                        job_cap(&p->rl, (uint64_t)consumer.conf->transaction_max_statements),
                                        job_cap(&p->rl_rows, UINT64_MAX), &cost);
+        j->statements = cost.statements;
         bw_ratelimit_reserve(&p->rl, (double)cost.statements, now);
         bw_ratelimit_reserve(&p->rl_rows, (double)cost.rows, now);
         j->msgs = malloc(j->cnt * sizeof(*j->msgs));
@@ -246,6 +248,10 @@ static void collect(bw_job_t *j) {
     if (outcome == BW_OUTCOME_OK) {
         bw_partition_drop_head(j->shard, j->cnt);
         p->backoff_us = 0;
+        /* the throttle's latency signal: ms per statement, a moving average of the last batches */
+        double ms = (double)(now - j->started_us) / 1000.0 / (double)(j->statements ? j->statements : 1);
+        p->latency_ms = p->latency_ms > 0 ? 0.7 * p->latency_ms + 0.3 * ms : ms;
+        p->statements_done += j->statements;
         bw_progress_applied(j, now);
     } else {
         retry_later(j, outcome, now);
@@ -290,6 +296,17 @@ void bw_scheduler_drain(const int *shards, size_t n) {
     }
 }
 
+/* Sets the shard's limiter to its rate in force: the cap (operator's or configured), or
+ * the throttle's rate below it. why says where a change came from, for the log. */
+static void apply_rate(int s, int64_t now, const char *why) {
+    bw_partition_t *p = &consumer.partitions[s];
+    double rate = bw_throttle_rate(&consumer.throttle, &p->throttle, p->cap_rate);
+    if (rate == p->rl.rate) return;
+    bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g statements/s%s", p->rl.rate, rate, why);
+    bw_ratelimit_set_rate(&p->rl, rate, now);
+    if (!p->backoff_us) p->ready_at_us = 0; /* a wait set by the old rate; a retry backoff stays */
+}
+
 /* Applies the operator's settings (and configured rates, after a reload) to every
  * assigned shard. */
 void bw_scheduler_apply_settings(int64_t now) {
@@ -302,13 +319,8 @@ void bw_scheduler_apply_settings(int64_t now) {
         char op[sizeof(set.changed_by) + sizeof(set.changed_from) + sizeof(set.reason) + 32];
         snprintf(op, sizeof(op), " (operator %s from %s%s%s)", set.changed_by[0] ? set.changed_by : "?",
                  set.changed_from[0] ? set.changed_from : "?", set.reason[0] ? ": " : "", set.reason);
-        double rate = bw_shard_effective_rate(consumer.conf, s, &set);
-        if (rate != p->rl.rate) {
-            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g statements/s%s", p->rl.rate, rate,
-                   set.has_rate ? op : " (configured)");
-            bw_ratelimit_set_rate(&p->rl, rate, now);
-            if (!p->backoff_us) p->ready_at_us = 0; /* a wait set by the old rate; a retry backoff stays */
-        }
+        p->cap_rate = bw_shard_effective_rate(consumer.conf, s, &set);
+        apply_rate(s, now, set.has_rate ? op : " (configured)");
         double row_rate = bw_shard_effective_row_rate(consumer.conf, s, &set);
         if (row_rate != p->rl_rows.rate) {
             bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "row budget %g -> %g rows/s%s", p->rl_rows.rate, row_rate,
@@ -322,4 +334,99 @@ void bw_scheduler_apply_settings(int64_t now) {
             bw_partition_refresh_fetch(s);
         }
     }
+}
+
+/* Every shard back to running, its cap in force (the throttle was switched off). */
+static void throttle_off(int64_t now) {
+    bw_signals_stop(consumer.signals);
+    consumer.signals = NULL;
+    for (int s = 0; s < consumer.conf->shard_count; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        int was_paused = p->throttle_paused;
+        memset(&p->throttle, 0, sizeof(p->throttle));
+        p->throttle_paused = 0;
+        if (!p->assigned) continue;
+        apply_rate(s, now, " (throttle.mode off)");
+        if (was_paused) bw_partition_refresh_fetch(s);
+    }
+    for (int v = 0; v < consumer.conf->server_cnt; v++) bw_alerts_resolve(consumer.alerts, BW_ALERT_SIGNAL_UNKNOWN, v);
+}
+
+void bw_scheduler_throttle_tick(int64_t now) {
+    const bw_throttle_limits_t *l = &consumer.throttle;
+    if (l->mode == BW_THROTTLE_OFF) {
+        if (consumer.signals) throttle_off(now);
+        return;
+    }
+    if (!consumer.signals) {
+        consumer.signals = bw_signals_start(consumer.conf);
+        consumer.throttle_tick_us = now;
+        return;
+    }
+    if (now - consumer.throttle_tick_us < l->interval_us) return;
+    double dt = (double)(now - consumer.throttle_tick_us) / 1e6;
+    consumer.throttle_tick_us = now;
+    int64_t now_ms = bw_wall_ms();
+    const char *dry = l->mode == BW_THROTTLE_DRY_RUN ? " (dry run: not applied)" : "";
+    int nsv = consumer.conf->server_cnt;
+    bw_signal_reading_t(*server)[BW_SERVER_SIGNALS] = calloc((size_t)nsv, sizeof(*server));
+    double *latency = calloc((size_t)nsv, sizeof(double)); /* the most of each server's shards, for metrics */
+    if (!server || !latency) abort();
+    for (int v = 0; v < nsv; v++) {
+        bw_signals_read(consumer.signals, v, server[v]);
+        /* a server signal in use that is not read (or too old) is an alert of its own */
+        int unknown = -1;
+        for (int k = 0; k < BW_SERVER_SIGNALS && unknown < 0; k++)
+            if (l->limits[k].threshold > 0 && (k != BW_SIGNAL_REPLICATION_LAG || consumer.conf->servers[v].replica_cnt) &&
+                (!server[v][k].at_us || now - server[v][k].at_us > l->stale_us))
+                unknown = k;
+        if (unknown >= 0) {
+            char error[240];
+            snprintf(error, sizeof(error), "%s: %s", bw_signal_names[unknown],
+                     server[v][unknown].error[0] ? server[v][unknown].error : "not read lately");
+            bw_alerts_fire(consumer.alerts, BW_ALERT_SIGNAL_UNKNOWN, v, error);
+        } else {
+            bw_alerts_resolve(consumer.alerts, BW_ALERT_SIGNAL_UNKNOWN, v);
+        }
+        for (int k = 0; k < BW_SERVER_SIGNALS; k++) {
+            int known = server[v][k].at_us && now - server[v][k].at_us <= l->stale_us;
+            bw_metrics_server_signal(consumer.metrics, v, k, known ? server[v][k].value : NAN, l->limits[k].threshold);
+        }
+    }
+    for (int s = 0; s < consumer.conf->shard_count; s++) {
+        bw_partition_t *p = &consumer.partitions[s];
+        if (!p->assigned) continue;
+        int v = consumer.conf->shard_server[s];
+        bw_signal_reading_t readings[BW_SIGNAL_KINDS];
+        memcpy(readings, server[v], sizeof(server[v]));
+        /* a server without replicas has no lag to read: the signal is off there, not unknown */
+        if (!consumer.conf->servers[v].replica_cnt) readings[BW_SIGNAL_REPLICATION_LAG] = (bw_signal_reading_t){0, now, ""};
+        readings[BW_SIGNAL_LATENCY] = (bw_signal_reading_t){p->latency_ms, now, ""}; /* idle: its last batches */
+        if (p->latency_ms > latency[v]) latency[v] = p->latency_ms;
+        double observed = (double)(p->statements_done - p->statements_at_tick) / dt;
+        p->statements_at_tick = p->statements_done;
+        bw_throttle_state_t before = p->throttle.state;
+        if (bw_throttle_step(l, &p->throttle, p->cap_rate, observed, readings, now, now_ms)) {
+            bw_log_level_t level = p->throttle.state == BW_THROTTLE_UNKNOWN || p->throttle.state == BW_THROTTLE_CRITICAL
+                                       ? BW_LOG_WARN
+                                       : BW_LOG_INFO;
+            bw_log(level, COMPONENT, s, NULL, "throttle: %s -> %s: %s; rate %g statements/s%s",
+                   bw_throttle_state_names[before], bw_throttle_state_names[p->throttle.state], p->throttle.why,
+                   p->throttle.state == BW_THROTTLE_RUNNING ? p->cap_rate : p->throttle.rate, dry);
+        }
+        char why[sizeof(p->throttle.why) + 16];
+        snprintf(why, sizeof(why), " (throttle: %s)", p->throttle.why);
+        apply_rate(s, now, why);
+        int paused = bw_throttle_paused(l, &p->throttle);
+        if (paused != p->throttle_paused) {
+            p->throttle_paused = paused;
+            bw_partition_refresh_fetch(s);
+        }
+        bw_metrics_shard_throttle(consumer.metrics, s, (int)p->throttle.state,
+                                  p->throttle.state == BW_THROTTLE_RUNNING ? p->cap_rate : p->throttle.rate);
+    }
+    for (int v = 0; v < nsv; v++)
+        bw_metrics_server_signal(consumer.metrics, v, BW_SIGNAL_LATENCY, latency[v], l->limits[BW_SIGNAL_LATENCY].threshold);
+    free(server);
+    free(latency);
 }

@@ -64,6 +64,37 @@ static json_t *backlog_obj(bw_backlog_t *backlog, int shard, const Bulkwrite__V1
     return o;
 }
 
+/* The throttle's word on the shard, from its consumer's status record; NULL when the
+ * throttle is off there. Server names never appear in it: the reason names a signal. */
+static json_t *throttle_obj(const Bulkwrite__V1__ShardStatus *st) {
+    if (!st || !st->throttle_state || !*st->throttle_state) return NULL;
+    json_t *o = json_pack("{s:s, s:b, s:f, s:f, s:I, s:s, s:b}", "state", st->throttle_state, "throttled",
+                          strcmp(st->throttle_state, "running") != 0, "rate", st->throttle_rate, "cap", st->cap_rate,
+                          "since_ms", (json_int_t)st->throttle_since_ms, "reason", st->throttle_reason ? st->throttle_reason : "",
+                          "dry_run", st->throttle_dry_run);
+    if (st->throttle_signal && *st->throttle_signal)
+        json_object_set_new(o, "signal", json_pack("{s:s, s:f, s:f}", "name", st->throttle_signal, "value",
+                                                   st->throttle_value, "level", st->throttle_level));
+    return o;
+}
+
+char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard) {
+    (void)conf;
+    Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(table, shard);
+    bw_shard_setting_t set;
+    bw_shard_table_setting(table, shard, &set);
+    json_t *t = throttle_obj(st);
+    json_t *o = json_pack("{s:i, s:b, s:b}", "shard", shard, "paused_by_operator", set.paused, "throttled",
+                          t && json_is_true(json_object_get(t, "throttled")));
+    json_object_set_new(o, "throttle", t ? t : json_null());
+    if (!st) json_object_set_new(o, "note", json_string("no consumer has reported this shard yet"));
+    else if (!t) json_object_set_new(o, "note", json_string("the adaptive throttle is off (throttle.mode)"));
+    if (st) bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    char *out = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return out;
+}
+
 char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin) {
     json_t *arr = json_array();
     int64_t now = bw_wall_ms();
@@ -96,6 +127,8 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
                                                          (json_int_t)st->rows_applied, "rows_failed",
                                                          (json_int_t)st->rows_failed, "recent_errors", errs));
             json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
+            json_t *t = throttle_obj(st);
+            if (t) json_object_set_new(json_object_get(o, "consumer"), "throttle", t);
             if (!admin) json_object_del(json_object_get(o, "consumer"), "instance"); /* a host name */
             bulkwrite__v1__shard_status__free_unpacked(st, NULL);
         } else {

@@ -771,6 +771,15 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
         char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     }
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/check/", 10) == 0) { /* any client: am I throttled, and why */
+        char *end;
+        long shard = strtol(url + 10, &end, 10);
+        if (end == url + 10 || *end || shard < 0 || shard >= proxy.conf->shard_count)
+            return reply_error(c, MHD_HTTP_NOT_FOUND, "expected /v1/check/{shard}, a shard from 0 to %d",
+                               proxy.conf->shard_count - 1);
+        char *body = bw_admin_check_json(proxy.conf, proxy.shards, (int)shard);
+        return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
     if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)
         return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST for %s", url);
     if (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)

@@ -9,9 +9,17 @@ usage: $0 start  DIR PORT   init DIR/data if needed, start server on 127.0.0.1:P
        $0 stop   DIR        clean shutdown (SIGTERM/SIGKILL fallback), wait max 30 s
        $0 kill   DIR        kill -9 the server (fault tests)
        $0 status DIR        print whether it runs; exit 0 if up, 3 if down
+       $0 start-replica DIR PORT PRIMARY_PORT
+                            start a server like 'start', make it replicate the server on
+                            127.0.0.1:PRIMARY_PORT from that server's first binlog, wait
+                            max 30 s until both replication threads run
+       $0 replica-sql DIR stop|start
+                            stop/start the replica's SQL thread (its lag then grows/shrinks)
 Connect: mariadb -h127.0.0.1 -P PORT -uroot   (empty password)
 BW_MARIADB_ARGS adds options to mariadbd (e.g. --character-set-server=latin1).
-Files in DIR: data/ mysqld.sock mysqld.pid error.log port
+BW_MARIADB_PRIMARY=1 (with start) makes the server one a replica can follow: binary log
+  (ROW format) and server-id = PORT. Remembered in DIR: later starts keep it.
+Files in DIR: data/ mysqld.sock mysqld.pid error.log port [primary] [replica]
 EOF
     exit 2
 }
@@ -49,6 +57,15 @@ wait_gone() { # pid seconds
 
 sock_sql() { # run SQL as root over the unix socket (works before TCP grants exist)
     mariadb --no-defaults --protocol=socket -S "$DIR/mysqld.sock" -uroot -N -B -e "$1"
+}
+
+# SHOW SLAVE STATUS, one "Field: value" per line; empty if no replication is set up.
+slave_status() {
+    mariadb --no-defaults --protocol=socket -S "$DIR/mysqld.sock" -uroot -E -e 'SHOW SLAVE STATUS'
+}
+
+field() { # field NAME <status: the value of NAME
+    sed -n "s/^ *$1: //p" | head -n 1
 }
 
 cmd_start() {
@@ -95,6 +112,20 @@ cmd_start() {
         rm -f "$DIR/.init-in-progress"
     fi
 
+    # Replication roles. Off by default: a binary log costs every other test a write
+    # per commit. Remembered by a marker file because tests restart servers with a
+    # plain 'start' (fault tests): a primary restarted without its binlog would
+    # silently stop feeding its replica, and a replica restarted under another
+    # server-id / relay-log name would not find its relay log.
+    local role=()
+    [[ ${BW_MARIADB_PRIMARY:-0} == 1 ]] && touch "$DIR/primary"
+    [[ -e $DIR/primary ]] && role+=(--log-bin=mysql-bin --binlog-format=ROW)
+    # relay log named explicitly: the default name contains the host name
+    [[ -e $DIR/replica ]] && role+=(--relay-log=relay-bin)
+    # server-id from the port: unique among the servers of one machine, and a
+    # replica skips events that carry its own server-id
+    ((${#role[@]} == 0)) || role+=(--server-id="$port")
+
     rm -f "$DIR/mysqld.pid"   # so we only ever read the pid of this start
     # setsid+nohup: the server must outlive this script and the caller's terminal.
     setsid nohup mariadbd --no-defaults \
@@ -103,7 +134,7 @@ cmd_start() {
         --pid-file="$DIR/mysqld.pid" --log-error="$DIR/error.log" \
         --user=root --skip-name-resolve \
         --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
-        --max-connections=500 ${BW_MARIADB_ARGS:-} \
+        --max-connections=500 "${role[@]}" ${BW_MARIADB_ARGS:-} \
         </dev/null >>"$DIR/mariadbd.out" 2>&1 &
     local launcher=$!
     echo "$port" >"$DIR/port"
@@ -146,6 +177,78 @@ cmd_start() {
     [[ ${dd%/} == "$DIR/data" ]] || die "127.0.0.1:$port is served by another server (datadir $dd)"
 
     echo "mariadb: up on 127.0.0.1:$port ($DIR)"
+}
+
+# Waits max 30 s until the replication threads named in $1 ("IO SQL" or "SQL")
+# run; dies with the replica's last errors otherwise.
+wait_replicating() {
+    local want=$1 st io sql i
+    for ((i = 0; i < 300; i++)); do
+        st=$(slave_status 2>/dev/null) || st=
+        io=$(field Slave_IO_Running <<<"$st") sql=$(field Slave_SQL_Running <<<"$st")
+        [[ $sql == Yes && ($want == SQL || $io == Yes) ]] && return 0
+        # an SQL thread stopped by an error stays stopped: no point waiting
+        [[ $sql == No && -n $(field Last_SQL_Error <<<"$st") ]] && break
+        sleep 0.1
+    done
+    die "replication not running on $DIR (Slave_IO_Running=${io:-?}, Slave_SQL_Running=${sql:-?})
+  Last_IO_Error: $(field Last_IO_Error <<<"$st")
+  Last_SQL_Error: $(field Last_SQL_Error <<<"$st")"
+}
+
+cmd_start_replica() {
+    local port=$1 primary=$2 first st mport
+    [[ $primary =~ ^[0-9]+$ ]] && ((primary > 0 && primary < 65536)) || die "bad PRIMARY_PORT '$primary'"
+    [[ $port != "$primary" ]] || die "a server cannot replicate itself (PORT = PRIMARY_PORT)"
+
+    # Asked before anything starts: the primary must be up and keep a binary log.
+    # Its root@127.0.0.1 has ALL PRIVILEGES, which include REPLICATION SLAVE, so the
+    # replica logs in as root with the empty password like every test tool.
+    first=$(mariadb --no-defaults -h127.0.0.1 -P "$primary" -uroot -N -B -e 'SHOW BINARY LOGS' 2>&1) ||
+        die "cannot read the binary logs of 127.0.0.1:$primary (is it up, started with BW_MARIADB_PRIMARY=1?): $first"
+    first=$(head -n 1 <<<"$first" | cut -f 1)
+    [[ -n $first ]] || die "127.0.0.1:$primary has no binary log"
+
+    # Before cmd_start: the marker gives the server its server-id and relay log name.
+    mkdir -p "$DIR"
+    touch "$DIR/replica"
+    cmd_start "$port"
+    # No --read-only: default OFF, and the test tools write to the replica as root.
+
+    st=$(slave_status) || die "SHOW SLAVE STATUS failed on $DIR"
+    if [[ -n $st ]]; then
+        # Already a replica (a second start-replica): keep its position.
+        mport=$(field Master_Port <<<"$st")
+        [[ $mport == "$primary" ]] || die "$DIR already replicates 127.0.0.1:$mport, not :$primary"
+    else
+        # From the primary's first binlog at its first event (4 = after the header),
+        # by file and position: it has everything since the primary first ran with
+        # BW_MARIADB_PRIMARY=1 (databases, tables, and users: CREATE USER and GRANT
+        # are logged as statements). MASTER_USE_GTID=no: the replica's empty GTID
+        # position means nothing here. MASTER_CONNECT_RETRY=1: after a restart of the
+        # primary (fault tests) it reconnects within 1 s, not the default 60 s.
+        sock_sql "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$primary,
+                      MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=no,
+                      MASTER_LOG_FILE='$first', MASTER_LOG_POS=4, MASTER_CONNECT_RETRY=1" ||
+            die "CHANGE MASTER failed on $DIR"
+    fi
+    # a no-op (with a warning) when both threads already run
+    sock_sql 'START SLAVE' >/dev/null || die "START SLAVE failed on $DIR"
+    wait_replicating "IO SQL"
+    echo "mariadb: replica on 127.0.0.1:$port of 127.0.0.1:$primary, replicating ($DIR)"
+}
+
+cmd_replica_sql() {
+    [[ -n $(server_pid) ]] || die "not running ($DIR)"
+    [[ -n $(slave_status) ]] || die "$DIR is not a replica"
+    case $1 in
+        # STOP returns once the thread stopped; relay logs keep growing meanwhile
+        stop)  sock_sql 'STOP SLAVE SQL_THREAD' >/dev/null || die "STOP SLAVE SQL_THREAD failed on $DIR" ;;
+        start) sock_sql 'START SLAVE SQL_THREAD' >/dev/null || die "START SLAVE SQL_THREAD failed on $DIR"
+               wait_replicating SQL ;;
+        *)     usage ;;
+    esac
+    echo "mariadb: replica SQL thread: $1 ($DIR)"
 }
 
 cmd_stop() {
@@ -198,5 +301,7 @@ case $cmd in
     stop)   [[ $# -eq 2 ]] || usage; cmd_stop ;;
     kill)   [[ $# -eq 2 ]] || usage; cmd_kill ;;
     status) [[ $# -eq 2 ]] || usage; cmd_status ;;
+    start-replica) [[ $# -eq 4 ]] || usage; cmd_start_replica "$3" "$4" ;;
+    replica-sql)   [[ $# -eq 3 ]] || usage; cmd_replica_sql "$3" ;;
     *)      usage ;;
 esac

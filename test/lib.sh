@@ -14,6 +14,13 @@
 #   alert_state SHARD           "active" while Alertmanager holds a firing
 #                               BulkwriteShardUnhealthy alert for SHARD, else "none"
 #   server_alert_state SERVER   the same for BulkwriteServerDown of SERVER (mysql-a|mysql-b)
+#   start_replica NAME PORT PRIMARY_PORT
+#                               a MariaDB replica in $WORK/NAME on 127.0.0.1:PORT (e.g. $DB_R)
+#                               of the server on PRIMARY_PORT, replicating from its first
+#                               binlog; bw_stack_stop stops it. Returns 1 (error printed) if
+#                               it does not replicate within 30 s. The primary must keep a
+#                               binlog: define BW_STACK_PRIMARY=1 before bw_stack_start to
+#                               start mysql-a and mysql-b that way (off by default: it costs)
 # The caller ends with: echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]
 
 BIN=${BW_BIN:-bin}
@@ -21,8 +28,10 @@ BIN=${BW_BIN:-bin}
 off=${BW_TEST_PORT_OFFSET:-0}
 DB_A=$((24306 + off)) DB_B=$((24307 + off)) PROXY=$((28080 + off)) C1=$((28081 + off)) C2=$((28082 + off))
 KAFKA=$((29092 + off)) ALERTMANAGER=$((29095 + off)) # Kafka's controller takes KAFKA + 1
+DB_R=$((24309 + off)) # a replica (start_replica); 24308 + off is auth.sh's DB_L
 HOT=5 HOT_RATE=5
 pids=()
+replicas=() # dirs of start_replica's servers
 passed=0 failed=0
 
 bw_stack_stop() {
@@ -31,6 +40,10 @@ bw_stack_stop() {
     local i
     for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
         kill "${pids[i]}" 2>/dev/null && wait "${pids[i]}" 2>/dev/null || true
+    done
+    # replicas before their primaries, so none logs a lost primary on the way out
+    for ((i = ${#replicas[@]} - 1; i >= 0; i--)); do
+        scripts/mariadb.sh stop "${replicas[i]}" >/dev/null 2>&1 || true
     done
     scripts/mariadb.sh stop "$WORK/mysql-a" >/dev/null 2>&1 || true
     scripts/mariadb.sh stop "$WORK/mysql-b" >/dev/null 2>&1 || true
@@ -92,6 +105,12 @@ server_alert_state() { # server_alert_state SERVER: BulkwriteServerDown for that
         .labels.server == $s)] | if length > 0 then .[0].status.state else "none" end'
 }
 
+start_replica() { # start_replica NAME PORT PRIMARY_PORT
+    # registered first: a server that came up but does not replicate is stopped too
+    replicas+=("$WORK/$1")
+    scripts/mariadb.sh start-replica "$WORK/$1" "$2" "$3" >/dev/null
+}
+
 start_consumer() { # start_consumer PORT [CONF]
     "$BIN/bw-consumer" -c "${2:-$CONF}" -b "$BROKERS" -p "$1" >>"$WORK/consumer-$1.log" 2>&1 &
     LAST_PID=$!
@@ -117,8 +136,10 @@ bw_stack_start() {
     "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
 
     echo "# $name ($MODE): MariaDB on $DB_A and $DB_B"
-    scripts/mariadb.sh start "$WORK/mysql-a" $DB_A >/dev/null || exit 1
-    scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null || exit 1
+    # BW_STACK_PRIMARY=1: with a binlog before anything is created, so a replica
+    # (start_replica) that starts from the first binlog gets every shard and user
+    BW_MARIADB_PRIMARY=${BW_STACK_PRIMARY:-0} scripts/mariadb.sh start "$WORK/mysql-a" $DB_A >/dev/null || exit 1
+    BW_MARIADB_PRIMARY=${BW_STACK_PRIMARY:-0} scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null || exit 1
     # the tables, and the consumer's and the proxy's least-privilege users (root is the admin)
     "$BIN/bwctl" -c "$CONF" schema --create-users --admin-user root >/dev/null || exit 1
 

@@ -593,7 +593,7 @@ static int cmd_shards(int argc, char **argv) {
     if (argc != 1 && !history)
         return fputs("usage: bwctl shards [--history]\nA table of every shard: its budgets in statements/s and rows/s as "
                      "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
-                     "paused, unhealthy, lag, its consumer, and the latest error.\n"
+                     "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate, \"-\" when off), its consumer,\nand the latest error.\n"
                      "--history: then every operator change of each shard (the latest 20 per shard), newest "
                      "first: when, rate|pause|resume, by which client, from which address, the setting after "
                      "it, and the reason.\n",
@@ -608,13 +608,23 @@ static int cmd_shards(int argc, char **argv) {
         bw_buf_free(&resp);
         return 1;
     }
-    printf("%-6s %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-22s %s\n", "SHARD", "DATABASE", "SERVER",
-           "CONF STMT/S", "STMT/S", "CONF ROWS/S", "ROWS/S", "PAUSED", "UNHEALTHY", "LAG", "CONSUMER", "LAST ERROR");
+    printf("%-6s %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-34s %-22s %s\n", "SHARD", "DATABASE", "SERVER",
+           "CONF STMT/S", "STMT/S", "CONF ROWS/S", "ROWS/S", "PAUSED", "UNHEALTHY", "LAG", "THROTTLE", "CONSUMER",
+           "LAST ERROR");
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(j, "shards"), i, s) {
         json_t *c = json_object_get(s, "consumer");
-        char lag[24] = "-", unhealthy[8] = "-", last[300] = "";
+        char lag[24] = "-", unhealthy[8] = "-", last[300] = "", throttle[80] = "-";
+        json_t *t = json_is_object(c) ? json_object_get(c, "throttle") : NULL;
+        if (json_is_object(t)) { /* one word: state, signal=value>level, the rate it decided */
+            json_t *sig = json_object_get(t, "signal");
+            char what[48] = "";
+            if (json_is_object(sig) && strcmp(jstr(t, "state"), "running"))
+                snprintf(what, sizeof(what), "(%s=%.4g)", jstr(sig, "name"), json_number_value(json_object_get(sig, "value")));
+            snprintf(throttle, sizeof(throttle), "%s%s@%g%s", jstr(t, "state"), what,
+                     json_number_value(json_object_get(t, "rate")), json_is_true(json_object_get(t, "dry_run")) ? "(dry)" : "");
+        }
         if (json_is_object(c)) {
             snprintf(lag, sizeof(lag), "%ld", jint(c, "lag"));
             snprintf(unhealthy, sizeof(unhealthy), "%s", json_is_true(json_object_get(c, "unhealthy")) ? "yes" : "no");
@@ -623,12 +633,12 @@ static int cmd_shards(int argc, char **argv) {
                 snprintf(last, sizeof(last), "%s: %.200s", jstr(e, "kind"), jstr(e, "message"));
         }
         char b[4][32];
-        printf("%-6ld %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-22s %s\n", jint(s, "shard"), jstr(s, "database"),
+        printf("%-6ld %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-34s %-22s %s\n", jint(s, "shard"), jstr(s, "database"),
                jstr(s, "server"), budget_text(json_object_get(s, "configured_rate"), b[0], sizeof(b[0])),
                budget_text(json_object_get(s, "effective_rate"), b[1], sizeof(b[1])),
                budget_text(json_object_get(s, "configured_row_rate"), b[2], sizeof(b[2])),
                budget_text(json_object_get(s, "effective_row_rate"), b[3], sizeof(b[3])),
-               json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag,
+               json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag, throttle,
                json_is_object(c) ? jstr(c, "instance") : "-", last);
     }
     if (history) print_history(json_object_get(j, "shards"));

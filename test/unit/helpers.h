@@ -99,5 +99,6 @@ Suite *forward_suite(void);
 Suite *auth_suite(void);
 Suite *quota_suite(void);
 Suite *scrub_suite(void);
+Suite *throttle_suite(void);
 
 #endif

@@ -84,6 +84,9 @@ START_TEST(users_sql_least_privilege) {
     ck_assert_ptr_nonnull(strstr(b.data, "ALTER USER 'bw_consumer'@'127.0.0.1' IDENTIFIED BY 'it\\'s\\\\a\\nsecret';\n"));
     ck_assert_ptr_nonnull(strstr(b.data, "GRANT SELECT, INSERT, UPDATE, DELETE ON `db00003`.`pins` TO 'bw_consumer'@'127.0.0.1';"));
     ck_assert_ptr_nonnull(strstr(b.data, "GRANT SELECT ON `db00000`.`bw_job_failures` TO 'bw_proxy'@'127.0.0.1';"));
+    /* the throttle's heartbeat row, in the server's first shard database: the consumer writes it */
+    ck_assert_ptr_nonnull(strstr(b.data, "GRANT SELECT, INSERT, UPDATE, DELETE ON `db00000`.`bw_heartbeat` TO 'bw_consumer'@'127.0.0.1';"));
+    ck_assert_ptr_null(strstr(b.data, "`db00001`.`bw_heartbeat`"));
     ck_assert_ptr_null(strstr(b.data, "GRANT OPTION"));
     ck_assert_ptr_null(strstr(b.data, "*.*"));
     ck_assert_ptr_null(strstr(b.data, "`db00004`")); /* server 0 holds shards 0-3 */

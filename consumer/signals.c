@@ -1,0 +1,223 @@
+/* signals.c — the throttle's signal reader (signals.h). */
+#include "signals.h"
+
+#include <mysql.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "bw.h"
+#include "db.h"
+#include "log.h"
+
+#define COMPONENT "signals"
+
+/* The heartbeats this reader wrote last, oldest first: the lag is the age of the oldest
+ * one a replica has not applied, so a replica that keeps up reads a few milliseconds,
+ * not the interval between two writes. */
+#define HEARTBEATS_KEPT 64
+
+typedef struct {
+    MYSQL *primary;
+    MYSQL **replicas; /* [replica_cnt] */
+    bw_signal_reading_t readings[BW_SERVER_SIGNALS];
+    int64_t written_us[HEARTBEATS_KEPT];
+    int written_cnt, written_next; /* ring over written_us */
+} server_signals_t;
+
+struct bw_signals {
+    const bw_config_t *conf;
+    server_signals_t *servers;
+    pthread_mutex_t mu; /* guards servers[].readings */
+    pthread_cond_t cv;
+    int stopping;
+    pthread_t thread;
+};
+
+static int64_t wall_us(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+/* The one number of a query's first row and column; -1 with why. */
+static int query_number(MYSQL *db, const char *sql, int column, double *out, char *why, size_t why_size) {
+    if (mysql_query(db, sql)) return snprintf(why, why_size, "%s", mysql_error(db)), -1;
+    MYSQL_RES *r = mysql_store_result(db);
+    if (!r) return snprintf(why, why_size, "%s", mysql_errno(db) ? mysql_error(db) : "no result set"), -1;
+    MYSQL_ROW row = mysql_fetch_row(r);
+    int ok = row && (int)mysql_num_fields(r) > column && row[column];
+    char *end = NULL;
+    if (ok) *out = strtod(row[column], &end);
+    ok = ok && end != row[column] && *end == '\0';
+    mysql_free_result(r);
+    mysql_commit(db); /* autocommit is off: end the read's snapshot, so the next read sees new rows */
+    if (!ok) return snprintf(why, why_size, "no number in the first row and column"), -1;
+    return 0;
+}
+
+static void heartbeat_written(server_signals_t *ss, int64_t ts_us) {
+    ss->written_us[ss->written_next] = ts_us;
+    ss->written_next = (ss->written_next + 1) % HEARTBEATS_KEPT;
+    if (ss->written_cnt < HEARTBEATS_KEPT) ss->written_cnt++;
+}
+
+/* The lag in ms of a replica whose heartbeat row holds seen_us, at now_us: the age of the
+ * oldest heartbeat written after seen_us (it has waited that long to be applied); 0 when
+ * the replica holds the newest. A row older than every kept write (or another consumer's)
+ * falls back to now - seen_us, at most one interval above the truth. */
+static double heartbeat_lag_ms(const server_signals_t *ss, int64_t seen_us, int64_t now_us) {
+    int oldest = (ss->written_next - ss->written_cnt + HEARTBEATS_KEPT) % HEARTBEATS_KEPT;
+    if (ss->written_cnt == 0 || seen_us < ss->written_us[oldest]) return (double)(now_us - seen_us) / 1000.0;
+    for (int k = 0; k < ss->written_cnt; k++) {
+        int64_t w = ss->written_us[(oldest + k) % HEARTBEATS_KEPT];
+        if (w > seen_us) return (double)(now_us - w) / 1000.0;
+    }
+    return 0;
+}
+
+/* Records a reading (or why it failed) under the lock. */
+static void note(bw_signals_t *s, int server, int kind, int ok, double value, const char *why) {
+    pthread_mutex_lock(&s->mu);
+    bw_signal_reading_t *r = &s->servers[server].readings[kind];
+    if (ok) {
+        r->value = value;
+        r->at_us = bw_now_us();
+        r->error[0] = '\0';
+    } else {
+        snprintf(r->error, sizeof(r->error), "%s", why);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void drop(MYSQL **db) {
+    if (*db) mysql_close(*db);
+    *db = NULL;
+}
+
+static void read_server(bw_signals_t *s, int i) {
+    const bw_config_t *c = s->conf;
+    const bw_server_t *sv = &c->servers[i];
+    server_signals_t *ss = &s->servers[i];
+    char why[256] = "", sql[512], db[80];
+    double v;
+    bw_config_shard_db(c, sv->first_shard, db, sizeof(db));
+    if (!ss->primary && !(ss->primary = bw_db_connect(c, i, why, sizeof(why)))) {
+        for (int k = 0; k < BW_SERVER_SIGNALS; k++) note(s, i, k, 0, 0, why);
+        return;
+    }
+    int ok = 1;
+    if (sv->replica_cnt) {
+        int64_t beat = wall_us();
+        snprintf(sql, sizeof(sql), "REPLACE INTO `%s`.`%s` (id, ts_us) VALUES (1, %lld)", db, c->throttle_heartbeat_table,
+                 (long long)beat);
+        if (!mysql_query(ss->primary, sql) && !mysql_commit(ss->primary)) {
+            heartbeat_written(ss, beat);
+        } else {
+            snprintf(why, sizeof(why), "heartbeat write on %s: %s", sv->name, mysql_error(ss->primary));
+            note(s, i, BW_SIGNAL_REPLICATION_LAG, 0, 0, why);
+            ok = 0;
+        }
+    }
+    if (ok) {
+        ok = !query_number(ss->primary, "SHOW GLOBAL STATUS LIKE 'Threads_running'", 1, &v, why, sizeof(why));
+        note(s, i, BW_SIGNAL_THREADS_RUNNING, ok, v, why);
+    }
+    if (ok && c->throttle_custom_query[0]) {
+        int good = !query_number(ss->primary, c->throttle_custom_query, 0, &v, why, sizeof(why));
+        note(s, i, BW_SIGNAL_CUSTOM, good, v, why);
+        /* a query the server refuses is the operator's to fix; a client error (2000 and up)
+         * means the connection is gone */
+        ok = good || mysql_errno(ss->primary) < 2000;
+    }
+    if (!ok) drop(&ss->primary);
+
+    /* the lag: the most over the replicas; one that cannot be read makes the signal unknown */
+    double lag = 0;
+    int lag_ok = sv->replica_cnt > 0;
+    for (int r = 0; r < sv->replica_cnt; r++) {
+        MYSQL **rdb = &ss->replicas[r];
+        if (!*rdb && !(*rdb = bw_db_connect_replica(c, i, r, why, sizeof(why)))) {
+            lag_ok = 0;
+            break;
+        }
+        snprintf(sql, sizeof(sql), "SELECT ts_us FROM `%s`.`%s` WHERE id = 1", db, c->throttle_heartbeat_table);
+        if (query_number(*rdb, sql, 0, &v, why, sizeof(why))) {
+            char what[sizeof(why)];
+            snprintf(what, sizeof(what), "heartbeat on %.60s: %.180s", sv->replicas[r], why);
+            memcpy(why, what, sizeof(why));
+            if (mysql_errno(*rdb) >= 2000) drop(rdb); /* client errors: the connection is gone */
+            lag_ok = 0;
+            break;
+        }
+        double ms = heartbeat_lag_ms(ss, (int64_t)v, wall_us());
+        if (ms > lag) lag = ms;
+    }
+    if (sv->replica_cnt) note(s, i, BW_SIGNAL_REPLICATION_LAG, lag_ok, lag < 0 ? 0 : lag, why);
+}
+
+static void *signals_main(void *arg) {
+    bw_signals_t *s = arg;
+    mysql_thread_init();
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        for (int i = 0; i < s->conf->server_cnt; i++) read_server(s, i);
+        pthread_mutex_lock(&s->mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (int64_t)s->conf->throttle_interval_ms * 1000000;
+        ts.tv_sec += ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        if (!s->stopping) pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->conf->server_cnt; i++) {
+        drop(&s->servers[i].primary);
+        for (int r = 0; r < s->conf->servers[i].replica_cnt; r++) drop(&s->servers[i].replicas[r]);
+    }
+    mysql_thread_end();
+    return NULL;
+}
+
+bw_signals_t *bw_signals_start(const bw_config_t *conf) {
+    bw_signals_t *s = calloc(1, sizeof(*s));
+    if (!s) abort();
+    s->conf = conf;
+    s->servers = calloc((size_t)conf->server_cnt, sizeof(*s->servers));
+    if (!s->servers) abort();
+    for (int i = 0; i < conf->server_cnt; i++) {
+        s->servers[i].replicas = calloc((size_t)conf->servers[i].replica_cnt + 1, sizeof(MYSQL *));
+        for (int k = 0; k < BW_SERVER_SIGNALS; k++) snprintf(s->servers[i].readings[k].error, 160, "not read yet");
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pthread_create(&s->thread, NULL, signals_main, s);
+    bw_info(COMPONENT, "reading the throttle's signals of %d servers every %d ms", conf->server_cnt,
+            conf->throttle_interval_ms);
+    return s;
+}
+
+void bw_signals_stop(bw_signals_t *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    for (int i = 0; i < s->conf->server_cnt; i++) free(s->servers[i].replicas);
+    free(s->servers);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
+void bw_signals_read(bw_signals_t *s, int server, bw_signal_reading_t out[BW_SERVER_SIGNALS]) {
+    pthread_mutex_lock(&s->mu);
+    memcpy(out, s->servers[server].readings, sizeof(s->servers[server].readings));
+    pthread_mutex_unlock(&s->mu);
+}

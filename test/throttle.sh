@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The adaptive throttle against real MariaDB: mysql-b has a replica (replication on
+# loopback, scripts/mariadb.sh start-replica), the consumer writes the heartbeat on
+# mysql-b and reads it on the replica every 500 ms; Threads_running is read on both.
+#
+#   test/throttle.sh embedded|kafka
+#
+#   1. the replica's SQL thread stopped during a job: shard 6's rate falls within seconds,
+#      GET /v1/check/6 and the log name replication lag with its value; a shard of
+#      mysql-a runs on; the SQL thread started: the rate climbs back to its cap;
+#   2. 12 sessions of SELECT SLEEP() on mysql-a: its shards throttled for threads_running;
+#      they end: running again;
+#   3. the heartbeat unreadable on the replica (its SELECT revoked): shard 6 "unknown" at
+#      the floor, BulkwriteThrottleSignalUnknown fires; the grant back: it resolves;
+#   4. dry_run (SIGHUP): the SQL thread stopped again: throttled in GET /v1/check and the
+#      metrics, the rate in force unchanged;
+# then every row of every job is compared, row by row.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:?usage: test/throttle.sh embedded|kafka}
+. test/lib.sh
+CAP=100 # shard 6's rate: the throttle's cap there
+
+BW_STACK_PRIMARY=1 # mysql-a and mysql-b keep a binlog from their first statement
+bw_stack_conf() {
+    sed -i -e 's/mode = "off";/mode = "on";/' -e 's/interval_ms = 1000;/interval_ms = 500;/' \
+        -e 's/stale_ms = 5000;/stale_ms = 3000;/' -e 's/quiet_ms = 3000;/quiet_ms = 1000;/' \
+        -e 's/threads_running = 0.0; /threads_running = 8.0; /' \
+        -e "s/{ shard = $HOT; rate = $HOT_RATE.0; }/{ shard = $HOT; rate = $HOT_RATE.0; }, { shard = 6; rate = $CAP.0; }/" \
+        -e "/first_shard = 4;/,/replicas/ s/replicas = \[ \];/replicas = [ \"127.0.0.1:$DB_R\" ];/" "$1"
+}
+bw_stack_start throttle "$MODE"
+check "a replica of mysql-b replicates from its first binlog (shards and users included)" \
+    start_replica mysql-b-replica $DB_R $DB_B
+start_consumer $C1
+check "the consumer joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
+check "its heartbeat reaches the replica" wait_for 10 eval \
+    '[ "$(mariadb -h127.0.0.1 -P$DB_R -uroot -N -e "SELECT COUNT(*) FROM db00004.bw_heartbeat" 2>/dev/null)" = 1 ]'
+URL=http://127.0.0.1:$PROXY/v1/batches
+metric() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+rate_of() { metric "bulkwrite_consumer_rate_batches_per_second{shard=\"$1\"}"; }
+state_is() { [ "$(metric "bulkwrite_consumer_throttle_state{shard=\"$1\",state=\"$2\"}")" = 1 ]; }
+check_json() { curl -sf "http://127.0.0.1:$PROXY/v1/check/$1" | tee "$WORK/check-$1.json" | jq -e "$2" >/dev/null; }
+rate_at_most() { local r; r=$(rate_of "$1"); [ -n "$r" ] && awk -v r="$r" -v m="$2" 'BEGIN {exit !(r > 0 && r <= m)}'; }
+lag_signal() { metric 'bulkwrite_consumer_signal{server="mysql-b",signal="replication_lag_ms"}'; }
+
+check "every shard starts running, shard 6 at its cap ($CAP)" wait_for 20 eval 'state_is 6 running && state_is 1 running && [ "$(rate_of 6)" = $CAP ]'
+check "the lag reads under 250 ms while the replica keeps up" \
+    wait_for 10 eval 'awk -v l="$(lag_signal)" "BEGIN {exit !(l != \"\" && l >= 0 && l < 250)}"'
+echo "# lag while the replica keeps up: $(lag_signal) ms"
+check "a job for shard 6 and one for shard 1 are accepted" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:4000:6 feed:4000:1
+
+# ---- 1. replication lag ---------------------------------------------------------------------
+scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" stop >/dev/null
+t0=$(date +%s.%N)
+check "the replica's SQL thread stopped: shard 6 is throttled for replication lag within 10 s" \
+    wait_for 10 check_json 6 '.throttled and .throttle.signal.name == "replication_lag_ms" and .throttle.signal.value > 1000'
+check "... and its rate falls to a quarter of its cap or less within 10 s more" wait_for 10 rate_at_most 6 $((CAP / 4))
+echo "# after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s: rate $(rate_of 6), $(jq -c .throttle.reason "$WORK/check-6.json")"
+check "the log says why, with the value" grep -q 'throttle: running -> throttled: replication_lag_ms [0-9.]* over its threshold 1000' "$WORK/consumer-$C1.log"
+check "GET /v1/shards and bwctl shards show it" bash -c "
+    curl -sf http://127.0.0.1:$PROXY/v1/shards | jq -e '.shards[6].consumer.throttle.state == \"throttled\"' >/dev/null &&
+    '$BIN/bwctl' -c '$CONF' shards | awk '\$1 == 6 && \$11 ~ /^throttled\\(replication_lag_ms=/ {ok = 1} END {exit !ok}'"
+check "shard 1 (mysql-a, no replica) runs on, unthrottled" state_is 1 running
+check "a job for shard 7 (mysql-b too) is accepted while shard 6 is throttled" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:2000:7
+scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" start >/dev/null
+check "the SQL thread started: shard 6 runs at its cap again within 30 s" \
+    wait_for 30 eval 'state_is 6 running && [ "$(rate_of 6)" = $CAP ]'
+check "the log shows the climb back" grep -q 'throttle: throttled -> running' "$WORK/consumer-$C1.log"
+
+# ---- 2. Threads_running ---------------------------------------------------------------------
+sleepers=()
+for i in $(seq 1 12); do
+    mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT SLEEP(8)" >/dev/null 2>&1 &
+    sleepers+=($!)
+done
+check "12 sessions in SELECT SLEEP on mysql-a: its shards throttled for threads_running" \
+    wait_for 8 check_json 1 '.throttled and .throttle.signal.name == "threads_running" and .throttle.signal.value > 8'
+check "... shard 1's rate is limited now (it was unlimited)" rate_at_most 1 1000
+check "... and mysql-b's shard 6 is not throttled" state_is 6 running
+wait "${sleepers[@]}" 2>/dev/null
+check "the sessions ended: shard 1 running (unlimited) again within 30 s" \
+    wait_for 30 eval 'state_is 1 running && [ "$(rate_of 1)" = 0 ]'
+
+# ---- 3. an unreadable heartbeat ----------------------------------------------------------------
+ACCOUNT=$(mariadb -h127.0.0.1 -P$DB_R -uroot -N -e "SELECT CONCAT(\"'\", user, \"'@'\", host, \"'\") FROM mysql.user WHERE user = 'bw_consumer'")
+mariadb -h127.0.0.1 -P$DB_R -uroot -e "REVOKE SELECT ON db00004.bw_heartbeat FROM $ACCOUNT"
+check "the heartbeat unreadable on the replica: shard 6 unknown, at the floor (1), within 10 s" \
+    wait_for 10 eval 'check_json 6 ".throttle.state == \"unknown\"" && [ "$(rate_of 6)" = 1 ]'
+check "the reason says which signal and why" jq -e '.throttle.reason | test("replication_lag_ms unknown since .*denied")' "$WORK/check-6.json"
+check "BulkwriteThrottleSignalUnknown fires for mysql-b" \
+    wait_for 10 grep -q 'ALERT BulkwriteThrottleSignalUnknown firing for server mysql-b: replication_lag_ms: heartbeat on' "$WORK/consumer-$C1.log"
+check "the signal reads NaN in the metrics" test "$(lag_signal)" = NaN
+mariadb -h127.0.0.1 -P$DB_R -uroot -e "GRANT SELECT ON db00004.bw_heartbeat TO $ACCOUNT"
+check "the grant back: the alert resolves and shard 6 climbs back to its cap" \
+    wait_for 30 eval 'grep -q "ALERT BulkwriteThrottleSignalUnknown resolved for server mysql-b" "$WORK/consumer-$C1.log" && state_is 6 running && [ "$(rate_of 6)" = $CAP ]'
+
+# ---- 4. dry run -----------------------------------------------------------------------------------
+sed -i 's/mode = "on";/mode = "dry_run";/' "$CONF"
+kill -HUP "$LAST_PID"
+scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" stop >/dev/null
+check "dry_run: shard 6 is reported throttled (dry_run) within 10 s" \
+    wait_for 10 check_json 6 '.throttled and .throttle.dry_run and .throttle.signal.name == "replication_lag_ms"'
+check "... its decided rate falls in the metrics" wait_for 10 eval 'awk -v r="$(metric "bulkwrite_consumer_throttle_rate{shard=\"6\"}")" "BEGIN {exit !(r != \"\" && r <= 25)}"'
+check "... and the rate in force stays at its cap" test "$(rate_of 6)" = $CAP
+check "... the log marks the decision as not applied" grep -q 'throttle: running -> throttled: .*(dry run: not applied)' "$WORK/consumer-$C1.log"
+scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" start >/dev/null
+
+check "every row of every job is in place" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:4000:6 feed:4000:1 feed:2000:7
+check "the replica caught up with every row of mysql-b" wait_for 30 eval \
+    '[ "$(mariadb -h127.0.0.1 -P$DB_R -uroot -N -e "SELECT COUNT(*) FROM db00006.pins")" = "$(mariadb -h127.0.0.1 -P$DB_B -uroot -N -e "SELECT COUNT(*) FROM db00006.pins")" ]'
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
