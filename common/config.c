@@ -162,8 +162,8 @@ static const key_t_ throttle_keys[] = {
     {"replication_lag_ms", K_DBL, OFF(throttle_lag_ms), 0, 0, 1e9, "1000.0", NULL, NULL, 0,
      "Threshold of replication lag in ms: the most of the server's replicas, from a heartbeat "
      "row each consumer writes on the primary every interval_ms and reads on the replicas "
-     "(pt-heartbeat style: sub-second lag is measured, up to one interval more). Read only "
-     "for servers with replicas. 0 = off."},
+     "(pt-heartbeat style): the age of the oldest heartbeat a replica has not applied, so a "
+     "replica that keeps up reads a few ms. Read only for servers with replicas. 0 = off."},
     {"replication_lag_critical_ms", K_DBL, OFF(throttle_lag_critical_ms), 0, 0, 1e9, "0.0", NULL, NULL, 0,
      "Critical level of replication lag in ms (critical_ms); 0 = none."},
     {"threads_running", K_DBL, OFF(throttle_threads_running), 0, 0, 1e6, "0.0", NULL, NULL, 0,

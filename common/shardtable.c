@@ -142,6 +142,7 @@ void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard
     out->rate = c->has_rate ? bw_ratelimit_clamp(c->rate) : 0;
     out->has_row_rate = c->has_row_rate;
     out->row_rate = c->has_row_rate ? bw_ratelimit_clamp_rows(c->row_rate) : 0;
+    out->pinned = c->pinned;
     out->updated_at_ms = c->updated_at_ms;
     snprintf(out->reason, sizeof(out->reason), "%s", c->reason ? c->reason : "");
     snprintf(out->changed_by, sizeof(out->changed_by), "%s", c->changed_by ? c->changed_by : "");

@@ -24,6 +24,7 @@ typedef struct {
     double rate;           /* statements per second; 0 = unlimited */
     int has_row_rate;
     double row_rate;       /* rows per second; 0 = no row budget */
+    int pinned;            /* the adaptive throttle leaves the shard at its cap */
     int64_t updated_at_ms; /* 0: never set */
     char reason[256];
     char changed_by[72];   /* who (audit): a client's name, "(open)" without a clients file */

@@ -70,6 +70,7 @@ typedef struct {
     double cap_rate;           /* statements/s the operator or the file allows (0 = unlimited) */
     bw_throttle_shard_t throttle; /* the adaptive throttle's state (throttle.h) */
     int throttle_paused;       /* paused by the throttle: a signal over its critical level */
+    int pinned;                /* an operator pinned the rate: the throttle leaves it at cap_rate */
     double latency_ms;         /* ms per statement of its recent batches (a moving average) */
     uint64_t statements_done;  /* statements of applied batches, since assigned */
     uint64_t statements_at_tick; /* statements_done at the throttle's last tick */

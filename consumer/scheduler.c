@@ -328,6 +328,11 @@ void bw_scheduler_apply_settings(int64_t now) {
             bw_ratelimit_set_rate(&p->rl_rows, row_rate, now);
             if (!p->backoff_us) p->ready_at_us = 0;
         }
+        if (set.pinned != p->pinned) {
+            bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %s%s", set.pinned ? "pinned: the throttle leaves it" : "unpinned",
+                   op);
+            p->pinned = set.pinned;
+        }
         if (set.paused != p->op_paused) {
             bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "%s%s", set.paused ? "paused" : "resumed", op);
             p->op_paused = set.paused;
@@ -406,7 +411,9 @@ void bw_scheduler_throttle_tick(int64_t now) {
         double observed = (double)(p->statements_done - p->statements_at_tick) / dt;
         p->statements_at_tick = p->statements_done;
         bw_throttle_state_t before = p->throttle.state;
-        if (bw_throttle_step(l, &p->throttle, p->cap_rate, observed, readings, now, now_ms)) {
+        int changed = p->pinned ? bw_throttle_pin(&p->throttle, now_ms)
+                                : bw_throttle_step(l, &p->throttle, p->cap_rate, observed, readings, now, now_ms);
+        if (changed) {
             bw_log_level_t level = p->throttle.state == BW_THROTTLE_UNKNOWN || p->throttle.state == BW_THROTTLE_CRITICAL
                                        ? BW_LOG_WARN
                                        : BW_LOG_INFO;

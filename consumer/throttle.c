@@ -69,9 +69,22 @@ static int become(bw_throttle_shard_t *t, bw_throttle_state_t state, int signal,
     return changed;
 }
 
+int bw_throttle_pin(bw_throttle_shard_t *t, int64_t now_ms) {
+    if (t->pinned) return 0;
+    memset(t, 0, sizeof(*t));
+    t->pinned = 1;
+    t->initialised = 1;
+    t->signal = -1;
+    t->since_ms = now_ms;
+    char since[32];
+    wall_text(now_ms, since);
+    snprintf(t->why, sizeof(t->why), "pinned by an operator since %s: the signals do not move it", since);
+    return 1;
+}
+
 int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, double cap, double observed,
                      const bw_signal_reading_t readings[BW_SIGNAL_KINDS], int64_t now_us, int64_t now_ms) {
-    if (!t->initialised) {
+    if (!t->initialised || t->pinned) {
         memset(t, 0, sizeof(*t));
         t->initialised = 1;
         t->signal = -1;

@@ -86,6 +86,7 @@ typedef struct {
     char why[200];       /* the reason in words, for logs and the API */
     int64_t last_step_us, quiet_since_us, critical_since_us;
     int initialised;
+    int pinned;          /* an operator holds the rate: bw_throttle_pin */
 } bw_throttle_shard_t;
 
 /* One step for the shard at now_us (monotonic) / now_ms (wall). cap: the rate in force
@@ -94,6 +95,11 @@ typedef struct {
  * when the state or the signal behind it changed (log it), else 0. */
 int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, double cap, double observed,
                      const bw_signal_reading_t readings[BW_SIGNAL_KINDS], int64_t now_us, int64_t now_ms);
+
+/* An operator pinned the shard's rate (its control record's pinned): running at its cap,
+ * the reason says so, no signal moves it; the next bw_throttle_step after the pin is
+ * lifted starts afresh. Returns 1 when the shard was not pinned before (log it). */
+int bw_throttle_pin(bw_throttle_shard_t *t, int64_t now_ms);
 
 /* The rate the shard's limiter runs at: the cap unless the mode is on and the shard is
  * not running, then the adaptive rate (never above a non-zero cap). */

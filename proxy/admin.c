@@ -20,6 +20,7 @@ static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_se
     json_object_set_new(o, "configured_row_rate", json_real(conf->shard_row_rate[shard]));
     json_object_set_new(o, "operator_row_rate", set->has_row_rate ? json_real(set->row_rate) : json_null());
     json_object_set_new(o, "effective_row_rate", json_real(bw_shard_effective_row_rate(conf, shard, set)));
+    json_object_set_new(o, "pinned", json_boolean(set->pinned));
     if (set->updated_at_ms) {
         json_object_set_new(o, "changed_at_ms", json_integer(set->updated_at_ms));
         json_object_set_new(o, "reason", json_string(set->reason));
@@ -221,7 +222,7 @@ void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size
     if (!set->has_row_rate) snprintf(rows, sizeof(rows), "configured rows/s");
     else if (set->row_rate == 0) snprintf(rows, sizeof(rows), "no row budget");
     else snprintf(rows, sizeof(rows), "%g rows/s", set->row_rate);
-    snprintf(out, size, "%s; %s; %s", set->paused ? "paused" : "running", rate, rows);
+    snprintf(out, size, "%s; %s%s; %s", set->paused ? "paused" : "running", rate, set->pinned ? " pinned" : "", rows);
 }
 
 int bw_admin_control_update(int shard, const char *action, const char *body, size_t len,
@@ -263,13 +264,21 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
                 rc = 1;
                 break;
             }
+        } else if (strcmp(key, "pinned") == 0 && strcmp(action, "rate") == 0) {
+            if (!json_is_boolean(v)) {
+                rc = snprintf(err, esz, "pinned must be true (the adaptive throttle leaves the shard at its rate) or false");
+                break;
+            }
         } else {
             rc = snprintf(err, esz, "unknown member \"%s\" for %s", key, action);
             break;
         }
     }
-    if (!rc && strcmp(action, "rate") == 0 && !json_object_get(j, "rate") && !json_object_get(j, "row_rate"))
-        rc = snprintf(err, esz, "rate needs {\"rate\": number or null}, {\"row_rate\": number or null}, or both");
+    if (!rc && strcmp(action, "rate") == 0 && !json_object_get(j, "rate") && !json_object_get(j, "row_rate") &&
+        !json_object_get(j, "pinned"))
+        rc = snprintf(err, esz,
+                      "rate needs {\"rate\": number or null}, {\"row_rate\": number or null}, {\"pinned\": boolean}, "
+                      "or several");
     if (rc) {
         json_decref(j);
         return -1;
@@ -285,6 +294,8 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
             set->has_row_rate = !json_is_null(rr);
             set->row_rate = set->has_row_rate ? json_number_value(rr) : 0;
         }
+        json_t *pin = json_object_get(j, "pinned");
+        if (pin) set->pinned = json_is_true(pin);
     } else {
         set->paused = strcmp(action, "pause") == 0;
     }
@@ -320,6 +331,7 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
     c.has_row_rate = set->has_row_rate;
     c.row_rate = set->row_rate;
     c.paused = set->paused;
+    c.pinned = set->pinned;
     c.updated_at_ms = set->updated_at_ms;
     c.reason = set->reason;
     c.changed_by = set->changed_by;

@@ -7,7 +7,8 @@
 #
 #   1. the replica's SQL thread stopped during a job: shard 6's rate falls within seconds,
 #      GET /v1/check/6 and the log name replication lag with its value; a shard of
-#      mysql-a runs on; the SQL thread started: the rate climbs back to its cap;
+#      mysql-a runs on; pinned by hand (bwctl set-rate --pin) it runs at its cap, unpinned
+#      it is throttled again; the SQL thread started: the rate climbs back to its cap;
 #   2. 12 sessions of SELECT SLEEP() on mysql-a: its shards throttled for threads_running;
 #      they end: running again;
 #   3. the heartbeat unreadable on the replica (its SELECT revoked): shard 6 "unknown" at
@@ -65,6 +66,16 @@ check "GET /v1/shards and bwctl shards show it" bash -c "
 check "shard 1 (mysql-a, no replica) runs on, unthrottled" state_is 1 running
 check "a job for shard 7 (mysql-b too) is accepted while shard 6 is throttled" \
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:2000:7
+check "bwctl set-rate --pin: shard 6 held at $CAP by hand while the lag lasts" \
+    "$BIN/bwctl" -c "$CONF" set-rate 6 $CAP --pin --reason "throttle test: pinned"
+check "... it runs at its cap within 10 s, the reason says pinned" wait_for 10 eval \
+    '[ "$(rate_of 6)" = $CAP ] && check_json 6 ".throttle.state == \"running\" and (.throttle.reason | test(\"pinned by an operator\"))"'
+check "... bwctl shards shows it pinned" bash -c "'$BIN/bwctl' -c '$CONF' shards | awk '\$1 == 6 && \$11 == \"pinned@$CAP\" {ok = 1} END {exit !ok}'"
+check "... and the lag is still over its threshold" awk -v l="$(lag_signal)" 'BEGIN {exit !(l > 1000)}'
+check "bwctl set-rate --unpin: the throttle takes shard 6 back down within 10 s" \
+    "$BIN/bwctl" -c "$CONF" set-rate 6 --unpin --reason "throttle test: unpinned"
+check "... throttled for replication lag again" wait_for 10 eval \
+    'check_json 6 ".throttle.state == \"throttled\"" && rate_at_most 6 $((CAP / 2))'
 scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" start >/dev/null
 check "the SQL thread started: shard 6 runs at its cap again within 30 s" \
     wait_for 30 eval 'state_is 6 running && [ "$(rate_of 6)" = $CAP ]'

@@ -6,7 +6,7 @@
  *   watch JOB_ID         follow a job until it is finished: progress bar and ETA
  *   job JOB_ID           print a job's status (JSON)
  *   shards               a table of every shard: budgets, paused, lag, recent errors
- *   set-rate SHARD [RATE] [--rows ROWS]
+ *   set-rate SHARD [RATE] [--rows ROWS] [--pin|--unpin]
  *                        set a shard's budget: statements/s (0 = unlimited) and/or rows/s
  *                        (0 = no row budget); "default" = back to the configured value
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
@@ -593,7 +593,7 @@ static int cmd_shards(int argc, char **argv) {
     if (argc != 1 && !history)
         return fputs("usage: bwctl shards [--history]\nA table of every shard: its budgets in statements/s and rows/s as "
                      "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
-                     "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate, \"-\" when off), its consumer,\nand the latest error.\n"
+                     "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate; pinned@rate when an operator\nholds it; \"-\" when off), its consumer,\nand the latest error.\n"
                      "--history: then every operator change of each shard (the latest 20 per shard), newest "
                      "first: when, rate|pause|resume, by which client, from which address, the setting after "
                      "it, and the reason.\n",
@@ -622,7 +622,9 @@ static int cmd_shards(int argc, char **argv) {
             char what[48] = "";
             if (json_is_object(sig) && strcmp(jstr(t, "state"), "running"))
                 snprintf(what, sizeof(what), "(%s=%.4g)", jstr(sig, "name"), json_number_value(json_object_get(sig, "value")));
-            snprintf(throttle, sizeof(throttle), "%s%s@%g%s", jstr(t, "state"), what,
+            const char *state = jstr(t, "state"); /* a pinned shard runs at its cap: say why */
+            if (json_is_true(json_object_get(s, "pinned")) && !strcmp(state, "running")) state = "pinned";
+            snprintf(throttle, sizeof(throttle), "%s%s@%g%s", state, what,
                      json_number_value(json_object_get(t, "rate")), json_is_true(json_object_get(t, "dry_run")) ? "(dry)" : "");
         }
         if (json_is_object(c)) {
@@ -666,36 +668,41 @@ static int put_budget(json_t *body, const char *member, const char *text, char *
 static int cmd_control(int argc, char **argv) {
     const char *cmd = argv[0];
     int is_rate = strcmp(cmd, "set-rate") == 0;
-    char help[1024];
+    char help[1536];
     snprintf(help, sizeof(help),
              "usage: bwctl %s SHARD%s [--reason TEXT]\n"
              "       bwctl %s --server NAME%s [--reason TEXT]\n%s\n"
              "With --server, every shard of that server (shards.servers) gets the same change, each in\n"
              "its own record (the reason says \"server NAME\"). Every consumer applies it within\n"
              "seconds; it lasts until changed, across restarts.\n",
-             cmd, is_rate ? " [RATE|default] [--rows ROWS|default]" : "", cmd,
-             is_rate ? " [RATE|default] [--rows ROWS|default]" : "",
+             cmd, is_rate ? " [RATE|default] [--rows ROWS|default] [--pin|--unpin]" : "", cmd,
+             is_rate ? " [RATE|default] [--rows ROWS|default] [--pin|--unpin]" : "",
              is_rate ? "Sets the shard's budget: RATE statements per second (0 = unlimited, else "
                        BW_RATE_BOUNDS_TEXT "),\n--rows ROWS rows per second (0 = no row budget, else "
                        BW_ROW_RATE_BOUNDS_TEXT "), or both;\nwhichever binds first holds the shard back. "
-                       "default = back to the configured value;\na budget not given stays as it is."
+                       "default = back to the configured value;\na budget not given stays as it is. --pin holds the rate by hand: "
+                       "the adaptive\nthrottle leaves the shard at it until --unpin."
              : strcmp(cmd, "pause") == 0 ? "Stops applying the shard's batches; they wait in Kafka."
                                          : "Applies the shard's batches again.");
     const char *reason = "", *rows = NULL, *server = NULL;
+    int pin = -1; /* --pin 1, --unpin 0, neither: as it was */
     static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"rows", required_argument, 0, 'R'},
-                                         {"server", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+                                         {"server", required_argument, 0, 's'}, {"pin", no_argument, 0, 'P'},
+                                         {"unpin", no_argument, 0, 'U'},        {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
     for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
         if (o == 'r') reason = optarg;
         else if (o == 's') server = optarg;
         else if (o == 'R' && is_rate) rows = optarg;
+        else if ((o == 'P' || o == 'U') && is_rate) pin = o == 'P';
         else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
     }
     /* the target: SHARD, or --server NAME in its place */
     int positional = argc - optind + (server != NULL);
     /* set-rate: SHARD and RATE, or SHARD alone with --rows */
-    if (is_rate ? positional != 2 && !(positional == 1 && rows) : positional != 1) return fputs(help, stderr), 2;
+    if (is_rate ? positional != 2 && !(positional == 1 && (rows || pin >= 0)) : positional != 1)
+        return fputs(help, stderr), 2;
     char path[400];
     const char *rate = positional == 2 ? argv[argc - 1] : NULL;
     if (server) {
@@ -715,6 +722,7 @@ static int cmd_control(int argc, char **argv) {
         json_decref(body);
         return fprintf(stderr, "bwctl: %s\n", why), 2;
     }
+    if (pin >= 0) json_object_set_new(body, "pinned", json_boolean(pin));
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     bw_buf_t resp;
@@ -743,7 +751,7 @@ static int usage(FILE *out, int code) {
           "  job JOB_ID           print a job's status (JSON)\n"
           "  shards [--history]   a table of every shard: budgets, paused, lag, recent errors;\n"
           "                       --history: who changed which shard, when, from where, why\n"
-          "  set-rate SHARD [RATE] [--rows ROWS]\n"
+          "  set-rate SHARD [RATE] [--rows ROWS] [--pin|--unpin]\n"
           "                       set a shard's budget in statements/s (0 = unlimited) and/or\n"
           "                       rows/s (0 = no row budget); default = the configured value\n"
           "  pause SHARD          stop applying a shard's batches (they wait in Kafka)\n"

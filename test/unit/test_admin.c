@@ -168,6 +168,23 @@ START_TEST(control_bodies) {
     c = update("resume", "{}", &set, err);
     ck_assert(c && !c->paused);
     bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    /* a pin comes and goes with the rate; a rate without it keeps it, a pause keeps it */
+    c = update("rate", "{\"rate\": 20, \"pinned\": true}", &set, err);
+    ck_assert(c && c->pinned && c->rate == 20 && set.pinned);
+    ck_assert_ptr_nonnull(strstr(c->history[0]->setting, "20 stmt/s pinned"));
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    c = update("rate", "{\"rate\": 30}", &set, err);
+    ck_assert(c && c->pinned && c->rate == 30);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    c = update("pause", "", &set, err);
+    ck_assert(c && c->pinned && c->paused);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    c = update("rate", "{\"pinned\": false}", &set, err);
+    ck_assert(c && !c->pinned && c->rate == 30 && c->paused && !set.pinned);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    c = update("resume", "{}", &set, err);
+    ck_assert(c && !c->paused);
+    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
     /* the bounds and 0 (unlimited) are rates */
     const double edges[] = {0, BW_RATE_MIN, BW_RATE_MAX};
     for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
@@ -187,7 +204,9 @@ START_TEST(control_bodies) {
         {"rate", "{\"rate\": 1e-13}", "rate 1e-13 is out of range: use 0 (unlimited) or 0.001 to 1e6"},
         {"rate", "{\"rate\": 0.000999}", "rate 0.000999 is out of range"},
         {"rate", "{\"rate\": \"5\"}", "rate must be a number"},
-        {"rate", "{}", "rate needs {\"rate\": number or null}, {\"row_rate\": number or null}, or both"},
+        {"rate", "{}", "rate needs {\"rate\": number or null}, {\"row_rate\": number or null}, {\"pinned\": boolean}"},
+        {"rate", "{\"pinned\": 1}", "pinned must be true"},
+        {"pause", "{\"pinned\": true}", "unknown member \"pinned\" for pause"},
         {"rate", "{\"reason\": \"x\"}", "rate needs {\"rate\": number or null}"},
         {"rate", "{\"row_rate\": 0.5}", "row_rate 0.5 is out of range: use 0 (no row budget) or 1 to 1e6 rows per second"},
         {"rate", "{\"row_rate\": 2e6}", "row_rate 2e+06 is out of range"},

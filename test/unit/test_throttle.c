@@ -1,6 +1,6 @@
 /* test_throttle.c — the adaptive throttle's decisions (consumer/throttle.h), driven by a
  * fake clock: decrease over a threshold, hold between the levels, grow after calm,
- * unknown at the floor, critical only after critical_ms, dry run. */
+ * unknown at the floor, critical only after critical_ms, dry run, an operator's pin. */
 #include <math.h>
 #include <string.h>
 
@@ -214,6 +214,32 @@ START_TEST(dry_run_and_off_change_nothing) {
 }
 END_TEST
 
+START_TEST(pinned_shard_runs_at_its_cap) {
+    bw_throttle_limits_t l = limits();
+    bw_throttle_shard_t t = {0};
+    bw_signal_reading_t r[BW_SIGNAL_KINDS];
+    int64_t now = 100 * S;
+    readings(r, 5000, 2, now);
+    bw_throttle_step(&l, &t, 100, 0, r, now, 1000);
+    ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
+    ck_assert(bw_throttle_rate(&l, &t, 100) == 50);
+    /* pinned: at its cap whatever the signals say, the reason says who holds it */
+    ck_assert_int_eq(bw_throttle_pin(&t, 2000), 1);
+    ck_assert_int_eq(bw_throttle_pin(&t, 3000), 0); /* once: no log line per tick */
+    ck_assert_int_eq(t.state, BW_THROTTLE_RUNNING);
+    ck_assert(bw_throttle_rate(&l, &t, 100) == 100);
+    ck_assert_int_eq(bw_throttle_paused(&l, &t), 0);
+    ck_assert_ptr_nonnull(strstr(t.why, "pinned by an operator since 1970-01-01T00:00:02Z"));
+    /* unpinned: the next step starts afresh and the signal cuts the rate again */
+    now += S;
+    readings(r, 5000, 2, now);
+    ck_assert_int_eq(bw_throttle_step(&l, &t, 100, 0, r, now, 4000), 1);
+    ck_assert_int_eq(t.pinned, 0);
+    ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
+    ck_assert(bw_throttle_rate(&l, &t, 100) == 50);
+}
+END_TEST
+
 Suite *throttle_suite(void) {
     Suite *s = suite_create("throttle");
     TCase *tc = tcase_create("core");
@@ -222,6 +248,7 @@ Suite *throttle_suite(void) {
     tcase_add_test(tc, unknown_is_never_healthy);
     tcase_add_test(tc, critical_pauses_only_after_critical_ms);
     tcase_add_test(tc, dry_run_and_off_change_nothing);
+    tcase_add_test(tc, pinned_shard_runs_at_its_cap);
     suite_add_tcase(s, tc);
     return s;
 }
