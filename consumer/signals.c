@@ -24,6 +24,7 @@
 typedef struct {
     MYSQL *primary;
     MYSQL **replicas; /* [replica_cnt] */
+    char *fallback_noted; /* [replica_cnt]: its lag comes from Seconds_Behind_Master (logged once) */
     bw_signal_reading_t readings[BW_SERVER_SIGNALS];
     int64_t written_us[HEARTBEATS_KEPT];
     int written_cnt, written_next; /* ring over written_us */
@@ -78,6 +79,28 @@ static double heartbeat_lag_ms(const server_signals_t *ss, int64_t seen_us, int6
         if (w > seen_us) return (double)(now_us - w) / 1000.0;
     }
     return 0;
+}
+
+/* The replica's own Seconds_Behind_Master in ms (SHOW REPLICA STATUS, which needs the
+ * REPLICA MONITOR privilege): the lag when the heartbeat cannot be read. NULL (a thread
+ * stopped) and "not a replica" are errors, never 0. 0, or -1 with why. */
+static int replica_status_lag_ms(MYSQL *db, double *ms, char *why, size_t why_size) {
+    if (mysql_query(db, "SHOW REPLICA STATUS")) return snprintf(why, why_size, "%s", mysql_error(db)), -1;
+    MYSQL_RES *r = mysql_store_result(db);
+    if (!r) return snprintf(why, why_size, "%s", mysql_errno(db) ? mysql_error(db) : "no result set"), -1;
+    MYSQL_ROW row = mysql_fetch_row(r);
+    MYSQL_FIELD *f = mysql_fetch_fields(r);
+    int col = -1;
+    for (unsigned i = 0; i < mysql_num_fields(r); i++)
+        if (strcmp(f[i].name, "Seconds_Behind_Master") == 0) col = (int)i;
+    int rc = 0;
+    if (!row) rc = snprintf(why, why_size, "not a replica (SHOW REPLICA STATUS is empty)");
+    else if (col < 0) rc = snprintf(why, why_size, "no Seconds_Behind_Master column");
+    else if (!row[col]) rc = snprintf(why, why_size, "Seconds_Behind_Master is NULL (replication stopped)");
+    else *ms = strtod(row[col], NULL) * 1000.0;
+    mysql_free_result(r);
+    mysql_commit(db);
+    return rc ? -1 : 0;
 }
 
 /* Records a reading (or why it failed) under the lock. */
@@ -146,15 +169,41 @@ static void read_server(bw_signals_t *s, int i) {
             break;
         }
         snprintf(sql, sizeof(sql), "SELECT ts_us FROM `%s`.`%s` WHERE id = 1", db, c->throttle_heartbeat_table);
+        double ms;
         if (query_number(*rdb, sql, 0, &v, why, sizeof(why))) {
-            char what[sizeof(why)];
-            snprintf(what, sizeof(what), "heartbeat on %.60s: %.180s", sv->replicas[r], why);
-            memcpy(why, what, sizeof(why));
-            if (mysql_errno(*rdb) >= 2000) drop(rdb); /* client errors: the connection is gone */
-            lag_ok = 0;
-            break;
+            if (mysql_errno(*rdb) >= 2000) { /* client errors: the connection is gone */
+                char what[sizeof(why)];
+                snprintf(what, sizeof(what), "heartbeat on %.60s: %.180s", sv->replicas[r], why);
+                memcpy(why, what, sizeof(why));
+                drop(rdb);
+                lag_ok = 0;
+                break;
+            }
+            /* the server answered but the heartbeat cannot be read: the replica's own
+             * (coarser) Seconds_Behind_Master, else unknown with both reasons */
+            char fallback[160];
+            if (replica_status_lag_ms(*rdb, &ms, fallback, sizeof(fallback))) {
+                char what[sizeof(why)];
+                snprintf(what, sizeof(what), "heartbeat on %.60s: %.90s; Seconds_Behind_Master: %.60s", sv->replicas[r],
+                         why, fallback);
+                memcpy(why, what, sizeof(why));
+                /* refused (no REPLICA MONITOR): a global grant reaches new sessions only */
+                if (mysql_errno(*rdb)) drop(rdb);
+                lag_ok = 0;
+                break;
+            }
+            if (!ss->fallback_noted[r]) {
+                bw_warn(COMPONENT, "server %s: the heartbeat on replica %s cannot be read (%s); replication lag from its "
+                                   "Seconds_Behind_Master (whole seconds) until it can",
+                        sv->name, sv->replicas[r], why);
+                ss->fallback_noted[r] = 1;
+            }
+        } else {
+            if (ss->fallback_noted[r])
+                bw_info(COMPONENT, "server %s: the heartbeat on replica %s is read again", sv->name, sv->replicas[r]);
+            ss->fallback_noted[r] = 0;
+            ms = heartbeat_lag_ms(ss, (int64_t)v, wall_us());
         }
-        double ms = heartbeat_lag_ms(ss, (int64_t)v, wall_us());
         if (ms > lag) lag = ms;
     }
     if (sv->replica_cnt) note(s, i, BW_SIGNAL_REPLICATION_LAG, lag_ok, lag < 0 ? 0 : lag, why);
@@ -191,8 +240,12 @@ bw_signals_t *bw_signals_start(const bw_config_t *conf) {
     s->servers = calloc((size_t)conf->server_cnt, sizeof(*s->servers));
     if (!s->servers) abort();
     for (int i = 0; i < conf->server_cnt; i++) {
-        s->servers[i].replicas = calloc((size_t)conf->servers[i].replica_cnt + 1, sizeof(MYSQL *));
-        for (int k = 0; k < BW_SERVER_SIGNALS; k++) snprintf(s->servers[i].readings[k].error, 160, "not read yet");
+        server_signals_t *ss = &s->servers[i];
+        ss->replicas = calloc((size_t)conf->servers[i].replica_cnt + 1, sizeof(MYSQL *));
+        ss->fallback_noted = calloc((size_t)conf->servers[i].replica_cnt + 1, 1);
+        if (!ss->replicas || !ss->fallback_noted) abort();
+        for (int k = 0; k < BW_SERVER_SIGNALS; k++)
+            snprintf(ss->readings[k].error, sizeof(ss->readings[k].error), "not read yet");
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -209,7 +262,10 @@ void bw_signals_stop(bw_signals_t *s) {
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
-    for (int i = 0; i < s->conf->server_cnt; i++) free(s->servers[i].replicas);
+    for (int i = 0; i < s->conf->server_cnt; i++) {
+        free(s->servers[i].replicas);
+        free(s->servers[i].fallback_noted);
+    }
     free(s->servers);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);

@@ -59,7 +59,7 @@ static int become(bw_throttle_shard_t *t, bw_throttle_state_t state, int signal,
             snprintf(t->why, sizeof(t->why), "recovering: %s %.6g, threshold %.6g, since %s", name, value, level, since);
         break;
     case BW_THROTTLE_UNKNOWN:
-        snprintf(t->why, sizeof(t->why), "%s unknown since %s: %.120s", name, since, error && *error ? error : "not read");
+        snprintf(t->why, sizeof(t->why), "%s unknown since %s: %.190s", name, since, error && *error ? error : "not read");
         break;
     case BW_THROTTLE_CRITICAL:
         snprintf(t->why, sizeof(t->why), "%s %.6g over its critical level %.6g: paused since %s", name, value, level,

@@ -72,7 +72,7 @@ void bw_throttle_limits_from_config(const bw_config_t *conf, bw_throttle_limits_
 typedef struct {
     double value;
     int64_t at_us;
-    char error[160];
+    char error[240];
 } bw_signal_reading_t;
 
 /* A shard's throttle. Zero-initialised = running, never stepped. */
@@ -83,7 +83,7 @@ typedef struct {
     double value;        /* its value then */
     double level;        /* the level it passed: its threshold, or its critical level */
     int64_t since_ms;    /* wall clock: the state began */
-    char why[200];       /* the reason in words, for logs and the API */
+    char why[256];       /* the reason in words, for logs and the API */
     int64_t last_step_us, quiet_since_us, critical_since_us;
     int initialised;
     int pinned;          /* an operator holds the rate: bw_throttle_pin */

@@ -12,7 +12,9 @@
 #   2. 12 sessions of SELECT SLEEP() on mysql-a: its shards throttled for threads_running;
 #      they end: running again;
 #   3. the heartbeat unreadable on the replica (its SELECT revoked): shard 6 "unknown" at
-#      the floor, BulkwriteThrottleSignalUnknown fires; the grant back: it resolves;
+#      the floor, BulkwriteThrottleSignalUnknown fires; the grant back: it resolves; with
+#      REPLICA MONITOR granted the lag comes from Seconds_Behind_Master instead, and its
+#      NULL (SQL thread stopped) is unknown again;
 #   4. dry_run (SIGHUP): the SQL thread stopped again: throttled in GET /v1/check and the
 #      metrics, the rate in force unchanged;
 # then every row of every job is compared, row by row.
@@ -107,6 +109,22 @@ check "the signal reads NaN in the metrics" test "$(lag_signal)" = NaN
 mariadb -h127.0.0.1 -P$DB_R -uroot -e "GRANT SELECT ON db00004.bw_heartbeat TO $ACCOUNT"
 check "the grant back: the alert resolves and shard 6 climbs back to its cap" \
     wait_for 30 eval 'grep -q "ALERT BulkwriteThrottleSignalUnknown resolved for server mysql-b" "$WORK/consumer-$C1.log" && state_is 6 running && [ "$(rate_of 6)" = $CAP ]'
+
+# ---- 3b. the Seconds_Behind_Master fallback ----------------------------------------------------
+# with REPLICA MONITOR the consumer reads the replica's own lag when the heartbeat is gone:
+# a number (running), and NULL once the SQL thread stops (unknown, never 0)
+mariadb -h127.0.0.1 -P$DB_R -uroot -e "GRANT REPLICA MONITOR ON *.* TO $ACCOUNT; REVOKE SELECT ON db00004.bw_heartbeat FROM $ACCOUNT"
+check "the heartbeat unreadable, REPLICA MONITOR granted: the lag comes from Seconds_Behind_Master (logged)" \
+    wait_for 10 grep -q 'server mysql-b: the heartbeat on replica 127.0.0.1:'$DB_R' cannot be read (.*denied.*); replication lag from its Seconds_Behind_Master' "$WORK/consumer-$C1.log"
+check "... a number, and shard 6 runs at its cap" wait_for 10 eval \
+    'awk -v l="$(lag_signal)" "BEGIN {exit !(l != \"\" && l != \"NaN\" && l >= 0 && l < 1000)}" && state_is 6 running && [ "$(rate_of 6)" = $CAP ]'
+scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" stop >/dev/null
+check "the SQL thread stopped: Seconds_Behind_Master is NULL, so shard 6 is unknown (never 0) at the floor" wait_for 10 eval \
+    'check_json 6 ".throttle.state == \"unknown\" and (.throttle.reason | test(\"Seconds_Behind_Master is NULL\"))" && [ "$(rate_of 6)" = 1 ]'
+mariadb -h127.0.0.1 -P$DB_R -uroot -e "GRANT SELECT ON db00004.bw_heartbeat TO $ACCOUNT; REVOKE REPLICA MONITOR ON *.* FROM $ACCOUNT"
+scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" start >/dev/null
+check "the heartbeat readable again (logged) and the SQL thread started: shard 6 back at its cap" wait_for 30 eval \
+    'grep -q "server mysql-b: the heartbeat on replica 127.0.0.1:$DB_R is read again" "$WORK/consumer-$C1.log" && state_is 6 running && [ "$(rate_of 6)" = $CAP ]'
 
 # ---- 4. dry run -----------------------------------------------------------------------------------
 sed -i 's/mode = "on";/mode = "dry_run";/' "$CONF"
