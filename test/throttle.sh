@@ -9,8 +9,9 @@
 #      GET /v1/check/6 and the log name replication lag with its value; a shard of
 #      mysql-a runs on; pinned by hand (bwctl set-rate --pin) it runs at its cap, unpinned
 #      it is throttled again; the SQL thread started: the rate climbs back to its cap;
-#   2. 12 sessions of SELECT SLEEP() on mysql-a: its shards throttled for threads_running;
-#      they end: running again;
+#   2. 12 sessions of SELECT SLEEP() on mysql-a: its shards throttled for threads_running,
+#      then over the critical level for critical_ms: paused, a job for shard 2 waits in
+#      Kafka; they end: every shard resumes by itself and the job is applied;
 #   3. the heartbeat unreadable on the replica (its SELECT revoked): shard 6 "unknown" at
 #      the floor, BulkwriteThrottleSignalUnknown fires; the grant back: it resolves; with
 #      REPLICA MONITOR granted the lag comes from Seconds_Behind_Master instead, and its
@@ -29,6 +30,7 @@ bw_stack_conf() {
     sed -i -e 's/mode = "off";/mode = "on";/' -e 's/interval_ms = 1000;/interval_ms = 500;/' \
         -e 's/stale_ms = 5000;/stale_ms = 3000;/' -e 's/quiet_ms = 3000;/quiet_ms = 1000;/' \
         -e 's/threads_running = 0.0; /threads_running = 8.0; /' \
+        -e 's/threads_running_critical = 0.0;/threads_running_critical = 11.0;/' -e 's/critical_ms = 10000;/critical_ms = 2000;/' \
         -e "s/{ shard = $HOT; rate = $HOT_RATE.0; }/{ shard = $HOT; rate = $HOT_RATE.0; }, { shard = 6; rate = $CAP.0; }/" \
         -e "/first_shard = 4;/,/replicas/ s/replicas = \[ \];/replicas = [ \"127.0.0.1:$DB_R\" ];/" "$1"
 }
@@ -86,16 +88,27 @@ check "the log shows the climb back" grep -q 'throttle: throttled -> running' "$
 # ---- 2. Threads_running ---------------------------------------------------------------------
 sleepers=()
 for i in $(seq 1 12); do
-    mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT SLEEP(8)" >/dev/null 2>&1 &
+    mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT SLEEP(12)" >/dev/null 2>&1 &
     sleepers+=($!)
 done
 check "12 sessions in SELECT SLEEP on mysql-a: its shards throttled for threads_running" \
     wait_for 8 check_json 1 '.throttled and .throttle.signal.name == "threads_running" and .throttle.signal.value > 8'
 check "... shard 1's rate is limited now (it was unlimited)" rate_at_most 1 1000
 check "... and mysql-b's shard 6 is not throttled" state_is 6 running
+check "over the critical level (11) for critical_ms (2 s): shard 2 critical, paused by the throttle" \
+    wait_for 8 eval 'state_is 2 critical && check_json 2 ".throttle.state == \"critical\" and (.throttle.reason | test(\"threads_running [0-9.]+ over its critical level 11: paused since\"))"'
+statements() { metric "bulkwrite_consumer_statements_total{shard=\"$1\"}"; }
+before=$(statements 2)
+check "a job for shard 2 is accepted while it is paused" "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:1000:2
+sleep 1
+check "... and waits in Kafka: shard 2 lags and applies nothing" eval \
+    '[ "$(metric "bulkwrite_consumer_lag_messages{shard=\"2\"}")" -gt 0 ] && [ "$(statements 2)" = "$before" ]'
 wait "${sleepers[@]}" 2>/dev/null
-check "the sessions ended: shard 1 running (unlimited) again within 30 s" \
-    wait_for 30 eval 'state_is 1 running && [ "$(rate_of 1)" = 0 ]'
+check "the sessions ended: shards 1 and 2 resume by themselves, running (unlimited) again within 30 s" \
+    wait_for 30 eval 'state_is 1 running && [ "$(rate_of 1)" = 0 ] && state_is 2 running'
+check "... and shard 2's job is applied (its lag back to 0)" \
+    wait_for 30 eval '[ "$(metric "bulkwrite_consumer_lag_messages{shard=\"2\"}")" = 0 ]'
+check "the log says why it paused and that it resumed" bash -c "grep -q 'shard=2 throttle: throttled -> critical: threads_running' '$WORK/consumer-$C1.log' && grep -q 'shard=2 throttle: critical -> throttled' '$WORK/consumer-$C1.log'"
 
 # ---- 3. an unreadable heartbeat ----------------------------------------------------------------
 ACCOUNT=$(mariadb -h127.0.0.1 -P$DB_R -uroot -N -e "SELECT CONCAT(\"'\", user, \"'@'\", host, \"'\") FROM mysql.user WHERE user = 'bw_consumer'")
@@ -138,7 +151,7 @@ check "... the log marks the decision as not applied" grep -q 'throttle: running
 scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" start >/dev/null
 
 check "every row of every job is in place" \
-    "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:4000:6 feed:4000:1 feed:2000:7
+    "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:4000:6 feed:4000:1 feed:2000:7 feed:1000:2
 check "the replica caught up with every row of mysql-b" wait_for 30 eval \
     '[ "$(mariadb -h127.0.0.1 -P$DB_R -uroot -N -e "SELECT COUNT(*) FROM db00006.pins")" = "$(mariadb -h127.0.0.1 -P$DB_B -uroot -N -e "SELECT COUNT(*) FROM db00006.pins")" ]'
 echo "$passed passed, $failed failed"
