@@ -236,10 +236,10 @@ void bw_db_schema_sql(const bw_config_t *conf, int server_index, bw_buf_t *out) 
             bw_buf_printf(out, ", PRIMARY KEY (`%s`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n", ot->id_column);
         }
     }
-    /* the throttle's heartbeat: one row per server, written on the primary, read on replicas */
+    /* the throttle's heartbeat: a row per consumer, written on the primary, read on replicas */
     char db[80];
     bw_config_shard_db(conf, sv->first_shard, db, sizeof(db));
-    bw_buf_printf(out, "CREATE TABLE IF NOT EXISTS `%s`.`%s` (`id` TINYINT UNSIGNED NOT NULL, `ts_us` BIGINT NOT NULL, "
+    bw_buf_printf(out, "CREATE TABLE IF NOT EXISTS `%s`.`%s` (`id` BIGINT UNSIGNED NOT NULL, `ts_us` BIGINT NOT NULL, "
                        "PRIMARY KEY (`id`)) ENGINE=InnoDB;\n", db, conf->throttle_heartbeat_table);
 }
 

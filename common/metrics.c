@@ -277,6 +277,12 @@ void bw_metrics_shard_throttle(bw_metrics_t *m, int shard, int state, double rat
     pthread_mutex_unlock(&m->mu);
 }
 
+void bw_metrics_throttle_off(bw_metrics_t *m) {
+    pthread_mutex_lock(&m->mu);
+    m->throttle_on = 0;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void bw_metrics_server_signal(bw_metrics_t *m, int server, int signal, double value, double threshold) {
     pthread_mutex_lock(&m->mu);
     m->throttle_on = 1;

@@ -75,6 +75,8 @@ void bw_metrics_server_down(bw_metrics_t *m, int server, int down);
  * the rate it decided; a server signal's (bw_signal_t) last reading (NaN: unknown) and
  * threshold. Their series appear once the throttle reports. */
 void bw_metrics_shard_throttle(bw_metrics_t *m, int shard, int state, double rate);
+/* throttle.mode off: the throttle's series are gone until the next call above. */
+void bw_metrics_throttle_off(bw_metrics_t *m);
 void bw_metrics_server_signal(bw_metrics_t *m, int server, int signal, double value, double threshold);
 void bw_metrics_alert_post(bw_metrics_t *m, int ok);
 

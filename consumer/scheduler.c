@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "consumer.h"
 #include "log.h"
@@ -355,6 +356,7 @@ static void throttle_off(int64_t now) {
         if (was_paused) bw_partition_refresh_fetch(s);
     }
     for (int v = 0; v < consumer.conf->server_cnt; v++) bw_alerts_resolve(consumer.alerts, BW_ALERT_SIGNAL_UNKNOWN, v);
+    bw_metrics_throttle_off(consumer.metrics);
 }
 
 void bw_scheduler_throttle_tick(int64_t now) {
@@ -364,7 +366,13 @@ void bw_scheduler_throttle_tick(int64_t now) {
         return;
     }
     if (!consumer.signals) {
-        consumer.signals = bw_signals_start(consumer.conf);
+        /* the heartbeat row: this host and port (a listen address of 0.0.0.0 is on every host) */
+        char host[256 + sizeof(consumer.instance)] = "";
+        gethostname(host, 256);
+        host[255] = '\0';
+        strcat(host, "/");
+        strcat(host, consumer.instance);
+        consumer.signals = bw_signals_start(consumer.conf, bw_signals_heartbeat_id(host));
         consumer.throttle_tick_us = now;
         return;
     }
@@ -395,7 +403,10 @@ void bw_scheduler_throttle_tick(int64_t now) {
         }
         for (int k = 0; k < BW_SERVER_SIGNALS; k++) {
             int known = server[v][k].at_us && now - server[v][k].at_us <= l->stale_us;
-            bw_metrics_server_signal(consumer.metrics, v, k, known ? server[v][k].value : NAN, l->limits[k].threshold);
+            /* no replicas, no lag signal: not shown, rather than unknown forever */
+            int used = k != BW_SIGNAL_REPLICATION_LAG || consumer.conf->servers[v].replica_cnt;
+            bw_metrics_server_signal(consumer.metrics, v, k, known ? server[v][k].value : NAN,
+                                     used ? l->limits[k].threshold : 0);
         }
     }
     for (int s = 0; s < consumer.conf->shard_count; s++) {
@@ -406,8 +417,11 @@ void bw_scheduler_throttle_tick(int64_t now) {
         memcpy(readings, server[v], sizeof(server[v]));
         /* a server without replicas has no lag to read: the signal is off there, not unknown */
         if (!consumer.conf->servers[v].replica_cnt) readings[BW_SIGNAL_REPLICATION_LAG] = (bw_signal_reading_t){0, now, ""};
-        readings[BW_SIGNAL_LATENCY] = (bw_signal_reading_t){p->latency_ms, now, ""}; /* idle: its last batches */
-        if (p->latency_ms > latency[v]) latency[v] = p->latency_ms;
+        /* the latency of its batches since the last tick; none ran (idle, or paused): no
+         * evidence, 0 — an old value would keep a paused shard paused for good */
+        int ran = p->statements_done != p->statements_at_tick;
+        readings[BW_SIGNAL_LATENCY] = (bw_signal_reading_t){ran ? p->latency_ms : 0, now, ""};
+        if (ran && p->latency_ms > latency[v]) latency[v] = p->latency_ms;
         double observed = (double)(p->statements_done - p->statements_at_tick) / dt;
         p->statements_at_tick = p->statements_done;
         bw_throttle_state_t before = p->throttle.state;

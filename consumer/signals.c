@@ -1,6 +1,7 @@
 /* signals.c — the throttle's signal reader (signals.h). */
 #include "signals.h"
 
+#include <math.h>
 #include <mysql.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -33,11 +34,17 @@ typedef struct {
 struct bw_signals {
     const bw_config_t *conf;
     server_signals_t *servers;
-    pthread_mutex_t mu; /* guards servers[].readings */
+    uint64_t heartbeat_id; /* this consumer's row of each heartbeat table */
+    pthread_mutex_t mu; /* guards servers[].readings and stopping */
     pthread_cond_t cv;
     int stopping;
-    pthread_t thread;
+    pthread_t *threads; /* one per server: a server that hangs delays no other's readings */
 };
+
+typedef struct {
+    bw_signals_t *s;
+    int server;
+} reader_arg_t;
 
 static int64_t wall_us(void) {
     struct timeval tv;
@@ -54,7 +61,7 @@ static int query_number(MYSQL *db, const char *sql, int column, double *out, cha
     int ok = row && (int)mysql_num_fields(r) > column && row[column];
     char *end = NULL;
     if (ok) *out = strtod(row[column], &end);
-    ok = ok && end != row[column] && *end == '\0';
+    ok = ok && end != row[column] && *end == '\0' && isfinite(*out); /* "nan", "inf", 1e999 are no readings */
     mysql_free_result(r);
     mysql_commit(db); /* autocommit is off: end the read's snapshot, so the next read sees new rows */
     if (!ok) return snprintf(why, why_size, "no number in the first row and column"), -1;
@@ -133,17 +140,19 @@ static void read_server(bw_signals_t *s, int i) {
         for (int k = 0; k < BW_SERVER_SIGNALS; k++) note(s, i, k, 0, 0, why);
         return;
     }
-    int ok = 1;
+    int ok = 1, beat_ok = 0;
     if (sv->replica_cnt) {
         int64_t beat = wall_us();
-        snprintf(sql, sizeof(sql), "REPLACE INTO `%s`.`%s` (id, ts_us) VALUES (1, %lld)", db, c->throttle_heartbeat_table,
-                 (long long)beat);
+        snprintf(sql, sizeof(sql), "REPLACE INTO `%s`.`%s` (id, ts_us) VALUES (%llu, %lld)", db,
+                 c->throttle_heartbeat_table, (unsigned long long)s->heartbeat_id, (long long)beat);
         if (!mysql_query(ss->primary, sql) && !mysql_commit(ss->primary)) {
             heartbeat_written(ss, beat);
+            beat_ok = 1;
         } else {
+            /* no fresh heartbeat: the replicas would show the last one as no lag at all */
             snprintf(why, sizeof(why), "heartbeat write on %s: %s", sv->name, mysql_error(ss->primary));
             note(s, i, BW_SIGNAL_REPLICATION_LAG, 0, 0, why);
-            ok = 0;
+            ok = mysql_errno(ss->primary) < 2000; /* a refusal (read_only, a grant) leaves the session usable */
         }
     }
     if (ok) {
@@ -160,6 +169,7 @@ static void read_server(bw_signals_t *s, int i) {
     if (!ok) drop(&ss->primary);
 
     /* the lag: the most over the replicas; one that cannot be read makes the signal unknown */
+    if (!beat_ok) return;
     double lag = 0;
     int lag_ok = sv->replica_cnt > 0;
     for (int r = 0; r < sv->replica_cnt; r++) {
@@ -168,7 +178,8 @@ static void read_server(bw_signals_t *s, int i) {
             lag_ok = 0;
             break;
         }
-        snprintf(sql, sizeof(sql), "SELECT ts_us FROM `%s`.`%s` WHERE id = 1", db, c->throttle_heartbeat_table);
+        snprintf(sql, sizeof(sql), "SELECT ts_us FROM `%s`.`%s` WHERE id = %llu", db, c->throttle_heartbeat_table,
+                 (unsigned long long)s->heartbeat_id);
         double ms;
         if (query_number(*rdb, sql, 0, &v, why, sizeof(why))) {
             if (mysql_errno(*rdb) >= 2000) { /* client errors: the connection is gone */
@@ -202,6 +213,7 @@ static void read_server(bw_signals_t *s, int i) {
             if (ss->fallback_noted[r])
                 bw_info(COMPONENT, "server %s: the heartbeat on replica %s is read again", sv->name, sv->replicas[r]);
             ss->fallback_noted[r] = 0;
+            if (v < 0 || v > 9e15) v = 0; /* not a time we wrote: as old as can be */
             ms = heartbeat_lag_ms(ss, (int64_t)v, wall_us());
         }
         if (ms > lag) lag = ms;
@@ -210,12 +222,14 @@ static void read_server(bw_signals_t *s, int i) {
 }
 
 static void *signals_main(void *arg) {
-    bw_signals_t *s = arg;
+    bw_signals_t *s = ((reader_arg_t *)arg)->s;
+    int i = ((reader_arg_t *)arg)->server;
+    free(arg);
     mysql_thread_init();
     pthread_mutex_lock(&s->mu);
     while (!s->stopping) {
         pthread_mutex_unlock(&s->mu);
-        for (int i = 0; i < s->conf->server_cnt; i++) read_server(s, i);
+        read_server(s, i);
         pthread_mutex_lock(&s->mu);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -225,18 +239,24 @@ static void *signals_main(void *arg) {
         if (!s->stopping) pthread_cond_timedwait(&s->cv, &s->mu, &ts);
     }
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < s->conf->server_cnt; i++) {
-        drop(&s->servers[i].primary);
-        for (int r = 0; r < s->conf->servers[i].replica_cnt; r++) drop(&s->servers[i].replicas[r]);
-    }
+    drop(&s->servers[i].primary);
+    for (int r = 0; r < s->conf->servers[i].replica_cnt; r++) drop(&s->servers[i].replicas[r]);
     mysql_thread_end();
     return NULL;
 }
 
-bw_signals_t *bw_signals_start(const bw_config_t *conf) {
+uint64_t bw_signals_heartbeat_id(const char *name) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 1099511628211ULL;
+    h &= INT64_MAX;
+    return h ? h : 1;
+}
+
+bw_signals_t *bw_signals_start(const bw_config_t *conf, uint64_t heartbeat_id) {
     bw_signals_t *s = calloc(1, sizeof(*s));
     if (!s) abort();
     s->conf = conf;
+    s->heartbeat_id = heartbeat_id;
     s->servers = calloc((size_t)conf->server_cnt, sizeof(*s->servers));
     if (!s->servers) abort();
     for (int i = 0; i < conf->server_cnt; i++) {
@@ -249,7 +269,14 @@ bw_signals_t *bw_signals_start(const bw_config_t *conf) {
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    pthread_create(&s->thread, NULL, signals_main, s);
+    s->threads = calloc((size_t)conf->server_cnt, sizeof(pthread_t));
+    if (!s->threads) abort();
+    for (int i = 0; i < conf->server_cnt; i++) {
+        reader_arg_t *a = malloc(sizeof(*a));
+        if (!a) abort();
+        *a = (reader_arg_t){s, i};
+        pthread_create(&s->threads[i], NULL, signals_main, a);
+    }
     bw_info(COMPONENT, "reading the throttle's signals of %d servers every %d ms", conf->server_cnt,
             conf->throttle_interval_ms);
     return s;
@@ -259,9 +286,10 @@ void bw_signals_stop(bw_signals_t *s) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
-    pthread_cond_signal(&s->cv);
+    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
+    for (int i = 0; i < s->conf->server_cnt; i++) pthread_join(s->threads[i], NULL);
+    free(s->threads);
     for (int i = 0; i < s->conf->server_cnt; i++) {
         free(s->servers[i].replicas);
         free(s->servers[i].fallback_noted);

@@ -91,6 +91,7 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
         t->since_ms = now_ms;
         snprintf(t->why, sizeof(t->why), "every signal under its threshold");
     }
+    if (cap > 0 && t->rate > cap) t->rate = cap; /* the cap was lowered: cut from there */
     /* the worst of each kind of trouble: unknown, critical, over, and the highest ratio */
     int unknown = -1, critical = -1, over = -1, worst = -1, quiet = 1;
     double worst_ratio = -1;
@@ -123,8 +124,13 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
         return become(t, BW_THROTTLE_CRITICAL, critical, readings[critical].value, l->limits[critical].critical, NULL,
                       now_ms);
     }
-    if (t->state == BW_THROTTLE_CRITICAL && over >= 0) /* still over its threshold: stay paused */
-        return become(t, BW_THROTTLE_CRITICAL, t->signal, readings[t->signal].value, t->level, NULL, now_ms);
+    if (t->state == BW_THROTTLE_CRITICAL && t->signal >= 0 && l->limits[t->signal].threshold > 0) {
+        /* the signal that paused it, still over its threshold or not readable: stay paused */
+        const bw_signal_reading_t *r = &readings[t->signal];
+        int stale = !r->at_us || now_us - r->at_us > l->stale_us;
+        if (stale || r->value > l->limits[t->signal].threshold)
+            return become(t, BW_THROTTLE_CRITICAL, t->signal, stale ? t->value : r->value, t->level, NULL, now_ms);
+    }
 
     if (unknown >= 0) {
         t->rate = l->floor;

@@ -1,6 +1,7 @@
 #include "admin.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,26 +66,36 @@ static json_t *backlog_obj(bw_backlog_t *backlog, int shard, const Bulkwrite__V1
     return o;
 }
 
+static double finite_or_0(double x) { return isfinite(x) ? x : 0; }
+
 /* The throttle's word on the shard, from its consumer's status record; NULL when the
- * throttle is off there. Server names never appear in it: the reason names a signal. */
-static json_t *throttle_obj(const Bulkwrite__V1__ShardStatus *st) {
+ * throttle is off there. "throttled": the shard runs below its cap now (never in dry
+ * run, where nothing is applied). For a caller without the admin role an unknown
+ * signal's error (hosts, users, the server's words) is cut off, as scrub.h does. */
+static json_t *throttle_obj(const Bulkwrite__V1__ShardStatus *st, int admin) {
     if (!st || !st->throttle_state || !*st->throttle_state) return NULL;
+    char reason[300];
+    snprintf(reason, sizeof(reason), "%s", st->throttle_reason ? st->throttle_reason : "");
+    char *since = strstr(reason, " since "), *error = since ? strstr(since, ": ") : NULL;
+    if (!admin && error && strcmp(st->throttle_state, "unknown") == 0)
+        snprintf(error, sizeof(reason) - (size_t)(error - reason), " (details for admins)");
     json_t *o = json_pack("{s:s, s:b, s:f, s:f, s:I, s:s, s:b}", "state", st->throttle_state, "throttled",
-                          strcmp(st->throttle_state, "running") != 0, "rate", st->throttle_rate, "cap", st->cap_rate,
-                          "since_ms", (json_int_t)st->throttle_since_ms, "reason", st->throttle_reason ? st->throttle_reason : "",
-                          "dry_run", st->throttle_dry_run);
-    if (st->throttle_signal && *st->throttle_signal)
+                          strcmp(st->throttle_state, "running") != 0 && !st->throttle_dry_run, "rate",
+                          finite_or_0(st->throttle_rate), "cap", finite_or_0(st->cap_rate), "since_ms",
+                          (json_int_t)st->throttle_since_ms, "reason", reason, "dry_run", st->throttle_dry_run);
+    if (o && st->throttle_signal && *st->throttle_signal)
         json_object_set_new(o, "signal", json_pack("{s:s, s:f, s:f}", "name", st->throttle_signal, "value",
-                                                   st->throttle_value, "level", st->throttle_level));
+                                                   finite_or_0(st->throttle_value), "level",
+                                                   finite_or_0(st->throttle_level)));
     return o;
 }
 
-char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard) {
+char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard, int admin) {
     (void)conf;
     Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(table, shard);
     bw_shard_setting_t set;
     bw_shard_table_setting(table, shard, &set);
-    json_t *t = throttle_obj(st);
+    json_t *t = throttle_obj(st, admin);
     json_t *o = json_pack("{s:i, s:b, s:b}", "shard", shard, "paused_by_operator", set.paused, "throttled",
                           t && json_is_true(json_object_get(t, "throttled")));
     json_object_set_new(o, "throttle", t ? t : json_null());
@@ -128,7 +139,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
                                                          (json_int_t)st->rows_applied, "rows_failed",
                                                          (json_int_t)st->rows_failed, "recent_errors", errs));
             json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
-            json_t *t = throttle_obj(st);
+            json_t *t = throttle_obj(st, admin);
             if (t) json_object_set_new(json_object_get(o, "consumer"), "throttle", t);
             if (!admin) json_object_del(json_object_get(o, "consumer"), "instance"); /* a host name */
             bulkwrite__v1__shard_status__free_unpacked(st, NULL);

@@ -21,7 +21,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
 /* GET /v1/check/{shard}: whether the shard is being throttled, and why (malloc'd JSON):
  * {"shard", "throttled", "paused_by_operator", "throttle": {state, reason, signal, rate,
  * cap, since_ms, dry_run} or null}. From the shard's consumer's last status record. */
-char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard);
+char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard, int admin);
 /* JSON of one shard's setting (malloc'd). */
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 

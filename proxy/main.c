@@ -777,7 +777,7 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
         if (end == url + 10 || *end || shard < 0 || shard >= proxy.conf->shard_count)
             return reply_error(c, MHD_HTTP_NOT_FOUND, "expected /v1/check/{shard}, a shard from 0 to %d",
                                proxy.conf->shard_count - 1);
-        char *body = bw_admin_check_json(proxy.conf, proxy.shards, (int)shard);
+        char *body = bw_admin_check_json(proxy.conf, proxy.shards, (int)shard, admin);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     }
     if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)

@@ -143,8 +143,8 @@ check "the heartbeat readable again (logged) and the SQL thread started: shard 6
 sed -i 's/mode = "on";/mode = "dry_run";/' "$CONF"
 kill -HUP "$LAST_PID"
 scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" stop >/dev/null
-check "dry_run: shard 6 is reported throttled (dry_run) within 10 s" \
-    wait_for 10 check_json 6 '.throttled and .throttle.dry_run and .throttle.signal.name == "replication_lag_ms"'
+check "dry_run: shard 6's decision is reported (state throttled, dry_run) within 10 s, and to clients it is not throttled" \
+    wait_for 10 check_json 6 '.throttle.state == "throttled" and .throttle.dry_run and (.throttled | not) and .throttle.signal.name == "replication_lag_ms"'
 check "... its decided rate falls in the metrics" wait_for 10 eval 'awk -v r="$(metric "bulkwrite_consumer_throttle_rate{shard=\"6\"}")" "BEGIN {exit !(r != \"\" && r <= 25)}"'
 check "... and the rate in force stays at its cap" test "$(rate_of 6)" = $CAP
 check "... the log marks the decision as not applied" grep -q 'throttle: running -> throttled: .*(dry run: not applied)' "$WORK/consumer-$C1.log"

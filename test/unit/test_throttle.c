@@ -179,12 +179,33 @@ START_TEST(critical_pauses_only_after_critical_ms) {
     readings(r, 5000, 2, now + 17 * S);
     bw_throttle_step(&l, &t, 100, 0, r, now + 17 * S, 1000);
     ck_assert_int_eq(bw_throttle_paused(&l, &t), 1);
-    /* under the threshold: resumes by itself, at the floor */
-    readings(r, 900, 2, now + 18 * S);
+    /* its signal no longer readable: still paused (unknown is never a recovery) */
+    readings(r, 5000, 2, now + 17 * S);
+    r[BW_SIGNAL_REPLICATION_LAG].at_us = 0;
+    bw_throttle_step(&l, &t, 100, 0, r, now + 17 * S + S / 2, 1000);
+    ck_assert_int_eq(t.state, BW_THROTTLE_CRITICAL);
+    /* under the threshold: resumes by itself, at the floor, whatever another signal does */
+    readings(r, 900, 40, now + 18 * S);
     bw_throttle_step(&l, &t, 100, 0, r, now + 18 * S, 1000);
     ck_assert_int_eq(bw_throttle_paused(&l, &t), 0);
     ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
     ck_assert(bw_throttle_rate(&l, &t, 100) == 1);
+}
+END_TEST
+
+START_TEST(a_lowered_cap_cuts_from_itself) {
+    bw_throttle_limits_t l = limits();
+    bw_throttle_shard_t t = {0};
+    bw_signal_reading_t r[BW_SIGNAL_KINDS];
+    int64_t now = 100 * S;
+    readings(r, 1500, 2, now);
+    bw_throttle_step(&l, &t, 1000, 0, r, now, 1000);
+    ck_assert(t.rate == 500);
+    /* the operator lowers the cap to 100 while it is throttled: the next cut is from 100 */
+    readings(r, 1500, 2, now + S);
+    bw_throttle_step(&l, &t, 100, 0, r, now + S, 2000);
+    ck_assert(t.rate == 50);
+    ck_assert(bw_throttle_rate(&l, &t, 100) == 50);
 }
 END_TEST
 
@@ -249,6 +270,7 @@ Suite *throttle_suite(void) {
     tcase_add_test(tc, critical_pauses_only_after_critical_ms);
     tcase_add_test(tc, dry_run_and_off_change_nothing);
     tcase_add_test(tc, pinned_shard_runs_at_its_cap);
+    tcase_add_test(tc, a_lowered_cap_cuts_from_itself);
     suite_add_tcase(s, tc);
     return s;
 }
