@@ -183,8 +183,8 @@ static const key_t_ throttle_keys[] = {
     {"custom_critical", K_DBL, OFF(throttle_custom_critical), 0, 0, 1e18, "0.0", NULL, NULL, 0,
      "Critical level of custom_query's number; 0 = none."},
     {"heartbeat_table", K_STR, OFF(throttle_heartbeat_table), 0, 0, 0, "\"bw_heartbeat\"", NULL, NULL, 0,
-     "Table of the heartbeat row, in each server's first shard database (`bwctl schema` makes "
-     "it, and grants the consumer's user on it)."},
+     "Table of the heartbeat rows (one per consumer), in each server's first shard database "
+     "(`bwctl schema` makes it, and grants the consumer's user on it)."},
     END};
 
 static const key_t_ auth_keys[] = {
