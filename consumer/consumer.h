@@ -124,6 +124,7 @@ typedef struct {
     bw_throttle_limits_t throttle; /* throttle.* as in force (reload updates it) */
     bw_signals_t *signals;     /* the throttle's reader; NULL while throttle.mode is off */
     int64_t throttle_tick_us;  /* the throttle's last step */
+    int64_t signals_started_us; /* when the signal reader started */
     unsigned table_version;    /* of the settings last applied */
     rd_kafka_t *status_rk;     /* status records (fire and forget) */
     bw_topic_retention_t retention; /* of the batches topic, as found at startup */

@@ -373,7 +373,7 @@ void bw_scheduler_throttle_tick(int64_t now) {
         strcat(host, "/");
         strcat(host, consumer.instance);
         consumer.signals = bw_signals_start(consumer.conf, bw_signals_heartbeat_id(host));
-        consumer.throttle_tick_us = now;
+        consumer.throttle_tick_us = consumer.signals_started_us = now;
         return;
     }
     if (now - consumer.throttle_tick_us < l->interval_us) return;
@@ -385,8 +385,22 @@ void bw_scheduler_throttle_tick(int64_t now) {
     bw_signal_reading_t(*server)[BW_SERVER_SIGNALS] = calloc((size_t)nsv, sizeof(*server));
     double *latency = calloc((size_t)nsv, sizeof(double)); /* the most of each server's shards, for metrics */
     if (!server || !latency) abort();
+    /* just started: decide nothing until every signal in use was read once (or stale_ms
+     * passed), so that a first read slower than an interval is no "unknown" at startup */
+    int first_reads_pending = 0;
     for (int v = 0; v < nsv; v++) {
         bw_signals_read(consumer.signals, v, server[v]);
+        for (int k = 0; k < BW_SERVER_SIGNALS; k++)
+            if (l->limits[k].threshold > 0 && (k != BW_SIGNAL_REPLICATION_LAG || consumer.conf->servers[v].replica_cnt) &&
+                !server[v][k].at_us && !server[v][k].error[0])
+                first_reads_pending = 1;
+    }
+    if (first_reads_pending && now - consumer.signals_started_us < l->stale_us) {
+        free(server);
+        free(latency);
+        return;
+    }
+    for (int v = 0; v < nsv; v++) {
         /* a server signal in use that is not read (or too old) is an alert of its own */
         int unknown = -1;
         for (int k = 0; k < BW_SERVER_SIGNALS && unknown < 0; k++)

@@ -74,13 +74,12 @@ static void heartbeat_written(server_signals_t *ss, int64_t ts_us) {
     if (ss->written_cnt < HEARTBEATS_KEPT) ss->written_cnt++;
 }
 
-/* The lag in ms of a replica whose heartbeat row holds seen_us, at now_us: the age of the
- * oldest heartbeat written after seen_us (it has waited that long to be applied); 0 when
- * the replica holds the newest. A row older than every kept write (or another consumer's)
- * falls back to now - seen_us, at most one interval above the truth. */
+/* The lag in ms of a replica whose heartbeat row holds seen_us (0: no row yet), at now_us:
+ * the age of the oldest heartbeat written after seen_us (it has waited that long to be
+ * applied); 0 when the replica holds the newest. Older than every kept write: the age of
+ * the oldest kept, a lower bound already HEARTBEATS_KEPT intervals long. */
 static double heartbeat_lag_ms(const server_signals_t *ss, int64_t seen_us, int64_t now_us) {
     int oldest = (ss->written_next - ss->written_cnt + HEARTBEATS_KEPT) % HEARTBEATS_KEPT;
-    if (ss->written_cnt == 0 || seen_us < ss->written_us[oldest]) return (double)(now_us - seen_us) / 1000.0;
     for (int k = 0; k < ss->written_cnt; k++) {
         int64_t w = ss->written_us[(oldest + k) % HEARTBEATS_KEPT];
         if (w > seen_us) return (double)(now_us - w) / 1000.0;
@@ -178,8 +177,9 @@ static void read_server(bw_signals_t *s, int i) {
             lag_ok = 0;
             break;
         }
-        snprintf(sql, sizeof(sql), "SELECT ts_us FROM `%s`.`%s` WHERE id = %llu", db, c->throttle_heartbeat_table,
-                 (unsigned long long)s->heartbeat_id);
+        /* no row yet (our first heartbeat not applied there): 0, as old as can be */
+        snprintf(sql, sizeof(sql), "SELECT COALESCE(MAX(ts_us), 0) FROM `%s`.`%s` WHERE id = %llu", db,
+                 c->throttle_heartbeat_table, (unsigned long long)s->heartbeat_id);
         double ms;
         if (query_number(*rdb, sql, 0, &v, why, sizeof(why))) {
             if (mysql_errno(*rdb) >= 2000) { /* client errors: the connection is gone */
@@ -264,8 +264,7 @@ bw_signals_t *bw_signals_start(const bw_config_t *conf, uint64_t heartbeat_id) {
         ss->replicas = calloc((size_t)conf->servers[i].replica_cnt + 1, sizeof(MYSQL *));
         ss->fallback_noted = calloc((size_t)conf->servers[i].replica_cnt + 1, 1);
         if (!ss->replicas || !ss->fallback_noted) abort();
-        for (int k = 0; k < BW_SERVER_SIGNALS; k++)
-            snprintf(ss->readings[k].error, sizeof(ss->readings[k].error), "not read yet");
+        /* readings start zeroed: never read, no error yet (the throttle waits for a first read) */
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);

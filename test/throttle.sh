@@ -37,6 +37,8 @@ bw_stack_conf() {
 bw_stack_start throttle "$MODE"
 check "a replica of mysql-b replicates from its first binlog (shards and users included)" \
     start_replica mysql-b-replica $DB_R $DB_B
+check "... and has caught up with the users (the consumer reads it as bw_consumer)" wait_for 20 eval \
+    '[ "$(mariadb -h127.0.0.1 -P$DB_R -uroot -N -e "SELECT COUNT(*) FROM mysql.user WHERE user = \"bw_consumer\"")" -ge 1 ]'
 start_consumer $C1
 check "the consumer joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
 check "its heartbeat reaches the replica" wait_for 10 eval \
@@ -50,6 +52,8 @@ rate_at_most() { local r; r=$(rate_of "$1"); [ -n "$r" ] && awk -v r="$r" -v m="
 lag_signal() { metric 'bulkwrite_consumer_signal{server="mysql-b",signal="replication_lag_ms"}'; }
 
 check "every shard starts running, shard 6 at its cap ($CAP)" wait_for 20 eval 'state_is 6 running && state_is 1 running && [ "$(rate_of 6)" = $CAP ]'
+check "... and none was unknown on the way (the first reads are waited for), no alert" \
+    bash -c "! grep -q -e 'throttle: .* -> unknown' -e 'ALERT BulkwriteThrottleSignalUnknown' '$WORK/consumer-$C1.log'"
 check "the lag reads under 250 ms while the replica keeps up" \
     wait_for 10 eval 'awk -v l="$(lag_signal)" "BEGIN {exit !(l != \"\" && l >= 0 && l < 250)}"'
 echo "# lag while the replica keeps up: $(lag_signal) ms"
