@@ -19,7 +19,7 @@ Connect: mariadb -h127.0.0.1 -P PORT -uroot   (empty password)
 BW_MARIADB_ARGS adds options to mariadbd (e.g. --character-set-server=latin1).
 BW_MARIADB_PRIMARY=1 (with start) makes the server one a replica can follow: binary log
   (ROW format) and server-id = PORT. Remembered in DIR: later starts keep it.
-Files in DIR: data/ mysqld.sock mysqld.pid error.log port [primary] [replica]
+Files in DIR: data/ tmp/ mysqld.sock mysqld.pid error.log port [primary] [replica]
 EOF
     exit 2
 }
@@ -93,6 +93,10 @@ cmd_start() {
     # global_priv.frm only exists once mariadb-install-db finished. A data dir
     # left by an interrupted init (marker still there) is redone; anything else
     # we did not create is not ours to delete.
+    # A tmpdir of its own: a server deletes every "#sql*" file in its tmpdir when it
+    # starts, which in a shared /tmp broke another server's mariadb-install-db (seen
+    # when the two test lanes started servers at once).
+    mkdir -p "$DIR/tmp"
     if [[ ! -e $DIR/data/mysql/global_priv.frm ]]; then
         if [[ -e $DIR/.init-in-progress ]]; then
             rm -rf "$DIR/data"
@@ -104,7 +108,7 @@ cmd_start() {
         # auth=normal: root@localhost gets a usable (empty) password, not unix_socket.
         if ! mariadb-install-db --no-defaults --user=root \
                 --auth-root-authentication-method=normal \
-                --datadir="$DIR/data" --skip-test-db --skip-name-resolve \
+                --datadir="$DIR/data" --tmpdir="$DIR/tmp" --skip-test-db --skip-name-resolve \
                 >"$DIR/install-db.log" 2>&1; then
             tail -n 20 "$DIR/install-db.log" >&2
             die "mariadb-install-db failed (see $DIR/install-db.log)"
@@ -129,7 +133,7 @@ cmd_start() {
     rm -f "$DIR/mysqld.pid"   # so we only ever read the pid of this start
     # setsid+nohup: the server must outlive this script and the caller's terminal.
     setsid nohup mariadbd --no-defaults \
-        --datadir="$DIR/data" --socket="$DIR/mysqld.sock" \
+        --datadir="$DIR/data" --tmpdir="$DIR/tmp" --socket="$DIR/mysqld.sock" \
         --port="$port" --bind-address=127.0.0.1 \
         --pid-file="$DIR/mysqld.pid" --log-error="$DIR/error.log" \
         --user=root --skip-name-resolve \
