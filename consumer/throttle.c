@@ -84,6 +84,7 @@ int bw_throttle_pin(bw_throttle_shard_t *t, int64_t now_ms) {
 
 int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, double cap, double observed,
                      const bw_signal_reading_t readings[BW_SIGNAL_KINDS], int64_t now_us, int64_t now_ms) {
+    int arriving = !t->initialised; /* just assigned here (a start, a rebalance) */
     if (!t->initialised || t->pinned) {
         memset(t, 0, sizeof(*t));
         t->initialised = 1;
@@ -139,7 +140,12 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
     }
     if (over >= 0) {
         t->quiet_since_us = 0;
-        if (t->state == BW_THROTTLE_RUNNING) {
+        if (arriving) {
+            /* a shard that arrives while its server is in trouble starts at the floor, not
+             * at its cap: each rebalance of an incident would flood the server again */
+            t->rate = l->floor;
+            t->last_step_us = now_us;
+        } else if (t->state == BW_THROTTLE_RUNNING) {
             /* start from what it ran at: the cap, or for an unlimited shard what it did lately */
             t->rate = cap > 0 ? cap : (observed > 0 && observed < l->max_rate ? observed : l->max_rate);
             t->last_step_us = 0;

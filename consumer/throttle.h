@@ -9,7 +9,8 @@
  * Per shard, between throttle.floor and its cap (the operator's or configured rate, which
  * stays the most it may run at; an unlimited cap climbs back to throttle.max_rate before
  * it runs unlimited again):
- *   - a signal over its threshold cuts the rate by throttle.decrease, once per interval;
+ *   - a signal over its threshold cuts the rate by throttle.decrease, once per interval (a
+ *     shard's first step with a signal over: at the floor at once, see bw_throttle_step);
  *   - a signal that cannot be read, or whose reading is older than throttle.stale_ms, is
  *     "unknown" and holds the shard at the floor: never taken for healthy;
  *   - every signal below threshold * throttle.recover_ratio for throttle.quiet_ms lets the
@@ -91,8 +92,9 @@ typedef struct {
 
 /* One step for the shard at now_us (monotonic) / now_ms (wall). cap: the rate in force
  * (0 = unlimited); observed: the statements/s it ran lately (where an unlimited shard
- * starts from when a signal first passes). readings[k] for every bw_signal_t. Returns 1
- * when the state or the signal behind it changed (log it), else 0. */
+ * starts from when a signal first passes). readings[k] for every bw_signal_t. A shard's
+ * first step (t zeroed: just assigned) with a signal over its threshold starts it at the
+ * floor. Returns 1 when the state or the signal behind it changed (log it), else 0. */
 int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, double cap, double observed,
                      const bw_signal_reading_t readings[BW_SIGNAL_KINDS], int64_t now_us, int64_t now_ms);
 

@@ -93,6 +93,8 @@ START_TEST(unlimited_cap_starts_from_observed) {
     bw_throttle_shard_t t = {0};
     bw_signal_reading_t r[BW_SIGNAL_KINDS];
     int64_t now = 100 * S;
+    readings(r, 10, 2, now - S); /* a calm first step: it ran here before */
+    bw_throttle_step(&l, &t, 0, 190, r, now - S, 500);
     readings(r, 10, 40, now); /* threads_running 40 > 32 */
     bw_throttle_step(&l, &t, 0, 190, r, now, 1000);
     ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
@@ -193,11 +195,31 @@ START_TEST(critical_pauses_only_after_critical_ms) {
 }
 END_TEST
 
+START_TEST(a_shard_arriving_in_trouble_starts_at_the_floor) {
+    bw_throttle_limits_t l = limits();
+    bw_throttle_shard_t t = {0}; /* just assigned (a rebalance zeroes it) */
+    bw_signal_reading_t r[BW_SIGNAL_KINDS];
+    int64_t now = 100 * S;
+    readings(r, 5000, 2, now);
+    ck_assert_int_eq(bw_throttle_step(&l, &t, 200, 0, r, now, 1000), 1);
+    ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
+    ck_assert(bw_throttle_rate(&l, &t, 200) == 1); /* not 200, then 100, 50, ... */
+    /* and it recovers from there as any throttled shard: calm for quiet_ms, then +10 % of the cap */
+    for (int i = 1; i <= 5; i++) {
+        readings(r, 10, 2, now + i * S);
+        bw_throttle_step(&l, &t, 200, 0, r, now + i * S, 1000);
+    }
+    ck_assert(t.rate > 1 && t.rate < 200);
+}
+END_TEST
+
 START_TEST(a_lowered_cap_cuts_from_itself) {
     bw_throttle_limits_t l = limits();
     bw_throttle_shard_t t = {0};
     bw_signal_reading_t r[BW_SIGNAL_KINDS];
     int64_t now = 100 * S;
+    readings(r, 10, 2, now - S);
+    bw_throttle_step(&l, &t, 1000, 0, r, now - S, 500);
     readings(r, 1500, 2, now);
     bw_throttle_step(&l, &t, 1000, 0, r, now, 1000);
     ck_assert(t.rate == 500);
@@ -240,6 +262,8 @@ START_TEST(pinned_shard_runs_at_its_cap) {
     bw_throttle_shard_t t = {0};
     bw_signal_reading_t r[BW_SIGNAL_KINDS];
     int64_t now = 100 * S;
+    readings(r, 10, 2, now - S);
+    bw_throttle_step(&l, &t, 100, 0, r, now - S, 500);
     readings(r, 5000, 2, now);
     bw_throttle_step(&l, &t, 100, 0, r, now, 1000);
     ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
@@ -271,6 +295,7 @@ Suite *throttle_suite(void) {
     tcase_add_test(tc, dry_run_and_off_change_nothing);
     tcase_add_test(tc, pinned_shard_runs_at_its_cap);
     tcase_add_test(tc, a_lowered_cap_cuts_from_itself);
+    tcase_add_test(tc, a_shard_arriving_in_trouble_starts_at_the_floor);
     suite_add_tcase(s, tc);
     return s;
 }
