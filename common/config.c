@@ -129,6 +129,15 @@ static const key_t_ rate_override_keys[] = {
      "Rows per second for this shard; " ROW_RATE_BOUNDS ". Left out: shards.default_row_rate."},
     END};
 
+static const key_t_ lane_keys[] = {
+    {"name", K_STR, offsetof(bw_lane_t, name), 0, 0, 0, NULL, NULL, NULL, 0,
+     "What requests call it (\"lane\": \"urgent\"): [a-z0-9_-], 1 to 32 bytes. Its topic is "
+     "<kafka.topic>.<name>; \"default\" is kafka.topic itself, and sets the default lane's weight."},
+    {"weight", K_INT, offsetof(bw_lane_t, weight), 0, 1, 1000, "1", NULL, NULL, 0,
+     "Its share of a shard's statements while other lanes of the shard have work too (weights "
+     "4 and 1: 4/5 and 1/5); a lane without work leaves its share to the others."},
+    END};
+
 static const char *const throttle_modes[] = {"off", "dry_run", "on", NULL};
 static const key_t_ throttle_keys[] = {
     {"mode", K_ENUM, OFF(throttle_mode), 0, 0, 0, "\"off\"", throttle_modes, NULL, 0,
@@ -454,6 +463,11 @@ static const key_t_ top_keys[] = {
      0, "Extra labels on every alert, as \"name=value\" strings (e.g. \"team=storage\")."},
     {"object_types", K_LIST, OFF(object_types), OFF(object_type_cnt), 1, 1024, NULL, NULL,
      object_type_keys, sizeof(bw_object_type_t), "Object types clients may write."},
+    {"lanes", K_LIST, OFF(lanes), OFF(lane_cnt), 0, BW_LANES_MAX, "()", NULL, lane_keys, sizeof(bw_lane_t),
+     "Priority lanes besides \"default\" (which every request without a lane takes, weight 1 unless "
+     "listed): a request names its lane, and an urgent cleanup does not wait behind a bulk "
+     "ingestion's backlog on the same shard (docs/throttling.md). Each lane is a topic with one "
+     "partition per shard; at most 8 lanes with the default."},
     END};
 
 const char *bw_op_name(int op) {
@@ -708,8 +722,58 @@ static const config_setting_t *member(const config_setting_t *g, const char *nam
     return m ? m : g;
 }
 
+static int is_lane_name(const char *s) {
+    size_t n = strlen(s);
+    if (n < 1 || n > 32) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-')) return 0;
+    return 1;
+}
+
+/* Checks the lanes, puts "default" first (added with weight 1 when the file leaves it
+ * out) and names each lane's topic. */
+static bw_err_t validate_lanes(bw_config_t *c, const config_setting_t *root, parse_ctx_t *ctx) {
+    const config_setting_t *ls = lookup(root, "lanes");
+    int def = -1;
+    for (int i = 0; i < c->lane_cnt; i++) {
+        const config_setting_t *at = config_setting_get_elem(ls, (unsigned)i);
+        if (!is_lane_name(c->lanes[i].name))
+            return fail_at(ctx, at, "lanes: \"%s\" is not a lane name ([a-z0-9_-], 1 to 32 bytes)%s", c->lanes[i].name, "");
+        for (int j = 0; j < i; j++)
+            if (strcmp(c->lanes[i].name, c->lanes[j].name) == 0)
+                return fail_at(ctx, at, "lanes: \"%s\" is listed twice%s", c->lanes[i].name, "");
+        if (strcmp(c->lanes[i].name, "default") == 0) def = i;
+    }
+    if (def < 0) {
+        if (c->lane_cnt >= BW_LANES_MAX)
+            return fail_at(ctx, ls, "lanes: at most %s lanes besides \"default\"%s", "7", "");
+        bw_lane_t *l = realloc(c->lanes, sizeof(*l) * ((size_t)c->lane_cnt + 2));
+        if (!l) abort();
+        memmove(l + 1, l, sizeof(*l) * (size_t)c->lane_cnt);
+        memset(&l[0], 0, sizeof(l[0]));
+        l[0].name = strdup("default");
+        l[0].weight = 1;
+        c->lanes = l;
+        c->lane_cnt++;
+    } else if (def > 0) {
+        bw_lane_t d = c->lanes[def];
+        memmove(c->lanes + 1, c->lanes, sizeof(*c->lanes) * (size_t)def);
+        c->lanes[0] = d;
+    }
+    for (int i = 0; i < c->lane_cnt; i++) {
+        size_t n = strlen(c->topic) + strlen(c->lanes[i].name) + 2;
+        c->lanes[i].topic = malloc(n);
+        if (!c->lanes[i].topic) abort();
+        if (i == 0) snprintf(c->lanes[i].topic, n, "%s", c->topic);
+        else snprintf(c->lanes[i].topic, n, "%s.%s", c->topic, c->lanes[i].name);
+    }
+    return BW_OK;
+}
+
 static bw_err_t validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
     const config_setting_t *root = config_root_setting(cf);
+    bw_err_t lanes_err = validate_lanes(c, root, ctx);
+    if (lanes_err) return lanes_err;
     if (!is_identifier(c->database_prefix))
         return fail_at(ctx, lookup(root, "shards.database_prefix"),
                        "shards.database_prefix: \"%s\" is not an identifier [A-Za-z0-9_]%s",
@@ -986,6 +1050,7 @@ static void free_table(const key_t_ *keys, void *base) {
 
 void bw_config_destroy(bw_config_t *c) {
     if (!c) return;
+    for (int i = 0; i < c->lane_cnt; i++) free(c->lanes[i].topic);
     free_table(top_keys, c);
     free(c->path);
     free(c->shard_rate);
@@ -1003,6 +1068,19 @@ const bw_object_type_t *bw_config_object_type(const bw_config_t *c, const char *
 int bw_config_column(const bw_object_type_t *ot, const char *name) {
     for (int i = 0; i < ot->column_cnt; i++)
         if (strcmp(ot->columns[i].name, name) == 0) return i;
+    return -1;
+}
+
+int bw_config_lane(const bw_config_t *c, const char *name) {
+    if (!name || !name[0]) return 0;
+    for (int i = 0; i < c->lane_cnt; i++)
+        if (strcmp(c->lanes[i].name, name) == 0) return i;
+    return -1;
+}
+
+int bw_config_topic_lane(const bw_config_t *c, const char *topic) {
+    for (int i = 0; i < c->lane_cnt; i++)
+        if (strcmp(c->lanes[i].topic, topic) == 0) return i;
     return -1;
 }
 

@@ -55,6 +55,16 @@ typedef struct {
     char **replicas; int replica_cnt; /* "host:port" of replicas read for replication lag (throttle) */
 } bw_server_t;
 
+/* A priority lane (lanes): its own topic with one partition per shard; a shard's
+ * consumer shares its statements between the lanes with work by weight. Lane 0 is
+ * always "default", on kafka.topic; lane L is on "<kafka.topic>.<name>". */
+typedef struct {
+    char *name;
+    int weight;
+    char *topic;     /* derived */
+} bw_lane_t;
+#define BW_LANES_MAX 8
+
 /* One shards.rate_overrides entry. A member the file leaves out is filled with the
  * shard-wide default (shards.default_rate / default_row_rate) when the file is loaded. */
 typedef struct {
@@ -159,6 +169,7 @@ typedef struct {
     char **alert_labels; int alert_label_cnt;
 
     bw_object_type_t *object_types; int object_type_cnt;
+    bw_lane_t *lanes; int lane_cnt; /* lane 0 is "default" (validate() puts it first) */
 
     /* derived */
     double *shard_rate;     /* [shard_count] configured statements per second (override, else default) */
@@ -175,6 +186,15 @@ const bw_object_type_t *bw_config_object_type(const bw_config_t *conf, const cha
 /* Index of `name` in ot->columns, or -1. */
 int bw_config_column(const bw_object_type_t *ot, const char *name);
 /* Database name of a logical shard into buf ("db00042"). */
+/* Lanes and slots: a consumer or proxy keeps one (lane, shard) pair of its state per
+ * *slot*, slot = lane * shard_count + shard (lane 0's slots are the shard numbers). */
+static inline int bw_config_slot_count(const bw_config_t *c) { return c->lane_cnt * c->shard_count; }
+static inline int bw_config_slot(const bw_config_t *c, int lane, int shard) { return lane * c->shard_count + shard; }
+/* The lane called `name` ("" or NULL: the default lane), or -1. */
+int bw_config_lane(const bw_config_t *c, const char *name);
+/* The lane whose topic is `topic`, or -1. */
+int bw_config_topic_lane(const bw_config_t *c, const char *topic);
+
 void bw_config_shard_db(const bw_config_t *conf, int shard, char *buf, size_t size);
 /* A file a key names, relative to conf's folder unless absolute (malloc'd); NULL for "". */
 char *bw_config_file(const bw_config_t *conf, const char *file);

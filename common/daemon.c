@@ -184,7 +184,7 @@ bw_config_t *bw_daemon_reload(const bw_daemon_t *d, const bw_config_t *running) 
         "shards.servers", "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address",
         "proxy.port", "proxy.auth", "proxy.tls", "proxy.admin_listen_address", "proxy.admin_port", "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
         "consumer.listen_address", "consumer.port", "consumer.workers", "consumer.pull_count", "alerts.webhook_url",
-        "alerts.resend_ms", "alerts.timeout_ms", "alerts.labels", "object_types"};
+        "alerts.resend_ms", "alerts.timeout_ms", "alerts.labels", "object_types", "lanes"};
     const char *changed = NULL;
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && !changed; i++)
         if (bw_config_same(running, c, fixed[i]) != 1) changed = fixed[i];

@@ -428,26 +428,31 @@ static bw_err_t describe_retention(rd_kafka_t *rk, const char *topic, int timeou
 
 bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int timeout_ms,
                                bw_topic_retention_t *ret, char *errstr, size_t errstr_size) {
-    bw_topic_retention_t r = {.embedded = 0, .retention_ms = -1, .retention_bytes = -1};
+    bw_topic_retention_t r = {.embedded = bw_kafka_is_embedded(rk, timeout_ms), .retention_ms = -1, .retention_bytes = -1};
     char policy[64];
-    int cnt = ensure_exists(rk, conf, conf->topic, conf->shard_count, BW_TOPIC_BATCHES, timeout_ms, errstr,
-                            errstr_size);
-    if (cnt < 0) return BW_ERR_KAFKA;
-    if (cnt != conf->shard_count)
-        return bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
-                         "kafka topic %s has %d partitions but shards.count is %d: one partition per "
-                         "logical shard is required",
-                         conf->topic, cnt, conf->shard_count);
-    r.embedded = bw_kafka_is_embedded(rk, timeout_ms);
-    if (r.embedded) {
-        /* the mock has no DescribeConfigs, and no settings: it keeps the newest
-         * BW_KAFKA_EMBEDDED_PARTITION_BYTES of each partition */
-        r.retention_bytes = BW_KAFKA_EMBEDDED_PARTITION_BYTES;
-    } else {
-        bw_err_t err = describe_retention(rk, conf->topic, timeout_ms, policy, sizeof(policy), &r, errstr,
-                                          errstr_size);
-        if (!err) err = check_retention(conf, policy, &r, errstr, errstr_size);
+    for (int lane = 0; lane < conf->lane_cnt; lane++) { /* every lane's topic, each its own partitions */
+        const char *topic = conf->lanes[lane].topic;
+        int cnt = ensure_exists(rk, conf, topic, conf->shard_count, BW_TOPIC_BATCHES, timeout_ms, errstr, errstr_size);
+        if (cnt < 0) return BW_ERR_KAFKA;
+        if (cnt != conf->shard_count)
+            return bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
+                             "kafka topic %s has %d partitions but shards.count is %d: one partition per "
+                             "logical shard is required",
+                             topic, cnt, conf->shard_count);
+        if (r.embedded) {
+            /* the mock has no DescribeConfigs, and no settings: it keeps the newest
+             * BW_KAFKA_EMBEDDED_PARTITION_BYTES of each partition */
+            r.retention_bytes = BW_KAFKA_EMBEDDED_PARTITION_BYTES;
+            continue;
+        }
+        bw_topic_retention_t t = r;
+        bw_err_t err = describe_retention(rk, topic, timeout_ms, policy, sizeof(policy), &t, errstr, errstr_size);
+        if (!err) err = check_retention(conf, policy, &t, errstr, errstr_size);
         if (err) return err;
+        /* the strictest bound of the lanes is the one to watch */
+        if (t.retention_ms >= 0 && (r.retention_ms < 0 || t.retention_ms < r.retention_ms)) r.retention_ms = t.retention_ms;
+        if (t.retention_bytes >= 0 && (r.retention_bytes < 0 || t.retention_bytes < r.retention_bytes))
+            r.retention_bytes = t.retention_bytes;
     }
     if (ret) *ret = r;
     return BW_OK;

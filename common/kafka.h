@@ -37,8 +37,9 @@ typedef struct {
  * configured. */
 #define BW_KAFKA_EMBEDDED_PARTITION_BYTES (5LL * 1024 * 1024)
 
-/* Makes sure the batches topic conf->topic exists with exactly conf->shard_count partitions
- * and deletes nothing before it is applied. Creates it when missing (if kafka.create_topic)
+/* Makes sure the batches topic of every lane (conf->lanes[].topic; lane 0's is
+ * conf->topic) exists with exactly conf->shard_count partitions and deletes nothing
+ * before it is applied; *ret holds the strictest bounds of them. Creates it when missing (if kafka.create_topic)
  * as BW_TOPIC_BATCHES; fails when the count differs. On a real broker its configuration is
  * read (DescribeConfigs): cleanup.policy with compact is refused; a retention.ms or
  * retention.bytes other than -1 is refused, or warned about if kafka.allow_retention. On

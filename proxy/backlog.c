@@ -153,7 +153,7 @@ void bw_backlog_settle(bw_backlog_t *b, int shard, size_t bytes, int64_t offset)
 }
 
 void bw_backlog_observe(bw_backlog_t *b, int shard, int64_t applied, int64_t high, int64_t low) {
-    if (shard < 0 || shard >= b->conf->shard_count) return;
+    if (shard < 0 || shard >= bw_config_slot_count(b->conf)) return;
     pthread_mutex_lock(&b->mu);
     shard_backlog_t *s = &b->shards[shard];
     /* offsets only move forward; a late or stale report never shrinks what is known */
@@ -167,9 +167,15 @@ void bw_backlog_observe(bw_backlog_t *b, int shard, int64_t applied, int64_t hig
 }
 
 void bw_backlog_on_status(void *ud, int shard, const Bulkwrite__V1__ShardStatus *st) {
+    bw_backlog_t *b = ud;
     /* a status record from before this field existed carries 0: not an offset we trust */
-    if (!st->applied_offset && !st->high_watermark) return;
-    bw_backlog_observe(ud, shard, st->applied_offset, st->high_watermark, -1);
+    if (st->applied_offset || st->high_watermark) bw_backlog_observe(b, shard, st->applied_offset, st->high_watermark, -1);
+    for (size_t i = 0; i < st->n_lanes; i++) { /* the other lanes' partitions of the shard */
+        const Bulkwrite__V1__LaneStatus *l = st->lanes[i];
+        int lane = bw_config_lane(b->conf, l->lane);
+        if (lane > 0 && (l->applied_offset || l->high_watermark))
+            bw_backlog_observe(b, bw_config_slot(b->conf, lane, shard), l->applied_offset, l->high_watermark, -1);
+    }
 }
 
 void bw_backlog_view(bw_backlog_t *b, int shard, bw_backlog_view_t *view) {
@@ -182,15 +188,20 @@ void bw_backlog_view(bw_backlog_t *b, int shard, bw_backlog_view_t *view) {
 
 static void refresh(bw_backlog_t *b) {
     size_t n = (size_t)b->conf->shard_count;
-    rd_kafka_topic_partition_list_t *hi = bw_kafka_list_offsets(b->rk, b->conf->topic, NULL, n, RD_KAFKA_OFFSET_END, 5000);
-    rd_kafka_topic_partition_list_t *lo =
-        bw_kafka_list_offsets(b->rk, b->conf->topic, NULL, n, RD_KAFKA_OFFSET_BEGINNING, 5000);
-    for (int i = 0; hi && i < hi->cnt; i++)
-        if (!hi->elems[i].err) bw_backlog_observe(b, hi->elems[i].partition, -1, hi->elems[i].offset, -1);
-    for (int i = 0; lo && i < lo->cnt; i++)
-        if (!lo->elems[i].err) bw_backlog_observe(b, lo->elems[i].partition, -1, -1, lo->elems[i].offset);
-    if (hi) rd_kafka_topic_partition_list_destroy(hi);
-    if (lo) rd_kafka_topic_partition_list_destroy(lo);
+    for (int lane = 0; lane < b->conf->lane_cnt; lane++) {
+        const char *topic = b->conf->lanes[lane].topic;
+        int base = bw_config_slot(b->conf, lane, 0);
+        rd_kafka_topic_partition_list_t *hi = bw_kafka_list_offsets(b->rk, topic, NULL, n, RD_KAFKA_OFFSET_END, 5000);
+        rd_kafka_topic_partition_list_t *lo = bw_kafka_list_offsets(b->rk, topic, NULL, n, RD_KAFKA_OFFSET_BEGINNING, 5000);
+        for (int i = 0; hi && i < hi->cnt; i++)
+            if (!hi->elems[i].err && hi->elems[i].partition < b->conf->shard_count)
+                bw_backlog_observe(b, base + hi->elems[i].partition, -1, hi->elems[i].offset, -1);
+        for (int i = 0; lo && i < lo->cnt; i++)
+            if (!lo->elems[i].err && lo->elems[i].partition < b->conf->shard_count)
+                bw_backlog_observe(b, base + lo->elems[i].partition, -1, -1, lo->elems[i].offset);
+        if (hi) rd_kafka_topic_partition_list_destroy(hi);
+        if (lo) rd_kafka_topic_partition_list_destroy(lo);
+    }
 }
 
 static void *refresher_main(void *arg) {
@@ -226,8 +237,8 @@ bw_backlog_t *bw_backlog_new(const bw_config_t *conf, rd_kafka_t *rk, int embedd
     pthread_cond_init(&b->room_cv, NULL);
     pthread_mutex_init(&b->stop_mu, NULL);
     pthread_cond_init(&b->stop_cv, NULL);
-    b->shards = calloc((size_t)conf->shard_count, sizeof(*b->shards));
-    for (int s = 0; s < conf->shard_count; s++) b->shards[s].applied = b->shards[s].high = b->shards[s].low = -1;
+    b->shards = calloc((size_t)bw_config_slot_count(conf), sizeof(*b->shards)); /* one per (lane, shard) */
+    for (int s = 0; s < bw_config_slot_count(conf); s++) b->shards[s].applied = b->shards[s].high = b->shards[s].low = -1;
     b->rk = rk;
     bw_info(COMPONENT, "admission: at most %lld unapplied messages and %.1f MiB per shard%s", (long long)b->max_messages,
             (double)b->max_bytes / 1048576.0,
@@ -248,7 +259,7 @@ void bw_backlog_destroy(bw_backlog_t *b) {
         pthread_mutex_unlock(&b->stop_mu);
         pthread_join(b->refresher, NULL);
     }
-    for (int s = 0; s < b->conf->shard_count; s++) free(b->shards[s].own);
+    for (int s = 0; s < bw_config_slot_count(b->conf); s++) free(b->shards[s].own);
     free(b->shards);
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->room_cv);

@@ -18,6 +18,11 @@
  *    embedded Kafka those older than its own (a restart) as kafka.message_max_bytes;
  *  - reservations: admitted messages not yet acknowledged or failed.
  *
+ * With priority lanes (config `lanes`) each lane's partition of a shard has its own
+ * backlog: the functions below that take `shard` take a slot (config.h's
+ * bw_config_slot(conf, lane, shard); the default lane's slots are the shard numbers),
+ * so a full bulk lane never refuses an urgent request.
+ *
  * @locality any thread (a mutex guards the table; the refresher has its own thread). */
 #ifndef BW_BACKLOG_H
 #define BW_BACKLOG_H

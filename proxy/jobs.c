@@ -336,28 +336,41 @@ done:
     bw_buf_free(&q);
 }
 
-int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const Bulkwrite__V1__ShardOps *ops) {
-    return st->lost_to > st->lost_from && ops->first_offset < st->lost_to && ops->last_offset >= st->lost_from;
+void bw_jobs_lane_lost(const Bulkwrite__V1__ShardStatus *st, const char *lane, int64_t *from, int64_t *to) {
+    *from = st->lost_from, *to = st->lost_to; /* the default lane's, also from consumers without lanes */
+    if (!lane || !lane[0] || strcmp(lane, "default") == 0) return;
+    *from = *to = 0;
+    for (size_t i = 0; i < st->n_lanes; i++)
+        if (st->lanes[i]->lane && strcmp(st->lanes[i]->lane, lane) == 0) *from = st->lanes[i]->lost_from, *to = st->lanes[i]->lost_to;
+}
+
+int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const char *lane, const Bulkwrite__V1__ShardOps *ops) {
+    int64_t from, to;
+    bw_jobs_lane_lost(st, lane, &from, &to);
+    return to > from && ops->first_offset < to && ops->last_offset >= from;
 }
 
 /* Ops of the job still pending on a shard whose consumer found messages deleted from
  * Kafka before they were applied: lost where the job had messages in that gap (the ops
  * of its messages behind the gap are counted with them), blocked where all of them lie
  * behind it. */
-static void mark_lost(bw_shard_table_t *table, const Bulkwrite__V1__ShardOps *ops, Bulkwrite__V1__JobShard *js) {
+static void mark_lost(bw_shard_table_t *table, const char *lane, const Bulkwrite__V1__ShardOps *ops,
+                      Bulkwrite__V1__JobShard *js) {
     Bulkwrite__V1__ShardStatus *st = table && js->pending ? bw_shard_table_status(table, (int)js->shard) : NULL;
     if (!st) return;
-    if (st->lost_to > st->lost_from && ops->first_offset >= st->lost_to) {
+    int64_t lost_from, lost_to;
+    bw_jobs_lane_lost(st, lane, &lost_from, &lost_to);
+    if (lost_to > lost_from && ops->first_offset >= lost_to) {
         /* all of its messages are still in Kafka, behind the gap: pending, but stuck */
         free(js->error);
         js->error = strdup("blocked: the shard stopped at messages lost in Kafka before this job's (see the "
                            "shard's alert); applied once an operator moves the shard past the gap");
-    } else if (bw_jobs_lost_here(st, ops)) {
+    } else if (bw_jobs_lost_here(st, lane, ops)) {
         char msg[300];
         snprintf(msg, sizeof(msg),
                  "lost in Kafka: offsets %lld to %lld of partition %u were deleted before the shard applied them; "
                  "%u ops of this job were there or behind them: send the same request again (same request_id)",
-                 (long long)st->lost_from, (long long)st->lost_to - 1, js->shard, js->pending);
+                 (long long)lost_from, (long long)lost_to - 1, js->shard, js->pending);
         free(js->error);
         js->error = strdup(msg);
         js->lost = js->pending;
@@ -401,7 +414,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         else complete = 0;
         uint32_t done = js->applied + js->failed;
         js->pending = js->submitted > done ? js->submitted - done : 0;
-        mark_lost(table, rec->shards[i], js);
+        mark_lost(table, rec->lane, rec->shards[i], js);
         st->lost += js->lost;
         st->submitted += js->submitted;
         st->applied += js->applied;

@@ -61,7 +61,9 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);
 
 /* 1 if the shard's status names a range lost in Kafka that holds messages of the job
  * (its first and last offsets on the shard). */
-int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const Bulkwrite__V1__ShardOps *ops);
+int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const char *lane, const Bulkwrite__V1__ShardOps *ops);
+/* The range [*from, *to) of `lane`'s partition of the shard lost in Kafka (empty if equal). */
+void bw_jobs_lane_lost(const Bulkwrite__V1__ShardStatus *st, const char *lane, int64_t *from, int64_t *to);
 
 #define BW_JOB_FAILURE_SAMPLE 20
 

@@ -55,7 +55,7 @@
 /* One producer of the pool. */
 typedef struct {
     rd_kafka_t *rk;
-    rd_kafka_topic_t *rkt; /* the batches topic */
+    rd_kafka_topic_t *rkt[BW_LANES_MAX]; /* each lane's batches topic */
     pthread_t poller;
 } producer_t;
 
@@ -87,8 +87,8 @@ static proxy_t proxy;
 typedef struct {
     bw_kafka_acks_t *acks;
     size_t msg;
-    int shard;       /* -1: a side-topic record, not in the backlog */
-    size_t bytes;    /* as admitted to the shard's backlog */
+    int slot;        /* the (lane, shard) backlog it is in (config.h); -1: a side-topic record */
+    size_t bytes;    /* as admitted to that backlog */
 } delivery_t;
 
 /* @locality poller thread */
@@ -96,7 +96,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     (void)rk;
     (void)opaque;
     delivery_t *d = m->_private;
-    if (d->shard >= 0) bw_backlog_settle(proxy.backlog, d->shard, d->bytes, m->err ? -1 : m->offset);
+    if (d->slot >= 0) bw_backlog_settle(proxy.backlog, d->slot, d->bytes, m->err ? -1 : m->offset);
     bw_kafka_acks_delivered(d->acks, d->msg, m);
 }
 
@@ -122,7 +122,7 @@ static size_t message_bytes(const bw_batch_msg_t *m) {
 /* Produces the messages of `set` marked MSG_PRODUCE, waits for all acknowledgements and
  * fills errs[] and offsets[]. Payload ownership passes to librdkafka on a successful
  * produce call. */
-static void produce_all(bw_batch_set_t *set, const msg_fate_t *fate, const char *job_id,
+static void produce_all(bw_batch_set_t *set, int lane, const msg_fate_t *fate, const char *job_id,
                         rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena) {
     bw_kafka_acks_t acks; /* the pollers serve the reports */
     bw_kafka_acks_init(&acks, proxy.rk, 0, proxy.conf->produce_timeout_ms, errs, offsets);
@@ -130,14 +130,15 @@ static void produce_all(bw_batch_set_t *set, const msg_fate_t *fate, const char 
     for (size_t i = 0; i < set->msg_cnt; i++) {
         bw_batch_msg_t *m = &set->msgs[i];
         if (fate[i] != MSG_PRODUCE) continue;
-        ds[i] = (delivery_t){&acks, i, m->shard, message_bytes(m)};
+        int slot = bw_config_slot(proxy.conf, lane, m->shard);
+        ds[i] = (delivery_t){&acks, i, slot, message_bytes(m)};
         const char *headers[] = {"bw-type", m->type_name, "bw-op", m->op_header, "bw-rows", m->rows_header};
         const producer_t *pr = &proxy.producers[m->shard % proxy.conf->proxy_producers];
-        bw_kafka_msg_t km = {.rk = pr->rk, .rkt = pr->rkt, .partition = m->shard, .key = job_id, .key_len = strlen(job_id),
+        bw_kafka_msg_t km = {.rk = pr->rk, .rkt = pr->rkt[lane], .partition = m->shard, .key = job_id, .key_len = strlen(job_id),
                              .value = m->payload, .value_len = m->len, .msgflags = RD_KAFKA_MSG_F_FREE,
                              .headers = headers, .header_cnt = 3};
         if (bw_kafka_acks_produce(&acks, &km, i, &ds[i]) == 0) m->payload = NULL; /* librdkafka frees it */
-        else bw_backlog_settle(proxy.backlog, m->shard, ds[i].bytes, -1);
+        else bw_backlog_settle(proxy.backlog, slot, ds[i].bytes, -1);
     }
     bw_kafka_acks_wait(&acks);
     bw_batcher_free_payloads(set); /* those never handed over */
@@ -148,7 +149,7 @@ static void produce_all(bw_batch_set_t *set, const msg_fate_t *fate, const char 
  * shard's backlog has room. Once a shard refuses one, its later messages of the request
  * are refused too, so that a shard's ops keep their request order across resends.
  * reasons[i] is set for refused messages. */
-static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecord *prev, msg_fate_t *fate,
+static size_t admit_all(const bw_batch_set_t *set, int lane, const Bulkwrite__V1__JobRecord *prev, msg_fate_t *fate,
                         const char **reasons, bw_arena_t *arena) {
     int shards = proxy.conf->shard_count;
     const char **refused = bw_arena_alloc(arena, sizeof(*refused) * (size_t)shards);
@@ -164,7 +165,7 @@ static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecor
     for (size_t k = 0; prev && k < prev->n_shards; k++) {
         if (prev->shards[k]->shard >= (uint32_t)shards) continue;
         Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(proxy.shards, (int)prev->shards[k]->shard);
-        if (st && bw_jobs_lost_here(st, prev->shards[k])) requeue[prev->shards[k]->shard] = 1;
+        if (st && bw_jobs_lost_here(st, prev->lane, prev->shards[k])) requeue[prev->shards[k]->shard] = 1;
         if (st) bulkwrite__v1__shard_status__free_unpacked(st, NULL);
     }
     for (size_t i = 0; i < set->msg_cnt; i++)
@@ -178,15 +179,16 @@ static size_t admit_all(const bw_batch_set_t *set, const Bulkwrite__V1__JobRecor
         if (taken[i]) {
             fate[i] = MSG_TAKEN_BEFORE;
             bw_metrics_parts_taken_before(proxy.metrics, 1);
-        } else if (!refused[m->shard] && bw_backlog_admit(proxy.backlog, m->shard, message_bytes(m), deadline, &v)) {
+        } else if (!refused[m->shard] && bw_backlog_admit(proxy.backlog, bw_config_slot(proxy.conf, lane, m->shard),
+                                                          message_bytes(m), deadline, &v)) {
             fate[i] = MSG_PRODUCE;
         } else {
             if (!refused[m->shard]) {
                 char text[320];
                 int len = snprintf(text, sizeof(text),
-                                   "not accepted now: shard %d's backlog is full (%lld messages, %.1f MiB not yet "
-                                   "applied; bounds %lld messages, %.1f MiB); resend after Retry-After",
-                                   m->shard, (long long)v.messages, (double)v.bytes / 1048576.0,
+                                   "not accepted now: shard %d's backlog in lane %s is full (%lld messages, %.1f MiB "
+                                   "not yet applied; bounds %lld messages, %.1f MiB); resend after Retry-After",
+                                   m->shard, proxy.conf->lanes[lane].name, (long long)v.messages, (double)v.bytes / 1048576.0,
                                    (long long)v.max_messages, (double)v.max_bytes / 1048576.0);
                 refused[m->shard] = bw_arena_strndup(arena, text, (size_t)len);
             }
@@ -300,6 +302,7 @@ static void record_job(const Bulkwrite__V1__BatchWriteRequest *req, const char *
     Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
     rec.job_id = (char *)job_id;
     rec.request_id = req->request_id ? req->request_id : "";
+    rec.lane = req->lane && strcmp(req->lane, "default") ? req->lane : "";
     rec.created_at_ms = created;
     rec.ops = (uint32_t)req->n_ops;
     rec.rejected = total < req->n_ops ? (uint32_t)req->n_ops - total : 0;
@@ -493,6 +496,14 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
                           req->request_id, when, job_id);
         goto done;
     }
+    int lane = bw_config_lane(proxy.conf, req->lane);
+    if (lane < 0) {
+        char names[BW_LANES_MAX * 36] = "";
+        for (int l = 0; l < proxy.conf->lane_cnt; l++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", l ? ", " : "", proxy.conf->lanes[l].name);
+        ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown lane \"%.64s\" (the configured lanes: %s)", req->lane, names);
+        goto done;
+    }
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
     bw_rejection_t *rejected;
     size_t rejected_cnt = bw_request_validate(proxy.conf, req, &arena, routes, &rejected);
@@ -511,8 +522,8 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     const char **full = bw_arena_alloc(&arena, cnt * sizeof(*full));
     memset(errs, 0, cnt * sizeof(*errs));
     memset(offsets, 0, cnt * sizeof(*offsets));
-    size_t backlog_ops = admit_all(&set, prev, fate, full, &arena);
-    if (set.msg_cnt) produce_all(&set, fate, job_id, errs, offsets, &arena);
+    size_t backlog_ops = admit_all(&set, lane, prev, fate, full, &arena);
+    if (set.msg_cnt) produce_all(&set, lane, fate, job_id, errs, offsets, &arena);
 
     /* every reason in one list, in request order */
     size_t failed_ops = 0;
@@ -695,7 +706,7 @@ static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url,
 /* /readyz: ready while a broker answers a metadata request. @locality an HTTP thread */
 static int kafka_reachable(void) {
     const struct rd_kafka_metadata *md;
-    if (rd_kafka_metadata(proxy.rk, 0, proxy.producers[proxy.conf->proxy_producers].rkt, &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
+    if (rd_kafka_metadata(proxy.rk, 0, proxy.producers[proxy.conf->proxy_producers].rkt[0], &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
     rd_kafka_metadata_destroy(md);
     return 1;
 }
@@ -859,15 +870,17 @@ int main(int argc, char **argv) {
     atomic_store(&proxy.run_poller, 1);
     for (int i = 0; i < nprod; i++) {
         producer_t *pr = &proxy.producers[i];
-        pr->rkt = rd_kafka_topic_new(pr->rk, proxy.conf->topic, NULL);
-        /* each producer learns the partitions' leaders now, not on a client's first request
-         * (which then waited for the metadata); its partitions exist before any HTTP
-         * thread produces to them */
-        const struct rd_kafka_metadata *md;
-        rd_kafka_resp_err_t e = rd_kafka_metadata(pr->rk, 0, pr->rkt, &md, 10000);
-        if (e) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "producer %d: metadata of %s: %s (learnt on first use)", i,
-                      proxy.conf->topic, rd_kafka_err2str(e));
-        else rd_kafka_metadata_destroy(md);
+        for (int lane = 0; lane < proxy.conf->lane_cnt; lane++) {
+            pr->rkt[lane] = rd_kafka_topic_new(pr->rk, proxy.conf->lanes[lane].topic, NULL);
+            /* each producer learns the partitions' leaders now, not on a client's first
+             * request (which then waited for the metadata); its partitions exist before
+             * any HTTP thread produces to them */
+            const struct rd_kafka_metadata *md;
+            rd_kafka_resp_err_t e = rd_kafka_metadata(pr->rk, 0, pr->rkt[lane], &md, 10000);
+            if (e) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "producer %d: metadata of %s: %s (learnt on first use)", i,
+                          proxy.conf->lanes[lane].topic, rd_kafka_err2str(e));
+            else rd_kafka_metadata_destroy(md);
+        }
         pthread_create(&pr->poller, NULL, poller_main, pr->rk);
     }
 
@@ -923,7 +936,8 @@ int main(int argc, char **argv) {
     bw_backlog_destroy(proxy.backlog);
     for (int i = 0; i < nprod; i++) {
         rd_kafka_flush(proxy.producers[i].rk, 10000);
-        rd_kafka_topic_destroy(proxy.producers[i].rkt);
+        for (int lane = 0; lane < proxy.conf->lane_cnt; lane++)
+            if (proxy.producers[i].rkt[lane]) rd_kafka_topic_destroy(proxy.producers[i].rkt[lane]);
         rd_kafka_destroy(proxy.producers[i].rk);
     }
     free(proxy.producers);

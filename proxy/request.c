@@ -63,6 +63,7 @@ typedef enum {
     X_ROOT,       /* the body's value */
     X_TOP_KEY,    /* a member of the request, or its end */
     X_REQUEST_ID, /* request_id's value */
+    X_LANE,       /* lane's value */
     X_OPS,        /* ops' value */
     X_OP_ITEM,    /* an op, or the end of ops */
     X_OP_KEY,     /* a member of an op, or its end */
@@ -80,7 +81,7 @@ typedef enum {
     X_DONE,
 } json_expect_t;
 
-enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
+enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
 
 typedef struct {
     bw_arena_t *a;
@@ -116,8 +117,9 @@ static int json_mistyped(json_ctx_t *x, const char *what) {
     size_t i = json_op_index(x);
     switch (x->expect) {
     case X_ROOT: JFAIL("the body must be a JSON object {\"ops\": [...]}");
-    case X_REQUEST_ID: JFAIL("unknown or mistyped member \"request_id\" (expected request_id: string, ops: array)");
-    case X_OPS: JFAIL("unknown or mistyped member \"ops\" (expected request_id: string, ops: array)");
+    case X_REQUEST_ID: JFAIL("unknown or mistyped member \"request_id\" (expected request_id: string, lane: string, ops: array)");
+    case X_LANE: JFAIL("unknown or mistyped member \"lane\" (expected request_id: string, lane: string, ops: array)");
+    case X_OPS: JFAIL("unknown or mistyped member \"ops\" (expected request_id: string, lane: string, ops: array)");
     case X_OP_ITEM: JFAIL("ops[%zu]: not an object", x->req->n_ops);
     case X_OP_OP: JFAIL("ops[%zu].op: not a string", i);
     case X_OP_TYPE: JFAIL("ops[%zu].object_type: not a string", i);
@@ -231,6 +233,10 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
         x->expect = X_TOP_KEY;
         return 1;
     }
+    case X_LANE:
+        x->req->lane = json_cstring(x, s, len); /* checked against the config by the proxy */
+        x->expect = X_TOP_KEY;
+        return 1;
     case X_OP_OP: {
         char word[16];
         size_t n = strnlen((const char *)s, len);
@@ -363,7 +369,8 @@ static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
     case X_TOP_KEY:
         if (KEY_IS("request_id")) MEMBER(seen_top, SEEN_REQUEST_ID, X_REQUEST_ID);
         if (KEY_IS("ops")) MEMBER(seen_top, SEEN_OPS, X_OPS);
-        JFAIL("unknown or mistyped member \"%.*s\" (expected request_id: string, ops: array)", (int)(len > 100 ? 100 : len),
+        if (KEY_IS("lane")) MEMBER(seen_top, SEEN_LANE, X_LANE);
+        JFAIL("unknown or mistyped member \"%.*s\" (expected request_id: string, lane: string, ops: array)", (int)(len > 100 ? 100 : len),
               (const char *)s);
     case X_OP_KEY:
         if (KEY_IS("op")) MEMBER(seen_op, SEEN_OP, X_OP_OP);
@@ -508,6 +515,7 @@ static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t le
     Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
     bulkwrite__v1__batch_write_request__init(req);
     req->request_id = "";
+    req->lane = "";
     char cb_err[512] = "";
     json_ctx_t x = {.a = a, .req = req, .expect = X_ROOT, .max_ops = max_ops, .err = cb_err, .esz = sizeof(cb_err)};
     yajl_handle h = yajl_alloc(&json_callbacks, NULL, &x);
@@ -714,6 +722,7 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
     Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
     bulkwrite__v1__batch_write_request__init(req);
     req->request_id = "";
+    req->lane = "";
     Bulkwrite__V1__Op *ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*ops));
     req->ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*req->ops));
     while (r.p < r.end) {
@@ -722,9 +731,11 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
         const uint8_t *d;
         size_t n;
         if (bw_wire_tag(&r, &field, &wt)) return NULL;
-        if (field == 1 || field == 2) {
+        if (field == 1 || field == 2 || field == 3) {
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
-            if (field == 1) {
+            if (field == 3) {
+                req->lane = pb_string(a, d, n); /* checked against the config by the proxy */
+            } else if (field == 1) {
                 const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
                 if (nul) {
                     snprintf(err, esz, "request_id contains a control character (NUL) at byte %zu", (size_t)(nul - d));

@@ -72,6 +72,13 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    for (int lane = 1; lane < conf->lane_cnt; lane++) { /* lane 0's topic is conf->topic, made above */
+        rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, conf->lanes[lane].topic, conf->shard_count, 1);
+        if (e) {
+            fprintf(stderr, "bw-kafka-embedded: creating topic %s: %s\n", conf->lanes[lane].topic, rd_kafka_err2str(e));
+            return 1;
+        }
+    }
     const char *bootstrap = rd_kafka_mock_cluster_bootstraps(mc);
     printf("%s\n", bootstrap);
     fflush(stdout);
