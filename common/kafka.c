@@ -91,6 +91,9 @@ rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, co
              * an offset Kafka no longer holds must be an error, never a silent jump */
             set(kc, "auto.offset.reset", "error", errstr, errstr_size) ||
             set(kc, "enable.partition.eof", "false", errstr, errstr_size) ||
+            /* per topic, partition N goes to the same member: a shard's lanes (a topic
+             * each) meet on one consumer, which shares the shard's budget between them */
+            set(kc, "partition.assignment.strategy", "range", errstr, errstr_size) ||
             /* librdkafka's own prefetch queue, which the dispatcher empties into the
              * partitions' buffers (consumer.buffer_max_bytes bounds those). Below 2.1
              * (Debian 12 has 2.0.2) a fetch that finds the queue over this bound backs off

@@ -44,11 +44,11 @@ static void statement(bw_buf_t *b, const char *head, const bw_config_t *conf, in
     bw_buf_puts(b, tail);
 }
 
-/* Appends the condition that picks `shard`'s row of bw_offsets. */
-static void append_partition(bw_buf_t *b, const bw_config_t *conf, int shard) {
+/* Appends the condition that picks `slot`'s row of bw_offsets: its lane's topic, its shard's partition. */
+static void append_partition(bw_buf_t *b, const bw_config_t *conf, int slot) {
     bw_buf_puts(b, " WHERE topic=");
-    append_quoted(b, conf->topic);
-    bw_buf_printf(b, " AND kafka_partition=%d", shard);
+    append_quoted(b, conf->lanes[slot / conf->shard_count].topic);
+    bw_buf_printf(b, " AND kafka_partition=%d", slot % conf->shard_count);
 }
 
 void bw_ledger_schema_sql(const char *dbname, bw_buf_t *out) {
@@ -80,7 +80,7 @@ void bw_ledger_schema_sql(const char *dbname, bw_buf_t *out) {
 
 /* ---- bw_offsets ------------------------------------------------------------------- */
 
-unsigned bw_ledger_read_offsets(MYSQL *db, const bw_config_t *conf, const int *shards, size_t n,
+unsigned bw_ledger_read_offsets(MYSQL *db, const bw_config_t *conf, const int *slots, size_t n,
                                 int64_t *offsets, bw_buf_t *scratch) {
     for (size_t i = 0; i < n; i++) offsets[i] = -1;
     for (size_t at = 0; at < n; at += BW_LEDGER_READ_CHUNK) {
@@ -89,8 +89,8 @@ unsigned bw_ledger_read_offsets(MYSQL *db, const bw_config_t *conf, const int *s
         for (size_t i = at; i < end; i++) {
             /* the index i comes back with the row, so rows may arrive in any order */
             bw_buf_printf(scratch, "%sSELECT %zu, next_offset FROM ", i > at ? " UNION ALL " : "", i);
-            append_table(scratch, conf, shards[i], "bw_offsets");
-            append_partition(scratch, conf, shards[i]);
+            append_table(scratch, conf, slots[i] % conf->shard_count, "bw_offsets");
+            append_partition(scratch, conf, slots[i]);
         }
         unsigned err;
         MYSQL_RES *r = select_rows(db, scratch, &err);
@@ -105,10 +105,10 @@ unsigned bw_ledger_read_offsets(MYSQL *db, const bw_config_t *conf, const int *s
     return 0;
 }
 
-unsigned bw_ledger_lock_offset(MYSQL *db, const bw_config_t *conf, int shard, int64_t *next,
+unsigned bw_ledger_lock_offset(MYSQL *db, const bw_config_t *conf, int slot, int64_t *next,
                                bw_buf_t *scratch) {
-    statement(scratch, "SELECT next_offset FROM ", conf, shard, "bw_offsets", "");
-    append_partition(scratch, conf, shard);
+    statement(scratch, "SELECT next_offset FROM ", conf, slot % conf->shard_count, "bw_offsets", "");
+    append_partition(scratch, conf, slot);
     bw_buf_puts(scratch, " FOR UPDATE");
     unsigned err;
     MYSQL_RES *r = select_rows(db, scratch, &err);
@@ -119,10 +119,11 @@ unsigned bw_ledger_lock_offset(MYSQL *db, const bw_config_t *conf, int shard, in
     return 0;
 }
 
-unsigned bw_ledger_write_offset(MYSQL *db, const bw_config_t *conf, int shard, int64_t next,
+unsigned bw_ledger_write_offset(MYSQL *db, const bw_config_t *conf, int slot, int64_t next,
                                 bw_buf_t *scratch) {
+    int shard = slot % conf->shard_count;
     statement(scratch, "INSERT INTO ", conf, shard, "bw_offsets", " (topic, kafka_partition, next_offset) VALUES (");
-    append_quoted(scratch, conf->topic);
+    append_quoted(scratch, conf->lanes[slot / conf->shard_count].topic);
     bw_buf_printf(scratch, ",%d,%" PRId64 ") ON DUPLICATE KEY UPDATE next_offset=VALUES(next_offset)", shard, next);
     return run(db, scratch);
 }

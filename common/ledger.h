@@ -3,7 +3,9 @@
  * them in SQL.
  *
  *   bw_offsets       (topic, kafka_partition) -> next_offset: the next offset of the
- *                    batches topic's partition (= the shard) still to apply.
+ *                    batches topic's partition (= the shard) still to apply; one row
+ *                    per lane (each lane has its topic). The functions name a row by
+ *                    its *slot* (config.h: lane * shards.count + shard).
  *   bw_job_parts     (job_id, part) -> kafka_offset, rows_applied, rows_failed: one row
  *                    per message of a job applied on this shard.
  *   bw_job_failures  (job_id, op_index) -> part, object_id, error_code, reason: one row
@@ -53,21 +55,21 @@ void bw_ledger_schema_sql(const char *dbname, bw_buf_t *out);
 
 /* ---- bw_offsets ------------------------------------------------------------------- */
 
-/* Reads the stored next offsets of shards[0..n), all on `db`'s server, with one query
+/* Reads the stored next offsets of slots[0..n), all on `db`'s server, with one query
  * per BW_LEDGER_READ_CHUNK shards (a rebalance of 4,096 partitions costs a few round
  * trips per server, not 4,096). offsets[i] = -1 where none is stored. Offsets are
  * undefined on error. */
 #define BW_LEDGER_READ_CHUNK 512
-unsigned bw_ledger_read_offsets(MYSQL *db, const bw_config_t *conf, const int *shards, size_t n,
+unsigned bw_ledger_read_offsets(MYSQL *db, const bw_config_t *conf, const int *slots, size_t n,
                                 int64_t *offsets, bw_buf_t *scratch);
 
-/* Step 1: reads `shard`'s next offset FOR UPDATE, in the caller's open transaction.
+/* Step 1: reads `slot`'s next offset FOR UPDATE, in the caller's open transaction.
  * *next = -1 when none is stored. */
-unsigned bw_ledger_lock_offset(MYSQL *db, const bw_config_t *conf, int shard, int64_t *next,
+unsigned bw_ledger_lock_offset(MYSQL *db, const bw_config_t *conf, int slot, int64_t *next,
                                bw_buf_t *scratch);
 
-/* Step 4: stores `next` as `shard`'s next offset (insert or update). */
-unsigned bw_ledger_write_offset(MYSQL *db, const bw_config_t *conf, int shard, int64_t next,
+/* Step 4: stores `next` as `slot`'s next offset (insert or update). */
+unsigned bw_ledger_write_offset(MYSQL *db, const bw_config_t *conf, int slot, int64_t next,
                                 bw_buf_t *scratch);
 
 /* ---- bw_job_parts ----------------------------------------------------------------- */

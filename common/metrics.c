@@ -69,6 +69,14 @@ struct bw_metrics {
     int throttle_on;                 /* throttle.mode is not off: its series are shown */
     histogram_t apply_latency;
     uint64_t alert_posts[2]; /* failed, ok */
+    /* priority lanes (shown when there is more than the default): per slot */
+    int lane_cnt;
+    char **lane_names;
+    struct {
+        int assigned;
+        int64_t lag;
+        uint64_t statements;
+    } *lanes;
 };
 
 static const char *const err_names[] = {"retryable", "timeout", "connection", "data", "decode", "stop"};
@@ -85,6 +93,10 @@ bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
     m->signal_value = calloc((size_t)conf->server_cnt, sizeof(*m->signal_value));
     m->signal_threshold = calloc((size_t)conf->server_cnt, sizeof(*m->signal_threshold));
     for (int v = 0; v < conf->server_cnt; v++) m->server_names[v] = strdup(conf->servers[v].name);
+    m->lane_cnt = conf->lane_cnt;
+    m->lane_names = calloc((size_t)conf->lane_cnt, sizeof(char *));
+    for (int l = 0; l < conf->lane_cnt; l++) m->lane_names[l] = strdup(conf->lanes[l].name);
+    m->lanes = calloc((size_t)bw_config_slot_count(conf), sizeof(*m->lanes));
     return m;
 }
 
@@ -98,6 +110,9 @@ void bw_metrics_destroy(bw_metrics_t *m) {
     free(m->signal_threshold);
     free(m->shards);
     free(m->clients);
+    for (int l = 0; l < m->lane_cnt; l++) free(m->lane_names[l]);
+    free(m->lane_names);
+    free(m->lanes);
     free(m);
 }
 
@@ -251,6 +266,14 @@ void bw_metrics_shard_row_rate(bw_metrics_t *m, int shard, double row_rate) {
 void bw_metrics_shard_statements(bw_metrics_t *m, int shard, uint64_t n) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].statements += n;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_lane(bw_metrics_t *m, int slot, int assigned, int64_t lag, uint64_t statements) {
+    pthread_mutex_lock(&m->mu);
+    m->lanes[slot].assigned = assigned;
+    m->lanes[slot].lag = lag;
+    m->lanes[slot].statements = statements;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -463,6 +486,22 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
                      "%d", st->held);
         SHARD_GAUGE("bulkwrite_consumer_alert_firing",
                      "1 while this consumer's BulkwriteShardUnhealthy alert for the shard is firing.", "%d", st->alert);
+        if (m->lane_cnt > 1) {
+            header(out, "bulkwrite_consumer_lane_lag", "gauge",
+                   "Messages of the shard's partition in the lane's topic not yet applied (config lanes).");
+            for (int slot = 0; slot < m->lane_cnt * m->shard_count; slot++)
+                if (m->lanes[slot].assigned)
+                    bw_buf_printf(out, "bulkwrite_consumer_lane_lag{shard=\"%d\",lane=\"%s\"} %lld\n",
+                                  slot % m->shard_count, m->lane_names[slot / m->shard_count], (long long)m->lanes[slot].lag);
+            header(out, "bulkwrite_consumer_lane_statements_total", "counter",
+                   "Statements applied from the lane on the shard since this consumer was assigned it: the lanes' "
+                   "shares of the shard's budget.");
+            for (int slot = 0; slot < m->lane_cnt * m->shard_count; slot++)
+                if (m->lanes[slot].assigned)
+                    bw_buf_printf(out, "bulkwrite_consumer_lane_statements_total{shard=\"%d\",lane=\"%s\"} %llu\n",
+                                  slot % m->shard_count, m->lane_names[slot / m->shard_count],
+                                  (unsigned long long)m->lanes[slot].statements);
+        }
         header(out, "bulkwrite_consumer_alert_posts_total", "counter",
                "Posts to alerts.webhook_url, by result.");
         bw_buf_printf(out, "bulkwrite_consumer_alert_posts_total{result=\"ok\"} %llu\n",

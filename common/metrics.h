@@ -70,6 +70,9 @@ void bw_metrics_shard_alert(bw_metrics_t *m, int shard, int firing);
 void bw_metrics_shard_lost(bw_metrics_t *m, int shard, int64_t messages);
 /* The shard was revoked: its gauges leave /metrics (its counters stay). */
 void bw_metrics_shard_forget(bw_metrics_t *m, int shard);
+/* A lane's partition of a shard (slot, config.h): its lag and statements applied; its
+ * series show while assigned (and only with lanes besides the default). */
+void bw_metrics_lane(bw_metrics_t *m, int slot, int assigned, int64_t lag, uint64_t statements);
 void bw_metrics_server_down(bw_metrics_t *m, int server, int down);
 /* The adaptive throttle (consumer/throttle.h): the shard's state (bw_throttle_state_t) and
  * the rate it decided; a server signal's (bw_signal_t) last reading (NaN: unknown) and

@@ -345,12 +345,13 @@ static int conn_open(bw_applier_t *ap, int server, char *errstr, size_t errstr_s
 }
 
 /* One attempt at the whole transaction on the server's connection (opened if none). */
-static void apply_batch(bw_applier_t *ap, int shard, rd_kafka_message_t *const *msgs, size_t cnt,
+static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *msgs, size_t cnt,
                         bw_apply_result_t *res) {
     memset(res, 0, sizeof(*res));
     res->status = BW_APPLY_OK;
     bw_arena_reset(&ap->arena);
     const bw_config_t *conf = ap->conf;
+    int shard = slot % conf->shard_count;
     apply_ctx_t x = {.ap = ap, .shard = shard, .server = conf->shard_server[shard], .res = res, .msgs = msgs};
     x.conn = &ap->conns[x.server];
     bw_config_shard_db(conf, shard, x.dbname, sizeof(x.dbname));
@@ -362,7 +363,7 @@ static void apply_batch(bw_applier_t *ap, int shard, rd_kafka_message_t *const *
     x.db = x.conn->db;
 
     int64_t stored;
-    if (bw_ledger_lock_offset(x.db, conf, shard, &stored, &ap->sql)) {
+    if (bw_ledger_lock_offset(x.db, conf, slot, &stored, &ap->sql)) {
         failed_retry(&x, "reading the stored offset");
         goto rollback;
     }
@@ -420,7 +421,7 @@ static void apply_batch(bw_applier_t *ap, int shard, rd_kafka_message_t *const *
     if (record_parts(&x, cnt)) goto rollback;
     res->next_offset = msgs[cnt - 1]->offset + 1;
     if (stored > res->next_offset) res->next_offset = stored; /* all skipped: keep the later one */
-    else if (bw_ledger_write_offset(x.db, conf, shard, res->next_offset, &ap->sql)) {
+    else if (bw_ledger_write_offset(x.db, conf, slot, res->next_offset, &ap->sql)) {
         failed_retry(&x, "storing the offset");
         goto rollback;
     }
@@ -457,9 +458,10 @@ int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {
  * server's wait_timeout or a load balancer: that is found (by a ping after a while
  * idle, or by the batch's first statement) and mended by connecting again at once,
  * without an error. Only a failure on a fresh connection says the server is sick. */
-void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *msgs, size_t cnt,
+void bw_applier_apply(bw_applier_t *ap, int slot, rd_kafka_message_t *const *msgs, size_t cnt,
                       bw_apply_result_t *res) {
     int64_t now = bw_now_us();
+    int shard = slot % ap->conf->shard_count;
     int server = ap->conf->shard_server[shard];
     bw_apply_conn_t *c = &ap->conns[server];
     uint64_t reconnects = 0;
@@ -471,12 +473,12 @@ void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *ms
         reconnects++;
     }
     int reused = c->db != NULL;
-    apply_batch(ap, shard, msgs, cnt, res);
+    apply_batch(ap, slot, msgs, cnt, res);
     if (res->status == BW_APPLY_RETRY && reused && !c->db) { /* a client-side error closed it */
         bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "reused connection to %s failed (%s): applying again on a new one",
                ap->conf->servers[server].name, res->error);
         reconnects++;
-        apply_batch(ap, shard, msgs, cnt, res);
+        apply_batch(ap, slot, msgs, cnt, res);
     }
     res->reconnects = reconnects;
     c->used_us = bw_now_us();

@@ -92,9 +92,10 @@ void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *me
                      bw_dead_letters_t *dead_letters);
 void bw_applier_destroy(bw_applier_t *ap);
 
-/* Applies msgs[0..cnt), all of partition `shard`, in offset order. Closes the
- * applier's idle connections first (bw_applier_close_idle). */
-void bw_applier_apply(bw_applier_t *ap, int shard, rd_kafka_message_t *const *msgs, size_t cnt,
+/* Applies msgs[0..cnt), all of one partition, in offset order: `slot` names it (config.h:
+ * lane * shards.count + shard; its ledger row is the lane's). Closes the applier's idle
+ * connections first (bw_applier_close_idle). */
+void bw_applier_apply(bw_applier_t *ap, int slot, rd_kafka_message_t *const *msgs, size_t cnt,
                       bw_apply_result_t *res);
 
 /* Closes the connections idle for consumer.connection_idle_close_ms or longer at

@@ -2,8 +2,13 @@
  * state that the files of consumer/ share (Redis's server.h habit). Not used outside
  * consumer/.
  *
- * Words: a *partition* of the batches topic is a logical *shard* (same number); a *job*
- * is a run of a partition's buffered messages handed to a worker as one transaction.
+ * Words: a *partition* of a batches topic is a logical *shard* (same number). Each
+ * priority *lane* (config `lanes`) has its topic, so a shard has one partition per lane;
+ * a *slot* numbers a (lane, shard) pair (config.h: lane * shards.count + shard; the
+ * default lane's slots are the shard numbers). A *job* is a run of one slot's buffered
+ * messages handed to a worker as one transaction. What is about the database (budgets,
+ * the throttle, health, pauses, one job in flight) is per shard (bw_shard_t); what is
+ * about Kafka (buffer, offsets, lag) is per slot (bw_partition_t).
  *
  * The files, in reading order:
  *   main.c       startup, the loop that turns every subsystem below, shutdown, HTTP, reload
@@ -42,8 +47,9 @@
 
 typedef struct bw_job bw_job_t;
 
-/* One partition of the batches topic (= logical shard), as this consumer holds it. */
+/* One partition of a lane's batches topic (a slot), as this consumer holds it. */
 typedef struct {
+    int shard, lane;           /* set once at startup */
     int assigned;
     int ledger_pending;        /* assigned; its ledger is being read: not fetched yet */
     int64_t ledger_retry_at_us;/* its ledger could not be read: read again then; 0 while a read is in flight */
@@ -53,9 +59,6 @@ typedef struct {
     rd_kafka_message_t **buf;  /* buffered messages, offset order */
     size_t len, cap;
     size_t bytes;              /* bytes buffered: payloads, and each message's overhead (partition.c) */
-    bw_job_t *job;             /* in flight, or NULL */
-    int64_t ready_at_us;       /* not before (rate limit or retry backoff) */
-    int64_t backoff_us;
     int64_t lag;               /* as last measured */
     int64_t applied;           /* the next offset to apply, as stored in the shard's ledger; -1 unknown */
     int64_t published_applied; /* applied as last published in a status record */
@@ -66,6 +69,17 @@ typedef struct {
     int64_t lost_from, lost_to;/* messages deleted before they were applied; empty if equal */
     int64_t lagging_since_ms;  /* wall clock when lag was first seen without progress; 0 if none */
     int64_t progress_ms;       /* wall clock of the last applied batch (or assignment) */
+    double pass;               /* the lanes' stride scheduling: statements served / weight (scheduler.c) */
+    uint64_t statements;       /* statements applied from this slot since assigned (status, metrics) */
+} bw_partition_t;
+
+/* One logical shard, as this consumer holds it (any of its lanes' partitions). */
+typedef struct {
+    int assigned_lanes;        /* partitions of the shard assigned here; 0 = not ours */
+    bw_job_t *job;             /* in flight (one per shard: its budget, its order), or NULL */
+    double pass;               /* the pass of the lane served last (scheduler.c) */
+    int64_t ready_at_us;       /* not before (rate limit or retry backoff) */
+    int64_t backoff_us;
     int op_paused;             /* paused by an operator (control topic) */
     double cap_rate;           /* statements/s the operator or the file allows (0 = unlimited) */
     bw_throttle_shard_t throttle; /* the adaptive throttle's state (throttle.h) */
@@ -83,7 +97,7 @@ typedef struct {
         char message[240];
     } errors[5];               /* recent errors, a ring; errors_next is the next slot */
     int errors_next;
-} bw_partition_t;
+} bw_shard_t;
 
 typedef enum {
     BW_JOB_APPLY,       /* apply msgs to the shard */
@@ -93,12 +107,13 @@ typedef enum {
 /* Handed from the dispatcher to a worker and back; owned by whoever holds it. */
 struct bw_job {
     bw_job_kind_t kind;
-    int shard;                 /* BW_JOB_APPLY: the partition */
+    int shard;                 /* BW_JOB_APPLY: the shard */
+    int slot;                  /* BW_JOB_APPLY: the partition (its lane and shard) */
     int server;                /* the server it talks to */
     int probe;                 /* a health probe: one message */
     rd_kafka_message_t **msgs; /* the partition's first cnt buffered messages (borrowed) */
     size_t cnt;
-    int *shards;               /* BW_JOB_READ_LEDGER: the partitions to read, [cnt] */
+    int *shards;               /* BW_JOB_READ_LEDGER: the partitions (slots) to read, [cnt] */
     int64_t *offsets;          /* BW_JOB_READ_LEDGER: their stored offsets (-1 none), [cnt] */
     unsigned ledger_errno;     /* BW_JOB_READ_LEDGER: 0, or why the server could not be read */
     int64_t started_us;
@@ -112,7 +127,9 @@ typedef struct {
     rd_kafka_t *rk;
     rd_kafka_queue_t *poll_q;  /* the consumer queue the dispatcher waits on; a worker that
                                   finishes a job yields it, so the job is collected at once */
-    bw_partition_t *partitions; /* [shards.count] */
+    bw_partition_t *partitions; /* [slot count]: every lane's partitions */
+    bw_shard_t *shards;         /* [shards.count] */
+    int slot_count;
     int assigned_cnt;
     atomic_int run;
     atomic_int joined;         /* a first assignment (maybe empty) arrived */
@@ -129,6 +146,7 @@ typedef struct {
     rd_kafka_t *status_rk;     /* status records (fire and forget) */
     bw_topic_retention_t retention; /* of the batches topic, as found at startup */
     rd_kafka_queue_t *delete_q;     /* DeleteRecords results; NULL when none is in flight */
+    int delete_lane;                /* the lane whose topic the DeleteRecords in flight (or last) is about */
     char instance[300];        /* host:port of this consumer, in status records */
     int next_shard;            /* the scheduler's round-robin cursor */
     int ledger_reads;          /* BW_JOB_READ_LEDGER jobs in flight */
@@ -146,19 +164,23 @@ typedef struct {
 
 extern bw_consumer_t consumer;
 
-/* partition.c */
+/* partition.c (functions on a partition take its slot) */
 void bw_partition_buffer(rd_kafka_message_t *m);
-void bw_partition_refresh_fetch(int shard);
-void bw_partition_drop_head(int shard, size_t cnt);
-void bw_partition_drop_all(int shard);
+void bw_partition_refresh_fetch(int slot);
+void bw_partition_refresh_shard(int shard); /* every assigned lane of the shard */
+void bw_partition_drop_head(int slot, size_t cnt);
+void bw_partition_drop_all(int slot);
 void bw_partition_note_error(int shard, const char *kind, const char *message);
+/* The slot of a message of one of our topics, or -1. */
+int bw_partition_slot_of(const char *topic, int32_t partition);
 /* What a job costs the shard's budgets: statements as the applier plans them, rows. */
 typedef struct {
     uint64_t statements, rows;
 } bw_job_cost_t;
-size_t bw_partition_plan_job(int shard, size_t max_messages, uint64_t max_statements, uint64_t max_rows,
+size_t bw_partition_plan_job(int slot, size_t max_messages, uint64_t max_statements, uint64_t max_rows,
                              bw_job_cost_t *cost);
-int64_t bw_partition_oldest_unapplied_ms(int shard);
+int64_t bw_partition_oldest_unapplied_ms(int slot);
+int64_t bw_partition_shard_oldest_unapplied_ms(int shard); /* the oldest over its lanes */
 
 /* rebalance.c */
 void bw_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque);
@@ -172,7 +194,7 @@ void bw_scheduler_stop(void);
 int64_t bw_scheduler_dispatch(void);
 void bw_scheduler_submit(bw_job_t *j);
 void bw_scheduler_collect(int64_t wait_us);
-void bw_scheduler_drain(const int *shards, size_t n);
+void bw_scheduler_drain(const int *slots, size_t n);
 void bw_scheduler_apply_settings(int64_t now_us);
 /* The adaptive throttle's step, every throttle.interval_ms: reads the signals, steps each
  * assigned shard, applies, logs and reports what changed (a no-op while throttle.mode is

@@ -120,7 +120,14 @@ static int start(bw_daemon_t *d) {
     while (!bw_shard_table_sync(consumer.table, 10000))
         bw_warn(COMPONENT, "the control topic %s was not read to its end in 10 s; reading on before joining the group",
                 conf->control_topic);
-    consumer.partitions = calloc((size_t)conf->shard_count, sizeof(*consumer.partitions));
+    consumer.slot_count = bw_config_slot_count(conf);
+    consumer.partitions = calloc((size_t)consumer.slot_count, sizeof(*consumer.partitions));
+    consumer.shards = calloc((size_t)conf->shard_count, sizeof(*consumer.shards));
+    if (!consumer.partitions || !consumer.shards) abort();
+    for (int slot = 0; slot < consumer.slot_count; slot++) {
+        consumer.partitions[slot].shard = slot % conf->shard_count;
+        consumer.partitions[slot].lane = slot / conf->shard_count;
+    }
     consumer.metrics = bw_metrics_new(conf, BW_METRICS_CONSUMER);
     consumer.health = bw_health_new(conf->shard_count, conf->server_cnt, conf->shard_server);
     bw_health_set_limits(consumer.health, conf->pause_after_timeouts, (int64_t)conf->pause_ms * 1000);
@@ -137,12 +144,19 @@ static int start(bw_daemon_t *d) {
     consumer.alerts = bw_alerts_new(conf, consumer.metrics, generator);
     snprintf(consumer.instance, sizeof(consumer.instance), "%s:%d", conf->consumer_listen_address, bound);
 
-    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(topics, conf->topic, RD_KAFKA_PARTITION_UA);
+    /* every lane's topic: the range assignor (bw_kafka_conf) gives one member the same
+     * partition of each, so a shard's lanes share its budget here */
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(conf->lane_cnt);
+    char names[BW_LANES_MAX * 300] = "";
+    for (int lane = 0; lane < conf->lane_cnt; lane++) {
+        rd_kafka_topic_partition_list_add(topics, conf->lanes[lane].topic, RD_KAFKA_PARTITION_UA);
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s (lane %s, weight %d)", lane ? ", " : "",
+                 conf->lanes[lane].topic, conf->lanes[lane].name, conf->lanes[lane].weight);
+    }
     rd_kafka_resp_err_t e = rd_kafka_subscribe(consumer.rk, topics);
     rd_kafka_topic_partition_list_destroy(topics);
-    if (e) return bw_error(COMPONENT, "subscribe to %s: %s", conf->topic, rd_kafka_err2str(e)), -1;
-    bw_info(COMPONENT, "consuming %s in group %s with %d workers; metrics on http://%s:%d/metrics", conf->topic,
+    if (e) return bw_error(COMPONENT, "subscribe to %s: %s", names, rd_kafka_err2str(e)), -1;
+    bw_info(COMPONENT, "consuming %s in group %s with %d workers; metrics on http://%s:%d/metrics", names,
             conf->consumer_group, conf->workers, conf->consumer_listen_address, bound);
     return 0;
 }
@@ -225,9 +239,9 @@ static int leave_group(int timeout_ms) {
 
 static void stop(void) {
     bw_info(COMPONENT, "shutting down: finishing batches in flight");
-    int *all = malloc(sizeof(int) * (size_t)consumer.conf->shard_count);
-    for (int s = 0; s < consumer.conf->shard_count; s++) all[s] = s;
-    bw_scheduler_drain(all, (size_t)consumer.conf->shard_count);
+    int *all = malloc(sizeof(int) * (size_t)consumer.slot_count);
+    for (int s = 0; s < consumer.slot_count; s++) all[s] = s;
+    bw_scheduler_drain(all, (size_t)consumer.slot_count);
     free(all);
     bw_progress_commit();
     int closed = leave_group(10000);
@@ -248,8 +262,9 @@ static void stop(void) {
     rd_kafka_flush(consumer.status_rk, 2000);
     rd_kafka_destroy(consumer.status_rk);
     MHD_stop_daemon(consumer.httpd);
-    for (int s = 0; s < consumer.conf->shard_count; s++) free(consumer.partitions[s].buf);
+    for (int s = 0; s < consumer.slot_count; s++) free(consumer.partitions[s].buf);
     free(consumer.partitions);
+    free(consumer.shards);
     bw_health_free(consumer.health);
     bw_metrics_destroy(consumer.metrics);
     bw_config_destroy(consumer.conf);

@@ -67,9 +67,9 @@ static uint64_t run_statements(uint64_t rows, uint64_t limit) { return rows / li
  * goes, whatever it costs: the limiter then makes the next job wait longer), and
  * consumer.max_batch_bytes of payload. (The applier may cut more: at repeated ids of an
  * UPDATE or UPSERT, and where a statement would pass the server's packet limit.) */
-size_t bw_partition_plan_job(int shard, size_t max_messages, uint64_t max_statements, uint64_t max_rows,
+size_t bw_partition_plan_job(int slot, size_t max_messages, uint64_t max_statements, uint64_t max_rows,
                              bw_job_cost_t *cost) {
-    const bw_partition_t *p = &consumer.partitions[shard];
+    const bw_partition_t *p = &consumer.partitions[slot];
     const bw_object_type_t *run_ot = NULL;
     long run_op = 0;
     uint64_t run_rows = 0, done_statements = 0; /* the run's rows; statements of runs before it */
@@ -107,11 +107,11 @@ size_t bw_partition_plan_job(int shard, size_t max_messages, uint64_t max_statem
 /* Where fetching resumes: after the last buffered message; before any message arrived,
  * where the partition was assigned (never the end of the log: a shard paused before it
  * applied anything must still get its backlog). */
-static int64_t resume_point(int shard) {
-    bw_partition_t *p = &consumer.partitions[shard];
+static int64_t resume_point(int slot) {
+    bw_partition_t *p = &consumer.partitions[slot];
     if (p->next_fetch >= 0) return p->next_fetch;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, consumer.conf->topic, shard);
+    rd_kafka_topic_partition_list_add(l, consumer.conf->lanes[p->lane].topic, p->shard);
     int64_t at = RD_KAFKA_OFFSET_BEGINNING; /* the shard never stored an offset */
     if (p->assigned_from == RD_KAFKA_OFFSET_STORED) {
         /* its database could not be read at assignment: Kafka's committed offset */
@@ -123,27 +123,29 @@ static int64_t resume_point(int shard) {
 
 /* Fetching of the partition goes on at `offset` (librdkafka drops what it prefetched
  * for a paused partition, and stops a partition after an offset reset error). */
-static void seek_to(int shard, int64_t offset) {
+static void seek_to(int slot, int64_t offset) {
+    const bw_partition_t *p = &consumer.partitions[slot];
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, consumer.conf->topic, shard)->offset = offset;
+    rd_kafka_topic_partition_list_add(l, consumer.conf->lanes[p->lane].topic, p->shard)->offset = offset;
     rd_kafka_error_t *e = rd_kafka_seek_partitions(consumer.rk, l, 5000);
     if (e) {
-        bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "seek to %lld: %s", (long long)offset, rd_kafka_error_string(e));
+        bw_log(BW_LOG_ERROR, COMPONENT, p->shard, NULL, "seek %s to %lld: %s", consumer.conf->lanes[p->lane].topic,
+               (long long)offset, rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
     }
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-static void set_fetch_paused(int shard, int paused) {
-    bw_partition_t *p = &consumer.partitions[shard];
+static void set_fetch_paused(int slot, int paused) {
+    bw_partition_t *p = &consumer.partitions[slot];
     if (p->fetch_paused == paused) return;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, consumer.conf->topic, shard);
+    rd_kafka_topic_partition_list_add(l, consumer.conf->lanes[p->lane].topic, p->shard);
     if (paused) {
         rd_kafka_pause_partitions(consumer.rk, l);
     } else {
         rd_kafka_resume_partitions(consumer.rk, l);
-        seek_to(shard, resume_point(shard)); /* exactly after the buffer, whatever librdkafka's position */
+        seek_to(slot, resume_point(slot)); /* exactly after the buffer, whatever librdkafka's position */
     }
     rd_kafka_topic_partition_list_destroy(l);
     p->fetch_paused = paused;
@@ -160,20 +162,34 @@ static size_t byte_share(void) {
  * messages are lost, or its buffer is full in messages or bytes (resumed once half
  * drained). A server that is down does not stop fetching: its shards' buffers stay
  * bounded, and one of them must have a message to probe the server with. */
-void bw_partition_refresh_fetch(int shard) {
-    bw_partition_t *p = &consumer.partitions[shard];
+void bw_partition_refresh_fetch(int slot) {
+    bw_partition_t *p = &consumer.partitions[slot];
+    const bw_shard_t *sh = &consumer.shards[p->shard];
     size_t full = (size_t)consumer.conf->pull_count, share = byte_share();
     int lost = p->lost_to > p->lost_from;
     int over = p->len >= full || (p->len && p->bytes >= share);
     int under_half = p->len <= full / 2 && p->bytes <= share / 2;
-    int want = p->ledger_pending || p->op_paused || p->throttle_paused || bw_health_shard_held(consumer.health, shard) ||
-               lost || over ||
-               (p->fetch_paused && !under_half);
-    set_fetch_paused(shard, want);
+    int want = p->ledger_pending || sh->op_paused || sh->throttle_paused ||
+               bw_health_shard_held(consumer.health, p->shard) || lost || over || (p->fetch_paused && !under_half);
+    set_fetch_paused(slot, want);
+}
+
+void bw_partition_refresh_shard(int shard) {
+    for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
+        int slot = bw_config_slot(consumer.conf, lane, shard);
+        if (consumer.partitions[slot].assigned) bw_partition_refresh_fetch(slot);
+    }
+}
+
+int bw_partition_slot_of(const char *topic, int32_t partition) {
+    if (partition < 0 || partition >= consumer.conf->shard_count) return -1;
+    /* the default lane first: without lanes it is the only topic */
+    int lane = strcmp(topic, consumer.conf->topic) == 0 ? 0 : bw_config_topic_lane(consumer.conf, topic);
+    return lane < 0 ? -1 : bw_config_slot(consumer.conf, lane, partition);
 }
 
 void bw_partition_note_error(int shard, const char *kind, const char *message) {
-    bw_partition_t *p = &consumer.partitions[shard];
+    bw_shard_t *p = &consumer.shards[shard];
     p->errors[p->errors_next].at_ms = bw_wall_ms();
     p->errors[p->errors_next].kind = kind;
     snprintf(p->errors[p->errors_next].message, sizeof(p->errors[0].message), "%s", message);
@@ -185,18 +201,20 @@ void bw_partition_note_error(int shard, const char *kind, const char *message) {
  * names the missing offsets, the status record carries them (jobs whose messages were
  * there report them lost), and the lag counts them. Nothing is skipped silently.
  * `failed` is the offset Kafka no longer holds (-1 if not known). */
-static void on_lost(int shard, int64_t failed, const char *why) {
-    bw_partition_t *p = &consumer.partitions[shard];
+static void on_lost(int slot, int64_t failed, const char *why) {
+    bw_partition_t *p = &consumer.partitions[slot];
+    int shard = p->shard;
+    const char *topic = consumer.conf->lanes[p->lane].topic;
     int64_t lo = -1, hi = -1;
     /* fetching began where the ledger said (rebalance.c), so the position is the shard's */
     int64_t from = failed >= 0 ? failed : p->next_fetch >= 0 ? p->next_fetch : p->applied;
-    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(consumer.rk, consumer.conf->topic, shard, &lo, &hi, 5000);
+    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(consumer.rk, topic, shard, &lo, &hi, 5000);
     if (e || from < 0 || lo <= from) {
         /* not a gap (a stale position), or it cannot be told now: fetch again from there */
         bw_log(BW_LOG_WARN, COMPONENT, shard, NULL, "offset %lld was out of range (%s); fetching again from %lld%s%s",
                (long long)failed, why, (long long)(from >= 0 ? from : 0), e ? ": watermarks: " : "",
                e ? rd_kafka_err2str(e) : "");
-        seek_to(shard, from >= 0 ? from : RD_KAFKA_OFFSET_BEGINNING);
+        seek_to(slot, from >= 0 ? from : RD_KAFKA_OFFSET_BEGINNING);
         return;
     }
     p->lost_from = from;
@@ -205,36 +223,37 @@ static void on_lost(int shard, int64_t failed, const char *why) {
     p->high = hi;
     char msg[400];
     snprintf(msg, sizeof(msg),
-             "offsets %lld to %lld of partition %d (%lld messages) were deleted from Kafka before the shard applied "
-             "them; the shard stops at offset %lld (%s)",
-             (long long)from, (long long)lo - 1, shard, (long long)(lo - from), (long long)from, why);
+             "offsets %lld to %lld of partition %d of %s (%lld messages) were deleted from Kafka before the shard "
+             "applied them; the shard's lane %s stops at offset %lld (%s)",
+             (long long)from, (long long)lo - 1, shard, topic, (long long)(lo - from), consumer.conf->lanes[p->lane].name,
+             (long long)from, why);
     bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "%s", msg);
     bw_partition_note_error(shard, "lost", msg);
     bw_metrics_shard_lost(consumer.metrics, shard, lo - from);
     bw_alerts_fire(consumer.alerts, BW_ALERT_DATA_LOST, shard, msg);
-    bw_partition_refresh_fetch(shard);
+    bw_partition_refresh_fetch(slot);
     p->published_applied = -2; /* publish at once */
 }
 
 /* Takes one message from the consumer queue into its partition's buffer.
  * Owns m from here on. */
 void bw_partition_buffer(rd_kafka_message_t *m) {
-    int ours = m->partition >= 0 && m->partition < consumer.conf->shard_count &&
-               consumer.partitions[m->partition].assigned;
+    int slot = m->rkt ? bw_partition_slot_of(rd_kafka_topic_name(m->rkt), m->partition) : -1;
+    int ours = slot >= 0 && consumer.partitions[slot].assigned;
     if (m->err) {
-        if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && ours && !consumer.partitions[m->partition].ledger_pending)
-            on_lost(m->partition, m->offset, rd_kafka_message_errstr(m));
+        if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && ours && !consumer.partitions[slot].ledger_pending)
+            on_lost(slot, m->offset, rd_kafka_message_errstr(m));
         else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && m->err != RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
             bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "kafka: %s", rd_kafka_message_errstr(m));
         rd_kafka_message_destroy(m);
         return;
     }
     /* from a partition no longer ours, or fetched before its ledger said where to begin */
-    if (!ours || consumer.partitions[m->partition].ledger_pending) {
+    if (!ours || consumer.partitions[slot].ledger_pending) {
         rd_kafka_message_destroy(m);
         return;
     }
-    bw_partition_t *p = &consumer.partitions[m->partition];
+    bw_partition_t *p = &consumer.partitions[slot];
     if ((p->len && m->offset <= p->buf[p->len - 1]->offset) || (p->next_fetch >= 0 && m->offset < p->next_fetch)) {
         /* a redelivery of what is already buffered or applied: keep the first copy */
         rd_kafka_message_destroy(m);
@@ -248,12 +267,12 @@ void bw_partition_buffer(rd_kafka_message_t *m) {
     p->buf[p->len++] = m;
     p->bytes += message_cost(m);
     p->next_fetch = m->offset + 1;
-    bw_partition_refresh_fetch(m->partition);
+    bw_partition_refresh_fetch(slot);
 }
 
 /* The job's messages were applied: they leave the buffer (and this process). */
-void bw_partition_drop_head(int shard, size_t cnt) {
-    bw_partition_t *p = &consumer.partitions[shard];
+void bw_partition_drop_head(int slot, size_t cnt) {
+    bw_partition_t *p = &consumer.partitions[slot];
     for (size_t i = 0; i < cnt; i++) {
         p->bytes -= message_cost(p->buf[i]);
         rd_kafka_message_destroy(p->buf[i]);
@@ -263,20 +282,31 @@ void bw_partition_drop_head(int shard, size_t cnt) {
     p->len -= cnt;
 }
 
-void bw_partition_drop_all(int shard) {
-    bw_partition_drop_head(shard, consumer.partitions[shard].len);
+void bw_partition_drop_all(int slot) {
+    bw_partition_drop_head(slot, consumer.partitions[slot].len);
 }
 
 /* Wall clock (ms) of the oldest message the shard has not applied, as far as it is
  * known: the next buffered message's timestamp, or (a shard not fetched, e.g. paused)
  * no later than when its lag was first seen without progress. 0 if nothing waits. */
-int64_t bw_partition_oldest_unapplied_ms(int shard) {
-    const bw_partition_t *p = &consumer.partitions[shard];
+int64_t bw_partition_oldest_unapplied_ms(int slot) {
+    const bw_partition_t *p = &consumer.partitions[slot];
     int64_t oldest = p->lagging_since_ms;
     if (p->len) {
         rd_kafka_timestamp_type_t type;
         int64_t ts = rd_kafka_message_timestamp(p->buf[0], &type);
         if (ts > 0 && (!oldest || ts < oldest)) oldest = ts;
+    }
+    return oldest;
+}
+
+int64_t bw_partition_shard_oldest_unapplied_ms(int shard) {
+    int64_t oldest = 0;
+    for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
+        int slot = bw_config_slot(consumer.conf, lane, shard);
+        if (!consumer.partitions[slot].assigned) continue;
+        int64_t t = bw_partition_oldest_unapplied_ms(slot);
+        if (t && (!oldest || t < oldest)) oldest = t;
     }
     return oldest;
 }

@@ -22,13 +22,14 @@
 
 /* A job was applied and committed in the shard: its counts, its offset, its errors. */
 void bw_progress_applied(bw_job_t *j, int64_t now) {
-    bw_partition_t *p = &consumer.partitions[j->shard];
+    bw_partition_t *p = &consumer.partitions[j->slot];
+    bw_shard_t *sh = &consumer.shards[j->shard];
     const bw_apply_result_t *res = &j->res;
     p->applied = p->commit_due = res->next_offset;
     p->lagging_since_ms = 0; /* progress: the buffered head tells the age again */
     p->progress_ms = bw_wall_ms();
-    p->rows_applied += res->rows_applied;
-    p->rows_failed += res->rows_failed;
+    sh->rows_applied += res->rows_applied;
+    sh->rows_failed += res->rows_failed;
     if (res->rows_failed) {
         char msg[96];
         snprintf(msg, sizeof(msg), "%llu ops refused (see bw_job_failures and the dead-letter topic)",
@@ -54,11 +55,11 @@ void bw_progress_applied(bw_job_t *j, int64_t now) {
 /* Sends one asynchronous commit for every partition applied since the last one. */
 void bw_progress_commit(void) {
     rd_kafka_topic_partition_list_t *l = NULL;
-    for (int s = 0; s < consumer.conf->shard_count; s++) {
+    for (int s = 0; s < consumer.slot_count; s++) {
         bw_partition_t *p = &consumer.partitions[s];
         if (!p->assigned || p->commit_due < 0) continue;
         if (!l) l = rd_kafka_topic_partition_list_new(64);
-        rd_kafka_topic_partition_list_add(l, consumer.conf->topic, s)->offset = p->commit_due;
+        rd_kafka_topic_partition_list_add(l, consumer.conf->lanes[p->lane].topic, p->shard)->offset = p->commit_due;
         p->commit_due = -1;
     }
     if (!l) return;
@@ -73,8 +74,9 @@ void bw_progress_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_top
     (void)opaque;
     for (int i = 0; l && i < l->cnt; i++) {
         const rd_kafka_topic_partition_t *e = &l->elems[i];
-        if (err || e->err || e->partition < 0 || e->partition >= consumer.conf->shard_count) continue;
-        bw_partition_t *p = &consumer.partitions[e->partition];
+        int slot = bw_partition_slot_of(e->topic, e->partition);
+        if (err || e->err || slot < 0) continue;
+        bw_partition_t *p = &consumer.partitions[slot];
         if (p->assigned && e->offset > p->committed) p->committed = e->offset;
     }
 }
@@ -85,7 +87,7 @@ void bw_progress_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_top
  * delete a shard's unapplied messages. */
 static void check_backlog_age(int shard, int64_t now_ms) {
     if (consumer.retention.retention_ms <= 0) return;
-    int64_t oldest = bw_partition_oldest_unapplied_ms(shard);
+    int64_t oldest = bw_partition_shard_oldest_unapplied_ms(shard);
     int64_t warn_after = consumer.retention.retention_ms / 100 * consumer.conf->backlog_age_warn_pct;
     if (oldest && now_ms - oldest > warn_after) {
         char msg[300];
@@ -105,12 +107,18 @@ static void check_backlog_age(int shard, int64_t now_ms) {
  * operator's pause is not a stall. A slow rate stretches the bound to three of its
  * intervals, so a shard throttled to one batch a minute does not alert. */
 static void check_stall(int shard, int64_t now_ms) {
-    const bw_partition_t *p = &consumer.partitions[shard];
+    const bw_shard_t *p = &consumer.shards[shard];
     int64_t after = consumer.conf->stall_alert_ms;
     if (p->rl.rate > 0 && 3000.0 / p->rl.rate > (double)after) after = (int64_t)(3000.0 / p->rl.rate);
-    int64_t since = p->lagging_since_ms > p->progress_ms ? p->lagging_since_ms : p->progress_ms;
-    if (!consumer.conf->stall_alert_ms || p->op_paused || p->throttle_paused || !p->lag || !p->lagging_since_ms ||
-        now_ms - since <= after) {
+    /* the lane that waits longest without progress speaks for the shard */
+    int64_t since = 0, lag = 0;
+    for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
+        const bw_partition_t *q = &consumer.partitions[bw_config_slot(consumer.conf, lane, shard)];
+        if (!q->assigned || !q->lag || !q->lagging_since_ms) continue;
+        int64_t t = q->lagging_since_ms > q->progress_ms ? q->lagging_since_ms : q->progress_ms;
+        if (!since || t < since) since = t, lag = q->lag;
+    }
+    if (!consumer.conf->stall_alert_ms || p->op_paused || p->throttle_paused || !since || now_ms - since <= after) {
         bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, shard);
         return;
     }
@@ -124,14 +132,15 @@ static void check_stall(int shard, int64_t now_ms) {
     }
     char msg[400];
     snprintf(msg, sizeof(msg), "%lld messages wait and no batch was applied for %lld s%s%s",
-             (long long)p->lag, (long long)(now_ms - since) / 1000, why[0] ? "; latest error: " : "", why);
+             (long long)lag, (long long)(now_ms - since) / 1000, why[0] ? "; latest error: " : "", why);
     bw_alerts_fire(consumer.alerts, BW_ALERT_NO_PROGRESS, shard, msg);
 }
 
 /* A partition not fetched (paused by an operator, stopped at lost messages, its ledger
  * not read) has a stale cached watermark. */
 static int watermarks_stale(const bw_partition_t *p) {
-    return p->op_paused || p->throttle_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us);
+    const bw_shard_t *sh = &consumer.shards[p->shard];
+    return sh->op_paused || sh->throttle_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us);
 }
 
 /* Watermarks of partitions not fetched come from a thread of their own, which asks the
@@ -143,7 +152,7 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stopping;
-    int64_t *lo, *hi; /* [shards.count]; -1 unknown */
+    int64_t *lo, *hi; /* [slot count]; -1 unknown */
 } watermarks;
 
 static void *watermarks_main(void *arg) {
@@ -151,15 +160,20 @@ static void *watermarks_main(void *arg) {
     size_t n = (size_t)consumer.conf->shard_count;
     pthread_mutex_lock(&watermarks.mu);
     while (!watermarks.stopping) {
-        pthread_mutex_unlock(&watermarks.mu);
-        rd_kafka_topic_partition_list_t *l[2] = {
-            bw_kafka_list_offsets(consumer.rk, consumer.conf->topic, NULL, n, RD_KAFKA_OFFSET_BEGINNING, 5000),
-            bw_kafka_list_offsets(consumer.rk, consumer.conf->topic, NULL, n, RD_KAFKA_OFFSET_END, 5000)};
-        pthread_mutex_lock(&watermarks.mu);
-        for (int k = 0; k < 2; k++) {
-            for (int i = 0; l[k] && i < l[k]->cnt; i++)
-                if (!l[k]->elems[i].err) (k ? watermarks.hi : watermarks.lo)[l[k]->elems[i].partition] = l[k]->elems[i].offset;
-            if (l[k]) rd_kafka_topic_partition_list_destroy(l[k]);
+        for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
+            pthread_mutex_unlock(&watermarks.mu);
+            const char *topic = consumer.conf->lanes[lane].topic;
+            rd_kafka_topic_partition_list_t *l[2] = {
+                bw_kafka_list_offsets(consumer.rk, topic, NULL, n, RD_KAFKA_OFFSET_BEGINNING, 5000),
+                bw_kafka_list_offsets(consumer.rk, topic, NULL, n, RD_KAFKA_OFFSET_END, 5000)};
+            pthread_mutex_lock(&watermarks.mu);
+            for (int k = 0; k < 2; k++) {
+                for (int i = 0; l[k] && i < l[k]->cnt; i++)
+                    if (!l[k]->elems[i].err && l[k]->elems[i].partition >= 0 && l[k]->elems[i].partition < (int)n)
+                        (k ? watermarks.hi : watermarks.lo)[bw_config_slot(consumer.conf, lane, l[k]->elems[i].partition)] =
+                            l[k]->elems[i].offset;
+                if (l[k]) rd_kafka_topic_partition_list_destroy(l[k]);
+            }
         }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -171,7 +185,7 @@ static void *watermarks_main(void *arg) {
 }
 
 void bw_progress_start(void) {
-    size_t n = (size_t)consumer.conf->shard_count;
+    size_t n = (size_t)consumer.slot_count;
     pthread_mutex_init(&watermarks.mu, NULL);
     pthread_cond_init(&watermarks.cv, NULL);
     watermarks.lo = malloc(sizeof(int64_t) * n);
@@ -193,55 +207,93 @@ void bw_progress_stop(void) {
 void bw_progress_update_gauges(void) {
     int64_t now_ms = bw_wall_ms();
     pthread_mutex_lock(&watermarks.mu);
-    for (int s = 0; s < consumer.conf->shard_count; s++) {
+    for (int s = 0; s < consumer.slot_count; s++) { /* each lane's partition: its lag */
         bw_partition_t *p = &consumer.partitions[s];
-        if (!p->assigned) continue;
+        if (!p->assigned) {
+            if (consumer.conf->lane_cnt > 1) bw_metrics_lane(consumer.metrics, s, 0, 0, 0);
+            continue;
+        }
         int64_t lo = -1, hi = -1, lag = (int64_t)p->len;
         /* lag = high watermark - next offset to apply */
         int64_t next = p->len ? p->buf[0]->offset : p->lost_to > p->lost_from ? p->lost_from : p->next_fetch;
         if (watermarks_stale(p)) lo = watermarks.lo[s], hi = watermarks.hi[s];
-        else rd_kafka_get_watermark_offsets(consumer.rk, consumer.conf->topic, s, &lo, &hi);
+        else rd_kafka_get_watermark_offsets(consumer.rk, consumer.conf->lanes[p->lane].topic, p->shard, &lo, &hi);
         /* a shard that never applied anything starts at the beginning of its log */
         if (next < 0 && p->assigned_from == RD_KAFKA_OFFSET_BEGINNING) next = lo;
         if (next >= 0 && hi >= 0) lag = hi > next ? hi - next : 0;
         else if (p->ledger_pending && hi >= 0) lag = hi - (lo > 0 ? lo : 0); /* at most this much waits */
-        int buffer_full = p->fetch_paused && !p->op_paused && !p->ledger_pending && !bw_health_blocked(consumer.health, s);
-        bw_metrics_shard_state(consumer.metrics, s, p->rl.rate, p->op_paused, buffer_full, lag);
-        bw_metrics_shard_row_rate(consumer.metrics, s, p->rl_rows.rate);
         p->lag = lag;
         if (!lag) p->lagging_since_ms = 0;
         else if (!p->lagging_since_ms) p->lagging_since_ms = now_ms;
         if (hi >= 0) p->high = hi;
         if (lo >= 0) p->low = lo;
+        if (consumer.conf->lane_cnt > 1) bw_metrics_lane(consumer.metrics, s, 1, lag, p->statements);
+    }
+    pthread_mutex_unlock(&watermarks.mu);
+    for (int s = 0; s < consumer.conf->shard_count; s++) { /* each shard: over its lanes */
+        bw_shard_t *sh = &consumer.shards[s];
+        if (!sh->assigned_lanes) continue;
+        int64_t lag = 0;
+        int buffer_full = 0;
+        for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
+            const bw_partition_t *p = &consumer.partitions[bw_config_slot(consumer.conf, lane, s)];
+            if (!p->assigned) continue;
+            lag += p->lag;
+            buffer_full |= p->fetch_paused && !sh->op_paused && !p->ledger_pending && !bw_health_blocked(consumer.health, s);
+        }
+        bw_metrics_shard_state(consumer.metrics, s, sh->rl.rate, sh->op_paused, buffer_full, lag);
+        bw_metrics_shard_row_rate(consumer.metrics, s, sh->rl_rows.rate);
         check_backlog_age(s, now_ms);
         check_stall(s, now_ms);
     }
-    pthread_mutex_unlock(&watermarks.mu);
 }
 
 /* ---- status records --------------------------------------------------------------------- */
 
 /* One shard's status record (fire and forget: a lost one is replaced by the next). */
 static void publish_shard_status(int s, int64_t now) {
-    bw_partition_t *p = &consumer.partitions[s];
+    const bw_partition_t *d = &consumer.partitions[s]; /* the default lane's partition: slot s */
+    bw_shard_t *p = &consumer.shards[s];
     Bulkwrite__V1__ShardStatus st = BULKWRITE__V1__SHARD_STATUS__INIT;
     Bulkwrite__V1__ShardError errs[5], *errp[5];
+    Bulkwrite__V1__LaneStatus lanes[BW_LANES_MAX], *lanep[BW_LANES_MAX];
     st.shard = (uint32_t)s;
     st.consumer = consumer.instance;
     st.updated_at_ms = now;
-    st.lag = p->lag;
     st.rate = p->rl.rate;
     st.row_rate = p->rl_rows.rate;
     st.paused = p->op_paused;
     st.unhealthy = bw_health_blocked(consumer.health, s);
     st.rows_applied = p->rows_applied;
     st.rows_failed = p->rows_failed;
-    st.applied_offset = p->applied >= 0 ? p->applied : p->low >= 0 ? p->low : 0;
-    st.high_watermark = p->high >= 0 ? p->high : 0;
-    st.log_start_offset = p->low >= 0 ? p->low : 0;
-    st.lost_from = p->lost_from;
-    st.lost_to = p->lost_to;
-    st.oldest_unapplied_ms = bw_partition_oldest_unapplied_ms(s);
+    if (d->assigned) {
+        st.applied_offset = d->applied >= 0 ? d->applied : d->low >= 0 ? d->low : 0;
+        st.high_watermark = d->high >= 0 ? d->high : 0;
+        st.log_start_offset = d->low >= 0 ? d->low : 0;
+        st.lost_from = d->lost_from;
+        st.lost_to = d->lost_to;
+    }
+    st.oldest_unapplied_ms = bw_partition_shard_oldest_unapplied_ms(s);
+    for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
+        bw_partition_t *q = &consumer.partitions[bw_config_slot(consumer.conf, lane, s)];
+        if (!q->assigned) continue;
+        st.lag += q->lag;
+        q->published_applied = q->applied;
+        if (consumer.conf->lane_cnt == 1) continue; /* no lanes: the fields above say it all */
+        Bulkwrite__V1__LaneStatus *l = &lanes[st.n_lanes];
+        bulkwrite__v1__lane_status__init(l);
+        l->lane = consumer.conf->lanes[lane].name;
+        l->weight = (uint32_t)consumer.conf->lanes[lane].weight;
+        l->lag = q->lag;
+        l->applied_offset = q->applied >= 0 ? q->applied : q->low >= 0 ? q->low : 0;
+        l->high_watermark = q->high >= 0 ? q->high : 0;
+        l->log_start_offset = q->low >= 0 ? q->low : 0;
+        l->lost_from = q->lost_from;
+        l->lost_to = q->lost_to;
+        l->statements = q->statements;
+        lanep[st.n_lanes++] = l;
+    }
+    st.lanes = lanep;
     st.cap_rate = p->cap_rate;
     if (consumer.throttle.mode != BW_THROTTLE_OFF && p->throttle.initialised) {
         const bw_throttle_shard_t *t = &p->throttle;
@@ -274,7 +326,6 @@ static void publish_shard_status(int s, int64_t now) {
     rd_kafka_producev(consumer.status_rk, RD_KAFKA_V_TOPIC(consumer.conf->status_topic),
                       RD_KAFKA_V_KEY(key, (size_t)klen), RD_KAFKA_V_VALUE(buf, len),
                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-    p->published_applied = p->applied;
 }
 
 /* Every assigned shard's status (all), or only those whose applied offset moved since
@@ -282,8 +333,13 @@ static void publish_shard_status(int s, int64_t now) {
 void bw_progress_publish_status(int all) {
     int64_t now = bw_wall_ms();
     for (int s = 0; s < consumer.conf->shard_count; s++) {
-        bw_partition_t *p = &consumer.partitions[s];
-        if (p->assigned && (all || p->applied != p->published_applied)) publish_shard_status(s, now);
+        if (!consumer.shards[s].assigned_lanes) continue;
+        int moved = all;
+        for (int lane = 0; lane < consumer.conf->lane_cnt && !moved; lane++) {
+            const bw_partition_t *q = &consumer.partitions[bw_config_slot(consumer.conf, lane, s)];
+            moved = q->assigned && q->applied != q->published_applied;
+        }
+        if (moved) publish_shard_status(s, now);
     }
 }
 
@@ -297,18 +353,24 @@ void bw_progress_delete_applied(void) {
     int32_t *partitions = malloc(sizeof(int32_t) * (size_t)consumer.conf->shard_count);
     int64_t *offsets = malloc(sizeof(int64_t) * (size_t)consumer.conf->shard_count);
     size_t n = 0;
-    for (int s = 0; s < consumer.conf->shard_count; s++) {
-        bw_partition_t *p = &consumer.partitions[s];
-        /* only what the ledger holds, and only up to an acknowledged Kafka commit, so a
-         * consumer that resumes from Kafka's commit finds it */
-        int64_t upto = p->applied < p->committed ? p->applied : p->committed;
-        if (!p->assigned || upto <= p->deleted_to) continue;
-        partitions[n] = s;
-        offsets[n++] = upto;
-    }
-    if (n) {
-        consumer.delete_q = rd_kafka_queue_new(consumer.rk);
-        bw_kafka_delete_records_start(consumer.rk, consumer.conf->topic, partitions, offsets, n, 30000, consumer.delete_q);
+    /* one topic per request: the lanes take turns */
+    for (int k = 0; k < consumer.conf->lane_cnt && !n; k++) {
+        int lane = (consumer.delete_lane + 1 + k) % consumer.conf->lane_cnt;
+        for (int s = 0; s < consumer.conf->shard_count; s++) {
+            bw_partition_t *p = &consumer.partitions[bw_config_slot(consumer.conf, lane, s)];
+            /* only what the ledger holds, and only up to an acknowledged Kafka commit, so a
+             * consumer that resumes from Kafka's commit finds it */
+            int64_t upto = p->applied < p->committed ? p->applied : p->committed;
+            if (!p->assigned || upto <= p->deleted_to) continue;
+            partitions[n] = s;
+            offsets[n++] = upto;
+        }
+        if (n) {
+            consumer.delete_lane = lane;
+            consumer.delete_q = rd_kafka_queue_new(consumer.rk);
+            bw_kafka_delete_records_start(consumer.rk, consumer.conf->lanes[lane].topic, partitions, offsets, n, 30000,
+                                          consumer.delete_q);
+        }
     }
     free(partitions);
     free(offsets);
@@ -330,8 +392,10 @@ void bw_progress_collect_deleted(int wait_ms) {
         rd_kafka_queue_destroy(consumer.delete_q);
         consumer.delete_q = NULL;
         for (size_t i = 0; i < n; i++)
-            if (low[i] >= 0 && partitions[i] >= 0 && partitions[i] < consumer.conf->shard_count)
-                consumer.partitions[partitions[i]].low = consumer.partitions[partitions[i]].deleted_to = low[i]; /* a failed one is tried again */
+            if (low[i] >= 0 && partitions[i] >= 0 && partitions[i] < consumer.conf->shard_count) {
+                bw_partition_t *p = &consumer.partitions[bw_config_slot(consumer.conf, consumer.delete_lane, partitions[i])];
+                p->low = p->deleted_to = low[i]; /* a failed one is tried again */
+            }
         if (err[0]) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "deleting applied records: %s (tried again later)", err);
         else bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "deleted applied records of %zu partitions", n);
     }

@@ -21,7 +21,7 @@
 #include "ledger.h"
 #include "log.h"
 
-/* Submits one ledger read per server for the listed partitions. */
+/* Submits one ledger read per server for the listed partitions (slots). */
 static void read_ledgers(const int *shards, size_t n) {
     for (int sv = 0; sv < consumer.conf->server_cnt; sv++) {
         bw_job_t *j = calloc(1, sizeof(*j));
@@ -30,7 +30,7 @@ static void read_ledgers(const int *shards, size_t n) {
         j->server = sv;
         j->shards = malloc(sizeof(int) * (n ? n : 1));
         for (size_t i = 0; i < n; i++)
-            if (consumer.conf->shard_server[shards[i]] == sv) j->shards[j->cnt++] = shards[i];
+            if (consumer.conf->shard_server[consumer.partitions[shards[i]].shard] == sv) j->shards[j->cnt++] = shards[i];
         if (!j->cnt) {
             free(j->shards);
             free(j);
@@ -72,7 +72,9 @@ static void hand_over(void) {
     consumer.awaiting = NULL;
     int waiting = 0;
     for (int i = 0; i < l->cnt; i++) {
-        const bw_partition_t *p = &consumer.partitions[l->elems[i].partition];
+        int slot = bw_partition_slot_of(l->elems[i].topic, l->elems[i].partition);
+        if (slot < 0) continue; /* not one of ours (assign_partitions skipped it) */
+        const bw_partition_t *p = &consumer.partitions[slot];
         waiting += p->ledger_pending;
         l->elems[i].offset = p->ledger_pending   ? RD_KAFKA_OFFSET_END
                              : p->next_fetch >= 0 ? p->next_fetch
@@ -83,8 +85,10 @@ static void hand_over(void) {
      * paused it (buffer full) before it was revoked and handed back */
     rd_kafka_resume_partitions(consumer.rk, l);
     for (int i = 0; i < l->cnt; i++) {
-        consumer.partitions[l->elems[i].partition].fetch_paused = 0;
-        bw_partition_refresh_fetch(l->elems[i].partition); /* pauses what must wait */
+        int slot = bw_partition_slot_of(l->elems[i].topic, l->elems[i].partition);
+        if (slot < 0) continue;
+        consumer.partitions[slot].fetch_paused = 0;
+        bw_partition_refresh_fetch(slot); /* pauses what must wait */
     }
     bw_info(COMPONENT, "fetching %d partitions from their stored offsets%s", l->cnt - waiting,
             waiting ? "; the others wait for their ledger" : "");
@@ -101,7 +105,7 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
     int64_t retry_at = bw_now_us() + (int64_t)consumer.conf->pause_ms * 1000;
     if (!j->ledger_errno && j->cnt) { /* the server answered: if it was down, it is up */
         unsigned changed = bw_health_server_answered(consumer.health, j->server);
-        if (changed) bw_scheduler_on_health(j->shards[0], changed, BW_OUTCOME_OK, "");
+        if (changed) bw_scheduler_on_health(consumer.partitions[j->shards[0]].shard, changed, BW_OUTCOME_OK, "");
     }
     for (size_t i = 0; i < j->cnt; i++) {
         int s = j->shards[i];
@@ -109,14 +113,15 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
         if (!p->assigned || !p->ledger_pending) continue;
         if (j->ledger_errno) {
             p->ledger_retry_at_us = retry_at;
-            bw_partition_note_error(s, "ledger", j->res.error);
+            bw_partition_note_error(p->shard, "ledger", j->res.error);
             continue;
         }
         int64_t next = j->offsets[i];
         p->ledger_pending = 0;
         p->next_fetch = p->applied = next;
         p->assigned_from = next >= 0 ? next : RD_KAFKA_OFFSET_BEGINNING;
-        bw_log(BW_LOG_DEBUG, COMPONENT, s, NULL, "resuming at offset %lld", (long long)next);
+        bw_log(BW_LOG_DEBUG, COMPONENT, p->shard, NULL, "resuming %s at offset %lld", consumer.conf->lanes[p->lane].topic,
+               (long long)next);
         /* a partition already handed to librdkafka (a read asked again) resumes and seeks */
         if (!consumer.awaiting) bw_partition_refresh_fetch(s);
     }
@@ -127,10 +132,10 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
 void bw_rebalance_retry_ledgers(int64_t now_us) {
     int *due = NULL;
     size_t n = 0;
-    for (int s = 0; s < consumer.conf->shard_count; s++) {
+    for (int s = 0; s < consumer.slot_count; s++) {
         bw_partition_t *p = &consumer.partitions[s];
         if (!p->assigned || !p->ledger_pending || !p->ledger_retry_at_us || p->ledger_retry_at_us > now_us) continue;
-        if (!due && !(due = malloc(sizeof(int) * (size_t)consumer.conf->shard_count))) abort();
+        if (!due && !(due = malloc(sizeof(int) * (size_t)consumer.slot_count))) abort();
         p->ledger_retry_at_us = 0; /* one read in flight */
         due[n++] = s;
     }
@@ -143,13 +148,25 @@ static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
     int *shards = malloc(sizeof(int) * (size_t)(l->cnt ? l->cnt : 1));
     size_t n = 0;
     for (int i = 0; i < l->cnt; i++) {
-        int s = l->elems[i].partition;
-        if (s < 0 || s >= consumer.conf->shard_count) continue;
+        int s = bw_partition_slot_of(l->elems[i].topic, l->elems[i].partition);
+        if (s < 0) continue;
         bw_partition_t *p = &consumer.partitions[s];
-        if (!p->assigned) consumer.assigned_cnt++;
+        bw_shard_t *sh = &consumer.shards[p->shard];
+        if (!p->assigned) {
+            consumer.assigned_cnt++;
+            if (!sh->assigned_lanes++) { /* the shard's first lane here: its state starts afresh */
+                memset(sh, 0, sizeof(*sh));
+                sh->assigned_lanes = 1;
+                bw_ratelimit_init(&sh->rl, consumer.conf->shard_rate[p->shard], now);
+                bw_ratelimit_init(&sh->rl_rows, consumer.conf->shard_row_rate[p->shard], now);
+                bw_metrics_shard_lost(consumer.metrics, p->shard, 0);
+            }
+        }
         rd_kafka_message_t **buf = p->buf; /* empty since it was revoked; its memory is reused */
         size_t cap = p->cap;
+        int shard = p->shard, lane = p->lane;
         memset(p, 0, sizeof(*p));
+        p->shard = shard, p->lane = lane;
         p->buf = buf;
         p->cap = cap;
         p->assigned = 1;
@@ -161,9 +178,6 @@ static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
         p->published_applied = -2;
         p->committed = -1;
         p->progress_ms = bw_wall_ms();
-        bw_metrics_shard_lost(consumer.metrics, s, 0);
-        bw_ratelimit_init(&p->rl, consumer.conf->shard_rate[s], now);
-        bw_ratelimit_init(&p->rl_rows, consumer.conf->shard_row_rate[s], now);
         shards[n++] = s;
     }
     /* librdkafka gets the assignment once the ledgers answered (hand_over); the group
@@ -184,9 +198,10 @@ static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
 static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l) {
     int *shards = malloc(sizeof(int) * (size_t)(l->cnt ? l->cnt : 1));
     size_t n = 0;
-    for (int i = 0; i < l->cnt; i++)
-        if (l->elems[i].partition >= 0 && l->elems[i].partition < consumer.conf->shard_count)
-            shards[n++] = l->elems[i].partition;
+    for (int i = 0; i < l->cnt; i++) {
+        int slot = bw_partition_slot_of(l->elems[i].topic, l->elems[i].partition);
+        if (slot >= 0) shards[n++] = slot;
+    }
     if (consumer.awaiting) { /* never handed to librdkafka */
         rd_kafka_topic_partition_list_destroy(consumer.awaiting);
         consumer.awaiting = NULL;
@@ -198,13 +213,14 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         bw_partition_t *p = &consumer.partitions[s];
         if (!p->assigned) continue;
         bw_partition_drop_all(s);
-        bw_health_forget(consumer.health, s);
-        for (int k = 0; k < BW_ALERT_KINDS; k++)
-            if (k != BW_ALERT_SERVER_DOWN && k != BW_ALERT_SIGNAL_UNKNOWN) /* per server: they stay */
-                bw_alerts_resolve(consumer.alerts, (bw_alert_kind_t)k, s);
-        bw_metrics_shard_forget(consumer.metrics, s);
         p->assigned = 0;
         consumer.assigned_cnt--;
+        if (--consumer.shards[p->shard].assigned_lanes) continue; /* the shard's other lanes stay here */
+        bw_health_forget(consumer.health, p->shard);
+        for (int k = 0; k < BW_ALERT_KINDS; k++)
+            if (k != BW_ALERT_SERVER_DOWN && k != BW_ALERT_SIGNAL_UNKNOWN) /* per server: they stay */
+                bw_alerts_resolve(consumer.alerts, (bw_alert_kind_t)k, p->shard);
+        bw_metrics_shard_forget(consumer.metrics, p->shard);
     }
     free(shards);
     rd_kafka_assign(rk, NULL);

@@ -8,6 +8,14 @@
  * a full pool every shard gets its turn, not the low numbers first. Workers apply jobs
  * (apply.c); a hung shard holds one worker until its query timeout, and the other shards
  * go on with the rest.
+ *
+ * Lanes: a shard's job comes from one of its lanes' partitions, chosen by stride
+ * scheduling: each partition's pass is the statements served from it over its lane's
+ * weight, and the lane with work and the least pass goes next. While two lanes have
+ * work they share the shard's statements by weight; a lane without work is skipped (its
+ * share goes to the others), and one that gets work again starts at the shard's current
+ * pass, not with credit saved while idle. Order holds within a lane (one job per shard
+ * in flight, a partition's messages in offset order), not across lanes.
  * @locality dispatcher thread, except worker_main. */
 #include <math.h>
 #include <stdio.h>
@@ -43,7 +51,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&consumer.mu);
 
         if (j->kind == BW_JOB_READ_LEDGER) bw_rebalance_read_ledger(j);
-        else bw_applier_apply(&ap, j->shard, j->msgs, j->cnt, &j->res);
+        else bw_applier_apply(&ap, j->slot, j->msgs, j->cnt, &j->res);
 
         pthread_mutex_lock(&consumer.mu);
         j->next = consumer.done;
@@ -107,6 +115,23 @@ static uint64_t job_cap(const bw_ratelimit_t *rl, uint64_t cap) {
     return tenth < 1 ? 1 : tenth < (double)cap ? (uint64_t)tenth : cap;
 }
 
+/* The slot of the shard's lane to serve next: of its partitions with buffered messages,
+ * the one with the least pass; -1 if none has any. A partition behind the shard's pass
+ * (its lane was idle) catches up to it first. */
+static int next_slot(int shard) {
+    const bw_config_t *conf = consumer.conf;
+    int best = -1;
+    double floor_pass = consumer.shards[shard].pass;
+    for (int lane = 0; lane < conf->lane_cnt; lane++) {
+        int slot = bw_config_slot(conf, lane, shard);
+        bw_partition_t *p = &consumer.partitions[slot];
+        if (!p->assigned || !p->len) continue;
+        if (p->pass < floor_pass) p->pass = floor_pass;
+        if (best < 0 || p->pass < consumer.partitions[best].pass) best = slot;
+    }
+    return best;
+}
+
 /* Hands out every job that is due, round-robin. Returns microseconds until the next one
  * might be. */
 int64_t bw_scheduler_dispatch(void) {
@@ -114,10 +139,13 @@ int64_t bw_scheduler_dispatch(void) {
     int n = consumer.conf->shard_count, first = consumer.next_shard;
     for (int k = 0; k < n; k++) {
         int s = (first + k) % n; /* from where the last call stopped; the cursor moves below, the visit order not */
-        bw_partition_t *p = &consumer.partitions[s];
-        if (!p->assigned || p->job || !p->len || p->op_paused || p->throttle_paused) continue;
-        if (p->ready_at_us > now) {
-            if (p->ready_at_us - now < next) next = p->ready_at_us - now;
+        bw_shard_t *sh = &consumer.shards[s];
+        if (!sh->assigned_lanes || sh->job || sh->op_paused || sh->throttle_paused) continue;
+        int slot = next_slot(s);
+        if (slot < 0) continue;
+        bw_partition_t *p = &consumer.partitions[slot];
+        if (sh->ready_at_us > now) {
+            if (sh->ready_at_us - now < next) next = sh->ready_at_us - now;
             continue;
         }
         if (pool_full()) return next; /* a finished job wakes the poll; the turn stays with s */
@@ -127,11 +155,11 @@ int64_t bw_scheduler_dispatch(void) {
             if (wait < next) next = wait;
             continue;
         }
-        int64_t wait_rows = bw_ratelimit_wait(&p->rl_rows, now);
-        if ((wait = bw_ratelimit_wait(&p->rl, now)) < wait_rows) wait = wait_rows;
+        int64_t wait_rows = bw_ratelimit_wait(&sh->rl_rows, now);
+        if ((wait = bw_ratelimit_wait(&sh->rl, now)) < wait_rows) wait = wait_rows;
         if (wait > 0) {
             if (admit == BW_ADMIT_PROBE) bw_health_unadmit(consumer.health, s);
-            p->ready_at_us = now + wait;
+            sh->ready_at_us = now + wait;
             if (wait < next) next = wait;
             continue;
         }
@@ -139,21 +167,25 @@ int64_t bw_scheduler_dispatch(void) {
         if (!j) abort();
         j->kind = BW_JOB_APPLY;
         j->shard = s;
+        j->slot = slot;
         j->server = consumer.conf->shard_server[s];
         j->probe = admit == BW_ADMIT_PROBE;
         /* both budgets pay for the whole job; whichever binds first makes the next one wait */
         bw_job_cost_t cost;
-        j->cnt = bw_partition_plan_job(s, j->probe ? 1 : p->len,
-                                       job_cap(&p->rl, (uint64_t)consumer.conf->transaction_max_statements),
-                                       job_cap(&p->rl_rows, UINT64_MAX), &cost);
+        j->cnt = bw_partition_plan_job(slot, j->probe ? 1 : p->len,
+                                       job_cap(&sh->rl, (uint64_t)consumer.conf->transaction_max_statements),
+                                       job_cap(&sh->rl_rows, UINT64_MAX), &cost);
         j->statements = cost.statements;
-        bw_ratelimit_reserve(&p->rl, (double)cost.statements, now);
-        bw_ratelimit_reserve(&p->rl_rows, (double)cost.rows, now);
+        bw_ratelimit_reserve(&sh->rl, (double)cost.statements, now);
+        bw_ratelimit_reserve(&sh->rl_rows, (double)cost.rows, now);
+        /* the lane pays for the job by its weight; the shard's pass is where lanes are */
+        sh->pass = p->pass;
+        p->pass += (double)(cost.statements ? cost.statements : 1) / consumer.conf->lanes[p->lane].weight;
         j->msgs = malloc(j->cnt * sizeof(*j->msgs));
         if (!j->msgs) abort();
         memcpy(j->msgs, p->buf, j->cnt * sizeof(*j->msgs));
         j->started_us = now;
-        p->job = j;
+        sh->job = j;
         consumer.next_shard = (s + 1) % n; /* the next visit starts after the shard served */
         bw_scheduler_submit(j);
     }
@@ -190,10 +222,9 @@ void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, c
         int down = (changed & BW_HEALTH_SERVER_DOWN) != 0;
         bw_metrics_server_down(consumer.metrics, server, down);
         if (!down) bw_alerts_resolve_server(consumer.alerts, server);
-        for (int s = sv->first_shard; s <= sv->last_shard; s++)
-            if (consumer.partitions[s].assigned) bw_partition_refresh_fetch(s);
+        for (int s = sv->first_shard; s <= sv->last_shard; s++) bw_partition_refresh_shard(s);
     }
-    bw_partition_refresh_fetch(shard);
+    bw_partition_refresh_shard(shard);
 }
 
 static bw_outcome_t outcome_of(const bw_apply_result_t *res) {
@@ -209,7 +240,7 @@ static bw_outcome_t outcome_of(const bw_apply_result_t *res) {
 /* A batch that was not applied stays first in its buffer; the shard backs off
  * exponentially with jitter. */
 static void retry_later(bw_job_t *j, bw_outcome_t outcome, int64_t now) {
-    bw_partition_t *p = &consumer.partitions[j->shard];
+    bw_shard_t *p = &consumer.shards[j->shard];
     int64_t initial = (int64_t)consumer.conf->retry_initial_ms * 1000, max = (int64_t)consumer.conf->retry_max_ms * 1000;
     p->backoff_us = p->backoff_us ? p->backoff_us * 2 : initial;
     if (p->backoff_us > max) p->backoff_us = max;
@@ -242,12 +273,13 @@ static void collect(bw_job_t *j) {
         free(j);
         return;
     }
-    bw_partition_t *p = &consumer.partitions[j->shard];
+    bw_shard_t *p = &consumer.shards[j->shard];
     bw_outcome_t outcome = outcome_of(&j->res);
     if (j->res.reconnects) bw_metrics_shard_reconnects(consumer.metrics, j->shard, j->res.reconnects);
     unsigned changed = bw_health_report(consumer.health, j->shard, outcome, j->probe, now);
     if (outcome == BW_OUTCOME_OK) {
-        bw_partition_drop_head(j->shard, j->cnt);
+        bw_partition_drop_head(j->slot, j->cnt);
+        consumer.partitions[j->slot].statements += j->res.statements;
         p->backoff_us = 0;
         /* the throttle's latency signal: ms per statement, a moving average of the last batches */
         double ms = (double)(now - j->started_us) / 1000.0 / (double)(j->statements ? j->statements : 1);
@@ -287,11 +319,12 @@ void bw_scheduler_collect(int64_t wait_us) {
     }
 }
 
-/* Waits until no job of the listed partitions, and no ledger read, is in flight. */
-void bw_scheduler_drain(const int *shards, size_t n) {
+/* Waits until no job of the listed partitions' shards, and no ledger read, is in flight. */
+void bw_scheduler_drain(const int *slots, size_t n) {
     for (;;) {
         int in_flight = consumer.ledger_reads > 0;
-        for (size_t i = 0; i < n && !in_flight; i++) in_flight = consumer.partitions[shards[i]].job != NULL;
+        for (size_t i = 0; i < n && !in_flight; i++)
+            in_flight = consumer.shards[consumer.partitions[slots[i]].shard].job != NULL;
         if (!in_flight) return;
         bw_scheduler_collect(100000);
     }
@@ -300,7 +333,7 @@ void bw_scheduler_drain(const int *shards, size_t n) {
 /* Sets the shard's limiter to its rate in force: the cap (operator's or configured), or
  * the throttle's rate below it. why says where a change came from, for the log. */
 static void apply_rate(int s, int64_t now, const char *why) {
-    bw_partition_t *p = &consumer.partitions[s];
+    bw_shard_t *p = &consumer.shards[s];
     double rate = bw_throttle_rate(&consumer.throttle, &p->throttle, p->cap_rate);
     if (rate == p->rl.rate) return;
     bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "rate %g -> %g statements/s%s", p->rl.rate, rate, why);
@@ -312,8 +345,8 @@ static void apply_rate(int s, int64_t now, const char *why) {
  * assigned shard. */
 void bw_scheduler_apply_settings(int64_t now) {
     for (int s = 0; s < consumer.conf->shard_count; s++) {
-        bw_partition_t *p = &consumer.partitions[s];
-        if (!p->assigned) continue;
+        bw_shard_t *p = &consumer.shards[s];
+        if (!p->assigned_lanes) continue;
         bw_shard_setting_t set;
         bw_shard_table_setting(consumer.table, s, &set);
         /* who changed it, from where and why (the control record's audit) */
@@ -337,7 +370,7 @@ void bw_scheduler_apply_settings(int64_t now) {
         if (set.paused != p->op_paused) {
             bw_log(BW_LOG_INFO, COMPONENT, s, NULL, "%s%s", set.paused ? "paused" : "resumed", op);
             p->op_paused = set.paused;
-            bw_partition_refresh_fetch(s);
+            bw_partition_refresh_shard(s);
         }
     }
 }
@@ -347,13 +380,13 @@ static void throttle_off(int64_t now) {
     bw_signals_stop(consumer.signals);
     consumer.signals = NULL;
     for (int s = 0; s < consumer.conf->shard_count; s++) {
-        bw_partition_t *p = &consumer.partitions[s];
+        bw_shard_t *p = &consumer.shards[s];
         int was_paused = p->throttle_paused;
         memset(&p->throttle, 0, sizeof(p->throttle));
         p->throttle_paused = 0;
-        if (!p->assigned) continue;
+        if (!p->assigned_lanes) continue;
         apply_rate(s, now, " (throttle.mode off)");
-        if (was_paused) bw_partition_refresh_fetch(s);
+        if (was_paused) bw_partition_refresh_shard(s);
     }
     for (int v = 0; v < consumer.conf->server_cnt; v++) bw_alerts_resolve(consumer.alerts, BW_ALERT_SIGNAL_UNKNOWN, v);
     bw_metrics_throttle_off(consumer.metrics);
@@ -424,8 +457,8 @@ void bw_scheduler_throttle_tick(int64_t now) {
         }
     }
     for (int s = 0; s < consumer.conf->shard_count; s++) {
-        bw_partition_t *p = &consumer.partitions[s];
-        if (!p->assigned) continue;
+        bw_shard_t *p = &consumer.shards[s];
+        if (!p->assigned_lanes) continue;
         int v = consumer.conf->shard_server[s];
         bw_signal_reading_t readings[BW_SIGNAL_KINDS];
         memcpy(readings, server[v], sizeof(server[v]));
@@ -455,7 +488,7 @@ void bw_scheduler_throttle_tick(int64_t now) {
         int paused = bw_throttle_paused(l, &p->throttle);
         if (paused != p->throttle_paused) {
             p->throttle_paused = paused;
-            bw_partition_refresh_fetch(s);
+            bw_partition_refresh_shard(s);
         }
         bw_metrics_shard_throttle(consumer.metrics, s, (int)p->throttle.state,
                                   p->throttle.state == BW_THROTTLE_RUNNING ? p->cap_rate : p->throttle.rate);

@@ -69,6 +69,23 @@ static void real_messages(const int (*shape)[2], size_t n, rd_kafka_message_t **
 static rd_kafka_t *kafka[2];
 static rd_kafka_message_t *msg;
 
+/* consumer.partitions (a slot per lane and shard) and consumer.shards, as main.c makes them. */
+static void alloc_state(void) {
+    consumer.slot_count = bw_config_slot_count(consumer.conf);
+    consumer.partitions = calloc((size_t)consumer.slot_count, sizeof(*consumer.partitions));
+    consumer.shards = calloc((size_t)consumer.conf->shard_count, sizeof(*consumer.shards));
+    for (int slot = 0; slot < consumer.slot_count; slot++) {
+        consumer.partitions[slot].shard = slot % consumer.conf->shard_count;
+        consumer.partitions[slot].lane = slot / consumer.conf->shard_count;
+    }
+}
+
+static void free_state(void) {
+    for (int s = 0; s < consumer.slot_count; s++) free(consumer.partitions[s].buf);
+    free(consumer.partitions);
+    free(consumer.shards);
+}
+
 /* Eight assigned shards (two servers), each with one buffered message, unlimited rates. */
 static void setup(int workers) {
     real_messages(NULL, 1, &msg, kafka);
@@ -76,14 +93,15 @@ static void setup(int workers) {
     consumer.conf = t_ref_config();
     consumer.conf->workers = workers;
     int n = consumer.conf->shard_count;
-    consumer.partitions = calloc((size_t)n, sizeof(*consumer.partitions));
+    alloc_state();
     for (int s = 0; s < n; s++) {
         bw_partition_t *p = &consumer.partitions[s];
         p->assigned = 1;
         p->buf = malloc(sizeof(*p->buf));
         p->buf[0] = msg;
         p->len = p->cap = 1;
-        bw_ratelimit_init(&p->rl, 0, 0);
+        consumer.shards[s].assigned_lanes = 1;
+        bw_ratelimit_init(&consumer.shards[s].rl, 0, 0);
     }
     consumer.health = bw_health_new(n, consumer.conf->server_cnt, consumer.conf->shard_server);
     bw_health_set_limits(consumer.health, 2, 30000000);
@@ -93,8 +111,7 @@ static void setup(int workers) {
 }
 
 static void teardown(void) {
-    for (int s = 0; s < consumer.conf->shard_count; s++) free(consumer.partitions[s].buf);
-    free(consumer.partitions);
+    free_state();
     bw_health_free(consumer.health);
     bw_config_destroy(consumer.conf);
     pthread_mutex_destroy(&consumer.mu);
@@ -115,7 +132,7 @@ static int turn(int *shards) {
         bw_job_t *j = consumer.todo;
         consumer.todo = j->next;
         shards[n++] = j->shard;
-        consumer.partitions[j->shard].job = NULL;
+        consumer.shards[j->shard].job = NULL;
         free(j->msgs);
         free(j);
     }
@@ -145,7 +162,7 @@ END_TEST
 START_TEST(shards_that_cannot_go_are_passed_over) {
     setup(3);
     consumer.partitions[2].len = 0;
-    consumer.partitions[5].op_paused = 1;
+    consumer.shards[5].op_paused = 1;
     bw_health_report(consumer.health, 6, BW_OUTCOME_TIMEOUT, 0, bw_now_us());
     bw_health_report(consumer.health, 6, BW_OUTCOME_TIMEOUT, 0, bw_now_us()); /* held for 30 s */
     static const int ready[] = {0, 1, 3, 4, 7};
@@ -183,14 +200,15 @@ static void plan_setup(const int (*shape)[2], size_t n) {
     consumer.conf->workers = 4;
     consumer.conf->transaction_max_statements = 16;
     int shards = consumer.conf->shard_count;
-    consumer.partitions = calloc((size_t)shards, sizeof(*consumer.partitions));
+    alloc_state();
     bw_partition_t *p = &consumer.partitions[0];
     p->assigned = 1;
     p->buf = malloc(n * sizeof(*p->buf));
     memcpy(p->buf, plan_msgs, n * sizeof(*p->buf));
     p->len = p->cap = n;
-    bw_ratelimit_init(&p->rl, 0, 0);
-    bw_ratelimit_init(&p->rl_rows, 0, 0);
+    consumer.shards[0].assigned_lanes = 1;
+    bw_ratelimit_init(&consumer.shards[0].rl, 0, 0);
+    bw_ratelimit_init(&consumer.shards[0].rl_rows, 0, 0);
     consumer.health = bw_health_new(shards, consumer.conf->server_cnt, consumer.conf->shard_server);
     bw_health_set_limits(consumer.health, 2, 30000000);
     pthread_mutex_init(&consumer.mu, NULL);
@@ -199,8 +217,7 @@ static void plan_setup(const int (*shape)[2], size_t n) {
 }
 
 static void plan_teardown(size_t n) {
-    for (int s = 0; s < consumer.conf->shard_count; s++) free(consumer.partitions[s].buf);
-    free(consumer.partitions);
+    free_state();
     bw_health_free(consumer.health);
     bw_config_destroy(consumer.conf);
     pthread_mutex_destroy(&consumer.mu);
@@ -248,7 +265,7 @@ START_TEST(a_limited_shard_pays_per_statement_and_per_row) {
                                    {BW_OP_CREATE, 300}};
     size_t n = sizeof(shape) / sizeof(shape[0]);
     plan_setup(shape, n);
-    bw_partition_t *p = &consumer.partitions[0];
+    bw_shard_t *p = &consumer.shards[0];
     int64_t now = bw_now_us();
     bw_ratelimit_init(&p->rl, 20, now);
     bw_scheduler_dispatch();
@@ -278,6 +295,127 @@ START_TEST(a_limited_shard_pays_per_statement_and_per_row) {
 }
 END_TEST
 
+
+/* ---- lanes: a shard's statements shared by weight ---- */
+
+/* Shard 0 with 8 one-statement messages in each of two lanes, "urgent" (weight 4) and
+ * the default (weight 1); one worker. Returns the lanes of the first `jobs` jobs. */
+static void lane_setup(const char *lanes) {
+    static const int shape[][2] = {{BW_OP_DELETE, 1}, {BW_OP_DELETE, 1}, {BW_OP_DELETE, 1}, {BW_OP_DELETE, 1},
+                                   {BW_OP_DELETE, 1}, {BW_OP_DELETE, 1}, {BW_OP_DELETE, 1}, {BW_OP_DELETE, 1}};
+    real_messages(shape, 8, plan_msgs, plan_kafka);
+    consumer = (bw_consumer_t){0};
+    consumer.conf = t_conf_variant_load("object_types = (", lanes);
+    consumer.conf->workers = 1;
+    alloc_state();
+    consumer.shards[0].assigned_lanes = consumer.conf->lane_cnt;
+    bw_ratelimit_init(&consumer.shards[0].rl, 0, 0);
+    bw_ratelimit_init(&consumer.shards[0].rl_rows, 0, 0);
+    consumer.health = bw_health_new(consumer.conf->shard_count, consumer.conf->server_cnt, consumer.conf->shard_server);
+    bw_health_set_limits(consumer.health, 2, 30000000);
+    pthread_mutex_init(&consumer.mu, NULL);
+    pthread_cond_init(&consumer.todo_cv, NULL);
+    pthread_cond_init(&consumer.done_cv, NULL);
+}
+
+/* Gives `lane`'s partition of shard 0 the 8 messages (each job takes one: a cap of one statement). */
+static bw_partition_t *lane_fill(int lane) {
+    bw_partition_t *p = &consumer.partitions[bw_config_slot(consumer.conf, lane, 0)];
+    p->assigned = 1;
+    p->buf = malloc(8 * sizeof(*p->buf));
+    memcpy(p->buf, plan_msgs, 8 * sizeof(*p->buf));
+    p->len = p->cap = 8;
+    return p;
+}
+
+/* One job of shard 0 (a one-statement cap), as if applied: its lane's partition keeps
+ * its messages (the test counts, it does not drain). Returns the job's lane. */
+static int lane_turn(void) {
+    consumer.conf->transaction_max_statements = 1;
+    bw_scheduler_dispatch();
+    bw_job_t *j = consumer.shards[0].job;
+    ck_assert_ptr_nonnull(j);
+    int lane = consumer.partitions[j->slot].lane;
+    ck_assert_int_eq(j->shard, 0);
+    consumer.shards[0].job = NULL;
+    free(j->msgs);
+    free(j);
+    consumer.todo = consumer.todo_tail = NULL;
+    consumer.busy = 0;
+    return lane;
+}
+
+static void lane_teardown(void) {
+    for (int s = 0; s < consumer.slot_count; s++) { /* the messages belong to plan_msgs */
+        consumer.partitions[s].len = 0;
+    }
+    plan_teardown(8);
+}
+
+/* Weights 4 (urgent) and 1 (default), both with work: of every 5 statements, 4 are the
+ * urgent lane's; the order is the lanes' passes, not first come. */
+START_TEST(lanes_share_a_shard_by_weight) {
+    lane_setup("lanes = ( { name = \"urgent\"; weight = 4; } );\nobject_types = (");
+    ck_assert_int_eq(consumer.conf->lane_cnt, 2);
+    ck_assert_str_eq(consumer.conf->lanes[0].name, "default");
+    ck_assert_str_eq(consumer.conf->lanes[1].name, "urgent");
+    lane_fill(0);
+    lane_fill(1);
+    int per_lane[2] = {0, 0};
+    for (int i = 0; i < 100; i++) per_lane[lane_turn()]++;
+    ck_assert_int_eq(per_lane[1], 80);
+    ck_assert_int_eq(per_lane[0], 20);
+    lane_teardown();
+}
+END_TEST
+
+/* A lane without work leaves the shard to the others; when it gets work again it takes
+ * its share from then on, not a burst of credit saved while it was idle. */
+START_TEST(an_idle_lane_saves_no_credit) {
+    lane_setup("lanes = ( { name = \"urgent\"; weight = 4; } );\nobject_types = (");
+    bw_partition_t *urgent = lane_fill(1);
+    lane_fill(0);
+    urgent->len = 0; /* idle */
+    for (int i = 0; i < 50; i++) ck_assert_int_eq(lane_turn(), 0);
+    urgent->len = 8; /* work again */
+    int per_lane[2] = {0, 0};
+    for (int i = 0; i < 10; i++) per_lane[lane_turn()]++;
+    ck_assert_int_eq(per_lane[1], 8); /* 4:1, not 10:0 */
+    ck_assert_int_eq(per_lane[0], 2);
+    lane_teardown();
+}
+END_TEST
+
+/* Without lanes in the file there is one, "default", on kafka.topic; lanes get
+ * <kafka.topic>.<name>, and a listed "default" sets its weight and goes first. */
+START_TEST(lanes_from_the_config) {
+    bw_config_t *c = t_ref_config();
+    ck_assert_int_eq(c->lane_cnt, 1);
+    ck_assert_str_eq(c->lanes[0].topic, c->topic);
+    ck_assert_int_eq(bw_config_lane(c, ""), 0);
+    ck_assert_int_eq(bw_config_lane(c, "urgent"), -1);
+    bw_config_destroy(c);
+    c = t_conf_variant_load("object_types = (", "lanes = ( { name = \"bulk\"; }, { name = \"default\"; weight = 3; } );\n"
+                                                 "object_types = (");
+    ck_assert_int_eq(c->lane_cnt, 2);
+    ck_assert_str_eq(c->lanes[0].name, "default");
+    ck_assert_int_eq(c->lanes[0].weight, 3);
+    ck_assert_str_eq(c->lanes[1].name, "bulk");
+    ck_assert_int_eq(c->lanes[1].weight, 1);
+    char topic[300];
+    snprintf(topic, sizeof(topic), "%s.bulk", c->topic);
+    ck_assert_str_eq(c->lanes[1].topic, topic);
+    ck_assert_int_eq(bw_config_topic_lane(c, topic), 1);
+    ck_assert_int_eq(bw_config_slot(c, 1, 1), c->shard_count + 1);
+    bw_config_destroy(c);
+    char *path = t_conf_variant("object_types = (", "lanes = ( { name = \"Urgent!\"; } );\nobject_types = (", NULL);
+    char err[512] = "";
+    ck_assert_ptr_null(bw_config_load(path, err, sizeof(err)));
+    ck_assert_msg(strstr(err, "\"Urgent!\" is not a lane name") != NULL, "%s", err);
+    t_unlink_free(path);
+}
+END_TEST
+
 Suite *scheduler_suite(void) {
     Suite *s = suite_create("scheduler");
     TCase *tc = tcase_create("order");
@@ -291,5 +429,11 @@ Suite *scheduler_suite(void) {
     tcase_add_test(plan, a_job_counts_statements_as_the_applier_plans_them);
     tcase_add_test(plan, a_limited_shard_pays_per_statement_and_per_row);
     suite_add_tcase(s, plan);
+    TCase *lanes = tcase_create("lanes");
+    tcase_set_timeout(lanes, 30);
+    tcase_add_test(lanes, lanes_share_a_shard_by_weight);
+    tcase_add_test(lanes, an_idle_lane_saves_no_credit);
+    tcase_add_test(lanes, lanes_from_the_config);
+    suite_add_tcase(s, lanes);
     return s;
 }
