@@ -78,10 +78,15 @@ static void put_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
     }
 }
 
-void bw_apijson_request(bw_buf_t *out, const char *request_id, Bulkwrite__V1__Op *const *ops, size_t n) {
+void bw_apijson_request(bw_buf_t *out, const char *request_id, const char *lane, Bulkwrite__V1__Op *const *ops,
+                        size_t n) {
     static const char *const words[] = {"?", "create", "update", "upsert", "delete"};
     bw_buf_puts(out, "{\"request_id\":");
     put_string(out, request_id, strlen(request_id));
+    if (lane && *lane) {
+        bw_buf_puts(out, ",\"lane\":");
+        put_string(out, lane, strlen(lane));
+    }
     bw_buf_puts(out, ",\"ops\":[");
     for (size_t i = 0; i < n; i++) {
         const Bulkwrite__V1__Op *op = ops[i];

@@ -21,6 +21,7 @@ json_t *bw_value_json(const Bulkwrite__V1__Value *v);
  * the ops' values as bw_value_json writes them. Written straight into out: a jansson
  * tree per op cost the bench's JSON client ten times the CPU of its protobuf encoding,
  * and the bench is to measure the proxy. */
-void bw_apijson_request(bw_buf_t *out, const char *request_id, Bulkwrite__V1__Op *const *ops, size_t n);
+void bw_apijson_request(bw_buf_t *out, const char *request_id, const char *lane, Bulkwrite__V1__Op *const *ops,
+                        size_t n);
 
 #endif

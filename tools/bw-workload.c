@@ -4,7 +4,8 @@
  *                       [--token-file FILE]    from FILE or $BW_TOKEN). Every request
  *                       [--request-id PREFIX]  carries a request_id, PREFIX/J:JOB/FIRST-OP
  *                       [--retry-for S]        (J: the job's position; PREFIX defaults to
- *                                            bw-workload-PID-EPOCHMS), so a resend applies once.
+ *                       [--lane LANE]          bw-workload-PID-EPOCHMS), so a resend applies once.
+ *                                            With --lane the requests name that priority lane.
  *                                            A request that fails (connection, 5xx) is resent
  *                                            as it was for up to S seconds, the way a careful
  *                                            client retries; a 429 (a shard's backlog is full)
@@ -141,6 +142,7 @@ typedef struct {
     int protobuf;
     long per_request;
     const char *request_id_prefix;
+    const char *lane;        /* the requests' lane; NULL: none named (the default) */
     int retry_for_s;
     const char *auth_header; /* "Authorization: Bearer TOKEN", or NULL */
     CURL *curl;
@@ -340,6 +342,7 @@ static void *encode_request(const sender_t *s, char *rid, Bulkwrite__V1__Op **op
     if (s->protobuf) {
         Bulkwrite__V1__BatchWriteRequest req = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
         req.request_id = rid;
+        req.lane = (char *)(s->lane ? s->lane : "");
         req.n_ops = (size_t)n;
         req.ops = ops;
         *len = bulkwrite__v1__batch_write_request__get_packed_size(&req);
@@ -349,7 +352,7 @@ static void *encode_request(const sender_t *s, char *rid, Bulkwrite__V1__Op **op
     }
     bw_buf_t b;
     bw_buf_init(&b);
-    bw_apijson_request(&b, rid, ops, (size_t)n);
+    bw_apijson_request(&b, rid, s->lane, ops, (size_t)n);
     *len = b.len;
     return b.data;
 }
@@ -865,7 +868,7 @@ static int hold(const char *from, const char *target, const char *count_s, const
 
 static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
-          "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE]\n"
+          "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE] [--lane LANE]\n"
           "                          [--cacert FILE] [--cert FILE --key FILE] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
@@ -891,7 +894,7 @@ int main(int argc, char **argv) {
     const char *config_path = "conf/bulkwrite.conf", *url = NULL, *brokers = NULL;
     long per_request = 5000;
     int protobuf = 0, wait_s = 0, retry_for = 0;
-    const char *request_id = NULL, *token_file = NULL;
+    const char *request_id = NULL, *token_file = NULL, *lane = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"token-file", required_argument, 0, 'T'},
                                          {"url", required_argument, 0, 'u'},
@@ -901,6 +904,7 @@ int main(int argc, char **argv) {
                                          {"brokers", required_argument, 0, 'b'},
                                          {"request-id", required_argument, 0, 'r'},
                                          {"retry-for", required_argument, 0, 'R'},
+                                         {"lane", required_argument, 0, 'L'},
                                          {"cacert", required_argument, 0, 'C'},
                                          {"cert", required_argument, 0, 'E'},
                                          {"key", required_argument, 0, 'K'},
@@ -916,6 +920,7 @@ int main(int argc, char **argv) {
         case 'b': brokers = optarg; break;
         case 'r': request_id = optarg; break;
         case 'R': retry_for = atoi(optarg); break;
+        case 'L': lane = optarg; break;
         case 'T': token_file = optarg; break;
         case 'C': tls_cacert = optarg; break;
         case 'E': tls_cert = optarg; break;
@@ -953,7 +958,7 @@ int main(int argc, char **argv) {
             ret = 1;
         } else {
             sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request,
-                          .request_id_prefix = request_id ? request_id : prefix, .retry_for_s = retry_for,
+                          .request_id_prefix = request_id ? request_id : prefix, .lane = lane, .retry_for_s = retry_for,
                           .auth_header = auth_header};
             ret = submit(&s, jobs, args);
             free(auth_header);

@@ -768,7 +768,7 @@ START_TEST(apijson_request_round_trip) {
     req.n_ops = 2;
     bw_buf_t b;
     bw_buf_init(&b);
-    bw_apijson_request(&b, req.request_id, ops, 2);
+    bw_apijson_request(&b, req.request_id, NULL, ops, 2);
     Bulkwrite__V1__BatchWriteRequest *back = json(b.data);
     ck_assert_msg(back != NULL, "%s: %s", b.data, errbuf);
     size_t n1 = bulkwrite__v1__batch_write_request__get_packed_size(&req);
