@@ -141,6 +141,23 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
             json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
             json_t *t = throttle_obj(st, admin);
             if (t) json_object_set_new(json_object_get(o, "consumer"), "throttle", t);
+            if (st->n_lanes) { /* priority lanes: each one's lag, share and backlog */
+                json_t *lanes = json_array();
+                for (size_t i = 0; i < st->n_lanes; i++) {
+                    const Bulkwrite__V1__LaneStatus *l = st->lanes[i];
+                    json_t *lo = json_pack("{s:s, s:i, s:I, s:I, s:I, s:I}", "lane", l->lane ? l->lane : "", "weight",
+                                           (int)l->weight, "lag", (json_int_t)l->lag, "statements",
+                                           (json_int_t)l->statements, "applied_offset", (json_int_t)l->applied_offset,
+                                           "high_watermark", (json_int_t)l->high_watermark);
+                    if (l->lost_to > l->lost_from)
+                        json_object_set_new(lo, "lost", json_pack("{s:I, s:I}", "from_offset", (json_int_t)l->lost_from,
+                                                                  "to_offset", (json_int_t)l->lost_to));
+                    int lane = bw_config_lane(conf, l->lane);
+                    if (backlog && lane > 0) json_object_set_new(lo, "backlog", backlog_obj(backlog, bw_config_slot(conf, lane, s), NULL));
+                    json_array_append_new(lanes, lo);
+                }
+                json_object_set_new(json_object_get(o, "consumer"), "lanes", lanes);
+            }
             if (!admin) json_object_del(json_object_get(o, "consumer"), "instance"); /* a host name */
             bulkwrite__v1__shard_status__free_unpacked(st, NULL);
         } else {

@@ -391,6 +391,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
     bulkwrite__v1__job_status__init(st);
     st->job_id = strdup(rec->job_id);
     st->request_id = strdup(rec->request_id ? rec->request_id : "");
+    st->lane = strdup(rec->lane && rec->lane[0] ? rec->lane : "default");
     st->created_at_ms = rec->created_at_ms;
     st->rejected = rec->rejected;
     st->n_shards = rec->n_shards;
@@ -451,6 +452,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st) {
     free(st->job_id);
     free(st->request_id);
+    free(st->lane);
     for (size_t i = 0; i < st->n_shards; i++) {
         free(st->shards[i]->error);
         free(st->shards[i]);
@@ -488,6 +490,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
                           (json_int_t)st->failed, "pending", (json_int_t)st->pending, "rejected",
                           (json_int_t)st->rejected, "finished", st->finished, "shards", shards, "failures", fails);
     json_object_set_new(j, "lost", json_integer(st->lost));
+    json_object_set_new(j, "lane", json_string(st->lane ? st->lane : "default"));
     char *out = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     return out;
