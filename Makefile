@@ -49,7 +49,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
+.PHONY: lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -123,14 +123,14 @@ check: deps
 	$(MAKE) -j2 check-lane-embedded check-lane-kafka
 LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded throttle-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
+	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded throttle-embedded lanes-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka throttle-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
-	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded throttle-embedded fault-embedded backlog-embedded fairness-embedded
+	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded throttle-embedded lanes-embedded fault-embedded backlog-embedded fairness-embedded
 
 # The unit tier and the embedded-Kafka e2e, auth, throttle and backlog tiers under ThreadSanitizer: the daemons'
 # threads (dispatcher, workers, alert sender, tails, HTTP) and librdkafka's, made visible
@@ -182,6 +182,12 @@ throttle-embedded: all
 	BW_BIN=$(BIN) test/throttle.sh embedded
 throttle-kafka: all
 	BW_BIN=$(BIN) test/throttle.sh kafka
+# priority lanes: an urgent cleanup behind a bulk feed on one shard gets its weight's share
+lanes: lanes-embedded lanes-kafka
+lanes-embedded: all
+	BW_BIN=$(BIN) test/lanes.sh embedded
+lanes-kafka: all
+	BW_BIN=$(BIN) test/lanes.sh kafka
 
 # make bench: every case BENCH_RUNS (3) times against its baseline, on servers it starts
 # itself; the table goes to stdout and build/bench/results.md (test/bench.sh lists the

@@ -22,11 +22,8 @@ RATE=20 DELETE_BATCH=10 FEED=200000 CLEANUP=20000 FROM=20 TO=160 WEIGHT_URGENT=4
 
 bw_stack_conf() {
     sed -i -e "s/{ shard = $HOT; rate = $HOT_RATE.0; }/{ shard = $HOT; rate = $RATE.0; }/" \
-        -e "0,/delete = 1000;/s//delete = $DELETE_BATCH;/" "$1"
-    cat >>"$1" <<EOF
-# priority lanes (test/lanes.sh)
-lanes = ( { name = "urgent"; weight = $WEIGHT_URGENT; }, { name = "bulk"; weight = $WEIGHT_BULK; } );
-EOF
+        -e "0,/delete = 1000;/s//delete = $DELETE_BATCH;/" \
+        -e "s/^lanes = (/lanes = ( { name = \"urgent\"; weight = $WEIGHT_URGENT; }, { name = \"bulk\"; weight = $WEIGHT_BULK; }/" "$1"
 }
 bw_stack_start lanes "$MODE"
 start_consumer $C1

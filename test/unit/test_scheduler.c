@@ -305,7 +305,7 @@ static void lane_setup(const char *lanes) {
                                    {BW_OP_DELETE, 1}, {BW_OP_DELETE, 1}, {BW_OP_DELETE, 1}, {BW_OP_DELETE, 1}};
     real_messages(shape, 8, plan_msgs, plan_kafka);
     consumer = (bw_consumer_t){0};
-    consumer.conf = t_conf_variant_load("object_types = (", lanes);
+    consumer.conf = t_conf_variant_load("lanes = (", lanes);
     consumer.conf->workers = 1;
     alloc_state();
     consumer.shards[0].assigned_lanes = consumer.conf->lane_cnt;
@@ -355,7 +355,7 @@ static void lane_teardown(void) {
 /* Weights 4 (urgent) and 1 (default), both with work: of every 5 statements, 4 are the
  * urgent lane's; the order is the lanes' passes, not first come. */
 START_TEST(lanes_share_a_shard_by_weight) {
-    lane_setup("lanes = ( { name = \"urgent\"; weight = 4; } );\nobject_types = (");
+    lane_setup("lanes = ( { name = \"urgent\"; weight = 4; }");
     ck_assert_int_eq(consumer.conf->lane_cnt, 2);
     ck_assert_str_eq(consumer.conf->lanes[0].name, "default");
     ck_assert_str_eq(consumer.conf->lanes[1].name, "urgent");
@@ -372,7 +372,7 @@ END_TEST
 /* A lane without work leaves the shard to the others; when it gets work again it takes
  * its share from then on, not a burst of credit saved while it was idle. */
 START_TEST(an_idle_lane_saves_no_credit) {
-    lane_setup("lanes = ( { name = \"urgent\"; weight = 4; } );\nobject_types = (");
+    lane_setup("lanes = ( { name = \"urgent\"; weight = 4; }");
     bw_partition_t *urgent = lane_fill(1);
     lane_fill(0);
     urgent->len = 0; /* idle */
@@ -395,8 +395,7 @@ START_TEST(lanes_from_the_config) {
     ck_assert_int_eq(bw_config_lane(c, ""), 0);
     ck_assert_int_eq(bw_config_lane(c, "urgent"), -1);
     bw_config_destroy(c);
-    c = t_conf_variant_load("object_types = (", "lanes = ( { name = \"bulk\"; }, { name = \"default\"; weight = 3; } );\n"
-                                                 "object_types = (");
+    c = t_conf_variant_load("lanes = (", "lanes = ( { name = \"bulk\"; }, { name = \"default\"; weight = 3; }");
     ck_assert_int_eq(c->lane_cnt, 2);
     ck_assert_str_eq(c->lanes[0].name, "default");
     ck_assert_int_eq(c->lanes[0].weight, 3);
@@ -408,7 +407,7 @@ START_TEST(lanes_from_the_config) {
     ck_assert_int_eq(bw_config_topic_lane(c, topic), 1);
     ck_assert_int_eq(bw_config_slot(c, 1, 1), c->shard_count + 1);
     bw_config_destroy(c);
-    char *path = t_conf_variant("object_types = (", "lanes = ( { name = \"Urgent!\"; } );\nobject_types = (", NULL);
+    char *path = t_conf_variant("lanes = (", "lanes = ( { name = \"Urgent!\"; }", NULL);
     char err[512] = "";
     ck_assert_ptr_null(bw_config_load(path, err, sizeof(err)));
     ck_assert_msg(strstr(err, "\"Urgent!\" is not a lane name") != NULL, "%s", err);
