@@ -200,7 +200,7 @@ static int parse_tokens(const config_setting_t *e, bw_auth_client_t *c, char *wh
 static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_auth_client_t *c, char *why,
                         size_t why_size, const config_setting_t **at) {
     static const char *const known[] = {"name", "token_sha256", "token_expires", "tokens", "cert_identity", "roles",
-                                        "scopes", "ops_per_second", "bytes_per_second", "max_jobs_in_flight"};
+                                        "scopes", "lanes", "ops_per_second", "bytes_per_second", "max_jobs_in_flight"};
     *at = e;
     if (!config_setting_is_group(e)) return snprintf(why, why_size, "expected a group { name = ...; ... }"), -1;
     const char *name = NULL;
@@ -214,7 +214,7 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
         if (!ok) {
             *at = m;
             return snprintf(why, why_size, "unknown key \"%s\" (name, token_sha256, token_expires, tokens, cert_identity, roles, scopes, "
-                                           "ops_per_second, bytes_per_second, max_jobs_in_flight)",
+                                           "lanes, ops_per_second, bytes_per_second, max_jobs_in_flight)",
                             config_setting_name(m)), -1;
         }
     }
@@ -261,6 +261,25 @@ static int parse_client(const config_setting_t *e, const bw_config_t *conf, bw_a
             if (!t) return snprintf(why, why_size, "scopes must be a list of \"TYPE:OP\" strings"), -1;
             if (parse_scope(t, conf, &c->scopes[i], why, why_size)) return -1;
             c->scope_cnt++;
+        }
+    }
+    m = config_setting_get_member(e, "lanes");
+    if (m) {
+        *at = m;
+        if (!(config_setting_is_array(m) || config_setting_is_list(m)) || config_setting_length(m) == 0)
+            return snprintf(why, why_size, "lanes must be a list of one or more lane names"), -1;
+        if (c->roles & BW_ROLE_ADMIN)
+            return snprintf(why, why_size, "an admin may use every lane, so lanes would not limit it: "
+                                           "remove the lanes or the admin role"), -1;
+        if (!(c->roles & BW_ROLE_SUBMIT))
+            return snprintf(why, why_size, "lanes limit the submit role, which this client does not have"), -1;
+        for (int i = 0; i < config_setting_length(m); i++) {
+            const char *t = config_setting_get_string_elem(m, i);
+            int lane = t && conf ? bw_config_lane(conf, t) : -1;
+            if (!t || !t[0] || lane < 0)
+                return snprintf(why, why_size, "lanes: \"%.40s\" is not a lane of the configuration (its lanes)",
+                                t ? t : "(not a string)"), -1;
+            c->lanes |= 1u << lane;
         }
     }
     if (parse_quota(e, "ops_per_second", 1e6, &c->quota.ops_per_second, at, why, why_size) ||
@@ -411,6 +430,19 @@ int bw_auth_allows_op(const bw_auth_client_t *client, const char *type, int op) 
         if ((!sc->type || (type && strcmp(sc->type, type) == 0)) && (sc->op == 0 || sc->op == op)) return 1;
     }
     return 0;
+}
+
+int bw_auth_allows_lane(const bw_auth_client_t *client, int lane) {
+    if (!client || (client->roles & BW_ROLE_ADMIN) || !client->lanes) return 1;
+    return lane >= 0 && lane < 32 && (client->lanes >> lane & 1u);
+}
+
+void bw_auth_lanes_text(const bw_auth_client_t *client, const bw_config_t *conf, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (int l = 0; client && client->lanes && l < conf->lane_cnt && n < size; l++)
+        if (client->lanes >> l & 1u) n += (size_t)snprintf(out + n, size - n, "%s%s", n ? ", " : "", conf->lanes[l].name);
+    if (!n) snprintf(out, size, "every lane");
 }
 
 unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_metrics) {

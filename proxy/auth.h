@@ -4,7 +4,7 @@
  *
  *   clients = (
  *     { name = "spam-cleanup"; token_sha256 = "<64 hex digits>"; roles = ["submit"];
- *       scopes = ["pin:delete"]; ops_per_second = 20000; max_jobs_in_flight = 4; },
+ *       scopes = ["pin:delete"]; lanes = ["urgent", "default"]; ops_per_second = 20000; max_jobs_in_flight = 4; },
  *     { name = "sre"; token_sha256 = "..."; token_expires = "2027-03-01T00:00:00Z"; roles = ["admin"]; },
  *     { name = "feed-ingest"; roles = ["submit"]; scopes = ["pin:create"];   # a rotation under way:
  *       tokens = ( { sha256 = "<old>"; expires = "2026-12-08T00:00:00Z"; }, { sha256 = "<new>"; } ); }
@@ -27,7 +27,9 @@
  *
  * Roles (a client holds one or more):
  *   submit  POST /v1/batches, each op within the client's scopes ("type:op", either side
- *           may be "*"); an op outside them is refused on its own, with the reason
+ *           may be "*"); an op outside them is refused on its own, with the reason; with
+ *           `lanes` only those priority lanes (config lanes; "default" for a request that
+ *           names none): another lane is 403 for the whole request
  *   read    GET /v1/jobs/{id}, GET /v1/shards; /metrics and /readyz when they are not open
  *   admin   everything, shard and server control (POST /v1/shards/{n}/ACTION,
  *           /v1/servers/{name}/ACTION; ACTION rate, pause or resume) included
@@ -82,6 +84,7 @@ typedef struct {
     unsigned roles;                          /* bw_role_t bits */
     bw_auth_scope_t *scopes;                 /* submit: what it may send */
     int scope_cnt;
+    unsigned lanes;                          /* submit: a bit per lane index (config lanes) it may name; 0 = every lane */
     bw_quota_limits_t quota;                 /* submit: ops/s, bytes/s, jobs in flight (quota.h) */
     int line;                                /* in the clients file */
 } bw_auth_client_t;
@@ -150,6 +153,12 @@ size_t bw_auth_refuse_ops(const bw_auth_client_t *client, const Bulkwrite__V1__B
 unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char *url,
                         const char *authorization, const char *cert_identity, int open_metrics, int64_t now,
                         const bw_auth_client_t **client, char *why, size_t why_size);
+
+/* 1 if client may send a request in lane (an index of conf->lanes): an admin, a NULL
+ * client or one without `lanes` always. */
+int bw_auth_allows_lane(const bw_auth_client_t *client, int lane);
+/* The client's lanes as text, "urgent, default" ("every lane" without `lanes`). */
+void bw_auth_lanes_text(const bw_auth_client_t *client, const bw_config_t *conf, char *out, size_t size);
 
 /* The roles as text, "submit, read" ("none" for 0). */
 void bw_auth_roles_text(unsigned roles, char *out, size_t size);

@@ -504,6 +504,14 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
         ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown lane \"%.64s\" (the configured lanes: %s)", req->lane, names);
         goto done;
     }
+    if (!bw_auth_allows_lane(up->client, lane)) {
+        char lanes[BW_LANES_MAX * 36];
+        bw_auth_lanes_text(up->client, proxy.conf, lanes, sizeof(lanes));
+        bw_metrics_client_refused(proxy.metrics, up->client->name, 1, 0);
+        ret = reply_error(c, MHD_HTTP_FORBIDDEN, "forbidden: client \"%s\" may not use lane \"%s\" (its lanes: %s)",
+                          up->client->name, proxy.conf->lanes[lane].name, lanes);
+        goto done;
+    }
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
     bw_rejection_t *rejected;
     size_t rejected_cnt = bw_request_validate(proxy.conf, req, &arena, routes, &rejected);

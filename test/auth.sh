@@ -34,11 +34,13 @@ rotated() { # rotated NAME OLD_TOKEN NEW_TOKEN ROLES [SCOPES]: a rotation, the o
 bw_stack_conf() {
     write_clients "$WORK/clients.conf" \
         "$(client sre admin-token '"admin"')" \
-        "$(client feed feed-token '"submit", "read"' '"pin:create", "board:*"')" \
+        "$(client feed feed-token '"submit", "read"' '"pin:create", "board:*"' | sed 's/ }$//') lanes = [\"default\", \"bulk\"]; }" \
         "$(client spam-cleanup spam-token '"submit"' '"pin:delete"')" \
         "$(rotated dash dash-old-token dash-token '"read"')" \
         "$(client burst burst-token '"submit", "read"' '"pin:create"' | sed 's/ }$//') ops_per_second = 20; }" \
         "$(client bulky bulky-token '"submit"' '"pin:create"' | sed 's/ }$//') bytes_per_second = 2000; }"
+    # priority lanes: the feed client may send in default and bulk, not urgent
+    sed -i 's/^lanes = (/lanes = ( { name = "urgent"; weight = 4; }, { name = "bulk"; weight = 1; }/' "$1"
     # relative: read from the configuration file's folder
     sed -i 's|clients_file = "";|clients_file = "clients.conf";|; s|job_id_secret = "";|job_id_secret = "auth-test-secret";|' "$1"
     # a job index of ~20 records, so that it drops some (read back from the topic)
@@ -151,6 +153,17 @@ check "none of the refused creates reached MariaDB" test "$(pins_in 1 2 3)" = 0
 only_creates() { status_is 403 spam-token POST /v1/batches "{\"ops\":[$(create 4),$(create 5)]}" &&
     body_has '"accepted":0' && body_has 'may not create pin'; }
 check "spam-cleanup sending only creates: 403, every op listed" only_creates
+# lanes: a client limited to some lanes (the feed: default and bulk) gets 403 for another
+urgent_refused() { status_is 403 feed-token POST /v1/batches "{\"lane\":\"urgent\",\"ops\":[$(create 31)]}" &&
+    body_has 'forbidden: client \"feed\" may not use lane \"urgent\" (its lanes: default, bulk)'; }
+check "the feed client may not send in the urgent lane: 403 naming its lanes" urgent_refused
+check "the feed client sends in the bulk lane: 202" status_is 202 feed-token POST /v1/batches \
+    "{\"lane\":\"bulk\",\"ops\":[$(create 32)]}"
+bulk_pin_there() { [ "$(pins_in 32)" = 1 ]; }
+check "the bulk lane's pin is applied" wait_for 60 bulk_pin_there
+check "the refused urgent one never is" test "$(pins_in 31)" = 0
+check "spam-cleanup (no lanes listed) sends in the urgent lane: 202" status_is 202 spam-token POST /v1/batches \
+    "{\"lane\":\"urgent\",\"ops\":[$(delete 33)]}"
 
 # The tools send tokens from a file (--token-file) or BW_TOKEN, never from argv.
 check "bw-workload without a token is refused" bash -c "! '$BIN/bw-workload' -c '$CONF' submit --url '$BASE/v1/batches' feed:100:4"

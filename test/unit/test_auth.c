@@ -199,6 +199,46 @@ START_TEST(lookup) {
 }
 END_TEST
 
+
+/* A submitter's lanes: only those it lists (by the configuration's names), every lane
+ * without the key; an admin always; names checked against the configuration. */
+START_TEST(client_lanes) {
+    bw_config_t *conf = t_conf_variant_load("lanes = (", "lanes = ( { name = \"urgent\"; weight = 4; }, { name = \"bulk\"; }");
+    char text[1024], err[1024] = "";
+    snprintf(text, sizeof(text), "clients = ( { name = \"feed\"; token_sha256 = \"%s\"; roles = [\"submit\"];\n"
+                                 "  scopes = [\"pin:create\"]; lanes = [\"bulk\", \"default\"]; },\n"
+                                 "  { name = \"spam-cleanup\"; token_sha256 = \"%s\"; roles = [\"submit\"]; scopes = [\"pin:delete\"]; } );\n",
+             FEED_SHA, SPAM_SHA);
+    bw_auth_set_t *s = load_text(text, conf, err, sizeof(err));
+    ck_assert_msg(s != NULL, "%s", err);
+    const bw_auth_client_t *feed = &s->clients[0], *spam = &s->clients[1];
+    ck_assert(bw_auth_allows_lane(feed, 0));  /* default */
+    ck_assert(!bw_auth_allows_lane(feed, 1)); /* urgent */
+    ck_assert(bw_auth_allows_lane(feed, 2));  /* bulk */
+    for (int l = 0; l < 3; l++) ck_assert(bw_auth_allows_lane(spam, l) && bw_auth_allows_lane(NULL, l));
+    char lanes[128];
+    bw_auth_lanes_text(feed, conf, lanes, sizeof(lanes));
+    ck_assert_str_eq(lanes, "default, bulk");
+    bw_auth_lanes_text(spam, conf, lanes, sizeof(lanes));
+    ck_assert_str_eq(lanes, "every lane");
+    bw_auth_release(s);
+    char bad[512];
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"f\"; token_sha256 = \"%s\"; roles = [\"submit\"]; "
+                               "scopes = [\"pin:create\"]; lanes = [\"fast\"]; } );\n", FEED_SHA);
+    char *path = t_write_temp(bad);
+    ck_assert_ptr_null(bw_auth_load(path, conf, err, sizeof(err)));
+    ck_assert_msg(strstr(err, "client \"f\": lanes: \"fast\" is not a lane of the configuration"), "%s", err);
+    t_unlink_free(path);
+    snprintf(bad, sizeof(bad), "clients = ( { name = \"a\"; token_sha256 = \"%s\"; roles = [\"admin\"]; "
+                               "lanes = [\"bulk\"]; } );\n", ADMIN_SHA);
+    path = t_write_temp(bad);
+    ck_assert_ptr_null(bw_auth_load(path, conf, err, sizeof(err)));
+    ck_assert_msg(strstr(err, "an admin may use every lane"), "%s", err);
+    t_unlink_free(path);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 START_TEST(scopes) {
     bw_auth_scope_t sc[3] = {{"pin", BW_OP_DELETE}, {"board", 0}, {NULL, BW_OP_CREATE}};
     bw_auth_client_t c = {.name = "x", .roles = BW_ROLE_SUBMIT, .scopes = sc, .scope_cnt = 1};
@@ -825,6 +865,7 @@ Suite *auth_suite(void) {
     tcase_add_test(tc, parse_errors);
     tcase_add_test(tc, lookup);
     tcase_add_test(tc, scopes);
+    tcase_add_test(tc, client_lanes);
     tcase_add_test(tc, ops_out_of_scope);
     tcase_add_test(tc, decisions);
     tcase_add_test(tc, reload_keeps_old_on_error);
