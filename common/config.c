@@ -760,6 +760,17 @@ static bw_err_t validate_lanes(bw_config_t *c, const config_setting_t *root, par
         memmove(c->lanes + 1, c->lanes, sizeof(*c->lanes) * (size_t)def);
         c->lanes[0] = d;
     }
+    /* a shard's lanes must meet on one consumer: the range assignor (kafka.c) does that */
+    for (int k = 0; k < 2 && c->lane_cnt > 1; k++) {
+        char **props = k ? c->consumer_properties : c->properties;
+        int cnt = k ? c->consumer_property_cnt : c->property_cnt;
+        for (int i = 0; i < cnt; i++)
+            if (strncmp(props[i], "partition.assignment.strategy=", 30) == 0 && strcmp(props[i] + 30, "range") != 0)
+                return fail_at(ctx, lookup(root, k ? "kafka.consumer_properties" : "kafka.properties"),
+                               "%s: with lanes the consumers need partition.assignment.strategy=range (it gives one "
+                               "consumer every lane of a shard), not \"%s\"",
+                               k ? "kafka.consumer_properties" : "kafka.properties", props[i] + 30);
+    }
     for (int i = 0; i < c->lane_cnt; i++) {
         size_t n = strlen(c->topic) + strlen(c->lanes[i].name) + 2;
         c->lanes[i].topic = malloc(n);

@@ -342,7 +342,7 @@ static void describe_bound(const bw_topic_retention_t *r, char *settings, char *
 
 /* Refuses a batches topic that could lose a batch before it is applied; with
  * kafka.allow_retention a time or size bound is warned about instead. */
-static bw_err_t check_retention(const bw_config_t *conf, const char *policy, const bw_topic_retention_t *r,
+static bw_err_t check_retention(const bw_config_t *conf, const char *topic, const char *policy, const bw_topic_retention_t *r,
                                 char *errstr, size_t errstr_size) {
     char settings[128], bound[128];
     /* compaction keeps one record per key: never acceptable, whatever allow_retention says */
@@ -351,7 +351,7 @@ static bw_err_t check_retention(const bw_config_t *conf, const char *policy, con
                          "kafka topic %s has cleanup.policy=%s: compaction keeps only the latest batch per "
                          "key and would drop batches not yet applied. Set cleanup.policy=delete "
                          "(kafka.allow_retention does not cover compaction)",
-                         conf->topic, policy);
+                         topic, policy);
     if (r->retention_ms == -1 && r->retention_bytes == -1) return BW_OK;
     describe_bound(r, settings, bound, sizeof(bound));
     if (!conf->allow_retention)
@@ -359,11 +359,11 @@ static bw_err_t check_retention(const bw_config_t *conf, const char *policy, con
                          "kafka topic %s has %s: Kafka would delete batches not yet applied %s. Set "
                          "retention.ms=-1 and retention.bytes=-1 (bulkwrite deletes applied batches itself), "
                          "or set kafka.allow_retention = true to accept the risk",
-                         conf->topic, settings, bound);
+                         topic, settings, bound);
     bw_warn("kafka",
             "kafka topic %s has %s and kafka.allow_retention is true: Kafka deletes a batch %s, applied or "
             "not; a shard whose backlog goes beyond that loses batches",
-            conf->topic, settings, bound);
+            topic, settings, bound);
     return BW_OK;
 }
 
@@ -450,7 +450,7 @@ bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int time
         }
         bw_topic_retention_t t = r;
         bw_err_t err = describe_retention(rk, topic, timeout_ms, policy, sizeof(policy), &t, errstr, errstr_size);
-        if (!err) err = check_retention(conf, policy, &t, errstr, errstr_size);
+        if (!err) err = check_retention(conf, topic, policy, &t, errstr, errstr_size);
         if (err) return err;
         /* the strictest bound of the lanes is the one to watch */
         if (t.retention_ms >= 0 && (r.retention_ms < 0 || t.retention_ms < r.retention_ms)) r.retention_ms = t.retention_ms;

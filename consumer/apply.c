@@ -135,7 +135,8 @@ static int decode(apply_ctx_t *x, size_t i) {
         bw_log(BW_LOG_ERROR, COMPONENT, x->shard, NULL, "message at offset %" PRId64 " cannot be applied: %s",
                m->offset, why);
         x->undecodable[x->undecodable_cnt++] = (bw_dead_letter_t){
-            .shard = x->shard, .offset = m->offset, .error = why, .raw = m->payload, .raw_len = m->len};
+            .shard = x->shard, .topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL, .offset = m->offset, .error = why,
+            .raw = m->payload, .raw_len = m->len};
         d->sb = NULL;
         return -1;
     }
@@ -315,8 +316,10 @@ static int send_dead_letters(apply_ctx_t *x) {
         const bw_ledger_failure_t *f = &x->failures[i];
         const failure_src_t *src = &x->failure_src[i];
         const Bulkwrite__V1__ShardBatch *sb = x->dec[src->msg].sb;
+        rd_kafka_message_t *m = x->msgs[src->msg];
         recs[i] = (bw_dead_letter_t){.job_id = f->job_id, .part = f->part, .shard = x->shard,
-                                     .offset = x->msgs[src->msg]->offset, .op = (int)sb->op,
+                                     .topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL,
+                                     .offset = m->offset, .op = (int)sb->op,
                                      .object_type = sb->object_type, .row = src->row, .columns = sb->columns,
                                      .error_code = f->error_code, .error = f->reason};
     }

@@ -104,6 +104,7 @@ static char *record_json(const bw_dead_letter_t *r, int level) {
     if (r->job_id) json_object_set_new(j, "job_id", json_string(r->job_id));
     if (r->job_id) json_object_set_new(j, "part", json_integer(r->part));
     json_object_set_new(j, "shard", json_integer(r->shard));
+    if (r->topic) json_object_set_new(j, "kafka_topic", json_string(r->topic));
     json_object_set_new(j, "kafka_offset", json_integer(r->offset));
     json_object_set_new(j, "error_code", json_integer(r->error_code));
     json_object_set_new(j, "error", json_string(r->error));
@@ -163,7 +164,7 @@ int bw_dead_letters_send(bw_dead_letters_t *dl, const bw_dead_letter_t *recs, si
         if (r->job_id)
             snprintf(key, sizeof(key), "%s/%" PRIu32 "/%" PRIu32, r->job_id, r->part, r->row ? r->row->op_index : 0);
         else
-            snprintf(key, sizeof(key), "undecodable/%d/%" PRId64, r->shard, r->offset);
+            snprintf(key, sizeof(key), "undecodable/%.40s/%d/%" PRId64, r->topic ? r->topic : "?", r->shard, r->offset);
         char *value = bw_dead_letter_json(r, dl->max_value);
         bw_kafka_msg_t km = {.rkt = dl->rkt, .partition = RD_KAFKA_PARTITION_UA, .key = key, .key_len = strlen(key),
                              .value = value, .value_len = strlen(value), .msgflags = RD_KAFKA_MSG_F_FREE};

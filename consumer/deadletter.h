@@ -23,6 +23,7 @@ typedef struct {
     const char *job_id;  /* NULL for an undecodable message */
     uint32_t part;
     int shard;
+    const char *topic;        /* the lane's topic the message came from; NULL: not said */
     int64_t offset;
     int op;                   /* bw_op_t */
     const char *object_type;

@@ -229,7 +229,12 @@ static void on_lost(int slot, int64_t failed, const char *why) {
              (long long)from, why);
     bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "%s", msg);
     bw_partition_note_error(shard, "lost", msg);
-    bw_metrics_shard_lost(consumer.metrics, shard, lo - from);
+    int64_t lost = 0; /* over the shard's lanes */
+    for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
+        const bw_partition_t *q = &consumer.partitions[bw_config_slot(consumer.conf, lane, shard)];
+        if (q->assigned && q->lost_to > q->lost_from) lost += q->lost_to - q->lost_from;
+    }
+    bw_metrics_shard_lost(consumer.metrics, shard, lost);
     bw_alerts_fire(consumer.alerts, BW_ALERT_DATA_LOST, shard, msg);
     bw_partition_refresh_fetch(slot);
     p->published_applied = -2; /* publish at once */

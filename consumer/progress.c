@@ -43,7 +43,9 @@ void bw_progress_applied(bw_job_t *j, int64_t now) {
     bw_metrics_shard_statements(consumer.metrics, j->shard, res->statements);
     bw_metrics_shard_applied(consumer.metrics, j->shard, res->rows_applied, res->rows_failed, res->messages_skipped,
                              res->messages_duplicate, res->dead_letters, now - j->started_us);
-    bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, j->shard);
+    /* progress resolves the stall at once; with lanes, check_stall decides (another lane
+     * of the shard may still be stuck) */
+    if (consumer.conf->lane_cnt == 1) bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, j->shard);
     bw_log(BW_LOG_DEBUG, COMPONENT, j->shard, NULL,
            "applied %zu messages: %llu rows, %llu failed, %llu messages already applied", j->cnt,
            (unsigned long long)res->rows_applied, (unsigned long long)res->rows_failed,
@@ -253,6 +255,9 @@ void bw_progress_update_gauges(void) {
 /* One shard's status record (fire and forget: a lost one is replaced by the next). */
 static void publish_shard_status(int s, int64_t now) {
     const bw_partition_t *d = &consumer.partitions[s]; /* the default lane's partition: slot s */
+    /* a shard's lanes split between consumers (rebalance.c warns): the holder of its
+     * default lane speaks for it, or two records would overwrite each other */
+    if (!d->assigned) return;
     bw_shard_t *p = &consumer.shards[s];
     Bulkwrite__V1__ShardStatus st = BULKWRITE__V1__SHARD_STATUS__INIT;
     Bulkwrite__V1__ShardError errs[5], *errp[5];

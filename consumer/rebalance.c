@@ -189,6 +189,18 @@ static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
     free(shards);
     bw_scheduler_apply_settings(now); /* an operator's pause or rate holds from the first batch */
     bw_info(COMPONENT, "assigned %d partitions; reading where they resume", l->cnt);
+    /* a shard shares one budget between its lanes only if one consumer holds them all:
+     * the range assignor does that while every member subscribes to the same lanes */
+    int split = 0, example = -1;
+    for (int s = 0; s < consumer.conf->shard_count; s++)
+        if (consumer.shards[s].assigned_lanes && consumer.shards[s].assigned_lanes < consumer.conf->lane_cnt)
+            split++, example = example < 0 ? s : example;
+    if (split)
+        bw_warn(COMPONENT, "%d shards (e.g. %d) have only some of their %d lanes here: another consumer of the group "
+                           "holds the others (a rolling restart that changes lanes, or an assignment strategy other "
+                           "than range), so each runs its share at the shard's full rate until every consumer has "
+                           "the same lanes",
+                split, example, consumer.conf->lane_cnt);
     atomic_store(&consumer.joined, 1);
 }
 

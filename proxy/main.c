@@ -456,6 +456,27 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
         ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "the request has no ops");
         goto done;
     }
+    /* the lane, before the request costs anything (quota, records) */
+    int lane = bw_config_lane(proxy.conf, req->lane);
+    if (lane < 0) {
+        char names[BW_LANES_MAX * 36] = "";
+        for (int l = 0; l < proxy.conf->lane_cnt; l++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", l ? ", " : "", proxy.conf->lanes[l].name);
+        /* echoed only if it looks like a lane name: the reply is JSON, the value any bytes */
+        size_t len = strlen(req->lane);
+        int plain = len <= 64 && strspn(req->lane, "abcdefghijklmnopqrstuvwxyz0123456789_-") == len;
+        ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown lane %s%s%s (the configured lanes: %s)", plain ? "\"" : "",
+                          plain ? req->lane : "(not a lane name)", plain ? "\"" : "", names);
+        goto done;
+    }
+    if (!bw_auth_allows_lane(up->client, lane)) {
+        char lanes[BW_LANES_MAX * 36];
+        bw_auth_lanes_text(up->client, proxy.conf, lanes, sizeof(lanes));
+        bw_metrics_client_refused(proxy.metrics, up->client->name, 1, 0);
+        ret = reply_error(c, MHD_HTTP_FORBIDDEN, "forbidden: client \"%s\" may not use lane \"%s\" (its lanes: %s)",
+                          up->client->name, proxy.conf->lanes[lane].name, lanes);
+        goto done;
+    }
     /* the client's quotas, before any work for Kafka: over one, the request is refused whole */
     if (up->client) {
         bw_quota_kind_t kind;
@@ -494,22 +515,6 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
                           "request_id \"%s\" was used at %s for a different body (job %s); a resend must be "
                           "byte for byte the same request, and a new request needs a new request_id",
                           req->request_id, when, job_id);
-        goto done;
-    }
-    int lane = bw_config_lane(proxy.conf, req->lane);
-    if (lane < 0) {
-        char names[BW_LANES_MAX * 36] = "";
-        for (int l = 0; l < proxy.conf->lane_cnt; l++)
-            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", l ? ", " : "", proxy.conf->lanes[l].name);
-        ret = reply_error(c, MHD_HTTP_BAD_REQUEST, "unknown lane \"%.64s\" (the configured lanes: %s)", req->lane, names);
-        goto done;
-    }
-    if (!bw_auth_allows_lane(up->client, lane)) {
-        char lanes[BW_LANES_MAX * 36];
-        bw_auth_lanes_text(up->client, proxy.conf, lanes, sizeof(lanes));
-        bw_metrics_client_refused(proxy.metrics, up->client->name, 1, 0);
-        ret = reply_error(c, MHD_HTTP_FORBIDDEN, "forbidden: client \"%s\" may not use lane \"%s\" (its lanes: %s)",
-                          up->client->name, proxy.conf->lanes[lane].name, lanes);
         goto done;
     }
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));

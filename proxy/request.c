@@ -233,10 +233,13 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
         x->expect = X_TOP_KEY;
         return 1;
     }
-    case X_LANE:
+    case X_LANE: {
+        const unsigned char *nul = memchr(s, 0, len); /* it would cut the name short */
+        if (nul) JFAIL("lane contains a control character (NUL) at byte %zu", (size_t)(nul - s));
         x->req->lane = json_cstring(x, s, len); /* checked against the config by the proxy */
         x->expect = X_TOP_KEY;
         return 1;
+    }
     case X_OP_OP: {
         char word[16];
         size_t n = strnlen((const char *)s, len);
@@ -734,6 +737,11 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
         if (field == 1 || field == 2 || field == 3) {
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
             if (field == 3) {
+                const uint8_t *nul = memchr(d, 0, n); /* it would cut the name short */
+                if (nul) {
+                    snprintf(err, esz, "lane contains a control character (NUL) at byte %zu", (size_t)(nul - d));
+                    return NULL;
+                }
                 req->lane = pb_string(a, d, n); /* checked against the config by the proxy */
             } else if (field == 1) {
                 const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
