@@ -737,12 +737,10 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
         if (field == 1 || field == 2 || field == 3) {
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
             if (field == 3) {
-                const uint8_t *nul = memchr(d, 0, n); /* it would cut the name short */
-                if (nul) {
-                    snprintf(err, esz, "lane contains a control character (NUL) at byte %zu", (size_t)(nul - d));
-                    return NULL;
-                }
-                req->lane = pb_string(a, d, n); /* checked against the config by the proxy */
+                /* checked against the config by the proxy; a NUL would cut the name short,
+                 * so such a lane reads as one no configuration has (and the proxy answers
+                 * 400). Not refused here: this reader accepts what protobuf-c accepts. */
+                req->lane = memchr(d, 0, n) ? (char *)"\x7f" : pb_string(a, d, n);
             } else if (field == 1) {
                 const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
                 if (nul) {

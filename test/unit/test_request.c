@@ -781,12 +781,48 @@ START_TEST(apijson_request_round_trip) {
 }
 END_TEST
 
+
+/* The lane: in JSON and protobuf alike; once, a string; a NUL in it makes it no lane's
+ * name (JSON refuses it; protobuf reads a name no configuration has, as protobuf-c would
+ * read the bytes); absent is "". */
+START_TEST(lane_in_both_encodings) {
+    Bulkwrite__V1__BatchWriteRequest *r = json("{\"lane\": \"urgent\", \"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_eq(r->lane, "urgent");
+    r = json("{\"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_eq(r->lane, "");
+    expect_bad_json("{\"lane\": 4, \"ops\": []}", "unknown or mistyped member \"lane\"");
+    expect_bad_json("{\"lane\": \"a\", \"lane\": \"b\", \"ops\": []}", "duplicate object key \"lane\"");
+    expect_bad_json("{\"lane\": \"ur\\u0000gent\", \"ops\": []}", "lane contains a control character (NUL) at byte 2");
+    static const uint8_t pb[] = {0x1a, 0x04, 'b', 'u', 'l', 'k', 0x12, 0x00};
+    int too_many = -1;
+    r = bw_request_decode_bounded(BW_FMT_PROTOBUF, pb, sizeof(pb), 10, &A, errbuf, sizeof(errbuf), &too_many);
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_eq(r->lane, "bulk");
+    ck_assert_uint_eq(r->n_ops, 1);
+    static const uint8_t pb_nul[] = {0x1a, 0x04, 'b', 0x00, 'l', 'k'};
+    r = bw_request_decode_bounded(BW_FMT_PROTOBUF, pb_nul, sizeof(pb_nul), 10, &A, errbuf, sizeof(errbuf), &too_many);
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_ne(r->lane, "b");
+    /* bw_apijson_request writes it, and it reads back */
+    bw_buf_t b;
+    bw_buf_init(&b);
+    bw_apijson_request(&b, "x", "bulk", NULL, 0);
+    r = json(b.data);
+    ck_assert_msg(r != NULL, "%s: %s", b.data, errbuf);
+    ck_assert_str_eq(r->lane, "bulk");
+    bw_buf_free(&b);
+}
+END_TEST
+
 Suite *request_suite(void) {
     Suite *s = suite_create("request");
     TCase *tc = tcase_create("decode");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, request_id_names_the_job);
     tcase_add_test(tc, request_id_is_scoped_to_the_client);
+    tcase_add_test(tc, lane_in_both_encodings);
     tcase_add_test(tc, json_maps_field_for_field);
     tcase_add_test(tc, json_nul_and_escapes);
     tcase_add_test(tc, request_id_with_nul_is_refused);
