@@ -147,6 +147,7 @@ typedef struct {
     bw_topic_retention_t retention; /* of the batches topic, as found at startup */
     rd_kafka_queue_t *delete_q;     /* DeleteRecords results; NULL when none is in flight */
     int delete_lane;                /* the lane whose topic the DeleteRecords in flight (or last) is about */
+    int delete_round;               /* the next lane of the round of DeleteRecords (progress.c) */
     char instance[300];        /* host:port of this consumer, in status records */
     int next_shard;            /* the scheduler's round-robin cursor */
     int ledger_reads;          /* BW_JOB_READ_LEDGER jobs in flight */

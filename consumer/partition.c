@@ -221,12 +221,13 @@ static void on_lost(int slot, int64_t failed, const char *why) {
     p->lost_to = lo;
     p->low = lo;
     p->high = hi;
-    char msg[400];
+    char msg[640];
     snprintf(msg, sizeof(msg),
-             "offsets %lld to %lld of partition %d of %s (%lld messages) were deleted from Kafka before the shard "
-             "applied them; the shard's lane %s stops at offset %lld (%s)",
-             (long long)from, (long long)lo - 1, shard, topic, (long long)(lo - from), consumer.conf->lanes[p->lane].name,
-             (long long)from, why);
+             "offsets %lld to %lld of partition %d (%lld messages) were deleted from Kafka before the shard applied "
+             "them; the shard stops at offset %lld (%s)%s%s%s%s",
+             (long long)from, (long long)lo - 1, shard, (long long)(lo - from), (long long)from, why,
+             consumer.conf->lane_cnt > 1 ? "; lane " : "", consumer.conf->lane_cnt > 1 ? consumer.conf->lanes[p->lane].name : "",
+             consumer.conf->lane_cnt > 1 ? ", topic " : "", consumer.conf->lane_cnt > 1 ? topic : "");
     bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "%s", msg);
     bw_partition_note_error(shard, "lost", msg);
     int64_t lost = 0; /* over the shard's lanes */

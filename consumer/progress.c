@@ -350,17 +350,14 @@ void bw_progress_publish_status(int all) {
 
 /* ---- freeing what the shards applied (DeleteRecords, real brokers only) -------------- */
 
-/* Asks Kafka to delete, per partition, what the shard has applied and stored in its
- * ledger since the last time. One request at a time; its result is read by
- * bw_progress_collect_deleted(). */
-void bw_progress_delete_applied(void) {
-    if (consumer.delete_q || consumer.retention.embedded || !consumer.conf->delete_applied_interval_ms) return;
+/* Starts the DeleteRecords of the next lane, from consumer.delete_round on, that has
+ * something to delete (one topic per request); none left: the round is over. */
+static void delete_next_lane(void) {
     int32_t *partitions = malloc(sizeof(int32_t) * (size_t)consumer.conf->shard_count);
     int64_t *offsets = malloc(sizeof(int64_t) * (size_t)consumer.conf->shard_count);
     size_t n = 0;
-    /* one topic per request: the lanes take turns */
-    for (int k = 0; k < consumer.conf->lane_cnt && !n; k++) {
-        int lane = (consumer.delete_lane + 1 + k) % consumer.conf->lane_cnt;
+    for (; consumer.delete_round < consumer.conf->lane_cnt && !n; consumer.delete_round++) {
+        int lane = consumer.delete_round;
         for (int s = 0; s < consumer.conf->shard_count; s++) {
             bw_partition_t *p = &consumer.partitions[bw_config_slot(consumer.conf, lane, s)];
             /* only what the ledger holds, and only up to an acknowledged Kafka commit, so a
@@ -379,6 +376,16 @@ void bw_progress_delete_applied(void) {
     }
     free(partitions);
     free(offsets);
+}
+
+/* Asks Kafka to delete, per partition, what the shard has applied and stored in its
+ * ledger since the last time: a round of one request per lane with something to delete,
+ * one request at a time; each result is read by bw_progress_collect_deleted(), which
+ * starts the next lane's. */
+void bw_progress_delete_applied(void) {
+    if (consumer.delete_q || consumer.retention.embedded || !consumer.conf->delete_applied_interval_ms) return;
+    consumer.delete_round = 0;
+    delete_next_lane();
 }
 
 /* Reads the result of the DeleteRecords in flight, waiting up to wait_ms for it. */
@@ -403,6 +410,7 @@ void bw_progress_collect_deleted(int wait_ms) {
             }
         if (err[0]) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "deleting applied records: %s (tried again later)", err);
         else bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "deleted applied records of %zu partitions", n);
+        if (atomic_load(&consumer.run)) delete_next_lane(); /* the round goes on with the next lane, if any */
     }
     free(partitions);
     free(low);
