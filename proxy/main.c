@@ -186,9 +186,10 @@ static size_t admit_all(const bw_batch_set_t *set, int lane, const Bulkwrite__V1
             if (!refused[m->shard]) {
                 char text[320];
                 int len = snprintf(text, sizeof(text),
-                                   "not accepted now: shard %d's backlog in lane %s is full (%lld messages, %.1f MiB "
-                                   "not yet applied; bounds %lld messages, %.1f MiB); resend after Retry-After",
-                                   m->shard, proxy.conf->lanes[lane].name, (long long)v.messages, (double)v.bytes / 1048576.0,
+                                   "not accepted now: shard %d's backlog is full%s%s (%lld messages, %.1f MiB not yet "
+                                   "applied; bounds %lld messages, %.1f MiB); resend after Retry-After",
+                                   m->shard, lane ? " in lane " : "", lane ? proxy.conf->lanes[lane].name : "",
+                                   (long long)v.messages, (double)v.bytes / 1048576.0,
                                    (long long)v.max_messages, (double)v.max_bytes / 1048576.0);
                 refused[m->shard] = bw_arena_strndup(arena, text, (size_t)len);
             }
