@@ -90,6 +90,8 @@ check "the cleanup finished before the ingestion's backlog (bulk lag $bulk_lag_n
     test "${bulk_lag_now:-0}" -gt 0
 check "GET /v1/shards shows the shard's lanes, the default first" \
     sh -c "curl -sf 'http://127.0.0.1:$PROXY/v1/shards' | jq -e '.shards[$HOT].consumer.lanes | map(.lane) == [\"default\", \"urgent\", \"bulk\"]' >/dev/null"
+check "bwctl shards --lanes lists the shard's lanes with their weights" \
+    sh -c "'$BIN/bwctl' -c '$CONF' shards --lanes | awk '\$1 == $HOT {printf \"%s %s \", \$2, \$3}' | grep -qx 'default 1 urgent 4 bulk 1 '"
 # a delete of a pin that does not exist (a no-op, counted as applied), sent as urgent in JSON
 urgent_job=$(curl -sf -H 'Content-Type: application/json' --data-binary \
     '{"lane":"urgent","ops":[{"op":"delete","object_type":"pin","id":'$(( (HOT << 46) | (1 << 36) | 999999999 ))'}]}' \

@@ -588,15 +588,36 @@ static void print_history(json_t *shards) {
     }
 }
 
+/* bwctl shards --lanes: each shard's priority lanes, as its consumer last reported them. */
+static void print_lanes(json_t *shards) {
+    printf("%-6s %-12s %6s %10s %12s %14s %14s\n", "SHARD", "LANE", "WEIGHT", "LAG", "STATEMENTS", "APPLIED OFFSET",
+           "HIGH WATERMARK");
+    size_t i, k;
+    json_t *s, *l;
+    int any = 0;
+    json_array_foreach(shards, i, s) {
+        json_t *c = json_object_get(s, "consumer");
+        json_array_foreach(json_is_object(c) ? json_object_get(c, "lanes") : NULL, k, l) {
+            printf("%-6ld %-12s %6ld %10ld %12ld %14ld %14ld\n", jint(s, "shard"), jstr(l, "lane"), jint(l, "weight"),
+                   jint(l, "lag"), jint(l, "statements"), jint(l, "applied_offset"), jint(l, "high_watermark"));
+            any = 1;
+        }
+    }
+    if (!any) printf("(no lanes: the configuration has only the default lane, or no consumer reported yet)\n");
+}
+
 static int cmd_shards(int argc, char **argv) {
     int history = argc == 2 && strcmp(argv[1], "--history") == 0;
-    if (argc != 1 && !history)
-        return fputs("usage: bwctl shards [--history]\nA table of every shard: its budgets in statements/s and rows/s as "
+    int lanes = argc == 2 && strcmp(argv[1], "--lanes") == 0;
+    if (argc != 1 && !history && !lanes)
+        return fputs("usage: bwctl shards [--history|--lanes]\nA table of every shard: its budgets in statements/s and rows/s as "
                      "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
                      "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate; pinned@rate when an operator\nholds it; \"-\" when off), its consumer,\nand the latest error.\n"
                      "--history: then every operator change of each shard (the latest 20 per shard), newest "
                      "first: when, rate|pause|resume, by which client, from which address, the setting after "
-                     "it, and the reason.\n",
+                     "it, and the reason.\n"
+                     "--lanes: instead, each shard's priority lanes (config lanes): weight, lag, statements applied "
+                     "from it,\nits applied offset and high watermark.\n",
                      strcmp(argv[1], "--help") ? stderr : stdout), strcmp(argv[1], "--help") ? 2 : 0;
     bw_buf_t resp;
     bw_buf_init(&resp);
@@ -607,6 +628,12 @@ static int cmd_shards(int argc, char **argv) {
         fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
         bw_buf_free(&resp);
         return 1;
+    }
+    if (lanes) {
+        print_lanes(json_object_get(j, "shards"));
+        json_decref(j);
+        bw_buf_free(&resp);
+        return 0;
     }
     printf("%-6s %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-34s %-22s %s\n", "SHARD", "DATABASE", "SERVER",
            "CONF STMT/S", "STMT/S", "CONF ROWS/S", "ROWS/S", "PAUSED", "UNHEALTHY", "LAG", "THROTTLE", "CONSUMER",
