@@ -27,6 +27,9 @@
 # sample; BENCH_SMALL_BATCHES (2000 / 200) 2-row batches of the most-batches case;
 # BENCH_RATES ("5 50 500 2000"); BENCH_RATE_SECONDS (10 / 1) each rate's window;
 # BENCH_PROBE_SECONDS (5 / 1), BENCH_PROBE_ROWS (1500000 / 3000), BENCH_PROBE_RATE (20);
+# BENCH_ADAPTIVE_THREADS (1.5), BENCH_ADAPTIVE_SETTLE (3) s, BENCH_ADAPTIVE_QUIET_MS (1000)
+# and BENCH_ADAPTIVE_INCREASE (0.1): the adaptive case's throttle.threads_running,
+# settling time, throttle.quiet_ms and throttle.increase;
 # BENCH_PROXY_OPS (100000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
 # BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A B C") the stacks whose
 # cases run (the others only start and stop). Output: the table on stdout and in
@@ -50,6 +53,7 @@ RATES=${BENCH_RATES:-5 50 500 2000} RATE_SECONDS=${BENCH_RATE_SECONDS:-$RATE_SEC
 PROBE_SECONDS=${BENCH_PROBE_SECONDS:-$PROBE_SECONDS} PROBE_ROWS=${BENCH_PROBE_ROWS:-$PROBE_ROWS}
 PROBE_RATE=${BENCH_PROBE_RATE:-20} PROXY_OPS=${BENCH_PROXY_OPS:-$PROXY_OPS}
 ADAPTIVE_THREADS=${BENCH_ADAPTIVE_THREADS:-1.5} ADAPTIVE_SETTLE=${BENCH_ADAPTIVE_SETTLE:-3}
+ADAPTIVE_QUIET_MS=${BENCH_ADAPTIVE_QUIET_MS:-1000} ADAPTIVE_INCREASE=${BENCH_ADAPTIVE_INCREASE:-0.1}
 CLIENTS=${BENCH_CLIENTS:-1 4 16} KAFKA_CASE=${BENCH_KAFKA:-$KAFKA_CASE}
 STACKS=${BENCH_STACKS:-A B C}
 runs_of() { case " $STACKS " in *" $1 "*) echo "$RUNS" ;; *) echo 0 ;; esac; } # runs_of STACK
@@ -256,7 +260,8 @@ bw_stack_conf() { # no rate anywhere (lib.sh zeroes the default; drop its hot-sh
     # baseline must connect as the consumer does
     sed -i -e "/{ shard = $HOT; rate = $HOT_RATE.0; }/d" -e "s/workers = 4;/workers = $WORKERS;/" \
         -e 's/user = "bw_consumer";/user = "root";/' -e 's/password = "demo-consumer-pw";/password = "";/' \
-        -e 's/interval_ms = 1000;/interval_ms = 250;/' -e 's/quiet_ms = 3000;/quiet_ms = 1000;/' \
+        -e 's/interval_ms = 1000;/interval_ms = 250;/' -e "s/quiet_ms = 3000;/quiet_ms = $ADAPTIVE_QUIET_MS;/" \
+        -e "s/increase = 0.1;/increase = $ADAPTIVE_INCREASE;/" \
         -e "s/threads_running = 0.0; /threads_running = $ADAPTIVE_THREADS; /" "$1"
     # the adaptive throttle's knobs are in place from the start, its mode off: the
     # online-p99-adaptive case switches it on and off with SIGHUP (throttle_mode)
@@ -381,7 +386,7 @@ for run in $(seq 1 "$(runs_of A)"); do
         [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" default >/dev/null
         what="hot shard draining, no limit"
         [ "$mode" = throttled ] && what="hot shard throttled to $PROBE_RATE statements/s"
-        [ "$mode" = adaptive ] && what="adaptive throttle on (threads_running $ADAPTIVE_THREADS), no rate set by hand"
+        [ "$mode" = adaptive ] && what="adaptive throttle on (threads_running $ADAPTIVE_THREADS, quiet_ms $ADAPTIVE_QUIET_MS, increase $ADAPTIVE_INCREASE), no rate set by hand"
         busy_note="$drained of $PROBE_ROWS rows applied by the probe's end, lag then $lag messages; the hot shard $probe_rate rows/s meanwhile$throttle_note"
         [ "$drained" -lt "$PROBE_ROWS" ] || busy_note="$busy_note: THE DRAIN ENDED BEFORE THE PROBE (raise BENCH_PROBE_ROWS)"
         record "online-p99-$mode" "$run" "online p99 on shard $COLD_SHARD (same server), $what (ms)" "$p99" \
