@@ -12,8 +12,9 @@
 # "urgent". The consumer's /metrics is sampled every 0.5 s: between the sample where the
 # urgent lane had run $FROM statements and the one where it had run $TO (both lanes
 # with work all along), its share of the shard's statements must be within ±20 % of
-# 4/5. The cleanup must finish while the bulk lane still has a backlog. Then the rest of
-# the feed drains and every row is compared, row by row.
+# 4/5. The cleanup must finish while the bulk lane still has a backlog. Then a second
+# consumer joins (each must hold whole shards: every lane of a shard), the rest of the
+# feed drains and every row is compared, row by row.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:?usage: test/lanes.sh embedded|kafka}
@@ -99,14 +100,26 @@ urgent_job=$(curl -sf -H 'Content-Type: application/json' --data-binary \
 job_lane() { curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$urgent_job" | jq -e '.lane == "urgent" and .finished' >/dev/null; }
 check "a JSON request names its lane; GET /v1/jobs says it (job ${urgent_job:-none})" wait_for 60 job_lane
 
+# a second consumer while the feed still flows: the range assignor gives each consumer
+# whole shards (every lane of a shard on one consumer), and nothing is applied twice
+start_consumer $C2
+C2_PID=$LAST_PID
+lanes_whole() { # lanes_whole PORT: the consumer holds shards, each with its 3 lanes
+    curl -sf "http://127.0.0.1:$1/metrics" | awk -F'"' '/^bulkwrite_consumer_lane_lag[{]/ {n[$2]++; k++}
+        END {for (s in n) if (n[s] != 3) bad = 1; exit bad || !k}'
+}
+check "a second consumer joins and holds whole shards (all 3 lanes of each)" wait_for 90 lanes_whole $C2
+check "so does the first" wait_for 60 lanes_whole $C1
+check "no consumer warned of a shard's lanes split between consumers" \
+    sh -c "! grep -q 'have only some of their' '$WORK'/consumer-*.log"
 check "the feed is accepted whole" wait_for 300 sh -c "! kill -0 $FEED_PID 2>/dev/null"
 wait "$FEED_PID"
 check "the feed's submit succeeded" test $? -eq 0
 check "both jobs applied: every row of every shard in place (row by row)" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 240 feed:$FEED:$HOT cleanup:$CLEANUP:$HOT
 # stopped while Kafka is up, as an operator would
-kill "$C1_PID"
-check "the consumer stops within 30 s" wait_for 30 sh -c "ps -o stat= -p $C1_PID | grep -qv Z; test \$? = 1"
+kill "$C1_PID" "$C2_PID"
+check "the consumers stop within 30 s" wait_for 30 sh -c "ps -o stat= -p $C1_PID,$C2_PID | grep -qv Z; test \$? = 1"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
