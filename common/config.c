@@ -159,7 +159,8 @@ static const key_t_ throttle_keys[] = {
     {"decrease", K_DBL, OFF(throttle_decrease), 0, 0.01, 0.99, "0.5", NULL, NULL, 0,
      "A signal over its threshold multiplies the shard's rate by this, once per interval."},
     {"increase", K_DBL, OFF(throttle_increase), 0, 0.001, 1, "0.1", NULL, NULL, 0,
-     "After quiet_ms of calm, the rate grows by this fraction of its cap per interval."},
+     "After quiet_ms of calm, the rate grows per interval by this fraction of the rate it "
+     "ran at when the trouble began, and past that rate by this fraction of its own."},
     {"recover_ratio", K_DBL, OFF(throttle_recover_ratio), 0, 0.1, 1, "0.8", NULL, NULL, 0,
      "Calm means every signal below its threshold times this (hysteresis: between the two the "
      "rate holds)."},
@@ -176,7 +177,13 @@ static const key_t_ throttle_keys[] = {
     {"replication_lag_critical_ms", K_DBL, OFF(throttle_lag_critical_ms), 0, 0, 1e9, "0.0", NULL, NULL, 0,
      "Critical level of replication lag in ms (critical_ms); 0 = none."},
     {"threads_running", K_DBL, OFF(throttle_threads_running), 0, 0, 1e6, "0.0", NULL, NULL, 0,
-     "Threshold of the server's Threads_running (SHOW GLOBAL STATUS). 0 = off."},
+     "Threshold of the server's Threads_running (SHOW GLOBAL STATUS) besides the reading "
+     "query itself, the mean of threads_running_samples reads an interval: 0.2 means other "
+     "statements run a fifth of the time. 0 = off."},
+    {"threads_running_samples", K_INT, OFF(throttle_threads_running_samples), 0, 1, 20, "4", NULL, NULL, 0,
+     "Threads_running is read this many times per interval_ms, evenly spaced, and the signal "
+     "is their mean: a statement that runs a fifth of the time reads about 0.2, where a "
+     "single read sees 0 or 1 and the rate saws."},
     {"threads_running_critical", K_DBL, OFF(throttle_threads_running_critical), 0, 0, 1e6, "0.0", NULL, NULL, 0,
      "Critical level of Threads_running; 0 = none."},
     {"statement_latency_ms", K_DBL, OFF(throttle_latency_ms), 0, 0, 1e9, "0.0", NULL, NULL, 0,

@@ -157,6 +157,7 @@ typedef struct {
     double throttle_floor, throttle_max_rate, throttle_decrease, throttle_increase, throttle_recover_ratio;
     double throttle_lag_ms, throttle_lag_critical_ms;
     double throttle_threads_running, throttle_threads_running_critical;
+    int throttle_threads_running_samples;
     double throttle_latency_ms, throttle_latency_critical_ms;
     char *throttle_custom_query;
     double throttle_custom_threshold, throttle_custom_critical;

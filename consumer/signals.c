@@ -22,6 +22,8 @@
  * not the interval between two writes. */
 #define HEARTBEATS_KEPT 64
 
+#define THREADS_RUNNING_SQL "SHOW GLOBAL STATUS LIKE 'Threads_running'"
+
 typedef struct {
     MYSQL *primary;
     MYSQL **replicas; /* [replica_cnt] */
@@ -29,6 +31,8 @@ typedef struct {
     bw_signal_reading_t readings[BW_SERVER_SIGNALS];
     int64_t written_us[HEARTBEATS_KEPT];
     int written_cnt, written_next; /* ring over written_us */
+    double running_sum; /* Threads_running samples of this interval, for their mean */
+    int running_cnt;
 } server_signals_t;
 
 struct bw_signals {
@@ -155,9 +159,13 @@ static void read_server(bw_signals_t *s, int i) {
         }
     }
     if (ok) {
-        ok = !query_number(ss->primary, "SHOW GLOBAL STATUS LIKE 'Threads_running'", 1, &v, why, sizeof(why));
-        note(s, i, BW_SIGNAL_THREADS_RUNNING, ok, v, why);
+        ok = !query_number(ss->primary, THREADS_RUNNING_SQL, 1, &v, why, sizeof(why));
+        if (ok) ss->running_sum += v, ss->running_cnt++;
+        /* the reading query is one of them: the signal counts the others */
+        note(s, i, BW_SIGNAL_THREADS_RUNNING, ok, ok ? fmax(0, ss->running_sum / ss->running_cnt - 1) : 0, why);
     }
+    ss->running_sum = 0;
+    ss->running_cnt = 0;
     if (ok && c->throttle_custom_query[0]) {
         int good = !query_number(ss->primary, c->throttle_custom_query, 0, &v, why, sizeof(why));
         note(s, i, BW_SIGNAL_CUSTOM, good, v, why);
@@ -221,19 +229,39 @@ static void read_server(bw_signals_t *s, int i) {
     if (sv->replica_cnt) note(s, i, BW_SIGNAL_REPLICATION_LAG, lag_ok, lag < 0 ? 0 : lag, why);
 }
 
+/* One of the extra Threads_running samples between two full reads. A failure here only
+ * leaves the sample out: the full read reconnects and reports. */
+static void sample_threads_running(bw_signals_t *s, int i) {
+    server_signals_t *ss = &s->servers[i];
+    char why[256];
+    double v;
+    if (!ss->primary) return;
+    if (query_number(ss->primary, THREADS_RUNNING_SQL, 1, &v, why, sizeof(why))) {
+        if (mysql_errno(ss->primary) >= 2000) drop(&ss->primary);
+        return;
+    }
+    ss->running_sum += v;
+    ss->running_cnt++;
+}
+
 static void *signals_main(void *arg) {
     bw_signals_t *s = ((reader_arg_t *)arg)->s;
     int i = ((reader_arg_t *)arg)->server;
     free(arg);
     mysql_thread_init();
     pthread_mutex_lock(&s->mu);
-    while (!s->stopping) {
+    /* threads_running_samples ticks an interval: the last does the full read */
+    for (int tick = 0; !s->stopping; tick++) {
+        int samples = s->conf->throttle_threads_running_samples > 0 ? s->conf->throttle_threads_running_samples : 1;
         pthread_mutex_unlock(&s->mu);
-        read_server(s, i);
+        if (tick % samples == 0)
+            read_server(s, i);
+        else
+            sample_threads_running(s, i);
         pthread_mutex_lock(&s->mu);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + (int64_t)s->conf->throttle_interval_ms * 1000000;
+        int64_t ns = ts.tv_nsec + (int64_t)s->conf->throttle_interval_ms * 1000000 / samples;
         ts.tv_sec += ns / 1000000000;
         ts.tv_nsec = ns % 1000000000;
         if (!s->stopping) pthread_cond_timedwait(&s->cv, &s->mu, &ts);

@@ -82,6 +82,13 @@ int bw_throttle_pin(bw_throttle_shard_t *t, int64_t now_ms) {
     return 1;
 }
 
+/* Trouble begins (a signal over, unknown or critical after calm): remember the rate it ran
+ * at, which recovery climbs back to in steps of `increase` of it. */
+static void trouble_begins(bw_throttle_shard_t *t, double rate) {
+    if (!t->in_trouble) t->trouble_rate = rate;
+    t->in_trouble = 1;
+}
+
 int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, double cap, double observed,
                      const bw_signal_reading_t readings[BW_SIGNAL_KINDS], int64_t now_us, int64_t now_ms) {
     int arriving = !t->initialised; /* just assigned here (a start, a rebalance) */
@@ -112,6 +119,9 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
         if (r->value >= lim->threshold * l->recover_ratio) quiet = 0;
     }
     double ceiling = cap > 0 ? cap : l->max_rate;
+    /* what it runs at now: while running, its cap, or for an unlimited shard what it did lately */
+    double running_rate = cap > 0 ? cap : (observed > 0 && observed < l->max_rate ? observed : l->max_rate);
+    double rate_now = arriving ? ceiling : t->state == BW_THROTTLE_RUNNING ? running_rate : t->rate;
     int changed = 0;
 
     /* critical: only after critical_us over the level, so a spike does not pause */
@@ -121,6 +131,7 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
         t->critical_since_us = 0;
     }
     if (critical >= 0 && now_us - t->critical_since_us >= l->critical_us) {
+        trouble_begins(t, rate_now);
         t->rate = l->floor;
         return become(t, BW_THROTTLE_CRITICAL, critical, readings[critical].value, l->limits[critical].critical, NULL,
                       now_ms);
@@ -134,20 +145,21 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
     }
 
     if (unknown >= 0) {
+        trouble_begins(t, rate_now);
         t->rate = l->floor;
         t->quiet_since_us = 0;
         return become(t, BW_THROTTLE_UNKNOWN, unknown, 0, l->limits[unknown].threshold, readings[unknown].error, now_ms);
     }
     if (over >= 0) {
         t->quiet_since_us = 0;
+        trouble_begins(t, rate_now);
         if (arriving) {
             /* a shard that arrives while its server is in trouble starts at the floor, not
              * at its cap: each rebalance of an incident would flood the server again */
             t->rate = l->floor;
             t->last_step_us = now_us;
         } else if (t->state == BW_THROTTLE_RUNNING) {
-            /* start from what it ran at: the cap, or for an unlimited shard what it did lately */
-            t->rate = cap > 0 ? cap : (observed > 0 && observed < l->max_rate ? observed : l->max_rate);
+            t->rate = running_rate; /* the first cut starts from what it ran at */
             t->last_step_us = 0;
         }
         if (!t->last_step_us || now_us - t->last_step_us >= l->interval_us) {
@@ -172,9 +184,12 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
         t->quiet_since_us = 0;
         return changed;
     }
+    t->in_trouble = 0; /* calm: the next trouble starts a new bout, from the rate it then runs at */
     if (!t->quiet_since_us) t->quiet_since_us = now_us;
     if (now_us - t->quiet_since_us >= l->quiet_us && now_us - t->last_step_us >= l->interval_us) {
-        t->rate = fmin(ceiling, t->rate + l->increase * ceiling);
+        /* additive, in steps of `increase` of the rate where the trouble began, back to it;
+         * past it, `increase` of its own rate per step, probing towards the cap */
+        t->rate = fmin(ceiling, t->rate + l->increase * fmax(t->trouble_rate, t->rate));
         t->last_step_us = now_us;
         if (t->rate >= ceiling) {
             t->signal = -1;

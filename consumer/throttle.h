@@ -86,6 +86,8 @@ typedef struct {
     int64_t since_ms;    /* wall clock: the state began */
     char why[256];       /* the reason in words, for logs and the API */
     int64_t last_step_us, quiet_since_us, critical_since_us;
+    double trouble_rate; /* the rate it ran at when its latest trouble began: the climb's unit */
+    int in_trouble;      /* a signal over, unknown or critical since the last calm step */
     int initialised;
     int pinned;          /* an operator holds the rate: bw_throttle_pin */
 } bw_throttle_shard_t;

@@ -27,9 +27,10 @@
 # sample; BENCH_SMALL_BATCHES (2000 / 200) 2-row batches of the most-batches case;
 # BENCH_RATES ("5 50 500 2000"); BENCH_RATE_SECONDS (10 / 1) each rate's window;
 # BENCH_PROBE_SECONDS (5 / 1), BENCH_PROBE_ROWS (1500000 / 3000), BENCH_PROBE_RATE (20);
-# BENCH_ADAPTIVE_THREADS (1.5), BENCH_ADAPTIVE_SETTLE (3) s, BENCH_ADAPTIVE_QUIET_MS (1000)
-# and BENCH_ADAPTIVE_INCREASE (0.1): the adaptive case's throttle.threads_running,
-# settling time, throttle.quiet_ms and throttle.increase;
+# BENCH_ADAPTIVE_THREADS (0.2), BENCH_ADAPTIVE_SAMPLES (4), BENCH_ADAPTIVE_SETTLE (3) s,
+# BENCH_ADAPTIVE_QUIET_MS (1000) and BENCH_ADAPTIVE_INCREASE (0.1): the adaptive case's
+# throttle.threads_running and threads_running_samples, settling time, throttle.quiet_ms
+# and throttle.increase;
 # BENCH_PROXY_OPS (100000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
 # BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A B C") the stacks whose
 # cases run (the others only start and stop). Output: the table on stdout and in
@@ -52,8 +53,9 @@ ROWWISE=${BENCH_ROWWISE:-$ROWWISE} SMALL=${BENCH_SMALL_BATCHES:-$SMALL}
 RATES=${BENCH_RATES:-5 50 500 2000} RATE_SECONDS=${BENCH_RATE_SECONDS:-$RATE_SECONDS}
 PROBE_SECONDS=${BENCH_PROBE_SECONDS:-$PROBE_SECONDS} PROBE_ROWS=${BENCH_PROBE_ROWS:-$PROBE_ROWS}
 PROBE_RATE=${BENCH_PROBE_RATE:-20} PROXY_OPS=${BENCH_PROXY_OPS:-$PROXY_OPS}
-ADAPTIVE_THREADS=${BENCH_ADAPTIVE_THREADS:-1.5} ADAPTIVE_SETTLE=${BENCH_ADAPTIVE_SETTLE:-3}
+ADAPTIVE_THREADS=${BENCH_ADAPTIVE_THREADS:-0.2} ADAPTIVE_SETTLE=${BENCH_ADAPTIVE_SETTLE:-3}
 ADAPTIVE_QUIET_MS=${BENCH_ADAPTIVE_QUIET_MS:-1000} ADAPTIVE_INCREASE=${BENCH_ADAPTIVE_INCREASE:-0.1}
+ADAPTIVE_SAMPLES=${BENCH_ADAPTIVE_SAMPLES:-4}
 CLIENTS=${BENCH_CLIENTS:-1 4 16} KAFKA_CASE=${BENCH_KAFKA:-$KAFKA_CASE}
 STACKS=${BENCH_STACKS:-A B C}
 runs_of() { case " $STACKS " in *" $1 "*) echo "$RUNS" ;; *) echo 0 ;; esac; } # runs_of STACK
@@ -262,7 +264,8 @@ bw_stack_conf() { # no rate anywhere (lib.sh zeroes the default; drop its hot-sh
         -e 's/user = "bw_consumer";/user = "root";/' -e 's/password = "demo-consumer-pw";/password = "";/' \
         -e 's/interval_ms = 1000;/interval_ms = 250;/' -e "s/quiet_ms = 3000;/quiet_ms = $ADAPTIVE_QUIET_MS;/" \
         -e "s/increase = 0.1;/increase = $ADAPTIVE_INCREASE;/" \
-        -e "s/threads_running = 0.0; /threads_running = $ADAPTIVE_THREADS; /" "$1"
+        -e "s/threads_running = 0.0; /threads_running = $ADAPTIVE_THREADS; /" \
+        -e "s/threads_running_samples = 4;/threads_running_samples = $ADAPTIVE_SAMPLES;/" "$1"
     # the adaptive throttle's knobs are in place from the start, its mode off: the
     # online-p99-adaptive case switches it on and off with SIGHUP (throttle_mode)
 }
@@ -348,14 +351,13 @@ for run in $(seq 1 "$(runs_of A)"); do
     record spread-drain "$run" "the same from a backlog: the consumer alone (rows/s)" "$drain_rate" \
         "the same 500-row INSERTs directly, $WORKERS connections (= consumer.workers)" "$direct" "≥ 0.9"
 
-    # online probe on a cold shard of the hot shard's server: idle, then while the hot
-    # shard drains a backlog unthrottled, then throttled to BENCH_PROBE_RATE statements/s,
-    # then with the adaptive throttle on (Threads_running over BENCH_ADAPTIVE_THREADS, no
-    # rate set by hand), probed once it had BENCH_ADAPTIVE_SETTLE s to find its rate.
+    # online probe on a cold shard of the hot shard's server, idle and then busy, three
+    # times: while the hot shard drains a backlog unthrottled, throttled to
+    # BENCH_PROBE_RATE statements/s, and with the adaptive throttle on (Threads_running
+    # over BENCH_ADAPTIVE_THREADS, no rate set by hand), probed once it had
+    # BENCH_ADAPTIVE_SETTLE s to find its rate.
     # The backlog is queued while the shard is paused, so the probe sees the drain, not the
     # client, proxy and broker taking the feed in on the same cores.
-    clean
-    idle=$(bench "$CONF" probe --shard "$COLD_SHARD" --seconds "$PROBE_SECONDS" | field p99_ms)
     busy_rate=
     for mode in busy throttled adaptive; do
         clean
@@ -364,7 +366,13 @@ for run in $(seq 1 "$(runs_of A)"); do
         [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" "$PROBE_RATE" >/dev/null
         sleep 1 # the pause and the rate reach the consumer through the control topic
         submit "$CONF" "feed:$PROBE_ROWS:$HOT_SHARD"
+        sync # the backlog's broker log and the last case's pages on disk: no writeback under either probe
         bench "$CONF" settle >/dev/null # the probe starts on quiet servers
+        # its baseline right before, backlog queued: a page-cache writeback or a neighbour
+        # on the host then weighs on both probes of the ratio, not on one
+        c0=($(cpu_ticks))
+        idle=$(bench "$CONF" probe --shard "$COLD_SHARD" --seconds "$PROBE_SECONDS" | field p99_ms)
+        c1=($(cpu_ticks))
         before=$(applied_rows)
         b=$(batches)
         "$BIN/bwctl" -c "$CONF" resume "$HOT_SHARD" >/dev/null
@@ -372,13 +380,17 @@ for run in $(seq 1 "$(runs_of A)"); do
         [ "$mode" = adaptive ] && sleep "$ADAPTIVE_SETTLE"
         probe_from=$(applied_rows)
         t0=$(now)
+        c2=($(cpu_ticks))
         p99=$(bench "$CONF" probe --shard "$COLD_SHARD" --seconds "$PROBE_SECONDS" | field p99_ms)
+        c3=($(cpu_ticks))
         lag=$(shard_metric bulkwrite_consumer_lag_messages "$HOT_SHARD")
         probe_rate=$(calc "($(applied_rows) - $probe_from) / ($(now) - $t0)" 0) # the hot shard's rows/s meanwhile
         drained=$(($(applied_rows) - before))
         throttle_note=
         [ "$mode" = adaptive ] && throttle_note="; the throttle then: $(curl -sf "http://127.0.0.1:$C1/metrics" |
-            awk -v k="bulkwrite_consumer_throttle_rate{shard=\"$HOT_SHARD\"}" '$1 == k {printf "%s statements/s", $2}')"
+            awk -v k="bulkwrite_consumer_throttle_rate{shard=\"$HOT_SHARD\"}" \
+                -v t="bulkwrite_consumer_signal{server=\"mysql-a\",signal=\"threads_running\"}" \
+                '$1 == k {r = $2} $1 == t {v = $2} END {printf "%s statements/s, threads_running %s", r, v}')"
         [ "$mode" = adaptive ] && throttle_mode off
         [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" 0 >/dev/null
         wait_rows "$before" "$PROBE_ROWS" 600 >/dev/null
@@ -386,8 +398,12 @@ for run in $(seq 1 "$(runs_of A)"); do
         [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" default >/dev/null
         what="hot shard draining, no limit"
         [ "$mode" = throttled ] && what="hot shard throttled to $PROBE_RATE statements/s"
-        [ "$mode" = adaptive ] && what="adaptive throttle on (threads_running $ADAPTIVE_THREADS, quiet_ms $ADAPTIVE_QUIET_MS, increase $ADAPTIVE_INCREASE), no rate set by hand"
-        busy_note="$drained of $PROBE_ROWS rows applied by the probe's end, lag then $lag messages; the hot shard $probe_rate rows/s meanwhile$throttle_note"
+        [ "$mode" = adaptive ] && what="adaptive throttle on (threads_running $ADAPTIVE_THREADS, mean of $ADAPTIVE_SAMPLES reads, quiet_ms $ADAPTIVE_QUIET_MS, increase $ADAPTIVE_INCREASE), no rate set by hand"
+        cpu=
+        for i in 0 1 2 3; do # where the cores went during each probe: idle -> busy
+            cpu="$cpu${cpu:+, }$(echo MariaDB Kafka proxy consumer | cut -d' ' -f$((i + 1))) $(calc "(${c1[i]} - ${c0[i]}) / $TICK" 2) -> $(calc "(${c3[i]} - ${c2[i]}) / $TICK" 2)"
+        done
+        busy_note="$drained of $PROBE_ROWS rows applied by the probe's end, lag then $lag messages; the hot shard $probe_rate rows/s meanwhile$throttle_note; CPU s during the idle -> busy probe: $cpu"
         [ "$drained" -lt "$PROBE_ROWS" ] || busy_note="$busy_note: THE DRAIN ENDED BEFORE THE PROBE (raise BENCH_PROBE_ROWS)"
         record "online-p99-$mode" "$run" "online p99 on shard $COLD_SHARD (same server), $what (ms)" "$p99" \
             "the same probe, server idle (ms)" "$idle" "≤ 1.5" "$busy_note"

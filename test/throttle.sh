@@ -9,9 +9,11 @@
 #      GET /v1/check/6 and the log name replication lag with its value; a shard of
 #      mysql-a runs on; pinned by hand (bwctl set-rate --pin) it runs at its cap, unpinned
 #      it is throttled again; the SQL thread started: the rate climbs back to its cap;
-#   2. 12 sessions of SELECT SLEEP() on mysql-a: its shards throttled for threads_running,
-#      then over the critical level for critical_ms: paused, a job for shard 2 waits in
-#      Kafka; they end: every shard resumes by itself and the job is applied;
+#   2. 6 sessions on mysql-a busy half the time: threads_running reads a fraction (the
+#      mean of its reads an interval); 12 sessions of SELECT SLEEP(): its shards throttled
+#      for threads_running, then over the critical level for critical_ms: paused, a job
+#      for shard 2 waits in Kafka; they end: every shard resumes by itself and the job is
+#      applied;
 #   3. the heartbeat unreadable on the replica (its SELECT revoked): shard 6 "unknown" at
 #      the floor, BulkwriteThrottleSignalUnknown fires; the grant back: it resolves; with
 #      REPLICA MONITOR granted the lag comes from Seconds_Behind_Master instead, and its
@@ -90,6 +92,20 @@ check "the SQL thread started: shard 6 runs at its cap again within 30 s" \
 check "the log shows the climb back" grep -q 'throttle: throttled -> running' "$WORK/consumer-$C1.log"
 
 # ---- 2. Threads_running ---------------------------------------------------------------------
+# sessions busy half the time: the signal is the mean of threads_running_samples (4) reads
+# an interval, so it reads fractions, where one read an interval would read whole numbers
+running_signal() { metric 'bulkwrite_consumer_signal{server="mysql-a",signal="threads_running"}'; }
+fractional() { awk -v v="$(running_signal)" 'BEGIN {exit !(v + 0 > 0 && v + 0 < 6 && v + 0 != int(v + 0))}'; }
+part_timers=()
+for i in $(seq 1 6); do
+    (for _ in $(seq 1 40); do echo "SELECT SLEEP(0.05);"; sleep 0.05; done |
+        mariadb -h127.0.0.1 -P$DB_A -uroot -N >/dev/null 2>&1) &
+    part_timers+=($!)
+done
+check "6 sessions on mysql-a busy half the time: threads_running reads a fraction (the mean of its reads)" \
+    wait_for 5 fractional
+echo "# threads_running then: $(running_signal)"
+wait "${part_timers[@]}"
 sleepers=()
 for i in $(seq 1 12); do
     mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT SLEEP(20)" >/dev/null 2>&1 &

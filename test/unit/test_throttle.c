@@ -68,7 +68,7 @@ START_TEST(decrease_hold_recover) {
     ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
     ck_assert(t.rate == 1);
     now += 10 * S;
-    /* calm: after quiet_ms (3 s), +10 % of the cap per interval, until the cap */
+    /* calm: after quiet_ms (3 s), +10 % of the cap (where the trouble began) per interval, until the cap */
     readings(r, 100, 2, now);
     bw_throttle_step(&l, &t, 100, 0, r, now, 4000);
     readings(r, 100, 2, now + 2 * S);
@@ -113,6 +113,46 @@ START_TEST(unlimited_cap_starts_from_observed) {
     }
     ck_assert_int_eq(t.state, BW_THROTTLE_RUNNING);
     ck_assert(bw_throttle_rate(&l, &t, 0) == 0);
+}
+END_TEST
+
+/* Recovery climbs in steps of `increase` of the rate it ran at when the trouble began,
+ * not of max_rate: an unlimited shard that got into trouble at 40 statements/s climbs by
+ * 4, not by 100 (which would flood the server again at once); past that rate, by 10 % of
+ * its own rate. */
+START_TEST(recovery_steps_by_where_trouble_began) {
+    bw_throttle_limits_t l = limits();
+    bw_throttle_shard_t t = {0};
+    bw_signal_reading_t r[BW_SIGNAL_KINDS];
+    int64_t now = 100 * S;
+    readings(r, 10, 1, now - S);
+    bw_throttle_step(&l, &t, 0, 40, r, now - S, 500);
+    readings(r, 10, 40, now);
+    bw_throttle_step(&l, &t, 0, 40, r, now, 1000);
+    ck_assert(t.rate == 20);
+    for (int i = 1; i <= 4; i++) {
+        readings(r, 10, 1, now + i * S);
+        bw_throttle_step(&l, &t, 0, 0, r, now + i * S, 2000);
+    }
+    ck_assert(fabs(t.rate - 24) < 1e-9); /* calm since +1 s, quiet_ms 3 s: one step of 0.1 x 40 */
+    /* a new bout of trouble at 24: the next climb is in steps of 2.4 */
+    readings(r, 10, 40, now + 5 * S);
+    bw_throttle_step(&l, &t, 0, 0, r, now + 5 * S, 3000);
+    ck_assert(fabs(t.rate - 12) < 1e-9);
+    for (int i = 6; i <= 9; i++) {
+        readings(r, 10, 1, now + i * S);
+        bw_throttle_step(&l, &t, 0, 0, r, now + i * S, 4000);
+    }
+    ck_assert(fabs(t.rate - 14.4) < 1e-9);
+    for (int i = 10; i <= 13; i++) {
+        readings(r, 10, 1, now + i * S);
+        bw_throttle_step(&l, &t, 0, 0, r, now + i * S, 5000);
+    }
+    ck_assert(fabs(t.rate - 24) < 1e-6); /* back where the trouble began */
+    readings(r, 10, 1, now + 14 * S);
+    bw_throttle_step(&l, &t, 0, 0, r, now + 14 * S, 6000);
+    ck_assert(fabs(t.rate - 26.4) < 1e-6); /* past it: 10 % of its own rate */
+    ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
 }
 END_TEST
 
@@ -290,6 +330,7 @@ Suite *throttle_suite(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, decrease_hold_recover);
     tcase_add_test(tc, unlimited_cap_starts_from_observed);
+    tcase_add_test(tc, recovery_steps_by_where_trouble_began);
     tcase_add_test(tc, unknown_is_never_healthy);
     tcase_add_test(tc, critical_pauses_only_after_critical_ms);
     tcase_add_test(tc, dry_run_and_off_change_nothing);
