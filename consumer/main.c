@@ -46,10 +46,12 @@ static void reload(const bw_daemon_t *d) {
     c->stall_alert_ms = n->stall_alert_ms;
     c->log_level = n->log_level;
     /* the throttle's decisions are runtime keys; what its reader thread uses is not */
-    if (n->throttle_interval_ms != c->throttle_interval_ms || strcmp(n->throttle_custom_query, c->throttle_custom_query) ||
+    if (n->throttle_interval_ms != c->throttle_interval_ms ||
+        n->throttle_threads_running_samples != c->throttle_threads_running_samples ||
+        strcmp(n->throttle_custom_query, c->throttle_custom_query) ||
         strcmp(n->throttle_heartbeat_table, c->throttle_heartbeat_table))
-        bw_warn(COMPONENT, "SIGHUP: throttle.interval_ms, custom_query and heartbeat_table need a restart: "
-                           "they stay as they were");
+        bw_warn(COMPONENT, "SIGHUP: throttle.interval_ms, threads_running_samples, custom_query and heartbeat_table "
+                           "need a restart: they stay as they were");
     c->throttle_mode = n->throttle_mode;
     c->throttle_stale_ms = n->throttle_stale_ms;
     c->throttle_quiet_ms = n->throttle_quiet_ms;

@@ -249,22 +249,28 @@ static void *signals_main(void *arg) {
     int i = ((reader_arg_t *)arg)->server;
     free(arg);
     mysql_thread_init();
+    int samples = s->conf->throttle_threads_running_samples > 0 ? s->conf->throttle_threads_running_samples : 1;
+    int64_t tick_ns = (int64_t)s->conf->throttle_interval_ms * 1000000 / samples;
+    struct timespec next;
+    clock_gettime(CLOCK_REALTIME, &next);
     pthread_mutex_lock(&s->mu);
-    /* threads_running_samples ticks an interval: the last does the full read */
-    for (int tick = 0; !s->stopping; tick++) {
-        int samples = s->conf->throttle_threads_running_samples > 0 ? s->conf->throttle_threads_running_samples : 1;
+    /* samples ticks an interval, on fixed deadlines (a slow query does not stretch the
+     * interval); tick 0 does the full read, the others sample Threads_running only */
+    for (int tick = 0; !s->stopping; tick = (tick + 1) % samples) {
         pthread_mutex_unlock(&s->mu);
-        if (tick % samples == 0)
+        if (tick == 0)
             read_server(s, i);
         else
             sample_threads_running(s, i);
         pthread_mutex_lock(&s->mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + (int64_t)s->conf->throttle_interval_ms * 1000000 / samples;
-        ts.tv_sec += ns / 1000000000;
-        ts.tv_nsec = ns % 1000000000;
-        if (!s->stopping) pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        int64_t ns = next.tv_nsec + tick_ns;
+        next.tv_sec += ns / 1000000000;
+        next.tv_nsec = ns % 1000000000;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+            next = now; /* behind (a server slower than a tick): from now, not a burst to catch up */
+        if (!s->stopping) pthread_cond_timedwait(&s->cv, &s->mu, &next);
     }
     pthread_mutex_unlock(&s->mu);
     drop(&s->servers[i].primary);

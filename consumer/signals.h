@@ -5,8 +5,9 @@
  * Every throttle.interval_ms, per server, on connections of its own as the server's user:
  *   - on the primary: writes this consumer's heartbeat row (REPLACE INTO <first shard
  *     db>.<heartbeat_table> (id, ts_us) VALUES (heartbeat_id, now)) when the server has
- *     replicas; reads Threads_running (SHOW GLOBAL STATUS); runs throttle.custom_query
- *     when there is one;
+ *     replicas; reads Threads_running (SHOW GLOBAL STATUS) and reports the mean of that
+ *     read and the throttle.threads_running_samples - 1 taken since the last, evenly
+ *     spaced, less 1 for the reading query; runs throttle.custom_query when there is one;
  *   - on each replica: reads that row; the lag is the age of the oldest heartbeat this
  *     reader wrote that the replica has not applied (0 when it holds the newest), the most
  *     over the replicas. A row per consumer: another host's clock never reads as lag.
@@ -28,8 +29,8 @@
 
 typedef struct bw_signals bw_signals_t;
 
-/* Starts the threads. conf's servers, throttle.interval_ms, custom_query and
- * heartbeat_table must not change while they run (they need a restart). heartbeat_id:
+/* Starts the threads. conf's servers, throttle.interval_ms, threads_running_samples,
+ * custom_query and heartbeat_table must not change while they run (they need a restart). heartbeat_id:
  * this consumer's row (bw_signals_heartbeat_id). */
 bw_signals_t *bw_signals_start(const bw_config_t *conf, uint64_t heartbeat_id);
 void bw_signals_stop(bw_signals_t *s);

@@ -100,6 +100,7 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
         snprintf(t->why, sizeof(t->why), "every signal under its threshold");
     }
     if (cap > 0 && t->rate > cap) t->rate = cap; /* the cap was lowered: cut from there */
+    if (cap > 0 && t->trouble_rate > cap) t->trouble_rate = cap; /* and climb in steps of it */
     /* the worst of each kind of trouble: unknown, critical, over, and the highest ratio */
     int unknown = -1, critical = -1, over = -1, worst = -1, quiet = 1;
     double worst_ratio = -1;
@@ -184,12 +185,14 @@ int bw_throttle_step(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, doub
         t->quiet_since_us = 0;
         return changed;
     }
-    t->in_trouble = 0; /* calm: the next trouble starts a new bout, from the rate it then runs at */
     if (!t->quiet_since_us) t->quiet_since_us = now_us;
     if (now_us - t->quiet_since_us >= l->quiet_us && now_us - t->last_step_us >= l->interval_us) {
         /* additive, in steps of `increase` of the rate where the trouble began, back to it;
          * past it, `increase` of its own rate per step, probing towards the cap */
         t->rate = fmin(ceiling, t->rate + l->increase * fmax(t->trouble_rate, t->rate));
+        /* it climbs: trouble from here on is a new bout, measured from the rate it then has
+         * (a signal that flickers before quiet_ms does not end the bout) */
+        t->in_trouble = 0;
         t->last_step_us = now_us;
         if (t->rate >= ceiling) {
             t->signal = -1;

@@ -14,8 +14,9 @@
  *   - a signal that cannot be read, or whose reading is older than throttle.stale_ms, is
  *     "unknown" and holds the shard at the floor: never taken for healthy;
  *   - every signal below threshold * throttle.recover_ratio for throttle.quiet_ms lets the
- *     rate grow by throttle.increase of the cap per interval (hysteresis: between the two
- *     levels the rate holds);
+ *     rate grow per interval by throttle.increase of the rate it ran at when the trouble
+ *     began, and past that rate by throttle.increase of its own (hysteresis: between the
+ *     two levels the rate holds);
  *   - a signal over its critical level for throttle.critical_ms pauses the shard (its
  *     batches wait in Kafka, nothing is dropped); it resumes at the floor on its own once
  *     the signal is back under its threshold. A short spike does not pause.

@@ -95,10 +95,10 @@ check "the log shows the climb back" grep -q 'throttle: throttled -> running' "$
 # sessions busy half the time: the signal is the mean of threads_running_samples (4) reads
 # an interval, so it reads fractions, where one read an interval would read whole numbers
 running_signal() { metric 'bulkwrite_consumer_signal{server="mysql-a",signal="threads_running"}'; }
-fractional() { awk -v v="$(running_signal)" 'BEGIN {exit !(v + 0 > 0 && v + 0 < 6 && v + 0 != int(v + 0))}'; }
+fractional() { awk -v v="$(running_signal)" 'BEGIN {exit !(v + 0 > 0 && v + 0 < 12 && v + 0 != int(v + 0))}'; }
 part_timers=()
 for i in $(seq 1 6); do
-    (for _ in $(seq 1 40); do echo "SELECT SLEEP(0.05);"; sleep 0.05; done |
+    (for _ in $(seq 1 60); do echo "SELECT SLEEP(0.05);"; sleep 0.1; done |
         mariadb -h127.0.0.1 -P$DB_A -uroot -N >/dev/null 2>&1) &
     part_timers+=($!)
 done

@@ -268,6 +268,37 @@ START_TEST(a_lowered_cap_cuts_from_itself) {
     bw_throttle_step(&l, &t, 100, 0, r, now + S, 2000);
     ck_assert(t.rate == 50);
     ck_assert(bw_throttle_rate(&l, &t, 100) == 50);
+    /* the trouble began at 1000, but the climb is in steps of the new cap's tenth */
+    for (int i = 2; i <= 5; i++) {
+        readings(r, 10, 2, now + i * S);
+        bw_throttle_step(&l, &t, 100, 0, r, now + i * S, 3000);
+    }
+    ck_assert(fabs(t.rate - 60) < 1e-9);
+}
+END_TEST
+
+/* A signal that dips under the recovery level and comes back before quiet_ms is the same
+ * bout of trouble: the climb stays in steps of where it began (the cap), not of the rate
+ * the cuts left. */
+START_TEST(a_flicker_keeps_the_bout) {
+    bw_throttle_limits_t l = limits();
+    bw_throttle_shard_t t = {0};
+    bw_signal_reading_t r[BW_SIGNAL_KINDS];
+    int64_t now = 100 * S;
+    readings(r, 10, 2, now - S);
+    bw_throttle_step(&l, &t, 100, 0, r, now - S, 500);
+    readings(r, 1500, 2, now);
+    bw_throttle_step(&l, &t, 100, 0, r, now, 1000);
+    readings(r, 10, 2, now + S); /* calm for one interval */
+    bw_throttle_step(&l, &t, 100, 0, r, now + S, 2000);
+    readings(r, 1500, 2, now + 2 * S); /* over again */
+    bw_throttle_step(&l, &t, 100, 0, r, now + 2 * S, 3000);
+    ck_assert(t.rate == 25);
+    for (int i = 3; i <= 6; i++) {
+        readings(r, 10, 2, now + i * S);
+        bw_throttle_step(&l, &t, 100, 0, r, now + i * S, 4000);
+    }
+    ck_assert(fabs(t.rate - 35) < 1e-9); /* 25 + 0.1 x 100, not + 0.1 x 50 */
 }
 END_TEST
 
@@ -336,6 +367,7 @@ Suite *throttle_suite(void) {
     tcase_add_test(tc, dry_run_and_off_change_nothing);
     tcase_add_test(tc, pinned_shard_runs_at_its_cap);
     tcase_add_test(tc, a_lowered_cap_cuts_from_itself);
+    tcase_add_test(tc, a_flicker_keeps_the_bout);
     tcase_add_test(tc, a_shard_arriving_in_trouble_starts_at_the_floor);
     suite_add_tcase(s, tc);
     return s;
