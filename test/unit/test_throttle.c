@@ -34,6 +34,15 @@ static void readings(bw_signal_reading_t r[BW_SIGNAL_KINDS], double lag, double 
     r[BW_SIGNAL_THREADS_RUNNING].value = threads;
 }
 
+/* One step at `at` (monotonic and wall alike) with every signal fresh, lag and
+ * threads_running as given. */
+static void step_with(const bw_throttle_limits_t *l, bw_throttle_shard_t *t, double cap, double observed, double lag,
+                      double threads, int64_t at) {
+    bw_signal_reading_t r[BW_SIGNAL_KINDS];
+    readings(r, lag, threads, at);
+    bw_throttle_step(l, t, cap, observed, r, at, at / 1000);
+}
+
 START_TEST(decrease_hold_recover) {
     bw_throttle_limits_t l = limits();
     bw_throttle_shard_t t = {0};
@@ -123,34 +132,20 @@ END_TEST
 START_TEST(recovery_steps_by_where_trouble_began) {
     bw_throttle_limits_t l = limits();
     bw_throttle_shard_t t = {0};
-    bw_signal_reading_t r[BW_SIGNAL_KINDS];
     int64_t now = 100 * S;
-    readings(r, 10, 1, now - S);
-    bw_throttle_step(&l, &t, 0, 40, r, now - S, 500);
-    readings(r, 10, 40, now);
-    bw_throttle_step(&l, &t, 0, 40, r, now, 1000);
+    step_with(&l, &t, 0, 40, 10, 1, now - S);
+    step_with(&l, &t, 0, 40, 10, 40, now);
     ck_assert(t.rate == 20);
-    for (int i = 1; i <= 4; i++) {
-        readings(r, 10, 1, now + i * S);
-        bw_throttle_step(&l, &t, 0, 0, r, now + i * S, 2000);
-    }
+    for (int i = 1; i <= 4; i++) step_with(&l, &t, 0, 0, 10, 1, now + i * S);
     ck_assert(fabs(t.rate - 24) < 1e-9); /* calm since +1 s, quiet_ms 3 s: one step of 0.1 x 40 */
     /* a new bout of trouble at 24: the next climb is in steps of 2.4 */
-    readings(r, 10, 40, now + 5 * S);
-    bw_throttle_step(&l, &t, 0, 0, r, now + 5 * S, 3000);
+    step_with(&l, &t, 0, 0, 10, 40, now + 5 * S);
     ck_assert(fabs(t.rate - 12) < 1e-9);
-    for (int i = 6; i <= 9; i++) {
-        readings(r, 10, 1, now + i * S);
-        bw_throttle_step(&l, &t, 0, 0, r, now + i * S, 4000);
-    }
+    for (int i = 6; i <= 9; i++) step_with(&l, &t, 0, 0, 10, 1, now + i * S);
     ck_assert(fabs(t.rate - 14.4) < 1e-9);
-    for (int i = 10; i <= 13; i++) {
-        readings(r, 10, 1, now + i * S);
-        bw_throttle_step(&l, &t, 0, 0, r, now + i * S, 5000);
-    }
+    for (int i = 10; i <= 13; i++) step_with(&l, &t, 0, 0, 10, 1, now + i * S);
     ck_assert(fabs(t.rate - 24) < 1e-6); /* back where the trouble began */
-    readings(r, 10, 1, now + 14 * S);
-    bw_throttle_step(&l, &t, 0, 0, r, now + 14 * S, 6000);
+    step_with(&l, &t, 0, 0, 10, 1, now + 14 * S);
     ck_assert(fabs(t.rate - 26.4) < 1e-6); /* past it: 10 % of its own rate */
     ck_assert_int_eq(t.state, BW_THROTTLE_THROTTLED);
 }
@@ -269,10 +264,7 @@ START_TEST(a_lowered_cap_cuts_from_itself) {
     ck_assert(t.rate == 50);
     ck_assert(bw_throttle_rate(&l, &t, 100) == 50);
     /* the trouble began at 1000, but the climb is in steps of the new cap's tenth */
-    for (int i = 2; i <= 5; i++) {
-        readings(r, 10, 2, now + i * S);
-        bw_throttle_step(&l, &t, 100, 0, r, now + i * S, 3000);
-    }
+    for (int i = 2; i <= 5; i++) step_with(&l, &t, 100, 0, 10, 2, now + i * S);
     ck_assert(fabs(t.rate - 60) < 1e-9);
 }
 END_TEST
@@ -283,21 +275,13 @@ END_TEST
 START_TEST(a_flicker_keeps_the_bout) {
     bw_throttle_limits_t l = limits();
     bw_throttle_shard_t t = {0};
-    bw_signal_reading_t r[BW_SIGNAL_KINDS];
     int64_t now = 100 * S;
-    readings(r, 10, 2, now - S);
-    bw_throttle_step(&l, &t, 100, 0, r, now - S, 500);
-    readings(r, 1500, 2, now);
-    bw_throttle_step(&l, &t, 100, 0, r, now, 1000);
-    readings(r, 10, 2, now + S); /* calm for one interval */
-    bw_throttle_step(&l, &t, 100, 0, r, now + S, 2000);
-    readings(r, 1500, 2, now + 2 * S); /* over again */
-    bw_throttle_step(&l, &t, 100, 0, r, now + 2 * S, 3000);
+    step_with(&l, &t, 100, 0, 10, 2, now - S);
+    step_with(&l, &t, 100, 0, 1500, 2, now);
+    step_with(&l, &t, 100, 0, 10, 2, now + S);       /* calm for one interval */
+    step_with(&l, &t, 100, 0, 1500, 2, now + 2 * S); /* over again */
     ck_assert(t.rate == 25);
-    for (int i = 3; i <= 6; i++) {
-        readings(r, 10, 2, now + i * S);
-        bw_throttle_step(&l, &t, 100, 0, r, now + i * S, 4000);
-    }
+    for (int i = 3; i <= 6; i++) step_with(&l, &t, 100, 0, 10, 2, now + i * S);
     ck_assert(fabs(t.rate - 35) < 1e-9); /* 25 + 0.1 x 100, not + 0.1 x 50 */
 }
 END_TEST
