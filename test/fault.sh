@@ -55,9 +55,18 @@ fast_failures() {
 }
 
 declare -A consumer_pid
+# the shards a consumer holds: those its metrics list (assigned, not revoked)
+shards_held() { curl -sf "http://127.0.0.1:$1/metrics" | grep -c '^bulkwrite_consumer_paused{shard=' || true; }
+group_settled() { # both consumers hold shards, every shard once: the first rebalance is over
+    local a b
+    a=$(shards_held $C1) b=$(shards_held $C2)
+    [ "${a:-0}" -gt 0 ] && [ "${b:-0}" -gt 0 ] && [ $((a + b)) -eq 8 ]
+}
 start_consumers() {
     for port in $C1 $C2; do start_consumer $port; consumer_pid[$port]=$LAST_PID; done
-    check "two consumers join the group" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
+    # both, not the first alone: a fault injected while the real broker's group still forms
+    # (group.initial.rebalance.delay.ms) would land in the middle of the first rebalance
+    check "two consumers join the group" wait_for 60 group_settled
 }
 
 case $SCENARIO in
