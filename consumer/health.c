@@ -86,6 +86,14 @@ void bw_health_unadmit(bw_health_t *h, int shard) {
     if (sv->probe_shard == shard) sv->probe_shard = -1;
 }
 
+static unsigned server_failed(bw_health_t *h, server_health_t *sv, int64_t now_us) {
+    if (++sv->failures < h->failures_to_hold) return 0;
+    unsigned changed = sv->down ? 0 : BW_HEALTH_SERVER_DOWN;
+    sv->down = 1;
+    sv->probe_at_us = now_us + h->probe_every_us;
+    return changed;
+}
+
 unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int probe, int64_t now_us) {
     shard_health_t *sh = &h->shards[shard];
     server_health_t *sv = &h->servers[h->shard_server[shard]];
@@ -115,11 +123,7 @@ unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int p
         }
         break;
     case BW_OUTCOME_CONNECTION:
-        if (++sv->failures >= h->failures_to_hold) {
-            if (!sv->down) changed |= BW_HEALTH_SERVER_DOWN;
-            sv->down = 1;
-            sv->probe_at_us = now_us + h->probe_every_us;
-        }
+        changed |= server_failed(h, sv, now_us);
         break;
     case BW_OUTCOME_STOP:
         sh->held = sh->stopped = 1;
@@ -137,10 +141,21 @@ unsigned bw_health_server_answered(bw_health_t *h, int server) {
     return changed;
 }
 
+unsigned bw_health_server_unreachable(bw_health_t *h, int server, int64_t now_us) {
+    return server_failed(h, &h->servers[server], now_us);
+}
+
 void bw_health_forget(bw_health_t *h, int shard) {
     server_health_t *sv = &h->servers[h->shard_server[shard]];
     if (sv->probe_shard == shard) sv->probe_shard = -1;
     h->shards[shard] = (shard_health_t){0};
+}
+
+unsigned bw_health_forget_server(bw_health_t *h, int server) {
+    server_health_t *sv = &h->servers[server];
+    unsigned changed = sv->down ? BW_HEALTH_SERVER_UP : 0;
+    *sv = (server_health_t){.probe_shard = -1};
+    return changed;
 }
 
 int bw_health_shard_held(const bw_health_t *h, int shard) { return h->shards[shard].held; }

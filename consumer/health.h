@@ -61,8 +61,16 @@ unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int p
 /* Something else proved the server answers (its ledger was read): it is up. Returns
  * BW_HEALTH_SERVER_UP if it was down. */
 unsigned bw_health_server_answered(bw_health_t *h, int server);
+/* A fresh connection to the server failed outside a batch (its ledger could not be
+ * read): it counts toward the server as BW_OUTCOME_CONNECTION does. Returns
+ * BW_HEALTH_SERVER_DOWN if that marked it down. */
+unsigned bw_health_server_unreachable(bw_health_t *h, int server, int64_t now_us);
 /* The shard is no longer ours: its own state is cleared (its server's stays). */
 void bw_health_forget(bw_health_t *h, int shard);
+/* None of the server's shards is ours any more: its state is cleared, as its shards'
+ * were (their holder decides whether it is down). Returns BW_HEALTH_SERVER_UP if it
+ * was down. */
+unsigned bw_health_forget_server(bw_health_t *h, int server);
 
 int bw_health_shard_held(const bw_health_t *h, int shard);
 int bw_health_server_down(const bw_health_t *h, int server);

@@ -8,7 +8,9 @@
  * reads are back (the group waits meanwhile, heartbeats going on). A partition that
  * never stored an offset starts at the beginning of its log. A server that cannot be read
  * is asked again every consumer.pause_ms; its shards wait (their lag shows, and the
- * no-progress alert fires if it lasts). With auto.offset.reset=error, an offset Kafka no longer
+ * no-progress alert fires if it lasts), and reads that cannot connect count toward the
+ * server's health as batches do (health.h). A server none of whose shards is held here
+ * any more is no longer called down here: its shards' new holder decides. With auto.offset.reset=error, an offset Kafka no longer
  * holds is reported as a gap (partition.c), never skipped.
  * @locality dispatcher thread, from rd_kafka_consumer_poll. */
 #include <stdlib.h>
@@ -50,6 +52,7 @@ void bw_rebalance_read_ledger(bw_job_t *j) {
     MYSQL *db = bw_db_connect(consumer.conf, j->server, err, sizeof(err));
     if (!db) {
         j->ledger_errno = CR_CONNECTION_ERROR;
+        j->res.fail = BW_FAIL_CONNECTION; /* counts toward the server's health */
         snprintf(j->res.error, sizeof(j->res.error), "%s", err);
     } else if ((j->ledger_errno = bw_ledger_read_offsets(db, consumer.conf, j->shards, j->cnt, j->offsets, &scratch))) {
         snprintf(j->res.error, sizeof(j->res.error), "reading bw_offsets: %s (%u)", mysql_error(db), j->ledger_errno);
@@ -106,6 +109,11 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
     if (!j->ledger_errno && j->cnt) { /* the server answered: if it was down, it is up */
         unsigned changed = bw_health_server_answered(consumer.health, j->server);
         if (changed) bw_scheduler_on_health(consumer.partitions[j->shards[0]].shard, changed, BW_OUTCOME_OK, "");
+    } else if (j->res.fail == BW_FAIL_CONNECTION && j->cnt) {
+        /* a consumer that took over a down server's shards sends them no batch before
+         * their ledger answers: these reads are what finds the server down, and alerts */
+        unsigned changed = bw_health_server_unreachable(consumer.health, j->server, bw_now_us());
+        bw_scheduler_on_health(consumer.partitions[j->shards[0]].shard, changed, BW_OUTCOME_CONNECTION, j->res.error);
     }
     for (size_t i = 0; i < j->cnt; i++) {
         int s = j->shards[i];
@@ -141,6 +149,21 @@ void bw_rebalance_retry_ledgers(int64_t now_us) {
     }
     if (n) read_ledgers(due, n);
     free(due);
+}
+
+/* A server none of whose shards stayed here is not this consumer's to call down: it
+ * would never try it again (it decides by its own batches), and its gauge and alert
+ * would stay for ever. Its shards' holder tries it, and alerts, from now on. */
+static void forget_servers_not_held(void) {
+    for (int v = 0; v < consumer.conf->server_cnt; v++) {
+        const bw_server_t *sv = &consumer.conf->servers[v];
+        int held = 0;
+        for (int s = sv->first_shard; s <= sv->last_shard && !held; s++) held = consumer.shards[s].assigned_lanes > 0;
+        if (held || !bw_health_forget_server(consumer.health, v)) continue;
+        bw_info(COMPONENT, "server %s: none of its shards is held here any more; no longer reported down here", sv->name);
+        bw_metrics_server_down(consumer.metrics, v, 0);
+        bw_alerts_resolve_server(consumer.alerts, v);
+    }
 }
 
 static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
@@ -188,6 +211,7 @@ static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
     if (!n) hand_over();
     free(shards);
     bw_scheduler_apply_settings(now); /* an operator's pause or rate holds from the first batch */
+    forget_servers_not_held();
     bw_info(COMPONENT, "assigned %d partitions; reading where they resume", l->cnt);
     /* a shard shares one budget between its lanes only if one consumer holds them all:
      * the range assignor does that while every member subscribes to the same lanes */

@@ -10,8 +10,9 @@
 #                     resend unanswered ones under their request_id: every op applied once
 # mysql-down      (c) one MariaDB server killed for 30 s mid-job: one BulkwriteServerDown
 #                     alert fires in a real Alertmanager (no per-shard alerts), the other
-#                     server's shards keep going, the backlog drains after the restart, the
-#                     alert resolves
+#                     server's shards keep going; a rebalance while it is down leaves only
+#                     the holder of its shards reporting it down (and alerting); the
+#                     backlog drains after the restart, the alert resolves
 # mysql-hang      (c2) one MariaDB server stopped (SIGSTOP: it accepts and never answers):
 #                     one server alert; the other server keeps at least half its throughput
 #                     (measured and logged); every row exact after SIGCONT
@@ -62,8 +63,9 @@ group_settled() { # both consumers hold shards, every shard once: the first reba
     a=$(shards_held $C1) b=$(shards_held $C2)
     [ "${a:-0}" -gt 0 ] && [ "${b:-0}" -gt 0 ] && [ $((a + b)) -eq 8 ]
 }
-start_consumers() {
-    for port in $C1 $C2; do start_consumer $port; consumer_pid[$port]=$LAST_PID; done
+start_consumers() { # start_consumers [CONF1 CONF2]
+    start_consumer $C1 "${1:-$CONF}"; consumer_pid[$C1]=$LAST_PID
+    start_consumer $C2 "${2:-$CONF}"; consumer_pid[$C2]=$LAST_PID
     # both, not the first alone: a fault injected while the real broker's group still forms
     # (group.initial.rebalance.delay.ms) would land in the middle of the first rebalance
     check "two consumers join the group" wait_for 60 group_settled
@@ -146,7 +148,15 @@ mysql-down)
     fast_failures
     sed -i -e "s/default_rate = 0.0;/default_rate = 2.0;/" "$CONF"
     start_alertmanager
-    start_consumers
+    # client ids order the group's members on the real broker (its member ids begin with
+    # them; the range assignor gives the first member shards 0-3): c1 holds A, c2 holds B,
+    # and c3, the consumer started again mid-fault, comes after c2
+    for n in 1 2 3; do
+        sed -e 's/consumer_properties = \[ "session.timeout.ms=10000" \]/consumer_properties = [ "session.timeout.ms=10000", "client.id=bw-fault-c'$n'" ]/' \
+            "$CONF" >"$WORK/consumer-c$n.conf"
+    done
+    grep -q 'client.id=bw-fault-c3' "$WORK/consumer-c3.conf" || { echo "not ok - consumer client ids"; exit 1; }
+    start_consumers "$WORK/consumer-c1.conf" "$WORK/consumer-c2.conf"
     JOBS=(spread:200000)
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 5000 spread:200000 >"$WORK/submit.log" 2>&1 &
     submitter=$!
@@ -167,7 +177,8 @@ mysql-down)
           and (.annotations.error | test("connect|server")) and (.startsAt | length > 0))' \
         "$WORK/alerts.json"
     check "server A does not alert" server_alert_is mysql-a none
-    sleep $((30 - ($(date +%s) - down_at)))
+    left=$((30 - ($(date +%s) - down_at)))
+    [ $left -gt 0 ] && sleep $left
     a_after=$(rows_on $DB_A)
     check "server A's shards kept going while B was down ($a_before -> $a_after rows)" test "$a_after" -gt "$a_before"
     server_down_gauge() {
@@ -176,6 +187,34 @@ mysql-down)
     }
     check "the consumers report server B down and A up" \
         bash -c "[ $(server_down_gauge mysql-b) -ge 1 ] && [ $(server_down_gauge mysql-a) -eq 0 ]"
+
+    # A rebalance while B is down. The consumer that found B down (H) gets every shard
+    # when the other stops, then keeps only A's when that one comes back after it: B is
+    # then the new holder's to find down (by its ledger reads: it sends B no batch
+    # before they answer), and H, which would never try B again, must stop reporting it.
+    holds_shard() { curl -sf "http://127.0.0.1:$1/metrics" | grep -q "^bulkwrite_consumer_paused{shard=\"$2\"}"; }
+    down_here() { curl -sf "http://127.0.0.1:$1/metrics" | grep -q '^bulkwrite_consumer_server_down{server="mysql-b"} 1'; }
+    if holds_shard $C1 4; then H=$C1 O=$C2; else H=$C2 O=$C1; fi
+    kill -TERM "${consumer_pid[$O]}"
+    wait "${consumer_pid[$O]}" 2>/dev/null
+    holds_all() { [ "$(shards_held $H)" -eq 8 ]; }
+    check "the consumer that found B down takes every shard when the other stops" wait_for 60 holds_all
+    start_consumer $O "$WORK/consumer-c3.conf"
+    consumer_pid[$O]=$LAST_PID
+    check "the stopped consumer joins again" wait_for 60 group_settled
+    b_here() { holds_shard $1 4 || holds_shard $1 5 || holds_shard $1 6 || holds_shard $1 7; }
+    if [ "$MODE" = kafka ]; then # the order of members is known on the real broker only
+        not_b_here() { ! b_here "$1"; }
+        check "the consumer that found B down keeps only server A's shards" not_b_here $H
+    fi
+    reports_truly() { # a consumer reports B down if and only if it holds one of B's shards
+        for port in $C1 $C2; do
+            if b_here $port; then down_here $port || return 1; else ! down_here $port || return 1; fi
+        done
+    }
+    check "after the rebalance only the holder of B's shards reports B down" wait_for 30 reports_truly
+    check "and B's alert fires in Alertmanager" wait_for 15 server_alert_is mysql-b active
+    grep -h "no longer reported down here" "$WORK"/consumer-*.log | head -2 | sed 's/^/# /'
     scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null
     echo "# server B restarted after $(($(date +%s) - down_at)) s"
     check "the submitter got every request accepted" wait "$submitter"

@@ -142,6 +142,44 @@ START_TEST(an_answer_brings_the_server_up) {
 }
 END_TEST
 
+/* Ledger reads that cannot connect count toward the server as failed batches do, with
+ * a batch's failures in the same count. */
+START_TEST(unreachable_ledger_reads_take_the_server_down) {
+    bw_health_t *h = two_servers();
+    int64_t wait = 0;
+    ck_assert_int_eq(bw_health_server_unreachable(h, 1, 0), 0);
+    ck_assert(!bw_health_server_down(h, 1));
+    ck_assert_int_eq(bw_health_server_unreachable(h, 1, 3 * SEC), BW_HEALTH_SERVER_DOWN);
+    ck_assert(bw_health_blocked(h, 2) && !bw_health_blocked(h, 0));
+    ck_assert_int_eq(bw_health_admit(h, 2, 4 * SEC, &wait), BW_ADMIT_WAIT);
+    ck_assert_int_eq(wait, 29 * SEC);
+    ck_assert_int_eq(bw_health_server_unreachable(h, 1, 5 * SEC), 0); /* already down */
+    bw_health_report(h, 0, BW_OUTCOME_CONNECTION, 0, 0);
+    ck_assert_int_eq(bw_health_server_unreachable(h, 0, 0), BW_HEALTH_SERVER_DOWN);
+    bw_health_free(h);
+}
+END_TEST
+
+/* A server whose shards all went to another consumer: its state goes with them, and
+ * counting starts afresh if its shards come back. */
+START_TEST(forgetting_a_server_brings_it_up_here) {
+    bw_health_t *h = two_servers();
+    int64_t wait = 0;
+    bw_health_report(h, 2, BW_OUTCOME_CONNECTION, 0, 0);
+    bw_health_report(h, 3, BW_OUTCOME_CONNECTION, 0, 0);
+    ck_assert_int_eq(bw_health_admit(h, 2, 30 * SEC, &wait), BW_ADMIT_PROBE);
+    bw_health_forget(h, 2);
+    bw_health_forget(h, 3);
+    ck_assert(bw_health_server_down(h, 1)); /* forgetting its shards leaves the server */
+    ck_assert_int_eq(bw_health_forget_server(h, 1), BW_HEALTH_SERVER_UP);
+    ck_assert(!bw_health_server_down(h, 1) && !bw_health_blocked(h, 2));
+    ck_assert_int_eq(bw_health_admit(h, 2, 31 * SEC, &wait), BW_ADMIT_RUN);
+    ck_assert_int_eq(bw_health_forget_server(h, 1), 0);
+    ck_assert_int_eq(bw_health_report(h, 2, BW_OUTCOME_CONNECTION, 0, 32 * SEC), 0); /* the count restarted */
+    bw_health_free(h);
+}
+END_TEST
+
 Suite *health_suite(void) {
     Suite *s = suite_create("health");
     TCase *tc = tcase_create("core");
@@ -153,6 +191,8 @@ Suite *health_suite(void) {
     tcase_add_test(tc, unadmit_and_forget_free_the_probe);
     tcase_add_test(tc, timeout_means_the_server_answers);
     tcase_add_test(tc, an_answer_brings_the_server_up);
+    tcase_add_test(tc, unreachable_ledger_reads_take_the_server_down);
+    tcase_add_test(tc, forgetting_a_server_brings_it_up_here);
     suite_add_tcase(s, tc);
     return s;
 }
