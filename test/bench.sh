@@ -32,6 +32,8 @@
 # throttle.threads_running and threads_running_samples, settling time, throttle.quiet_ms
 # and throttle.increase;
 # BENCH_PROXY_OPS (100000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
+# BENCH_PROXY_LEAD_MS (2000): how long the proxy case's clients have to encode their
+# requests before they all start sending;
 # BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A B C") the stacks whose
 # cases run (the others only start and stop). Output: the table on stdout and in
 # BENCH_OUT/results.md, the raw numbers in BENCH_OUT/raw.tsv (BENCH_OUT: build/bench, for
@@ -57,6 +59,7 @@ ADAPTIVE_THREADS=${BENCH_ADAPTIVE_THREADS:-0.2} ADAPTIVE_SETTLE=${BENCH_ADAPTIVE
 ADAPTIVE_QUIET_MS=${BENCH_ADAPTIVE_QUIET_MS:-1000} ADAPTIVE_INCREASE=${BENCH_ADAPTIVE_INCREASE:-0.1}
 ADAPTIVE_SAMPLES=${BENCH_ADAPTIVE_SAMPLES:-4}
 CLIENTS=${BENCH_CLIENTS:-1 4 16} KAFKA_CASE=${BENCH_KAFKA:-$KAFKA_CASE}
+BENCH_PROXY_LEAD_MS=${BENCH_PROXY_LEAD_MS:-2000}
 STACKS=${BENCH_STACKS:-A B C}
 runs_of() { case " $STACKS " in *" $1 "*) echo "$RUNS" ;; *) echo 0 ;; esac; } # runs_of STACK
 HOT_SHARD=3 COLD_SHARD=0 WORKERS=4 PROXY_SHARDS=128 # shards 0-3 share server mysql-a
@@ -508,22 +511,27 @@ sed -e "s/count = 8;/count = $PROXY_SHARDS;/" -e "s/last_shard = 3;/last_shard =
     -e "s/topic = \"bulkwrite.batches\";/topic = \"bulkwrite.bench-proxy\";/" \
     -e "s/produce_timeout_ms = 3000;/produce_timeout_ms = 30000;/" "$CONF" >"$CONF_PROXY"
 
-# proxy_case CLIENTS FORMAT: ops/s accepted by the proxy from CLIENTS submitters at once
+# proxy_case CLIENTS FORMAT: ops/s accepted by the proxy from CLIENTS submitters at once.
+# The clients encode their requests first and all start sending at one agreed moment
+# (--start-at): the time is the proxy's, from that moment to the last answer, not the
+# clients' encoding on the same two cores.
 proxy_case() {
-    local c=$1 fmt=$2 per=$((PROXY_OPS / $1)) i t0 t1 bg=() flag=() accepted
+    local c=$1 fmt=$2 per=$((PROXY_OPS / $1)) i start end bg=() flag=() accepted
     [ "$fmt" = protobuf ] && flag=(--protobuf)
-    t0=$(now)
+    start=$(($(date +%s%3N) + BENCH_PROXY_LEAD_MS))
     for ((i = 0; i < c; i++)); do
-        "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" "${flag[@]}" "spread:$per" 2>"$WORK/client-$i.log" &
+        "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" "${flag[@]}" --start-at "$start" "spread:$per" \
+            2>"$WORK/client-$i.log" &
         bg+=($!)
         pids+=($!)
     done
     for i in "${!bg[@]}"; do wait "${bg[i]}" || { cat "$WORK/client-$i.log" >&2; die "proxy client $i failed"; }; done
-    t1=$(now)
     accepted=$(cat "$WORK"/client-*.log | awk '/^submit: [0-9]+ ops sent/ {s += $5} END {print s + 0}')
+    end=$(cat "$WORK"/client-*.log | awk '/^submit: sent from/ {if ($6 > e) e = $6} END {print e + 0}')
+    grep -h "after --start-at" "$WORK"/client-*.log | sed 's/^/# /' >&2 # timed encoding: raise BENCH_PROXY_LEAD_MS
     rm -f "$WORK"/client-*.log
     [ "$accepted" -eq $((per * c)) ] || die "the proxy accepted $accepted of $((per * c)) ops"
-    calc "$accepted / ($t1 - $t0)" 0
+    calc "$accepted / (($end - $start) / 1000)" 0
 }
 # proxy_runs KAFKA_NAME: every client count in both formats, RUNS times, after untimed
 # requests to every shard (a new topic's partitions get their leaders, and every producer

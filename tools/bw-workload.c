@@ -150,6 +150,13 @@ typedef struct {
     long backlog_waits;      /* 429 answers */
     int64_t backlog_us;      /* time spent waiting them out */
     int64_t backlog_note_us; /* when the last "shard backlog full" line was printed */
+    int64_t start_at_ms;     /* --start-at: encode every request first, send from then on */
+    struct encoded {         /* with --start-at: the requests encoded, in order */
+        void *body;
+        size_t len;
+        long ops;
+    } *queue;
+    size_t queued, queue_cap;
 } sender_t;
 
 /* One answer of the proxy. */
@@ -377,6 +384,14 @@ static int submit_job(sender_t *s, const job_t *jb, int j) {
                  jb->shard, start);
         size_t len;
         void *body = encode_request(s, rid, ops, n, &len);
+        if (s->start_at_ms) { /* sent later, all at once with the other clients */
+            if (s->queued == s->queue_cap) {
+                s->queue_cap = s->queue_cap ? 2 * s->queue_cap : 16;
+                if (!(s->queue = realloc(s->queue, s->queue_cap * sizeof(*s->queue)))) abort();
+            }
+            s->queue[s->queued++] = (struct encoded){body, len, n};
+            continue;
+        }
         ret = send_request(s, body, len, n);
         free(body);
     }
@@ -816,6 +831,20 @@ static int submit(sender_t *s, const job_t *jobs, int job_cnt) {
     int ret = 0;
     int64_t t0 = bw_now_us();
     for (int i = 0; i < job_cnt && !ret; i++) ret = submit_job(s, &jobs[i], i);
+    if (s->start_at_ms) {
+        /* the proxy's own speed: the requests' encoding (a client's cost, on the same
+         * cores in a benchmark) is done before the agreed moment */
+        int64_t wait_ms = s->start_at_ms - bw_wall_ms();
+        if (wait_ms > 0) usleep((useconds_t)(wait_ms * 1000));
+        else fprintf(stderr, "submit: encoding ended %" PRId64 " ms after --start-at\n", -wait_ms);
+        t0 = bw_now_us();
+        for (size_t i = 0; i < s->queued; i++) {
+            if (!ret) ret = send_request(s, s->queue[i].body, s->queue[i].len, s->queue[i].ops);
+            free(s->queue[i].body);
+        }
+        free(s->queue);
+        fprintf(stderr, "submit: sent from %" PRId64 " to %" PRId64 " (epoch ms)\n", s->start_at_ms, bw_wall_ms());
+    }
     double secs = (double)(bw_now_us() - t0) / 1e6;
     /* "N requests resent, in T s" stays last: test/fault.sh reads the count from the end */
     fprintf(stderr, "submit: %ld ops sent, %ld accepted, %ld not accepted, %ld backlog waits (%.1f s), "
@@ -874,7 +903,7 @@ static int hold(const char *from, const char *target, const char *count_s, const
 static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
           "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE] [--lane LANE]\n"
-          "                          [--cacert FILE] [--cert FILE --key FILE] JOB...\n"
+          "                          [--cacert FILE] [--cert FILE --key FILE] [--start-at EPOCH_MS] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
           "       bw-workload [-c CONFIG] dead-letters --brokers LIST\n"
@@ -887,7 +916,10 @@ static int usage(FILE *out, int code) {
           "  no answer or a 5xx is resent for up to --retry-for seconds (default 0), a 429 (a\n"
           "  shard's backlog is full) after Retry-After until it is taken; the proxy's bearer token\n"
           "  is read from --token-file FILE, else from the environment's BW_TOKEN; over https://,\n"
-          "  --cacert FILE trusts the proxy's CA, --cert FILE --key FILE present a client certificate\n"
+          "  --cacert FILE trusts the proxy's CA, --cert FILE --key FILE present a client certificate;\n"
+          "  --start-at EPOCH_MS encodes every request first and sends them from that moment on,\n"
+          "  then prints \"submit: sent from START to END (epoch ms)\" (benchmarks: clients that\n"
+          "  start together, their encoding untimed)\n"
           "flood: at least BYTES of pin creates with 60 KB images (local ids from 2,000,000,000)\n"
           "  produced straight to SHARD's partition, past the proxy's backlog bound; prints the\n"
           "  first and last offsets written\n",
@@ -899,6 +931,7 @@ int main(int argc, char **argv) {
     const char *config_path = "conf/bulkwrite.conf", *url = NULL, *brokers = NULL;
     long per_request = 5000;
     int protobuf = 0, wait_s = 0, retry_for = 0;
+    int64_t start_at_ms = 0;
     const char *request_id = NULL, *token_file = NULL, *lane = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"token-file", required_argument, 0, 'T'},
@@ -913,6 +946,7 @@ int main(int argc, char **argv) {
                                          {"cacert", required_argument, 0, 'C'},
                                          {"cert", required_argument, 0, 'E'},
                                          {"key", required_argument, 0, 'K'},
+                                         {"start-at", required_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "c:u:n:w:b:h", opts, NULL)) != -1;) {
@@ -930,6 +964,7 @@ int main(int argc, char **argv) {
         case 'C': tls_cacert = optarg; break;
         case 'E': tls_cert = optarg; break;
         case 'K': tls_key = optarg; break;
+        case 'S': start_at_ms = atoll(optarg); break;
         case 'h': return usage(stdout, 0);
         default: return usage(stderr, 2);
         }
@@ -964,7 +999,7 @@ int main(int argc, char **argv) {
         } else {
             sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request,
                           .request_id_prefix = request_id ? request_id : prefix, .lane = lane, .retry_for_s = retry_for,
-                          .auth_header = auth_header};
+                          .auth_header = auth_header, .start_at_ms = start_at_ms};
             ret = submit(&s, jobs, args);
             free(auth_header);
         }
