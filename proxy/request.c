@@ -161,23 +161,41 @@ static int j_bool(void *ctx, int b) {
     return 1;
 }
 
+/* Up to 18 decimal digits, with an optional '-': the value, which cannot overflow (ids
+ * and counts, nearly every number of a request, read without a copy or strtoll). */
+static int short_decimal(const char *s, size_t len, long long *out) {
+    size_t i = len && s[0] == '-';
+    if (len <= i || len - i > 18) return 0;
+    long long v = 0;
+    for (size_t k = i; k < len; k++) {
+        if (s[k] < '0' || s[k] > '9') return 0;
+        v = v * 10 + (s[k] - '0');
+    }
+    *out = i ? -v : v;
+    return 1;
+}
+
 /* A JSON number as jansson read it: an integer (no fraction, no exponent) must fit in
  * 64 bits; a real must be finite. */
 static int j_number(void *ctx, const char *s, size_t len) {
     json_ctx_t *x = ctx;
-    char small[64], *text = len < sizeof(small) ? small : bw_arena_alloc(x->a, len + 1);
-    memcpy(text, s, len);
-    text[len] = '\0';
-    int is_int = !memchr(s, '.', len) && !memchr(s, 'e', len) && !memchr(s, 'E', len);
     long long iv = 0;
     double dv = 0;
-    errno = 0;
-    if (is_int) {
-        iv = strtoll(text, NULL, 10);
-        if (errno == ERANGE) JMALFORMED("too big integer near '%.40s'", text);
-    } else {
-        dv = strtod(text, NULL);
-        if (errno == ERANGE && (dv == HUGE_VAL || dv == -HUGE_VAL)) JMALFORMED("real number overflow near '%.40s'", text);
+    int is_int = short_decimal(s, len, &iv);
+    if (!is_int) {
+        char small[64], *text = len < sizeof(small) ? small : bw_arena_alloc(x->a, len + 1);
+        memcpy(text, s, len);
+        text[len] = '\0';
+        is_int = !memchr(s, '.', len) && !memchr(s, 'e', len) && !memchr(s, 'E', len);
+        errno = 0;
+        if (is_int) {
+            iv = strtoll(text, NULL, 10);
+            if (errno == ERANGE) JMALFORMED("too big integer near '%.40s'", text);
+        } else {
+            dv = strtod(text, NULL);
+            if (errno == ERANGE && (dv == HUGE_VAL || dv == -HUGE_VAL))
+                JMALFORMED("real number overflow near '%.40s'", text);
+        }
     }
     Bulkwrite__V1__Value *v;
     switch (x->expect) {
@@ -211,11 +229,17 @@ static char *json_cstring(json_ctx_t *x, const unsigned char *s, size_t len) {
 
 /* "id" may also be a decimal string (for clients whose numbers are doubles). */
 static int json_id_string(json_ctx_t *x, const unsigned char *s, size_t len) {
-    const char *t = json_cstring(x, s, len);
-    char *end;
-    if (*t < '0' || *t > '9') return json_mistyped(x, "strings");
-    unsigned long long v = strtoull(t, &end, 10);
-    if (*end) return json_mistyped(x, "strings");
+    unsigned long long v = 0;
+    size_t i = 0;
+    for (; i < len && i < 19 && s[i] >= '0' && s[i] <= '9'; i++) v = v * 10 + (unsigned)(s[i] - '0');
+    if (i == 0 || i < len) { /* not 1 to 19 digits: a 20-digit id, or not a number */
+        const char *t = json_cstring(x, s, len);
+        char *end;
+        if (*t < '0' || *t > '9') return json_mistyped(x, "strings");
+        errno = 0;
+        v = strtoull(t, &end, 10);
+        if (*end || errno == ERANGE || strlen(t) < len) return json_mistyped(x, "strings");
+    }
     x->op->id = v;
     x->expect = X_OP_KEY;
     return 1;

@@ -281,6 +281,35 @@ START_TEST(json_malformed) {
 }
 END_TEST
 
+/* Integers read exactly on both sides of the 18-digit short path, up to 64 bits, and
+ * refused past them; an id string past 2^64 - 1, or cut by a NUL, is refused. */
+START_TEST(json_numbers_at_their_bounds) {
+    Bulkwrite__V1__BatchWriteRequest *got = json(
+        "{\"ops\": [{\"op\": \"update\", \"object_type\": \"pin\", \"id\": \"18446744073709551615\", \"fields\": {"
+        "\"a\": 999999999999999999, \"b\": -999999999999999999, \"c\": 1000000000000000000,"
+        "\"d\": 9223372036854775807, \"e\": -9223372036854775808, \"f\": -0, \"h\": 1e3}},"
+        "{\"op\": \"delete\", \"object_type\": \"pin\", \"id\": \"1234567890123456789\"},"
+        "{\"op\": \"delete\", \"object_type\": \"pin\", \"id\": 123456789012345678}]}");
+    ck_assert_msg(got != NULL, "%s", errbuf);
+    ck_assert_uint_eq(got->ops[0]->id, UINT64_MAX);
+    const int64_t want[] = {999999999999999999LL, -999999999999999999LL, 1000000000000000000LL, INT64_MAX, INT64_MIN, 0};
+    for (size_t k = 0; k < 6; k++) {
+        ck_assert_int_eq(got->ops[0]->fields[k]->value->kind_case, BULKWRITE__V1__VALUE__KIND_INT_VALUE);
+        ck_assert_int_eq(got->ops[0]->fields[k]->value->int_value, want[k]);
+    }
+    ck_assert_int_eq(got->ops[0]->fields[6]->value->kind_case, BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE);
+    ck_assert(got->ops[0]->fields[6]->value->double_value == 1000.0);
+    ck_assert_uint_eq(got->ops[1]->id, 1234567890123456789ULL);
+    ck_assert_uint_eq(got->ops[2]->id, 123456789012345678ULL);
+    expect_bad_json("{\"ops\": [{\"fields\": {\"a\": 9223372036854775808}}]}", "too big integer");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"a\": -9223372036854775809}}]}", "too big integer");
+    expect_bad_json("{\"ops\": [{\"id\": 9223372036854775808}]}", "too big integer");
+    expect_bad_json("{\"ops\": [{\"id\": \"18446744073709551616\"}]}", "ops[0].id");
+    expect_bad_json("{\"ops\": [{\"id\": \"12\\u00003\"}]}", "ops[0].id");
+    expect_bad_json("{\"ops\": [{\"id\": \"\"}]}", "ops[0].id");
+}
+END_TEST
+
 /* A surrogate pair decodes to its one 4-byte character; an escaped backslash before
  * "ud800" is text, not an escape. */
 START_TEST(json_surrogate_pairs) {
@@ -828,6 +857,7 @@ Suite *request_suite(void) {
     tcase_add_test(tc, request_id_with_nul_is_refused);
     tcase_add_test(tc, max_ops_is_enforced_while_decoding);
     tcase_add_test(tc, json_malformed);
+    tcase_add_test(tc, json_numbers_at_their_bounds);
     tcase_add_test(tc, json_surrogate_pairs);
     tcase_add_test(tc, protobuf_malformed);
     suite_add_tcase(s, tc);
