@@ -262,13 +262,14 @@ void bw_alerts_fire_server(bw_alerts_t *a, int server, const char *error) {
     fire(a, BW_ALERT_SERVER_DOWN, server, error);
 }
 
-static void resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
+/* lapse_ms: 0 resolves now; more hands the alert over (bw_alerts_hand_over_server) */
+static void resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard, int64_t lapse_ms) {
     pthread_mutex_lock(&a->mu);
     alert_t *al = &a->alerts[kind * a->conf->shard_count + shard];
     int was = al->firing;
     if (was) {
         al->firing = 0;
-        al->ends_ms = bw_wall_ms();
+        al->ends_ms = bw_wall_ms() + lapse_ms;
         al->unsent = 1;
         al->next_post_ms = 0;
         al->version++;
@@ -277,7 +278,11 @@ static void resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     pthread_mutex_unlock(&a->mu);
     if (was) {
         if (kind == BW_ALERT_UNHEALTHY) bw_metrics_shard_alert(a->metrics, shard, 0);
-        if (kinds[kind].per_server)
+        if (kinds[kind].per_server && lapse_ms)
+            bw_log(BW_LOG_INFO, COMPONENT, -1, NULL,
+                   "ALERT %s for server %s handed over: it lapses in %lld ms unless its shards' new holder fires it",
+                   kinds[kind].name, a->conf->servers[shard].name, (long long)lapse_ms);
+        else if (kinds[kind].per_server)
             bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "ALERT %s resolved for server %s", kinds[kind].name,
                    a->conf->servers[shard].name);
         else
@@ -285,8 +290,11 @@ static void resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     }
 }
 
-void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) { resolve(a, kind, shard); }
-void bw_alerts_resolve_server(bw_alerts_t *a, int server) { resolve(a, BW_ALERT_SERVER_DOWN, server); }
+void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard) { resolve(a, kind, shard, 0); }
+void bw_alerts_resolve_server(bw_alerts_t *a, int server) { resolve(a, BW_ALERT_SERVER_DOWN, server, 0); }
+void bw_alerts_hand_over_server(bw_alerts_t *a, int server, int64_t lapse_ms) {
+    resolve(a, BW_ALERT_SERVER_DOWN, server, lapse_ms > 0 ? lapse_ms : 1);
+}
 
 int bw_alerts_firing(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     pthread_mutex_lock(&a->mu);

@@ -41,6 +41,12 @@ int bw_alerts_firing(bw_alerts_t *a, bw_alert_kind_t kind, int shard);
 /* BW_ALERT_SERVER_DOWN of server index `server`. */
 void bw_alerts_fire_server(bw_alerts_t *a, int server, const char *error);
 void bw_alerts_resolve_server(bw_alerts_t *a, int server);
+/* This consumer no longer holds any of the server's shards: it stops reporting the
+ * alert, which Alertmanager keeps active for lapse_ms more (endsAt in the future), the
+ * time the new holder takes to find the server down and fire the same alert; if it
+ * does not, the alert lapses then. Resolving at once would page "resolved" and then
+ * "firing" again on every rebalance during an outage. */
+void bw_alerts_hand_over_server(bw_alerts_t *a, int server, int64_t lapse_ms);
 
 /* The Alertmanager v2 body for the given alerts (malloc'd), each named by
  * kind * shards.count + shard (+ server for BW_ALERT_SERVER_DOWN). Exposed for tests. */

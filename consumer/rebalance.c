@@ -23,6 +23,10 @@
 #include "ledger.h"
 #include "log.h"
 
+/* Set while a revocation drains in-flight jobs: a ledger read collected then belongs to
+ * partitions about to be dropped, and says nothing this consumer will act on. */
+static int revoking;
+
 /* Submits one ledger read per server for the listed partitions (slots). */
 static void read_ledgers(const int *shards, size_t n) {
     for (int sv = 0; sv < consumer.conf->server_cnt; sv++) {
@@ -106,19 +110,24 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
                "cannot read where %zu partitions of server %s resume (%s); asking again in %d ms", j->cnt, sv->name,
                j->res.error, consumer.conf->pause_ms);
     int64_t retry_at = bw_now_us() + (int64_t)consumer.conf->pause_ms * 1000;
-    if (!j->ledger_errno && j->cnt) { /* the server answered: if it was down, it is up */
-        unsigned changed = bw_health_server_answered(consumer.health, j->server);
-        if (changed) bw_scheduler_on_health(consumer.partitions[j->shards[0]].shard, changed, BW_OUTCOME_OK, "");
-    } else if (j->res.fail == BW_FAIL_CONNECTION && j->cnt) {
-        /* a consumer that took over a down server's shards sends them no batch before
-         * their ledger answers: these reads are what finds the server down, and alerts */
-        unsigned changed = bw_health_server_unreachable(consumer.health, j->server, bw_now_us());
-        bw_scheduler_on_health(consumer.partitions[j->shards[0]].shard, changed, BW_OUTCOME_CONNECTION, j->res.error);
+    if (j->cnt && !revoking) {
+        int shard = consumer.partitions[j->shards[0]].shard;
+        if (j->res.fail == BW_FAIL_CONNECTION) {
+            /* a consumer that took over a down server's shards sends them no batch before
+             * their ledger answers: these reads are what finds the server down, and alerts */
+            unsigned changed = bw_health_server_unreachable(consumer.health, j->server, bw_now_us());
+            bw_scheduler_on_health(shard, changed, BW_OUTCOME_CONNECTION, j->res.error);
+        } else if (!j->ledger_errno || bw_db_error_class(j->ledger_errno) != BW_DBERR_CONNECTION) {
+            /* the server answered (if only with an error): if it was down, it is up. A
+             * fresh connection that broke mid-read proves neither; the next read decides */
+            unsigned changed = bw_health_server_answered(consumer.health, j->server);
+            if (changed) bw_scheduler_on_health(shard, changed, BW_OUTCOME_OK, "");
+        }
     }
     for (size_t i = 0; i < j->cnt; i++) {
         int s = j->shards[i];
         bw_partition_t *p = &consumer.partitions[s];
-        if (!p->assigned || !p->ledger_pending) continue;
+        if (!p->assigned || !p->ledger_pending || revoking) continue; /* revoking: dropped once drained */
         if (j->ledger_errno) {
             p->ledger_retry_at_us = retry_at;
             bw_partition_note_error(p->shard, "ledger", j->res.error);
@@ -162,7 +171,12 @@ static void forget_servers_not_held(void) {
         if (held || !bw_health_forget_server(consumer.health, v)) continue;
         bw_info(COMPONENT, "server %s: none of its shards is held here any more; no longer reported down here", sv->name);
         bw_metrics_server_down(consumer.metrics, v, 0);
-        bw_alerts_resolve_server(consumer.alerts, v);
+        /* as long as the new holder takes to fire it: its failed ledger reads, pause_ms
+         * apart, each up to a connect timeout, after the group settles */
+        const bw_config_t *c = consumer.conf;
+        bw_alerts_hand_over_server(consumer.alerts, v,
+                                   (int64_t)(c->pause_after_timeouts + 1) * c->pause_ms +
+                                       2 * (int64_t)c->connect_timeout_ms);
     }
 }
 
@@ -242,7 +256,9 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         rd_kafka_topic_partition_list_destroy(consumer.awaiting);
         consumer.awaiting = NULL;
     }
+    revoking = 1;
     bw_scheduler_drain(shards, n);
+    revoking = 0;
     bw_progress_commit();
     for (size_t i = 0; i < n; i++) {
         int s = shards[i];

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alerts.h"
@@ -183,6 +184,15 @@ START_TEST(concurrent_alerts_reach_the_webhook) {
 }
 END_TEST
 
+static long seconds_of(const char *rfc3339) { /* 2026-11-30T09:13:21.757Z, UTC */
+    struct tm tm = {0};
+    ck_assert(sscanf(rfc3339, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                     &tm.tm_sec) == 6);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (long)timegm(&tm);
+}
+
 /* BulkwriteServerDown is one alert per server: labelled with the server and its address,
  * no shard; it goes with the same metrics and the same firing/resolved contract. */
 START_TEST(server_alert_names_the_server) {
@@ -205,7 +215,21 @@ START_TEST(server_alert_names_the_server) {
     bw_alerts_resolve_server(a, 1);
     ck_assert(!bw_alerts_firing(a, BW_ALERT_SERVER_DOWN, 1));
     j = body_of(a, index);
-    ck_assert(is_rfc3339(json_string_value(json_object_get(json_array_get(j, 0), "endsAt"))));
+    const char *resolved_at = json_string_value(json_object_get(json_array_get(j, 0), "endsAt"));
+    ck_assert(is_rfc3339(resolved_at));
+    char now[32];
+    snprintf(now, sizeof(now), "%s", resolved_at);
+    json_decref(j);
+    /* handed over (its shards went to another consumer): it ends an hour on, not now, so
+     * that Alertmanager keeps it until the new holder fires it */
+    bw_alerts_fire_server(a, 1, "connect to mysql-b (127.0.0.1:13307): Connection refused");
+    bw_alerts_hand_over_server(a, 1, 3600 * 1000);
+    ck_assert(!bw_alerts_firing(a, BW_ALERT_SERVER_DOWN, 1));
+    j = body_of(a, index);
+    const char *ends = json_string_value(json_object_get(json_array_get(j, 0), "endsAt"));
+    ck_assert(is_rfc3339(ends));
+    long later = seconds_of(ends) - seconds_of(now);
+    ck_assert_msg(later >= 3599 && later <= 3601, "handed over at %s, ends %s: not an hour on", now, ends);
     json_decref(j);
     bw_alerts_destroy(a);
     bw_metrics_destroy(m);
