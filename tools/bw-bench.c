@@ -10,7 +10,7 @@
  *   bw-bench rowwise [--sample N] JOB...             one autocommit INSERT per row, over the first N
  *                                                  rows (default 5,000)
  *   bw-bench delete  [--conns N] [--batch N] JOB...  DELETE … WHERE id IN (batch ids) for cleanup jobs
- *   bw-bench probe   --shard S [--seconds T] [--interval-ms M]
+ *   bw-bench probe   --shard S [--seconds T] [--interval-ms M] [--samples FILE]
  *                                                  online traffic on shard S's database: one
  *                                                  autocommit single-row INSERT, then a point SELECT
  *                                                  of it, every M ms (default 5) for T s (default 5);
@@ -41,6 +41,7 @@
  *
  * stdout: one line of name=value results (rows, seconds, rows_per_s, statements; the probe
  * its latencies in ms); diagnostics on stderr. Exit 0 on success, 1 on failure, 2 usage. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -361,8 +362,9 @@ static void sleep_until(double t) {
 }
 
 /* Online traffic on one shard's database: an autocommit single-row INSERT of a pin, then a
- * point SELECT of it, every interval; prints the latencies' p50 and p99 (ms). */
-static int probe(int shard, double seconds, double interval_ms) {
+ * point SELECT of it, every interval; prints the latencies' p50 and p99 (ms), and appends
+ * each latency to samples_path if given (probes in slices, pooled by the caller). */
+static int probe(int shard, double seconds, double interval_ms, const char *samples_path) {
     char err[512], dbname[80], q[512];
     int server = conf->shard_server[shard];
     bw_config_shard_db(conf, shard, dbname, sizeof(dbname));
@@ -413,6 +415,15 @@ static int probe(int shard, double seconds, double interval_ms) {
     if (mysql_query(db, q)) {
         fprintf(stderr, "bw-bench: probe cleanup: %s\n", mysql_error(db));
         ret = 1;
+    }
+    FILE *samples = !ret && n && samples_path ? fopen(samples_path, "a") : NULL;
+    if (samples_path && !ret && n && !samples) {
+        fprintf(stderr, "bw-bench: %s: %s\n", samples_path, strerror(errno));
+        ret = 1;
+    }
+    if (samples) {
+        for (size_t i = 0; i < 2 * n; i++) fprintf(samples, "%.3f\n", all[i]);
+        if (fclose(samples)) ret = 1;
     }
     if (!ret && n) {
         qsort(wr, n, sizeof(double), cmp_double);
@@ -563,7 +574,7 @@ static int applied(double since, int timeline) {
 static int usage(FILE *out, int code) {
     fputs("usage: bw-bench [-c CONFIG] insert|array|delete [--conns N] [--batch N] JOB...\n"
           "       bw-bench [-c CONFIG] rowwise [--sample N] JOB...\n"
-          "       bw-bench [-c CONFIG] probe --shard S [--seconds T] [--interval-ms M]\n"
+          "       bw-bench [-c CONFIG] probe --shard S [--seconds T] [--interval-ms M] [--samples FILE]\n"
           "       bw-bench [-c CONFIG] clean | settle\n"
           "       bw-bench [-c CONFIG] applied --since UNIX_SECONDS [--timeline]\n"
           "JOB: feed:N:SHARD | spread:N (insert, array, rowwise) | cleanup:N:SHARD (delete)\n"
@@ -588,6 +599,7 @@ int main(int argc, char **argv) {
     const char *config_path = "conf/bulkwrite.conf";
     long conns = 1, batch = 0, sample = 5000, shard = -1;
     double seconds = 5, interval_ms = 5, since = -1;
+    const char *samples_path = NULL;
     int timeline = 0;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"conns", required_argument, 0, 'C'},
@@ -596,6 +608,7 @@ int main(int argc, char **argv) {
                                          {"shard", required_argument, 0, 's'},
                                          {"seconds", required_argument, 0, 'T'},
                                          {"interval-ms", required_argument, 0, 'I'},
+                                         {"samples", required_argument, 0, 'P'},
                                          {"since", required_argument, 0, 'A'},
                                          {"timeline", no_argument, 0, 'L'},
                                          {"help", no_argument, 0, 'h'},
@@ -609,6 +622,7 @@ int main(int argc, char **argv) {
         case 's': shard = atol(optarg); break;
         case 'T': seconds = atof(optarg); break;
         case 'I': interval_ms = atof(optarg); break;
+        case 'P': samples_path = optarg; break;
         case 'A': since = atof(optarg); break;
         case 'L': timeline = 1; break;
         case 'h': return usage(stdout, 0);
@@ -634,7 +648,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(cmd, "applied") == 0) {
         ret = args || since < 0 ? usage(stderr, 2) : applied(since, timeline);
     } else if (strcmp(cmd, "probe") == 0) {
-        ret = args || shard < 0 || shard >= conf->shard_count ? usage(stderr, 2) : probe((int)shard, seconds, interval_ms);
+        ret = args || shard < 0 || shard >= conf->shard_count ? usage(stderr, 2) : probe((int)shard, seconds, interval_ms, samples_path);
     } else {
         static const char *const modes[] = {"insert", "array", "rowwise", "delete"};
         int m = 0;
