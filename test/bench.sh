@@ -56,6 +56,7 @@ ROWWISE=${BENCH_ROWWISE:-$ROWWISE} SMALL=${BENCH_SMALL_BATCHES:-$SMALL}
 RATES=${BENCH_RATES:-5 50 500 2000} RATE_SECONDS=${BENCH_RATE_SECONDS:-$RATE_SECONDS}
 PROBE_SECONDS=${BENCH_PROBE_SECONDS:-$PROBE_SECONDS} PROBE_ROWS=${BENCH_PROBE_ROWS:-$PROBE_ROWS}
 PROBE_SLICES=${BENCH_PROBE_SLICES:-$PROBE_SLICES}
+[ "$PROBE_SLICES" -ge 1 ] 2>/dev/null || { echo "bench: BENCH_PROBE_SLICES must be a whole number >= 1" >&2; exit 2; }
 SLICE_SECONDS=$(awk "BEGIN {printf \"%.3f\", $PROBE_SECONDS / $PROBE_SLICES}")
 PROBE_RATE=${BENCH_PROBE_RATE:-20} PROXY_OPS=${BENCH_PROXY_OPS:-$PROXY_OPS}
 ADAPTIVE_THREADS=${BENCH_ADAPTIVE_THREADS:-0.2} ADAPTIVE_SETTLE=${BENCH_ADAPTIVE_SETTLE:-3}
@@ -385,23 +386,26 @@ for run in $(seq 1 "$(runs_of A)"); do
         rm -f "$WORK/idle.samples" "$WORK/busy.samples"
         idle_cpu=(0 0 0 0) busy_cpu=(0 0 0 0) busy_rows=0 busy_s=0 before=$(applied_rows)
         for ((slice = 0; slice < PROBE_SLICES; slice++)); do
-            if [ "$slice" -gt 0 ]; then # paused again, once the consumer has it, and its last statement ended
+            if [ "$slice" -gt 0 ]; then # paused again, once the consumer has it and its last statement ended
+                [ "$mode" = adaptive ] && throttle_mode off
                 "$BIN/bwctl" -c "$CONF" pause "$HOT_SHARD" >/dev/null
                 hot_paused() { [ "$(shard_metric bulkwrite_consumer_paused "$HOT_SHARD")" = 1 ]; }
                 wait_for 30 hot_paused || die "the hot shard did not pause"
-                sleep 0.2
+                b=$(batches)
+                while sleep 0.2 && [ "$(batches)" != "$b" ]; do b=$(batches); done
             fi
             c0=($(cpu_ticks))
             bench "$CONF" probe --shard "$COLD_SHARD" --seconds "$SLICE_SECONDS" --samples "$WORK/idle.samples" >/dev/null
             c1=($(cpu_ticks))
-            # on after the first idle slice: the probe's own traffic over the threshold would
-            # start a bout of trouble for the paused shard from max_rate, not from what it runs at
-            [ "$mode" = adaptive ] && [ "$slice" = 0 ] && throttle_mode on
+            # the adaptive throttle is on for the busy slices only: during an idle one the
+            # probe's own traffic over the threshold would start a bout of trouble for the
+            # paused shard, and the next busy slice would begin from wherever that left it
+            [ "$mode" = adaptive ] && throttle_mode on
             b=$(batches)
             "$BIN/bwctl" -c "$CONF" resume "$HOT_SHARD" >/dev/null
             # (a drain already over, which the note reports, has no batch to wait for)
             [ $(($(applied_rows) - before)) -ge "$PROBE_ROWS" ] || wait_batch_change "$HOT_SHARD" 60 "$b" >/dev/null
-            [ "$mode" = adaptive ] && [ "$slice" = 0 ] && sleep "$ADAPTIVE_SETTLE"
+            [ "$mode" = adaptive ] && sleep "$ADAPTIVE_SETTLE"
             probe_from=$(applied_rows)
             t0=$(now)
             c2=($(cpu_ticks))
@@ -554,7 +558,9 @@ proxy_case() {
     for i in "${!bg[@]}"; do wait "${bg[i]}" || { cat "$WORK/client-$i.log" >&2; die "proxy client $i failed"; }; done
     accepted=$(cat "$WORK"/client-*.log | awk '/^submit: [0-9]+ ops sent/ {s += $5} END {print s + 0}')
     end=$(cat "$WORK"/client-*.log | awk '/^submit: sent from/ {if ($6 > e) e = $6} END {print e + 0}')
-    grep -h "after --start-at" "$WORK"/client-*.log | sed 's/^/# /' >&2 # timed encoding: raise BENCH_PROXY_LEAD_MS
+    if grep -q "after --start-at" "$WORK"/client-*.log; then # encoding in the timing: the number is low
+        die "proxy clients were still encoding at their start (raise BENCH_PROXY_LEAD_MS): $(grep -h "after --start-at" "$WORK"/client-*.log | head -1)"
+    fi
     rm -f "$WORK"/client-*.log
     [ "$accepted" -eq $((per * c)) ] || die "the proxy accepted $accepted of $((per * c)) ops"
     calc "$accepted / (($end - $start) / 1000)" 0

@@ -964,7 +964,12 @@ int main(int argc, char **argv) {
         case 'C': tls_cacert = optarg; break;
         case 'E': tls_cert = optarg; break;
         case 'K': tls_key = optarg; break;
-        case 'S': start_at_ms = atoll(optarg); break;
+        case 'S': {
+            char *end;
+            start_at_ms = strtoll(optarg, &end, 10);
+            if (*end || start_at_ms <= 0) return fprintf(stderr, "bw-workload: --start-at wants epoch ms, not \"%s\"\n", optarg), 2;
+            break;
+        }
         case 'h': return usage(stdout, 0);
         default: return usage(stderr, 2);
         }
