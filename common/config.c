@@ -1083,9 +1083,15 @@ const bw_object_type_t *bw_config_object_type(const bw_config_t *c, const char *
     return NULL;
 }
 
-int bw_config_column(const bw_object_type_t *ot, const char *name) {
-    for (int i = 0; i < ot->column_cnt; i++)
+int bw_config_column(const bw_object_type_t *ot, const char *name) { return bw_config_column_from(ot, name, 0); }
+
+int bw_config_column_from(const bw_object_type_t *ot, const char *name, int hint) {
+    int n = ot->column_cnt;
+    if (hint < 0 || hint >= n) hint = 0;
+    for (int k = 0; k < n; k++) { /* from the hint on, then the columns before it */
+        int i = hint + k < n ? hint + k : hint + k - n;
         if (strcmp(ot->columns[i].name, name) == 0) return i;
+    }
     return -1;
 }
 

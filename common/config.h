@@ -186,6 +186,10 @@ void bw_config_destroy(bw_config_t *conf);
 const bw_object_type_t *bw_config_object_type(const bw_config_t *conf, const char *name);
 /* Index of `name` in ot->columns, or -1. */
 int bw_config_column(const bw_object_type_t *ot, const char *name);
+/* The same, searching from column `hint` on and then the columns before it: an op's next
+ * field is most often a later column (a client sends them in one order, leaving some
+ * out), so the proxy's lookup takes a comparison or two a field. */
+int bw_config_column_from(const bw_object_type_t *ot, const char *name, int hint);
 /* Database name of a logical shard into buf ("db00042"). */
 /* Lanes and slots: a consumer or proxy keeps one (lane, shard) pair of its state per
  * *slot*, slot = lane * shard_count + shard (lane 0's slots are the shard numbers). */

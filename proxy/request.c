@@ -227,12 +227,23 @@ static char *json_cstring(json_ctx_t *x, const unsigned char *s, size_t len) {
     return bw_arena_strndup(x->a, (const char *)s, strnlen((const char *)s, len));
 }
 
+/* 1 to 19 decimal digits, which every id is (its two top bits are zero): their value,
+ * read without strtoull. Anything else is left to strtoull and the caller's checks. */
+static int id_digits(const char *s, size_t len, uint64_t *out) {
+    uint64_t v = 0;
+    if (len == 0 || len > 19) return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
 /* "id" may also be a decimal string (for clients whose numbers are doubles). */
 static int json_id_string(json_ctx_t *x, const unsigned char *s, size_t len) {
-    unsigned long long v = 0;
-    size_t i = 0;
-    for (; i < len && i < 19 && s[i] >= '0' && s[i] <= '9'; i++) v = v * 10 + (unsigned)(s[i] - '0');
-    if (i == 0 || i < len) { /* not 1 to 19 digits: a 20-digit id, or not a number */
+    uint64_t v;
+    if (!id_digits((const char *)s, len, &v)) { /* a 20-digit id, or not a number */
         const char *t = json_cstring(x, s, len);
         char *end;
         if (*t < '0' || *t > '9') return json_mistyped(x, "strings");
@@ -969,12 +980,17 @@ static int validate_op(const bw_config_t *conf, const Bulkwrite__V1__Op *op, bw_
         if (ot->create_route == BW_ROUTE_MD5) {
             routed = (int)bw_shard_of_key(key, strlen(key), (unsigned)conf->shard_count);
         } else {
-            char *end;
-            unsigned long long owner = strtoull(key, &end, 10);
-            if (*key < '0' || *key > '9' || *end || !bw_id_well_formed(owner))
+            uint64_t owner;
+            int digits = id_digits(key, strlen(key), &owner);
+            if (!digits) {
+                char *end;
+                owner = strtoull(key, &end, 10);
+                digits = *key >= '0' && *key <= '9' && !*end;
+            }
+            if (!digits || !bw_id_well_formed(owner))
                 REJECT("shard_key \"%.64s\" is not an object id (create_route is \"id\")", key);
             if ((int)bw_id_shard(owner) >= conf->shard_count)
-                REJECT("shard_key %llu: shard %u is out of range (shards.count is %d)", owner,
+                REJECT("shard_key %" PRIu64 ": shard %u is out of range (shards.count is %d)", owner,
                        bw_id_shard(owner), conf->shard_count);
             routed = (int)bw_id_shard(owner);
         }
@@ -992,7 +1008,7 @@ static int validate_op(const bw_config_t *conf, const Bulkwrite__V1__Op *op, bw_
     for (size_t i = 0; i < op->n_fields; i++) {
         const Bulkwrite__V1__Field *f = op->fields[i];
         const char *fname = f->name ? f->name : "";
-        int c = bw_config_column(ot, fname);
+        int c = bw_config_column_from(ot, fname, i ? cols[i - 1] + 1 : 0);
         if (c < 0) {
             if (strcmp(fname, ot->id_column) == 0) REJECT("field \"%.64s\": set the id with the op's id", fname);
             REJECT("unknown column \"%.64s\" for object type %s", fname, ot->name);

@@ -386,8 +386,8 @@ static Bulkwrite__V1__Op *pin_create(t_req_t *r, uint64_t id, unsigned owner_sha
 
 START_TEST(validate_rejections) {
     t_req_t r;
-    t_req_init(&r, &A, 80);
-    expect_t e[80];
+    t_req_init(&r, &A, 100);
+    expect_t e[100];
     size_t n = 0;
     Bulkwrite__V1__Op *o;
     char title[300];
@@ -474,6 +474,37 @@ START_TEST(validate_rejections) {
     o = t_op(&r, BW_OP_CREATE, "pin", 0, "alice");
     t_f_int(&r, o, "owner_id", 1);
     EXPECT(o, "shard_key \"alice\" is not an object id (create_route is \"id\")");
+    /* a shard_key read as an id: decimal digits only, nothing around them, at most the
+     * largest well-formed id (2^64-1 and past it are refused, not cut or wrapped) */
+    static const char *const not_ids[] = {" 123", "+123", "123x", "-1", "18446744073709551615",
+                                          "18446744073709551616", "99999999999999999999999"};
+    for (size_t k = 0; k < sizeof(not_ids) / sizeof(*not_ids); k++) {
+        o = t_op(&r, BW_OP_CREATE, "pin", 0, not_ids[k]);
+        t_f_int(&r, o, "owner_id", 1);
+        EXPECT(o, "is not an object id (create_route is \"id\")");
+    }
+    /* leading zeros are the same id, whether the key is 19 characters or more */
+    static char padded[2][48];
+    snprintf(padded[0], sizeof(padded[0]), "0%s", t_idstr(&r, bw_id_make(5, 9, 1)));
+    snprintf(padded[1], sizeof(padded[1]), "000%s", t_idstr(&r, bw_id_make(6, 9, 1)));
+    o = t_op(&r, BW_OP_CREATE, "pin", 0, padded[0]);
+    t_f_int(&r, o, "owner_id", 1);
+    VALID(o, 5);
+    o = t_op(&r, BW_OP_CREATE, "pin", 0, padded[1]);
+    t_f_int(&r, o, "owner_id", 1);
+    VALID(o, 6);
+    /* fields in any order, and a field given twice apart */
+    o = t_op(&r, BW_OP_CREATE, "pin", 0, t_idstr(&r, bw_id_make(4, 9, 1)));
+    t_f_str(&r, o, "image", "b", 1);
+    t_f_int(&r, o, "like_count", 2);
+    t_f_str(&r, o, "title", "t", 1);
+    t_f_int(&r, o, "owner_id", 1);
+    VALID(o, 4);
+    o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
+    t_f_str(&r, o, "title", "t", 1);
+    t_f_int(&r, o, "like_count", 2);
+    t_f_str(&r, o, "title", "u", 1);
+    EXPECT(o, "field \"title\" is given twice");
     o = t_op(&r, BW_OP_CREATE, "pin", 0, t_idstr(&r, bw_id_make(9, 9, 1)));
     t_f_int(&r, o, "owner_id", 1);
     EXPECT(o, "shard 9 is out of range");
