@@ -27,6 +27,8 @@ usage: $0 fetch              download Kafka $KAFKA_VERSION jars into $LIBS (idem
 env:   BW_KAFKA_HOME  jar cache dir (default /var/cache/bulkwrite/kafka-$KAFKA_VERSION)
        BW_KAFKA_SASL_PLAIN=USER:PASSWORD  the client listener is SASL_PLAINTEXT (mechanism
                       PLAIN) with this one user (start only)
+       BW_KAFKA_JVM_OPTS  more JVM options, split on spaces (start only); make bench
+                      passes -XX:TieredStopAtLevel=1 (docs/performance.md)
 tools: java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$LIBS/*"
            org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:PORT ...
 Files in DIR: server.properties logs/ kafka.log kafka.pid
@@ -263,9 +265,11 @@ cmd_start() {
     # setsid+nohup: survives this script and the caller's terminal. The inner
     # shell writes its own pid and execs java, so the pid file is the JVM's.
     # GC flags as in Kafka's own kafka-run-class.sh.
+    local -a more_opts
+    read -r -a more_opts <<<"${BW_KAFKA_JVM_OPTS:-}"
     # shellcheck disable=SC2016  # $$ and $1 are meant for the inner shell
     setsid nohup bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$DIR/kafka.pid" \
-        "$JAVA" -Xmx512m -Xms512m -server \
+        "$JAVA" -Xmx512m -Xms512m -server "${more_opts[@]}" \
         -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
         -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
         -Dorg.slf4j.simpleLogger.showDateTime=true \
