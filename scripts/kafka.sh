@@ -27,8 +27,8 @@ usage: $0 fetch              download Kafka $KAFKA_VERSION jars into $LIBS (idem
 env:   BW_KAFKA_HOME  jar cache dir (default /var/cache/bulkwrite/kafka-$KAFKA_VERSION)
        BW_KAFKA_SASL_PLAIN=USER:PASSWORD  the client listener is SASL_PLAINTEXT (mechanism
                       PLAIN) with this one user (start only)
-       BW_KAFKA_JVM_OPTS  more JVM options, split on spaces (start only); make bench
-                      passes -XX:TieredStopAtLevel=1 (docs/performance.md)
+       BW_KAFKA_JVM_OPTS  more JVM options, split on spaces (start only; make bench
+                      passes BENCH_KAFKA_JVM_OPTS)
 tools: java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$LIBS/*"
            org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:PORT ...
 Files in DIR: server.properties logs/ kafka.log kafka.pid

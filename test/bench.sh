@@ -36,8 +36,8 @@
 # BENCH_PROXY_LEAD_MS (2000): how long the proxy case's clients have to encode their
 # requests before they all start sending;
 # BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A B C") the stacks whose
-# cases run (the others only start and stop); BENCH_KAFKA_JVM_OPTS
-# (-XX:TieredStopAtLevel=1) the real broker's extra JVM options. Output: the table on stdout and in
+# cases run (the others only start and stop); BENCH_KAFKA_JVM_OPTS (none) the real
+# broker's extra JVM options. Output: the table on stdout and in
 # BENCH_OUT/results.md, the raw numbers in BENCH_OUT/raw.tsv (BENCH_OUT: build/bench, for
 # the smoke build/bench-smoke).
 set -euo pipefail
@@ -66,10 +66,9 @@ ADAPTIVE_SAMPLES=${BENCH_ADAPTIVE_SAMPLES:-4}
 CLIENTS=${BENCH_CLIENTS:-1 4 16} KAFKA_CASE=${BENCH_KAFKA:-$KAFKA_CASE}
 BENCH_PROXY_LEAD_MS=${BENCH_PROXY_LEAD_MS:-2000}
 STACKS=${BENCH_STACKS:-A B C}
-# The real broker's JVM compiles with C1 only: a young JVM's C2 compiler ran all through a
-# stack-A run, 1,429 of the broker's 2,946 CPU ticks, on the 2 cores the cases time; a
-# broker that has run for days paid that once (docs/performance.md, "How it measures")
-export BW_KAFKA_JVM_OPTS=${BENCH_KAFKA_JVM_OPTS--XX:TieredStopAtLevel=1}
+# the real broker's extra JVM options (none: C1 only, -XX:TieredStopAtLevel=1, took the
+# young JVM's compiler off the cores but cost the proxy-alone rows more; docs/performance.md)
+export BW_KAFKA_JVM_OPTS=${BENCH_KAFKA_JVM_OPTS:-}
 runs_of() { case " $STACKS " in *" $1 "*) echo "$RUNS" ;; *) echo 0 ;; esac; } # runs_of STACK
 HOT_SHARD=3 COLD_SHARD=0 WORKERS=4 PROXY_SHARDS=128 # shards 0-3 share server mysql-a
 OUT=${BENCH_OUT:-build/bench}
