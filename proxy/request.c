@@ -852,6 +852,11 @@ int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *c
 int bw_utf8_valid(const unsigned char *s, size_t len) {
     size_t i = 0;
     while (i < len) {
+        /* runs of ASCII eight bytes a step: every value and name is checked (8 % of the
+         * proxy's protobuf path, 11 % of its JSON path, callgrind), most text is ASCII */
+        uint64_t w;
+        while (i + 8 <= len && (memcpy(&w, s + i, 8), (w & 0x8080808080808080u) == 0)) i += 8;
+        if (i == len) break;
         unsigned char c = s[i];
         if (c < 0x80) { i++; continue; }
         size_t n;

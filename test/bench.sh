@@ -32,8 +32,8 @@
 # BENCH_ADAPTIVE_QUIET_MS (3000, the default) and BENCH_ADAPTIVE_INCREASE (0.1): the adaptive case's
 # throttle.threads_running and threads_running_samples, settling time, throttle.quiet_ms
 # and throttle.increase;
-# BENCH_PROXY_OPS (100000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
-# BENCH_PROXY_LEAD_MS (2000): how long the proxy case's clients have to encode their
+# BENCH_PROXY_OPS (300000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
+# BENCH_PROXY_LEAD_MS (3000): how long the proxy case's clients have to encode their
 # requests before they all start sending;
 # BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A B C") the stacks whose
 # cases run (the others only start and stop); BENCH_KAFKA_JVM_OPTS (none) the real
@@ -50,7 +50,7 @@ if [ "$SMOKE" = 1 ]; then
     PROBE_SECONDS=1 PROBE_SLICES=2 PROBE_ROWS=3000 PROXY_OPS=2000 KAFKA_CASE=0
 else
     RUNS=3 ROWS=200000 DELETES=100000 ROWWISE=5000 SMALL=2000 RATE_SECONDS=10 WARMUP=2
-    PROBE_SECONDS=5 PROBE_SLICES=5 PROBE_ROWS=1500000 PROXY_OPS=100000 KAFKA_CASE=1
+    PROBE_SECONDS=5 PROBE_SLICES=5 PROBE_ROWS=1500000 PROXY_OPS=300000 KAFKA_CASE=1
 fi
 RUNS=${BENCH_RUNS:-$RUNS} ROWS=${BENCH_ROWS:-$ROWS} DELETES=${BENCH_DELETES:-$DELETES}
 ROWWISE=${BENCH_ROWWISE:-$ROWWISE} SMALL=${BENCH_SMALL_BATCHES:-$SMALL}
@@ -64,7 +64,7 @@ ADAPTIVE_THREADS=${BENCH_ADAPTIVE_THREADS:-0.2} ADAPTIVE_SETTLE=${BENCH_ADAPTIVE
 ADAPTIVE_QUIET_MS=${BENCH_ADAPTIVE_QUIET_MS:-3000} ADAPTIVE_INCREASE=${BENCH_ADAPTIVE_INCREASE:-0.1}
 ADAPTIVE_SAMPLES=${BENCH_ADAPTIVE_SAMPLES:-4}
 CLIENTS=${BENCH_CLIENTS:-1 4 16} KAFKA_CASE=${BENCH_KAFKA:-$KAFKA_CASE}
-BENCH_PROXY_LEAD_MS=${BENCH_PROXY_LEAD_MS:-2000}
+BENCH_PROXY_LEAD_MS=${BENCH_PROXY_LEAD_MS:-3000}
 STACKS=${BENCH_STACKS:-A B C}
 # the real broker's extra JVM options (none: C1 only, -XX:TieredStopAtLevel=1, took the
 # young JVM's compiler off the cores but cost the proxy-alone rows more; docs/performance.md)
@@ -161,12 +161,23 @@ pooled_p99() { # pooled_p99 FILE: the p99 (nearest rank) of the latencies in FIL
 field() { # field NAME < "a=1 b=2"
     tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'
 }
-# before every case: empty tables, and servers that have written out the case before
-clean() {
+# servers that have written out and purged what came before
+settle() {
     local s
-    bench "$CONF" clean >/dev/null
     s=$(bench "$CONF" settle | field seconds)
     [ "$(calc "$s > 2" 0)" = 0 ] || note "the servers took $s s to settle"
+}
+# before every case: empty tables, and settled servers
+clean() {
+    bench "$CONF" clean >/dev/null
+    settle
+}
+# cleanup_feed ROWS: the cleanup case's feed, inserted directly on the hot shard; the
+# deletes start once InnoDB has written it out (a delete case that started while the
+# insert was still being flushed measured the flush too)
+cleanup_feed() {
+    bench "$CONF" insert "feed:$1:$HOT_SHARD" >/dev/null
+    settle
 }
 start_proxy() { # start_proxy CONF
     "$BIN/bw-proxy" -c "$1" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
@@ -336,17 +347,17 @@ for run in $(seq 1 "$(runs_of A)"); do
     # spam cleanup: deletes by id of every 10th pin of a feed inserted directly
     feed=$((DELETES * 10))
     clean
-    bench "$CONF" insert "feed:$feed:$HOT_SHARD" >/dev/null
+    cleanup_feed "$feed"
     : >"$WORK/submit.log"
     e2e_rate=$(e2e "$CONF" "$DELETES" "feed:$feed:$HOT_SHARD" "cleanup:$feed:$HOT_SHARD")
     cpu=$(cat "$WORK/cpu.note")
     clean
-    bench "$CONF" insert "feed:$feed:$HOT_SHARD" >/dev/null
+    cleanup_feed "$feed"
     direct=$(bench "$CONF" delete --conns 1 "cleanup:$feed:$HOT_SHARD" | field rows_per_s)
     record cleanup "$run" "$DELETES deletes by id on shard $HOT_SHARD, end to end, 1 client (rows/s)" "$e2e_rate" \
         "DELETE … WHERE id IN (1,000 ids) directly, 1 connection" "$direct" "≥ 0.9" "$cpu"
     clean
-    bench "$CONF" insert "feed:$feed:$HOT_SHARD" >/dev/null
+    cleanup_feed "$feed"
     drain "$CONF" "$DELETES" "feed:$feed:$HOT_SHARD" "cleanup:$feed:$HOT_SHARD"
     drain_rate=$DRAIN_RATE
     record cleanup-drain "$run" "the same from a backlog: the consumer alone (rows/s)" "$drain_rate" \
@@ -388,7 +399,7 @@ for run in $(seq 1 "$(runs_of A)"); do
         sleep 1 # the pause and the rate reach the consumer through the control topic
         submit "$CONF" "feed:$PROBE_ROWS:$HOT_SHARD"
         sync # the backlog's broker log and the last case's pages on disk: no writeback under either probe
-        bench "$CONF" settle >/dev/null # the probe starts on quiet servers
+        settle # the probe starts on quiet servers
         # its baseline right before, backlog queued: a page-cache writeback or a neighbour
         # on the host then weighs on both probes of the ratio, not on one
         rm -f "$WORK/idle.samples" "$WORK/busy.samples"
@@ -573,16 +584,21 @@ proxy_case() {
     [ "$accepted" -eq $((per * c)) ] || die "the proxy accepted $accepted of $((per * c)) ops"
     calc "$accepted / (($end - $start) / 1000)" 0
 }
-# proxy_runs KAFKA_NAME: every client count in both formats, RUNS times, after untimed
-# requests to every shard (a new topic's partitions get their leaders, and every producer
-# of the pool its metadata, before anything is timed)
-proxy_runs() {
-    local run c pb json one
+# proxy_warm_up: untimed requests to every shard (a new topic's partitions get their
+# leaders, and every producer of the pool its metadata, before anything is timed)
+proxy_warm_up() {
     "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" --protobuf --retry-for 120 "spread:$PROXY_SHARDS" \
         2>>"$WORK/submit.log" || die "the proxy's warm-up request failed (see $WORK/submit.log)"
-    "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" --protobuf "spread:$((PROXY_OPS / 4))" \
+    "$BIN/bw-workload" -c "$CONF_PROXY" submit --url "$URL" --protobuf "spread:$((PROXY_OPS / 12))" \
         2>>"$WORK/submit.log" || die "the proxy's warm-up requests failed (see $WORK/submit.log)"
+}
+# proxy_runs KAFKA_NAME BETWEEN: every client count in both formats, RUNS times, after a
+# warm-up; BETWEEN is run before every run but the first
+proxy_runs() {
+    local run c pb json one
+    proxy_warm_up
     for run in $(seq 1 "$(runs_of C)"); do
+        [ "$run" = 1 ] || "$2"
         one=
         for c in $CLIENTS; do
             pb=$(proxy_case "$c" protobuf)
@@ -596,14 +612,26 @@ proxy_runs() {
     done
 }
 
-"$BIN/bw-kafka-embedded" -c "$CONF_PROXY" --bootstrap-file "$WORK/bootstrap-proxy" >"$WORK/kafka-proxy.log" 2>&1 &
-pids+=($!)
-wait_for 20 test -s "$WORK/bootstrap-proxy" || die "the embedded Kafka for the proxy case did not start"
-BROKERS=$(cat "$WORK/bootstrap-proxy")
-start_proxy "$CONF_PROXY"
-note "stack C: the proxy alone, embedded Kafka, $PROXY_SHARDS shards"
-proxy_runs embedded
+# embedded_proxy_stack: an empty embedded Kafka and the proxy on it. Each run gets its own:
+# nothing consumes here and the embedded Kafka holds 4 MiB a shard, which a run's 6 cases
+# fill by half (6 x 300k ops of ~150 bytes over 128 shards).
+embedded_proxy_stack() {
+    stop_pid "${PROXY_PID:-}"
+    stop_pid "${EMBEDDED_PID:-}"
+    rm -f "$WORK/bootstrap-proxy"
+    "$BIN/bw-kafka-embedded" -c "$CONF_PROXY" --bootstrap-file "$WORK/bootstrap-proxy" >>"$WORK/kafka-proxy.log" 2>&1 &
+    EMBEDDED_PID=$!
+    pids+=($!)
+    wait_for 20 test -s "$WORK/bootstrap-proxy" || die "the embedded Kafka for the proxy case did not start"
+    BROKERS=$(cat "$WORK/bootstrap-proxy")
+    start_proxy "$CONF_PROXY"
+}
+embedded_proxy_afresh() { embedded_proxy_stack; proxy_warm_up; }
+embedded_proxy_stack
+note "stack C: the proxy alone, embedded Kafka (a new one each run), $PROXY_SHARDS shards"
+proxy_runs embedded embedded_proxy_afresh
 stop_pid "$PROXY_PID"
+stop_pid "$EMBEDDED_PID"
 
 if [ "$KAFKA_CASE" = 1 ]; then
     note "stack C: the proxy alone, real broker (scripts/kafka.sh)"
@@ -614,7 +642,7 @@ if [ "$KAFKA_CASE" = 1 ]; then
     fi
     BROKERS=127.0.0.1:$KAFKA
     start_proxy "$CONF_PROXY"
-    proxy_runs real
+    proxy_runs real :
     stop_pid "$PROXY_PID"
 fi
 

@@ -683,6 +683,22 @@ START_TEST(utf8_validity) {
     for (size_t i = 0; i < BW_ARRAY_LEN(v); i++)
         ck_assert_msg(bw_utf8_valid((const unsigned char *)v[i].s, v[i].len) == v[i].ok, "case %zu: want %d", i,
                       v[i].ok);
+    /* a fault at every offset of a long ASCII run, past the eight-byte steps' edges */
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t at = 0; at < len; at++) {
+            unsigned char buf[48];
+            memset(buf, 'a', sizeof(buf));
+            buf[at] = 0xff;
+            ck_assert_msg(!bw_utf8_valid(buf, len), "0xff at %zu of %zu", at, len);
+            ck_assert_msg(bw_utf8_valid(buf, at), "the %zu bytes before it", at);
+            if (at + 2 <= len) { /* a valid 2-byte sequence there, then a truncated one at the end */
+                buf[at] = 0xc3, buf[at + 1] = 0xa9;
+                ck_assert_msg(bw_utf8_valid(buf, len), "U+00E9 at %zu of %zu", at, len);
+                buf[len - 1] = 0xc3;
+                ck_assert_msg(!bw_utf8_valid(buf, len), "a lone lead byte at the end of %zu", len);
+            }
+        }
+    }
     /* the length bounds the scan: a valid prefix of an invalid buffer is valid */
     ck_assert(bw_utf8_valid((const unsigned char *)"ab\xff", 2));
     ck_assert(!bw_utf8_valid((const unsigned char *)"\xe6\x97\xa5", 2));
