@@ -616,8 +616,6 @@ proxy_runs() {
 # nothing consumes here and the embedded Kafka holds 4 MiB a shard, which a run's 6 cases
 # fill by half (6 x 300k ops of ~150 bytes over 128 shards).
 embedded_proxy_stack() {
-    stop_pid "${PROXY_PID:-}"
-    stop_pid "${EMBEDDED_PID:-}"
     rm -f "$WORK/bootstrap-proxy"
     "$BIN/bw-kafka-embedded" -c "$CONF_PROXY" --bootstrap-file "$WORK/bootstrap-proxy" >>"$WORK/kafka-proxy.log" 2>&1 &
     EMBEDDED_PID=$!
@@ -626,7 +624,12 @@ embedded_proxy_stack() {
     BROKERS=$(cat "$WORK/bootstrap-proxy")
     start_proxy "$CONF_PROXY"
 }
-embedded_proxy_afresh() { embedded_proxy_stack; proxy_warm_up; }
+embedded_proxy_afresh() {
+    stop_pid "$PROXY_PID"
+    stop_pid "$EMBEDDED_PID"
+    embedded_proxy_stack
+    proxy_warm_up
+}
 embedded_proxy_stack
 note "stack C: the proxy alone, embedded Kafka (a new one each run), $PROXY_SHARDS shards"
 proxy_runs embedded embedded_proxy_afresh
