@@ -520,7 +520,7 @@ static enum MHD_Result handle_batch(struct MHD_Connection *c, upload_t *up) {
     }
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
     bw_rejection_t *rejected;
-    size_t rejected_cnt = bw_request_validate(proxy.conf, req, &arena, routes, &rejected);
+    size_t rejected_cnt = bw_request_validate(proxy.conf, req, fmt, &arena, routes, &rejected);
     size_t scope_cnt = bw_auth_refuse_ops(up->client, req, routes, &rejected, &rejected_cnt, &arena);
     if (scope_cnt) bw_metrics_client_refused(proxy.metrics, up->client->name, 0, scope_cnt);
 

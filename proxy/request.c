@@ -377,7 +377,7 @@ static int json_field_unique(json_ctx_t *x, size_t n) {
     const char *name = x->fields[n - 1]->name;
     if (n <= 16) {
         for (size_t k = 0; k + 1 < n; k++)
-            if (strcmp(x->fields[k]->name, name) == 0) return 0;
+            if (x->fields[k]->name[0] == name[0] && strcmp(x->fields[k]->name, name) == 0) return 0;
         return 1;
     }
     if (n * 2 > x->names_cap) { /* (re)build at twice the size */
@@ -393,8 +393,12 @@ static int json_field_unique(json_ctx_t *x, size_t n) {
 
 static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
     json_ctx_t *x = ctx;
-    if (memchr(s, '\0', len)) JMALFORMED("NUL byte in object key not supported");
-    if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
+    size_t plain = 0; /* names are short ASCII: one pass rules out NUL and needs no UTF-8 check */
+    while (plain < len && s[plain] - 1u < 0x7fu) plain++;
+    if (plain < len) {
+        if (memchr(s, '\0', len)) JMALFORMED("NUL byte in object key not supported");
+        if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
+    }
 #define KEY_IS(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, len) == 0)
 #define MEMBER(set, bit, next)                                                                 \
     do {                                                                                       \
@@ -600,8 +604,8 @@ static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t le
 
 static char *pb_string(bw_arena_t *a, const uint8_t *d, size_t n) { return bw_arena_strndup(a, (const char *)d, n); }
 
-/* Value: a oneof; a later member replaces an earlier one, as in protobuf-c (and a Value
- * given twice in one Field merges the same way, into this struct). */
+/* Value: a oneof; a later member replaces an earlier one, as in protobuf-c (a Value given
+ * twice in one Field is merged by pb_field). */
 static int pb_value(bw_wire_reader_t r, Bulkwrite__V1__Value *v) {
     while (r.p < r.end) {
         uint32_t field;
@@ -665,14 +669,32 @@ static int pb_field(bw_wire_reader_t r, Bulkwrite__V1__Field *f, Bulkwrite__V1__
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
             f->name = pb_string(a, d, n);
             break;
-        case 2:
+        case 2: {
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
             if (!f->value) {
                 bulkwrite__v1__value__init(vstore);
                 f->value = vstore;
+                if (pb_value((bw_wire_reader_t){d, d + n}, f->value)) PB_FAIL();
+                break;
             }
-            if (pb_value((bw_wire_reader_t){d, d + n}, f->value)) PB_FAIL();
+            /* given again: merged as protobuf-c 1.4 merges a message whose members are a
+             * oneof. A later member wins; a later occurrence without one keeps the earlier
+             * member, except an empty string or bytes, which is dropped; and with no member
+             * on either side protobuf-c refuses the body (int_range_lookup of case 0) */
+            Bulkwrite__V1__Value later;
+            bulkwrite__v1__value__init(&later);
+            if (pb_value((bw_wire_reader_t){d, d + n}, &later)) PB_FAIL();
+            Bulkwrite__V1__Value *v = f->value;
+            if (later.kind_case != BULKWRITE__V1__VALUE__KIND__NOT_SET) {
+                *v = later;
+            } else if (v->kind_case == BULKWRITE__V1__VALUE__KIND__NOT_SET) {
+                PB_FAIL();
+            } else if ((v->kind_case == BULKWRITE__V1__VALUE__KIND_STRING_VALUE ||
+                        v->kind_case == BULKWRITE__V1__VALUE__KIND_BYTES_VALUE) && v->string_value.len == 0) {
+                bulkwrite__v1__value__init(v);
+            }
             break;
+        }
         case 3:
             if (bw_wire_bool(&r, wt, &any)) PB_FAIL();
             f->increment = any;
@@ -898,8 +920,8 @@ static void utf8_sanitize(char *s) {
 #define REJECT(...) do { snprintf(why, why_size, __VA_ARGS__); return -1; } while (0)
 
 /* Validates one field value against its column. */
-static int check_value(const bw_column_t *col, const Bulkwrite__V1__Field *f, int op, char *why_out,
-                       size_t why_size) {
+static int check_value(const bw_column_t *col, const Bulkwrite__V1__Field *f, int op, int text_checked,
+                       char *why_out, size_t why_size) {
     char why[512];
     const Bulkwrite__V1__Value *v = f->value;
     int kind = v ? (int)v->kind_case : 0;
@@ -924,7 +946,7 @@ static int check_value(const bw_column_t *col, const Bulkwrite__V1__Field *f, in
             snprintf(why, sizeof(why), "field \"%s\": %zu bytes, longer than its max_length %d", f->name, v->string_value.len, col->max_length);
             goto bad;
         }
-        if (ok && !bw_utf8_valid(v->string_value.data, v->string_value.len)) {
+        if (ok && !text_checked && !bw_utf8_valid(v->string_value.data, v->string_value.len)) {
             snprintf(why, sizeof(why), "field \"%s\": text is not valid UTF-8", f->name);
             goto bad;
         }
@@ -955,7 +977,7 @@ bad:
 }
 
 /* Validates and routes one op; on failure writes the reason into why. */
-static int validate_op(const bw_config_t *conf, const Bulkwrite__V1__Op *op, bw_arena_t *a,
+static int validate_op(const bw_config_t *conf, const Bulkwrite__V1__Op *op, int text_checked, bw_arena_t *a,
                        bw_op_route_t *rt, char *why, size_t why_size) {
     int kind = (int)op->op;
     if (kind < BW_OP_CREATE || kind > BW_OP_DELETE)
@@ -1020,7 +1042,7 @@ static int validate_op(const bw_config_t *conf, const Bulkwrite__V1__Op *op, bw_
         }
         for (size_t k = 0; k < i; k++)
             if (cols[k] == c) REJECT("field \"%.64s\" is given twice", fname);
-        if (check_value(&ot->columns[c], f, kind, why, why_size)) return -1;
+        if (check_value(&ot->columns[c], f, kind, text_checked, why, why_size)) return -1;
         cols[i] = c;
     }
     if (kind == BW_OP_CREATE || kind == BW_OP_UPSERT) {
@@ -1036,14 +1058,14 @@ static int validate_op(const bw_config_t *conf, const Bulkwrite__V1__Op *op, bw_
     return 0;
 }
 
-size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *req,
+size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *req, bw_format_t fmt,
                            bw_arena_t *arena, bw_op_route_t *routes, bw_rejection_t **rejected) {
     size_t cnt = 0, cap = 0;
     bw_rejection_t *rej = NULL;
     for (size_t i = 0; i < req->n_ops; i++) {
         char why[512];
         routes[i] = (bw_op_route_t){-1, 0, NULL};
-        if (validate_op(conf, req->ops[i], arena, &routes[i], why, sizeof(why)) == 0) continue;
+        if (validate_op(conf, req->ops[i], fmt == BW_FMT_JSON, arena, &routes[i], why, sizeof(why)) == 0) continue;
         routes[i].shard = -1;
         if (cnt == cap) {
             cap = cap ? cap * 2 : 16;

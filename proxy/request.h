@@ -55,8 +55,11 @@ int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *c
 
 /* Validates every op against the config and routes the valid ones. routes[i] gets the
  * shard (or -1); each invalid op gets a rejection with its reason. Returns the number of
- * rejections, stored in *rejected (arena). */
-size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *req,
+ * rejections, stored in *rejected (arena). fmt is what req was decoded from: a JSON
+ * body's strings were all checked as UTF-8 by bw_request_decode, which refuses the body
+ * otherwise, so its text values are not checked twice; protobuf's are checked here (pass
+ * BW_FMT_PROTOBUF for structs built any other way). */
+size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *req, bw_format_t fmt,
                            bw_arena_t *arena, bw_op_route_t *routes, bw_rejection_t **rejected);
 
 /* Encodes the reply into a malloc'd buffer (*out, *out_len). */

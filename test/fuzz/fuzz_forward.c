@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const bw_config_t *c = size % 2 ? small : conf;
         bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
         bw_rejection_t *rejected;
-        bw_request_validate(c, req, &arena, routes, &rejected);
+        bw_request_validate(c, req, BW_FMT_PROTOBUF, &arena, routes, &rejected);
         bw_batch_set_t set;
         uint32_t *too_large;
         size_t too_large_cnt;

@@ -42,9 +42,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     bw_op_route_t *routes = bw_arena_alloc(&arena, req->n_ops * sizeof(*routes));
     bw_rejection_t *rejected;
-    size_t rejected_cnt = bw_request_validate(conf, req, &arena, routes, &rejected);
+    size_t rejected_cnt = bw_request_validate(conf, req, fmt, &arena, routes, &rejected);
     for (size_t i = 0; i < rejected_cnt; i++)
         if (rejected[i].index >= req->n_ops || !rejected[i].reason[0]) abort();
+    /* what lets validation skip a JSON body's text values: all are UTF-8 once decoded */
+    for (size_t i = 0; fmt == BW_FMT_JSON && i < req->n_ops; i++)
+        for (size_t k = 0; k < req->ops[i]->n_fields; k++) {
+            const Bulkwrite__V1__Value *v = req->ops[i]->fields[k]->value;
+            if (v && v->kind_case == BULKWRITE__V1__VALUE__KIND_STRING_VALUE &&
+                !bw_utf8_valid(v->string_value.data, v->string_value.len))
+                abort();
+        }
     bw_batch_set_t set;
     uint32_t *too_large;
     size_t too_large_cnt;

@@ -289,7 +289,7 @@ START_TEST(ops_out_of_scope) {
     t_op(&r, BW_OP_DELETE, "pin", bw_id_make(3, 1, 15), "");
     bw_op_route_t routes[6];
     bw_rejection_t *rej;
-    size_t cnt = bw_request_validate(conf, r.req, &a, routes, &rej);
+    size_t cnt = bw_request_validate(conf, r.req, BW_FMT_PROTOBUF, &a, routes, &rej);
     ck_assert_uint_eq(cnt, 1);
     bw_auth_scope_t sc = {"pin", BW_OP_DELETE};
     bw_auth_client_t spam = {.name = "spam-cleanup", .roles = BW_ROLE_SUBMIT, .scopes = &sc, .scope_cnt = 1};

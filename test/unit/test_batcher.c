@@ -48,7 +48,7 @@ static void split_and_check(const bw_config_t *conf, const Bulkwrite__V1__BatchW
     memset(s, 0, sizeof(*s));
     size_t n = req->n_ops;
     s->routes = bw_arena_alloc(&A, (n + 1) * sizeof(*s->routes));
-    s->rej_cnt = bw_request_validate(conf, req, &A, s->routes, &s->rej);
+    s->rej_cnt = bw_request_validate(conf, req, BW_FMT_PROTOBUF, &A, s->routes, &s->rej);
     int *valid = calloc(n + 1, sizeof(int));
     for (size_t i = 0; i < n; i++) valid[i] = s->routes[i].shard >= 0;
     const char *job = "job-0123456789abcdef";

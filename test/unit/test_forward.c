@@ -199,7 +199,7 @@ static size_t forward_and_compare(const bw_config_t *conf, const uint8_t *body, 
     ck_assert_msg(fref_request_eq(req, pbc, why, sizeof(why)), "read differently from protobuf-c: %s", why);
     bw_op_route_t *routes = bw_arena_alloc(&A, (req->n_ops + 1) * sizeof(*routes));
     bw_rejection_t *rej;
-    bw_request_validate(conf, req, &A, routes, &rej);
+    bw_request_validate(conf, req, BW_FMT_PROTOBUF, &A, routes, &rej);
     bw_batch_set_t set;
     uint32_t *too_large;
     size_t too_large_cnt;
@@ -341,6 +341,52 @@ START_TEST(forward_reader_agrees_on_damage) {
 }
 END_TEST
 
+/* A Value given two and three times in one Field, every sequence of six kinds of
+ * occurrence: protobuf-c 1.4 merges a message with a oneof in its own way (an occurrence
+ * without a member keeps the earlier one, unless that is an empty string or bytes, which
+ * it drops; and with no member on either side it refuses the body), and the wire reader
+ * must accept and read exactly as it does. The fuzzer found the third rule. */
+START_TEST(forward_value_given_twice) {
+    static const struct { const char *wire; size_t len; } kinds[] = {
+        {"", 0},           /* no member */
+        {"\x10\x02", 2},   /* int_value 1 */
+        {"\x22\x00", 2},   /* string_value "" */
+        {"\x22\x01x", 3},  /* string_value "x" */
+        {"\x2a\x00", 2},   /* bytes_value "" */
+        {"\x08\x00", 2},   /* null_value (false) */
+    };
+    const size_t nk = BW_ARRAY_LEN(kinds);
+    char err[256], why[256];
+    size_t refused = 0, accepted = 0;
+    for (size_t seq = 0; seq < nk * nk + nk * nk * nk; seq++) {
+        size_t count = seq < nk * nk ? 2 : 3, code = seq < nk * nk ? seq : seq - nk * nk;
+        raw_t body = {0}, op = {0}, f = {0};
+        raw_put(&op, "\x08\x02", 2); /* UPDATE */
+        raw_len(&op, 2, "pin", 3);
+        raw_fixed64(&op, 3, PIN_ID(2, 7));
+        raw_len(&f, 1, "board_id", 8);
+        for (size_t k = 0; k < count; k++, code /= nk) raw_len(&f, 2, kinds[code % nk].wire, kinds[code % nk].len);
+        raw_sub(&op, 5, &f);
+        raw_sub(&body, 2, &op);
+        Bulkwrite__V1__BatchWriteRequest *mine = bw_request_decode(BW_FMT_PROTOBUF, body.b, body.len, &A, err, sizeof(err));
+        Bulkwrite__V1__BatchWriteRequest *pbc = bulkwrite__v1__batch_write_request__unpack(&A.pb, body.len, body.b);
+        ck_assert_msg(!mine == !pbc, "sequence %zu: the wire reader %s, protobuf-c %s", seq, mine ? "accepted" : "refused",
+                      pbc ? "accepted" : "refused");
+        if (mine) {
+            ck_assert_msg(fref_request_eq(mine, pbc, why, sizeof(why)), "sequence %zu read differently: %s", seq, why);
+            accepted++;
+        } else {
+            ck_assert_ptr_nonnull(strstr(err, "malformed"));
+            refused++;
+        }
+        free(body.b);
+        bw_arena_reset(&A);
+    }
+    ck_assert_uint_gt(accepted, 100);
+    ck_assert_uint_gt(refused, 1);
+}
+END_TEST
+
 START_TEST(json_many_fields_duplicate) {
     char body[4096];
     int n = snprintf(body, sizeof(body), "{\"ops\": [{\"op\": \"update\", \"object_type\": \"pin\", \"id\": 68719476737, \"fields\": {");
@@ -370,6 +416,7 @@ Suite *forward_suite(void) {
     tcase_add_test(tc, forward_equals_protobuf_c);
     tcase_add_test(tc, forward_random_requests);
     tcase_add_test(tc, forward_reader_agrees_on_damage);
+    tcase_add_test(tc, forward_value_given_twice);
     tcase_add_test(tc, json_many_fields_duplicate);
     suite_add_tcase(s, tc);
     return s;

@@ -204,7 +204,7 @@ START_TEST(json_maps_field_for_field) {
     /* both validate the same way: everything valid */
     bw_op_route_t routes[8];
     bw_rejection_t *rej;
-    ck_assert_uint_eq(bw_request_validate(C, got, &A, routes, &rej), 0);
+    ck_assert_uint_eq(bw_request_validate(C, got, BW_FMT_JSON, &A, routes, &rej), 0);
     ck_assert_int_eq(routes[0].shard, 3);
     ck_assert_int_eq(routes[2].shard, 1);
 }
@@ -226,7 +226,7 @@ START_TEST(json_nul_and_escapes) {
     /* and it is valid UTF-8, so it validates */
     bw_op_route_t routes[1];
     bw_rejection_t *rej;
-    ck_assert_uint_eq(bw_request_validate(C, req, &A, routes, &rej), 0);
+    ck_assert_uint_eq(bw_request_validate(C, req, BW_FMT_JSON, &A, routes, &rej), 0);
     /* an integer id and a decimal-string id are the same; max well-formed id as a string */
     req = json("{\"ops\": [{\"op\": \"delete\", \"object_type\": \"pin\", \"id\": \"4611686018427387903\"}]}");
     ck_assert_msg(req != NULL, "%s", errbuf);
@@ -270,6 +270,18 @@ START_TEST(json_malformed) {
     expect_bad_json("{\"ops\": [{\"fields\": {\"like_count\": {\"increment\": \"1\"}}}]}", "increment");
     /* JSON text must be UTF-8 */
     expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\xff\"}}]}", "malformed JSON");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"twelve bytes\xc3\"}}]}", "malformed JSON");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"titl\xe9\": 1}}]}", "malformed JSON");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"a long field name\xc3\": 1}}]}", "malformed JSON");
+    /* names: no NUL, escaped or not; a name given twice, among names sharing a first byte */
+    expect_bad_json("{\"ops\": [{\"fields\": {\"ti\\u0000tle\": 1}}]}", "NUL byte in object key");
+    expect_bad_json("{\"op\\u0000s\": []}", "NUL byte in object key");
+    expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"a\", \"tit\": 1, \"title\": \"b\"}}]}",
+                    "duplicate object key \"title\"");
+    Bulkwrite__V1__BatchWriteRequest *names = json("{\"ops\": [{\"fields\": {\"title\": \"a\", \"tit\": 1, \"titles\": 2}}]}");
+    ck_assert_msg(names != NULL, "%s", errbuf);
+    ck_assert_uint_eq(names->ops[0]->n_fields, 3);
+    ck_assert_str_eq(names->ops[0]->fields[2]->name, "titles");
     /* an escaped surrogate must be half of a pair: never read as "?" (yajl's habit) */
     expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"a\\ud800b\"}}]}", "high surrogate");
     expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\\ud800\\u0041\"}}]}", "high surrogate");
@@ -359,7 +371,7 @@ typedef struct {
 static void check_validation(t_req_t *r, const expect_t *e, size_t n) {
     bw_op_route_t *routes = bw_arena_alloc(&A, (n + 1) * sizeof(*routes));
     bw_rejection_t *rej = NULL;
-    size_t nrej = bw_request_validate(C, r->req, &A, routes, &rej);
+    size_t nrej = bw_request_validate(C, r->req, BW_FMT_PROTOBUF, &A, routes, &rej);
     size_t want_rej = 0;
     for (size_t i = 0; i < n; i++) want_rej += e[i].reason != NULL;
     size_t k = 0;
@@ -619,7 +631,7 @@ START_TEST(validate_json_op_word) {
     ck_assert_msg(req != NULL, "%s", errbuf);
     bw_op_route_t routes[2];
     bw_rejection_t *rej;
-    ck_assert_uint_eq(bw_request_validate(C, req, &A, routes, &rej), 1);
+    ck_assert_uint_eq(bw_request_validate(C, req, BW_FMT_JSON, &A, routes, &rej), 1);
     ck_assert_uint_eq(rej[0].index, 0);
     ck_assert_ptr_nonnull(strstr(rej[0].reason, "op must be one of"));
     ck_assert_int_eq(routes[1].shard, 0);
@@ -629,7 +641,7 @@ START_TEST(validate_json_op_word) {
     Bulkwrite__V1__Op *o = t_op(&r, BW_OP_UPDATE, "pin", PIN_ID(1, 1), NULL);
     t_f_str(&r, o, "description", "\xc0\xaf", 2); /* overlong '/' */
     Bulkwrite__V1__BatchWriteRequest *pb = via_protobuf(r.req);
-    ck_assert_uint_eq(bw_request_validate(C, pb, &A, routes, &rej), 1);
+    ck_assert_uint_eq(bw_request_validate(C, pb, BW_FMT_PROTOBUF, &A, routes, &rej), 1);
     ck_assert_ptr_nonnull(strstr(rej[0].reason, "not valid UTF-8"));
 }
 END_TEST
@@ -785,7 +797,7 @@ START_TEST(response_reasons_quoting_client_text) {
     bw_op_route_t routes[4];
     bw_rejection_t *rej;
     Bulkwrite__V1__BatchWriteRequest *pb = via_protobuf(r.req);
-    size_t n = bw_request_validate(C, pb, &A, routes, &rej);
+    size_t n = bw_request_validate(C, pb, BW_FMT_PROTOBUF, &A, routes, &rej);
     ck_assert_uint_eq(n, 3);
     for (size_t i = 0; i < n; i++)
         ck_assert_msg(bw_utf8_valid((const unsigned char *)rej[i].reason, strlen(rej[i].reason)),
