@@ -186,6 +186,14 @@ start_proxy() { # start_proxy CONF
     wait_for 90 curl -sf "http://127.0.0.1:$PROXY/healthz" || { tail "$WORK/proxy.log" >&2; die "proxy did not start"; }
 }
 stop_pid() { kill "$1" 2>/dev/null && wait "$1" 2>/dev/null || true; }
+forget_pids() { # forget_pids PID...: off the list that bw_stack_stop kills
+    local p kept=() gone
+    for p in "${pids[@]}"; do
+        for gone in "$@"; do [ "$p" = "$gone" ] && continue 2; done
+        kept+=("$p")
+    done
+    pids=("${kept[@]}")
+}
 # start_applier CONF: the consumer, ready once a first job is applied (the group join is
 # over; later timings do not include it)
 start_applier() {
@@ -299,7 +307,7 @@ throttle_mode() { # throttle_mode off|on: the consumer's throttle.mode, by a rel
     kill -HUP "$CONSUMER_PID"
     sleep 1
 }
-# on the real broker unless BENCH_KAFKA=0: the embedded Kafka keeps 4 MiB a shard, so the
+# on the real broker unless BENCH_KAFKA=0: on the embedded Kafka the proxy admits 4 MiB a shard, so the
 # proxy holds a 200k-row feed back with 429s (backlog admission) and the consumer starves
 A_MODE=embedded
 [ "$KAFKA_CASE" = 1 ] && A_MODE=kafka
@@ -552,7 +560,7 @@ stop_pid "$PROXY_PID"
 
 # ---- stack C: the proxy alone ----------------------------------------------------------------------
 
-# 128 shards so the unapplied backlog (the embedded Kafka keeps 4 MiB a shard) never fills
+# 128 shards so the unapplied backlog (the proxy admits 4 MiB a shard on the embedded Kafka) never fills
 CONF_PROXY=$WORK/bulkwrite-proxy.conf
 sed -e "s/count = 8;/count = $PROXY_SHARDS;/" -e "s/last_shard = 3;/last_shard = $((PROXY_SHARDS / 2 - 1));/" \
     -e "s/first_shard = 4;/first_shard = $((PROXY_SHARDS / 2));/" -e "s/last_shard = 7;/last_shard = $((PROXY_SHARDS - 1));/" \
@@ -613,8 +621,9 @@ proxy_runs() {
 }
 
 # embedded_proxy_stack: an empty embedded Kafka and the proxy on it. Each run gets its own:
-# nothing consumes here and the embedded Kafka holds 4 MiB a shard, which a run's 6 cases
-# fill by half (6 x 300k ops of ~150 bytes over 128 shards).
+# nothing consumes here, and on the embedded Kafka the proxy admits at most 4 MiB of
+# unapplied batches a shard, which a run's 6 cases fill by half (6 x 300k ops of ~150
+# bytes over 128 shards).
 embedded_proxy_stack() {
     rm -f "$WORK/bootstrap-proxy"
     "$BIN/bw-kafka-embedded" -c "$CONF_PROXY" --bootstrap-file "$WORK/bootstrap-proxy" >>"$WORK/kafka-proxy.log" 2>&1 &
@@ -627,6 +636,7 @@ embedded_proxy_stack() {
 embedded_proxy_afresh() {
     stop_pid "$PROXY_PID"
     stop_pid "$EMBEDDED_PID"
+    forget_pids "$PROXY_PID" "$EMBEDDED_PID" # not signalled again at exit (their pids may be reused)
     embedded_proxy_stack
     proxy_warm_up
 }
