@@ -290,6 +290,18 @@ START_TEST(forward_random_requests) {
 }
 END_TEST
 
+/* Whether the wire reader accepts body (with err saying why not), after requiring that
+ * protobuf-c accepts and refuses the same, and reads an accepted body the same. */
+static int reader_agrees(const uint8_t *body, size_t len, const char *what, size_t i, char *err, size_t esz) {
+    char why[256];
+    Bulkwrite__V1__BatchWriteRequest *mine = bw_request_decode(BW_FMT_PROTOBUF, body, len, &A, err, esz);
+    Bulkwrite__V1__BatchWriteRequest *pbc = bulkwrite__v1__batch_write_request__unpack(&A.pb, len, body);
+    ck_assert_msg(!mine == !pbc, "%s %zu: the wire reader %s, protobuf-c %s", what, i, mine ? "accepted" : "refused",
+                  pbc ? "accepted" : "refused");
+    if (mine) ck_assert_msg(fref_request_eq(mine, pbc, why, sizeof(why)), "%s %zu read differently: %s", what, i, why);
+    return mine != NULL;
+}
+
 /* Random damage to a body: the wire reader accepts exactly what protobuf-c accepts, and
  * reads it the same. */
 START_TEST(forward_reader_agrees_on_damage) {
@@ -308,7 +320,7 @@ START_TEST(forward_reader_agrees_on_damage) {
     raw_put(&base, packed, len);
     hostile_ops(&base);
     uint8_t *buf = malloc(base.len + 16);
-    char err[256], why[256];
+    char err[256];
     size_t accepted = 0, refused = 0;
     for (int i = 0; i < 20000; i++) {
         memcpy(buf, base.b, base.len);
@@ -322,16 +334,10 @@ START_TEST(forward_reader_agrees_on_damage) {
             default: memmove(buf + at + 1, buf + at, n - at); buf[at] = (uint8_t)rnd(); n++; break;
             }
         }
-        Bulkwrite__V1__BatchWriteRequest *mine = bw_request_decode(BW_FMT_PROTOBUF, buf, n, &A, err, sizeof(err));
-        Bulkwrite__V1__BatchWriteRequest *pbc = bulkwrite__v1__batch_write_request__unpack(&A.pb, n, buf);
-        ck_assert_msg(!mine == !pbc, "mutation %d: the wire reader %s, protobuf-c %s", i, mine ? "accepted" : "refused",
-                      pbc ? "accepted" : "refused");
-        if (mine) {
-            ck_assert_msg(fref_request_eq(mine, pbc, why, sizeof(why)), "mutation %d read differently: %s", i, why);
+        if (reader_agrees(buf, n, "mutation", (size_t)i, err, sizeof(err)))
             accepted++;
-        } else {
+        else
             refused++;
-        }
         bw_arena_reset(&A);
     }
     ck_assert_uint_gt(accepted, 100);
@@ -356,7 +362,7 @@ START_TEST(forward_value_given_twice) {
         {"\x08\x00", 2},   /* null_value (false) */
     };
     const size_t nk = BW_ARRAY_LEN(kinds);
-    char err[256], why[256];
+    char err[256];
     size_t refused = 0, accepted = 0;
     for (size_t seq = 0; seq < nk * nk + nk * nk * nk; seq++) {
         size_t count = seq < nk * nk ? 2 : 3, code = seq < nk * nk ? seq : seq - nk * nk;
@@ -368,12 +374,7 @@ START_TEST(forward_value_given_twice) {
         for (size_t k = 0; k < count; k++, code /= nk) raw_len(&f, 2, kinds[code % nk].wire, kinds[code % nk].len);
         raw_sub(&op, 5, &f);
         raw_sub(&body, 2, &op);
-        Bulkwrite__V1__BatchWriteRequest *mine = bw_request_decode(BW_FMT_PROTOBUF, body.b, body.len, &A, err, sizeof(err));
-        Bulkwrite__V1__BatchWriteRequest *pbc = bulkwrite__v1__batch_write_request__unpack(&A.pb, body.len, body.b);
-        ck_assert_msg(!mine == !pbc, "sequence %zu: the wire reader %s, protobuf-c %s", seq, mine ? "accepted" : "refused",
-                      pbc ? "accepted" : "refused");
-        if (mine) {
-            ck_assert_msg(fref_request_eq(mine, pbc, why, sizeof(why)), "sequence %zu read differently: %s", seq, why);
+        if (reader_agrees(body.b, body.len, "sequence", seq, err, sizeof(err))) {
             accepted++;
         } else {
             ck_assert_ptr_nonnull(strstr(err, "malformed"));
