@@ -54,7 +54,7 @@ struct bw_metrics {
     int shard_count;
     /* proxy */
     uint64_t status_counts[600];
-    uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages, parts_taken_before;
+    uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages, parts_taken_before, sent_at_once;
     histogram_t accept_latency;
     uint64_t jobs_index[5]; /* entries, bytes, max bytes, evicted, found in the topic */
     client_stats_t *clients;
@@ -146,6 +146,12 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
 void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages) {
     pthread_mutex_lock(&m->mu);
     m->parts_taken_before += messages;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_sent_at_once(bw_metrics_t *m) {
+    pthread_mutex_lock(&m->mu);
+    m->sent_at_once++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -391,6 +397,9 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
         header(out, "bulkwrite_proxy_parts_taken_before_total", "counter",
                "Messages of a resent request (same request_id) not produced again: an earlier attempt had them acknowledged.");
         bw_buf_printf(out, "bulkwrite_proxy_parts_taken_before_total %llu\n", (unsigned long long)m->parts_taken_before);
+        header(out, "bulkwrite_proxy_sent_at_once_total", "counter",
+               "Requests alone in the proxy whose batches went to Kafka at once, without waiting linger.ms for others.");
+        bw_buf_printf(out, "bulkwrite_proxy_sent_at_once_total %llu\n", (unsigned long long)m->sent_at_once);
         header(out, "bulkwrite_proxy_backlog_refused_ops_total", "counter",
                "Valid ops answered 429 because their shard's backlog in Kafka was full (the client resends).");
         for (int s = 0; s < m->shard_count; s++)
