@@ -74,7 +74,7 @@ typedef struct {
     bw_tls_t *tls;                  /* NULL: plain HTTP */
     atomic_int run;         /* main loop */
     atomic_int run_poller;  /* delivery-report pollers: outlive the HTTP server */
-    atomic_int batch_requests; /* POST /v1/batches in the handler now */
+    atomic_int posts_open;  /* POSTs from their headers until answered (send_now) */
     bw_metrics_t *metrics;
     bw_jobs_t *jobs;
     bw_shard_table_t *shards;
@@ -119,11 +119,11 @@ static void *poller_main(void *arg) {
 /* linger.ms holds a producer's batch open for other requests' messages to the same
  * partitions. A request alone in the proxy has nobody to wait for: its producers send
  * at once (a 5,000-op request over 8 shards waited 11 ms for its acknowledgements with
- * linger.ms 5, 6 ms without; docs/performance.md). With other requests in the handler,
- * their messages may join the batch, and lingering pays (4 and 16 clients lost a third
- * of their rate with linger.ms 0). */
+ * linger.ms 5, 6 ms without; docs/performance.md). With another POST open, even one
+ * still uploading its body, that request's messages may join the batch, and lingering
+ * pays (4 and 16 clients lost a third of their rate with linger.ms 0). */
 static int send_now(const uint8_t *used) {
-    if (atomic_load(&proxy.batch_requests) != 1) return 0;
+    if (atomic_load(&proxy.posts_open) != 1) return 0;
     for (int i = 0; i < proxy.conf->proxy_producers; i++) {
         producer_t *pr = &proxy.producers[i];
         if (!used[i] || pr->linger_ms <= 0) continue;
@@ -769,6 +769,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!up) { /* the headers: who is calling decides whether the body is kept */
             *con_cls = up = calloc(1, sizeof(*up));
             if (!up) return MHD_NO;
+            atomic_fetch_add(&proxy.posts_open, 1);
             up->refused = authorize(c, on, method, url, &up->auth, &up->client, up->why, sizeof(up->why));
             up->too_large = up->refused != 0; /* read to the end and dropped: then refused */
             return MHD_YES;
@@ -796,12 +797,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         }
         if (up->refused) return refuse(c, up->refused, up->why);
-        if (strcmp(url, "/v1/batches") == 0) {
-            atomic_fetch_add(&proxy.batch_requests, 1);
-            enum MHD_Result ret = handle_batch(c, up);
-            atomic_fetch_sub(&proxy.batch_requests, 1);
-            return ret;
-        }
+        if (strcmp(url, "/v1/batches") == 0) return handle_batch(c, up);
         if (bw_admin_is_control(method, url)) return handle_control(c, url, up);
     } else {
         bw_auth_set_t *set;
@@ -854,6 +850,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     upload_t *up = *con_cls;
     if (up) {
+        atomic_fetch_sub(&proxy.posts_open, 1);
         bw_auth_release(up->auth);
         free(up->body);
         free(up);

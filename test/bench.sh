@@ -27,7 +27,8 @@
 # sample; BENCH_SMALL_BATCHES (2000 / 200) 2-row batches of the most-batches case;
 # BENCH_RATES ("5 50 500 2000"); BENCH_RATE_SECONDS (10 / 1) each rate's window;
 # BENCH_PROBE_SECONDS (5 / 1) of each side of an online probe, in BENCH_PROBE_SLICES (5 / 2)
-# turns of idle and busy, BENCH_PROBE_ROWS (1500000 / 3000), BENCH_PROBE_RATE (20);
+# turns of idle and busy, BENCH_PROBE_ROWS (1500000 / 3000; the full run raises it to what the
+# hot shard drains in 2 x BENCH_PROBE_SECONDS at its hot-shard-drain rate), BENCH_PROBE_RATE (20);
 # BENCH_ADAPTIVE_THREADS (0.2), BENCH_ADAPTIVE_SAMPLES (4), BENCH_ADAPTIVE_SETTLE (3) s,
 # BENCH_ADAPTIVE_QUIET_MS (3000, the default) and BENCH_ADAPTIVE_INCREASE (0.1): the adaptive case's
 # throttle.threads_running and threads_running_samples, settling time, throttle.quiet_ms
@@ -292,8 +293,10 @@ backlog_waits() { awk '/^submit: [0-9]+ ops sent/ {w += $10} END {print w + 0}' 
 
 bw_stack_conf() { # no rate anywhere (lib.sh zeroes the default; drop its hot-shard override);
     # root for every connection: bw-bench truncates tables between cases, and its direct
-    # baseline must connect as the consumer does
+    # baseline must connect as the consumer does; a paused shard's backlog up to 1 GiB (the
+    # online probe's, sized to the hot shard's drain rate, passed the default 256 MiB)
     sed -i -e "/{ shard = $HOT; rate = $HOT_RATE.0; }/d" -e "s/workers = 4;/workers = $WORKERS;/" \
+        -e 's/backlog_max_bytes = 268435456;/backlog_max_bytes = 1073741824;/' \
         -e 's/user = "bw_consumer";/user = "root";/' -e 's/password = "demo-consumer-pw";/password = "";/' \
         -e 's/interval_ms = 1000;/interval_ms = 250;/' -e "s/quiet_ms = 3000;/quiet_ms = $ADAPTIVE_QUIET_MS;/" \
         -e "s/increase = 0.1;/increase = $ADAPTIVE_INCREASE;/" \
@@ -338,7 +341,7 @@ for run in $(seq 1 "$(runs_of A)"); do
     rowwise=$(bench "$CONF" rowwise --sample "$ROWWISE" "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
     clean
     drain "$CONF" "$ROWS" "" "feed:$ROWS:$HOT_SHARD"
-    drain_rate=$DRAIN_RATE
+    drain_rate=$DRAIN_RATE hot_drain_rate=$DRAIN_RATE
     record hot-shard "$run" "$ROWS creates on shard $HOT_SHARD, end to end, 1 client (rows/s)" "$e2e_rate" \
         "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9" "$waits 429 waits; $cpu"
     record hot-shard-drain "$run" "the same from a backlog: the consumer alone (rows/s)" "$drain_rate" \
@@ -400,12 +403,19 @@ for run in $(seq 1 "$(runs_of A)"); do
     # then falls on both sides of the ratio, where one idle probe before one busy probe
     # measured idle p99s from 1.1 to 5.4 ms in one run.
     busy_rate=
+    # the unthrottled probe must end before its backlog: a host whose hot shard drained
+    # 230k rows/s emptied 1.5M rows before the probe was over. At least what this run's
+    # hot-shard-drain rate applies in twice the busy slices' time (pauses and resumes
+    # between slices drain too); a BENCH_PROBE_ROWS given is taken as it is.
+    probe_rows=$PROBE_ROWS
+    [ "$SMOKE" = 1 ] || [ -n "${BENCH_PROBE_ROWS:-}" ] ||
+        probe_rows=$(calc "2 * $PROBE_SECONDS * $hot_drain_rate > $PROBE_ROWS ? int(2 * $PROBE_SECONDS * $hot_drain_rate / 100000 + 1) * 100000 : $PROBE_ROWS" 0)
     for mode in busy throttled adaptive; do
         clean
         "$BIN/bwctl" -c "$CONF" pause "$HOT_SHARD" >/dev/null
         [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" "$PROBE_RATE" >/dev/null
         sleep 1 # the pause and the rate reach the consumer through the control topic
-        submit "$CONF" "feed:$PROBE_ROWS:$HOT_SHARD"
+        submit "$CONF" "feed:$probe_rows:$HOT_SHARD"
         sync # the backlog's broker log and the last case's pages on disk: no writeback under either probe
         settle # the probe starts on quiet servers
         # its baseline right before, backlog queued: a page-cache writeback or a neighbour
@@ -431,7 +441,7 @@ for run in $(seq 1 "$(runs_of A)"); do
             b=$(batches)
             "$BIN/bwctl" -c "$CONF" resume "$HOT_SHARD" >/dev/null
             # (a drain already over, which the note reports, has no batch to wait for)
-            [ $(($(applied_rows) - before)) -ge "$PROBE_ROWS" ] || wait_batch_change "$HOT_SHARD" 60 "$b" >/dev/null
+            [ $(($(applied_rows) - before)) -ge "$probe_rows" ] || wait_batch_change "$HOT_SHARD" 60 "$b" >/dev/null
             [ "$mode" = adaptive ] && sleep "$ADAPTIVE_SETTLE"
             probe_from=$(applied_rows)
             t0=$(now)
@@ -455,8 +465,8 @@ for run in $(seq 1 "$(runs_of A)"); do
                 '$1 == k {r = $2} $1 == t {v = $2} END {printf "%s statements/s, threads_running %s", r, v}')"
         [ "$mode" = adaptive ] && throttle_mode off
         [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" 0 >/dev/null
-        wait_rows "$before" "$PROBE_ROWS" 600 >/dev/null
-        verify "$CONF" "feed:$PROBE_ROWS:$HOT_SHARD"
+        wait_rows "$before" "$probe_rows" 600 >/dev/null
+        verify "$CONF" "feed:$probe_rows:$HOT_SHARD"
         [ "$mode" = throttled ] && "$BIN/bwctl" -c "$CONF" set-rate "$HOT_SHARD" default >/dev/null
         what="hot shard draining, no limit"
         [ "$mode" = throttled ] && what="hot shard throttled to $PROBE_RATE statements/s"
@@ -465,8 +475,8 @@ for run in $(seq 1 "$(runs_of A)"); do
         for i in 0 1 2 3; do # where the cores went during the probes: idle -> busy slices
             cpu="$cpu${cpu:+, }$(echo MariaDB Kafka proxy consumer | cut -d' ' -f$((i + 1))) $(calc "${idle_cpu[i]} / $TICK" 2) -> $(calc "${busy_cpu[i]} / $TICK" 2)"
         done
-        busy_note="$drained of $PROBE_ROWS rows applied by the probe's end, lag then $lag messages; the hot shard $probe_rate rows/s in the busy slices$throttle_note; CPU s during the idle -> busy slices: $cpu"
-        [ "$drained" -lt "$PROBE_ROWS" ] || busy_note="$busy_note: THE DRAIN ENDED BEFORE THE PROBE (raise BENCH_PROBE_ROWS)"
+        busy_note="$drained of $probe_rows rows applied by the probe's end, lag then $lag messages; the hot shard $probe_rate rows/s in the busy slices$throttle_note; CPU s during the idle -> busy slices: $cpu"
+        [ "$drained" -lt "$probe_rows" ] || busy_note="$busy_note: THE DRAIN ENDED BEFORE THE PROBE (raise BENCH_PROBE_ROWS)"
         record "online-p99-$mode" "$run" "online p99 on shard $COLD_SHARD (same server), $what (ms)" "$p99" \
             "the same probe, server idle (ms)" "$idle" "≤ 1.5" "$busy_note"
         [ "$mode" = busy ] && busy_rate=$probe_rate
