@@ -54,7 +54,7 @@ struct bw_metrics {
     int shard_count;
     /* proxy */
     uint64_t status_counts[600];
-    uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages, parts_taken_before, sent_at_once;
+    uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages, parts_taken_before, linger_flushes;
     histogram_t accept_latency;
     uint64_t jobs_index[5]; /* entries, bytes, max bytes, evicted, found in the topic */
     client_stats_t *clients;
@@ -149,9 +149,9 @@ void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void bw_metrics_sent_at_once(bw_metrics_t *m) {
+void bw_metrics_linger_flush(bw_metrics_t *m) {
     pthread_mutex_lock(&m->mu);
-    m->sent_at_once++;
+    m->linger_flushes++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -397,9 +397,9 @@ void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
         header(out, "bulkwrite_proxy_parts_taken_before_total", "counter",
                "Messages of a resent request (same request_id) not produced again: an earlier attempt had them acknowledged.");
         bw_buf_printf(out, "bulkwrite_proxy_parts_taken_before_total %llu\n", (unsigned long long)m->parts_taken_before);
-        header(out, "bulkwrite_proxy_sent_at_once_total", "counter",
-               "Requests alone in the proxy whose batches went to Kafka at once, without waiting linger.ms for others.");
-        bw_buf_printf(out, "bulkwrite_proxy_sent_at_once_total %llu\n", (unsigned long long)m->sent_at_once);
+        header(out, "bulkwrite_proxy_linger_flushes_total", "counter",
+               "Producer flushes for a batch request alone in the proxy: its batches went to Kafka without waiting linger.ms.");
+        bw_buf_printf(out, "bulkwrite_proxy_linger_flushes_total %llu\n", (unsigned long long)m->linger_flushes);
         header(out, "bulkwrite_proxy_backlog_refused_ops_total", "counter",
                "Valid ops answered 429 because their shard's backlog in Kafka was full (the client resends).");
         for (int s = 0; s < m->shard_count; s++)

@@ -34,8 +34,9 @@ void bw_metrics_count_request(bw_metrics_t *m, unsigned status, uint64_t accepte
                               uint64_t not_accepted, uint64_t messages, int64_t latency_us);
 void bw_metrics_backlog_refused(bw_metrics_t *m, int shard, uint64_t ops);
 void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages);
-/* A request alone in the proxy had its batches sent at once, not after linger.ms. */
-void bw_metrics_sent_at_once(bw_metrics_t *m);
+/* A producer flushed for a batch request alone in the proxy: what it held went to Kafka
+ * without waiting linger.ms. @locality a producer's poller thread */
+void bw_metrics_linger_flush(bw_metrics_t *m);
 /* A client (proxy/auth.h; its name is a safe label) was refused: `requests` answered 403
  * for its role, `ops` refused one by one outside its scopes. Counted per client name,
  * across reloads of the clients file; past 1,000 names they add up under "(other)". */

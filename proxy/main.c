@@ -20,7 +20,7 @@
  * Threads: libmicrohttpd runs one thread per connection (a request blocks until its
  * acknowledgements arrive); a pool of proxy.producers idempotent producers, a batch
  * partition always on the same one, each with a poller thread serving its delivery
- * reports (and flushing, when a request alone asks it to: send_now); tails of the jobs, control and status topics each have a thread. */
+ * reports (and flushing, when a batch request alone asks it to: send_now); tails of the jobs, control and status topics each have a thread. */
 #include <arpa/inet.h>
 #include <math.h>
 #include <microhttpd.h>
@@ -74,7 +74,7 @@ typedef struct {
     bw_tls_t *tls;                  /* NULL: plain HTTP */
     atomic_int run;         /* main loop */
     atomic_int run_poller;  /* delivery-report pollers: outlive the HTTP server */
-    atomic_int posts_open;  /* POSTs from their headers until answered (send_now) */
+    atomic_int batches_open; /* admitted POST /v1/batches, from their headers until answered (send_now) */
     bw_metrics_t *metrics;
     bw_jobs_t *jobs;
     bw_shard_table_t *shards;
@@ -106,12 +106,17 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 }
 
 /* Serves the producer's delivery reports; asked to send now, it flushes for up to
- * linger.ms (librdkafka sends at once while a flush lasts; later messages linger again). */
+ * linger.ms (librdkafka sends at once while a flush lasts, whoever's messages it holds;
+ * later ones linger again). */
 static void *poller_main(void *arg) {
     producer_t *pr = arg;
     while (atomic_load(&proxy.run_poller)) {
-        if (atomic_exchange(&pr->send_now, 0)) rd_kafka_flush(pr->rk, pr->linger_ms);
-        else rd_kafka_poll(pr->rk, 100);
+        if (atomic_exchange(&pr->send_now, 0)) {
+            bw_metrics_linger_flush(proxy.metrics);
+            rd_kafka_flush(pr->rk, pr->linger_ms);
+        } else {
+            rd_kafka_poll(pr->rk, 100);
+        }
     }
     return NULL;
 }
@@ -119,18 +124,17 @@ static void *poller_main(void *arg) {
 /* linger.ms holds a producer's batch open for other requests' messages to the same
  * partitions. A request alone in the proxy has nobody to wait for: its producers send
  * at once (a 5,000-op request over 8 shards waited 11 ms for its acknowledgements with
- * linger.ms 5, 6 ms without; docs/performance.md). With another POST open, even one
- * still uploading its body, that request's messages may join the batch, and lingering
- * pays (4 and 16 clients lost a third of their rate with linger.ms 0). */
-static int send_now(const uint8_t *used) {
-    if (atomic_load(&proxy.posts_open) != 1) return 0;
+ * linger.ms 5, 6 ms without; docs/performance.md). With another batch request open,
+ * even one still uploading its body, that request's messages may join the batch, and
+ * lingering pays (4 and 16 clients lost a third of their rate with linger.ms 0). */
+static void send_now(const uint8_t *used) {
+    if (atomic_load(&proxy.batches_open) != 1) return;
     for (int i = 0; i < proxy.conf->proxy_producers; i++) {
         producer_t *pr = &proxy.producers[i];
         if (!used[i] || pr->linger_ms <= 0) continue;
         atomic_store(&pr->send_now, 1);
-        rd_kafka_queue_yield(pr->reports);
+        rd_kafka_queue_yield(pr->reports); /* rd_kafka_yield would stop only this thread's poll */
     }
-    return 1;
 }
 
 /* What becomes of each message of a request. */
@@ -162,14 +166,17 @@ static void produce_all(bw_batch_set_t *set, int lane, const msg_fate_t *fate, c
         ds[i] = (delivery_t){&acks, i, slot, message_bytes(m)};
         const char *headers[] = {"bw-type", m->type_name, "bw-op", m->op_header, "bw-rows", m->rows_header};
         const producer_t *pr = &proxy.producers[m->shard % proxy.conf->proxy_producers];
-        used[m->shard % proxy.conf->proxy_producers] = 1;
         bw_kafka_msg_t km = {.rk = pr->rk, .rkt = pr->rkt[lane], .partition = m->shard, .key = job_id, .key_len = strlen(job_id),
                              .value = m->payload, .value_len = m->len, .msgflags = RD_KAFKA_MSG_F_FREE,
                              .headers = headers, .header_cnt = 3};
-        if (bw_kafka_acks_produce(&acks, &km, i, &ds[i]) == 0) m->payload = NULL; /* librdkafka frees it */
-        else bw_backlog_settle(proxy.backlog, slot, ds[i].bytes, -1);
+        if (bw_kafka_acks_produce(&acks, &km, i, &ds[i]) == 0) {
+            m->payload = NULL; /* librdkafka frees it */
+            used[m->shard % proxy.conf->proxy_producers] = 1;
+        } else {
+            bw_backlog_settle(proxy.backlog, slot, ds[i].bytes, -1);
+        }
     }
-    if (send_now(used)) bw_metrics_sent_at_once(proxy.metrics);
+    send_now(used);
     bw_kafka_acks_wait(&acks);
     bw_batcher_free_payloads(set); /* those never handed over */
 }
@@ -367,6 +374,7 @@ typedef struct {
     bw_auth_set_t *auth;            /* a reference to the clients it was admitted with; NULL: open */
     const bw_auth_client_t *client; /* the caller (in auth), NULL when open */
     unsigned refused;               /* 401 or 403: the body is read and dropped, then refused */
+    int batch;                      /* an admitted POST /v1/batches: counted in proxy.batches_open */
     char why[320];
 } upload_t;
 
@@ -769,8 +777,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!up) { /* the headers: who is calling decides whether the body is kept */
             *con_cls = up = calloc(1, sizeof(*up));
             if (!up) return MHD_NO;
-            atomic_fetch_add(&proxy.posts_open, 1);
             up->refused = authorize(c, on, method, url, &up->auth, &up->client, up->why, sizeof(up->why));
+            /* a refused caller holding a POST open must not keep the others' batches lingering */
+            if (!up->refused && strcmp(url, "/v1/batches") == 0) {
+                up->batch = 1;
+                atomic_fetch_add(&proxy.batches_open, 1);
+            }
             up->too_large = up->refused != 0; /* read to the end and dropped: then refused */
             return MHD_YES;
         }
@@ -850,7 +862,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     upload_t *up = *con_cls;
     if (up) {
-        atomic_fetch_sub(&proxy.posts_open, 1);
+        if (up->batch) atomic_fetch_sub(&proxy.batches_open, 1);
         bw_auth_release(up->auth);
         free(up->body);
         free(up);

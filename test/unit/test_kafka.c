@@ -1,7 +1,10 @@
 /* test_kafka.c — produce and wait for the acknowledgements (kafka.h) on librdkafka's mock
  * cluster: offsets and errors per message, a full local queue retried until the
- * deadline, a refused produce reported and counted. */
+ * deadline, a refused produce reported and counted; the two librdkafka behaviours the
+ * proxy's send-at-once rests on. */
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "kafka.h"
@@ -97,11 +100,59 @@ START_TEST(full_queue_is_retried_until_the_deadline) {
 }
 END_TEST
 
+/* The proxy's send-at-once (proxy/main.c send_now) rests on two librdkafka behaviours:
+ * a flush sends what linger.ms holds, and a yield on the main queue wakes a poller blocked
+ * in rd_kafka_poll from another thread. */
+START_TEST(flush_sends_what_linger_holds) {
+    rd_kafka_t *rk = producer("1000", "60000"); /* a batch would wait a minute */
+    bw_kafka_acks_t acks;
+    bw_kafka_acks_init(&acks, rk, 0, 60000, NULL, NULL);
+    opaque_t o = {&acks, 0};
+    bw_kafka_msg_t m = {.topic = "t", .partition = 0, .value = "v", .value_len = 1, .msgflags = RD_KAFKA_MSG_F_COPY};
+    ck_assert_int_eq(bw_kafka_acks_produce(&acks, &m, 0, &o), 0);
+    /* within 20 s only if the flush overrode the 60 s linger; its polls serve the report */
+    ck_assert_int_eq(rd_kafka_flush(rk, 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    ck_assert_int_eq(bw_kafka_acks_wait(&acks), 0);
+    rd_kafka_destroy(rk);
+}
+END_TEST
+
+typedef struct {
+    rd_kafka_t *rk;
+    int64_t returned_after_us;
+} poller_t;
+
+static void *poll_once(void *arg) {
+    poller_t *p = arg;
+    int64_t start = bw_now_us();
+    rd_kafka_poll(p->rk, 60000); /* nothing to report: only a yield ends it early */
+    p->returned_after_us = bw_now_us() - start;
+    return NULL;
+}
+
+START_TEST(queue_yield_wakes_a_blocked_poll) {
+    rd_kafka_t *rk = producer("1000", "5");
+    rd_kafka_queue_t *reports = rd_kafka_queue_get_main(rk);
+    poller_t p = {rk, -1};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, poll_once, &p), 0);
+    usleep(200000); /* the poller is blocked by now */
+    rd_kafka_queue_yield(reports);
+    pthread_join(t, NULL);
+    ck_assert_msg(p.returned_after_us >= 0 && p.returned_after_us < 30000000,
+                  "rd_kafka_poll returned after %lld us, not at the yield", (long long)p.returned_after_us);
+    rd_kafka_queue_destroy(reports);
+    rd_kafka_destroy(rk);
+}
+END_TEST
+
 Suite *kafka_suite(void) {
     Suite *s = suite_create("kafka");
     TCase *tc = tcase_create("kafka");
     tcase_add_test(tc, acks_carry_offsets_and_errors_per_message);
     tcase_add_test(tc, full_queue_is_retried_until_the_deadline);
+    tcase_add_test(tc, flush_sends_what_linger_holds);
+    tcase_add_test(tc, queue_yield_wakes_a_blocked_poll);
     suite_add_tcase(s, tc);
     return s;
 }
