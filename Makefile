@@ -89,7 +89,8 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB) $(TSAN_OBJ)
 
 # libFuzzer harnesses (clang; ASan + UBSan): fuzz-request over decoding, validation and
 # batching (JSON and protobuf); fuzz-forward holds the protobuf wire reader and the
-# ShardBatch writer against protobuf-c's unpack and pack (test/unit/forward_ref.c).
+# ShardBatch writer, and the consumer's ShardBatch reader, against protobuf-c's unpack and pack
+# (test/unit/forward_ref.c).
 FUZZ_SECONDS ?= 60
 FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer -Itest/unit \

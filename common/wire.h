@@ -26,6 +26,11 @@ typedef struct {
 /* A varint of at most 10 bytes; bits past 64 are dropped (as protobuf-c does).
  * *any_bit: whether any payload bit was set (protobuf-c's bool, which sees bits past 64). */
 static inline int bw_wire_varint(bw_wire_reader_t *r, uint64_t *v, int *any_bit) {
+    if (r->p < r->end && *r->p < 0x80) { /* one byte: most lengths, small numbers */
+        *v = *r->p++;
+        if (any_bit) *any_bit = *v != 0;
+        return 0;
+    }
     uint64_t x = 0;
     int any = 0;
     for (unsigned i = 0; i < 10; i++) {
@@ -47,6 +52,12 @@ static inline int bw_wire_varint(bw_wire_reader_t *r, uint64_t *v, int *any_bit)
  * 4) or does not exist (6, 7). */
 static inline int bw_wire_tag(bw_wire_reader_t *r, uint32_t *field, int *wire_type) {
     if (r->p == r->end || (*r->p & 0xf8) == 0) return -1;
+    int wt = *r->p & 7;
+    if (*r->p < 0x80 && (wt <= BW_WIRE_LEN || wt == BW_WIRE_I32)) { /* one byte: fields 1 to 15 */
+        *field = (uint32_t)*r->p++ >> 3;
+        *wire_type = wt;
+        return 0;
+    }
     uint32_t t = (uint32_t)(*r->p & 0x7f) >> 3;
     *wire_type = *r->p & 7;
     unsigned shift = 4;

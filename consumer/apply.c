@@ -10,6 +10,7 @@
 #include "db.h"
 #include "ledger.h"
 #include "log.h"
+#include "pbdecode.h"
 #include "sql.h"
 
 #define COMPONENT "consumer"
@@ -382,7 +383,9 @@ static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *m
             continue;
         }
         decoded_t *d = &x.dec[i];
-        d->sb = bulkwrite__v1__shard_batch__unpack(&ap->arena.pb, msgs[i]->len, msgs[i]->payload);
+        /* values point into the payload: the partition's buffer holds the message until
+         * the transaction is over (bw_partition_drop_head) */
+        d->sb = bw_pbd_shard_batch(msgs[i]->payload, msgs[i]->len, &ap->arena);
         row_cap += d->sb ? d->sb->n_rows : 0;
     }
     x.failures = bw_arena_alloc(&ap->arena, (row_cap + 1) * sizeof(*x.failures));

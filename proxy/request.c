@@ -12,6 +12,7 @@
 #include <openssl/hmac.h>
 #include <yajl/yajl_parse.h>
 
+#include "pbdecode.h"
 #include "shard.h"
 #include "wire.h"
 
@@ -595,185 +596,17 @@ static Bulkwrite__V1__BatchWriteRequest *decode_json(const void *body, size_t le
 
 /* protobuf-c's unpack walks every message twice through its descriptors and allocates
  * each string, field and value on its own; this reads the request once with the rules
- * protobuf-c applies (wire.h) into the same structs, carved from the arena in few
+ * protobuf-c applies (wire.h, pbdecode.h) into the same structs, carved from the arena in few
  * blocks. Text and bytes values are not copied: they point into the body. Strings that
  * the validator reads as C strings (names, object type, shard key, request_id) are
  * copied with a terminating NUL, so an embedded NUL cuts them where protobuf-c's did. */
-
-#define PB_FAIL() return -1
-
-static char *pb_string(bw_arena_t *a, const uint8_t *d, size_t n) { return bw_arena_strndup(a, (const char *)d, n); }
-
-/* Value: a oneof; a later member replaces an earlier one, as in protobuf-c (a Value given
- * twice in one Field is merged by pb_field). */
-static int pb_value(bw_wire_reader_t r, Bulkwrite__V1__Value *v) {
-    while (r.p < r.end) {
-        uint32_t field;
-        int wt, any;
-        uint64_t x;
-        const uint8_t *d;
-        size_t n;
-        if (bw_wire_tag(&r, &field, &wt)) PB_FAIL();
-        switch (field) {
-        case 1: /* null_value */
-        case 6: /* bool_value */
-            if (bw_wire_bool(&r, wt, &any)) PB_FAIL();
-            if (field == 1) {
-                v->kind_case = BULKWRITE__V1__VALUE__KIND_NULL_VALUE;
-                v->null_value = any;
-            } else {
-                v->kind_case = BULKWRITE__V1__VALUE__KIND_BOOL_VALUE;
-                v->bool_value = any;
-            }
-            break;
-        case 2: /* int_value, sint64 */
-            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &x, NULL)) PB_FAIL();
-            v->kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
-            v->int_value = bw_wire_unzigzag64(x);
-            break;
-        case 3: /* double_value */
-            if (wt != BW_WIRE_I64 || bw_wire_fixed64(&r, &x)) PB_FAIL();
-            v->kind_case = BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE;
-            memcpy(&v->double_value, &x, sizeof(x));
-            break;
-        case 4: /* string_value */
-        case 5: /* bytes_value */
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
-            v->kind_case = field == 4 ? BULKWRITE__V1__VALUE__KIND_STRING_VALUE : BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
-            /* string_value and bytes_value share the union's storage */
-            v->string_value.data = (uint8_t *)d;
-            v->string_value.len = n;
-            break;
-        default:
-            if (bw_wire_skip(&r, wt)) PB_FAIL();
-        }
-    }
-    return 0;
-}
-
-/* Field and its Value share one arena block. */
-typedef struct {
-    Bulkwrite__V1__Field f;
-    Bulkwrite__V1__Value v;
-} pb_field_block_t;
-
-static int pb_field(bw_wire_reader_t r, Bulkwrite__V1__Field *f, Bulkwrite__V1__Value *vstore, bw_arena_t *a) {
-    while (r.p < r.end) {
-        uint32_t field;
-        int wt, any;
-        const uint8_t *d;
-        size_t n;
-        if (bw_wire_tag(&r, &field, &wt)) PB_FAIL();
-        switch (field) {
-        case 1:
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
-            f->name = pb_string(a, d, n);
-            break;
-        case 2: {
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
-            if (!f->value) {
-                bulkwrite__v1__value__init(vstore);
-                f->value = vstore;
-                if (pb_value((bw_wire_reader_t){d, d + n}, f->value)) PB_FAIL();
-                break;
-            }
-            /* given again: merged as protobuf-c 1.4 merges a message whose members are a
-             * oneof. A later member wins; a later occurrence without one keeps the earlier
-             * member, except an empty string or bytes, which is dropped; and with no member
-             * on either side protobuf-c refuses the body (int_range_lookup of case 0) */
-            Bulkwrite__V1__Value later;
-            bulkwrite__v1__value__init(&later);
-            if (pb_value((bw_wire_reader_t){d, d + n}, &later)) PB_FAIL();
-            Bulkwrite__V1__Value *v = f->value;
-            if (later.kind_case != BULKWRITE__V1__VALUE__KIND__NOT_SET) {
-                *v = later;
-            } else if (v->kind_case == BULKWRITE__V1__VALUE__KIND__NOT_SET) {
-                PB_FAIL();
-            } else if ((v->kind_case == BULKWRITE__V1__VALUE__KIND_STRING_VALUE ||
-                        v->kind_case == BULKWRITE__V1__VALUE__KIND_BYTES_VALUE) && v->string_value.len == 0) {
-                bulkwrite__v1__value__init(v);
-            }
-            break;
-        }
-        case 3:
-            if (bw_wire_bool(&r, wt, &any)) PB_FAIL();
-            f->increment = any;
-            break;
-        default:
-            if (bw_wire_skip(&r, wt)) PB_FAIL();
-        }
-    }
-    return 0;
-}
-
-/* Counts the occurrences of field `want` (length-delimited) in a message, so that its
- * repeated field is allocated once. Malformed input fails here already. */
-static int pb_count(bw_wire_reader_t r, uint32_t want, size_t *cnt) {
-    size_t c = 0;
-    while (r.p < r.end) {
-        uint32_t field;
-        int wt;
-        if (bw_wire_tag(&r, &field, &wt) || bw_wire_skip(&r, wt)) PB_FAIL();
-        c += field == want;
-    }
-    *cnt = c;
-    return 0;
-}
-
-static int pb_op(bw_wire_reader_t r, Bulkwrite__V1__Op *op, bw_arena_t *a) {
-    size_t nf;
-    if (pb_count(r, 5, &nf)) PB_FAIL();
-    bulkwrite__v1__op__init(op);
-    op->object_type = "";
-    op->shard_key = "";
-    pb_field_block_t *blocks = NULL;
-    if (nf) {
-        op->fields = bw_arena_alloc(a, nf * sizeof(*op->fields));
-        blocks = bw_arena_alloc(a, nf * sizeof(*blocks));
-    }
-    while (r.p < r.end) {
-        uint32_t field;
-        int wt;
-        uint64_t x;
-        const uint8_t *d;
-        size_t n;
-        if (bw_wire_tag(&r, &field, &wt)) PB_FAIL();
-        switch (field) {
-        case 1: /* op: an enum, read as protobuf-c does (the low 32 bits) */
-            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &x, NULL)) PB_FAIL();
-            op->op = (Bulkwrite__V1__OpType)(int32_t)(uint32_t)x;
-            break;
-        case 2:
-        case 4:
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
-            if (field == 2) op->object_type = pb_string(a, d, n);
-            else op->shard_key = pb_string(a, d, n);
-            break;
-        case 3:
-            if (wt != BW_WIRE_I64 || bw_wire_fixed64(&r, &op->id)) PB_FAIL();
-            break;
-        case 5: {
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) PB_FAIL();
-            pb_field_block_t *b = &blocks[op->n_fields];
-            bulkwrite__v1__field__init(&b->f);
-            b->f.name = "";
-            if (pb_field((bw_wire_reader_t){d, d + n}, &b->f, &b->v, a)) PB_FAIL();
-            op->fields[op->n_fields++] = &b->f;
-            break;
-        }
-        default:
-            if (bw_wire_skip(&r, wt)) PB_FAIL();
-        }
-    }
-    return 0;
-}
 
 static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
                                                          char *err, size_t esz, int *too_many) {
     bw_wire_reader_t r = {body, (const uint8_t *)body + len};
     size_t n_ops;
     snprintf(err, esz, "malformed protobuf: not a bulkwrite.v1.BatchWriteRequest");
-    if (pb_count(r, 2, &n_ops)) return NULL;
+    if (bw_pbd_count(r, 2, &n_ops)) return NULL;
     /* counted on the wire, before any op's struct exists */
     if ((*too_many = n_ops > max_ops)) {
         snprintf(err, esz, "the request has %zu ops; proxy.max_ops is %zu", n_ops, max_ops);
@@ -797,16 +630,16 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
                 /* checked against the config by the proxy; a NUL would cut the name short,
                  * so such a lane reads as one no configuration has (and the proxy answers
                  * 400). Not refused here: this reader accepts what protobuf-c accepts. */
-                req->lane = memchr(d, 0, n) ? (char *)"\x7f" : pb_string(a, d, n);
+                req->lane = memchr(d, 0, n) ? (char *)"\x7f" : bw_pbd_string(a, d, n);
             } else if (field == 1) {
                 const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
                 if (nul) {
                     snprintf(err, esz, "request_id contains a control character (NUL) at byte %zu", (size_t)(nul - d));
                     return NULL;
                 }
-                req->request_id = pb_string(a, d, n);
+                req->request_id = bw_pbd_string(a, d, n);
             } else {
-                if (pb_op((bw_wire_reader_t){d, d + n}, &ops[req->n_ops], a)) return NULL;
+                if (bw_pbd_op((bw_wire_reader_t){d, d + n}, &ops[req->n_ops], a)) return NULL;
                 req->ops[req->n_ops] = &ops[req->n_ops];
                 req->n_ops++;
             }

@@ -113,7 +113,9 @@ for i in $(seq 1 12); do
 done
 check "12 sessions in SELECT SLEEP on mysql-a: its shards throttled for threads_running" \
     wait_for 8 check_json 1 '.throttled and .throttle.signal.name == "threads_running" and .throttle.signal.value > 8'
-check "... shard 1's rate is limited now (it was unlimited)" rate_at_most 1 1000
+# (waited for: the proxy's view comes from the status topic, the rate from the consumer's
+# metrics page, read a moment apart; on a loaded 2-core host one CI run read it too early)
+check "... shard 1's rate is limited now (it was unlimited)" wait_for 5 rate_at_most 1 1000
 check "... and mysql-b's shard 6 is not throttled" state_is 6 running
 check "over the critical level (11) for critical_ms (2 s): shard 2 critical, paused by the throttle" \
     wait_for 8 eval 'state_is 2 critical && check_json 2 ".throttle.state == \"critical\" and (.throttle.reason | test(\"threads_running [0-9.]+ over its critical level 11: paused since\"))"'

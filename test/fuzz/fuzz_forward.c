@@ -3,8 +3,10 @@
  * read it the same, field for field (one deliberate difference: a NUL inside request_id,
  * which protobuf-c keeps and every C string then cuts short, is refused); then every valid op is batched and each ShardBatch
  * the batcher wrote must be, byte for byte, protobuf-c's pack of the batch the old path
- * built from protobuf-c's own reading (test/unit/forward_ref.c). Any difference, crash
- * or sanitizer report is a finding.
+ * built from protobuf-c's own reading (test/unit/forward_ref.c), and read back by the
+ * consumer's ShardBatch reader as protobuf-c reads it. The input is also read as a
+ * ShardBatch both ways (seeds sb-*). Any difference, crash or sanitizer report is a
+ * finding.
  *
  * Built with clang -fsanitize=fuzzer,address,undefined (make fuzz runs it after
  * fuzz_request.c, from the seeds in test/fuzz/corpus-forward). */
@@ -39,6 +41,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bw_arena_t arena;
     bw_arena_init(&arena, 1 << 14);
     char err[512], why[512];
+    /* the same bytes as a ShardBatch: the consumer's reader against protobuf-c's */
+    int accepted;
+    if (!fref_shard_batch_agrees(data, size, &arena, &accepted, why, sizeof(why))) {
+        fprintf(stderr, "fuzz: %s\n", why);
+        abort();
+    }
     Bulkwrite__V1__BatchWriteRequest *req = bw_request_decode(BW_FMT_PROTOBUF, data, size, &arena, err, sizeof(err));
     Bulkwrite__V1__BatchWriteRequest *pbc = bulkwrite__v1__batch_write_request__unpack(&arena.pb, size, data);
     if (!req && pbc && strncmp(err, "request_id contains a control character (NUL)", 45) == 0) {

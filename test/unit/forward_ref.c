@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pbdecode.h"
+
 static const char *nz(const char *s) { return s ? s : ""; }
 
 static int value_eq(const Bulkwrite__V1__Value *a, const Bulkwrite__V1__Value *b) {
@@ -42,6 +44,51 @@ int fref_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__
     }
     return 1;
 #undef DIFF
+}
+
+int fref_shard_batch_eq(const Bulkwrite__V1__ShardBatch *a, const Bulkwrite__V1__ShardBatch *b, char *why,
+                        size_t why_size) {
+#define DIFF(...) do { snprintf(why, why_size, __VA_ARGS__); return 0; } while (0)
+    if (strcmp(nz(a->job_id), nz(b->job_id))) DIFF("job_id");
+    if (a->shard != b->shard) DIFF("shard %u vs %u", a->shard, b->shard);
+    if (strcmp(nz(a->object_type), nz(b->object_type))) DIFF("object_type");
+    if (a->op != b->op) DIFF("op %d vs %d", (int)a->op, (int)b->op);
+    if (a->enqueued_at_ms != b->enqueued_at_ms) DIFF("enqueued_at_ms");
+    if (a->part != b->part) DIFF("part %u vs %u", a->part, b->part);
+    if (a->n_columns != b->n_columns) DIFF("n_columns %zu vs %zu", a->n_columns, b->n_columns);
+    for (size_t c = 0; c < a->n_columns; c++)
+        if (strcmp(nz(a->columns[c]), nz(b->columns[c]))) DIFF("columns[%zu]", c);
+    if (a->n_rows != b->n_rows) DIFF("n_rows %zu vs %zu", a->n_rows, b->n_rows);
+    for (size_t i = 0; i < a->n_rows; i++) {
+        const Bulkwrite__V1__Row *x = a->rows[i], *y = b->rows[i];
+        if (x->op_index != y->op_index) DIFF("rows[%zu].op_index", i);
+        if (x->id != y->id) DIFF("rows[%zu].id", i);
+        if (x->n_fields != y->n_fields) DIFF("rows[%zu].n_fields %zu vs %zu", i, x->n_fields, y->n_fields);
+        for (size_t f = 0; f < x->n_fields; f++) {
+            if (x->fields[f]->column != y->fields[f]->column) DIFF("rows[%zu].fields[%zu].column", i, f);
+            if (!x->fields[f]->increment != !y->fields[f]->increment) DIFF("rows[%zu].fields[%zu].increment", i, f);
+            if (!value_eq(x->fields[f]->value, y->fields[f]->value)) DIFF("rows[%zu].fields[%zu].value", i, f);
+        }
+    }
+    return 1;
+#undef DIFF
+}
+
+int fref_shard_batch_agrees(const void *data, size_t len, bw_arena_t *a, int *accepted, char *why, size_t why_size) {
+    Bulkwrite__V1__ShardBatch *mine = bw_pbd_shard_batch(data, len, a);
+    Bulkwrite__V1__ShardBatch *pbc = bulkwrite__v1__shard_batch__unpack(&a->pb, len, data);
+    *accepted = mine != NULL;
+    if (!mine != !pbc) {
+        snprintf(why, why_size, "the ShardBatch reader %s what protobuf-c %s", mine ? "accepts" : "refuses",
+                 pbc ? "accepts" : "refuses");
+        return 0;
+    }
+    char diff[200];
+    if (mine && !fref_shard_batch_eq(mine, pbc, diff, sizeof(diff))) {
+        snprintf(why, why_size, "ShardBatch read differently from protobuf-c: %s", diff);
+        return 0;
+    }
+    return 1;
 }
 
 /* protobuf-c's pack of the ShardBatch the old batcher built for message m. */
@@ -131,6 +178,13 @@ int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteReq
             snprintf(why, why_size, "message %zu does not unpack as its ShardBatch", i);
             return 0;
         }
+        /* and the consumer's reader reads it as protobuf-c does */
+        bw_arena_t a;
+        bw_arena_init(&a, 1 << 14);
+        int accepted;
+        ok = fref_shard_batch_agrees(m->payload, m->len, &a, &accepted, why, why_size) && accepted;
+        bw_arena_destroy(&a);
+        if (!ok) return 0;
     }
     return 1;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "batcher.h"
 #include "bulkwrite.pb-c.h"
 #include "config.h"
@@ -18,10 +19,21 @@
 int fref_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__V1__BatchWriteRequest *b, char *why,
                     size_t why_size);
 
+/* 1 if a and b hold the same ShardBatch field for field (unknown fields aside); else 0
+ * and why says where. */
+int fref_shard_batch_eq(const Bulkwrite__V1__ShardBatch *a, const Bulkwrite__V1__ShardBatch *b, char *why,
+                        size_t why_size);
+
+/* Reads data as a ShardBatch both ways, the consumer's reader (pbdecode.h) and
+ * protobuf-c's unpack, both into the arena: 1 if they accept and refuse alike and read an
+ * accepted one the same (*accepted: whether they did); else 0 and why. */
+int fref_shard_batch_agrees(const void *data, size_t len, bw_arena_t *a, int *accepted, char *why, size_t why_size);
+
 /* Checks every message of a split of the request against protobuf-c: each payload must
  * equal, byte for byte, protobuf-c's pack of the ShardBatch built from `pbc` (the same
  * body unpacked by protobuf-c) for the message's rows (columns in first-use order,
- * unknown fields dropped), and unpack to n_rows == op_cnt. 1 if all do; else 0 and why. */
+ * unknown fields dropped), unpack to n_rows == op_cnt, and read the same through the
+ * consumer's reader (fref_shard_batch_agrees). 1 if all do; else 0 and why. */
 int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *pbc, const bw_batch_set_t *set,
                      const char *job_id, int64_t now_ms, char *why, size_t why_size);
 

@@ -3,7 +3,8 @@
  * ShardBatch bytes the batcher writes must be protobuf-c's pack of the batch the old
  * path built, byte for byte (forward_ref.c holds that path). Hostile text, bytes, NULs,
  * increments, upserts, deletes, unknown fields, merged and overwritten values,
- * non-canonical varints; random requests; random mutations of a body. JSON's many-field
+ * non-canonical varints; random requests; random mutations of a body. The consumer's
+ * ShardBatch reader is held against protobuf-c's unpack the same way. JSON's many-field
  * duplicate check is here too. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "batcher.h"
 #include "forward_ref.h"
 #include "helpers.h"
+#include "pbdecode.h"
 #include "request.h"
 #include "shard.h"
 
@@ -290,6 +292,23 @@ START_TEST(forward_random_requests) {
 }
 END_TEST
 
+/* base's bytes into buf (base.len + 3 bytes at least), damaged in 1 to 3 places: a byte
+ * replaced, a bit flipped, the tail cut, a byte inserted. Returns the new length. */
+static size_t damage(uint8_t *buf, const raw_t *base) {
+    memcpy(buf, base->b, base->len);
+    size_t n = base->len;
+    for (int k = 1 + (int)(rnd() % 3); k > 0; k--) {
+        size_t at = rnd() % n;
+        switch (rnd() % 4) {
+        case 0: buf[at] = (uint8_t)rnd(); break;
+        case 1: buf[at] ^= (uint8_t)(1u << (rnd() % 8)); break;
+        case 2: n = at + 1; break; /* truncate */
+        default: memmove(buf + at + 1, buf + at, n - at); buf[at] = (uint8_t)rnd(); n++; break;
+        }
+    }
+    return n;
+}
+
 /* Whether the wire reader accepts body (with err saying why not), after requiring that
  * protobuf-c accepts and refuses the same, and reads an accepted body the same. */
 static int reader_agrees(const uint8_t *body, size_t len, const char *what, size_t i, char *err, size_t esz) {
@@ -323,17 +342,7 @@ START_TEST(forward_reader_agrees_on_damage) {
     char err[256];
     size_t accepted = 0, refused = 0;
     for (int i = 0; i < 20000; i++) {
-        memcpy(buf, base.b, base.len);
-        size_t n = base.len;
-        for (int k = 1 + (int)(rnd() % 3); k > 0; k--) {
-            size_t at = rnd() % n;
-            switch (rnd() % 4) {
-            case 0: buf[at] = (uint8_t)rnd(); break;
-            case 1: buf[at] ^= (uint8_t)(1u << (rnd() % 8)); break;
-            case 2: n = at + 1; break; /* truncate */
-            default: memmove(buf + at + 1, buf + at, n - at); buf[at] = (uint8_t)rnd(); n++; break;
-            }
-        }
+        size_t n = damage(buf, &base);
         if (reader_agrees(buf, n, "mutation", (size_t)i, err, sizeof(err)))
             accepted++;
         else
@@ -388,6 +397,114 @@ START_TEST(forward_value_given_twice) {
 }
 END_TEST
 
+/* A ShardBatch protobuf-c never writes: fields out of order and given twice (the later
+ * wins), overlong varints, unknown fields at every level, a Value given twice (merged), an
+ * empty Value, text with a NUL and 4-byte UTF-8, bytes of every value. */
+static void hostile_shard_batch(raw_t *sb) {
+    raw_t row = {0}, f = {0}, v = {0};
+    raw_len(sb, 1, "ffffffffffffffffffffffffffffffff", 32);
+    raw_put(sb, "\x10\x83\x80\x00", 4); /* shard 3, overlong */
+    raw_len(sb, 3, "pin", 3);
+    raw_put(sb, "\x20\x82\x80\x80\x80\x00", 6); /* op UPDATE, overlong */
+    raw_len(sb, 5, "like_count", 10);
+    raw_len(sb, 5, "title", 5);
+    raw_len(sb, 5, "image", 5);
+    raw_tag(sb, 99, 0);
+    raw_varint(sb, 7);
+    /* row 0: like_count += 5 (a string then an int: the int wins), title merged */
+    raw_put(&row, "\x08\x81\x01", 3); /* op_index 129 */
+    raw_fixed64(&row, 2, PIN_ID(3, 7));
+    raw_tag(&f, 1, 0);
+    raw_varint(&f, 0);
+    raw_len(&v, 4, "x", 1);
+    raw_tag(&v, 2, 0);
+    raw_varint(&v, 10); /* sint64 5 */
+    raw_sub(&f, 2, &v);
+    raw_put(&f, "\x18\x80\x01", 3); /* increment as 128 */
+    raw_put(&f, "\x7d\x01\x02\x03\x04", 5); /* field 15, wire type 5 */
+    raw_sub(&row, 3, &f);
+    raw_tag(&f, 1, 0);
+    raw_varint(&f, 1);
+    raw_tag(&v, 2, 0);
+    raw_varint(&v, 2);
+    raw_sub(&f, 2, &v);
+    raw_len(&v, 4, "t\0\xf0\x9f\x98\x80", 6);
+    raw_sub(&f, 2, &v);
+    raw_sub(&row, 3, &f);
+    raw_len(&row, 50, "junk", 4);
+    raw_sub(sb, 6, &row);
+    /* row 1: every byte as the image, an empty Value (no member) as the title */
+    static uint8_t all[256];
+    for (size_t i = 0; i < sizeof(all); i++) all[i] = (uint8_t)i;
+    raw_put(&row, "\x08\x01", 2);
+    raw_fixed64(&row, 2, PIN_ID(3, 8));
+    raw_tag(&f, 1, 0);
+    raw_varint(&f, 2);
+    raw_len(&v, 5, all, sizeof(all));
+    raw_sub(&f, 2, &v);
+    raw_sub(&row, 3, &f);
+    raw_tag(&f, 1, 0);
+    raw_varint(&f, 1);
+    raw_put(&f, "\x12\x00", 2);
+    raw_sub(&row, 3, &f);
+    raw_sub(sb, 6, &row);
+    raw_tag(sb, 7, 0);
+    raw_varint(sb, (uint64_t)-1700000000123LL); /* enqueued_at_ms, negative */
+    raw_put(sb, "\x40\x05", 2); /* part 5 */
+    raw_len(sb, 1, "0123456789abcdef0123456789abcdef", 32); /* the later job_id wins */
+}
+
+/* The consumer's ShardBatch reader (pbdecode.h) reads what protobuf-c's unpack reads, the
+ * same way, and refuses what it refuses: a hand-made batch, then random damage to it. (Every
+ * batch the batcher writes is read both ways in fref_check_split, above.) */
+START_TEST(shard_batch_reader_agrees) {
+    raw_t base = {0};
+    hostile_shard_batch(&base);
+    char why[256];
+    int accepted;
+    ck_assert_msg(fref_shard_batch_agrees(base.b, base.len, &A, &accepted, why, sizeof(why)), "%s", why);
+    ck_assert(accepted);
+    const Bulkwrite__V1__ShardBatch *sb = bw_pbd_shard_batch(base.b, base.len, &A);
+    ck_assert_ptr_nonnull(sb);
+    ck_assert_str_eq(sb->job_id, "0123456789abcdef0123456789abcdef");
+    ck_assert_uint_eq(sb->shard, 3);
+    ck_assert_int_eq(sb->op, BW_OP_UPDATE);
+    ck_assert_int_eq(sb->enqueued_at_ms, -1700000000123LL);
+    ck_assert_uint_eq(sb->part, 5);
+    ck_assert_uint_eq(sb->n_columns, 3);
+    ck_assert_str_eq(sb->columns[2], "image");
+    ck_assert_uint_eq(sb->n_rows, 2);
+    const Bulkwrite__V1__Row *r0 = sb->rows[0], *r1 = sb->rows[1];
+    ck_assert_uint_eq(r0->op_index, 129);
+    ck_assert_uint_eq(r0->id, PIN_ID(3, 7));
+    ck_assert_uint_eq(r0->n_fields, 2);
+    ck_assert_int_eq(r0->fields[0]->value->kind_case, BULKWRITE__V1__VALUE__KIND_INT_VALUE);
+    ck_assert_int_eq(r0->fields[0]->value->int_value, 5);
+    ck_assert_int_eq(r0->fields[0]->increment, 1);
+    ck_assert_int_eq(r0->fields[1]->value->kind_case, BULKWRITE__V1__VALUE__KIND_STRING_VALUE);
+    ck_assert_uint_eq(r0->fields[1]->value->string_value.len, 6);
+    ck_assert_mem_eq(r0->fields[1]->value->string_value.data, "t\0\xf0\x9f\x98\x80", 6);
+    ck_assert_uint_eq(r1->fields[0]->value->bytes_value.len, 256);
+    ck_assert_uint_eq(r1->fields[0]->value->bytes_value.data[255], 255);
+    ck_assert_int_eq(r1->fields[1]->value->kind_case, BULKWRITE__V1__VALUE__KIND__NOT_SET);
+    /* empty: an empty batch (the consumer dead-letters it for its job_id), as protobuf-c */
+    ck_assert_msg(fref_shard_batch_agrees(NULL, 0, &A, &accepted, why, sizeof(why)) && accepted, "%s", why);
+    uint8_t *buf = malloc(base.len + 16);
+    size_t taken = 0, refused = 0;
+    for (int i = 0; i < 20000; i++) {
+        size_t n = damage(buf, &base);
+        ck_assert_msg(fref_shard_batch_agrees(buf, n, &A, &accepted, why, sizeof(why)), "mutation %d: %s", i, why);
+        if (accepted) taken++;
+        else refused++;
+        bw_arena_reset(&A);
+    }
+    ck_assert_uint_gt(taken, 100);
+    ck_assert_uint_gt(refused, 100);
+    free(buf);
+    free(base.b);
+}
+END_TEST
+
 START_TEST(json_many_fields_duplicate) {
     char body[4096];
     int n = snprintf(body, sizeof(body), "{\"ops\": [{\"op\": \"update\", \"object_type\": \"pin\", \"id\": 68719476737, \"fields\": {");
@@ -418,6 +535,7 @@ Suite *forward_suite(void) {
     tcase_add_test(tc, forward_random_requests);
     tcase_add_test(tc, forward_reader_agrees_on_damage);
     tcase_add_test(tc, forward_value_given_twice);
+    tcase_add_test(tc, shard_batch_reader_agrees);
     tcase_add_test(tc, json_many_fields_duplicate);
     suite_add_tcase(s, tc);
     return s;
