@@ -119,8 +119,8 @@ json_t *bw_value_json(const Bulkwrite__V1__Value *v) {
     case BULKWRITE__V1__VALUE__KIND_INT_VALUE: return json_integer(v->int_value);
     case BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE: return json_real(v->double_value);
     case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: return json_boolean(v->bool_value);
-    case BULKWRITE__V1__VALUE__KIND_STRING_VALUE:
-        return json_stringn((const char *)v->string_value.data, v->string_value.len);
+    case BULKWRITE__V1__VALUE__KIND_STRING_VALUE: /* protobuf-c leaves an empty one NULL: still "" */
+        return json_stringn(v->string_value.len ? (const char *)v->string_value.data : "", v->string_value.len);
     case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE: {
         char *b = bw_base64(v->bytes_value.data, v->bytes_value.len);
         json_t *j = json_pack("{s:s}", "base64", b);

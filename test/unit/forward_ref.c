@@ -182,7 +182,10 @@ int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteReq
         bw_arena_t a;
         bw_arena_init(&a, 1 << 14);
         int accepted;
-        ok = fref_shard_batch_agrees(m->payload, m->len, &a, &accepted, why, why_size) && accepted;
+        ok = fref_shard_batch_agrees(m->payload, m->len, &a, &accepted, why, why_size);
+        if (ok && !accepted) /* both readers refuse it */
+            snprintf(why, why_size, "message %zu (shard %d) does not read as a ShardBatch", i, m->shard);
+        ok = ok && accepted;
         bw_arena_destroy(&a);
         if (!ok) return 0;
     }

@@ -302,6 +302,51 @@ START_TEST(dead_letter_record_carries_op_and_reason) {
 }
 END_TEST
 
+/* An empty string or bytes value is kept in the record as "" (or base64 ""), whether its
+ * data is NULL (protobuf-c's unpack) or points at the message with length 0 (the
+ * consumer's reader, common/pbdecode.c): jansson refuses a NULL string, and the field
+ * used to vanish from the record. */
+START_TEST(dead_letter_keeps_empty_values) {
+    static const uint8_t payload[1] = {0};
+    Bulkwrite__V1__Value v[4];
+    Bulkwrite__V1__RowField f[4], *fp[4];
+    for (int i = 0; i < 4; i++) {
+        bulkwrite__v1__value__init(&v[i]);
+        bulkwrite__v1__row_field__init(&f[i]);
+        f[i].value = &v[i];
+        f[i].column = (uint32_t)i;
+        fp[i] = &f[i];
+        v[i].kind_case = i < 2 ? BULKWRITE__V1__VALUE__KIND_STRING_VALUE : BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
+    }
+    v[0].string_value = (ProtobufCBinaryData){0, NULL};
+    v[1].string_value = (ProtobufCBinaryData){0, (uint8_t *)payload};
+    v[2].bytes_value = (ProtobufCBinaryData){0, NULL};
+    v[3].bytes_value = (ProtobufCBinaryData){0, (uint8_t *)payload};
+    Bulkwrite__V1__Row row = BULKWRITE__V1__ROW__INIT;
+    row.id = 5;
+    row.fields = fp;
+    row.n_fields = 4;
+    char *cols[] = {"title", "description", "image", "thumbnail"};
+    bw_dead_letter_t r = {.shard = 0, .op = BW_OP_CREATE, .object_type = "pin", .row = &row, .columns = cols,
+                          .error_code = 1048, .error = "Column 'owner_id' cannot be null"};
+    char *s = bw_dead_letter_json(&r, SIZE_MAX);
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je);
+    ck_assert_msg(j != NULL, "not JSON: %s", s);
+    json_t *fields = json_object_get(json_object_get(j, "op"), "fields");
+    ck_assert_uint_eq(json_object_size(fields), 4);
+    for (int i = 0; i < 4; i++) {
+        json_t *x = json_object_get(fields, cols[i]);
+        if (i < 2) ck_assert_msg(json_is_string(x) && !strcmp(json_string_value(x), ""), "%s in %s", cols[i], s);
+        else ck_assert_msg(json_is_string(json_object_get(x, "base64")) &&
+                               !strcmp(json_string_value(json_object_get(x, "base64")), ""),
+                           "%s in %s", cols[i], s);
+    }
+    json_decref(j);
+    free(s);
+}
+END_TEST
+
 /* One message of `n` pin creates on shard 0, each with owner_id 7 and an image of
  * image_len bytes (byte i of row r is r + i), in a heap buffer the caller frees. */
 static void make_image_msg(rd_kafka_message_t *m, int64_t offset, const char *job, uint32_t part,
@@ -632,6 +677,7 @@ Suite *apply_suite(void) {
     tcase_add_test(tc, replays_and_resubmissions_apply_once);
     tcase_add_test(tc, data_errors_fail_alone_and_are_recorded);
     tcase_add_test(tc, dead_letter_record_carries_op_and_reason);
+    tcase_add_test(tc, dead_letter_keeps_empty_values);
     tcase_add_test(tc, schema_drift_stops_not_dead_letters);
     tcase_add_test(tc, error_table);
     tcase_add_test(tc, statements_split_by_bytes_in_one_transaction);
