@@ -64,7 +64,7 @@ static void put_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
     }
     case BULKWRITE__V1__VALUE__KIND_BOOL_VALUE: bw_buf_puts(b, v->bool_value ? "true" : "false"); break;
     case BULKWRITE__V1__VALUE__KIND_STRING_VALUE:
-        put_string(b, (const char *)v->string_value.data, v->string_value.len);
+        put_string(b, v->string_value.len ? (const char *)v->string_value.data : "", v->string_value.len);
         break;
     case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE: {
         size_t room = 4 * ((v->bytes_value.len + 2) / 3) + 1;

@@ -10,6 +10,7 @@
 #include "apijson.h"
 #include "bw.h"
 #include "kafka.h"
+#include "utf8.h"
 
 struct bw_dead_letters {
     rd_kafka_t *rk;
@@ -107,7 +108,12 @@ static char *record_json(const bw_dead_letter_t *r, int level) {
     if (r->topic) json_object_set_new(j, "kafka_topic", json_string(r->topic));
     json_object_set_new(j, "kafka_offset", json_integer(r->offset));
     json_object_set_new(j, "error_code", json_integer(r->error_code));
-    json_object_set_new(j, "error", json_string(r->error));
+    /* a server's message may quote a key's bytes that are not UTF-8 (a duplicate key in a
+     * binary column): repaired, or jansson would refuse it and the record lose its reason */
+    char error[1024];
+    snprintf(error, sizeof(error), "%s", r->error);
+    bw_utf8_sanitize(error);
+    json_object_set_new(j, "error", json_string(error));
     if (r->row) {
         const Bulkwrite__V1__Row *row = r->row;
         json_object_set_new(j, "op_index", json_integer(row->op_index));

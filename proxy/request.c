@@ -14,6 +14,7 @@
 
 #include "pbdecode.h"
 #include "shard.h"
+#include "utf8.h"
 #include "wire.h"
 
 /* ---- JSON -> protobuf-c structs -------------------------------------------------- */
@@ -704,52 +705,6 @@ int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *c
     return 0;
 }
 
-int bw_utf8_valid(const unsigned char *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        /* runs of ASCII eight bytes a step: every value and name is checked (8 % of the
-         * proxy's protobuf path, 11 % of its JSON path, callgrind), most text is ASCII */
-        uint64_t w;
-        while (i + 8 <= len && (memcpy(&w, s + i, 8), (w & 0x8080808080808080u) == 0)) i += 8;
-        if (i == len) break;
-        unsigned char c = s[i];
-        if (c < 0x80) { i++; continue; }
-        size_t n;
-        uint32_t cp;
-        if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
-        else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
-        else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
-        else return 0;
-        if (i + n > len) return 0;
-        for (size_t k = 1; k < n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return 0;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += n;
-    }
-    return 1;
-}
-
-/* Replaces, in place, every byte that does not start a valid UTF-8 sequence with '?'.
- * Reasons quote client text cut to a length (which may split a sequence) and protobuf
- * strings that were never checked; a reply must still be UTF-8 (jansson refuses to
- * build a JSON string otherwise, and proto3 clients reject such a string field). */
-static void utf8_sanitize(char *s) {
-    size_t len = strlen(s);
-    for (size_t i = 0; i < len;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        if (n && i + n <= len && bw_utf8_valid((const unsigned char *)s + i, n)) {
-            i += n;
-        } else {
-            s[i++] = '?';
-        }
-    }
-}
-
 #define REJECT(...) do { snprintf(why, why_size, __VA_ARGS__); return -1; } while (0)
 
 /* Validates one field value against its column. */
@@ -907,7 +862,7 @@ size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWr
             rej = n;
         }
         rej[cnt].index = (uint32_t)i;
-        utf8_sanitize(why);
+        bw_utf8_sanitize(why);
         rej[cnt].reason = bw_arena_strndup(arena, why, strlen(why));
         cnt++;
     }
@@ -927,7 +882,7 @@ void bw_response_encode(bw_format_t fmt, const char *job_id, uint32_t accepted,
         json_t *arr = json_array();
         for (size_t i = 0; i < rejected_cnt; i++) {
             char *reason = strdup(rejected[i].reason); /* json_pack drops non-UTF-8 silently */
-            utf8_sanitize(reason);
+            bw_utf8_sanitize(reason);
             json_t *item = json_pack("{s:I,s:s}", "index", (json_int_t)rejected[i].index, "reason", reason);
             if (rejected[i].retryable) json_object_set_new(item, "retryable", json_true());
             json_array_append_new(arr, item);

@@ -67,7 +67,4 @@ void bw_response_encode(bw_format_t fmt, const char *job_id, uint32_t accepted,
                         const bw_rejection_t *rejected, size_t rejected_cnt, char **out,
                         size_t *out_len);
 
-/* 1 if s[0..len) is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF). */
-int bw_utf8_valid(const unsigned char *s, size_t len);
-
 #endif

@@ -49,6 +49,7 @@
 #include "ratelimit.h"
 #include "tls.h"
 #include "token.h"
+#include "utf8.h"
 
 static bw_config_t *conf;
 static char base_url[512];
@@ -312,12 +313,16 @@ static json_t *csv_op(char **hdr, int nh, char **cell, int nc, char *err, size_t
         if (strcmp(hdr[i], "object_type") == 0) ot = bw_config_object_type(conf, cell[i]);
     for (int i = 0; i < nh; i++) {
         const char *h = hdr[i], *v = cell[i];
-        if (strcmp(h, "op") == 0 || strcmp(h, "object_type") == 0 || strcmp(h, "shard_key") == 0) {
-            if (*v) json_object_set_new(op, h, json_string(v));
-            continue;
+        /* jansson refuses text that is not UTF-8, and a NULL value would leave the cell out */
+        if (*v && !bw_utf8_valid((const unsigned char *)v, strlen(v))) {
+            snprintf(err, esz, "column %s: not UTF-8 text (a bytes column takes base64)", h);
+            json_decref(op);
+            json_decref(fields);
+            return NULL;
         }
-        if (strcmp(h, "id") == 0) {
-            if (*v) json_object_set_new(op, "id", json_string(v));
+        if (strcmp(h, "op") == 0 || strcmp(h, "object_type") == 0 || strcmp(h, "shard_key") == 0 ||
+            strcmp(h, "id") == 0) {
+            if (*v) json_object_set_new(op, h, json_string(v));
             continue;
         }
         if (!*v) continue;
@@ -387,7 +392,8 @@ static int cmd_submit(int argc, char **argv) {
         "  jsonl: one op per line in the API's JSON encoding, e.g.\n"
         "         {\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}\n"
         "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
-        "         an empty cell leaves a field out, \\N is null\n"
+        "         an empty cell leaves a field out, \\N is null; cells are UTF-8 (bytes: base64),\n"
+        "         a line with a cell that is not is refused and named, the others still sent\n"
         "Request i carries request_id PREFIX-i (default: random): a request that gets no answer\n"
         "or a 5xx is resent for up to S seconds (default 60) and still applies once. A 429 (a\n"
         "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"

@@ -13,6 +13,7 @@
 #include "arena.h"
 #include "batcher.h"
 #include "request.h"
+#include "utf8.h"
 
 static bw_config_t *conf;
 

@@ -302,11 +302,12 @@ START_TEST(dead_letter_record_carries_op_and_reason) {
 }
 END_TEST
 
-/* An empty string or bytes value is kept in the record as "" (or base64 ""), whether its
- * data is NULL (protobuf-c's unpack) or points at the message with length 0 (the
- * consumer's reader, common/pbdecode.c): jansson refuses a NULL string, and the field
- * used to vanish from the record. */
-START_TEST(dead_letter_keeps_empty_values) {
+/* What jansson refuses stays in the record: an empty string or bytes value as "" (or
+ * base64 ""), whether its data is NULL (protobuf-c's unpack) or points at the message
+ * with length 0 (the consumer's reader, common/pbdecode.c), and a server's message that
+ * quotes bytes that are not UTF-8 (a duplicate key in a binary column), those bytes as
+ * '?'. Both used to vanish from the record. */
+START_TEST(dead_letter_keeps_empty_values_and_bad_text) {
     static const uint8_t payload[1] = {0};
     Bulkwrite__V1__Value v[4];
     Bulkwrite__V1__RowField f[4], *fp[4];
@@ -328,11 +329,13 @@ START_TEST(dead_letter_keeps_empty_values) {
     row.n_fields = 4;
     char *cols[] = {"title", "description", "image", "thumbnail"};
     bw_dead_letter_t r = {.shard = 0, .op = BW_OP_CREATE, .object_type = "pin", .row = &row, .columns = cols,
-                          .error_code = 1048, .error = "Column 'owner_id' cannot be null"};
+                          .error_code = 1062, .error = "Duplicate entry '\xff\xfe caf\xc3\xa9' for key 'PRIMARY'"};
     char *s = bw_dead_letter_json(&r, SIZE_MAX);
     json_error_t je;
     json_t *j = json_loads(s, 0, &je);
     ck_assert_msg(j != NULL, "not JSON: %s", s);
+    ck_assert_msg(json_is_string(json_object_get(j, "error")), "no error in %s", s);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "error")), "Duplicate entry '?? caf\xc3\xa9' for key 'PRIMARY'");
     json_t *fields = json_object_get(json_object_get(j, "op"), "fields");
     ck_assert_uint_eq(json_object_size(fields), 4);
     for (int i = 0; i < 4; i++) {
@@ -677,7 +680,7 @@ Suite *apply_suite(void) {
     tcase_add_test(tc, replays_and_resubmissions_apply_once);
     tcase_add_test(tc, data_errors_fail_alone_and_are_recorded);
     tcase_add_test(tc, dead_letter_record_carries_op_and_reason);
-    tcase_add_test(tc, dead_letter_keeps_empty_values);
+    tcase_add_test(tc, dead_letter_keeps_empty_values_and_bad_text);
     tcase_add_test(tc, schema_drift_stops_not_dead_letters);
     tcase_add_test(tc, error_table);
     tcase_add_test(tc, statements_split_by_bytes_in_one_transaction);

@@ -11,6 +11,7 @@
 #include "helpers.h"
 #include "request.h"
 #include "shard.h"
+#include "utf8.h"
 
 static bw_arena_t A;
 static bw_config_t *C;
@@ -830,10 +831,10 @@ END_TEST
 
 /* The test clients' JSON writer (common/apijson.h) writes what the proxy's decoder reads
  * back to the same request, value kinds included: every kind, an increment, text that
- * needs escaping, a double without a fraction, bytes. */
+ * needs escaping, a double without a fraction, bytes, empty text. */
 START_TEST(apijson_request_round_trip) {
-    Bulkwrite__V1__Value v[6];
-    for (int i = 0; i < 6; i++) bulkwrite__v1__value__init(&v[i]);
+    Bulkwrite__V1__Value v[7];
+    for (int i = 0; i < 7; i++) bulkwrite__v1__value__init(&v[i]);
     v[0].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE, v[0].int_value = -9007199254740993LL;
     v[1].kind_case = BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE, v[1].double_value = 3.0;
     v[2].kind_case = BULKWRITE__V1__VALUE__KIND_BOOL_VALUE, v[2].bool_value = 1;
@@ -844,9 +845,11 @@ START_TEST(apijson_request_round_trip) {
     v[4].kind_case = BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
     v[4].bytes_value = (ProtobufCBinaryData){sizeof(raw), (uint8_t *)raw};
     v[5].kind_case = BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE, v[5].double_value = 0.1;
-    static const char *const names[] = {"a", "b", "c", "d", "e", "f"};
-    Bulkwrite__V1__Field fv[6], *fp[6];
-    for (int i = 0; i < 6; i++) {
+    /* empty text as protobuf-c's unpack leaves it: NULL data (written as "", no NULL memcpy) */
+    v[6].kind_case = BULKWRITE__V1__VALUE__KIND_STRING_VALUE, v[6].string_value = (ProtobufCBinaryData){0, NULL};
+    static const char *const names[] = {"a", "b", "c", "d", "e", "f", "g"};
+    Bulkwrite__V1__Field fv[7], *fp[7];
+    for (int i = 0; i < 7; i++) {
         bulkwrite__v1__field__init(&fv[i]);
         fv[i].name = (char *)names[i];
         fv[i].value = &v[i];
@@ -859,7 +862,7 @@ START_TEST(apijson_request_round_trip) {
         ops[i] = &op[i];
     }
     op[0].op = BULKWRITE__V1__OP_TYPE__UPSERT, op[0].object_type = "pin", op[0].id = PIN_ID(3, 7);
-    op[0].shard_key = "user\"1", op[0].fields = fp, op[0].n_fields = 6;
+    op[0].shard_key = "user\"1", op[0].fields = fp, op[0].n_fields = 7;
     op[1].op = BULKWRITE__V1__OP_TYPE__DELETE, op[1].object_type = "board", op[1].id = BOARD_ID(1, 2);
     Bulkwrite__V1__BatchWriteRequest req = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
     req.request_id = "nightly/1";
