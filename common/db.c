@@ -118,86 +118,91 @@ unsigned long bw_db_max_packet(MYSQL *db) {
     return v;
 }
 
-/* Every error number the consumer can meet, with what it means for the batch and what a
+/* Every error number the consumer can meet, with its failure class (db.h) and what a
  * caller without the admin role is told instead of the server's text (which can quote
- * row values). Client errors (2000-2999) not listed are connection errors; anything else
- * not listed stops the shard: an error nobody has classified must not dead-letter good
- * rows. */
+ * row values). Client errors (2000-2999, bw_db_error_is_client) not listed are connection
+ * errors; anything else not listed stops the shard: an error nobody has classified must
+ * not dead-letter good rows. */
 static const struct {
     unsigned err;
-    bw_dberr_class_t cls;
+    bw_fail_t cls;
     const char *what;
 } error_table[] = {
     /* the row's data */
-    {ER_DUP_ENTRY, BW_DBERR_ROW, "duplicate key"},                                      /* 1062 duplicate id on CREATE */
-    {ER_DUP_KEY, BW_DBERR_ROW, "duplicate key"},                                        /* 1022 */
-    {ER_DUP_UNIQUE, BW_DBERR_ROW, "duplicate key"},                                     /* 1169 */
-    {ER_BAD_NULL_ERROR, BW_DBERR_ROW, "null in a NOT NULL column"},                     /* 1048 null in a NOT NULL column */
-    {ER_WARN_NULL_TO_NOTNULL, BW_DBERR_ROW, "null in a NOT NULL column"},               /* 1263 */
-    {ER_WARN_DATA_OUT_OF_RANGE, BW_DBERR_ROW, "value out of range"},                    /* 1264 */
-    {WARN_DATA_TRUNCATED, BW_DBERR_ROW, "value truncated"},                             /* 1265 */
-    {ER_TRUNCATED_WRONG_VALUE, BW_DBERR_ROW, "incorrect value"},                        /* 1292 */
-    {ER_INVALID_CHARACTER_STRING, BW_DBERR_ROW, "invalid character string"},            /* 1300 */
-    {ER_NO_DEFAULT_FOR_FIELD, BW_DBERR_ROW, "field without a default"},                 /* 1364 */
-    {ER_DIVISION_BY_ZERO, BW_DBERR_ROW, "division by zero"},                            /* 1365 */
-    {ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, BW_DBERR_ROW, "incorrect value"},              /* 1366 incorrect value */
-    {ER_DATA_TOO_LONG, BW_DBERR_ROW, "value too long"},                                 /* 1406 */
-    {ER_WRONG_VALUE_FOR_TYPE, BW_DBERR_ROW, "incorrect value"},                         /* 1411 */
-    {ER_ROW_IS_REFERENCED_2, BW_DBERR_ROW, "foreign key"},                              /* 1451 foreign key */
-    {ER_NO_REFERENCED_ROW_2, BW_DBERR_ROW, "foreign key"},                              /* 1452 foreign key */
-    {ER_DATA_OUT_OF_RANGE, BW_DBERR_ROW, "value out of range"},                         /* 1690 an increment overflows */
-    {ER_CANNOT_CONVERT_CHARACTER, BW_DBERR_ROW, "character set conversion"},            /* 1977 */
-    {ER_CONSTRAINT_FAILED, BW_DBERR_ROW, "check constraint"},                           /* 4025 CHECK constraint */
+    {ER_DUP_ENTRY, BW_FAIL_DATA, "duplicate key"},                                      /* 1062 duplicate id on CREATE */
+    {ER_DUP_KEY, BW_FAIL_DATA, "duplicate key"},                                        /* 1022 */
+    {ER_DUP_UNIQUE, BW_FAIL_DATA, "duplicate key"},                                     /* 1169 */
+    {ER_BAD_NULL_ERROR, BW_FAIL_DATA, "null in a NOT NULL column"},                     /* 1048 null in a NOT NULL column */
+    {ER_WARN_NULL_TO_NOTNULL, BW_FAIL_DATA, "null in a NOT NULL column"},               /* 1263 */
+    {ER_WARN_DATA_OUT_OF_RANGE, BW_FAIL_DATA, "value out of range"},                    /* 1264 */
+    {WARN_DATA_TRUNCATED, BW_FAIL_DATA, "value truncated"},                             /* 1265 */
+    {ER_TRUNCATED_WRONG_VALUE, BW_FAIL_DATA, "incorrect value"},                        /* 1292 */
+    {ER_INVALID_CHARACTER_STRING, BW_FAIL_DATA, "invalid character string"},            /* 1300 */
+    {ER_NO_DEFAULT_FOR_FIELD, BW_FAIL_DATA, "field without a default"},                 /* 1364 */
+    {ER_DIVISION_BY_ZERO, BW_FAIL_DATA, "division by zero"},                            /* 1365 */
+    {ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, BW_FAIL_DATA, "incorrect value"},              /* 1366 incorrect value */
+    {ER_DATA_TOO_LONG, BW_FAIL_DATA, "value too long"},                                 /* 1406 */
+    {ER_WRONG_VALUE_FOR_TYPE, BW_FAIL_DATA, "incorrect value"},                         /* 1411 */
+    {ER_ROW_IS_REFERENCED_2, BW_FAIL_DATA, "foreign key"},                              /* 1451 foreign key */
+    {ER_NO_REFERENCED_ROW_2, BW_FAIL_DATA, "foreign key"},                              /* 1452 foreign key */
+    {ER_DATA_OUT_OF_RANGE, BW_FAIL_DATA, "value out of range"},                         /* 1690 an increment overflows */
+    {ER_CANNOT_CONVERT_CHARACTER, BW_FAIL_DATA, "character set conversion"},            /* 1977 */
+    {ER_CONSTRAINT_FAILED, BW_FAIL_DATA, "check constraint"},                           /* 4025 CHECK constraint */
     /* transient: the server, not the data */
-    {ER_LOCK_DEADLOCK, BW_DBERR_RETRY, "deadlock"},                                     /* 1213 */
-    {ER_CON_COUNT_ERROR, BW_DBERR_RETRY, "too many connections"},                       /* 1040 too many connections */
-    {ER_TOO_MANY_USER_CONNECTIONS, BW_DBERR_RETRY, "too many connections"},             /* 1203 */
-    {ER_OUT_OF_RESOURCES, BW_DBERR_RETRY, "out of resources"},                          /* 1041 */
-    {ER_OUTOFMEMORY, BW_DBERR_RETRY, "out of memory"},                                  /* 1037 */
-    {ER_LOCK_TABLE_FULL, BW_DBERR_RETRY, "lock table full"},                            /* 1206 */
-    {ER_SERVER_SHUTDOWN, BW_DBERR_RETRY, "server shutting down"},                       /* 1053 */
-    {ER_NORMAL_SHUTDOWN, BW_DBERR_RETRY, "server shutting down"},                       /* 1077 */
-    {ER_CONNECTION_KILLED, BW_DBERR_RETRY, "connection killed"},                        /* 1927 */
-    {ER_NEED_REPREPARE, BW_DBERR_RETRY, "table changed"},                               /* 1615 a prepared statement's table changed
+    {ER_LOCK_DEADLOCK, BW_FAIL_RETRY, "deadlock"},                                     /* 1213 */
+    {ER_CON_COUNT_ERROR, BW_FAIL_RETRY, "too many connections"},                       /* 1040 too many connections */
+    {ER_TOO_MANY_USER_CONNECTIONS, BW_FAIL_RETRY, "too many connections"},             /* 1203 */
+    {ER_OUT_OF_RESOURCES, BW_FAIL_RETRY, "out of resources"},                          /* 1041 */
+    {ER_OUTOFMEMORY, BW_FAIL_RETRY, "out of memory"},                                  /* 1037 */
+    {ER_LOCK_TABLE_FULL, BW_FAIL_RETRY, "lock table full"},                            /* 1206 */
+    {ER_SERVER_SHUTDOWN, BW_FAIL_RETRY, "server shutting down"},                       /* 1053 */
+    {ER_NORMAL_SHUTDOWN, BW_FAIL_RETRY, "server shutting down"},                       /* 1077 */
+    {ER_CONNECTION_KILLED, BW_FAIL_RETRY, "connection killed"},                        /* 1927 */
+    {ER_NEED_REPREPARE, BW_FAIL_RETRY, "table changed"},                               /* 1615 a prepared statement's table changed
                                                                                            under it: prepared again on the retry */
-    {ER_LOCK_WAIT_TIMEOUT, BW_DBERR_TIMEOUT, "lock wait timeout"},                      /* 1205 rows held by another transaction */
-    {ER_STATEMENT_TIMEOUT, BW_DBERR_TIMEOUT, "statement timeout"},                      /* 1969 max_statement_time */
-    {ER_QUERY_INTERRUPTED, BW_DBERR_TIMEOUT, "query interrupted"},                      /* 1317 */
-    {CR_SERVER_LOST, BW_DBERR_TIMEOUT, "connection lost"},                              /* 2013 no answer within the read timeout */
+    {ER_LOCK_WAIT_TIMEOUT, BW_FAIL_TIMEOUT, "lock wait timeout"},                      /* 1205 rows held by another transaction */
+    {ER_STATEMENT_TIMEOUT, BW_FAIL_TIMEOUT, "statement timeout"},                      /* 1969 max_statement_time */
+    {ER_QUERY_INTERRUPTED, BW_FAIL_TIMEOUT, "query interrupted"},                      /* 1317 */
+    {CR_SERVER_LOST, BW_FAIL_TIMEOUT, "connection lost"},                              /* 2013 no answer within the read timeout */
     /* the shard cannot take writes until someone acts */
-    {ER_BAD_FIELD_ERROR, BW_DBERR_STOP, "unknown column"},                              /* 1054 a column was dropped */
-    {ER_NO_SUCH_TABLE, BW_DBERR_STOP, "missing table"},                                 /* 1146 a table (or the ledger) is missing */
-    {ER_BAD_DB_ERROR, BW_DBERR_STOP, "missing database"},                               /* 1049 */
-    {ER_WRONG_VALUE_COUNT_ON_ROW, BW_DBERR_STOP, "table shape changed"},                /* 1136 the table's shape changed */
-    {ER_PARSE_ERROR, BW_DBERR_STOP, "syntax error"},                                    /* 1064 */
-    {ER_DBACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                         /* 1044 a grant was lost */
-    {ER_ACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                           /* 1045 */
-    {ER_TABLEACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                      /* 1142 */
-    {ER_COLUMNACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                     /* 1143 */
-    {ER_SPECIFIC_ACCESS_DENIED_ERROR, BW_DBERR_STOP, "access denied"},                  /* 1227 */
-    {ER_OPTION_PREVENTS_STATEMENT, BW_DBERR_STOP, "read-only server"},                  /* 1290 read_only (a failover, a replica) */
-    {ER_READ_ONLY_MODE, BW_DBERR_STOP, "read-only server"},                             /* 1836 */
-    {ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, BW_DBERR_STOP, "read-only transaction"}, /* 1792 */
-    {ER_RECORD_FILE_FULL, BW_DBERR_STOP, "table full"},                                 /* 1114 the disk or table is full */
-    {ER_DISK_FULL, BW_DBERR_STOP, "disk full"},                                         /* 1021 */
-    {ER_NET_PACKET_TOO_LARGE, BW_DBERR_STOP, "packet too large"},                       /* 1153 over max_allowed_packet */
+    {ER_BAD_FIELD_ERROR, BW_FAIL_STOP, "unknown column"},                              /* 1054 a column was dropped */
+    {ER_NO_SUCH_TABLE, BW_FAIL_STOP, "missing table"},                                 /* 1146 a table (or the ledger) is missing */
+    {ER_BAD_DB_ERROR, BW_FAIL_STOP, "missing database"},                               /* 1049 */
+    {ER_WRONG_VALUE_COUNT_ON_ROW, BW_FAIL_STOP, "table shape changed"},                /* 1136 the table's shape changed */
+    {ER_PARSE_ERROR, BW_FAIL_STOP, "syntax error"},                                    /* 1064 */
+    {ER_DBACCESS_DENIED_ERROR, BW_FAIL_STOP, "access denied"},                         /* 1044 a grant was lost */
+    {ER_ACCESS_DENIED_ERROR, BW_FAIL_STOP, "access denied"},                           /* 1045 */
+    {ER_TABLEACCESS_DENIED_ERROR, BW_FAIL_STOP, "access denied"},                      /* 1142 */
+    {ER_COLUMNACCESS_DENIED_ERROR, BW_FAIL_STOP, "access denied"},                     /* 1143 */
+    {ER_SPECIFIC_ACCESS_DENIED_ERROR, BW_FAIL_STOP, "access denied"},                  /* 1227 */
+    {ER_OPTION_PREVENTS_STATEMENT, BW_FAIL_STOP, "read-only server"},                  /* 1290 read_only (a failover, a replica) */
+    {ER_READ_ONLY_MODE, BW_FAIL_STOP, "read-only server"},                             /* 1836 */
+    {ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, BW_FAIL_STOP, "read-only transaction"}, /* 1792 */
+    {ER_RECORD_FILE_FULL, BW_FAIL_STOP, "table full"},                                 /* 1114 the disk or table is full */
+    {ER_DISK_FULL, BW_FAIL_STOP, "disk full"},                                         /* 1021 */
+    {ER_NET_PACKET_TOO_LARGE, BW_FAIL_STOP, "packet too large"},                       /* 1153 over max_allowed_packet */
 };
 
-bw_dberr_class_t bw_db_error_class(unsigned int err) {
+int bw_db_error_is_client(unsigned int err) { return err >= CR_MIN_ERROR && err <= CR_MAX_ERROR; }
+
+bw_fail_t bw_db_error_class(unsigned int err) {
     for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
         if (error_table[i].err == err) return error_table[i].cls;
-    return err >= 2000 && err < 3000 ? BW_DBERR_CONNECTION : BW_DBERR_STOP;
+    return bw_db_error_is_client(err) ? BW_FAIL_CONNECTION : BW_FAIL_STOP;
 }
 
 const char *bw_db_error_what(unsigned int err) {
     for (size_t i = 0; i < sizeof(error_table) / sizeof(error_table[0]); i++)
         if (error_table[i].err == err) return error_table[i].what;
-    return err >= 2000 && err < 3000 ? "connection error" : "server error";
+    return bw_db_error_is_client(err) ? "connection error" : "server error";
 }
 
-const char *bw_db_error_class_name(bw_dberr_class_t c) {
-    static const char *const names[] = {"row", "retry", "timeout", "connection", "stop"};
-    return names[c];
+const char *bw_fail_name(bw_fail_t f) {
+    static const char *const names[BW_FAIL_CLASSES] = {
+        [BW_FAIL_NONE] = "none", [BW_FAIL_RETRY] = "retryable", [BW_FAIL_TIMEOUT] = "timeout",
+        [BW_FAIL_CONNECTION] = "connection", [BW_FAIL_DATA] = "data", [BW_FAIL_DECODE] = "decode",
+        [BW_FAIL_STOP] = "stop"};
+    return (unsigned)f < BW_FAIL_CLASSES ? names[f] : "unknown";
 }
 
 static void column_sql(const bw_column_t *c, bw_buf_t *out) {

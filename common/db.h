@@ -39,19 +39,35 @@ int bw_db_charset_check(const char *const names[3], const char *const values[3],
  * connection's mysql_errno()/mysql_error() set. */
 unsigned long bw_db_max_packet(MYSQL *db);
 
-/* What an error of the server means for a batch: the one error policy (the table in
- * db.c, documented in docs/reliability.md). */
+/* What a failure means for a batch: the one failure class. MySQL's errors get theirs from
+ * the error table in db.c (bw_db_error_class, documented in docs/reliability.md); the
+ * consumer sets the ones that are not MySQL's (a message that does not decode, the
+ * dead-letter topic down: retry). The scheduler, the health of shards and servers and the
+ * metrics all read this one value; its name (bw_fail_name) is the `kind` label of
+ * bulkwrite_consumer_errors_total and of a shard's recent errors (GET /v1/shards). */
 typedef enum {
-    BW_DBERR_ROW,        /* the row's data is refused: isolate it, dead-letter it with the reason */
-    BW_DBERR_RETRY,      /* transient (deadlock, too many connections, shutdown): back off, keep the batch */
-    BW_DBERR_TIMEOUT,    /* lock wait or statement timeout: retry; counts toward the shard's health */
-    BW_DBERR_CONNECTION, /* the connection broke: reconnect and retry; counts toward health */
-    BW_DBERR_STOP,       /* schema, grants, read-only, disk full, ledger missing, or unknown:
-                            stop the shard and alert; nothing is dead-lettered, the offset stays */
-} bw_dberr_class_t;
+    BW_FAIL_NONE,       /* no failure: the batch was applied */
+    BW_FAIL_RETRY,      /* transient (deadlock, too many connections, shutdown, dead-letter topic down):
+                           back off, keep the batch; counts toward no health */
+    BW_FAIL_TIMEOUT,    /* lock wait or statement timeout, or no answer in time: retry; counts toward
+                           the shard's health */
+    BW_FAIL_CONNECTION, /* cannot connect, or the connection broke: reconnect and retry; counts toward
+                           the server's health */
+    BW_FAIL_DATA,       /* the row's data is refused: isolate it, dead-letter it with the reason */
+    BW_FAIL_DECODE,     /* a Kafka message that is not a valid ShardBatch: dead-lettered whole */
+    BW_FAIL_STOP,       /* schema, grants, read-only, disk full, ledger missing, or unknown:
+                           stop the shard and alert; nothing is dead-lettered, the offset stays */
+    BW_FAIL_CLASSES
+} bw_fail_t;
 
-bw_dberr_class_t bw_db_error_class(unsigned int err);
-const char *bw_db_error_class_name(bw_dberr_class_t c);
+/* "none", "retryable", "timeout", "connection", "data", "decode", "stop". */
+const char *bw_fail_name(bw_fail_t f);
+/* The class of a MySQL error number (never BW_FAIL_NONE or BW_FAIL_DECODE). */
+bw_fail_t bw_db_error_class(unsigned int err);
+/* 1 for the client library's own errors (2000-2999: CR_*, e.g. lost or refused
+ * connections): the connection is gone or unusable and must be closed; 0 for the
+ * server's (a refusal leaves the session usable) and for 0. */
+int bw_db_error_is_client(unsigned int err);
 /* A few words on the error that quote nothing of the server's text ("duplicate key",
  * "lock wait timeout"): what callers without the admin role see (proxy/scrub.h). */
 const char *bw_db_error_what(unsigned int err);

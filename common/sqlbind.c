@@ -222,14 +222,14 @@ bw_sqlbind_status_t bw_sqlbind_execute(bw_sqlbind_t *sb, bw_sqlbind_cache_t *c, 
 
     bw_sqlbind_entry_t *e = cache_get(c, db, &sb->text, err, errmsg);
     if (!e) /* a lost connection fails as the text would; a refusal lets the text decide */
-        return *err >= 2000 && *err < 3000 ? BW_SQLBIND_ERROR : BW_SQLBIND_TEXT;
+        return bw_db_error_is_client(*err) ? BW_SQLBIND_ERROR : BW_SQLBIND_TEXT;
     unsigned int size = (unsigned int)n;
     if (mysql_stmt_attr_set(e->stmt, STMT_ATTR_ARRAY_SIZE, &size) || mysql_stmt_bind_param(e->stmt, sb->binds) ||
         mysql_stmt_execute(e->stmt)) {
         keep_error(e->stmt, err, errmsg);
         /* a row's data leaves the statement sound; anything else (a lost connection, a
          * table changed under it: 1615) prepares it again next time */
-        if (bw_db_error_class(*err) != BW_DBERR_ROW) entry_close(e);
+        if (bw_db_error_class(*err) != BW_FAIL_DATA) entry_close(e);
         return BW_SQLBIND_ERROR;
     }
     return BW_SQLBIND_OK;

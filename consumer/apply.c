@@ -80,14 +80,11 @@ typedef struct {
  * connection (dropped), or a shard that must stop. */
 static int failed_retry_err(apply_ctx_t *x, const char *what, unsigned err, const char *msg) {
     snprintf(x->res->error, sizeof(x->res->error), "%s on %s: %s (%u)", what, x->dbname, msg, err);
-    bw_dberr_class_t cls = bw_db_error_class(err);
-    if (cls == BW_DBERR_ROW) return 0;
+    bw_fail_t cls = bw_db_error_class(err);
+    if (cls == BW_FAIL_DATA) return 0;
     x->res->status = BW_APPLY_RETRY;
-    x->res->fail = cls == BW_DBERR_TIMEOUT      ? BW_FAIL_TIMEOUT
-                   : cls == BW_DBERR_CONNECTION ? BW_FAIL_CONNECTION
-                   : cls == BW_DBERR_STOP       ? BW_FAIL_STOP
-                                                : BW_FAIL_OTHER;
-    if (err >= 2000 && err < 3000) { /* client-side: the connection is gone or unusable */
+    x->res->fail = cls;
+    if (bw_db_error_is_client(err)) { /* the connection is gone or unusable */
         conn_close(x->conn);
         x->db = NULL;
     }
@@ -327,7 +324,7 @@ static int send_dead_letters(apply_ctx_t *x) {
     if (x->undecodable_cnt) memcpy(recs + x->failure_cnt, x->undecodable, x->undecodable_cnt * sizeof(*recs));
     if (bw_dead_letters_send(x->ap->dead_letters, recs, n, x->res->error, sizeof(x->res->error))) {
         x->res->status = BW_APPLY_RETRY;
-        x->res->fail = BW_FAIL_OTHER;
+        x->res->fail = BW_FAIL_RETRY;
         return -1;
     }
     x->res->dead_letters = n;
@@ -436,14 +433,14 @@ static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *m
     if (mysql_commit(x.db)) {
         failed_retry(&x, "commit");
         res->status = BW_APPLY_RETRY; /* whatever the code: nothing is known to be committed */
-        if (!res->fail) res->fail = BW_FAIL_OTHER;
+        if (!res->fail) res->fail = BW_FAIL_RETRY;
         goto rollback;
     }
     return;
 rollback:
     if (x.db) mysql_rollback(x.db);
     res->status = BW_APPLY_RETRY;
-    if (!res->fail) res->fail = BW_FAIL_OTHER;
+    if (!res->fail) res->fail = BW_FAIL_RETRY;
     res->rows_applied = res->rows_failed = res->messages_skipped = res->messages_duplicate = 0;
     res->dead_letters = res->messages_undecodable = res->statements = res->statements_bound = 0;
 }

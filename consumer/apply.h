@@ -34,6 +34,7 @@
 #include "arena.h"
 #include "buf.h"
 #include "config.h"
+#include "db.h"
 #include "deadletter.h"
 #include "metrics.h"
 #include "sqlbind.h"
@@ -61,20 +62,9 @@ typedef enum {
     BW_APPLY_RETRY,     /* nothing committed; retry the same messages later */
 } bw_apply_status_t;
 
-/* Why a batch must be retried; timeouts and connection failures count towards the
- * shard's alert (consumer.pause_after_timeouts). */
-typedef enum {
-    BW_FAIL_NONE,
-    BW_FAIL_TIMEOUT,    /* statement or lock-wait timeout, or no answer in time */
-    BW_FAIL_CONNECTION, /* cannot connect, or the connection broke */
-    BW_FAIL_OTHER,      /* deadlock, too many connections, dead-letter topic down, … */
-    BW_FAIL_STOP,       /* the shard cannot take writes (schema, grants, read-only, disk full):
-                           stop it and alert; the batch is kept */
-} bw_fail_kind_t;
-
 typedef struct {
     bw_apply_status_t status;
-    bw_fail_kind_t fail;       /* set when status is BW_APPLY_RETRY */
+    bw_fail_t fail;            /* why, when status is BW_APPLY_RETRY (db.h; never DATA or DECODE) */
     int64_t next_offset;       /* after commit: the partition's next offset */
     uint64_t rows_applied;
     uint64_t rows_failed;

@@ -202,7 +202,7 @@ void bw_scheduler_apply_settings(int64_t now_us);
  * off, which it also starts and stops the signal reader for). */
 void bw_scheduler_throttle_tick(int64_t now_us);
 /* Logs, alerts and refetches after a health transition (BW_HEALTH_* flags) of shard. */
-void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, const char *error);
+void bw_scheduler_on_health(int shard, unsigned changed, bw_fail_t fail, const char *error);
 
 /* progress.c */
 void bw_progress_start(void); /* the watermarks thread */

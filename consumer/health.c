@@ -94,7 +94,7 @@ static unsigned server_failed(bw_health_t *h, server_health_t *sv, int64_t now_u
     return changed;
 }
 
-unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int probe, int64_t now_us) {
+unsigned bw_health_report(bw_health_t *h, int shard, bw_fail_t fail, int probe, int64_t now_us) {
     shard_health_t *sh = &h->shards[shard];
     server_health_t *sv = &h->servers[h->shard_server[shard]];
     unsigned changed = 0;
@@ -102,17 +102,20 @@ unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int p
         sh->probing = 0;
         if (sv->probe_shard == shard) sv->probe_shard = -1;
     }
-    switch (outcome) {
-    case BW_OUTCOME_OK:
+    switch (fail) {
+    case BW_FAIL_NONE:
         if (sh->held) changed |= BW_HEALTH_SHARD_FREED;
         sh->failures = sh->held = sh->stopped = 0;
         if (sv->down) changed |= BW_HEALTH_SERVER_UP;
         sv->failures = sv->down = 0;
         break;
-    case BW_OUTCOME_RETRY:
+    case BW_FAIL_RETRY:
+    case BW_FAIL_DATA: /* data and decode: never a batch's failure (its rows are refused one by one) */
+    case BW_FAIL_DECODE:
+    case BW_FAIL_CLASSES:
         if (sh->held) sh->probe_at_us = now_us + h->probe_every_us; /* a probe that proved nothing */
         break;
-    case BW_OUTCOME_TIMEOUT:
+    case BW_FAIL_TIMEOUT:
         sv->failures = 0; /* the server answered; this shard is slow */
         if (sv->down) changed |= BW_HEALTH_SERVER_UP;
         sv->down = 0;
@@ -122,10 +125,10 @@ unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int p
             sh->probe_at_us = now_us + h->probe_every_us;
         }
         break;
-    case BW_OUTCOME_CONNECTION:
+    case BW_FAIL_CONNECTION:
         changed |= server_failed(h, sv, now_us);
         break;
-    case BW_OUTCOME_STOP:
+    case BW_FAIL_STOP:
         sh->held = sh->stopped = 1;
         sh->probe_at_us = now_us + h->probe_every_us;
         changed |= BW_HEALTH_SHARD_STOPPED;

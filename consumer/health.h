@@ -20,16 +20,9 @@
 
 #include <stdint.h>
 
-typedef struct bw_health bw_health_t;
+#include "db.h"
 
-/* What became of a job, as the health of its shard and server sees it. */
-typedef enum {
-    BW_OUTCOME_OK,         /* applied */
-    BW_OUTCOME_RETRY,      /* transient (deadlock, …): not counted */
-    BW_OUTCOME_TIMEOUT,    /* counts toward the shard */
-    BW_OUTCOME_CONNECTION, /* counts toward the server */
-    BW_OUTCOME_STOP,       /* holds the shard at once */
-} bw_outcome_t;
+typedef struct bw_health bw_health_t;
 
 /* Transitions returned by bw_health_report (bit flags). */
 enum {
@@ -56,13 +49,16 @@ void bw_health_set_limits(bw_health_t *h, int failures_to_hold, int64_t probe_ev
 bw_admit_t bw_health_admit(bw_health_t *h, int shard, int64_t now_us, int64_t *wait_us);
 /* A probe admitted but not sent after all (the rate limiter said wait). */
 void bw_health_unadmit(bw_health_t *h, int shard);
-/* `probe`: the job was admitted as BW_ADMIT_PROBE. Returns BW_HEALTH_* flags. */
-unsigned bw_health_report(bw_health_t *h, int shard, bw_outcome_t outcome, int probe, int64_t now_us);
+/* What became of a job: `fail` is BW_FAIL_NONE when it was applied. NONE frees the shard
+ * and its server; TIMEOUT counts toward the shard, CONNECTION toward the server; STOP
+ * holds the shard at once; RETRY (a deadlock, …) counts for nothing. `probe`: the job was
+ * admitted as BW_ADMIT_PROBE. Returns BW_HEALTH_* flags. */
+unsigned bw_health_report(bw_health_t *h, int shard, bw_fail_t fail, int probe, int64_t now_us);
 /* Something else proved the server answers (its ledger was read): it is up. Returns
  * BW_HEALTH_SERVER_UP if it was down. */
 unsigned bw_health_server_answered(bw_health_t *h, int server);
 /* A fresh connection to the server failed outside a batch (its ledger could not be
- * read): it counts toward the server as BW_OUTCOME_CONNECTION does. Returns
+ * read): it counts toward the server as BW_FAIL_CONNECTION does. Returns
  * BW_HEALTH_SERVER_DOWN if that marked it down. */
 unsigned bw_health_server_unreachable(bw_health_t *h, int server, int64_t now_us);
 /* The shard is no longer ours: its own state is cleared (its server's stays). */

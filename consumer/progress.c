@@ -34,12 +34,12 @@ void bw_progress_applied(bw_job_t *j, int64_t now) {
         char msg[96];
         snprintf(msg, sizeof(msg), "%llu ops refused (see bw_job_failures and the dead-letter topic)",
                  (unsigned long long)res->rows_failed);
-        bw_partition_note_error(j->shard, "data", msg);
+        bw_partition_note_error(j->shard, bw_fail_name(BW_FAIL_DATA), msg);
         /* counted once committed: a rolled-back attempt is not counted twice */
-        bw_metrics_shard_error(consumer.metrics, j->shard, BW_APPLY_ERR_DATA, res->rows_failed);
+        bw_metrics_shard_error(consumer.metrics, j->shard, BW_FAIL_DATA, res->rows_failed);
     }
     if (res->messages_undecodable)
-        bw_metrics_shard_error(consumer.metrics, j->shard, BW_APPLY_ERR_DECODE, res->messages_undecodable);
+        bw_metrics_shard_error(consumer.metrics, j->shard, BW_FAIL_DECODE, res->messages_undecodable);
     bw_metrics_shard_statements(consumer.metrics, j->shard, res->statements);
     bw_metrics_shard_applied(consumer.metrics, j->shard, res->rows_applied, res->rows_failed, res->messages_skipped,
                              res->messages_duplicate, res->dead_letters, now - j->started_us);

@@ -116,12 +116,12 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
             /* a consumer that took over a down server's shards sends them no batch before
              * their ledger answers: these reads are what finds the server down, and alerts */
             unsigned changed = bw_health_server_unreachable(consumer.health, j->server, bw_now_us());
-            bw_scheduler_on_health(shard, changed, BW_OUTCOME_CONNECTION, j->res.error);
-        } else if (!j->ledger_errno || bw_db_error_class(j->ledger_errno) != BW_DBERR_CONNECTION) {
+            bw_scheduler_on_health(shard, changed, BW_FAIL_CONNECTION, j->res.error);
+        } else if (!j->ledger_errno || bw_db_error_class(j->ledger_errno) != BW_FAIL_CONNECTION) {
             /* the server answered (if only with an error): if it was down, it is up. A
              * fresh connection that broke mid-read proves neither; the next read decides */
             unsigned changed = bw_health_server_answered(consumer.health, j->server);
-            if (changed) bw_scheduler_on_health(shard, changed, BW_OUTCOME_OK, "");
+            if (changed) bw_scheduler_on_health(shard, changed, BW_FAIL_NONE, "");
         }
     }
     for (size_t i = 0; i < j->cnt; i++) {

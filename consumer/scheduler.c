@@ -193,7 +193,7 @@ int64_t bw_scheduler_dispatch(void) {
 }
 
 /* Logs, alerts and refetches what a health transition changed. */
-void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, const char *error) {
+void bw_scheduler_on_health(int shard, unsigned changed, bw_fail_t fail, const char *error) {
     int server = consumer.conf->shard_server[shard];
     const bw_server_t *sv = &consumer.conf->servers[server];
     if (changed & BW_HEALTH_SHARD_HELD)
@@ -203,7 +203,7 @@ void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, c
     if ((changed & BW_HEALTH_SHARD_STOPPED) && !bw_alerts_firing(consumer.alerts, BW_ALERT_STOPPED, shard))
         bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL, "stopped: %s; trying one batch every %d ms", error,
                consumer.conf->pause_ms);
-    if (outcome == BW_OUTCOME_TIMEOUT && bw_health_shard_held(consumer.health, shard))
+    if (fail == BW_FAIL_TIMEOUT && bw_health_shard_held(consumer.health, shard))
         bw_alerts_fire(consumer.alerts, BW_ALERT_UNHEALTHY, shard, error); /* again: it carries the latest error */
     if (changed & BW_HEALTH_SHARD_STOPPED) bw_alerts_fire(consumer.alerts, BW_ALERT_STOPPED, shard, error);
     if (changed & (BW_HEALTH_SHARD_HELD | BW_HEALTH_SHARD_STOPPED)) bw_metrics_shard_held(consumer.metrics, shard, 1);
@@ -216,7 +216,7 @@ void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, c
         bw_log(BW_LOG_ERROR, COMPONENT, shard, NULL,
                "server %s (%s:%d) unreachable: its shards wait without workers; one batch every %d ms decides",
                sv->name, sv->host, sv->port, consumer.conf->pause_ms);
-    if (outcome == BW_OUTCOME_CONNECTION && bw_health_server_down(consumer.health, server))
+    if (fail == BW_FAIL_CONNECTION && bw_health_server_down(consumer.health, server))
         bw_alerts_fire_server(consumer.alerts, server, error);
     if (changed & (BW_HEALTH_SERVER_DOWN | BW_HEALTH_SERVER_UP)) {
         int down = (changed & BW_HEALTH_SERVER_DOWN) != 0;
@@ -227,37 +227,19 @@ void bw_scheduler_on_health(int shard, unsigned changed, bw_outcome_t outcome, c
     bw_partition_refresh_shard(shard);
 }
 
-static bw_outcome_t outcome_of(const bw_apply_result_t *res) {
-    if (res->status == BW_APPLY_OK) return BW_OUTCOME_OK;
-    switch (res->fail) {
-    case BW_FAIL_TIMEOUT: return BW_OUTCOME_TIMEOUT;
-    case BW_FAIL_CONNECTION: return BW_OUTCOME_CONNECTION;
-    case BW_FAIL_STOP: return BW_OUTCOME_STOP;
-    default: return BW_OUTCOME_RETRY;
-    }
-}
-
 /* A batch that was not applied stays first in its buffer; the shard backs off
  * exponentially with jitter. */
-static void retry_later(bw_job_t *j, bw_outcome_t outcome, int64_t now) {
+static void retry_later(bw_job_t *j, bw_fail_t fail, int64_t now) {
     bw_shard_t *p = &consumer.shards[j->shard];
     int64_t initial = (int64_t)consumer.conf->retry_initial_ms * 1000, max = (int64_t)consumer.conf->retry_max_ms * 1000;
     p->backoff_us = p->backoff_us ? p->backoff_us * 2 : initial;
     if (p->backoff_us > max) p->backoff_us = max;
     int64_t jitter = (int64_t)(rand() % 1000) * p->backoff_us / 4000; /* up to +25% */
     p->ready_at_us = now + p->backoff_us + jitter;
-    static const bw_apply_err_t kinds[] = {[BW_OUTCOME_RETRY] = BW_APPLY_ERR_RETRYABLE,
-                                           [BW_OUTCOME_TIMEOUT] = BW_APPLY_ERR_TIMEOUT,
-                                           [BW_OUTCOME_CONNECTION] = BW_APPLY_ERR_CONNECTION,
-                                           [BW_OUTCOME_STOP] = BW_APPLY_ERR_STOP};
-    static const char *const names[BW_APPLY_ERR_KINDS] = {
-        [BW_APPLY_ERR_RETRYABLE] = "retryable", [BW_APPLY_ERR_TIMEOUT] = "timeout",
-        [BW_APPLY_ERR_CONNECTION] = "connection", [BW_APPLY_ERR_STOP] = "stop"};
-    bw_apply_err_t kind = kinds[outcome];
-    bw_metrics_shard_error(consumer.metrics, j->shard, kind, 1);
+    bw_metrics_shard_error(consumer.metrics, j->shard, fail, 1);
     bw_metrics_shard_retry(consumer.metrics, j->shard);
-    bw_partition_note_error(j->shard, names[kind], j->res.error);
-    if (outcome != BW_OUTCOME_STOP)
+    bw_partition_note_error(j->shard, bw_fail_name(fail), j->res.error);
+    if (fail != BW_FAIL_STOP)
         bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "batch not applied, retrying in %lld ms: %s",
                (long long)(p->backoff_us + jitter) / 1000, j->res.error);
 }
@@ -274,10 +256,10 @@ static void collect(bw_job_t *j) {
         return;
     }
     bw_shard_t *p = &consumer.shards[j->shard];
-    bw_outcome_t outcome = outcome_of(&j->res);
+    bw_fail_t fail = j->res.status == BW_APPLY_OK ? BW_FAIL_NONE : j->res.fail;
     if (j->res.reconnects) bw_metrics_shard_reconnects(consumer.metrics, j->shard, j->res.reconnects);
-    unsigned changed = bw_health_report(consumer.health, j->shard, outcome, j->probe, now);
-    if (outcome == BW_OUTCOME_OK) {
+    unsigned changed = bw_health_report(consumer.health, j->shard, fail, j->probe, now);
+    if (fail == BW_FAIL_NONE) {
         bw_partition_drop_head(j->slot, j->cnt);
         consumer.partitions[j->slot].statements += j->res.statements;
         p->backoff_us = 0;
@@ -287,10 +269,10 @@ static void collect(bw_job_t *j) {
         p->statements_done += j->statements;
         bw_progress_applied(j, now);
     } else {
-        retry_later(j, outcome, now);
+        retry_later(j, fail, now);
     }
     p->job = NULL;
-    bw_scheduler_on_health(j->shard, changed, outcome, j->res.error);
+    bw_scheduler_on_health(j->shard, changed, fail, j->res.error);
     free(j->msgs);
     free(j);
 }

@@ -155,7 +155,7 @@ static void read_server(bw_signals_t *s, int i) {
             /* no fresh heartbeat: the replicas would show the last one as no lag at all */
             snprintf(why, sizeof(why), "heartbeat write on %s: %s", sv->name, mysql_error(ss->primary));
             note(s, i, BW_SIGNAL_REPLICATION_LAG, 0, 0, why);
-            ok = mysql_errno(ss->primary) < 2000; /* a refusal (read_only, a grant) leaves the session usable */
+            ok = !bw_db_error_is_client(mysql_errno(ss->primary)); /* a refusal (read_only, a grant) leaves the session usable */
         }
     }
     if (ok) {
@@ -169,9 +169,9 @@ static void read_server(bw_signals_t *s, int i) {
     if (ok && c->throttle_custom_query[0]) {
         int good = !query_number(ss->primary, c->throttle_custom_query, 0, &v, why, sizeof(why));
         note(s, i, BW_SIGNAL_CUSTOM, good, v, why);
-        /* a query the server refuses is the operator's to fix; a client error (2000 and up)
-         * means the connection is gone */
-        ok = good || mysql_errno(ss->primary) < 2000;
+        /* a query the server refuses is the operator's to fix; a client error means the
+         * connection is gone */
+        ok = good || !bw_db_error_is_client(mysql_errno(ss->primary));
     }
     if (!ok) drop(&ss->primary);
 
@@ -190,7 +190,7 @@ static void read_server(bw_signals_t *s, int i) {
                  c->throttle_heartbeat_table, (unsigned long long)s->heartbeat_id);
         double ms;
         if (query_number(*rdb, sql, 0, &v, why, sizeof(why))) {
-            if (mysql_errno(*rdb) >= 2000) { /* client errors: the connection is gone */
+            if (bw_db_error_is_client(mysql_errno(*rdb))) { /* the connection is gone */
                 char what[sizeof(why)];
                 snprintf(what, sizeof(what), "heartbeat on %.60s: %.180s", sv->replicas[r], why);
                 memcpy(why, what, sizeof(why));
@@ -237,7 +237,7 @@ static void sample_threads_running(bw_signals_t *s, int i) {
     double v;
     if (!ss->primary) return;
     if (query_number(ss->primary, THREADS_RUNNING_SQL, 1, &v, why, sizeof(why))) {
-        if (mysql_errno(ss->primary) >= 2000) drop(&ss->primary);
+        if (bw_db_error_is_client(mysql_errno(ss->primary))) drop(&ss->primary);
         return;
     }
     ss->running_sum += v;

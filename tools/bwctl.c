@@ -18,6 +18,8 @@
  *   check-config         load and validate the configuration (and the proxy's TLS files and clients file)
  *   dump-config          print the effective configuration
  *   config-doc           print docs/configuration.md
+ *   metrics-doc [FILE]   print the metric list of docs/api.md; with FILE (docs/api.md), the
+ *                        file with its generated list replaced
  *
  * The URL defaults to the proxy of the configuration (proxy.listen_address:proxy.port,
  * https with proxy.tls.cert_file); set-rate, pause and resume go to --admin-url, else to
@@ -46,6 +48,7 @@
 #include "buf.h"
 #include "config.h"
 #include "db.h"
+#include "metrics.h"
 #include "ratelimit.h"
 #include "tls.h"
 #include "token.h"
@@ -798,6 +801,8 @@ static int usage(FILE *out, int code) {
           "                       prints file:line: what on error\n"
           "  dump-config          print the effective configuration, defaults filled in\n"
           "  config-doc           print the configuration reference (docs/configuration.md)\n"
+          "  metrics-doc [FILE]   print the metric list (docs/api.md); with FILE, print FILE with\n"
+          "                       the list between its markers regenerated (make docs)\n"
           "options:\n"
           "  -c, --config FILE  configuration (default conf/bulkwrite.conf)\n"
           "  -u, --url URL      the proxy (default http://proxy.listen_address:proxy.port, https\n"
@@ -888,6 +893,40 @@ static int check_proxy_files(void) {
     return set ? 0 : 1;
 }
 
+/* bwctl metrics-doc [FILE]: the metric list from the table in common/metrics.c. */
+static int metrics_doc(int argc, char **argv) {
+    if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
+        fputs("usage: bwctl metrics-doc [FILE]\n  prints the metric list of docs/api.md; with FILE, FILE with the list\n"
+              "  between its generated markers replaced\n", argc > 2 ? stderr : stdout);
+        return argc > 2 ? 2 : 0;
+    }
+    bw_buf_t out;
+    bw_buf_init(&out);
+    int rc = 0;
+    if (argc == 1) {
+        bw_metrics_doc(&out);
+    } else {
+        FILE *f = fopen(argv[1], "rb");
+        bw_buf_t text;
+        bw_buf_init(&text);
+        char chunk[8192];
+        for (size_t n; f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0;) bw_buf_append(&text, chunk, n);
+        bw_buf_append(&text, "", 1); /* a string */
+        if (!f) {
+            fprintf(stderr, "bwctl: %s: %s\n", argv[1], strerror(errno));
+            rc = 1;
+        } else if (bw_metrics_doc_splice(text.data, &out)) {
+            fprintf(stderr, "bwctl: %s: no generated metric list (its two marker lines) to replace\n", argv[1]);
+            rc = 1;
+        }
+        if (f) fclose(f);
+        bw_buf_free(&text);
+    }
+    if (!rc) fwrite(out.data, 1, out.len, stdout);
+    bw_buf_free(&out);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     const char *config_path = "conf/bulkwrite.conf", *url = NULL, *admin_url = NULL, *token_file = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
@@ -917,6 +956,7 @@ int main(int argc, char **argv) {
         bw_config_doc(stdout);
         return 0;
     }
+    if (strcmp(cmd, "metrics-doc") == 0) return metrics_doc(sub_argc, sub_argv);
     char err[512];
     if (bw_token_header(token_file, &auth_header, err, sizeof(err))) return fprintf(stderr, "bwctl: %s\n", err), 1;
     if (!(conf = bw_config_load(config_path, err, sizeof(err)))) {

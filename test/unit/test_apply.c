@@ -231,21 +231,24 @@ END_TEST
 START_TEST(error_table) {
     static const struct {
         unsigned err;
-        bw_dberr_class_t cls;
+        bw_fail_t cls;
     } want[] = {
-        {1062, BW_DBERR_ROW},  {1406, BW_DBERR_ROW},  {1048, BW_DBERR_ROW},   {1366, BW_DBERR_ROW},
-        {1292, BW_DBERR_ROW},  {1452, BW_DBERR_ROW},  {1690, BW_DBERR_ROW},   {4025, BW_DBERR_ROW},
-        {1264, BW_DBERR_ROW},  {1265, BW_DBERR_ROW},  {1213, BW_DBERR_RETRY}, {1040, BW_DBERR_RETRY},
-        {1927, BW_DBERR_RETRY}, {1205, BW_DBERR_TIMEOUT}, {1969, BW_DBERR_TIMEOUT}, {2013, BW_DBERR_TIMEOUT},
-        {2006, BW_DBERR_CONNECTION}, {2002, BW_DBERR_CONNECTION}, {2003, BW_DBERR_CONNECTION},
-        {2055, BW_DBERR_CONNECTION}, {1054, BW_DBERR_STOP}, {1146, BW_DBERR_STOP}, {1142, BW_DBERR_STOP},
-        {1143, BW_DBERR_STOP}, {1044, BW_DBERR_STOP}, {1114, BW_DBERR_STOP}, {1021, BW_DBERR_STOP},
-        {1290, BW_DBERR_STOP}, {1836, BW_DBERR_STOP}, {1153, BW_DBERR_STOP}, {1136, BW_DBERR_STOP},
-        {9999, BW_DBERR_STOP}, /* unknown: stop, never dead-letter */
+        {1062, BW_FAIL_DATA},  {1406, BW_FAIL_DATA},  {1048, BW_FAIL_DATA},   {1366, BW_FAIL_DATA},
+        {1292, BW_FAIL_DATA},  {1452, BW_FAIL_DATA},  {1690, BW_FAIL_DATA},   {4025, BW_FAIL_DATA},
+        {1264, BW_FAIL_DATA},  {1265, BW_FAIL_DATA},  {1213, BW_FAIL_RETRY}, {1040, BW_FAIL_RETRY},
+        {1927, BW_FAIL_RETRY}, {1205, BW_FAIL_TIMEOUT}, {1969, BW_FAIL_TIMEOUT}, {2013, BW_FAIL_TIMEOUT},
+        {2006, BW_FAIL_CONNECTION}, {2002, BW_FAIL_CONNECTION}, {2003, BW_FAIL_CONNECTION},
+        {2055, BW_FAIL_CONNECTION}, {1054, BW_FAIL_STOP}, {1146, BW_FAIL_STOP}, {1142, BW_FAIL_STOP},
+        {1143, BW_FAIL_STOP}, {1044, BW_FAIL_STOP}, {1114, BW_FAIL_STOP}, {1021, BW_FAIL_STOP},
+        {1290, BW_FAIL_STOP}, {1836, BW_FAIL_STOP}, {1153, BW_FAIL_STOP}, {1136, BW_FAIL_STOP},
+        {9999, BW_FAIL_STOP}, /* unknown: stop, never dead-letter */
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         ck_assert_msg(bw_db_error_class(want[i].err) == want[i].cls, "errno %u: %s, want %s", want[i].err,
-                      bw_db_error_class_name(bw_db_error_class(want[i].err)), bw_db_error_class_name(want[i].cls));
+                      bw_fail_name(bw_db_error_class(want[i].err)), bw_fail_name(want[i].cls));
+    /* the client library's own errors close the connection; the server's leave it usable */
+    ck_assert(bw_db_error_is_client(2000) && bw_db_error_is_client(2013) && bw_db_error_is_client(2999));
+    ck_assert(!bw_db_error_is_client(0) && !bw_db_error_is_client(1999) && !bw_db_error_is_client(3000));
 }
 END_TEST
 

@@ -16,8 +16,8 @@ START_TEST(healthy_shards_run) {
     bw_health_t *h = two_servers();
     int64_t wait = -1;
     for (int s = 0; s < 4; s++) ck_assert_int_eq(bw_health_admit(h, s, 0, &wait), BW_ADMIT_RUN);
-    ck_assert_int_eq(bw_health_report(h, 0, BW_OUTCOME_OK, 0, 0), 0);
-    ck_assert_int_eq(bw_health_report(h, 1, BW_OUTCOME_RETRY, 0, 0), 0); /* a deadlock counts for nothing */
+    ck_assert_int_eq(bw_health_report(h, 0, BW_FAIL_NONE, 0, 0), 0);
+    ck_assert_int_eq(bw_health_report(h, 1, BW_FAIL_RETRY, 0, 0), 0); /* a deadlock counts for nothing */
     ck_assert_int_eq(bw_health_blocked(h, 1), 0);
     bw_health_free(h);
 }
@@ -28,9 +28,9 @@ END_TEST
 START_TEST(timeouts_hold_the_shard_then_a_probe_frees_it) {
     bw_health_t *h = two_servers();
     int64_t wait = 0;
-    ck_assert_int_eq(bw_health_report(h, 0, BW_OUTCOME_TIMEOUT, 0, 1 * SEC), 0);
-    ck_assert_int_eq(bw_health_report(h, 0, BW_OUTCOME_TIMEOUT, 0, 2 * SEC), BW_HEALTH_SHARD_HELD);
-    ck_assert_int_eq(bw_health_report(h, 0, BW_OUTCOME_TIMEOUT, 0, 2 * SEC), 0); /* held already */
+    ck_assert_int_eq(bw_health_report(h, 0, BW_FAIL_TIMEOUT, 0, 1 * SEC), 0);
+    ck_assert_int_eq(bw_health_report(h, 0, BW_FAIL_TIMEOUT, 0, 2 * SEC), BW_HEALTH_SHARD_HELD);
+    ck_assert_int_eq(bw_health_report(h, 0, BW_FAIL_TIMEOUT, 0, 2 * SEC), 0); /* held already */
     ck_assert(bw_health_shard_held(h, 0));
     ck_assert(bw_health_blocked(h, 0));
     ck_assert(!bw_health_blocked(h, 1));
@@ -40,7 +40,7 @@ START_TEST(timeouts_hold_the_shard_then_a_probe_frees_it) {
     ck_assert_int_eq(bw_health_admit(h, 1, 10 * SEC, &wait), BW_ADMIT_RUN);
     ck_assert_int_eq(bw_health_admit(h, 0, 32 * SEC, &wait), BW_ADMIT_PROBE);
     ck_assert_int_eq(bw_health_admit(h, 0, 33 * SEC, &wait), BW_ADMIT_WAIT); /* its probe is out */
-    ck_assert_int_eq(bw_health_report(h, 0, BW_OUTCOME_OK, 1, 34 * SEC), BW_HEALTH_SHARD_FREED);
+    ck_assert_int_eq(bw_health_report(h, 0, BW_FAIL_NONE, 1, 34 * SEC), BW_HEALTH_SHARD_FREED);
     ck_assert_int_eq(bw_health_admit(h, 0, 34 * SEC, &wait), BW_ADMIT_RUN);
     bw_health_free(h);
 }
@@ -50,10 +50,10 @@ END_TEST
 START_TEST(failed_probe_waits_again) {
     bw_health_t *h = two_servers();
     int64_t wait = 0;
-    bw_health_report(h, 3, BW_OUTCOME_TIMEOUT, 0, 0);
-    bw_health_report(h, 3, BW_OUTCOME_TIMEOUT, 0, 0);
+    bw_health_report(h, 3, BW_FAIL_TIMEOUT, 0, 0);
+    bw_health_report(h, 3, BW_FAIL_TIMEOUT, 0, 0);
     ck_assert_int_eq(bw_health_admit(h, 3, 30 * SEC, &wait), BW_ADMIT_PROBE);
-    ck_assert_int_eq(bw_health_report(h, 3, BW_OUTCOME_TIMEOUT, 1, 35 * SEC), 0);
+    ck_assert_int_eq(bw_health_report(h, 3, BW_FAIL_TIMEOUT, 1, 35 * SEC), 0);
     ck_assert_int_eq(bw_health_admit(h, 3, 64 * SEC, &wait), BW_ADMIT_WAIT);
     ck_assert_int_eq(bw_health_admit(h, 3, 65 * SEC, &wait), BW_ADMIT_PROBE);
     bw_health_free(h);
@@ -63,14 +63,14 @@ END_TEST
 /* A stop error holds the shard at once and says so every time (the error may change). */
 START_TEST(stop_holds_at_once) {
     bw_health_t *h = two_servers();
-    ck_assert_int_eq(bw_health_report(h, 2, BW_OUTCOME_STOP, 0, 0), BW_HEALTH_SHARD_STOPPED);
+    ck_assert_int_eq(bw_health_report(h, 2, BW_FAIL_STOP, 0, 0), BW_HEALTH_SHARD_STOPPED);
     ck_assert(bw_health_shard_held(h, 2));
     ck_assert(!bw_health_server_down(h, 1));
     int64_t wait;
     ck_assert_int_eq(bw_health_admit(h, 2, 30 * SEC, &wait), BW_ADMIT_PROBE);
-    ck_assert_int_eq(bw_health_report(h, 2, BW_OUTCOME_STOP, 1, 30 * SEC), BW_HEALTH_SHARD_STOPPED);
+    ck_assert_int_eq(bw_health_report(h, 2, BW_FAIL_STOP, 1, 30 * SEC), BW_HEALTH_SHARD_STOPPED);
     ck_assert_int_eq(bw_health_admit(h, 2, 60 * SEC, &wait), BW_ADMIT_PROBE);
-    ck_assert_int_eq(bw_health_report(h, 2, BW_OUTCOME_OK, 1, 60 * SEC), BW_HEALTH_SHARD_FREED);
+    ck_assert_int_eq(bw_health_report(h, 2, BW_FAIL_NONE, 1, 60 * SEC), BW_HEALTH_SHARD_FREED);
     bw_health_free(h);
 }
 END_TEST
@@ -80,8 +80,8 @@ END_TEST
 START_TEST(connection_failures_take_the_server_down) {
     bw_health_t *h = two_servers();
     int64_t wait = 0;
-    ck_assert_int_eq(bw_health_report(h, 0, BW_OUTCOME_CONNECTION, 0, 0), 0);
-    ck_assert_int_eq(bw_health_report(h, 1, BW_OUTCOME_CONNECTION, 0, 0), BW_HEALTH_SERVER_DOWN);
+    ck_assert_int_eq(bw_health_report(h, 0, BW_FAIL_CONNECTION, 0, 0), 0);
+    ck_assert_int_eq(bw_health_report(h, 1, BW_FAIL_CONNECTION, 0, 0), BW_HEALTH_SERVER_DOWN);
     ck_assert(bw_health_server_down(h, 0));
     ck_assert(!bw_health_shard_held(h, 0)); /* the shards are not sick, their server is */
     ck_assert(bw_health_blocked(h, 0) && bw_health_blocked(h, 1));
@@ -92,10 +92,10 @@ START_TEST(connection_failures_take_the_server_down) {
     /* one probe for the whole server: the first shard asked after the pause */
     ck_assert_int_eq(bw_health_admit(h, 1, 30 * SEC, &wait), BW_ADMIT_PROBE);
     ck_assert_int_eq(bw_health_admit(h, 0, 30 * SEC, &wait), BW_ADMIT_WAIT);
-    ck_assert_int_eq(bw_health_report(h, 1, BW_OUTCOME_CONNECTION, 1, 32 * SEC), 0); /* still down */
+    ck_assert_int_eq(bw_health_report(h, 1, BW_FAIL_CONNECTION, 1, 32 * SEC), 0); /* still down */
     ck_assert_int_eq(bw_health_admit(h, 0, 40 * SEC, &wait), BW_ADMIT_WAIT);
     ck_assert_int_eq(bw_health_admit(h, 0, 62 * SEC, &wait), BW_ADMIT_PROBE);
-    ck_assert_int_eq(bw_health_report(h, 0, BW_OUTCOME_OK, 1, 63 * SEC), BW_HEALTH_SERVER_UP);
+    ck_assert_int_eq(bw_health_report(h, 0, BW_FAIL_NONE, 1, 63 * SEC), BW_HEALTH_SERVER_UP);
     ck_assert(!bw_health_blocked(h, 1));
     ck_assert_int_eq(bw_health_admit(h, 1, 63 * SEC, &wait), BW_ADMIT_RUN);
     bw_health_free(h);
@@ -107,8 +107,8 @@ END_TEST
 START_TEST(unadmit_and_forget_free_the_probe) {
     bw_health_t *h = two_servers();
     int64_t wait = 0;
-    bw_health_report(h, 0, BW_OUTCOME_CONNECTION, 0, 0);
-    bw_health_report(h, 0, BW_OUTCOME_CONNECTION, 0, 0);
+    bw_health_report(h, 0, BW_FAIL_CONNECTION, 0, 0);
+    bw_health_report(h, 0, BW_FAIL_CONNECTION, 0, 0);
     ck_assert_int_eq(bw_health_admit(h, 0, 30 * SEC, &wait), BW_ADMIT_PROBE);
     bw_health_unadmit(h, 0);
     ck_assert_int_eq(bw_health_admit(h, 1, 30 * SEC, &wait), BW_ADMIT_PROBE);
@@ -121,9 +121,9 @@ END_TEST
 /* A timeout proves the server answers: it is up again, the slow shard counts. */
 START_TEST(timeout_means_the_server_answers) {
     bw_health_t *h = two_servers();
-    bw_health_report(h, 0, BW_OUTCOME_CONNECTION, 0, 0);
-    bw_health_report(h, 0, BW_OUTCOME_CONNECTION, 0, 0);
-    ck_assert_int_eq(bw_health_report(h, 1, BW_OUTCOME_TIMEOUT, 0, 0), BW_HEALTH_SERVER_UP);
+    bw_health_report(h, 0, BW_FAIL_CONNECTION, 0, 0);
+    bw_health_report(h, 0, BW_FAIL_CONNECTION, 0, 0);
+    ck_assert_int_eq(bw_health_report(h, 1, BW_FAIL_TIMEOUT, 0, 0), BW_HEALTH_SERVER_UP);
     ck_assert(!bw_health_server_down(h, 0));
     bw_health_free(h);
 }
@@ -132,8 +132,8 @@ END_TEST
 /* A ledger read that succeeds proves the server answers, even with no batch to probe. */
 START_TEST(an_answer_brings_the_server_up) {
     bw_health_t *h = two_servers();
-    bw_health_report(h, 2, BW_OUTCOME_CONNECTION, 0, 0);
-    bw_health_report(h, 3, BW_OUTCOME_CONNECTION, 0, 0);
+    bw_health_report(h, 2, BW_FAIL_CONNECTION, 0, 0);
+    bw_health_report(h, 3, BW_FAIL_CONNECTION, 0, 0);
     ck_assert(bw_health_server_down(h, 1));
     ck_assert_int_eq(bw_health_server_answered(h, 1), BW_HEALTH_SERVER_UP);
     ck_assert(!bw_health_blocked(h, 2));
@@ -154,7 +154,7 @@ START_TEST(unreachable_ledger_reads_take_the_server_down) {
     ck_assert_int_eq(bw_health_admit(h, 2, 4 * SEC, &wait), BW_ADMIT_WAIT);
     ck_assert_int_eq(wait, 29 * SEC);
     ck_assert_int_eq(bw_health_server_unreachable(h, 1, 5 * SEC), 0); /* already down */
-    bw_health_report(h, 0, BW_OUTCOME_CONNECTION, 0, 0);
+    bw_health_report(h, 0, BW_FAIL_CONNECTION, 0, 0);
     ck_assert_int_eq(bw_health_server_unreachable(h, 0, 0), BW_HEALTH_SERVER_DOWN);
     bw_health_free(h);
 }
@@ -165,8 +165,8 @@ END_TEST
 START_TEST(forgetting_a_server_brings_it_up_here) {
     bw_health_t *h = two_servers();
     int64_t wait = 0;
-    bw_health_report(h, 2, BW_OUTCOME_CONNECTION, 0, 0);
-    bw_health_report(h, 3, BW_OUTCOME_CONNECTION, 0, 0);
+    bw_health_report(h, 2, BW_FAIL_CONNECTION, 0, 0);
+    bw_health_report(h, 3, BW_FAIL_CONNECTION, 0, 0);
     ck_assert_int_eq(bw_health_admit(h, 2, 30 * SEC, &wait), BW_ADMIT_PROBE);
     bw_health_forget(h, 2);
     bw_health_forget(h, 3);
@@ -175,7 +175,7 @@ START_TEST(forgetting_a_server_brings_it_up_here) {
     ck_assert(!bw_health_server_down(h, 1) && !bw_health_blocked(h, 2));
     ck_assert_int_eq(bw_health_admit(h, 2, 31 * SEC, &wait), BW_ADMIT_RUN);
     ck_assert_int_eq(bw_health_forget_server(h, 1), 0);
-    ck_assert_int_eq(bw_health_report(h, 2, BW_OUTCOME_CONNECTION, 0, 32 * SEC), 0); /* the count restarted */
+    ck_assert_int_eq(bw_health_report(h, 2, BW_FAIL_CONNECTION, 0, 32 * SEC), 0); /* the count restarted */
     bw_health_free(h);
 }
 END_TEST

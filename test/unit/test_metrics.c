@@ -1,7 +1,11 @@
-/* test_metrics.c — the consumer's per-shard budget series: the statement and row rates
- * in force and the statements counter, with their units in HELP. */
+/* test_metrics.c — the metrics table: every row rendered (one HELP and TYPE, samples with
+ * its labels) and in docs/api.md, the text accepted by promtool; the consumer's per-shard
+ * budget series; the clients' bounded labels; the failure classes' kind labels. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "helpers.h"
 #include "metrics.h"
@@ -86,11 +90,230 @@ START_TEST(client_refusals) {
 }
 END_TEST
 
+
+/* Every setter of the role called, with lanes and the throttle on: every family shows. */
+static bw_metrics_t *filled(const bw_config_t *conf, bw_metrics_role_t role) {
+    bw_metrics_t *m = bw_metrics_new(conf, role);
+    if (role == BW_METRICS_PROXY) {
+        bw_metrics_count_status(m, 401);
+        bw_metrics_count_request(m, 202, 10, 2, 1, 3, 1500);
+        bw_metrics_count_request(m, 429, 1, 0, 0, 1, 2500000);
+        bw_metrics_backlog_refused(m, 3, 5);
+        bw_metrics_parts_taken_before(m, 2);
+        bw_metrics_linger_flush(m);
+        bw_metrics_client_refused(m, "feed", 1, 2);
+        bw_metrics_client_over_quota(m, "feed", BW_QUOTA_BYTES);
+        bw_metrics_client_accepted(m, "spam", 7, 900);
+        bw_metrics_jobs_index(m, 1, 2, 3, 4, 5);
+        return m;
+    }
+    bw_metrics_shard_applied(m, 1, 100, 2, 3, 4, 5, 2000);
+    for (int f = BW_FAIL_RETRY; f < BW_FAIL_CLASSES; f++) bw_metrics_shard_error(m, 4, (bw_fail_t)f, (uint64_t)f);
+    bw_metrics_shard_retry(m, 1);
+    bw_metrics_shard_reconnects(m, 1, 2);
+    bw_metrics_shard_state(m, 1, 40.5, 1, 1, 17);
+    bw_metrics_shard_row_rate(m, 1, 2500);
+    bw_metrics_shard_statements(m, 1, 9);
+    bw_metrics_shard_held(m, 1, 1);
+    bw_metrics_shard_alert(m, 1, 1);
+    bw_metrics_shard_lost(m, 1, 3);
+    bw_metrics_lane(m, 1, 1, 4, 6);
+    bw_metrics_lane(m, conf->shard_count + 1, 1, 5, 7);
+    bw_metrics_server_down(m, 1, 1);
+    bw_metrics_shard_throttle(m, 1, 1, 33.5);
+    bw_metrics_server_signal(m, 0, 0, NAN, 1000);
+    bw_metrics_server_signal(m, 1, 3, 7.25, 100);
+    bw_metrics_alert_post(m, 1);
+    return m;
+}
+
+static bw_config_t *lanes_config(void) {
+    return t_conf_variant_load("lanes = (", "lanes = ( { name = \"urgent\"; weight = 4; }, { name = \"bulk\"; }");
+}
+
+static const char *const type_names[] = {"counter", "gauge", "histogram"};
+
+/* How often `needle` occurs in `text`. */
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* The label names of a sample line ("name{a=\"x\",b=\"y\"} 1"), "a,b"; "" for none. */
+static void label_names(const char *line, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = '\0';
+    const char *p = strchr(line, '{'), *sp = strchr(line, ' ');
+    if (!p || (sp && sp < p)) return;
+    for (p++; *p && *p != '}';) {
+        const char *eq = strchr(p, '=');
+        n += (size_t)snprintf(out + n, size - n, "%s%.*s", n ? "," : "", (int)(eq - p), p);
+        p = strchr(eq + 2, '"') + 1; /* past the value (no escaped quotes in ours) */
+        if (*p == ',') p++;
+    }
+}
+
+/* Each row of the role: one HELP and one TYPE, and samples, each with exactly its labels
+ * (a histogram's buckets: le); no family the table does not have. */
+START_TEST(every_row_rendered) {
+    bw_config_t *conf = lanes_config();
+    for (int role = BW_METRICS_PROXY; role <= BW_METRICS_CONSUMER; role++) {
+        bw_metrics_t *m = filled(conf, (bw_metrics_role_t)role);
+        char *text = render(m);
+        int families = 0;
+        for (size_t i = 0; bw_metrics_def(i); i++) {
+            const bw_metric_def_t *d = bw_metrics_def(i);
+            char head[512], sample[160];
+            snprintf(head, sizeof(head), "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, type_names[d->type]);
+            snprintf(sample, sizeof(sample), "# HELP %s ", d->name);
+            if (!(d->roles & BW_METRIC_ROLE(role))) {
+                ck_assert_msg(!strstr(text, sample), "%s shown by the other daemon", d->name);
+                continue;
+            }
+            families++;
+            ck_assert_msg(count_of(text, head) == 1 && count_of(text, sample) == 1, "%s: not one HELP and TYPE", d->name);
+            int samples = 0;
+            snprintf(sample, sizeof(sample), "\n%s%s", d->name, d->type == BW_METRIC_HISTOGRAM ? "_bucket" : "");
+            for (const char *p = text; (p = strstr(p, sample)); p++) {
+                const char *after = p + strlen(sample);
+                if (*after != '{' && *after != ' ') continue; /* another family's longer name */
+                char got[128];
+                label_names(p + 1, got, sizeof(got));
+                ck_assert_msg(strcmp(got, d->type == BW_METRIC_HISTOGRAM ? "le" : d->labels) == 0,
+                              "%s: a sample labelled {%s}, the table says {%s}", d->name, got, d->labels);
+                samples++;
+            }
+            ck_assert_msg(samples > 0, "%s: no sample", d->name);
+        }
+        ck_assert_int_eq(count_of(text, "# HELP "), families);
+        ck_assert_int_eq(count_of(text, "# TYPE "), families);
+        free(text);
+        bw_metrics_destroy(m);
+    }
+    bw_config_destroy(conf);
+}
+END_TEST
+
+/* What the table promises of itself: unique names under the daemon's prefix, counters in
+ * _total, HELP and doc text that need no escaping. */
+START_TEST(table_rows_are_sound) {
+    size_t n = 0;
+    for (; bw_metrics_def(n); n++) {
+        const bw_metric_def_t *d = bw_metrics_def(n);
+        for (size_t j = 0; j < n; j++) ck_assert_str_ne(bw_metrics_def(j)->name, d->name);
+        ck_assert_msg(d->roles && !(d->roles & ~BW_METRIC_BOTH), "%s: roles", d->name);
+        const char *prefix = d->roles == BW_METRIC_PROXY      ? "bulkwrite_proxy_"
+                             : d->roles == BW_METRIC_CONSUMER ? "bulkwrite_consumer_"
+                                                              : "bulkwrite_";
+        ck_assert_msg(strncmp(d->name, prefix, strlen(prefix)) == 0, "%s: not %s…", d->name, prefix);
+        size_t len = strlen(d->name);
+        ck_assert_msg((d->type == BW_METRIC_COUNTER) == (len > 6 && strcmp(d->name + len - 6, "_total") == 0),
+                      "%s: only counters end in _total", d->name);
+        ck_assert_msg(*d->help && !strpbrk(d->help, "\\\n"), "%s: HELP", d->name);
+        ck_assert_msg(*d->doc && !strpbrk(d->doc, "|\n"), "%s: doc", d->name);
+    }
+    ck_assert_uint_ge(n, 46);
+    ck_assert_ptr_null(bw_metrics_def(n + 1));
+}
+END_TEST
+
+/* The list in docs/api.md is the table's: a row for each, and the file is what
+ * `make docs` writes (the drift check of make docs-check, here too). */
+START_TEST(doc_lists_every_row) {
+    bw_buf_t doc;
+    bw_buf_init(&doc);
+    bw_metrics_doc(&doc);
+    bw_buf_append(&doc, "", 1);
+    FILE *f = fopen("docs/api.md", "rb");
+    ck_assert_ptr_nonnull(f);
+    static char api[256 * 1024];
+    size_t len = fread(api, 1, sizeof(api) - 1, f);
+    fclose(f);
+    api[len] = '\0';
+    for (size_t i = 0; bw_metrics_def(i); i++) {
+        const bw_metric_def_t *d = bw_metrics_def(i);
+        char row[256];
+        snprintf(row, sizeof(row), "| `%s%s%s%s` | %s | ", d->name, *d->labels ? "{" : "", d->labels,
+                 *d->labels ? "}" : "", type_names[d->type]);
+        ck_assert_msg(count_of(doc.data, row) == (d->roles == BW_METRIC_BOTH ? 2 : 1), "%s: not in the list", d->name);
+        ck_assert_msg(strstr(api, row), "docs/api.md lacks %s (make docs)", row);
+    }
+    bw_buf_t spliced;
+    bw_buf_init(&spliced);
+    ck_assert_int_eq(bw_metrics_doc_splice(api, &spliced), 0);
+    ck_assert_msg(spliced.len == len && memcmp(spliced.data, api, len) == 0, "docs/api.md is stale: run make docs");
+    /* a stale list is replaced, what is around it kept; no markers: refused */
+    bw_buf_reset(&spliced);
+    ck_assert_int_eq(bw_metrics_doc_splice("a\n" BW_METRICS_DOC_BEGIN "old\n" BW_METRICS_DOC_END "b\n", &spliced), 0);
+    bw_buf_append(&spliced, "", 1);
+    ck_assert_ptr_null(strstr(spliced.data, "old\n"));
+    ck_assert_int_eq(strncmp(spliced.data, "a\n" BW_METRICS_DOC_BEGIN, strlen("a\n" BW_METRICS_DOC_BEGIN)), 0);
+    ck_assert_ptr_nonnull(strstr(spliced.data, doc.data));
+    ck_assert_ptr_nonnull(strstr(spliced.data, "\n" BW_METRICS_DOC_END "b\n"));
+    bw_buf_reset(&spliced);
+    ck_assert_int_eq(bw_metrics_doc_splice(BW_METRICS_DOC_END BW_METRICS_DOC_BEGIN, &spliced), -1);
+    ck_assert_int_eq(bw_metrics_doc_splice("no list here\n", &spliced), -1);
+    ck_assert_uint_eq(spliced.len, 0);
+    bw_buf_free(&spliced);
+    bw_buf_free(&doc);
+}
+END_TEST
+
+/* Prometheus' own parser and linter take both daemons' text. */
+START_TEST(promtool_accepts_both) {
+    bw_config_t *conf = lanes_config();
+    for (int role = BW_METRICS_PROXY; role <= BW_METRICS_CONSUMER; role++) {
+        bw_metrics_t *m = filled(conf, (bw_metrics_role_t)role);
+        char *text = render(m);
+        FILE *p = popen("promtool check metrics 1>&2", "w");
+        ck_assert_msg(p != NULL, "promtool: cannot start (scripts/install-deps.sh installs it)");
+        fputs(text, p);
+        int status = pclose(p);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "promtool check metrics refused the %s's text (status %d)",
+                      role == BW_METRICS_PROXY ? "proxy" : "consumer", status);
+        free(text);
+        bw_metrics_destroy(m);
+    }
+    bw_config_destroy(conf);
+}
+END_TEST
+
+/* The failure classes' names are the kind labels that tiers, alerts and docs read. */
+START_TEST(error_kinds_by_failure_class) {
+    static const char *const want[BW_FAIL_CLASSES] = {
+        [BW_FAIL_RETRY] = "retryable", [BW_FAIL_TIMEOUT] = "timeout", [BW_FAIL_CONNECTION] = "connection",
+        [BW_FAIL_DATA] = "data",       [BW_FAIL_DECODE] = "decode",   [BW_FAIL_STOP] = "stop"};
+    bw_config_t *conf = t_ref_config();
+    bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    for (int f = BW_FAIL_RETRY; f < BW_FAIL_CLASSES; f++) {
+        ck_assert_str_eq(bw_fail_name((bw_fail_t)f), want[f]);
+        bw_metrics_shard_error(m, 2, (bw_fail_t)f, (uint64_t)f + 10);
+    }
+    char *text = render(m);
+    for (int f = BW_FAIL_RETRY; f < BW_FAIL_CLASSES; f++) {
+        char line[128];
+        snprintf(line, sizeof(line), "\nbulkwrite_consumer_errors_total{shard=\"2\",kind=\"%s\"} %d\n", want[f], f + 10);
+        ck_assert_msg(strstr(text, line), "missing %s", line + 1);
+    }
+    ck_assert_int_eq(count_of(text, "bulkwrite_consumer_errors_total{"), BW_FAIL_CLASSES - 1);
+    free(text);
+    bw_metrics_destroy(m);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 Suite *metrics_suite(void) {
     Suite *s = suite_create("metrics");
     TCase *tc = tcase_create("metrics");
     tcase_add_test(tc, budgets_and_statements);
     tcase_add_test(tc, client_refusals);
+    tcase_add_test(tc, every_row_rendered);
+    tcase_add_test(tc, table_rows_are_sound);
+    tcase_add_test(tc, doc_lists_every_row);
+    tcase_add_test(tc, promtool_accepts_both);
+    tcase_add_test(tc, error_kinds_by_failure_class);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -163,8 +163,8 @@ START_TEST(shards_that_cannot_go_are_passed_over) {
     setup(3);
     consumer.partitions[2].len = 0;
     consumer.shards[5].op_paused = 1;
-    bw_health_report(consumer.health, 6, BW_OUTCOME_TIMEOUT, 0, bw_now_us());
-    bw_health_report(consumer.health, 6, BW_OUTCOME_TIMEOUT, 0, bw_now_us()); /* held for 30 s */
+    bw_health_report(consumer.health, 6, BW_FAIL_TIMEOUT, 0, bw_now_us());
+    bw_health_report(consumer.health, 6, BW_FAIL_TIMEOUT, 0, bw_now_us()); /* held for 30 s */
     static const int ready[] = {0, 1, 3, 4, 7};
     int k = 0;
     for (int round = 0; round < 10; round++) {
