@@ -14,7 +14,10 @@
  *   main.c       startup, the loop that turns every subsystem below, shutdown, HTTP, reload
  *   partition.c  a partition's buffer: fetching, pausing, seeking, and gaps (lost messages)
  *   rebalance.c  assignment and revocation: where each partition resumes (its ledger)
- *   scheduler.c  which shard gets a worker next (fair order, rate, health) and the pool
+ *   gate.c       why a shard is not running now: the one answer every file below asks
+ *   scheduler.c  which shard gets a worker next (fair order, rate, health), what a
+ *                finished batch changes, and pacing (rates, the throttle's step)
+ *   pool.c       the worker threads: they run any job by its own run and done functions
  *   health.c     per-shard and per-server health: counts, holds, probes (no I/O; tested alone)
  *   throttle.c   the adaptive throttle's decisions per shard (no I/O; tested alone)
  *   signals.c    the throttle's signals: heartbeat, Threads_running, a custom query (a thread)
@@ -35,6 +38,7 @@
 #include "alerts.h"
 #include "apply.h"
 #include "deadletter.h"
+#include "gate.h"
 #include "health.h"
 #include "kafka.h"
 #include "metrics.h"
@@ -54,6 +58,8 @@ typedef struct {
     int ledger_pending;        /* assigned; its ledger is being read: not fetched yet */
     int64_t ledger_retry_at_us;/* its ledger could not be read: read again then; 0 while a read is in flight */
     int fetch_paused;          /* fetching paused (see bw_partition_refresh_fetch) */
+    int buffer_full;           /* back-pressure: set when full, cleared once half drained (partition.c) */
+    int revoking;              /* the group takes it back: its jobs drain (rebalance.c) */
     int64_t next_fetch;        /* offset after the last buffered message; -1 before any */
     int64_t assigned_from;     /* where fetching began at assignment (may be logical) */
     rd_kafka_message_t **buf;  /* buffered messages, offset order */
@@ -99,25 +105,23 @@ typedef struct {
     int errors_next;
 } bw_shard_t;
 
-typedef enum {
-    BW_JOB_APPLY,       /* apply msgs to the shard */
-    BW_JOB_READ_LEDGER, /* read the stored offsets of `shards` (one server) */
-} bw_job_kind_t;
-
-/* Handed from the dispatcher to a worker and back; owned by whoever holds it. */
+/* Handed from the dispatcher to a worker and back; owned by whoever holds it. Two kinds:
+ * an apply (scheduler.c: a run of a partition's messages, one transaction) and a ledger
+ * read (rebalance.c: the stored offsets of `shards`, one server). */
 struct bw_job {
-    bw_job_kind_t kind;
-    int shard;                 /* BW_JOB_APPLY: the shard */
-    int slot;                  /* BW_JOB_APPLY: the partition (its lane and shard) */
+    void (*run)(bw_job_t *j, bw_applier_t *ap); /* @locality a worker; ap: the worker's connections */
+    void (*done)(bw_job_t *j);                  /* @locality dispatcher: takes the job back and frees it */
+    int shard;                 /* apply: the shard */
+    int slot;                  /* apply: the partition (its lane and shard) */
     int server;                /* the server it talks to */
     int probe;                 /* a health probe: one message */
     rd_kafka_message_t **msgs; /* the partition's first cnt buffered messages (borrowed) */
     size_t cnt;
-    int *shards;               /* BW_JOB_READ_LEDGER: the partitions (slots) to read, [cnt] */
-    int64_t *offsets;          /* BW_JOB_READ_LEDGER: their stored offsets (-1 none), [cnt] */
-    unsigned ledger_errno;     /* BW_JOB_READ_LEDGER: 0, or why the server could not be read */
+    int *shards;               /* ledger read: the partitions (slots) to read, [cnt] */
+    int64_t *offsets;          /* ledger read: their stored offsets (-1 none), [cnt] */
+    unsigned ledger_errno;     /* ledger read: 0, or why the server could not be read */
     int64_t started_us;
-    uint64_t statements;       /* BW_JOB_APPLY: as planned (the rate's cost) */
+    uint64_t statements;       /* apply: as planned (the rate's cost) */
     bw_apply_result_t res;
     bw_job_t *next;
 };
@@ -150,7 +154,7 @@ typedef struct {
     int delete_round;               /* the next lane of the round of DeleteRecords (progress.c) */
     char instance[300];        /* host:port of this consumer, in status records */
     int next_shard;            /* the scheduler's round-robin cursor */
-    int ledger_reads;          /* BW_JOB_READ_LEDGER jobs in flight */
+    int ledger_reads;          /* ledger reads in flight (rebalance.c) */
     rd_kafka_topic_partition_list_t *awaiting; /* an assignment not yet handed to librdkafka:
                                                   its ledgers are being read (rebalance.c) */
     /* the worker pool. @locks mu guards todo, done, busy, stopping */
@@ -185,16 +189,17 @@ int64_t bw_partition_shard_oldest_unapplied_ms(int shard); /* the oldest over it
 
 /* rebalance.c */
 void bw_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque);
-void bw_rebalance_read_ledger(bw_job_t *j); /* @locality worker thread */
-void bw_rebalance_ledger_read(bw_job_t *j);
 void bw_rebalance_retry_ledgers(int64_t now_us);
 
+/* pool.c */
+void bw_pool_start(void);
+void bw_pool_stop(void);
+void bw_pool_submit(bw_job_t *j);
+int bw_pool_full(void); /* every worker has a job */
+void bw_pool_collect(int64_t wait_us);
+
 /* scheduler.c */
-void bw_scheduler_start(void);
-void bw_scheduler_stop(void);
 int64_t bw_scheduler_dispatch(void);
-void bw_scheduler_submit(bw_job_t *j);
-void bw_scheduler_collect(int64_t wait_us);
 void bw_scheduler_drain(const int *slots, size_t n);
 void bw_scheduler_apply_settings(int64_t now_us);
 /* The adaptive throttle's step, every throttle.interval_ms: reads the signals, steps each

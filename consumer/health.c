@@ -162,6 +162,7 @@ unsigned bw_health_forget_server(bw_health_t *h, int server) {
 }
 
 int bw_health_shard_held(const bw_health_t *h, int shard) { return h->shards[shard].held; }
+int bw_health_shard_stopped(const bw_health_t *h, int shard) { return h->shards[shard].stopped; }
 int bw_health_server_down(const bw_health_t *h, int server) { return h->servers[server].down; }
 int bw_health_blocked(const bw_health_t *h, int shard) {
     return h->shards[shard].held || h->servers[h->shard_server[shard]].down;

@@ -69,6 +69,8 @@ void bw_health_forget(bw_health_t *h, int shard);
 unsigned bw_health_forget_server(bw_health_t *h, int server);
 
 int bw_health_shard_held(const bw_health_t *h, int shard);
+/* Held for a stop error (not for timeouts). */
+int bw_health_shard_stopped(const bw_health_t *h, int shard);
 int bw_health_server_down(const bw_health_t *h, int server);
 /* Held, or its server is down: not fetched. */
 int bw_health_blocked(const bw_health_t *h, int shard);

@@ -134,7 +134,7 @@ static int start(bw_daemon_t *d) {
     consumer.health = bw_health_new(conf->shard_count, conf->server_cnt, conf->shard_server);
     bw_health_set_limits(consumer.health, conf->pause_after_timeouts, (int64_t)conf->pause_ms * 1000);
     bw_throttle_limits_from_config(conf, &consumer.throttle);
-    bw_scheduler_start();
+    bw_pool_start();
     bw_progress_start();
 
     int bound;
@@ -178,7 +178,7 @@ static void run(bw_daemon_t *d) {
             m = rd_kafka_consumer_poll(consumer.rk, 0);
         }
         if (m) bw_partition_buffer(m);
-        bw_scheduler_collect(0);
+        bw_pool_collect(0);
         if (atomic_exchange(&reload_requested, 0)) reload(d);
         unsigned version = bw_shard_table_version(consumer.table);
         if (version != consumer.table_version) {
@@ -250,7 +250,7 @@ static void stop(void) {
     if (consumer.awaiting) rd_kafka_topic_partition_list_destroy(consumer.awaiting);
     bw_progress_collect_deleted(2000); /* its request list is freed with the result */
     if (consumer.delete_q) rd_kafka_queue_destroy(consumer.delete_q);
-    bw_scheduler_stop();
+    bw_pool_stop();
     bw_signals_stop(consumer.signals);
     rd_kafka_queue_destroy(consumer.poll_q);
     consumer.poll_q = NULL;

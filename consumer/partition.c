@@ -157,21 +157,20 @@ static size_t byte_share(void) {
     return (size_t)consumer.conf->buffer_max_bytes / (size_t)n;
 }
 
-/* Fetching runs unless its ledger is still being read, an operator paused the shard,
- * the shard is held (health.c: its failed batch stays buffered for the probe), its next
- * messages are lost, or its buffer is full in messages or bytes (resumed once half
- * drained). A server that is down does not stop fetching: its shards' buffers stay
- * bounded, and one of them must have a message to probe the server with. */
+/* Fetching runs unless the gate names a reason that stops it (gate.h: its ledger is
+ * still being read, a pause, the shard is held — its failed batch stays buffered for the
+ * probe —, its next messages are lost, or its buffer is full). The buffer is full at
+ * consumer.pull_count messages or its share of the bytes, and stays full until half
+ * drained: back-pressure's own state, apart from the other reasons. A server that is
+ * down does not stop fetching: its shards' buffers stay bounded, and one of them must
+ * have a message to probe the server with. */
 void bw_partition_refresh_fetch(int slot) {
     bw_partition_t *p = &consumer.partitions[slot];
-    const bw_shard_t *sh = &consumer.shards[p->shard];
     size_t full = (size_t)consumer.conf->pull_count, share = byte_share();
-    int lost = p->lost_to > p->lost_from;
     int over = p->len >= full || (p->len && p->bytes >= share);
     int under_half = p->len <= full / 2 && p->bytes <= share / 2;
-    int want = p->ledger_pending || sh->op_paused || sh->throttle_paused ||
-               bw_health_shard_held(consumer.health, p->shard) || lost || over || (p->fetch_paused && !under_half);
-    set_fetch_paused(slot, want);
+    p->buffer_full = over || (p->buffer_full && !under_half);
+    set_fetch_paused(slot, (bw_gate_slot(slot, bw_now_us()) & BW_GATE_STOPS_FETCH) != 0);
 }
 
 void bw_partition_refresh_shard(int shard) {

@@ -105,10 +105,10 @@ static void check_backlog_age(int shard, int64_t now_ms) {
 }
 
 /* Whatever the cause (a stuck lock, a server down, a gap, a ledger that cannot be read,
- * a bug), a shard with lag and no applied batch for consumer.stall_alert_ms alerts. An
- * operator's pause is not a stall. A slow rate stretches the bound to three of its
+ * a bug), a shard with lag and no applied batch for consumer.stall_alert_ms alerts. A
+ * pause meant so (an operator's, the throttle's: gate.h) is not a stall. A slow rate stretches the bound to three of its
  * intervals, so a shard throttled to one batch a minute does not alert. */
-static void check_stall(int shard, int64_t now_ms) {
+static void check_stall(int shard, bw_gate_t reasons, int64_t now_ms) {
     const bw_shard_t *p = &consumer.shards[shard];
     int64_t after = consumer.conf->stall_alert_ms;
     if (p->rl.rate > 0 && 3000.0 / p->rl.rate > (double)after) after = (int64_t)(3000.0 / p->rl.rate);
@@ -120,7 +120,7 @@ static void check_stall(int shard, int64_t now_ms) {
         int64_t t = q->lagging_since_ms > q->progress_ms ? q->lagging_since_ms : q->progress_ms;
         if (!since || t < since) since = t, lag = q->lag;
     }
-    if (!consumer.conf->stall_alert_ms || p->op_paused || p->throttle_paused || !since || now_ms - since <= after) {
+    if (!consumer.conf->stall_alert_ms || (reasons & BW_GATE_INTENDED) || !since || now_ms - since <= after) {
         bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, shard);
         return;
     }
@@ -138,11 +138,10 @@ static void check_stall(int shard, int64_t now_ms) {
     bw_alerts_fire(consumer.alerts, BW_ALERT_NO_PROGRESS, shard, msg);
 }
 
-/* A partition not fetched (paused by an operator, stopped at lost messages, its ledger
- * not read) has a stale cached watermark. */
-static int watermarks_stale(const bw_partition_t *p) {
-    const bw_shard_t *sh = &consumer.shards[p->shard];
-    return sh->op_paused || sh->throttle_paused || p->lost_to > p->lost_from || (p->ledger_pending && p->ledger_retry_at_us);
+/* A partition not fetched for long (paused, stopped at lost messages, its ledger not
+ * read) has a stale cached watermark. */
+static int watermarks_stale(int slot, int64_t now_us) {
+    return (bw_gate_slot(slot, now_us) & BW_GATE_STALE_WATERMARKS) != 0;
 }
 
 /* Watermarks of partitions not fetched come from a thread of their own, which asks the
@@ -207,7 +206,7 @@ void bw_progress_stop(void) {
 }
 
 void bw_progress_update_gauges(void) {
-    int64_t now_ms = bw_wall_ms();
+    int64_t now_ms = bw_wall_ms(), now_us = bw_now_us();
     pthread_mutex_lock(&watermarks.mu);
     for (int s = 0; s < consumer.slot_count; s++) { /* each lane's partition: its lag */
         bw_partition_t *p = &consumer.partitions[s];
@@ -218,7 +217,7 @@ void bw_progress_update_gauges(void) {
         int64_t lo = -1, hi = -1, lag = (int64_t)p->len;
         /* lag = high watermark - next offset to apply */
         int64_t next = p->len ? p->buf[0]->offset : p->lost_to > p->lost_from ? p->lost_from : p->next_fetch;
-        if (watermarks_stale(p)) lo = watermarks.lo[s], hi = watermarks.hi[s];
+        if (watermarks_stale(s, now_us)) lo = watermarks.lo[s], hi = watermarks.hi[s];
         else rd_kafka_get_watermark_offsets(consumer.rk, consumer.conf->lanes[p->lane].topic, p->shard, &lo, &hi);
         /* a shard that never applied anything starts at the beginning of its log */
         if (next < 0 && p->assigned_from == RD_KAFKA_OFFSET_BEGINNING) next = lo;
@@ -236,17 +235,18 @@ void bw_progress_update_gauges(void) {
         bw_shard_t *sh = &consumer.shards[s];
         if (!sh->assigned_lanes) continue;
         int64_t lag = 0;
-        int buffer_full = 0;
         for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
             const bw_partition_t *p = &consumer.partitions[bw_config_slot(consumer.conf, lane, s)];
-            if (!p->assigned) continue;
-            lag += p->lag;
-            buffer_full |= p->fetch_paused && !sh->op_paused && !p->ledger_pending && !bw_health_blocked(consumer.health, s);
+            if (p->assigned) lag += p->lag;
         }
-        bw_metrics_shard_state(consumer.metrics, s, sh->rl.rate, sh->op_paused, buffer_full, lag);
+        /* each gauge reads its own reason: a shard paused by the throttle is not "buffer full" */
+        bw_gate_t reasons = bw_gate_shard(s, now_us);
+        bw_metrics_shard_state(consumer.metrics, s, sh->rl.rate, (reasons & BW_GATE_BIT(BW_GATE_PAUSED)) != 0,
+                               (reasons & BW_GATE_BIT(BW_GATE_BUFFER_FULL)) != 0, lag);
+        bw_metrics_shard_held(consumer.metrics, s, (reasons & BW_GATE_HELD) != 0);
         bw_metrics_shard_row_rate(consumer.metrics, s, sh->rl_rows.rate);
         check_backlog_age(s, now_ms);
-        check_stall(s, now_ms);
+        check_stall(s, reasons, now_ms);
     }
 }
 
@@ -267,8 +267,13 @@ static void publish_shard_status(int s, int64_t now) {
     st.updated_at_ms = now;
     st.rate = p->rl.rate;
     st.row_rate = p->rl_rows.rate;
-    st.paused = p->op_paused;
-    st.unhealthy = bw_health_blocked(consumer.health, s);
+    bw_gate_t reasons = bw_gate_shard(s, bw_now_us());
+    char *reason_names[BW_GATE_REASONS];
+    for (int r = 0; r < BW_GATE_REASONS; r++)
+        if (reasons & BW_GATE_BIT(r)) reason_names[st.n_reasons++] = (char *)bw_gate_reason_name((bw_gate_reason_t)r);
+    st.reasons = reason_names;
+    st.paused = (reasons & BW_GATE_BIT(BW_GATE_PAUSED)) != 0;
+    st.unhealthy = (reasons & BW_GATE_BLOCKED) != 0;
     st.rows_applied = p->rows_applied;
     st.rows_failed = p->rows_failed;
     if (d->assigned) {

@@ -3,7 +3,7 @@
  * Where a partition resumes is the next offset stored in its shard's own database (the
  * ledger), which moves only with the data it describes. Reading it must not hold the
  * dispatcher (a rebalance of 4,096 partitions, a server that does not answer): one job
- * per server reads all of that server's offsets on a worker (BW_JOB_READ_LEDGER, a few
+ * per server reads all of that server's offsets on a worker (a ledger read job, a few
  * queries in all), and librdkafka gets the assignment, with those offsets, once the
  * reads are back (the group waits meanwhile, heartbeats going on). A partition that
  * never stored an offset starts at the beginning of its log. A server that cannot be read
@@ -27,12 +27,16 @@
  * partitions about to be dropped, and says nothing this consumer will act on. */
 static int revoking;
 
+static void read_ledger(bw_job_t *j, bw_applier_t *ap);
+static void ledger_read(bw_job_t *j);
+
 /* Submits one ledger read per server for the listed partitions (slots). */
 static void read_ledgers(const int *shards, size_t n) {
     for (int sv = 0; sv < consumer.conf->server_cnt; sv++) {
         bw_job_t *j = calloc(1, sizeof(*j));
         if (!j) abort();
-        j->kind = BW_JOB_READ_LEDGER;
+        j->run = read_ledger;
+        j->done = ledger_read;
         j->server = sv;
         j->shards = malloc(sizeof(int) * (n ? n : 1));
         for (size_t i = 0; i < n; i++)
@@ -44,12 +48,15 @@ static void read_ledgers(const int *shards, size_t n) {
         }
         j->offsets = malloc(sizeof(int64_t) * j->cnt);
         if (!j->shards || !j->offsets) abort();
-        bw_scheduler_submit(j);
+        consumer.ledger_reads++;
+        bw_pool_submit(j);
     }
 }
 
-/* @locality worker thread: the ledger read itself. */
-void bw_rebalance_read_ledger(bw_job_t *j) {
+/* @locality worker thread: the ledger read itself (on a connection of its own: ap's
+ * are the shards' batches'). */
+static void read_ledger(bw_job_t *j, bw_applier_t *ap) {
+    (void)ap;
     char err[512];
     bw_buf_t scratch;
     bw_buf_init(&scratch);
@@ -103,7 +110,8 @@ static void hand_over(void) {
 }
 
 /* The answer of a ledger read: each partition still waiting for it starts fetching. */
-void bw_rebalance_ledger_read(bw_job_t *j) {
+static void ledger_read(bw_job_t *j) {
+    consumer.ledger_reads--;
     const bw_server_t *sv = &consumer.conf->servers[j->server];
     if (j->ledger_errno)
         bw_log(BW_LOG_WARN, COMPONENT, -1, NULL,
@@ -143,6 +151,9 @@ void bw_rebalance_ledger_read(bw_job_t *j) {
         if (!consumer.awaiting) bw_partition_refresh_fetch(s);
     }
     if (consumer.awaiting && !consumer.ledger_reads) hand_over();
+    free(j->shards);
+    free(j->offsets);
+    free(j);
 }
 
 /* Reads again the ledgers that could not be read, once their wait is over. */
@@ -257,8 +268,10 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         consumer.awaiting = NULL;
     }
     revoking = 1;
+    for (size_t i = 0; i < n; i++) consumer.partitions[shards[i]].revoking = 1; /* the gate says so while it drains */
     bw_scheduler_drain(shards, n);
     revoking = 0;
+    for (size_t i = 0; i < n; i++) consumer.partitions[shards[i]].revoking = 0;
     bw_progress_commit();
     for (size_t i = 0; i < n; i++) {
         int s = shards[i];

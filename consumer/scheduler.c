@@ -1,4 +1,4 @@
-/* scheduler.c — which shard gets a worker next, and the worker pool.
+/* scheduler.c — which shard gets a worker next, what a finished job changes, pacing.
  *
  * The dispatcher hands a partition's next run of messages to the pool once the shard
  * may go: no job of the partition is in flight (one at a time keeps partition order),
@@ -6,8 +6,9 @@
  * (health.c: a held shard or a server that is down gets one probe at a time). Shards are
  * visited round-robin from where the last visit stopped, so with backlog everywhere and
  * a full pool every shard gets its turn, not the low numbers first. Workers apply jobs
- * (apply.c); a hung shard holds one worker until its query timeout, and the other shards
- * go on with the rest.
+ * (apply.c) in the pool (pool.c); a hung shard holds one worker until its query timeout,
+ * and the other shards go on with the rest. Whether a shard may go at all is the gate's
+ * answer (gate.h).
  *
  * Lanes: a shard's job comes from one of its lanes' partitions, chosen by stride
  * scheduling: each partition's pass is the statements served from it over its lane's
@@ -16,7 +17,7 @@
  * share goes to the others), and one that gets work again starts at the shard's current
  * pass, not with credit saved while idle. Order holds within a lane (one job per shard
  * in flight, a partition's messages in offset order), not across lanes.
- * @locality dispatcher thread, except worker_main. */
+ * @locality dispatcher thread, except run_apply (a worker). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,87 +26,6 @@
 
 #include "consumer.h"
 #include "log.h"
-
-static void *worker_main(void *arg) {
-    (void)arg;
-    bw_applier_t ap;
-    bw_applier_init(&ap, consumer.conf, consumer.metrics, consumer.dead_letters);
-    pthread_mutex_lock(&consumer.mu);
-    for (;;) {
-        while (!consumer.todo && !consumer.stopping) {
-            /* an idle worker wakes now and then to close connections idle too long, so
-             * consumers x workers x servers does not pin server threads through a quiet night */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1 + consumer.conf->connection_idle_close_ms / 4000;
-            if (pthread_cond_timedwait(&consumer.todo_cv, &consumer.mu, &ts) && !consumer.todo) {
-                pthread_mutex_unlock(&consumer.mu);
-                bw_applier_close_idle(&ap, bw_now_us());
-                pthread_mutex_lock(&consumer.mu);
-            }
-        }
-        if (!consumer.todo) break;
-        bw_job_t *j = consumer.todo;
-        consumer.todo = j->next;
-        if (!consumer.todo) consumer.todo_tail = NULL;
-        pthread_mutex_unlock(&consumer.mu);
-
-        if (j->kind == BW_JOB_READ_LEDGER) bw_rebalance_read_ledger(j);
-        else bw_applier_apply(&ap, j->slot, j->msgs, j->cnt, &j->res);
-
-        pthread_mutex_lock(&consumer.mu);
-        j->next = consumer.done;
-        consumer.done = j;
-        pthread_cond_signal(&consumer.done_cv);
-        /* wakes the dispatcher out of its Kafka poll (or makes its next poll return at
-         * once): the shard's next job goes out now, not at the poll's timeout */
-        if (consumer.poll_q) {
-            pthread_mutex_unlock(&consumer.mu);
-            rd_kafka_queue_yield(consumer.poll_q);
-            pthread_mutex_lock(&consumer.mu);
-        }
-    }
-    pthread_mutex_unlock(&consumer.mu);
-    bw_applier_destroy(&ap);
-    return NULL;
-}
-
-void bw_scheduler_start(void) {
-    pthread_mutex_init(&consumer.mu, NULL);
-    pthread_cond_init(&consumer.todo_cv, NULL);
-    pthread_cond_init(&consumer.done_cv, NULL);
-    consumer.workers = calloc((size_t)consumer.conf->workers, sizeof(*consumer.workers));
-    for (int i = 0; i < consumer.conf->workers; i++) pthread_create(&consumer.workers[i], NULL, worker_main, NULL);
-}
-
-/* Every job must have been collected. */
-void bw_scheduler_stop(void) {
-    pthread_mutex_lock(&consumer.mu);
-    consumer.stopping = 1;
-    pthread_cond_broadcast(&consumer.todo_cv);
-    pthread_mutex_unlock(&consumer.mu);
-    for (int i = 0; i < consumer.conf->workers; i++) pthread_join(consumer.workers[i], NULL);
-    free(consumer.workers);
-}
-
-/* Hands j to the pool; it comes back through bw_scheduler_collect. */
-void bw_scheduler_submit(bw_job_t *j) {
-    if (j->kind == BW_JOB_READ_LEDGER) consumer.ledger_reads++;
-    pthread_mutex_lock(&consumer.mu);
-    consumer.busy++;
-    if (consumer.todo_tail) consumer.todo_tail->next = j;
-    else consumer.todo = j;
-    consumer.todo_tail = j;
-    pthread_cond_signal(&consumer.todo_cv);
-    pthread_mutex_unlock(&consumer.mu);
-}
-
-static int pool_full(void) {
-    pthread_mutex_lock(&consumer.mu);
-    int full = consumer.busy >= consumer.conf->workers;
-    pthread_mutex_unlock(&consumer.mu);
-    return full;
-}
 
 /* The most a job of a shard limited by rl may take: a tenth of a second of its rate (at
  * least one), so a limit paces the shard in small steps, not a burst and a long wait. */
@@ -132,6 +52,9 @@ static int next_slot(int shard) {
     return best;
 }
 
+static void run_apply(bw_job_t *j, bw_applier_t *ap);
+static void applied(bw_job_t *j);
+
 /* Hands out every job that is due, round-robin. Returns microseconds until the next one
  * might be. */
 int64_t bw_scheduler_dispatch(void) {
@@ -140,7 +63,7 @@ int64_t bw_scheduler_dispatch(void) {
     for (int k = 0; k < n; k++) {
         int s = (first + k) % n; /* from where the last call stopped; the cursor moves below, the visit order not */
         bw_shard_t *sh = &consumer.shards[s];
-        if (!sh->assigned_lanes || sh->job || sh->op_paused || sh->throttle_paused) continue;
+        if (sh->job || (bw_gate_shard(s, now) & BW_GATE_STOPS_DISPATCH)) continue;
         int slot = next_slot(s);
         if (slot < 0) continue;
         bw_partition_t *p = &consumer.partitions[slot];
@@ -148,7 +71,7 @@ int64_t bw_scheduler_dispatch(void) {
             if (sh->ready_at_us - now < next) next = sh->ready_at_us - now;
             continue;
         }
-        if (pool_full()) return next; /* a finished job wakes the poll; the turn stays with s */
+        if (bw_pool_full()) return next; /* a finished job wakes the poll; the turn stays with s */
         int64_t wait = 0;
         bw_admit_t admit = bw_health_admit(consumer.health, s, now, &wait);
         if (admit == BW_ADMIT_WAIT) {
@@ -165,7 +88,8 @@ int64_t bw_scheduler_dispatch(void) {
         }
         bw_job_t *j = calloc(1, sizeof(*j));
         if (!j) abort();
-        j->kind = BW_JOB_APPLY;
+        j->run = run_apply;
+        j->done = applied;
         j->shard = s;
         j->slot = slot;
         j->server = consumer.conf->shard_server[s];
@@ -187,7 +111,7 @@ int64_t bw_scheduler_dispatch(void) {
         j->started_us = now;
         sh->job = j;
         consumer.next_shard = (s + 1) % n; /* the next visit starts after the shard served */
-        bw_scheduler_submit(j);
+        bw_pool_submit(j);
     }
     return next;
 }
@@ -206,9 +130,9 @@ void bw_scheduler_on_health(int shard, unsigned changed, bw_fail_t fail, const c
     if (fail == BW_FAIL_TIMEOUT && bw_health_shard_held(consumer.health, shard))
         bw_alerts_fire(consumer.alerts, BW_ALERT_UNHEALTHY, shard, error); /* again: it carries the latest error */
     if (changed & BW_HEALTH_SHARD_STOPPED) bw_alerts_fire(consumer.alerts, BW_ALERT_STOPPED, shard, error);
-    if (changed & (BW_HEALTH_SHARD_HELD | BW_HEALTH_SHARD_STOPPED)) bw_metrics_shard_held(consumer.metrics, shard, 1);
+    if (changed & (BW_HEALTH_SHARD_HELD | BW_HEALTH_SHARD_STOPPED | BW_HEALTH_SHARD_FREED)) /* at once, not at the next gauges */
+        bw_metrics_shard_held(consumer.metrics, shard, (bw_gate_shard(shard, bw_now_us()) & BW_GATE_HELD) != 0);
     if (changed & BW_HEALTH_SHARD_FREED) {
-        bw_metrics_shard_held(consumer.metrics, shard, 0);
         bw_alerts_resolve(consumer.alerts, BW_ALERT_UNHEALTHY, shard);
         bw_alerts_resolve(consumer.alerts, BW_ALERT_STOPPED, shard);
     }
@@ -244,17 +168,12 @@ static void retry_later(bw_job_t *j, bw_fail_t fail, int64_t now) {
                (long long)(p->backoff_us + jitter) / 1000, j->res.error);
 }
 
-/* Takes a finished job back. */
-static void collect(bw_job_t *j) {
+/* @locality worker thread: the job's transaction. */
+static void run_apply(bw_job_t *j, bw_applier_t *ap) { bw_applier_apply(ap, j->slot, j->msgs, j->cnt, &j->res); }
+
+/* Takes a finished apply job back. */
+static void applied(bw_job_t *j) {
     int64_t now = bw_now_us();
-    if (j->kind == BW_JOB_READ_LEDGER) {
-        consumer.ledger_reads--;
-        bw_rebalance_ledger_read(j);
-        free(j->shards);
-        free(j->offsets);
-        free(j);
-        return;
-    }
     bw_shard_t *p = &consumer.shards[j->shard];
     bw_fail_t fail = j->res.status == BW_APPLY_OK ? BW_FAIL_NONE : j->res.fail;
     if (j->res.reconnects) bw_metrics_shard_reconnects(consumer.metrics, j->shard, j->res.reconnects);
@@ -277,30 +196,6 @@ static void collect(bw_job_t *j) {
     free(j);
 }
 
-/* Collects finished jobs; waits up to wait_us for one. */
-void bw_scheduler_collect(int64_t wait_us) {
-    pthread_mutex_lock(&consumer.mu);
-    if (!consumer.done && wait_us > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)(wait_us % 1000000) * 1000;
-        ts.tv_sec += wait_us / 1000000 + ts.tv_nsec / 1000000000;
-        ts.tv_nsec %= 1000000000;
-        pthread_cond_timedwait(&consumer.done_cv, &consumer.mu, &ts);
-    }
-    bw_job_t *done = consumer.done;
-    int n = 0;
-    for (bw_job_t *j = done; j; j = j->next) n++;
-    consumer.done = NULL;
-    consumer.busy -= n;
-    pthread_mutex_unlock(&consumer.mu);
-    while (done) {
-        bw_job_t *next = done->next;
-        collect(done);
-        done = next;
-    }
-}
-
 /* Waits until no job of the listed partitions' shards, and no ledger read, is in flight. */
 void bw_scheduler_drain(const int *slots, size_t n) {
     for (;;) {
@@ -308,7 +203,7 @@ void bw_scheduler_drain(const int *slots, size_t n) {
         for (size_t i = 0; i < n && !in_flight; i++)
             in_flight = consumer.shards[consumer.partitions[slots[i]].shard].job != NULL;
         if (!in_flight) return;
-        bw_scheduler_collect(100000);
+        bw_pool_collect(100000);
     }
 }
 

@@ -100,5 +100,6 @@ Suite *auth_suite(void);
 Suite *quota_suite(void);
 Suite *scrub_suite(void);
 Suite *throttle_suite(void);
+Suite *gate_suite(void);
 
 #endif
