@@ -139,6 +139,9 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
                                                          (json_int_t)st->rows_applied, "rows_failed",
                                                          (json_int_t)st->rows_failed, "recent_errors", errs));
             json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
+            json_t *reasons = json_array(); /* why it is not running now (consumer/gate.h); [] while it runs */
+            for (size_t i = 0; i < st->n_reasons; i++) json_array_append_new(reasons, json_string(st->reasons[i]));
+            json_object_set_new(json_object_get(o, "consumer"), "reasons", reasons);
             json_t *t = throttle_obj(st, admin);
             if (t) json_object_set_new(json_object_get(o, "consumer"), "throttle", t);
             if (st->n_lanes) { /* priority lanes: each one's lag, share and backlog */

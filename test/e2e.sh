@@ -246,6 +246,8 @@ check "the running consumer (another process) applies it within 5 s" \
     wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 3 2.5
 check "bwctl pause: shard 4" "${BWCTL[@]}" pause 4 --reason "e2e drain test"
 check "the consumer pauses shard 4 within 5 s" wait_for 5 metric_is bulkwrite_consumer_paused 4 1
+shard4_reasons() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" | jq -e '.shards[4].consumer.reasons | index("paused") != null' >/dev/null; }
+check "GET /v1/shards names \"paused\" among shard 4's reasons (its consumer's status record)" wait_for 10 shard4_reasons
 rows4() { mariadb -h127.0.0.1 -P$DB_B -uroot -N -e "SELECT COUNT(*) FROM db00004.pins"; }
 before4=$(rows4)
 check "500 creates for paused shard 4 are accepted" "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:500:4
@@ -261,6 +263,8 @@ shards_table() { "${BWCTL[@]}" shards >"$WORK/shards.txt" && cat "$WORK/shards.t
     awk '$1 == 4 && $8 == "yes" && $10 > 0 {p = 1} $1 == 3 && $5 == 2.5 && $6 == "-" && $7 == 5000 {r = 1}
         END {exit !(p && r && NR == 9)}' "$WORK/shards.txt"; }
 check "bwctl shards: 8 shards; 4 paused with lag, 3 at 2.5 statements/s and 5000 rows/s" wait_for 10 shards_table
+check "bwctl shards: REASONS (column 12) names paused for shard 4" \
+    awk '$1 == 4 && $12 ~ /(^|,)paused(,|$)/ {ok = 1} END {exit !ok}' "$WORK/shards.txt"
 kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null
 start_consumer $C1 "$WORK/fresh.conf"
 check "after a consumer restart shard 4 is still paused" wait_for 60 metric_is bulkwrite_consumer_paused 4 1

@@ -621,7 +621,7 @@ static int cmd_shards(int argc, char **argv) {
     if (argc != 1 && !history && !lanes)
         return fputs("usage: bwctl shards [--history|--lanes]\nA table of every shard: its budgets in statements/s and rows/s as "
                      "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
-                     "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate; pinned@rate when an operator\nholds it; \"-\" when off), its consumer,\nand the latest error.\n"
+                     "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate; pinned@rate when an operator\nholds it; \"-\" when off), why it is not running now (REASONS: paused, throttle, stopped,\nunhealthy, server_down, gap, buffer_full, ledger, backoff, revoking; \"-\" while it runs), its consumer,\nand the latest error.\n"
                      "--history: then every operator change of each shard (the latest 20 per shard), newest "
                      "first: when, rate|pause|resume, by which client, from which address, the setting after "
                      "it, and the reason.\n"
@@ -644,14 +644,14 @@ static int cmd_shards(int argc, char **argv) {
         bw_buf_free(&resp);
         return 0;
     }
-    printf("%-6s %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-34s %-22s %s\n", "SHARD", "DATABASE", "SERVER",
-           "CONF STMT/S", "STMT/S", "CONF ROWS/S", "ROWS/S", "PAUSED", "UNHEALTHY", "LAG", "THROTTLE", "CONSUMER",
-           "LAST ERROR");
+    printf("%-6s %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-34s %-16s %-22s %s\n", "SHARD", "DATABASE", "SERVER",
+           "CONF STMT/S", "STMT/S", "CONF ROWS/S", "ROWS/S", "PAUSED", "UNHEALTHY", "LAG", "THROTTLE", "REASONS",
+           "CONSUMER", "LAST ERROR");
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(j, "shards"), i, s) {
         json_t *c = json_object_get(s, "consumer");
-        char lag[24] = "-", unhealthy[8] = "-", last[300] = "", throttle[80] = "-";
+        char lag[24] = "-", unhealthy[8] = "-", last[300] = "", throttle[80] = "-", reasons[160] = "-";
         json_t *t = json_is_object(c) ? json_object_get(c, "throttle") : NULL;
         if (json_is_object(t)) { /* one word: state, signal=value>level, the rate it decided */
             json_t *sig = json_object_get(t, "signal");
@@ -666,17 +666,22 @@ static int cmd_shards(int argc, char **argv) {
         if (json_is_object(c)) {
             snprintf(lag, sizeof(lag), "%ld", jint(c, "lag"));
             snprintf(unhealthy, sizeof(unhealthy), "%s", json_is_true(json_object_get(c, "unhealthy")) ? "yes" : "no");
+            size_t k, n = 0; /* one word: the names, comma-separated */
+            json_t *r;
+            json_array_foreach(json_object_get(c, "reasons"), k, r) if (n < sizeof(reasons))
+                n += (size_t)snprintf(reasons + n, sizeof(reasons) - n, "%s%s", n ? "," : "", json_string_value(r) ? json_string_value(r) : "?");
+            if (!n) snprintf(reasons, sizeof(reasons), "-");
             json_t *e = json_array_get(json_object_get(c, "recent_errors"), 0);
             if (e)
                 snprintf(last, sizeof(last), "%s: %.200s", jstr(e, "kind"), jstr(e, "message"));
         }
         char b[4][32];
-        printf("%-6ld %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-34s %-22s %s\n", jint(s, "shard"), jstr(s, "database"),
+        printf("%-6ld %-9s %-10s %11s %8s %11s %8s %-6s %-9s %8s %-34s %-16s %-22s %s\n", jint(s, "shard"), jstr(s, "database"),
                jstr(s, "server"), budget_text(json_object_get(s, "configured_rate"), b[0], sizeof(b[0])),
                budget_text(json_object_get(s, "effective_rate"), b[1], sizeof(b[1])),
                budget_text(json_object_get(s, "configured_row_rate"), b[2], sizeof(b[2])),
                budget_text(json_object_get(s, "effective_row_rate"), b[3], sizeof(b[3])),
-               json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag, throttle,
+               json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag, throttle, reasons,
                json_is_object(c) ? jstr(c, "instance") : "-", last);
     }
     if (history) print_history(json_object_get(j, "shards"));
