@@ -26,7 +26,14 @@ struct key {
     const char *doc;
     int secret;            /* SECRET_VALUE: the value; SECRET_PROPS: "name=value" elements whose
                               name bw_config_secret_name() matches (resolve_secrets, dumps) */
+    /* What SIGHUP does with a changed value, per bw_process_t (config_reload.c). Every key
+     * reachable from the top without entering a list has one (a list decides for its
+     * elements; a group's members each decide); test_config's reload walk fails on
+     * R_UNSET. */
+    unsigned char reload[BW_PROC_COUNT];
+    unsigned char hook;    /* R_APPLY: the bw_reload_hook_t the process runs after copying it */
 };
+enum { R_UNSET, R_UNUSED, R_RESTART, R_APPLY };
 enum { SECRET_VALUE = 1, SECRET_PROPS = 2 };
 
 /* every key reachable from the top without entering a list (K_LIST: the whole list) */
