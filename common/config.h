@@ -220,6 +220,55 @@ int bw_config_secret_name(const char *name, size_t len);
 char *bw_config_secret_resolve(const char *key, const char *value, const char *conf_path, char *errstr,
                                size_t errstr_size);
 
+/* ---- reload (SIGHUP) ----------------------------------------------------------------
+ * Each key of the table says, for each daemon (process), what a changed value does on
+ * SIGHUP: "restart" (only a restart takes it; the reload is refused), "applied" (copied
+ * into the running config, whose users read it fresh; then the role's hook for it runs,
+ * if it has one), or "not read" (this process never reads it: the change is noted and
+ * has no effect here). docs/configuration.md shows it; config_keys.c decides it. */
+typedef enum { BW_PROC_PROXY, BW_PROC_CONSUMER, BW_PROC_COUNT } bw_process_t;
+const char *bw_process_name(bw_process_t role); /* "bw-proxy", "bw-consumer" */
+
+/* What a daemon re-derives after applied keys changed (its bw_daemon_t.hooks). */
+typedef enum {
+    BW_HOOK_NONE,
+    BW_HOOK_LOG_LEVEL,   /* the log's least level */
+    BW_HOOK_SHARD_RATES, /* each shard's configured statement and row budgets */
+    BW_HOOK_THROTTLE,    /* the adaptive throttle's limits */
+    BW_HOOK_HEALTH,      /* the shard health tracker's pause limits */
+    BW_HOOK_COUNT
+} bw_reload_hook_t;
+const char *bw_reload_hook_name(bw_reload_hook_t hook);
+
+typedef struct {
+    unsigned hooks;   /* 1u << bw_reload_hook_t of every hook an applied key has */
+    int applied_cnt, restart_cnt, unused_cnt;
+    char applied[2048]; /* changed keys, ", "-separated */
+    char restart[2048]; /* changed keys that need a restart */
+    char unused[2048];  /* changed keys this role does not read */
+} bw_reload_t;
+
+/* The reload of `running` from `next` (a freshly loaded file) for one role. If any
+ * changed key needs a restart in this role, nothing is applied (the running config is
+ * one whole file, the last one accepted): returns -1 with r->restart naming them all.
+ * Otherwise every changed applied key's value is moved into `running` (`next` gets the
+ * old one; the caller destroys it) and the count of applied keys is returned. The
+ * caller runs the hooks in r->hooks. Call it on the thread that owns the keys applied. */
+int bw_config_reload(bw_config_t *running, bw_config_t *next, bw_process_t role, bw_reload_t *r);
+/* The bw_reload_hook_t set (1u << hook) the role's applied keys can ask for. */
+unsigned bw_config_reload_hooks(bw_process_t role);
+
+/* ---- editing a file (bwctl config-set) -------------------------------------------------
+ * Sets each "KEY=VALUE" in the libconfig file `path` and writes it back through
+ * libconfig (comments and @include are not kept: for scripts and generated copies, not
+ * for hand-kept files). KEY is a table key, dotted through groups, with [N] into a
+ * list's element (shards.servers[1].port); VALUE is libconfig syntax (42, 1.5, true,
+ * "text", [ "a=b" ], ( { name = "urgent"; weight = 4; } )), or bare text for a string
+ * or choice key. Each value is checked against its key (type, range, choices, a list's
+ * elements); a missing group is created. Nothing is written unless every assignment is
+ * good; errstr names the key and why. */
+bw_err_t bw_config_set_file(const char *path, char *const *assignments, int n, char *errstr, size_t errstr_size);
+
 /* Writes the effective configuration in libconfig syntax; every secret (passwords, the
  * secret kafka properties' values) is written as "(redacted)". */
 void bw_config_dump(const bw_config_t *conf, FILE *out);

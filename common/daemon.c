@@ -21,6 +21,8 @@ static void usage(const bw_daemon_t *d, FILE *out) {
             d->name, d->port_help);
 }
 
+static void set_log_level(const bw_config_t *c);
+
 bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_code) {
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"brokers", required_argument, 0, 'b'},
@@ -65,7 +67,14 @@ bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_cod
         *exit_code = 0;
         return NULL;
     }
-    bw_log_set_level((bw_log_level_t)conf->log_level);
+    /* every hook the reload column can ask this daemon for is there (a programming error) */
+    unsigned needed = bw_config_reload_hooks(d->process) & ~(1u << BW_HOOK_LOG_LEVEL);
+    for (int h = BW_HOOK_NONE + 1; h < BW_HOOK_COUNT; h++)
+        if (needed & 1u << h && !d->hooks[h]) {
+            fprintf(stderr, "%s: no reload hook for %s\n", d->name, bw_reload_hook_name((bw_reload_hook_t)h));
+            abort();
+        }
+    set_log_level(conf);
     return conf;
 }
 
@@ -164,37 +173,37 @@ void bw_daemon_handle_signals(atomic_int *run, atomic_int *reload) {
     signal(SIGPIPE, SIG_IGN);
 }
 
-bw_config_t *bw_daemon_reload(const bw_daemon_t *d, const bw_config_t *running) {
+static void set_log_level(const bw_config_t *c) { bw_log_set_level((bw_log_level_t)c->log_level); }
+
+int bw_daemon_reload(const bw_daemon_t *d, bw_config_t *running) {
     char err[1024];
-    bw_config_t *c = bw_config_load(d->config_path, err, sizeof(err));
-    if (!c) {
+    bw_config_t *next = bw_config_load(d->config_path, err, sizeof(err));
+    if (!next) {
         bw_log(BW_LOG_ERROR, "config", -1, NULL, "SIGHUP: reload refused, the running config stays: %s", err);
-        return NULL;
+        return -1;
     }
     /* the command line's --port overrides the file in both */
     if (d->port >= 0) {
-        c->proxy_port = running->proxy_port;
-        c->consumer_port = running->consumer_port;
+        next->proxy_port = running->proxy_port;
+        next->consumer_port = running->consumer_port;
     }
-    /* what the running processes were built around: a restart changes these */
-    static const char *const fixed[] = {
-        "kafka.brokers", "kafka.topic", "kafka.consumer_group", "kafka.dead_letter_topic", "kafka.jobs_topic",
-        "kafka.control_topic", "kafka.status_topic", "kafka.properties", "kafka.producer_properties",
-        "kafka.consumer_properties", "kafka.message_max_bytes", "shards.count", "shards.database_prefix",
-        "shards.servers", "mysql.query_timeout_ms", "mysql.connect_timeout_ms", "proxy.listen_address",
-        "proxy.port", "proxy.auth", "proxy.tls", "proxy.admin_listen_address", "proxy.admin_port", "proxy.max_connections", "proxy.max_body_bytes", "proxy.max_ops", "proxy.produce_timeout_ms",
-        "consumer.listen_address", "consumer.port", "consumer.workers", "consumer.pull_count", "alerts.webhook_url",
-        "alerts.resend_ms", "alerts.timeout_ms", "alerts.labels", "object_types", "lanes"};
-    const char *changed = NULL;
-    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && !changed; i++)
-        if (bw_config_same(running, c, fixed[i]) != 1) changed = fixed[i];
-    if (changed) {
+    bw_reload_t r;
+    int applied = bw_config_reload(running, next, d->process, &r);
+    bw_config_destroy(next);
+    if (applied < 0) {
         bw_log(BW_LOG_ERROR, "config", -1, NULL,
-               "SIGHUP: reload refused, the running config stays: %s changed, which needs a restart", changed);
-        bw_config_destroy(c);
-        return NULL;
+               "SIGHUP: reload refused, the running config stays: %s changed, which %s a restart", r.restart,
+               r.restart_cnt > 1 ? "need" : "needs");
+        return -1;
     }
-    bw_log_set_level((bw_log_level_t)c->log_level);
-    bw_log(BW_LOG_INFO, "config", -1, NULL, "SIGHUP: reloaded %s", d->config_path);
-    return c;
+    for (int h = BW_HOOK_NONE + 1; h < BW_HOOK_COUNT; h++) {
+        if (!(r.hooks & 1u << h)) continue;
+        if (h == BW_HOOK_LOG_LEVEL) set_log_level(running);
+        else d->hooks[h](running);
+    }
+    char unused[2200] = "";
+    if (r.unused_cnt) snprintf(unused, sizeof(unused), "; changed, not read by %s: %s", d->name, r.unused);
+    bw_log(BW_LOG_INFO, "config", -1, NULL, "SIGHUP: reloaded %s: %s%s%s", d->config_path,
+           applied ? "applied " : "nothing to apply", r.applied, unused);
+    return applied;
 }

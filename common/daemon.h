@@ -12,9 +12,17 @@
 #include "config.h"
 #include "metrics.h"
 
+/* After a SIGHUP applied keys with this hook (config.h, bw_reload_hook_t); called on
+ * the thread that called bw_daemon_reload, with the running config. */
+typedef void (*bw_reload_hook_fn)(const bw_config_t *conf);
+
 typedef struct {
     const char *name;      /* "bw-proxy": usage and error prefix */
     const char *port_help; /* what --port serves, for the usage text */
+    bw_process_t process;  /* which column of the reload policy is this daemon's */
+    /* the daemon's hooks, one for each hook its applied keys name (bw_daemon_init
+     * refuses to start without one); the log level's is daemon.c's own */
+    bw_reload_hook_fn hooks[BW_HOOK_COUNT];
     /* filled by bw_daemon_init */
     const char *config_path;
     const char *brokers;   /* --brokers, or NULL for kafka.brokers */
@@ -71,10 +79,11 @@ int bw_daemon_serve_ops(struct MHD_Connection *c, const char *method, const char
  * config file); SIGPIPE is ignored (a client hanging up is not fatal). */
 void bw_daemon_handle_signals(atomic_int *run, atomic_int *reload);
 
-/* Reloads d->config_path for SIGHUP: returns the new config (caller owns it), or NULL
- * with the reason logged (the running config stays). Keys that only a restart can
- * change (Kafka, shards layout, servers, listeners, object types) must be equal, or the
- * reload is refused with the key named. The log level is applied here. */
-bw_config_t *bw_daemon_reload(const bw_daemon_t *d, const bw_config_t *running);
+/* SIGHUP: reloads d->config_path into `running` as the key table's reload column says
+ * for d->process (bw_config_reload), then runs d's hooks of the applied keys. Logs one
+ * line: the keys applied (and the changed ones this daemon does not read), or the
+ * refusal naming every changed key that needs a restart (nothing applied then), or why
+ * the file does not load. Returns the number of keys applied, -1 if refused. */
+int bw_daemon_reload(const bw_daemon_t *d, bw_config_t *running);
 
 #endif

@@ -15,7 +15,7 @@
  * batch's transaction (exactly-once effects); the Kafka commit that follows only saves
  * re-reading. Runtime control: the operator's per-shard rate and pause come from the
  * compacted control topic, applied on the loop's next turn; SIGHUP reloads the config
- * file's runtime keys. */
+ * file's keys the key table marks applied for the consumer (docs/configuration.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,53 +26,21 @@
 
 bw_consumer_t consumer;
 
-/* SIGHUP: the runtime keys of the new file replace the running ones (this thread is the
- * only reader of rates, retry and pause settings). */
-static void reload(const bw_daemon_t *d) {
-    bw_config_t *n = bw_daemon_reload(d, consumer.conf);
-    if (!n) return;
-    bw_config_t *c = consumer.conf;
-    memcpy(c->shard_rate, n->shard_rate, sizeof(double) * (size_t)c->shard_count);
-    c->default_rate = n->default_rate;
-    memcpy(c->shard_row_rate, n->shard_row_rate, sizeof(double) * (size_t)c->shard_count);
-    c->default_row_rate = n->default_row_rate;
-    c->retry_initial_ms = n->retry_initial_ms;
-    c->retry_max_ms = n->retry_max_ms;
-    c->pause_after_timeouts = n->pause_after_timeouts;
-    c->pause_ms = n->pause_ms;
-    c->status_interval_ms = n->status_interval_ms;
-    c->progress_interval_ms = n->progress_interval_ms;
-    c->commit_interval_ms = n->commit_interval_ms;
-    c->stall_alert_ms = n->stall_alert_ms;
-    c->log_level = n->log_level;
-    /* the throttle's decisions are runtime keys; what its reader thread uses is not */
-    if (n->throttle_interval_ms != c->throttle_interval_ms ||
-        n->throttle_threads_running_samples != c->throttle_threads_running_samples ||
-        strcmp(n->throttle_custom_query, c->throttle_custom_query) ||
-        strcmp(n->throttle_heartbeat_table, c->throttle_heartbeat_table))
-        bw_warn(COMPONENT, "SIGHUP: throttle.interval_ms, threads_running_samples, custom_query and heartbeat_table "
-                           "need a restart: they stay as they were");
-    c->throttle_mode = n->throttle_mode;
-    c->throttle_stale_ms = n->throttle_stale_ms;
-    c->throttle_quiet_ms = n->throttle_quiet_ms;
-    c->throttle_critical_ms = n->throttle_critical_ms;
-    c->throttle_floor = n->throttle_floor;
-    c->throttle_max_rate = n->throttle_max_rate;
-    c->throttle_decrease = n->throttle_decrease;
-    c->throttle_increase = n->throttle_increase;
-    c->throttle_recover_ratio = n->throttle_recover_ratio;
-    c->throttle_lag_ms = n->throttle_lag_ms;
-    c->throttle_lag_critical_ms = n->throttle_lag_critical_ms;
-    c->throttle_threads_running = n->throttle_threads_running;
-    c->throttle_threads_running_critical = n->throttle_threads_running_critical;
-    c->throttle_latency_ms = n->throttle_latency_ms;
-    c->throttle_latency_critical_ms = n->throttle_latency_critical_ms;
-    c->throttle_custom_threshold = n->throttle_custom_threshold;
-    c->throttle_custom_critical = n->throttle_custom_critical;
-    bw_config_destroy(n);
-    bw_throttle_limits_from_config(c, &consumer.throttle);
-    bw_health_set_limits(consumer.health, c->pause_after_timeouts, (int64_t)c->pause_ms * 1000);
+/* SIGHUP's hooks (the key table's reload column, common/config_keys.c): what applied keys
+ * re-derive. bw_daemon_reload runs them on this thread, the only reader of rates,
+ * retry, pause and throttle settings. */
+static void apply_rates(const bw_config_t *c) {
+    (void)c;
     bw_scheduler_apply_settings(bw_now_us());
+}
+
+static void apply_throttle(const bw_config_t *c) {
+    bw_throttle_limits_from_config(c, &consumer.throttle);
+    bw_scheduler_apply_settings(bw_now_us());
+}
+
+static void apply_health(const bw_config_t *c) {
+    bw_health_set_limits(consumer.health, c->pause_after_timeouts, (int64_t)c->pause_ms * 1000);
 }
 
 /* /readyz: ready once the group has given this consumer its (possibly empty) share. */
@@ -179,7 +147,7 @@ static void run(bw_daemon_t *d) {
         }
         if (m) bw_partition_buffer(m);
         bw_pool_collect(0);
-        if (atomic_exchange(&reload_requested, 0)) reload(d);
+        if (atomic_exchange(&reload_requested, 0)) bw_daemon_reload(d, consumer.conf);
         unsigned version = bw_shard_table_version(consumer.table);
         if (version != consumer.table_version) {
             consumer.table_version = version;
@@ -273,7 +241,12 @@ static void stop(void) {
 }
 
 int main(int argc, char **argv) {
-    bw_daemon_t d = {.name = "bw-consumer", .port_help = "port of /metrics, /healthz, /readyz (overrides consumer.port)"};
+    bw_daemon_t d = {.name = "bw-consumer",
+                     .port_help = "port of /metrics, /healthz, /readyz (overrides consumer.port)",
+                     .process = BW_PROC_CONSUMER,
+                     .hooks = {[BW_HOOK_SHARD_RATES] = apply_rates,
+                               [BW_HOOK_THROTTLE] = apply_throttle,
+                               [BW_HOOK_HEALTH] = apply_health}};
     int exit_code;
     if (!(consumer.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) consumer.conf->consumer_port = d.port;

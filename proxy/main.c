@@ -873,7 +873,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 /* ---- main --------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-    bw_daemon_t d = {.name = "bw-proxy", .port_help = "HTTP port (overrides proxy.port)"};
+    bw_daemon_t d = {.name = "bw-proxy", .port_help = "HTTP port (overrides proxy.port)", .process = BW_PROC_PROXY};
     int exit_code;
     if (!(proxy.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) proxy.conf->proxy_port = d.port;
@@ -985,9 +985,9 @@ int main(int argc, char **argv) {
     bw_daemon_handle_signals(&proxy.run, &reload);
     while (atomic_load(&proxy.run)) {
         usleep(100000);
-        /* SIGHUP: the log level (the proxy's runtime key), and the clients file */
+        /* SIGHUP: the keys the table applies for the proxy, and the clients file */
         if (atomic_exchange(&reload, 0)) {
-            bw_config_destroy(bw_daemon_reload(&d, proxy.conf));
+            bw_daemon_reload(&d, proxy.conf);
             bw_auth_reload(proxy.auth, proxy.conf); /* the file the running config names */
         }
     }

@@ -471,7 +471,7 @@ tls_reload_refused() {
     cp "$TLS_CONF" "$WORK/tls.conf.orig"
     sed -i 's|cert_file = "tls/server.pem";|cert_file = "tls/feed.pem";|' "$TLS_CONF"
     kill -HUP "$TLS_PID"
-    wait_for 10 grep -q 'reload refused, the running config stays: proxy.tls changed, which needs a restart' \
+    wait_for 10 grep -q 'reload refused, the running config stays: proxy.tls.cert_file changed, which needs a restart' \
         "$WORK/proxy-tls.log"
     local rc=$?
     mv "$WORK/tls.conf.orig" "$TLS_CONF"

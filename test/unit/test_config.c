@@ -742,6 +742,8 @@ START_TEST(secrets_from_file_and_env) {
 }
 END_TEST
 
+void t_config_reload_tcases(Suite *s); /* test_config_reload.c */
+
 Suite *config_suite(void) {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("load");
@@ -773,5 +775,6 @@ Suite *config_suite(void) {
     tcase_add_test(tc, dump_reloads_same_values);
     tcase_add_test(tc, dump_reloads_awkward_values);
     suite_add_tcase(s, tc);
+    t_config_reload_tcases(s);
     return s;
 }

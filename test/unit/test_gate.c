@@ -58,9 +58,9 @@ START_TEST(each_reason_alone) {
     int64_t now = bw_now_us();
     consumer.shards[0].op_paused = 1;
     consumer.shards[1].throttle_paused = 1;
-    bw_health_report(consumer.health, 2, BW_OUTCOME_STOP, 0, now);
-    bw_health_report(consumer.health, 3, BW_OUTCOME_TIMEOUT, 0, now);
-    bw_health_report(consumer.health, 3, BW_OUTCOME_TIMEOUT, 0, now); /* held after 2 */
+    bw_health_report(consumer.health, 2, BW_FAIL_STOP, 0, now);
+    bw_health_report(consumer.health, 3, BW_FAIL_TIMEOUT, 0, now);
+    bw_health_report(consumer.health, 3, BW_FAIL_TIMEOUT, 0, now); /* held after 2 */
     consumer.partitions[4].lost_from = 10, consumer.partitions[4].lost_to = 20;
     consumer.partitions[5].buffer_full = 1;
     consumer.partitions[6].ledger_pending = 1;
@@ -81,7 +81,7 @@ START_TEST(each_reason_alone) {
     teardown();
 
     setup(); /* a server down: every shard of it, and only those */
-    for (int k = 0; k < 2; k++) bw_health_report(consumer.health, 5, BW_OUTCOME_CONNECTION, 0, now);
+    for (int k = 0; k < 2; k++) bw_health_report(consumer.health, 5, BW_FAIL_CONNECTION, 0, now);
     const bw_server_t *sv = &consumer.conf->servers[consumer.conf->shard_server[5]];
     for (int s = 0; s < consumer.conf->shard_count; s++)
         ck_assert_uint_eq(reasons_of(s), s >= sv->first_shard && s <= sv->last_shard ? BIT(SERVER_DOWN) : 0);
@@ -108,7 +108,7 @@ START_TEST(reasons_combine) {
     consumer.shards[2].op_paused = 1;
     consumer.shards[2].throttle_paused = 1;
     consumer.partitions[2].buffer_full = 1;
-    bw_health_report(consumer.health, 2, BW_OUTCOME_STOP, 0, now);
+    bw_health_report(consumer.health, 2, BW_FAIL_STOP, 0, now);
     bw_gate_t r = reasons_of(2);
     ck_assert_uint_eq(r, BIT(PAUSED) | BIT(THROTTLE) | BIT(STOPPED) | BIT(BUFFER_FULL));
     char text[64];
