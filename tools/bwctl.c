@@ -34,6 +34,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -860,9 +861,19 @@ static int cmd_schema(int argc, char **argv) {
                            : strdup(env ? env : "");
         if (!admin_pw) return fprintf(stderr, "bwctl: %s\n", err), 1;
     }
-    bw_err_t rc = bw_db_apply_schema_as(conf, admin_user, admin_pw, users, err, sizeof(err));
+    unsigned connect_errnum;
+    bw_err_t rc = bw_db_apply_schema_as(conf, admin_user, admin_pw, users, &connect_errnum, err, sizeof(err));
     free(admin_pw);
-    if (rc != BW_OK) return fprintf(stderr, "bwctl: %s\n", err), 1;
+    if (rc != BW_OK) {
+        fprintf(stderr, "bwctl: %s\n", err);
+        /* the consumer's own account usually does not exist yet, or may not create users */
+        if (users && !admin_user && connect_errnum == ER_ACCESS_DENIED_ERROR)
+            fputs("bwctl: --create-users connects as each server's `user` unless told otherwise: pass\n"
+                  "       --admin-user USER (an account that may create users and grant, e.g. root), its\n"
+                  "       password in --admin-password-file FILE or BW_ADMIN_PASSWORD\n",
+                  stderr);
+        return 1;
+    }
     printf("schema: %d shard databases ready on %d servers%s\n", conf->shard_count, conf->server_cnt,
            users ? "; users and grants in place" : "");
     return 0;
