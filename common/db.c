@@ -304,16 +304,16 @@ bw_err_t bw_db_apply_schema(const bw_config_t *conf, char *errstr, size_t errstr
 }
 
 bw_err_t bw_db_apply_schema_as(const bw_config_t *conf, const char *admin_user, const char *admin_password,
-                               int create_users, unsigned *connect_errnum, char *errstr, size_t errstr_size) {
+                               int create_users, unsigned *mysql_errnum, char *errstr, size_t errstr_size) {
     bw_buf_t sql;
     bw_buf_init(&sql);
     bw_err_t ret = BW_OK;
-    if (connect_errnum) *connect_errnum = 0;
+    if (mysql_errnum) *mysql_errnum = 0;
     for (int i = 0; i < conf->server_cnt && ret == BW_OK; i++) {
         const bw_server_t *sv = &conf->servers[i];
         const char *user = admin_user ? admin_user : sv->user;
         MYSQL *db = connect_to(conf, sv->name, sv->host, sv->port, user, admin_user ? admin_password : sv->password,
-                               connect_errnum, errstr, errstr_size);
+                               mysql_errnum, errstr, errstr_size);
         if (!db) {
             ret = BW_ERR_MYSQL_RETRY;
             break;
@@ -326,6 +326,7 @@ bw_err_t bw_db_apply_schema_as(const bw_config_t *conf, const char *admin_user, 
             *nl = '\0';
             if (mysql_query(db, line)) { /* a user's line holds its password: not quoted */
                 int secret = strstr(line, " IDENTIFIED BY ") != NULL;
+                if (mysql_errnum) *mysql_errnum = mysql_errno(db);
                 ret = bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_DATA, "schema on %s: %s: %s",
                                 conf->servers[i].name, mysql_error(db), secret ? "(a user's statement)" : line);
                 break;

@@ -861,13 +861,16 @@ static int cmd_schema(int argc, char **argv) {
                            : strdup(env ? env : "");
         if (!admin_pw) return fprintf(stderr, "bwctl: %s\n", err), 1;
     }
-    unsigned connect_errnum;
-    bw_err_t rc = bw_db_apply_schema_as(conf, admin_user, admin_pw, users, &connect_errnum, err, sizeof(err));
+    unsigned errnum;
+    bw_err_t rc = bw_db_apply_schema_as(conf, admin_user, admin_pw, users, &errnum, err, sizeof(err));
     free(admin_pw);
     if (rc != BW_OK) {
         fprintf(stderr, "bwctl: %s\n", err);
-        /* the consumer's own account usually does not exist yet, or may not create users */
-        if (users && !admin_user && connect_errnum == ER_ACCESS_DENIED_ERROR)
+        /* the consumer's own account does not exist yet (refused at connect), or may not
+         * create databases and users (refused at a statement) */
+        int denied = errnum == ER_ACCESS_DENIED_ERROR || errnum == ER_DBACCESS_DENIED_ERROR ||
+                     errnum == ER_TABLEACCESS_DENIED_ERROR || errnum == ER_SPECIFIC_ACCESS_DENIED_ERROR;
+        if (users && !admin_user && denied)
             fputs("bwctl: --create-users connects as each server's `user` unless told otherwise: pass\n"
                   "       --admin-user USER (an account that may create users and grant, e.g. root), its\n"
                   "       password in --admin-password-file FILE or BW_ADMIN_PASSWORD\n",
