@@ -48,9 +48,10 @@ MYSQL *bw_db_connect_as(const bw_config_t *conf, int server_index, bw_db_role_t 
     return bw_db_connect_user(conf, server_index, sv->user, sv->password, errstr, errstr_size);
 }
 
-/* A connection to host:port (name: for errors), set up as db.h says. */
+/* A connection to host:port (name: for errors), set up as db.h says. A refused connect
+ * leaves the server's error number in *errnum (NULL: not wanted). */
 static MYSQL *connect_to(const bw_config_t *conf, const char *name, const char *host, int port, const char *user,
-                         const char *password, char *errstr, size_t errstr_size) {
+                         const char *password, unsigned *errnum, char *errstr, size_t errstr_size) {
     MYSQL *db = mysql_init(NULL);
     if (!db) {
         bw_seterr(errstr, errstr_size, BW_ERR_NOMEM, "mysql_init failed");
@@ -67,6 +68,7 @@ static MYSQL *connect_to(const bw_config_t *conf, const char *name, const char *
     if (!mysql_real_connect(db, host, user, password, NULL, (unsigned)port, NULL, 0)) {
         bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_RETRY, "connect to %s (%s:%d) as %s: %s", name,
                   host, port, user, mysql_error(db));
+        if (errnum) *errnum = mysql_errno(db);
         mysql_close(db);
         return NULL;
     }
@@ -96,7 +98,7 @@ static MYSQL *connect_to(const bw_config_t *conf, const char *name, const char *
 MYSQL *bw_db_connect_user(const bw_config_t *conf, int server_index, const char *user, const char *password,
                           char *errstr, size_t errstr_size) {
     const bw_server_t *sv = &conf->servers[server_index];
-    return connect_to(conf, sv->name, sv->host, sv->port, user, password, errstr, errstr_size);
+    return connect_to(conf, sv->name, sv->host, sv->port, user, password, NULL, errstr, errstr_size);
 }
 
 MYSQL *bw_db_connect_replica(const bw_config_t *conf, int server_index, int replica, char *errstr, size_t errstr_size) {
@@ -105,7 +107,7 @@ MYSQL *bw_db_connect_replica(const bw_config_t *conf, int server_index, int repl
     char host[256], name[320];
     snprintf(host, sizeof(host), "%.*s", (int)(colon - hp), hp);
     snprintf(name, sizeof(name), "%s's replica", sv->name);
-    return connect_to(conf, name, host, atoi(colon + 1), sv->user, sv->password, errstr, errstr_size);
+    return connect_to(conf, name, host, atoi(colon + 1), sv->user, sv->password, NULL, errstr, errstr_size);
 }
 
 unsigned long bw_db_max_packet(MYSQL *db) {
@@ -303,18 +305,20 @@ void bw_db_users_sql(const bw_config_t *conf, int server_index, const char *admi
 }
 
 bw_err_t bw_db_apply_schema(const bw_config_t *conf, char *errstr, size_t errstr_size) {
-    return bw_db_apply_schema_as(conf, NULL, NULL, 0, errstr, errstr_size);
+    return bw_db_apply_schema_as(conf, NULL, NULL, 0, NULL, errstr, errstr_size);
 }
 
 bw_err_t bw_db_apply_schema_as(const bw_config_t *conf, const char *admin_user, const char *admin_password,
-                               int create_users, char *errstr, size_t errstr_size) {
+                               int create_users, unsigned *mysql_errnum, char *errstr, size_t errstr_size) {
     bw_buf_t sql;
     bw_buf_init(&sql);
     bw_err_t ret = BW_OK;
+    if (mysql_errnum) *mysql_errnum = 0;
     for (int i = 0; i < conf->server_cnt && ret == BW_OK; i++) {
-        const char *user = admin_user ? admin_user : conf->servers[i].user;
-        MYSQL *db = bw_db_connect_user(conf, i, user, admin_user ? admin_password : conf->servers[i].password,
-                                       errstr, errstr_size);
+        const bw_server_t *sv = &conf->servers[i];
+        const char *user = admin_user ? admin_user : sv->user;
+        MYSQL *db = connect_to(conf, sv->name, sv->host, sv->port, user, admin_user ? admin_password : sv->password,
+                               mysql_errnum, errstr, errstr_size);
         if (!db) {
             ret = BW_ERR_MYSQL_RETRY;
             break;
@@ -327,6 +331,7 @@ bw_err_t bw_db_apply_schema_as(const bw_config_t *conf, const char *admin_user, 
             *nl = '\0';
             if (mysql_query(db, line)) { /* a user's line holds its password: not quoted */
                 int secret = strstr(line, " IDENTIFIED BY ") != NULL;
+                if (mysql_errnum) *mysql_errnum = mysql_errno(db);
                 ret = bw_seterr(errstr, errstr_size, BW_ERR_MYSQL_DATA, "schema on %s: %s: %s",
                                 conf->servers[i].name, mysql_error(db), secret ? "(a user's statement)" : line);
                 break;

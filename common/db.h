@@ -91,8 +91,10 @@ void bw_db_users_sql(const bw_config_t *conf, int server_index, const char *admi
 /* Runs bw_db_schema_sql against every server, connected as each server's user. */
 bw_err_t bw_db_apply_schema(const bw_config_t *conf, char *errstr, size_t errstr_size);
 /* The same connected as admin_user/admin_password (NULL: each server's user), and with
- * create_users the users' statements of bw_db_users_sql after the tables. */
+ * create_users the users' statements of bw_db_users_sql after the tables. A refused
+ * connect or statement leaves the server's error number in *mysql_errnum (else 0; NULL:
+ * not wanted). */
 bw_err_t bw_db_apply_schema_as(const bw_config_t *conf, const char *admin_user, const char *admin_password,
-                               int create_users, char *errstr, size_t errstr_size);
+                               int create_users, unsigned *mysql_errnum, char *errstr, size_t errstr_size);
 
 #endif

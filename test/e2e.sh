@@ -14,6 +14,30 @@ bw_stack_start e2e "$MODE"
 # they applied meanwhile (DeleteRecords is tested in backlog.sh)
 sed -i 's/delete_applied_interval_ms = 10000;/delete_applied_interval_ms = 0;/' "$CONF"
 
+# bw_stack_start made the users as root (`schema --create-users --admin-user root`). Without
+# --admin-user, schema connects as each server's `user`; one that does not exist yet is
+# refused at connect (access denied, 1045), and bwctl says to pass --admin-user.
+sed 's/^\( *\)user = "bw_consumer";/\1user = "bw_nobody";/' "$CONF" >"$WORK/nouser.conf"
+schema_hint() {
+    grep -q 'user = "bw_nobody";' "$WORK/nouser.conf" || { echo "the config edit did nothing"; return 1; }
+    if "$BIN/bwctl" -c "$WORK/nouser.conf" schema --create-users >"$WORK/schema.out" 2>&1; then
+        echo "schema succeeded as bw_nobody"; return 1
+    fi
+    cat "$WORK/schema.out"
+    grep -q "Access denied for user 'bw_nobody'" "$WORK/schema.out" && grep -q -- "pass$" "$WORK/schema.out" &&
+        grep -q -- "--admin-user USER" "$WORK/schema.out"
+}
+check "schema --create-users as a user that does not exist says to pass --admin-user" schema_hint
+# the consumer's own user exists now, but may not create databases or users (1044)
+schema_hint_denied() {
+    if "$BIN/bwctl" -c "$CONF" schema --create-users >"$WORK/schema.out" 2>&1; then
+        echo "schema succeeded as bw_consumer"; return 1
+    fi
+    cat "$WORK/schema.out"
+    grep -q "Access denied for user 'bw_consumer'" "$WORK/schema.out" && grep -q -- "--admin-user USER" "$WORK/schema.out"
+}
+check "schema --create-users as the consumer's own user says to pass --admin-user" schema_hint_denied
+
 consumer_pids=()
 for port in $C1 $C2; do
     start_consumer $port

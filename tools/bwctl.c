@@ -36,6 +36,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -870,9 +871,22 @@ static int cmd_schema(int argc, char **argv) {
                            : strdup(env ? env : "");
         if (!admin_pw) return fprintf(stderr, "bwctl: %s\n", err), 1;
     }
-    bw_err_t rc = bw_db_apply_schema_as(conf, admin_user, admin_pw, users, err, sizeof(err));
+    unsigned errnum;
+    bw_err_t rc = bw_db_apply_schema_as(conf, admin_user, admin_pw, users, &errnum, err, sizeof(err));
     free(admin_pw);
-    if (rc != BW_OK) return fprintf(stderr, "bwctl: %s\n", err), 1;
+    if (rc != BW_OK) {
+        fprintf(stderr, "bwctl: %s\n", err);
+        /* the consumer's own account does not exist yet (refused at connect), or may not
+         * create databases and users (refused at a statement) */
+        int denied = errnum == ER_ACCESS_DENIED_ERROR || errnum == ER_DBACCESS_DENIED_ERROR ||
+                     errnum == ER_TABLEACCESS_DENIED_ERROR || errnum == ER_SPECIFIC_ACCESS_DENIED_ERROR;
+        if (users && !admin_user && denied)
+            fputs("bwctl: --create-users connects as each server's `user` unless told otherwise: pass\n"
+                  "       --admin-user USER (an account that may create users and grant, e.g. root), its\n"
+                  "       password in --admin-password-file FILE or BW_ADMIN_PASSWORD\n",
+                  stderr);
+        return 1;
+    }
     printf("schema: %d shard databases ready on %d servers%s\n", conf->shard_count, conf->server_cnt,
            users ? "; users and grants in place" : "");
     return 0;
