@@ -72,7 +72,7 @@ TSAN_OBJ := $(BUILD)/test/tsan/c11threads.o
 endif
 
 $(LIB): $(LIB_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BIN)/bw-proxy: $(PROXY_OBJ) $(LIB) $(TSAN_OBJ)
 	@mkdir -p $(BIN)
