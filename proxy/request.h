@@ -2,8 +2,8 @@
  *
  * Both encodings decode into the same protobuf-c structs (JSON is mapped field for
  * field), so validation and batching have one path: protobuf by a hand-written reader
- * of the wire format, JSON by yajl's streaming parser, neither through a document tree
- * or protobuf-c's unpack. Everything is allocated from the caller's arena, except that
+ * of the wire format (here), JSON by yajl's streaming parser (json.h), neither through a
+ * document tree or protobuf-c's unpack. Everything is allocated from the caller's arena, except that
  * text and bytes values of a protobuf body point into the body: it must outlive the
  * request's structs and the batches made from them. @locality any thread. */
 #ifndef BW_REQUEST_H
@@ -39,6 +39,10 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode_bounded(bw_format_t fmt, con
                                                             size_t errstr_size, int *too_many);
 
 #define BW_REQUEST_ID_MAX 128
+
+/* 1 to 19 decimal digits, which every id is (its two top bits are zero): 1 with their
+ * value, read without strtoull; 0 for anything else (a JSON "id" string, a shard_key). */
+int bw_request_id_digits(const char *s, size_t len, uint64_t *out);
 
 /* The request's job id (32 hex digits) into out. Without a request_id it is random.
  * With one it is derived from it, so a resubmitted request is the same job and its

@@ -1,0 +1,577 @@
+/* json.c — the JSON request decoder (json.h): yajl's callbacks build the structs token
+ * by token. */
+#include "json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yajl/yajl_parse.h>
+
+#include "request.h"
+#include "utf8.h"
+
+/* ---- op words and base64 values ----------------------------------------------------- */
+
+static const char *const op_words[] = {NULL, "create", "update", "upsert", "delete"};
+
+static int parse_op_word(const char *s) {
+    for (int i = 1; i < BW_OP_MAX; i++)
+        if (strcasecmp(s, op_words[i]) == 0) return i;
+    return -1;
+}
+
+/* Base64 (RFC 4648, padding optional) into the arena. -1 on a bad character. */
+static long base64_decode(const char *in, size_t len, uint8_t *out) {
+    uint32_t acc = 0;
+    int bits = 0;
+    long n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = in[i];
+        int v;
+        if (c >= 'A' && c <= 'Z') v = c - 'A';
+        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9') v = c - '0' + 52;
+        else if (c == '+' || c == '-') v = 62;
+        else if (c == '/' || c == '_') v = 63;
+        else if (c == '=') break;
+        else return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return n;
+}
+
+/* ---- JSON -> protobuf-c structs, streaming ----------------------------------------------
+ *
+ * yajl (Debian's libyajl) reads the body as a stream of events and calls back for each
+ * token; the callbacks below build the request's structs as the tokens arrive, with no
+ * document tree in between (jansson built one, with a malloc per node, and spent most
+ * of the JSON path's time building and freeing it). What is accepted is what jansson
+ * accepted: no duplicate keys, no NUL in a key, UTF-8 text (checked by bw_utf8_valid),
+ * integers within 64 bits. */
+
+typedef enum {
+    X_ROOT,       /* the body's value */
+    X_TOP_KEY,    /* a member of the request, or its end */
+    X_REQUEST_ID, /* request_id's value */
+    X_LANE,       /* lane's value */
+    X_OPS,        /* ops' value */
+    X_OP_ITEM,    /* an op, or the end of ops */
+    X_OP_KEY,     /* a member of an op, or its end */
+    X_OP_OP,      /* values of the op's members */
+    X_OP_TYPE,
+    X_OP_ID,
+    X_OP_SHARD_KEY,
+    X_OP_FIELDS,
+    X_FIELD_KEY,   /* a field's name, or the end of fields */
+    X_FIELD_VALUE, /* a field's value */
+    X_WRAP_KEY,    /* the one member of {"base64": ...} or {"increment": ...} */
+    X_WRAP_B64,
+    X_WRAP_INC,
+    X_WRAP_END, /* the end of that object */
+    X_DONE,
+} json_expect_t;
+
+enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
+
+typedef struct {
+    bw_arena_t *a;
+    Bulkwrite__V1__BatchWriteRequest *req;
+    json_expect_t expect;
+    unsigned seen_top, seen_op;
+    size_t ops_cap;
+    Bulkwrite__V1__Op *op; /* the op being read */
+    Bulkwrite__V1__Field *field; /* the field whose value is read */
+    Bulkwrite__V1__Field **fields; /* the current op's fields, grown by doubling */
+    size_t fields_cap;
+    uint32_t *names; /* past 16 fields: a hash set of their indices + 1, to refuse duplicates */
+    size_t names_cap;
+    size_t max_ops; /* one more stops the parse before its struct is built */
+    int too_many;
+    char *err; /* what is wrong, when a callback stops the parse */
+    size_t esz;
+    int malformed; /* err is a syntax-level fault: reported as malformed JSON with its position */
+} json_ctx_t;
+
+typedef struct {
+    Bulkwrite__V1__Field f;
+    Bulkwrite__V1__Value v;
+} json_field_block_t;
+
+#define JFAIL(...) do { snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
+#define JMALFORMED(...) do { x->malformed = 1; snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
+
+static size_t json_op_index(const json_ctx_t *x) { return x->req->n_ops ? x->req->n_ops - 1 : 0; }
+
+/* A value where it does not belong: the message names the member at fault. */
+static int json_mistyped(json_ctx_t *x, const char *what) {
+    size_t i = json_op_index(x);
+    switch (x->expect) {
+    case X_ROOT: JFAIL("the body must be a JSON object {\"ops\": [...]}");
+    case X_REQUEST_ID: JFAIL("unknown or mistyped member \"request_id\" (expected request_id: string, lane: string, ops: array)");
+    case X_LANE: JFAIL("unknown or mistyped member \"lane\" (expected request_id: string, lane: string, ops: array)");
+    case X_OPS: JFAIL("unknown or mistyped member \"ops\" (expected request_id: string, lane: string, ops: array)");
+    case X_OP_ITEM: JFAIL("ops[%zu]: not an object", x->req->n_ops);
+    case X_OP_OP: JFAIL("ops[%zu].op: not a string", i);
+    case X_OP_TYPE: JFAIL("ops[%zu].object_type: not a string", i);
+    case X_OP_ID: JFAIL("ops[%zu].id: not an unsigned 64-bit integer", i);
+    case X_OP_SHARD_KEY: JFAIL("ops[%zu].shard_key: not a string", i);
+    case X_OP_FIELDS: JFAIL("ops[%zu].fields: not an object", i);
+    case X_FIELD_VALUE: JFAIL("ops[%zu].fields: field \"%s\": %s are not values", i, x->field->name, what);
+    case X_WRAP_KEY:
+    case X_WRAP_B64:
+    case X_WRAP_INC:
+    case X_WRAP_END:
+        JFAIL("ops[%zu].fields: field \"%s\": an object value must be {\"base64\": \"...\"} or {\"increment\": number}",
+              i, x->field->name);
+    default: JMALFORMED("unexpected %s", what);
+    }
+}
+
+/* The value of the field being read, and where the next token goes after it. */
+static Bulkwrite__V1__Value *json_field_value(json_ctx_t *x) {
+    x->expect = X_FIELD_KEY;
+    return x->field->value;
+}
+
+static int j_null(void *ctx) {
+    json_ctx_t *x = ctx;
+    if (x->expect != X_FIELD_VALUE) return json_mistyped(x, "null");
+    Bulkwrite__V1__Value *v = json_field_value(x);
+    v->kind_case = BULKWRITE__V1__VALUE__KIND_NULL_VALUE;
+    v->null_value = 1;
+    return 1;
+}
+
+static int j_bool(void *ctx, int b) {
+    json_ctx_t *x = ctx;
+    if (x->expect != X_FIELD_VALUE) return json_mistyped(x, "booleans");
+    Bulkwrite__V1__Value *v = json_field_value(x);
+    v->kind_case = BULKWRITE__V1__VALUE__KIND_BOOL_VALUE;
+    v->bool_value = b != 0;
+    return 1;
+}
+
+/* Up to 18 decimal digits, with an optional '-': the value, which cannot overflow (ids
+ * and counts, nearly every number of a request, read without a copy or strtoll). */
+static int short_decimal(const char *s, size_t len, long long *out) {
+    size_t i = len && s[0] == '-';
+    if (len <= i || len - i > 18) return 0;
+    long long v = 0;
+    for (size_t k = i; k < len; k++) {
+        if (s[k] < '0' || s[k] > '9') return 0;
+        v = v * 10 + (s[k] - '0');
+    }
+    *out = i ? -v : v;
+    return 1;
+}
+
+/* A JSON number as jansson read it: an integer (no fraction, no exponent) must fit in
+ * 64 bits; a real must be finite. */
+static int j_number(void *ctx, const char *s, size_t len) {
+    json_ctx_t *x = ctx;
+    long long iv = 0;
+    double dv = 0;
+    int is_int = short_decimal(s, len, &iv);
+    if (!is_int) {
+        char small[64], *text = len < sizeof(small) ? small : bw_arena_alloc(x->a, len + 1);
+        memcpy(text, s, len);
+        text[len] = '\0';
+        is_int = !memchr(s, '.', len) && !memchr(s, 'e', len) && !memchr(s, 'E', len);
+        errno = 0;
+        if (is_int) {
+            iv = strtoll(text, NULL, 10);
+            if (errno == ERANGE) JMALFORMED("too big integer near '%.40s'", text);
+        } else {
+            dv = strtod(text, NULL);
+            if (errno == ERANGE && (dv == HUGE_VAL || dv == -HUGE_VAL))
+                JMALFORMED("real number overflow near '%.40s'", text);
+        }
+    }
+    Bulkwrite__V1__Value *v;
+    switch (x->expect) {
+    case X_OP_ID:
+        if (!is_int || iv < 0) return json_mistyped(x, "numbers");
+        x->op->id = (uint64_t)iv;
+        x->expect = X_OP_KEY;
+        return 1;
+    case X_WRAP_INC:
+        x->field->increment = 1;
+        x->expect = X_WRAP_END;
+        v = x->field->value;
+        break;
+    case X_FIELD_VALUE: v = json_field_value(x); break;
+    default: return json_mistyped(x, "numbers");
+    }
+    if (is_int) {
+        v->kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
+        v->int_value = iv;
+    } else {
+        v->kind_case = BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE;
+        v->double_value = dv;
+    }
+    return 1;
+}
+
+/* A string as C string: cut at an embedded NUL, as the members that are names were. */
+static char *json_cstring(json_ctx_t *x, const unsigned char *s, size_t len) {
+    return bw_arena_strndup(x->a, (const char *)s, strnlen((const char *)s, len));
+}
+
+/* "id" may also be a decimal string (for clients whose numbers are doubles). */
+static int json_id_string(json_ctx_t *x, const unsigned char *s, size_t len) {
+    uint64_t v;
+    if (!bw_request_id_digits((const char *)s, len, &v)) { /* a 20-digit id, or not a number */
+        const char *t = json_cstring(x, s, len);
+        char *end;
+        if (*t < '0' || *t > '9') return json_mistyped(x, "strings");
+        errno = 0;
+        v = strtoull(t, &end, 10);
+        if (*end || errno == ERANGE || strlen(t) < len) return json_mistyped(x, "strings");
+    }
+    x->op->id = v;
+    x->expect = X_OP_KEY;
+    return 1;
+}
+
+static int j_string(void *ctx, const unsigned char *s, size_t len) {
+    json_ctx_t *x = ctx;
+    if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
+    switch (x->expect) {
+    case X_REQUEST_ID: {
+        /* a NUL would cut it short: two different ids, one job */
+        const unsigned char *nul = memchr(s, 0, len);
+        if (nul) JFAIL("request_id contains a control character (NUL) at byte %zu", (size_t)(nul - s));
+        x->req->request_id = json_cstring(x, s, len);
+        x->expect = X_TOP_KEY;
+        return 1;
+    }
+    case X_LANE: {
+        const unsigned char *nul = memchr(s, 0, len); /* it would cut the name short */
+        if (nul) JFAIL("lane contains a control character (NUL) at byte %zu", (size_t)(nul - s));
+        x->req->lane = json_cstring(x, s, len); /* checked against the config by the proxy */
+        x->expect = X_TOP_KEY;
+        return 1;
+    }
+    case X_OP_OP: {
+        char word[16];
+        size_t n = strnlen((const char *)s, len);
+        int w = -1;
+        if (n < sizeof(word)) {
+            memcpy(word, s, n);
+            word[n] = '\0';
+            w = parse_op_word(word);
+        }
+        /* unknown words decode to OP_TYPE_UNSPECIFIED so validation rejects the op alone */
+        x->op->op = w > 0 ? (Bulkwrite__V1__OpType)w : BULKWRITE__V1__OP_TYPE__OP_TYPE_UNSPECIFIED;
+        x->expect = X_OP_KEY;
+        return 1;
+    }
+    case X_OP_TYPE:
+        x->op->object_type = json_cstring(x, s, len);
+        x->expect = X_OP_KEY;
+        return 1;
+    case X_OP_SHARD_KEY:
+        x->op->shard_key = json_cstring(x, s, len);
+        x->expect = X_OP_KEY;
+        return 1;
+    case X_OP_ID: return json_id_string(x, s, len);
+    case X_FIELD_VALUE: {
+        Bulkwrite__V1__Value *v = json_field_value(x);
+        v->kind_case = BULKWRITE__V1__VALUE__KIND_STRING_VALUE;
+        v->string_value.data = (uint8_t *)bw_arena_strndup(x->a, (const char *)s, len);
+        v->string_value.len = len;
+        return 1;
+    }
+    case X_WRAP_B64: {
+        Bulkwrite__V1__Value *v = x->field->value;
+        uint8_t *data = bw_arena_alloc(x->a, len * 3 / 4 + 3);
+        long n = base64_decode((const char *)s, len, data);
+        if (n < 0) JFAIL("ops[%zu].fields: field \"%s\": invalid base64", json_op_index(x), x->field->name);
+        v->kind_case = BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
+        v->bytes_value.data = data;
+        v->bytes_value.len = (size_t)n;
+        x->expect = X_WRAP_END;
+        return 1;
+    }
+    default: return json_mistyped(x, "strings");
+    }
+}
+
+static int j_start_map(void *ctx) {
+    json_ctx_t *x = ctx;
+    switch (x->expect) {
+    case X_ROOT: x->expect = X_TOP_KEY; return 1;
+    case X_OP_ITEM: {
+        Bulkwrite__V1__BatchWriteRequest *req = x->req;
+        if (req->n_ops == x->max_ops) {
+            x->too_many = 1;
+            JFAIL("the request has more than %zu ops; proxy.max_ops is %zu", x->max_ops, x->max_ops);
+        }
+        if (req->n_ops == x->ops_cap) {
+            size_t cap = x->ops_cap ? x->ops_cap * 2 : 64;
+            Bulkwrite__V1__Op **ops = bw_arena_alloc(x->a, (cap + 1) * sizeof(*ops));
+            if (req->n_ops) memcpy(ops, req->ops, req->n_ops * sizeof(*ops));
+            req->ops = ops;
+            x->ops_cap = cap;
+        }
+        Bulkwrite__V1__Op *op = bw_arena_alloc(x->a, sizeof(*op));
+        bulkwrite__v1__op__init(op);
+        op->object_type = "";
+        op->shard_key = "";
+        req->ops[req->n_ops++] = x->op = op;
+        x->seen_op = 0;
+        x->expect = X_OP_KEY;
+        return 1;
+    }
+    case X_OP_FIELDS:
+        x->names_cap = 0; /* a new op: a new name set */
+        x->expect = X_FIELD_KEY;
+        return 1;
+    case X_FIELD_VALUE: x->expect = X_WRAP_KEY; return 1;
+    default: return json_mistyped(x, "objects");
+    }
+}
+
+static size_t json_name_hash(const char *s) {
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* Adds field k of the current op to the name set; 0 if its name was there already. */
+static int json_names_add(json_ctx_t *x, size_t k) {
+    size_t mask = x->names_cap - 1, h = json_name_hash(x->fields[k]->name) & mask;
+    for (; x->names[h]; h = (h + 1) & mask)
+        if (strcmp(x->fields[x->names[h] - 1]->name, x->fields[k]->name) == 0) return 0;
+    x->names[h] = (uint32_t)k + 1;
+    return 1;
+}
+
+/* Whether the current op's newest field (the last of n) repeats a name (jansson refused
+ * duplicate keys). A few fields are compared directly; many go through a hash set, so
+ * a hostile op of a million fields costs linear time. */
+static int json_field_unique(json_ctx_t *x, size_t n) {
+    const char *name = x->fields[n - 1]->name;
+    if (n <= 16) {
+        for (size_t k = 0; k + 1 < n; k++)
+            if (x->fields[k]->name[0] == name[0] && strcmp(x->fields[k]->name, name) == 0) return 0;
+        return 1;
+    }
+    if (n * 2 > x->names_cap) { /* (re)build at twice the size */
+        size_t cap = 64;
+        while (cap < n * 4) cap *= 2;
+        x->names = bw_arena_alloc(x->a, cap * sizeof(*x->names));
+        memset(x->names, 0, cap * sizeof(*x->names));
+        x->names_cap = cap;
+        for (size_t k = 0; k + 1 < n; k++) json_names_add(x, k);
+    }
+    return json_names_add(x, n - 1);
+}
+
+static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
+    json_ctx_t *x = ctx;
+    size_t plain = 0; /* names are short ASCII: one pass rules out NUL and needs no UTF-8 check */
+    while (plain < len && s[plain] - 1u < 0x7fu) plain++;
+    if (plain < len) {
+        if (memchr(s, '\0', len)) JMALFORMED("NUL byte in object key not supported");
+        if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
+    }
+#define KEY_IS(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, len) == 0)
+#define MEMBER(set, bit, next)                                                                 \
+    do {                                                                                       \
+        if (x->set & (bit)) JMALFORMED("duplicate object key \"%.*s\"", (int)len, (const char *)s); \
+        x->set |= (bit);                                                                       \
+        x->expect = (next);                                                                    \
+        return 1;                                                                              \
+    } while (0)
+    switch (x->expect) {
+    case X_TOP_KEY:
+        if (KEY_IS("request_id")) MEMBER(seen_top, SEEN_REQUEST_ID, X_REQUEST_ID);
+        if (KEY_IS("ops")) MEMBER(seen_top, SEEN_OPS, X_OPS);
+        if (KEY_IS("lane")) MEMBER(seen_top, SEEN_LANE, X_LANE);
+        JFAIL("unknown or mistyped member \"%.*s\" (expected request_id: string, lane: string, ops: array)", (int)(len > 100 ? 100 : len),
+              (const char *)s);
+    case X_OP_KEY:
+        if (KEY_IS("op")) MEMBER(seen_op, SEEN_OP, X_OP_OP);
+        if (KEY_IS("object_type")) MEMBER(seen_op, SEEN_TYPE, X_OP_TYPE);
+        if (KEY_IS("id")) MEMBER(seen_op, SEEN_ID, X_OP_ID);
+        if (KEY_IS("shard_key")) MEMBER(seen_op, SEEN_SHARD_KEY, X_OP_SHARD_KEY);
+        if (KEY_IS("fields")) MEMBER(seen_op, SEEN_FIELDS, X_OP_FIELDS);
+        JFAIL("ops[%zu]: unknown member \"%.*s\"", json_op_index(x), (int)(len > 100 ? 100 : len), (const char *)s);
+    case X_FIELD_KEY: {
+        Bulkwrite__V1__Op *op = x->op;
+        if (op->n_fields == x->fields_cap) {
+            size_t cap = x->fields_cap ? x->fields_cap * 2 : 16;
+            Bulkwrite__V1__Field **f = bw_arena_alloc(x->a, cap * sizeof(*f));
+            if (op->n_fields) memcpy(f, x->fields, op->n_fields * sizeof(*f));
+            x->fields = f;
+            x->fields_cap = cap;
+        }
+        json_field_block_t *b = bw_arena_alloc(x->a, sizeof(*b));
+        bulkwrite__v1__field__init(&b->f);
+        bulkwrite__v1__value__init(&b->v);
+        b->f.name = bw_arena_strndup(x->a, (const char *)s, len);
+        b->f.value = &b->v;
+        x->fields[op->n_fields++] = x->field = &b->f;
+        if (!json_field_unique(x, op->n_fields)) JMALFORMED("duplicate object key \"%.100s\"", b->f.name);
+        x->expect = X_FIELD_VALUE;
+        return 1;
+    }
+    case X_WRAP_KEY:
+        if (KEY_IS("base64")) {
+            x->expect = X_WRAP_B64;
+            return 1;
+        }
+        if (KEY_IS("increment")) {
+            x->expect = X_WRAP_INC;
+            return 1;
+        }
+        return json_mistyped(x, "objects");
+    default: return json_mistyped(x, "objects");
+    }
+#undef KEY_IS
+#undef MEMBER
+}
+
+static int j_end_map(void *ctx) {
+    json_ctx_t *x = ctx;
+    switch (x->expect) {
+    case X_TOP_KEY: x->expect = X_DONE; return 1;
+    case X_OP_KEY: x->expect = X_OP_ITEM; return 1;
+    case X_FIELD_KEY: {
+        /* the op's fields move from the scratch list into their own array */
+        Bulkwrite__V1__Op *op = x->op;
+        op->fields = bw_arena_alloc(x->a, (op->n_fields + 1) * sizeof(*op->fields));
+        if (op->n_fields) memcpy(op->fields, x->fields, op->n_fields * sizeof(*op->fields));
+        x->expect = X_OP_KEY;
+        return 1;
+    }
+    case X_WRAP_END: x->expect = X_FIELD_KEY; return 1;
+    default: return json_mistyped(x, "objects");
+    }
+}
+
+static int j_start_array(void *ctx) {
+    json_ctx_t *x = ctx;
+    if (x->expect == X_OPS) {
+        x->expect = X_OP_ITEM;
+        return 1;
+    }
+    return json_mistyped(x, "arrays");
+}
+
+static int j_end_array(void *ctx) {
+    json_ctx_t *x = ctx;
+    if (x->expect != X_OP_ITEM) return json_mistyped(x, "arrays");
+    x->expect = X_TOP_KEY;
+    return 1;
+}
+
+static const yajl_callbacks json_callbacks = {
+    .yajl_null = j_null,
+    .yajl_boolean = j_bool,
+    .yajl_number = j_number,
+    .yajl_string = j_string,
+    .yajl_start_map = j_start_map,
+    .yajl_map_key = j_map_key,
+    .yajl_end_map = j_end_map,
+    .yajl_start_array = j_start_array,
+    .yajl_end_array = j_end_array,
+};
+
+/* "malformed JSON at line L column C: what" for a fault at byte offset `at`. */
+static void json_malformed(const char *body, size_t len, size_t at, const char *what, char *err, size_t esz) {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < at && i < len; i++) {
+        if (body[i] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    snprintf(err, esz, "malformed JSON at line %zu column %zu: %s", line, col, what);
+}
+
+static int hex4(const char *s, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1; /* not an escape yajl accepts: it reports it */
+        v = v << 4 | (unsigned)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Where the body has a \u escape of a high surrogate not followed by an escaped low one,
+ * or len if none. yajl would read it as "?", a silent change of the client's text;
+ * jansson refused it, and so does bulkwrite. (A lone low surrogate becomes bytes that
+ * are not UTF-8, which the string check refuses.) Backslashes only occur in strings of a
+ * body yajl accepts, so a flat scan of the escapes suffices. */
+static size_t json_lone_surrogate(const char *body, size_t len) {
+    for (const char *p = memchr(body, '\\', len); p; p = memchr(p, '\\', len - (size_t)(p - body))) {
+        size_t at = (size_t)(p - body);
+        unsigned hi, lo;
+        if (at + 1 >= len) break;
+        if (p[1] != 'u' || at + 6 > len || hex4(p + 2, &hi)) {
+            p += 2;
+            if ((size_t)(p - body) >= len) break;
+            continue;
+        }
+        if (hi >= 0xd800 && hi <= 0xdbff &&
+            !(at + 12 <= len && p[6] == '\\' && p[7] == 'u' && !hex4(p + 8, &lo) && lo >= 0xdc00 && lo <= 0xdfff))
+            return at;
+        p += 6;
+        if ((size_t)(p - body) >= len) break;
+    }
+    return len;
+}
+
+Bulkwrite__V1__BatchWriteRequest *bw_json_request_decode(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
+                                                         char *err, size_t esz, int *too_many) {
+    Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
+    bulkwrite__v1__batch_write_request__init(req);
+    req->request_id = "";
+    req->lane = "";
+    char cb_err[512] = "";
+    json_ctx_t x = {.a = a, .req = req, .expect = X_ROOT, .max_ops = max_ops, .err = cb_err, .esz = sizeof(cb_err)};
+    yajl_handle h = yajl_alloc(&json_callbacks, NULL, &x);
+    if (!h) abort();
+    yajl_config(h, yajl_dont_validate_strings, 1); /* bw_utf8_valid checks them, strictly */
+    yajl_status st = yajl_parse(h, body, len);
+    int at_end = st == yajl_status_ok; /* a fault now is at the end of the body */
+    if (at_end) st = yajl_complete_parse(h);
+    if (st == yajl_status_client_canceled) {
+        if (x.malformed) json_malformed(body, len, yajl_get_bytes_consumed(h), cb_err, err, esz);
+        else snprintf(err, esz, "%s", cb_err);
+        req = NULL;
+    } else if (st != yajl_status_ok) {
+        unsigned char *e = yajl_get_error(h, 0, body, len);
+        char what[256];
+        snprintf(what, sizeof(what), "%s", e ? (const char *)e : "not JSON");
+        what[strcspn(what, "\n")] = '\0';
+        if (e) yajl_free_error(h, e);
+        json_malformed(body, len, at_end ? len : yajl_get_bytes_consumed(h), what, err, esz);
+        req = NULL;
+    }
+    size_t lone = json_lone_surrogate(body, len);
+    /* the first fault in document order (a fault found by the final parse is at the end) */
+    if (lone < len && (req || (at_end ? len : yajl_get_bytes_consumed(h)) > lone)) {
+        json_malformed(body, len, lone, "a \\u escape of a high surrogate without its low surrogate", err, esz);
+        req = NULL;
+    }
+    yajl_free(h);
+    if (req && !req->ops) req->ops = bw_arena_alloc(a, sizeof(*req->ops));
+    *too_many = !req && x.too_many;
+    return req;
+}

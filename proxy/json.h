@@ -1,0 +1,20 @@
+/* json.h — a JSON request body into the protobuf-c structs that a protobuf body decodes
+ * into (request.h), by yajl's streaming parser: no document tree. The rules are
+ * jansson's (it was the decoder before): no duplicate keys, no NUL in a key, UTF-8 text
+ * (bw_utf8_valid), integers within 64 bits, no lone \u surrogate. Everything is carved
+ * from the caller's arena; nothing points into the body. @locality any thread. */
+#ifndef BW_JSON_H
+#define BW_JSON_H
+
+#include <stddef.h>
+
+#include "arena.h"
+#include "bulkwrite.pb-c.h"
+
+/* The request, or NULL with err saying what is malformed ("malformed JSON at line L
+ * column C: ..." for a syntax fault) or wrong. More than max_ops ops stop the parse at op
+ * max_ops + 1, before its struct is built, with *too_many set. */
+Bulkwrite__V1__BatchWriteRequest *bw_json_request_decode(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
+                                                         char *err, size_t esz, int *too_many);
+
+#endif
