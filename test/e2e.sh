@@ -12,14 +12,16 @@ MODE=${1:?usage: test/e2e.sh embedded|kafka}
 bw_stack_start e2e "$MODE"
 # the audit below reads every message back from Kafka: the consumers must not delete what
 # they applied meanwhile (DeleteRecords is tested in backlog.sh)
-sed -i 's/delete_applied_interval_ms = 10000;/delete_applied_interval_ms = 0;/' "$CONF"
+"$BIN/bwctl" config-set "$CONF" consumer.delete_applied_interval_ms=0
 
 # bw_stack_start made the users as root (`schema --create-users --admin-user root`). Without
 # --admin-user, schema connects as each server's `user`; one that does not exist yet is
 # refused at connect (access denied, 1045), and bwctl says to pass --admin-user.
-sed 's/^\( *\)user = "bw_consumer";/\1user = "bw_nobody";/' "$CONF" >"$WORK/nouser.conf"
+cp "$CONF" "$WORK/nouser.conf"
+"$BIN/bwctl" config-set "$WORK/nouser.conf" 'shards.servers[0].user=bw_nobody' 'shards.servers[1].user=bw_nobody'
 schema_hint() {
-    grep -q 'user = "bw_nobody";' "$WORK/nouser.conf" || { echo "the config edit did nothing"; return 1; }
+    [ "$("$BIN/bwctl" dump-config -c "$WORK/nouser.conf" | grep -c 'user = "bw_nobody";')" = 2 ] ||
+        { echo "the config edit did nothing"; return 1; }
     if "$BIN/bwctl" -c "$WORK/nouser.conf" schema --create-users >"$WORK/schema.out" 2>&1; then
         echo "schema succeeded as bw_nobody"; return 1
     fi
@@ -44,6 +46,28 @@ for port in $C1 $C2; do
     consumer_pids+=($LAST_PID)
 done
 assigned_both() { grep -q "assigned" "$WORK/consumer-$C1.log" && grep -q "assigned" "$WORK/consumer-$C2.log"; }
+# bwctl's config verbs: -c after the verb, --help after any, config-set refusing what is wrong
+config_verbs() {
+    "$BIN/bwctl" check-config -c "$WORK/nouser.conf" | grep -q "^$WORK/nouser.conf: ok" &&
+        "$BIN/bwctl" check-config --help | grep -q '^usage: bwctl check-config' &&
+        "$BIN/bwctl" dump-config --help | grep -q '^usage: bwctl dump-config' &&
+        "$BIN/bwctl" config-doc --help | grep -q '^usage: bwctl config-doc' &&
+        "$BIN/bwctl" config-set --help | grep -q '^usage: bwctl config-set' &&
+        printf 'shards = { count = "x"; };\n' >"$WORK/broken.conf" &&
+        ! "$BIN/bwctl" check-config -c "$WORK/broken.conf" 2>"$WORK/check.err" &&
+        grep -q 'shards.count: expected an integer' "$WORK/check.err" || return 1
+    cp "$WORK/nouser.conf" "$WORK/set.conf"
+    local code
+    for bad in proxy.no_such_key=1 proxy.max_ops=-3 log_level=loud 'shards.count="x"'; do
+        "$BIN/bwctl" config-set "$WORK/set.conf" proxy.max_ops=7 "$bad" 2>"$WORK/set.err"; code=$?
+        [ "$code" = 2 ] && grep -q "${bad%%=*}" "$WORK/set.err" || { echo "$bad: exit $code"; cat "$WORK/set.err"; return 1; }
+    done
+    cmp -s "$WORK/nouser.conf" "$WORK/set.conf" || { echo "a refused config-set wrote the file"; return 1; }
+    "$BIN/bwctl" config-set "$WORK/set.conf" proxy.max_ops=7 &&
+        "$BIN/bwctl" dump-config -c "$WORK/set.conf" >"$WORK/set.dump" && grep -q 'max_ops = 7;' "$WORK/set.dump"
+}
+check "bwctl check-config/dump-config take -c after the verb, --help prints help, config-set refuses bad keys and values" config_verbs
+
 check "two consumers join the group and share the partitions" wait_for 60 assigned_both
 # Gauges only for the shards a consumer holds now: a partition it had before the other
 # consumer joined (revoked) leaves its /metrics, so the two lists are disjoint and cover
@@ -155,7 +179,7 @@ check "both consumers applied rows, together each row once ($rows1 + $rows2 = 12
 # A consumer in a brand-new group has no Kafka offsets: it must resume from the offsets
 # stored in the shards, reading nothing again and applying nothing twice.
 for pid in "${consumer_pids[@]}"; do kill "$pid"; wait "$pid" 2>/dev/null; done
-sed "s/consumer_group = \"bw-e2e-$MODE\"/consumer_group = \"bw-e2e-$MODE-fresh\"/" "$CONF" >"$WORK/fresh.conf"
+cp "$CONF" "$WORK/fresh.conf" && "$BIN/bwctl" config-set "$WORK/fresh.conf" kafka.consumer_group="bw-e2e-$MODE-fresh"
 start_consumer $C1 "$WORK/fresh.conf"
 check "a consumer in a new group joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
 check "it applies new work: 1,000 creates on shard 2" \
@@ -372,16 +396,17 @@ check "no shard is paused, and shards 0 to 3 are back at the configured rate (0 
     wait_for 5 eval 'none_paused 0 1 2 3 4 5 6 7 && rates_are 0 0 1 2 3'
 
 # SIGHUP: the running consumer takes the file's new rates; a key that needs a restart is refused.
-sed -i "s/default_rate = 0.0;/default_rate = 7.0;/" "$WORK/fresh.conf"
+"$BIN/bwctl" config-set "$WORK/fresh.conf" shards.default_rate=7
 kill -HUP "$LAST_PID"
 check "SIGHUP: the consumer takes the new default rate from its file" \
     wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 0 7
-sed -i -e "s/default_rate = 7.0;/default_rate = 0.0;/" -e "s/workers = 4;/workers = 5;/" "$WORK/fresh.conf"
+check "... and its log names the key it applied" grep -q "SIGHUP: reloaded .*applied .*shards.default_rate" "$WORK/consumer-$C1.log"
+"$BIN/bwctl" config-set "$WORK/fresh.conf" shards.default_rate=0 consumer.workers=5
 kill -HUP "$LAST_PID"
 check "SIGHUP with a restart-only change is refused, naming the key, and nothing changes" \
     wait_for 5 grep -q "reload refused.*consumer.workers changed, which needs a restart" "$WORK/consumer-$C1.log"
 check "the rate stays 7" metric_is bulkwrite_consumer_rate_batches_per_second 0 7
-sed -i "s/workers = 5;/workers = 4;/" "$WORK/fresh.conf"
+"$BIN/bwctl" config-set "$WORK/fresh.conf" consumer.workers=4
 kill -HUP "$LAST_PID"
 check "SIGHUP again: back to unlimited" wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 0 0
 
