@@ -12,13 +12,13 @@ MODE=${1:?usage: test/e2e.sh embedded|kafka}
 bw_stack_start e2e "$MODE"
 # the audit below reads every message back from Kafka: the consumers must not delete what
 # they applied meanwhile (DeleteRecords is tested in backlog.sh)
-"$BIN/bwctl" config-set "$CONF" consumer.delete_applied_interval_ms=0
+"$BIN/bwctl" config-set "$CONF" consumer.delete_applied_interval_ms=0 || exit 1
 
 # bw_stack_start made the users as root (`schema --create-users --admin-user root`). Without
 # --admin-user, schema connects as each server's `user`; one that does not exist yet is
 # refused at connect (access denied, 1045), and bwctl says to pass --admin-user.
 cp "$CONF" "$WORK/nouser.conf"
-"$BIN/bwctl" config-set "$WORK/nouser.conf" 'shards.servers[0].user=bw_nobody' 'shards.servers[1].user=bw_nobody'
+"$BIN/bwctl" config-set "$WORK/nouser.conf" 'shards.servers[0].user=bw_nobody' 'shards.servers[1].user=bw_nobody' || exit 1
 schema_hint() {
     [ "$("$BIN/bwctl" dump-config -c "$WORK/nouser.conf" | grep -c 'user = "bw_nobody";')" = 2 ] ||
         { echo "the config edit did nothing"; return 1; }
@@ -179,7 +179,7 @@ check "both consumers applied rows, together each row once ($rows1 + $rows2 = 12
 # A consumer in a brand-new group has no Kafka offsets: it must resume from the offsets
 # stored in the shards, reading nothing again and applying nothing twice.
 for pid in "${consumer_pids[@]}"; do kill "$pid"; wait "$pid" 2>/dev/null; done
-cp "$CONF" "$WORK/fresh.conf" && "$BIN/bwctl" config-set "$WORK/fresh.conf" kafka.consumer_group="bw-e2e-$MODE-fresh"
+cp "$CONF" "$WORK/fresh.conf" && "$BIN/bwctl" config-set "$WORK/fresh.conf" kafka.consumer_group="bw-e2e-$MODE-fresh" || exit 1
 start_consumer $C1 "$WORK/fresh.conf"
 check "a consumer in a new group joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
 check "it applies new work: 1,000 creates on shard 2" \
@@ -396,17 +396,17 @@ check "no shard is paused, and shards 0 to 3 are back at the configured rate (0 
     wait_for 5 eval 'none_paused 0 1 2 3 4 5 6 7 && rates_are 0 0 1 2 3'
 
 # SIGHUP: the running consumer takes the file's new rates; a key that needs a restart is refused.
-"$BIN/bwctl" config-set "$WORK/fresh.conf" shards.default_rate=7
+"$BIN/bwctl" config-set "$WORK/fresh.conf" shards.default_rate=7 || exit 1
 kill -HUP "$LAST_PID"
 check "SIGHUP: the consumer takes the new default rate from its file" \
     wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 0 7
 check "... and its log names the key it applied" grep -q "SIGHUP: reloaded .*applied .*shards.default_rate" "$WORK/consumer-$C1.log"
-"$BIN/bwctl" config-set "$WORK/fresh.conf" shards.default_rate=0 consumer.workers=5
+"$BIN/bwctl" config-set "$WORK/fresh.conf" shards.default_rate=0 consumer.workers=5 || exit 1
 kill -HUP "$LAST_PID"
 check "SIGHUP with a restart-only change is refused, naming the key, and nothing changes" \
     wait_for 5 grep -q "reload refused.*consumer.workers changed, which needs a restart" "$WORK/consumer-$C1.log"
 check "the rate stays 7" metric_is bulkwrite_consumer_rate_batches_per_second 0 7
-"$BIN/bwctl" config-set "$WORK/fresh.conf" consumer.workers=4
+"$BIN/bwctl" config-set "$WORK/fresh.conf" consumer.workers=4 || exit 1
 kill -HUP "$LAST_PID"
 check "SIGHUP again: back to unlimited" wait_for 5 metric_is bulkwrite_consumer_rate_batches_per_second 0 0
 
@@ -502,8 +502,8 @@ check "promtool accepts the proxy's metrics" bash -c "curl -sf http://127.0.0.1:
 check "promtool accepts the consumer's metrics" bash -c "curl -sf http://127.0.0.1:$C1/metrics | promtool check metrics"
 
 # A config whose shard count differs from the topic's partitions must not start.
-sed -e 's/count = 8;/count = 4;/' -e 's/last_shard = 3;/last_shard = 1;/' -e 's/first_shard = 4;/first_shard = 2;/' \
-    -e 's/last_shard = 7;/last_shard = 3;/' -e "s/{ shard = $HOT; rate/{ shard = 1; rate/" "$CONF" >"$WORK/four.conf"
+cp "$CONF" "$WORK/four.conf" && "$BIN/bwctl" config-set "$WORK/four.conf" shards.count=4 'shards.servers[0].last_shard=1' \
+    'shards.servers[1].first_shard=2' 'shards.servers[1].last_shard=3' 'shards.rate_overrides[0].shard=1' || exit 1
 wrong_count() {
     ! "$BIN/bw-proxy" -c "$WORK/four.conf" -b "$BROKERS" -p 0 2>"$WORK/four.log" &&
         grep -q "has 8 partitions but shards.count is 4" "$WORK/four.log"

@@ -51,8 +51,7 @@ alert_is() { [ "$(alert_state "$1")" = "$2" ]; } # alert_is SHARD active|none
 random_sleep() { sleep "$(awk -v s=$RANDOM -v lo="$1" -v hi="$2" 'BEGIN {printf "%.2f", lo + (s % 1000) / 1000 * (hi - lo)}')"; }
 # tighter failure handling, so that alerts, pauses and probes happen within a test's time
 fast_failures() {
-    sed -i -e "s/pause_ms = 30000;/pause_ms = 3000;/" -e "s/retry_max_ms = 10000;/retry_max_ms = 1000;/" \
-        -e "s/connect_timeout_ms = 2000;/connect_timeout_ms = 1000;/" "$CONF"
+    "$BIN/bwctl" config-set "$CONF" consumer.pause_ms=3000 consumer.retry_max_ms=1000 mysql.connect_timeout_ms=1000 || exit 1
 }
 
 declare -A consumer_pid
@@ -75,7 +74,7 @@ case $SCENARIO in
 consumer-kill)
     # Slow every shard to 3 statements/s so the job is still being applied while consumers
     # die, and let the group notice a dead member quickly.
-    sed -i -e "s/default_rate = 0.0;/default_rate = 3.0;/" -e "s/session.timeout.ms=10000/session.timeout.ms=6000/" "$CONF"
+    "$BIN/bwctl" config-set "$CONF" shards.default_rate=3.0 'kafka.consumer_properties=[ "session.timeout.ms=6000" ]' || exit 1
     start_consumers
     JOBS=(spread:200000 feed:20000:$HOT like:20000:$HOT)
     # the increments go in small requests: many small messages, coalesced or replayed
@@ -146,14 +145,15 @@ proxy-kill)
 
 mysql-down)
     fast_failures
-    sed -i -e "s/default_rate = 0.0;/default_rate = 2.0;/" "$CONF"
+    "$BIN/bwctl" config-set "$CONF" shards.default_rate=2.0 || exit 1
     start_alertmanager
     # client ids order the group's members on the real broker (its member ids begin with
     # them; the range assignor gives the first member shards 0-3): c1 holds A, c2 holds B,
     # and c3, the consumer started again mid-fault, comes after c2
     for n in 1 2 3; do
-        sed -e 's/consumer_properties = \[ "session.timeout.ms=10000" \]/consumer_properties = [ "session.timeout.ms=10000", "client.id=bw-fault-c'$n'" ]/' \
-            "$CONF" >"$WORK/consumer-c$n.conf"
+        cp "$CONF" "$WORK/consumer-c$n.conf"
+        "$BIN/bwctl" config-set "$WORK/consumer-c$n.conf" \
+            "kafka.consumer_properties=[ \"session.timeout.ms=10000\", \"client.id=bw-fault-c$n\" ]" || exit 1
     done
     grep -q 'client.id=bw-fault-c3' "$WORK/consumer-c3.conf" || { echo "not ok - consumer client ids"; exit 1; }
     start_consumers "$WORK/consumer-c1.conf" "$WORK/consumer-c2.conf"
@@ -238,7 +238,7 @@ mysql-hang)
     # Every shard throttled, fewer workers than shards, and the whole job accepted before
     # the fault: server A's throughput is its shards' rate, unless B's hung shards take
     # A's workers.
-    sed -i -e "s/default_rate = 0.0;/default_rate = 1.0;/" -e "s/workers = 4;/workers = 2;/" "$CONF"
+    "$BIN/bwctl" config-set "$CONF" shards.default_rate=1.0 consumer.workers=2 || exit 1
     start_alertmanager
     start_consumers
     JOBS=(spread:160000)
@@ -272,7 +272,7 @@ mysql-hang)
 
 row-locks)
     fast_failures
-    sed -i -e "s/query_timeout_ms = 5000;/query_timeout_ms = 1000;/" -e "s/stall_alert_ms = 300000;/stall_alert_ms = 6000;/" "$CONF"
+    "$BIN/bwctl" config-set "$CONF" mysql.query_timeout_ms=1000 consumer.stall_alert_ms=6000 || exit 1
     start_alertmanager
     start_consumers
     check "20,000 creates on shard 3 are accepted" "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:20000:3
@@ -315,7 +315,7 @@ row-locks)
 
 broker-restart)
     [ "$MODE" = kafka ] || { echo "broker-restart needs the real broker (kafka mode)"; exit 2; }
-    sed -i -e "s/default_rate = 0.0;/default_rate = 3.0;/" "$CONF"
+    "$BIN/bwctl" config-set "$CONF" shards.default_rate=3.0 || exit 1
     start_consumers
     JOBS=(spread:100000 feed:20000:$HOT like:20000:$HOT)
     ( "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 2000 \
