@@ -29,7 +29,7 @@ MODE=${1:?usage: test/backlog.sh embedded|kafka}
 . test/lib.sh
 bw_stack_start backlog "$MODE"
 # applied records are freed quickly, so the test can see it
-sed -i -e "s/delete_applied_interval_ms = 10000;/delete_applied_interval_ms = 1000;/" "$CONF"
+"$BIN/bwctl" config-set "$CONF" consumer.delete_applied_interval_ms=1000 || exit 1
 start_alertmanager
 
 metric() { # metric URL NAME [SHARD]: sum of a series
@@ -224,8 +224,8 @@ else
     rc=$?
     check "a proxy refuses a batches topic with retention.ms=3600000 (exit $rc)" \
         sh -c "test $rc -ne 0 && grep -q 'retention.ms=3600000' '$WORK/proxy-refused.log'"
-    sed -e "s/allow_retention = false;/allow_retention = true;/" -e "s/backlog_age_warn_pct = 50;/backlog_age_warn_pct = 10;/" \
-        "$CONF" >"$WORK/allow.conf"
+    cp "$CONF" "$WORK/allow.conf"
+    "$BIN/bwctl" config-set "$WORK/allow.conf" kafka.allow_retention=true consumer.backlog_age_warn_pct=10 || exit 1
     kafka_configs --alter --add-config retention.ms=60000 >/dev/null 2>&1
     "$BIN/bw-proxy" -c "$WORK/allow.conf" -b "$BROKERS" >"$WORK/proxy-allowed.log" 2>&1 &
     pids+=($!)

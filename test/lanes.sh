@@ -22,9 +22,9 @@ MODE=${1:?usage: test/lanes.sh embedded|kafka}
 RATE=20 DELETE_BATCH=10 FEED=200000 CLEANUP=20000 FROM=20 TO=160 WEIGHT_URGENT=4 WEIGHT_BULK=1
 
 bw_stack_conf() {
-    sed -i -e "s/{ shard = $HOT; rate = $HOT_RATE.0; }/{ shard = $HOT; rate = $RATE.0; }/" \
-        -e "0,/delete = 1000;/s//delete = $DELETE_BATCH;/" \
-        -e "s/^lanes = (/lanes = ( { name = \"urgent\"; weight = $WEIGHT_URGENT; }, { name = \"bulk\"; weight = $WEIGHT_BULK; }/" "$1"
+    "$BIN/bwctl" config-set "$1" "shards.rate_overrides=( { shard = $HOT; rate = $RATE.0; } )" \
+        "object_types[0].batch_size.delete=$DELETE_BATCH" \
+        "lanes=( { name = \"urgent\"; weight = $WEIGHT_URGENT; }, { name = \"bulk\"; weight = $WEIGHT_BULK; } )" || exit 1
 }
 bw_stack_start lanes "$MODE"
 start_consumer $C1

@@ -90,7 +90,7 @@ YML
         --cluster.listen-address= >"$WORK/alertmanager.log" 2>&1 &
     pids+=($!)
     wait_for 30 curl -sf "http://127.0.0.1:$ALERTMANAGER/-/ready" || { echo "alertmanager did not start"; exit 1; }
-    sed -i "s|webhook_url = \"\";|webhook_url = \"http://127.0.0.1:$ALERTMANAGER/api/v2/alerts\";|" "$CONF"
+    "$BIN/bwctl" config-set "$CONF" alerts.webhook_url="http://127.0.0.1:$ALERTMANAGER/api/v2/alerts" || exit 1
 }
 
 alerts_json() { curl -sf "http://127.0.0.1:$ALERTMANAGER/api/v2/alerts?active=true&silenced=false&inhibited=false"; }

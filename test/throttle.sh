@@ -29,12 +29,10 @@ CAP=100 # shard 6's rate: the throttle's cap there
 
 BW_STACK_PRIMARY=1 # mysql-a and mysql-b keep a binlog from their first statement
 bw_stack_conf() {
-    sed -i -e 's/mode = "off";/mode = "on";/' -e 's/interval_ms = 1000;/interval_ms = 500;/' \
-        -e 's/stale_ms = 5000;/stale_ms = 3000;/' -e 's/quiet_ms = 3000;/quiet_ms = 1000;/' \
-        -e 's/threads_running = 0.0; /threads_running = 8.0; /' \
-        -e 's/threads_running_critical = 0.0;/threads_running_critical = 11.0;/' -e 's/critical_ms = 10000;/critical_ms = 2000;/' \
-        -e "s/{ shard = $HOT; rate = $HOT_RATE.0; }/{ shard = $HOT; rate = $HOT_RATE.0; }, { shard = 6; rate = $CAP.0; }/" \
-        -e "/first_shard = 4;/,/replicas/ s/replicas = \[ \];/replicas = [ \"127.0.0.1:$DB_R\" ];/" "$1"
+    "$BIN/bwctl" config-set "$1" throttle.mode=on throttle.interval_ms=500 throttle.stale_ms=3000 throttle.quiet_ms=1000 \
+        throttle.threads_running=8.0 throttle.threads_running_critical=11.0 throttle.critical_ms=2000 \
+        "shards.rate_overrides=( { shard = $HOT; rate = $HOT_RATE.0; }, { shard = 6; rate = $CAP.0; } )" \
+        "shards.servers[1].replicas=[ \"127.0.0.1:$DB_R\" ]" || exit 1
 }
 bw_stack_start throttle "$MODE"
 check "a replica of mysql-b replicates from its first binlog (shards and users included)" \
@@ -162,7 +160,7 @@ check "the heartbeat readable again (logged) and the SQL thread started: shard 6
     'grep -q "server mysql-b: the heartbeat on replica 127.0.0.1:$DB_R is read again" "$WORK/consumer-$C1.log" && state_is 6 running && [ "$(rate_of 6)" = $CAP ]'
 
 # ---- 4. dry run -----------------------------------------------------------------------------------
-sed -i 's/mode = "on";/mode = "dry_run";/' "$CONF"
+"$BIN/bwctl" config-set "$CONF" throttle.mode=dry_run || exit 1
 kill -HUP "$LAST_PID"
 scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" stop >/dev/null
 check "dry_run: shard 6's decision is reported (state throttled, dry_run) within 10 s, and to clients it is not throttled" \
