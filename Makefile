@@ -96,8 +96,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer -Itest/unit \
 	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# (the consumer's files are not under test, and need consumer/main.c's state)
-FUZZ_LIB_SRC := $(filter-out $(PROTO_C) consumer/%,$(LIB_SRC)) $(PROTO_C)
+# (the consumer's files and the proxy's pipeline are not under test, and need their
+# main.c's state: consumer.h, proxy.h)
+PROXY_STATE_SRC := proxy/producers.c proxy/routes.c proxy/submit.c
+FUZZ_LIB_SRC := $(filter-out $(PROTO_C) consumer/% $(PROXY_STATE_SRC),$(LIB_SRC)) $(PROTO_C)
 build/fuzz/fuzz-request: test/fuzz/fuzz_request.c $(FUZZ_LIB_SRC)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $^ -o $@ $(LDLIBS)

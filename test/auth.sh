@@ -39,18 +39,18 @@ bw_stack_conf() {
         "$(rotated dash dash-old-token dash-token '"read"')" \
         "$(client burst burst-token '"submit", "read"' '"pin:create"' | sed 's/ }$//') ops_per_second = 20; }" \
         "$(client bulky bulky-token '"submit"' '"pin:create"' | sed 's/ }$//') bytes_per_second = 2000; }"
-    # priority lanes: the feed client may send in default and bulk, not urgent
-    sed -i 's/^lanes = (/lanes = ( { name = "urgent"; weight = 4; }, { name = "bulk"; weight = 1; }/' "$1"
-    # relative: read from the configuration file's folder
-    sed -i 's|clients_file = "";|clients_file = "clients.conf";|; s|job_id_secret = "";|job_id_secret = "auth-test-secret";|' "$1"
-    # a job index of ~20 records, so that it drops some (read back from the topic)
-    sed -i 's|jobs_index_max_bytes = [0-9]*;|jobs_index_max_bytes = 4096;|' "$1"
-    # secrets from a file and from the environment; each one is looked for in the dumps
-    # and every log at the end
+    # priority lanes: the feed client may send in default and bulk, not urgent;
+    # clients_file is relative: read from the configuration file's folder; a job index
+    # of ~20 records, so that it drops some (read back from the topic); secrets from a
+    # file and from the environment (each one is looked for in the dumps and every log
+    # at the end)
     printf '%s\n' "$PROXY_PW" >"$WORK/proxy.pw"
-    sed -i -e "s|proxy_password = \"demo-proxy-pw\";|proxy_password = \"file:proxy.pw\";|" \
-        -e "s|password = \"demo-consumer-pw\";|password = \"env:BW_AUTH_CONSUMER_PW\";|" \
-        -e 's|properties = \[ \];|properties = [ "sasl.username=nobody", "sasl.password=env:BW_AUTH_KAFKA_PW" ];|' "$1"
+    "$BIN/bwctl" config-set "$1" 'lanes=( { name = "urgent"; weight = 4; }, { name = "bulk"; weight = 1; } )' \
+        proxy.auth.clients_file=clients.conf proxy.auth.job_id_secret=auth-test-secret \
+        proxy.jobs_index_max_bytes=4096 \
+        'shards.servers[0].proxy_password=file:proxy.pw' 'shards.servers[1].proxy_password=file:proxy.pw' \
+        'shards.servers[0].password=env:BW_AUTH_CONSUMER_PW' 'shards.servers[1].password=env:BW_AUTH_CONSUMER_PW' \
+        'kafka.properties=[ "sasl.username=nobody", "sasl.password=env:BW_AUTH_KAFKA_PW" ]' || exit 1
 }
 # recognisable secrets (never in a dump or a log)
 PROXY_PW=Proxy-S3cret-$RANDOM$RANDOM
@@ -368,10 +368,9 @@ write_clients "$WORK/tls-clients.conf" \
     '  { name = "feed-cert"; cert_identity = "feed.internal"; roles = ["submit", "read"]; scopes = ["pin:create", "board:*"]; }' \
     '  { name = "ops-cert"; cert_identity = "ops.internal"; roles = ["admin"]; }'
 TLS_CONF=$WORK/tls.conf
-sed -e "s|port = $PROXY;|port = $TLS_PORT;|" -e 's|clients_file = "clients.conf";|clients_file = "tls-clients.conf";|' \
-    -e 's|cert_file = "";|cert_file = "tls/server.pem";|' -e 's|key_file = "";|key_file = "tls/server.key";|' \
-    -e 's|client_ca_file = "";|client_ca_file = "tls/ca.pem";|' -e "s|admin_port = 0;|admin_port = $ADMIN_PORT;|" \
-    "$CONF" >"$TLS_CONF"
+cp "$CONF" "$TLS_CONF" && "$BIN/bwctl" config-set "$TLS_CONF" proxy.port=$TLS_PORT proxy.auth.clients_file=tls-clients.conf \
+    proxy.tls.cert_file=tls/server.pem proxy.tls.key_file=tls/server.key proxy.tls.client_ca_file=tls/ca.pem \
+    proxy.admin_port=$ADMIN_PORT || exit 1
 check "bwctl check-config reads the TLS files" bash -c "'$BIN/bwctl' -c '$TLS_CONF' check-config | grep -q 'proxy.tls: ok (certificate, key, client CAs)'"
 "$BIN/bw-proxy" -c "$TLS_CONF" -b "$BROKERS" >"$WORK/proxy-tls.log" 2>&1 &
 TLS_PID=$!
@@ -462,14 +461,14 @@ check "... they are gone" wait_for 60 two_gone
 check "every row of the HTTPS feed, and of the feed and cleanup before, is in place" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:2000:4 cleanup:2000:4 feed:300:6
 tls_bad_start() {
-    sed 's|key_file = "tls/server.key";|key_file = "tls/missing.key";|' "$TLS_CONF" >"$WORK/tls-bad.conf"
+    cp "$TLS_CONF" "$WORK/tls-bad.conf" && "$BIN/bwctl" config-set "$WORK/tls-bad.conf" proxy.tls.key_file=tls/missing.key &&
     ! timeout 20 "$BIN/bw-proxy" -c "$WORK/tls-bad.conf" -b "$BROKERS" -p 0 >"$WORK/tls-bad.log" 2>&1 &&
         grep -q "proxy.tls.key_file: $WORK/tls/missing.key: No such file" "$WORK/tls-bad.log"
 }
 check "a proxy whose key file is missing does not start, naming the key and the file" tls_bad_start
 tls_reload_refused() {
     cp "$TLS_CONF" "$WORK/tls.conf.orig"
-    sed -i 's|cert_file = "tls/server.pem";|cert_file = "tls/feed.pem";|' "$TLS_CONF"
+    "$BIN/bwctl" config-set "$TLS_CONF" proxy.tls.cert_file=tls/feed.pem || return 1
     kill -HUP "$TLS_PID"
     wait_for 10 grep -q 'reload refused, the running config stays: proxy.tls.cert_file changed, which needs a restart' \
         "$WORK/proxy-tls.log"
@@ -481,8 +480,8 @@ check "a SIGHUP that changes proxy.tls is refused, naming the key" tls_reload_re
 check "the HTTPS proxy survived it all" curl -sf --cacert "$TLS/ca.pem" "$DATA/healthz"
 # require_client_cert: a third proxy, on the data port only
 REQ_PORT=$((PROXY + 5))
-sed -e "s|port = $TLS_PORT;|port = $REQ_PORT;|" -e "s|admin_port = $ADMIN_PORT;|admin_port = 0;|" \
-    -e 's|require_client_cert = false;|require_client_cert = true;|' "$TLS_CONF" >"$WORK/tls-req.conf"
+cp "$TLS_CONF" "$WORK/tls-req.conf" && "$BIN/bwctl" config-set "$WORK/tls-req.conf" proxy.port=$REQ_PORT proxy.admin_port=0 \
+    proxy.tls.require_client_cert=true || exit 1
 "$BIN/bw-proxy" -c "$WORK/tls-req.conf" -b "$BROKERS" >"$WORK/proxy-tls-req.log" 2>&1 &
 pids+=($!)
 REQ=https://127.0.0.1:$REQ_PORT
@@ -496,7 +495,7 @@ check "... and shard control is on its data port (admin_port 0)" tstatus_is 200 
 
 # A clients file that does not load stops startup, with the reason.
 bad_start() {
-    sed 's|clients_file = "clients.conf";|clients_file = "missing.conf";|' "$CONF" >"$WORK/bad.conf"
+    cp "$CONF" "$WORK/bad.conf" && "$BIN/bwctl" config-set "$WORK/bad.conf" proxy.auth.clients_file=missing.conf &&
     ! timeout 20 "$BIN/bw-proxy" -c "$WORK/bad.conf" -b "$BROKERS" -p 0 >"$WORK/bad-proxy.log" 2>&1 &&
         grep -q "missing.conf: cannot read the clients file" "$WORK/bad-proxy.log"
 }
@@ -589,7 +588,8 @@ DB_L=$((24308 + off))
 latin1_refused() {
     BW_MARIADB_ARGS="--skip-character-set-client-handshake --character-set-server=latin1 --collation-server=latin1_swedish_ci" \
         scripts/mariadb.sh start "$WORK/mysql-latin1" "$DB_L" >/dev/null || return 1
-    sed -e "s/port = $DB_A;/port = $DB_L;/" -e "s/port = $DB_B;/port = $DB_L;/" "$CONF" >"$WORK/latin1.conf"
+    cp "$CONF" "$WORK/latin1.conf" &&
+        "$BIN/bwctl" config-set "$WORK/latin1.conf" "shards.servers[0].port=$DB_L" "shards.servers[1].port=$DB_L" || return 1
     ! "$BIN/bwctl" -c "$WORK/latin1.conf" schema --admin-user root 2>"$WORK/latin1.err"
     local rc=$?
     cat "$WORK/latin1.err"

@@ -302,18 +302,16 @@ bw_stack_conf() { # no rate anywhere (lib.sh zeroes the default; drop its hot-sh
     # root for every connection: bw-bench truncates tables between cases, and its direct
     # baseline must connect as the consumer does; a paused shard's backlog up to 1 GiB (the
     # online probe's, sized to the hot shard's drain rate, passed the default 256 MiB)
-    sed -i -e "/{ shard = $HOT; rate = $HOT_RATE.0; }/d" -e "s/workers = 4;/workers = $WORKERS;/" \
-        -e 's/backlog_max_bytes = 268435456;/backlog_max_bytes = 1073741824;/' \
-        -e 's/user = "bw_consumer";/user = "root";/' -e 's/password = "demo-consumer-pw";/password = "";/' \
-        -e 's/interval_ms = 1000;/interval_ms = 250;/' -e "s/quiet_ms = 3000;/quiet_ms = $ADAPTIVE_QUIET_MS;/" \
-        -e "s/increase = 0.1;/increase = $ADAPTIVE_INCREASE;/" \
-        -e "s/threads_running = 0.0; /threads_running = $ADAPTIVE_THREADS; /" \
-        -e "s/threads_running_samples = 4;/threads_running_samples = $ADAPTIVE_SAMPLES;/" "$1"
+    "$BIN/bwctl" config-set "$1" 'shards.rate_overrides=( )' consumer.workers=$WORKERS proxy.backlog_max_bytes=1073741824 \
+        'shards.servers[0].user=root' 'shards.servers[1].user=root' \
+        'shards.servers[0].password=""' 'shards.servers[1].password=""' \
+        throttle.interval_ms=250 throttle.quiet_ms=$ADAPTIVE_QUIET_MS throttle.increase=$ADAPTIVE_INCREASE \
+        throttle.threads_running=$ADAPTIVE_THREADS throttle.threads_running_samples=$ADAPTIVE_SAMPLES || exit 1
     # the adaptive throttle's knobs are in place from the start, its mode off: the
     # online-p99-adaptive case switches it on and off with SIGHUP (throttle_mode)
 }
 throttle_mode() { # throttle_mode off|on: the consumer's throttle.mode, by a reload
-    sed -i "s/^  mode = \"[a-z_]*\";/  mode = \"$1\";/" "$CONF"
+    "$BIN/bwctl" config-set "$CONF" throttle.mode="$1" || exit 1
     kill -HUP "$CONSUMER_PID"
     sleep 1
 }
@@ -500,7 +498,7 @@ clean
 stop_pid "$CONSUMER_PID"
 stop_pid "$PROXY_PID"
 CONF_SMALL=$WORK/bulkwrite-small.conf
-sed -e "0,/create = 500;/s//create = 2;/" "$CONF" >"$CONF_SMALL"
+cp "$CONF" "$CONF_SMALL" && "$BIN/bwctl" config-set "$CONF_SMALL" 'object_types[0].batch_size.create=2' || exit 1
 start_proxy "$CONF_SMALL"
 start_applier "$CONF_SMALL"
 note "stack B: 2-row create batches; $RUNS run(s)"
@@ -579,11 +577,10 @@ stop_pid "$PROXY_PID"
 
 # 128 shards so the unapplied backlog (the proxy admits 4 MiB a shard on the embedded Kafka) never fills
 CONF_PROXY=$WORK/bulkwrite-proxy.conf
-sed -e "s/count = 8;/count = $PROXY_SHARDS;/" -e "s/last_shard = 3;/last_shard = $((PROXY_SHARDS / 2 - 1));/" \
-    -e "s/first_shard = 4;/first_shard = $((PROXY_SHARDS / 2));/" -e "s/last_shard = 7;/last_shard = $((PROXY_SHARDS - 1));/" \
-    -e "s/consumer_group = \"bw-bench-$A_MODE\"/consumer_group = \"bw-bench-proxy\"/" \
-    -e "s/topic = \"bulkwrite.batches\";/topic = \"bulkwrite.bench-proxy\";/" \
-    -e "s/produce_timeout_ms = 3000;/produce_timeout_ms = 30000;/" "$CONF" >"$CONF_PROXY"
+cp "$CONF" "$CONF_PROXY" && "$BIN/bwctl" config-set "$CONF_PROXY" shards.count=$PROXY_SHARDS \
+    "shards.servers[0].last_shard=$((PROXY_SHARDS / 2 - 1))" "shards.servers[1].first_shard=$((PROXY_SHARDS / 2))" \
+    "shards.servers[1].last_shard=$((PROXY_SHARDS - 1))" kafka.consumer_group=bw-bench-proxy \
+    kafka.topic=bulkwrite.bench-proxy proxy.produce_timeout_ms=30000 || exit 1
 
 # proxy_case CLIENTS FORMAT: ops/s accepted by the proxy from CLIENTS submitters at once.
 # The clients encode their requests first and all start sending at one agreed moment

@@ -27,10 +27,10 @@ ROWS=$((SHARDS * PER_SHARD * BATCH))
 # One statement per transaction, so a shard's count of transactions is its count of batches
 # (the order under test is the same with longer transactions, but coarser to measure).
 bw_stack_conf() { # 32 shards, 16 per server; 2 workers; pins in batches of $BATCH; $RATE batches/s per shard
-    sed -i -e "s/count = 8;/count = $SHARDS;/" -e "s/last_shard = 3;/last_shard = $((SHARDS / 2 - 1));/" \
-        -e "s/first_shard = 4;/first_shard = $((SHARDS / 2));/" -e "s/last_shard = 7;/last_shard = $((SHARDS - 1));/" \
-        -e "s/workers = 4;/workers = 2;/" -e "s/transaction_max_statements = 16;/transaction_max_statements = 1;/" -e "/{ shard = $HOT; rate = $HOT_RATE.0; }/d" -e "s/default_rate = 0.0;/default_rate = $RATE.0;/" \
-        -e "0,/create = 500;/s//create = $BATCH;/" "$1"
+    "$BIN/bwctl" config-set "$1" shards.count=$SHARDS "shards.servers[0].last_shard=$((SHARDS / 2 - 1))" \
+        "shards.servers[1].first_shard=$((SHARDS / 2))" "shards.servers[1].last_shard=$((SHARDS - 1))" \
+        consumer.workers=2 consumer.transaction_max_statements=1 'shards.rate_overrides=( )' \
+        shards.default_rate=$RATE.0 "object_types[0].batch_size.create=$BATCH" || exit 1
 }
 bw_stack_start fairness "$MODE"
 start=$(date +%s.%N)

@@ -381,7 +381,9 @@ big-rows)
     # The demo's own 64 KB image column in 500-row create batches (conf/bulkwrite.conf),
     # on a server that admits 4 MiB statements: one coalesced run of the backlog is ~8 MB
     # of SQL (images go as hex), so the consumer must split it by bytes.
-    grep -q 'batch_size = { create = 500;' "$CONF" || { echo "pin creates are not in 500-row batches"; exit 1; }
+    "$BIN/bwctl" -c "$CONF" dump-config >"$WORK/dump.conf" || exit 1
+    grep -A1 'batch_size = {' "$WORK/dump.conf" | head -2 | grep -q 'create = 500;' ||
+        { echo "pin creates are not in 500-row batches"; exit 1; }
     mariadb -h127.0.0.1 -P$DB_A -uroot -e "SET GLOBAL max_allowed_packet=4194304"
     start_alertmanager
     start_consumers

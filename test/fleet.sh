@@ -28,12 +28,12 @@ trap bw_stack_stop EXIT
 CONF=$WORK/bulkwrite.conf
 # The reference config with this tier's ports, 4,096 shards split evenly over the two
 # servers, and no rate limit anywhere.
-sed -e "s/port = 13306;/port = $DB_A;/" -e "s/port = 13307;/port = $DB_B;/" -e "s/port = 18080;/port = $PROXY;/" \
-    -e "s/count = 8;/count = $SHARDS;/" -e "s/last_shard = 3;/last_shard = $((SHARDS / 2 - 1));/" \
-    -e "s/first_shard = 4;/first_shard = $((SHARDS / 2));/" -e "s/last_shard = 7;/last_shard = $((SHARDS - 1));/" \
-    -e "s/default_rate = 200.0;/default_rate = 0.0;/" -e "s/{ shard = 7; rate = 50.0; }/{ shard = 7; rate = 0.0; }/" \
-    -e "s/consumer_group = \"bulkwrite-consumers\"/consumer_group = \"bw-fleet-$MODE\"/" \
-    conf/bulkwrite.conf >"$CONF"
+cp conf/bulkwrite.conf "$CONF"
+"$BIN/bwctl" config-set "$CONF" "shards.servers[0].port=$DB_A" "shards.servers[1].port=$DB_B" proxy.port=$PROXY \
+    shards.count=$SHARDS "shards.servers[0].last_shard=$((SHARDS / 2 - 1))" \
+    "shards.servers[1].first_shard=$((SHARDS / 2))" "shards.servers[1].last_shard=$((SHARDS - 1))" \
+    shards.default_rate=0.0 'shards.rate_overrides=( { shard = 7; rate = 0.0; } )' \
+    kafka.consumer_group="bw-fleet-$MODE" || exit 1
 "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
 
 echo "# fleet ($MODE): $SHARDS shards; MariaDB on $DB_A and $DB_B"

@@ -126,12 +126,10 @@ bw_stack_start() {
     WORK=$(mktemp -d "/tmp/bw-$name.XXXXXX")
     trap bw_stack_stop EXIT
     CONF=$WORK/bulkwrite.conf
-    sed -e "s/port = 13306;/port = $DB_A;/" -e "s/port = 13307;/port = $DB_B;/" \
-        -e "s/port = 18080;/port = $PROXY;/" -e "s/default_rate = 200.0;/default_rate = 0.0;/" \
-        -e "s/{ shard = 7; rate = 50.0; }/{ shard = $HOT; rate = $HOT_RATE.0; }/" \
-        -e "s/consumer_group = \"bulkwrite-consumers\"/consumer_group = \"bw-$name-$MODE\"/" \
-        -e "s/produce_timeout_ms = 30000;/produce_timeout_ms = 3000;/" \
-        conf/bulkwrite.conf >"$CONF"
+    cp conf/bulkwrite.conf "$CONF"
+    "$BIN/bwctl" config-set "$CONF" "shards.servers[0].port=$DB_A" "shards.servers[1].port=$DB_B" \
+        proxy.port="$PROXY" shards.default_rate=0.0 "shards.rate_overrides=( { shard = $HOT; rate = $HOT_RATE.0; } )" \
+        kafka.consumer_group="bw-$name-$MODE" proxy.produce_timeout_ms=3000 || exit 1
     if declare -F bw_stack_conf >/dev/null; then bw_stack_conf "$CONF"; fi
     "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
 

@@ -20,7 +20,7 @@ export BW_KAFKA_SASL_PLAIN=bulkwrite:$SASL_PW
 bw_stack_conf() {
     # relative: read from the configuration file's folder; mode 0600 like any secret
     (umask 077 && printf '%s\n' "$SASL_PW" >"$WORK/kafka.pw")
-    sed -i 's|properties = \[ \];|properties = [ "security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=bulkwrite", "sasl.password=file:kafka.pw" ];|' "$1"
+    "$BIN/bwctl" config-set "$1" 'kafka.properties=[ "security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=bulkwrite", "sasl.password=file:kafka.pw" ]' || exit 1
 }
 bw_stack_start sasl "$MODE"
 unset BW_KAFKA_SASL_PLAIN
@@ -37,7 +37,8 @@ check "the consumer applies every one: the rows are in MariaDB" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:1000:2
 
 # The same configuration with a wrong password (given in the environment this time).
-sed 's|"sasl.password=file:kafka.pw"|"sasl.password=env:BW_SASL_WRONG"|' "$CONF" >"$WORK/wrong.conf"
+cp "$CONF" "$WORK/wrong.conf" && "$BIN/bwctl" config-set "$WORK/wrong.conf" \
+    'kafka.properties=[ "security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=bulkwrite", "sasl.password=env:BW_SASL_WRONG" ]' || exit 1
 # The proxy waits for the topic's metadata as long as it would for a broker still
 # starting (60 s), then stops; librdkafka logs the refused login meanwhile.
 wrong_password() {

@@ -100,7 +100,7 @@ START_TEST(full_queue_is_retried_until_the_deadline) {
 }
 END_TEST
 
-/* The proxy's send-at-once (proxy/main.c send_now) rests on two librdkafka behaviours:
+/* The proxy's send-at-once (proxy/producers.c send_now) rests on two librdkafka behaviours:
  * a flush sends what linger.ms holds, and a yield on the main queue wakes a poller blocked
  * in rd_kafka_poll from another thread. */
 START_TEST(flush_sends_what_linger_holds) {

@@ -1,0 +1,181 @@
+/* The proxy's producers: a pool of proxy.producers idempotent producers for the batches
+ * (a shard's partition always on the same one, so a shard's messages keep their order),
+ * and one more for the side-topic records (job receipts, control changes), which never
+ * lingers. Each has a poller thread serving its delivery reports; a delivery settles the
+ * message's place in its shard's backlog and wakes the request waiting for it (kafka.h's
+ * acks). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "proxy.h"
+
+/* A message's delivery report opaque: whose it is (a request's acks, kafka.h) and what
+ * it holds in its shard's backlog. */
+typedef struct {
+    bw_kafka_acks_t *acks;
+    size_t msg;
+    int slot;        /* the (lane, shard) backlog it is in (config.h); -1: a side-topic record */
+    size_t bytes;    /* as admitted to that backlog */
+} delivery_t;
+
+/* @locality poller thread */
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    (void)opaque;
+    delivery_t *d = m->_private;
+    if (d->slot >= 0) bw_backlog_settle(proxy.backlog, d->slot, d->bytes, m->err ? -1 : m->offset);
+    bw_kafka_acks_delivered(d->acks, d->msg, m);
+}
+
+/* Serves the producer's delivery reports; asked to send now, it flushes for up to
+ * linger.ms (librdkafka sends at once while a flush lasts, whoever's messages it holds;
+ * later ones linger again). */
+static void *poller_main(void *arg) {
+    bw_producer_t *pr = arg;
+    while (atomic_load(&proxy.run_poller)) {
+        if (atomic_exchange(&pr->send_now, 0)) {
+            bw_metrics_linger_flush(proxy.metrics);
+            rd_kafka_flush(pr->rk, pr->linger_ms);
+        } else {
+            rd_kafka_poll(pr->rk, 100);
+        }
+    }
+    return NULL;
+}
+
+int bw_producers_start(const char *brokers, char *err, size_t err_size) {
+    int n = proxy.conf->proxy_producers + 1;
+    proxy.producers = calloc((size_t)n, sizeof(*proxy.producers));
+    if (!proxy.producers) return snprintf(err, err_size, "out of memory"), -1;
+    for (int i = 0; i < n; i++) {
+        rd_kafka_conf_t *kc = bw_kafka_conf(proxy.conf, BW_KAFKA_PRODUCER, brokers, err, err_size);
+        if (!kc) return -1;
+        if (i == n - 1 && rd_kafka_conf_set(kc, "linger.ms", "0", err, err_size)) {
+            rd_kafka_conf_destroy(kc);
+            return -1;
+        }
+        rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
+        char linger[32];
+        size_t linger_len = sizeof(linger);
+        if (rd_kafka_conf_get(kc, "linger.ms", linger, &linger_len) == RD_KAFKA_CONF_OK)
+            proxy.producers[i].linger_ms = (int)ceil(strtod(linger, NULL)); /* 0.5 ms: a 1 ms flush */
+        char why[512];
+        if (!(proxy.producers[i].rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, why, sizeof(why))))
+            return snprintf(err, err_size, "kafka producer: %s", why), -1;
+        proxy.producers[i].reports = rd_kafka_queue_get_main(proxy.producers[i].rk);
+        proxy.producer_cnt = i + 1;
+    }
+    proxy.rk = proxy.producers[n - 1].rk;
+    return 0;
+}
+
+void bw_producers_run(void) {
+    atomic_store(&proxy.run_poller, 1);
+    for (int i = 0; i < proxy.producer_cnt; i++) {
+        bw_producer_t *pr = &proxy.producers[i];
+        for (int lane = 0; lane < proxy.conf->lane_cnt; lane++) {
+            pr->rkt[lane] = rd_kafka_topic_new(pr->rk, proxy.conf->lanes[lane].topic, NULL);
+            /* each producer learns the partitions' leaders now, not on a client's first
+             * request (which then waited for the metadata); its partitions exist before
+             * any HTTP thread produces to them */
+            const struct rd_kafka_metadata *md;
+            rd_kafka_resp_err_t e = rd_kafka_metadata(pr->rk, 0, pr->rkt[lane], &md, 10000);
+            if (e) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "producer %d: metadata of %s: %s (learnt on first use)", i,
+                          proxy.conf->lanes[lane].topic, rd_kafka_err2str(e));
+            else rd_kafka_metadata_destroy(md);
+        }
+        pthread_create(&pr->poller, NULL, poller_main, pr);
+    }
+}
+
+void bw_producers_stop_polling(void) {
+    if (!atomic_exchange(&proxy.run_poller, 0)) return;
+    for (int i = 0; i < proxy.producer_cnt; i++) pthread_join(proxy.producers[i].poller, NULL);
+}
+
+void bw_producers_destroy(void) {
+    for (int i = 0; i < proxy.producer_cnt; i++) {
+        bw_producer_t *pr = &proxy.producers[i];
+        rd_kafka_flush(pr->rk, 10000);
+        rd_kafka_queue_destroy(pr->reports);
+        for (int lane = 0; lane < proxy.conf->lane_cnt; lane++)
+            if (pr->rkt[lane]) rd_kafka_topic_destroy(pr->rkt[lane]);
+        rd_kafka_destroy(pr->rk);
+    }
+    free(proxy.producers);
+    proxy.producers = NULL;
+    proxy.producer_cnt = 0;
+}
+
+/* linger.ms holds a producer's batch open for other requests' messages to the same
+ * partitions. A request alone in the proxy has nobody to wait for: its producers send
+ * at once (a 5,000-op request over 8 shards waited 11 ms for its acknowledgements with
+ * linger.ms 5, 6 ms without; docs/performance.md). With another batch request open,
+ * even one still uploading its body, that request's messages may join the batch, and
+ * lingering pays (4 and 16 clients lost a third of their rate with linger.ms 0). */
+static void send_now(const uint8_t *used) {
+    if (atomic_load(&proxy.batches_open) != 1) return;
+    for (int i = 0; i < proxy.conf->proxy_producers; i++) {
+        bw_producer_t *pr = &proxy.producers[i];
+        if (!used[i] || pr->linger_ms <= 0) continue;
+        atomic_store(&pr->send_now, 1);
+        rd_kafka_queue_yield(pr->reports); /* rd_kafka_yield would stop only this thread's poll */
+    }
+}
+
+static const size_t header_bytes = 3 * 8; /* bw-type, bw-op, bw-rows: names and values, roughly */
+
+size_t bw_producers_message_bytes(const bw_batch_msg_t *m) {
+    return bw_backlog_message_bytes(m->len, 32, header_bytes + strlen(m->type_name));
+}
+
+void bw_producers_send_batches(bw_batch_set_t *set, int lane, const bw_msg_fate_t *fate, const char *job_id,
+                               rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena) {
+    bw_kafka_acks_t acks; /* the pollers serve the reports */
+    bw_kafka_acks_init(&acks, proxy.rk, 0, proxy.conf->produce_timeout_ms, errs, offsets);
+    delivery_t *ds = bw_arena_alloc(arena, (set->msg_cnt + 1) * sizeof(*ds));
+    uint8_t used[64] = {0}; /* proxy.producers is at most 64 */
+    for (size_t i = 0; i < set->msg_cnt; i++) {
+        bw_batch_msg_t *m = &set->msgs[i];
+        if (fate[i] != BW_MSG_PRODUCE) continue;
+        int slot = bw_config_slot(proxy.conf, lane, m->shard);
+        ds[i] = (delivery_t){&acks, i, slot, bw_producers_message_bytes(m)};
+        const char *headers[] = {"bw-type", m->type_name, "bw-op", m->op_header, "bw-rows", m->rows_header};
+        const bw_producer_t *pr = &proxy.producers[m->shard % proxy.conf->proxy_producers];
+        bw_kafka_msg_t km = {.rk = pr->rk, .rkt = pr->rkt[lane], .partition = m->shard, .key = job_id, .key_len = strlen(job_id),
+                             .value = m->payload, .value_len = m->len, .msgflags = RD_KAFKA_MSG_F_FREE,
+                             .headers = headers, .header_cnt = 3};
+        if (bw_kafka_acks_produce(&acks, &km, i, &ds[i]) == 0) {
+            m->payload = NULL; /* librdkafka frees it */
+            used[m->shard % proxy.conf->proxy_producers] = 1;
+        } else {
+            bw_backlog_settle(proxy.backlog, slot, ds[i].bytes, -1);
+        }
+    }
+    send_now(used);
+    bw_kafka_acks_wait(&acks);
+    bw_batcher_free_payloads(set); /* those never handed over */
+}
+
+rd_kafka_resp_err_t bw_producers_send_records(const char *topic, size_t n, const char *const *keys,
+                                              const size_t *klens, void *const *vals, const size_t *vlens,
+                                              rd_kafka_resp_err_t *errs) {
+    bw_kafka_acks_t acks;
+    bw_kafka_acks_init(&acks, proxy.rk, 0, proxy.conf->produce_timeout_ms, errs, NULL);
+    delivery_t *dvs = calloc(n ? n : 1, sizeof(*dvs));
+    if (!dvs) {
+        for (size_t i = 0; errs && i < n; i++) errs[i] = RD_KAFKA_RESP_ERR__QUEUE_FULL;
+        return RD_KAFKA_RESP_ERR__QUEUE_FULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        dvs[i] = (delivery_t){&acks, i, -1, 0};
+        bw_kafka_msg_t km = {.topic = topic, .partition = RD_KAFKA_PARTITION_UA, .key = keys[i], .key_len = klens[i],
+                             .value = vals[i], .value_len = vlens[i], .msgflags = RD_KAFKA_MSG_F_COPY};
+        bw_kafka_acks_produce(&acks, &km, i, &dvs[i]);
+    }
+    rd_kafka_resp_err_t e = bw_kafka_acks_wait(&acks);
+    free(dvs);
+    return e;
+}

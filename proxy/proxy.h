@@ -1,0 +1,129 @@
+/* proxy.h — the world of bw-proxy: the one proxy state that main.c, submit.c,
+ * producers.c and routes.c share (as consumer/consumer.h is the consumer's). Not used
+ * outside proxy/.
+ *
+ * The files, in reading order:
+ *   main.c       startup, the loop (signals, SIGHUP), shutdown
+ *   routes.c     HTTP: who is calling (authorize), which handler serves the URL, error
+ *                replies; GET /v1/jobs/{id}, the shard control POSTs, /readyz
+ *   submit.c     POST /v1/batches: decode → validate → admit → batch → produce → record → reply
+ *   producers.c  the producer pool, its pollers and delivery reports, send-at-once
+ *   request.c, json.c   the request's decoding and validation; batcher/ splits it
+ *   jobs.c, backlog.c, quota.c, auth.c, tls.c, admin.c
+ *
+ * @locality the state is set up by main() before the listeners start and torn down
+ * after they stop; HTTP threads read it and call the modules' own locking. */
+#ifndef BW_PROXY_H
+#define BW_PROXY_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "admin.h"
+#include "auth.h"
+#include "backlog.h"
+#include "batcher.h"
+#include "config.h"
+#include "jobs.h"
+#include "kafka.h"
+#include "metrics.h"
+#include "quota.h"
+#include "shardtable.h"
+#include "tls.h"
+
+#define COMPONENT "proxy"
+
+/* One producer of the pool. */
+typedef struct {
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt[BW_LANES_MAX]; /* each lane's batches topic */
+    pthread_t poller;
+    rd_kafka_queue_t *reports; /* its delivery reports' queue: a yield on it wakes the poller */
+    int linger_ms;             /* its linger.ms */
+    atomic_int send_now;       /* set by a request alone in the proxy: send, do not linger */
+} bw_producer_t;
+
+typedef struct {
+    bw_config_t *conf;
+    bw_producer_t *producers; /* [conf->proxy_producers + 1]: the batches' pool, then the
+                                 records': one record at a time, acks awaited at once, so
+                                 it never lingers (linger.ms 0: 5 ms less per request) */
+    int producer_cnt;         /* conf->proxy_producers + 1 */
+    rd_kafka_t *rk;           /* the records' producer; also metadata and offset queries */
+    struct MHD_Daemon *httpd;
+    struct MHD_Daemon *admin_httpd; /* NULL: the admin API is on httpd */
+    bw_tls_t *tls;                  /* NULL: plain HTTP */
+    atomic_int run;           /* main loop */
+    atomic_int run_poller;    /* delivery-report pollers: outlive the HTTP server */
+    atomic_int batches_open;  /* admitted POST /v1/batches, from their headers until answered (send_now) */
+    bw_metrics_t *metrics;
+    bw_jobs_t *jobs;
+    bw_shard_table_t *shards;
+    bw_backlog_t *backlog;
+    bw_auth_t *auth;
+    bw_quota_t *quota; /* per client budgets (quota.h) */
+} bw_proxy_t;
+
+extern bw_proxy_t proxy;
+
+/* A POST's state, from its headers to its reply. @locality the connection's thread */
+typedef struct {
+    char *body;
+    size_t len, cap;
+    int too_large;
+    bw_auth_set_t *auth;            /* a reference to the clients it was admitted with; NULL: open */
+    const bw_auth_client_t *client; /* the caller (in auth), NULL when open */
+    unsigned refused;               /* 401 or 403: the body is read and dropped, then refused */
+    int batch;                      /* an admitted POST /v1/batches: counted in proxy.batches_open */
+    char why[320];
+} bw_upload_t;
+
+/* What becomes of each message of a request. */
+typedef enum {
+    BW_MSG_PRODUCE,      /* admitted to its shard's backlog: produce it */
+    BW_MSG_TAKEN_BEFORE, /* an earlier attempt of the same request_id had it acknowledged */
+    BW_MSG_BACKLOG_FULL, /* its shard's backlog is full: 429, resend later */
+} bw_msg_fate_t;
+
+/* ---- producers.c ---- */
+/* The pool and the records' producer, each with its delivery-report callback; 0, or -1
+ * with err. The pollers start with bw_producers_run. */
+int bw_producers_start(const char *brokers, char *err, size_t err_size);
+/* Opens each lane's topic on every producer, learns its leaders, starts the pollers. */
+void bw_producers_run(void);
+/* Stops the pollers (after the listeners: requests in flight still get their acks). */
+void bw_producers_stop_polling(void);
+/* Flushes and destroys every producer. */
+void bw_producers_destroy(void);
+/* What a message counts for in its shard's backlog (admission and settling agree). */
+size_t bw_producers_message_bytes(const bw_batch_msg_t *m);
+/* Produces the messages of `set` marked BW_MSG_PRODUCE to their shards' partitions,
+ * keyed by job_id, waits for all acknowledgements and fills errs[] and offsets[].
+ * Payload ownership passes to librdkafka on a successful produce call. */
+void bw_producers_send_batches(bw_batch_set_t *set, int lane, const bw_msg_fate_t *fate, const char *job_id,
+                               rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena);
+/* Produces n records to a side topic and waits for all of them together; errs[i] (may
+ * be NULL) gets each one's error. Returns the first error, 0 when Kafka acknowledged
+ * every one. */
+rd_kafka_resp_err_t bw_producers_send_records(const char *topic, size_t n, const char *const *keys,
+                                              const size_t *klens, void *const *vals, const size_t *vlens,
+                                              rd_kafka_resp_err_t *errs);
+
+/* ---- submit.c ---- */
+/* POST /v1/batches, its body read: the reply (202, 4xx or 503, docs/api.md). */
+enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up);
+
+/* ---- routes.c ---- */
+/* libmicrohttpd's request and completion callbacks; cls: the listener's bw_listener_t. */
+enum MHD_Result bw_routes_on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                     const char *version, const char *data, size_t *data_size, void **con_cls);
+void bw_routes_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                            enum MHD_RequestTerminationCode toe);
+/* {"error": msg} with status, and one optional header (NULL: none). */
+enum MHD_Result bw_reply_error_with(struct MHD_Connection *c, unsigned status, const char *header,
+                                    const char *value, const char *msg);
+enum MHD_Result bw_reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,333 @@
+/* bw-proxy's HTTP routes: who is calling and may they call this (authorize: bearer
+ * tokens and client certificates, auth.c and tls.c, on the listener that serves the
+ * endpoint, admin.c), which handler serves the URL, and the error replies.
+ *
+ * POST /v1/batches goes to submit.c; GET /v1/jobs/{id}, GET /v1/shards, GET
+ * /v1/check/{n} and the shard and server control POSTs are served here, with the ops
+ * endpoints (/metrics, /healthz, /readyz) from daemon.c. With proxy.auth.clients_file
+ * every endpoint but /healthz (and /metrics, /readyz with proxy.auth.open_metrics)
+ * needs a client's credentials; without it every endpoint is open (docs/security.md). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "proxy.h"
+
+enum MHD_Result bw_reply_error_with(struct MHD_Connection *c, unsigned status, const char *header,
+                                        const char *value, const char *msg) {
+    /* {"error": "..."} with the message JSON-escaped */
+    bw_buf_t b;
+    bw_buf_init(&b);
+    bw_buf_puts(&b, "{\"error\":\"");
+    for (const char *p = msg; *p; p++) {
+        if (*p == '"' || *p == '\\') bw_buf_printf(&b, "\\%c", *p);
+        else if ((unsigned char)*p < 0x20) bw_buf_printf(&b, "\\u%04x", *p);
+        else bw_buf_append(&b, p, 1);
+    }
+    bw_buf_puts(&b, "\"}\n");
+    bw_metrics_count_status(proxy.metrics, status);
+    return bw_daemon_reply_with(c, status, "application/json", b.data, b.len, 1, header, value);
+}
+
+enum MHD_Result bw_reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return bw_reply_error_with(c, status, NULL, NULL, msg);
+}
+
+/* The caller's address as text ("?" when unknown). */
+static void caller_address(struct MHD_Connection *c, char *out, size_t size) {
+    snprintf(out, size, "?");
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr) return;
+    if (ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, out, (socklen_t)size);
+    else if (ci->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, out, (socklen_t)size);
+}
+
+/* Who is calling, and may they call this endpoint on this listener: 0, or 401/403/404
+ * with why. The set is acquired for the request (*set, released by the caller) so
+ * *client stays valid. */
+static unsigned authorize(struct MHD_Connection *c, bw_listener_t on, const char *method, const char *url,
+                          bw_auth_set_t **set, const bw_auth_client_t **client, char *why, size_t why_size) {
+    *set = bw_auth_acquire(proxy.auth);
+    *client = NULL;
+    int open_metrics = proxy.conf->proxy_auth_open_metrics;
+    char identity[BW_AUTH_IDENTITY_MAX + 1];
+    int peer = proxy.tls ? bw_tls_peer_identity(c, identity, sizeof(identity), why, why_size) : 0;
+    const char *authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    unsigned st;
+    if (peer < 0) { /* a certificate that does not verify is refused, whatever else the request carries */
+        st = MHD_HTTP_UNAUTHORIZED;
+    } else if (!peer && proxy.tls && proxy.tls->require_client_cert && strcmp(url, "/healthz")) {
+        snprintf(why, why_size, "a client certificate is required (proxy.tls.require_client_cert)");
+        st = MHD_HTTP_UNAUTHORIZED;
+    } else {
+        st = bw_auth_decide(*set, method, url, authz, peer > 0 ? identity : NULL, open_metrics, (int64_t)time(NULL),
+                            client, why, why_size);
+    }
+    /* the listener is checked after the caller: without credentials every endpoint is 401 */
+    if (!st && !bw_admin_served(method, url, on, why, why_size)) st = MHD_HTTP_NOT_FOUND;
+    if (!st) return 0;
+    char from[INET6_ADDRSTRLEN];
+    caller_address(c, from, sizeof(from));
+    bw_log(st == 403 ? BW_LOG_INFO : BW_LOG_DEBUG, COMPONENT, -1, NULL, "%u for %s %.200s from %s: %s", st, method, url,
+           from, why);
+    if (st == 403) bw_metrics_client_refused(proxy.metrics, (*client)->name, 1, 0);
+    return st;
+}
+
+/* The 401 or 403 of authorize(). */
+static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const char *why) {
+    if (status == MHD_HTTP_UNAUTHORIZED) {
+        /* RFC 6750: a token presented and refused (unknown or expired) is invalid_token */
+        int bad_token = strcmp(why, "unknown token") == 0 || strncmp(why, "the token expired", 17) == 0;
+        return bw_reply_error_with(c, status, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                bad_token ? "Bearer realm=\"bulkwrite\", error=\"invalid_token\""
+                                          : "Bearer realm=\"bulkwrite\"",
+                                why);
+    }
+    return bw_reply_error_with(c, status, NULL, NULL, why);
+}
+
+/* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it. A client
+ * without the admin role reads only its own jobs; another's is "no job", as if it did not
+ * exist. Others than admins see errors scrubbed (scrub.h). */
+static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
+    int admin = !client || (client->roles & BW_ROLE_ADMIN);
+    if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "a job id is 32 lower-case hex digits, not \"%.64s\"", id);
+    void *raw;
+    size_t raw_len;
+    if (bw_jobs_record(proxy.jobs, id, &raw, &raw_len))
+        return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no job %s (jobs are kept as long as %s keeps them)", id,
+                           proxy.conf->jobs_topic);
+    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
+    free(raw);
+    if (!rec) return bw_reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id);
+    if (client && !(client->roles & BW_ROLE_ADMIN) && strcmp(rec->client, client->name)) {
+        bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+        return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no job %s (jobs are kept as long as %s keeps them)", id,
+                           proxy.conf->jobs_topic);
+    }
+    Bulkwrite__V1__JobStatus st;
+    char *record_id = rec->job_id; /* freed with the record */
+    bw_jobs_status(proxy.conf, rec, id, proxy.shards, admin, &st);
+    rec->job_id = record_id;
+    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    enum MHD_Result ret;
+    if (accept && strstr(accept, "application/x-protobuf")) {
+        size_t len = bulkwrite__v1__job_status__get_packed_size(&st);
+        uint8_t *body = malloc(len ? len : 1);
+        bulkwrite__v1__job_status__pack(&st, body);
+        ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/x-protobuf", body, len, 1);
+    } else {
+        char *body = bw_jobs_status_json(&st);
+        ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
+    bw_jobs_status_free(&st);
+    return ret;
+}
+
+/* POST /v1/shards/{n}/ACTION and /v1/servers/{name}/ACTION: the change to each shard's
+ * control record, produced together and acknowledged by Kafka before the reply, then
+ * the shard's setting (or the server's shards'). */
+static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url, bw_upload_t *up) {
+    char err[512];
+    bw_admin_target_t t;
+    if (bw_admin_parse_url(proxy.conf, url, &t, err, sizeof(err))) return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "%s", err);
+    if (up->too_large) return bw_reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+    size_t n = (size_t)(t.last_shard - t.first_shard + 1);
+    bw_shard_setting_t *sets = calloc(n, sizeof(*sets));
+    void **recs = calloc(n, sizeof(*recs));
+    size_t *rec_lens = calloc(n, sizeof(*rec_lens)), *key_lens = calloc(n, sizeof(*key_lens));
+    char (*keys)[24] = calloc(n, sizeof(*keys));
+    const char **key_ptrs = calloc(n, sizeof(*key_ptrs));
+    rd_kafka_resp_err_t *errs = calloc(n, sizeof(*errs));
+    char from[INET6_ADDRSTRLEN];
+    caller_address(c, from, sizeof(from));
+    bw_admin_caller_t caller = {up->client ? up->client->name : "(open)", from, t.server};
+    /* read-modify-write of the shards' records: one change at a time in this proxy (two
+     * proxies changing one shard at once can still race; the last write wins) */
+    static pthread_mutex_t control_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&control_mu);
+    bw_shard_table_sync(proxy.shards, 2000); /* start from the latest settings */
+    int bad = 0;
+    for (size_t i = 0; i < n && !bad; i++) {
+        int shard = t.first_shard + (int)i;
+        Bulkwrite__V1__ShardControl *prev = bw_shard_table_control(proxy.shards, shard);
+        if (prev) bw_shard_setting_from_record(prev, &sets[i]);
+        bad = bw_admin_control_update(shard, t.action, up->body ? up->body : "", up->len, prev, &caller, &sets[i],
+                                      &recs[i], &rec_lens[i], err, sizeof(err));
+        if (prev) bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+        key_lens[i] = (size_t)bw_shard_key(shard, keys[i]);
+        key_ptrs[i] = keys[i];
+    }
+    rd_kafka_resp_err_t e = 0;
+    if (!bad) {
+        e = bw_producers_send_records(proxy.conf->control_topic, n, key_ptrs, key_lens, recs, rec_lens, errs);
+        bw_shard_table_sync(proxy.shards, 2000); /* the next change starts from this one */
+    }
+    pthread_mutex_unlock(&control_mu);
+    size_t stored = 0;
+    for (size_t i = 0; i < n; i++) {
+        stored += !bad && !errs[i];
+        free(recs[i]);
+    }
+    enum MHD_Result ret;
+    char setting[160];
+    bw_admin_setting_text(&sets[0], setting, sizeof(setting));
+    if (bad) {
+        ret = bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+    } else if (e) {
+        /* the records are independent: say how many shards took the change (retrying is safe) */
+        ret = bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                          "the change was stored for %zu of %zu shards: Kafka did not acknowledge the rest (%s); "
+                          "send it again", stored, n, rd_kafka_err2str(e));
+    } else if (!t.server) {
+        bw_log(BW_LOG_INFO, COMPONENT, t.first_shard, NULL, "operator: %s by %s from %s, now %s%s%s", t.action,
+               caller.by, from, setting, sets[0].reason[0] ? ": " : "", sets[0].reason);
+        char *body = bw_admin_setting_json(proxy.conf, t.first_shard, &sets[0]);
+        ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    } else {
+        bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "operator: %s of server %s (shards %d to %d) by %s from %s, shard %d "
+               "now %s: %s", t.action, t.server, t.first_shard, t.last_shard, caller.by, from, t.first_shard, setting,
+               sets[0].reason);
+        char *body = bw_admin_server_json(proxy.conf, &t, sets);
+        ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
+    free(sets);
+    free(recs);
+    free(rec_lens);
+    free(key_lens);
+    free(keys);
+    free(key_ptrs);
+    free(errs);
+    return ret;
+}
+
+/* /readyz: ready while a broker answers a metadata request. @locality an HTTP thread */
+static int kafka_reachable(void) {
+    const struct rd_kafka_metadata *md;
+    if (rd_kafka_metadata(proxy.rk, 0, proxy.producers[proxy.producer_cnt - 1].rkt[0], &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
+    rd_kafka_metadata_destroy(md);
+    return 1;
+}
+
+static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, const char *url,
+                                 const bw_auth_client_t *client);
+
+/* cls: the bw_listener_t of the listener */
+enum MHD_Result bw_routes_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *data_size, void **con_cls) {
+    (void)version;
+    bw_listener_t on = *(const bw_listener_t *)cls;
+    if (strcmp(method, "POST") == 0) {
+        bw_upload_t *up = *con_cls;
+        if (!up) { /* the headers: who is calling decides whether the body is kept */
+            *con_cls = up = calloc(1, sizeof(*up));
+            if (!up) return MHD_NO;
+            up->refused = authorize(c, on, method, url, &up->auth, &up->client, up->why, sizeof(up->why));
+            /* a refused caller holding a POST open must not keep the others' batches lingering */
+            if (!up->refused && strcmp(url, "/v1/batches") == 0) {
+                up->batch = 1;
+                atomic_fetch_add(&proxy.batches_open, 1);
+            }
+            up->too_large = up->refused != 0; /* read to the end and dropped: then refused */
+            return MHD_YES;
+        }
+        if (*data_size) {
+            if (!up->too_large && up->len + *data_size > (size_t)proxy.conf->max_body_bytes) {
+                up->too_large = 1; /* keep reading, drop the rest, answer 413 at the end */
+                free(up->body);
+                up->body = NULL;
+                up->len = up->cap = 0;
+            }
+            if (!up->too_large) {
+                if (up->len + *data_size > up->cap) {
+                    size_t cap = up->cap ? up->cap * 2 : 65536;
+                    while (cap < up->len + *data_size) cap *= 2;
+                    char *nb = realloc(up->body, cap);
+                    if (!nb) return MHD_NO;
+                    up->body = nb;
+                    up->cap = cap;
+                }
+                memcpy(up->body + up->len, data, *data_size);
+                up->len += *data_size;
+            }
+            *data_size = 0;
+            return MHD_YES;
+        }
+        if (up->refused) return refuse(c, up->refused, up->why);
+        if (strcmp(url, "/v1/batches") == 0) return bw_submit(c, up);
+        if (bw_admin_is_control(method, url)) return handle_control(c, url, up);
+    } else {
+        bw_auth_set_t *set;
+        const bw_auth_client_t *client;
+        char why[320];
+        unsigned st = authorize(c, on, method, url, &set, &client, why, sizeof(why));
+        enum MHD_Result ret = st ? refuse(c, st, why) : serve_get(c, method, url, client);
+        bw_auth_release(set);
+        return ret;
+    }
+    return serve_get(c, method, url, NULL);
+}
+
+/* Every endpoint but the POSTs handled above; client (NULL when open) is authorized. */
+static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, const char *url,
+                                 const bw_auth_client_t *client) {
+    enum MHD_Result ret;
+    if (strcmp(url, "/metrics") == 0) {
+        bw_jobs_stats_t js;
+        bw_jobs_stats(proxy.jobs, &js);
+        bw_metrics_jobs_index(proxy.metrics, js.entries, js.bytes, js.max_bytes, js.evicted, js.found_in_topic);
+    }
+    if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
+    int admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9, client);
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {
+        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
+        return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/check/", 10) == 0) { /* any client: am I throttled, and why */
+        char *end;
+        long shard = strtol(url + 10, &end, 10);
+        if (end == url + 10 || *end || shard < 0 || shard >= proxy.conf->shard_count)
+            return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "expected /v1/check/{shard}, a shard from 0 to %d",
+                               proxy.conf->shard_count - 1);
+        char *body = bw_admin_check_json(proxy.conf, proxy.shards, (int)shard, admin);
+        return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
+    if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)
+        return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST for %s", url);
+    if (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)
+        return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET for %s", url);
+    return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s %s", method, url);
+}
+
+void bw_routes_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    bw_upload_t *up = *con_cls;
+    if (up) {
+        if (up->batch) atomic_fetch_sub(&proxy.batches_open, 1);
+        bw_auth_release(up->auth);
+        free(up->body);
+        free(up);
+        *con_cls = NULL;
+    }
+}

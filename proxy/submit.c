@@ -1,0 +1,412 @@
+/* POST /v1/batches: decode → validate → admit → batch → produce → record → reply.
+ *
+ * One submit_t carries a request through the steps; a step that ends the request sets
+ * its status and message and the reply goes out from one place, with one cleanup. The
+ * answer comes only once Kafka has acknowledged every message (acks=all, idempotent
+ * producer): 202 when every valid op is durable, 503 naming the ops Kafka did not take,
+ * 429 for ops a full shard backlog refused; invalid ops are rejected one by one with
+ * reasons (docs/api.md). Then the job's record (the ops taken per shard, with their
+ * offsets) goes to the jobs topic, so that any proxy can answer GET /v1/jobs/{id}. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/sha.h>
+
+#include "arena.h"
+#include "daemon.h"
+#include "log.h"
+#include "proxy.h"
+#include "request.h"
+
+/* One POST /v1/batches, from its body to its reply. @locality the connection's thread */
+typedef struct {
+    struct MHD_Connection *c;
+    bw_upload_t *up;
+    const char *client;      /* the caller's name, NULL when open */
+    int64_t started_us;
+    bw_arena_t arena;        /* everything below that is not freed by name */
+    /* an early end: status, err and at most one header */
+    unsigned status;
+    char err[512];
+    const char *header;
+    char header_value[16];
+    int in_flight;           /* counted in the client's quota until the reply */
+    /* decode, validate */
+    bw_format_t fmt;
+    Bulkwrite__V1__BatchWriteRequest *req;
+    int lane;
+    char job_id[33];
+    int has_rid;
+    uint8_t body_sha256[SHA256_DIGEST_LENGTH];
+    Bulkwrite__V1__JobRecord *prev; /* an earlier attempt's record (same request_id), owned */
+    bw_op_route_t *routes;
+    bw_rejection_t *rejected;       /* op by op: validation and scopes */
+    size_t rejected_cnt, scope_cnt;
+    /* batch, admit, produce */
+    bw_batch_set_t set;
+    uint32_t *too_large;
+    size_t too_large_cnt;
+    bw_msg_fate_t *fate;
+    const char **full_reason;       /* a full backlog's reason, per message */
+    rd_kafka_resp_err_t *errs;
+    int64_t *offsets;
+    size_t backlog_ops, failed_ops;
+    /* reply */
+    bw_rejection_t *all;            /* every rejected op, by op index */
+    size_t all_cnt;
+    uint32_t accepted;
+} submit_t;
+
+/* Ends the request early with status and a message. Returns the status. */
+static unsigned stop(submit_t *s, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static unsigned stop(submit_t *s, unsigned status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof(s->err), fmt, ap);
+    va_end(ap);
+    return s->status = status;
+}
+
+/* The job's earlier record when the request has a request_id (a resend) and this proxy
+ * knows it already, else NULL: parts it lists are not produced again. Not knowing it
+ * only costs duplicates, which the shards skip. */
+static Bulkwrite__V1__JobRecord *previous_record(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id) {
+    void *raw;
+    size_t len;
+    if (!req->request_id || !req->request_id[0] || bw_jobs_lookup(proxy.jobs, job_id, &raw, &len)) return NULL;
+    Bulkwrite__V1__JobRecord *prev = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+    free(raw);
+    return prev;
+}
+
+/* The content type, the body's size, the decoding, and that there are ops. */
+static unsigned decode(submit_t *s) {
+    const char *ctype = MHD_lookup_connection_value(s->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (ctype && strncmp(ctype, "application/x-protobuf", 22) == 0) s->fmt = BW_FMT_PROTOBUF;
+    else if (ctype && strncmp(ctype, "application/json", 16) == 0) s->fmt = BW_FMT_JSON;
+    else
+        return stop(s, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                    "Content-Type must be application/x-protobuf or application/json, not %s", ctype ? ctype : "(none)");
+    if (s->up->too_large)
+        return stop(s, MHD_HTTP_CONTENT_TOO_LARGE, "request body over proxy.max_body_bytes (%d bytes)",
+                    proxy.conf->max_body_bytes);
+    int too_many;
+    s->req = bw_request_decode_bounded(s->fmt, s->up->body ? s->up->body : "", s->up->len,
+                                       (size_t)proxy.conf->max_ops, &s->arena, s->err, sizeof(s->err), &too_many);
+    if (!s->req) return s->status = too_many ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST;
+    if (s->req->n_ops == 0) return stop(s, MHD_HTTP_BAD_REQUEST, "the request has no ops");
+    return 0;
+}
+
+/* The lane and the client's quotas, before the request costs anything (records, Kafka):
+ * over a quota, the request is refused whole. */
+static unsigned admit_request(submit_t *s) {
+    const Bulkwrite__V1__BatchWriteRequest *req = s->req;
+    const bw_auth_client_t *client = s->up->client;
+    s->lane = bw_config_lane(proxy.conf, req->lane);
+    if (s->lane < 0) {
+        char names[BW_LANES_MAX * 36] = "";
+        for (int l = 0; l < proxy.conf->lane_cnt; l++)
+            snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", l ? ", " : "", proxy.conf->lanes[l].name);
+        /* echoed only if it looks like a lane name: the reply is JSON, the value any bytes */
+        size_t len = strlen(req->lane);
+        int plain = len <= 64 && strspn(req->lane, "abcdefghijklmnopqrstuvwxyz0123456789_-") == len;
+        return stop(s, MHD_HTTP_BAD_REQUEST, "unknown lane %s%s%s (the configured lanes: %s)", plain ? "\"" : "",
+                    plain ? req->lane : "(not a lane name)", plain ? "\"" : "", names);
+    }
+    if (!bw_auth_allows_lane(client, s->lane)) {
+        char lanes[BW_LANES_MAX * 36];
+        bw_auth_lanes_text(client, proxy.conf, lanes, sizeof(lanes));
+        bw_metrics_client_refused(proxy.metrics, client->name, 1, 0);
+        return stop(s, MHD_HTTP_FORBIDDEN, "forbidden: client \"%s\" may not use lane \"%s\" (its lanes: %s)",
+                    client->name, proxy.conf->lanes[s->lane].name, lanes);
+    }
+    if (!client) return 0;
+    bw_quota_kind_t kind;
+    int retry_after_s;
+    if (bw_quota_admit(proxy.quota, client->name, &client->quota, (double)req->n_ops, (double)s->up->len, bw_now_us(),
+                       &kind, &retry_after_s, s->err, sizeof(s->err))) {
+        bw_metrics_client_over_quota(proxy.metrics, client->name, kind);
+        s->header = MHD_HTTP_HEADER_RETRY_AFTER;
+        snprintf(s->header_value, sizeof(s->header_value), "%d", retry_after_s);
+        return s->status = MHD_HTTP_TOO_MANY_REQUESTS;
+    }
+    s->in_flight = 1;
+    return 0;
+}
+
+/* The job id, and a request_id's earlier use: a resend must be the same body. */
+static unsigned name_job(submit_t *s) {
+    const char *secret = proxy.conf->proxy_auth_job_id_secret;
+    if (bw_request_job_id(s->req, s->client, secret, strlen(secret), s->job_id, s->err, sizeof(s->err)))
+        return s->status = MHD_HTTP_BAD_REQUEST;
+    s->has_rid = s->req->request_id && s->req->request_id[0];
+    if (s->has_rid) SHA256((const unsigned char *)(s->up->body ? s->up->body : ""), s->up->len, s->body_sha256);
+    s->prev = previous_record(s->req, s->job_id);
+    const Bulkwrite__V1__JobRecord *prev = s->prev;
+    if (prev && prev->body_sha256.len == sizeof(s->body_sha256) &&
+        memcmp(prev->body_sha256.data, s->body_sha256, sizeof(s->body_sha256))) {
+        char when[32];
+        time_t secs = (time_t)(prev->created_at_ms / 1000);
+        struct tm tm;
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&secs, &tm));
+        return stop(s, MHD_HTTP_CONFLICT,
+                    "request_id \"%s\" was used at %s for a different body (job %s); a resend must be "
+                    "byte for byte the same request, and a new request needs a new request_id",
+                    s->req->request_id, when, s->job_id);
+    }
+    return 0;
+}
+
+/* Each op: valid, routed to its shard, and inside the client's scopes. */
+static void validate(submit_t *s) {
+    s->routes = bw_arena_alloc(&s->arena, s->req->n_ops * sizeof(*s->routes));
+    s->rejected_cnt = bw_request_validate(proxy.conf, s->req, s->fmt, &s->arena, s->routes, &s->rejected);
+    s->scope_cnt = bw_auth_refuse_ops(s->up->client, s->req, s->routes, &s->rejected, &s->rejected_cnt, &s->arena);
+    if (s->scope_cnt) bw_metrics_client_refused(proxy.metrics, s->client, 0, s->scope_cnt);
+}
+
+/* The valid ops, as one message per (shard, op type) run (batcher.h). */
+static void batch(submit_t *s) {
+    bw_batcher_split(proxy.conf, s->req, s->routes, s->job_id, bw_wall_ms(), &s->arena, &s->set, &s->too_large,
+                     &s->too_large_cnt);
+    size_t cnt = s->set.msg_cnt + 1;
+    s->errs = bw_arena_alloc(&s->arena, cnt * sizeof(*s->errs));
+    s->offsets = bw_arena_alloc(&s->arena, cnt * sizeof(*s->offsets));
+    s->fate = bw_arena_alloc(&s->arena, cnt * sizeof(*s->fate));
+    s->full_reason = bw_arena_alloc(&s->arena, cnt * sizeof(*s->full_reason));
+    memset(s->errs, 0, cnt * sizeof(*s->errs));
+    memset(s->offsets, 0, cnt * sizeof(*s->offsets));
+}
+
+/* Decides each message's fate: parts an earlier attempt of this request_id got
+ * acknowledged are not produced again; the others are admitted in order while their
+ * shard's backlog has room. Once a shard refuses one, its later messages of the request
+ * are refused too, so that a shard's ops keep their request order across resends.
+ * full_reason[i] is set for refused messages. */
+static void admit_messages(submit_t *s) {
+    const bw_batch_set_t *set = &s->set;
+    const Bulkwrite__V1__JobRecord *prev = s->prev;
+    int shards = proxy.conf->shard_count, lane = s->lane;
+    const char **refused = bw_arena_alloc(&s->arena, sizeof(*refused) * (size_t)shards);
+    memset(refused, 0, sizeof(*refused) * (size_t)shards);
+    uint8_t *taken = bw_arena_alloc(&s->arena, set->msg_cnt + 1);
+    memset(taken, 0, set->msg_cnt + 1);
+    for (size_t k = 0; prev && k < prev->n_accepted_parts; k++)
+        if (prev->accepted_parts[k] < set->msg_cnt) taken[prev->accepted_parts[k]] = 1;
+    /* parts on a shard that lost some of the job's messages in Kafka are produced again:
+     * the shard skips the parts it had applied and applies the lost ones */
+    uint8_t *requeue = bw_arena_alloc(&s->arena, (size_t)shards);
+    memset(requeue, 0, (size_t)shards);
+    for (size_t k = 0; prev && k < prev->n_shards; k++) {
+        if (prev->shards[k]->shard >= (uint32_t)shards) continue;
+        Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(proxy.shards, (int)prev->shards[k]->shard);
+        if (st && bw_jobs_lost_here(st, prev->lane, prev->shards[k])) requeue[prev->shards[k]->shard] = 1;
+        if (st) bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    }
+    for (size_t i = 0; i < set->msg_cnt; i++)
+        if (requeue[set->msgs[i].shard]) taken[i] = 0;
+    int64_t deadline = bw_now_us() + (int64_t)proxy.conf->backlog_wait_ms * 1000; /* for the whole request */
+    for (size_t i = 0; i < set->msg_cnt; i++) {
+        const bw_batch_msg_t *m = &set->msgs[i];
+        bw_backlog_view_t v;
+        s->full_reason[i] = NULL;
+        if (taken[i]) {
+            s->fate[i] = BW_MSG_TAKEN_BEFORE;
+            bw_metrics_parts_taken_before(proxy.metrics, 1);
+        } else if (!refused[m->shard] && bw_backlog_admit(proxy.backlog, bw_config_slot(proxy.conf, lane, m->shard),
+                                                          bw_producers_message_bytes(m), deadline, &v)) {
+            s->fate[i] = BW_MSG_PRODUCE;
+        } else {
+            if (!refused[m->shard]) {
+                char text[320];
+                int len = snprintf(text, sizeof(text),
+                                   "not accepted now: shard %d's backlog is full%s%s (%lld messages, %.1f MiB not yet "
+                                   "applied; bounds %lld messages, %.1f MiB); resend after Retry-After",
+                                   m->shard, lane ? " in lane " : "", lane ? proxy.conf->lanes[lane].name : "",
+                                   (long long)v.messages, (double)v.bytes / 1048576.0,
+                                   (long long)v.max_messages, (double)v.max_bytes / 1048576.0);
+                refused[m->shard] = bw_arena_strndup(&s->arena, text, (size_t)len);
+            }
+            s->fate[i] = BW_MSG_BACKLOG_FULL;
+            s->full_reason[i] = refused[m->shard];
+            s->backlog_ops += m->op_cnt;
+            bw_metrics_backlog_refused(proxy.metrics, m->shard, m->op_cnt);
+        }
+    }
+}
+
+static void produce(submit_t *s) {
+    if (s->set.msg_cnt)
+        bw_producers_send_batches(&s->set, s->lane, s->fate, s->job_id, s->errs, s->offsets, &s->arena);
+    for (size_t i = 0; i < s->set.msg_cnt; i++)
+        if (s->errs[i]) s->failed_ops += s->set.msgs[i].op_cnt;
+}
+
+static int rejection_cmp(const void *a, const void *b) {
+    uint32_t x = ((const bw_rejection_t *)a)->index, y = ((const bw_rejection_t *)b)->index;
+    return x < y ? -1 : x > y;
+}
+
+/* Every reason in one list, in request order (an op appears at most once). */
+static void collect_rejections(submit_t *s) {
+    char *err = s->err;
+    size_t total = s->rejected_cnt + s->too_large_cnt + s->failed_ops + s->backlog_ops;
+    bw_rejection_t *all = s->all = bw_arena_alloc(&s->arena, (total + 1) * sizeof(*all));
+    if (s->rejected_cnt) memcpy(all, s->rejected, s->rejected_cnt * sizeof(*all));
+    size_t n = s->rejected_cnt;
+    for (size_t i = 0; i < s->too_large_cnt; i++) {
+        all[n].index = s->too_large[i];
+        all[n].retryable = 0;
+        all[n++].reason = bw_arena_strndup(&s->arena, err,
+            (size_t)snprintf(err, sizeof(s->err), "op too large for one Kafka message (kafka.message_max_bytes %d)",
+                             proxy.conf->message_max_bytes));
+    }
+    for (size_t i = 0; i < s->set.msg_cnt; i++) {
+        const char *reason = s->full_reason[i];
+        if (s->errs[i]) {
+            int len = snprintf(err, sizeof(s->err), "not accepted: Kafka did not acknowledge it (%s); after a "
+                               "timeout it may still have been stored", rd_kafka_err2str(s->errs[i]));
+            reason = bw_arena_strndup(&s->arena, err, (size_t)len);
+            bw_log(BW_LOG_ERROR, COMPONENT, s->set.msgs[i].shard, s->job_id, "kafka produce failed: %s",
+                   rd_kafka_err2str(s->errs[i]));
+        }
+        if (!reason) continue;
+        for (size_t k = 0; k < s->set.msgs[i].op_cnt; k++)
+            all[n++] = (bw_rejection_t){s->set.msgs[i].ops[k], reason, s->fate[i] == BW_MSG_BACKLOG_FULL};
+    }
+    qsort(all, n, sizeof(*all), rejection_cmp);
+    s->all_cnt = n;
+    s->accepted = (uint32_t)(s->req->n_ops - n);
+}
+
+/* Writes the job's record: the ops Kafka took per shard, with their offsets, and the
+ * parts taken, merged with the earlier record of a resent request (same request_id):
+ * each attempt may take other parts (a full backlog, a timeout), so the record holds the
+ * union of the parts taken by every attempt, and the ops they carry. The earlier record
+ * is the one this proxy knows now (its own writes at once, other proxies' as its tail
+ * reads them): a resend that reaches another proxy within the tail's lag can leave the
+ * receipt short of ops taken earlier, never the data. */
+static void record_job(submit_t *s) {
+    const Bulkwrite__V1__BatchWriteRequest *req = s->req;
+    const bw_batch_set_t *set = &s->set;
+    int shard_count = proxy.conf->shard_count;
+    Bulkwrite__V1__JobRecord *prev = previous_record(req, s->job_id); /* again: attempts may have raced */
+    uint8_t *taken = bw_arena_alloc(&s->arena, set->msg_cnt + 1);
+    for (size_t i = 0; i < set->msg_cnt; i++)
+        taken[i] = s->fate[i] == BW_MSG_TAKEN_BEFORE || (s->fate[i] == BW_MSG_PRODUCE && !s->errs[i]);
+    for (size_t k = 0; prev && k < prev->n_accepted_parts; k++)
+        if (prev->accepted_parts[k] < set->msg_cnt) taken[prev->accepted_parts[k]] = 1;
+    Bulkwrite__V1__ShardOps *per_shard = bw_arena_alloc(&s->arena, sizeof(*per_shard) * (size_t)shard_count);
+    for (int sh = 0; sh < shard_count; sh++) {
+        bulkwrite__v1__shard_ops__init(&per_shard[sh]);
+        per_shard[sh].shard = (uint32_t)sh;
+        per_shard[sh].first_offset = -1;
+    }
+    uint32_t *parts = bw_arena_alloc(&s->arena, sizeof(uint32_t) * (set->msg_cnt + 1));
+    size_t n_parts = 0;
+    for (size_t i = 0; i < set->msg_cnt; i++) {
+        if (!taken[i]) continue;
+        Bulkwrite__V1__ShardOps *so = &per_shard[set->msgs[i].shard];
+        so->ops += (uint32_t)set->msgs[i].op_cnt;
+        parts[n_parts++] = (uint32_t)i;
+        if (s->fate[i] != BW_MSG_PRODUCE || s->errs[i]) continue; /* offsets: from this attempt's acks */
+        if (so->first_offset < 0 || s->offsets[i] < so->first_offset) so->first_offset = s->offsets[i];
+        if (s->offsets[i] > so->last_offset) so->last_offset = s->offsets[i];
+    }
+    int64_t created = bw_wall_ms();
+    for (size_t i = 0; prev && i < prev->n_shards; i++) {
+        const Bulkwrite__V1__ShardOps *p = prev->shards[i];
+        if (p->shard >= (uint32_t)shard_count) continue;
+        Bulkwrite__V1__ShardOps *so = &per_shard[p->shard];
+        if (p->ops > so->ops) so->ops = p->ops; /* a record from another split of the request */
+        if (so->first_offset < 0 || p->first_offset < so->first_offset) so->first_offset = p->first_offset;
+        if (p->last_offset > so->last_offset) so->last_offset = p->last_offset;
+    }
+    if (prev && prev->created_at_ms) created = prev->created_at_ms;
+    if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
+    Bulkwrite__V1__ShardOps **sop = bw_arena_alloc(&s->arena, sizeof(*sop) * ((size_t)shard_count + 1));
+    size_t n = 0;
+    uint32_t total = 0;
+    for (int sh = 0; sh < shard_count; sh++) {
+        if (!per_shard[sh].ops) continue;
+        total += per_shard[sh].ops;
+        if (per_shard[sh].first_offset < 0) per_shard[sh].first_offset = 0; /* not known: an old record */
+        sop[n++] = &per_shard[sh];
+    }
+    Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
+    rec.job_id = s->job_id;
+    rec.request_id = req->request_id ? req->request_id : "";
+    rec.lane = req->lane && strcmp(req->lane, "default") ? req->lane : "";
+    rec.created_at_ms = created;
+    rec.ops = (uint32_t)req->n_ops;
+    rec.rejected = total < req->n_ops ? (uint32_t)req->n_ops - total : 0;
+    rec.shards = sop;
+    rec.n_shards = n;
+    rec.accepted_parts = parts;
+    rec.n_accepted_parts = n_parts;
+    rec.client = (char *)(s->client ? s->client : "");
+    if (s->has_rid) {
+        rec.body_sha256.data = s->body_sha256;
+        rec.body_sha256.len = SHA256_DIGEST_LENGTH;
+    }
+    size_t len = bulkwrite__v1__job_record__get_packed_size(&rec);
+    uint8_t *buf = bw_arena_alloc(&s->arena, len + 1);
+    bulkwrite__v1__job_record__pack(&rec, buf);
+    const char *key = s->job_id;
+    size_t key_len = strlen(key);
+    void *val = buf;
+    rd_kafka_resp_err_t err = bw_producers_send_records(proxy.conf->jobs_topic, 1, &key, &key_len, &val, &len, NULL);
+    /* the ops are durable all the same; only the receipt is missing */
+    if (err)
+        bw_log(BW_LOG_ERROR, COMPONENT, -1, s->job_id, "job record not written to %s (%s): GET /v1/jobs/%s will not "
+               "find it", proxy.conf->jobs_topic, rd_kafka_err2str(err), s->job_id);
+    else bw_jobs_put(proxy.jobs, s->job_id, buf, len); /* a resend to this proxy sees it before the tail does */
+}
+
+/* 503: Kafka failed us (resend soon); 429: a shard is full (resend after Retry-After);
+ * 403: every op was outside the client's scopes. */
+static enum MHD_Result reply(submit_t *s) {
+    unsigned status = s->failed_ops                   ? MHD_HTTP_SERVICE_UNAVAILABLE
+                      : s->backlog_ops                ? MHD_HTTP_TOO_MANY_REQUESTS
+                      : s->accepted                   ? MHD_HTTP_ACCEPTED
+                      : s->scope_cnt == s->req->n_ops ? MHD_HTTP_FORBIDDEN
+                                                      : MHD_HTTP_UNPROCESSABLE_CONTENT;
+    if (s->client) bw_metrics_client_accepted(proxy.metrics, s->client, s->accepted, s->up->len);
+    char *body;
+    size_t body_len;
+    bw_response_encode(s->fmt, s->job_id, s->accepted, s->all, s->all_cnt, &body, &body_len);
+    bw_metrics_count_request(proxy.metrics, status, s->accepted, s->all_cnt - s->failed_ops - s->backlog_ops,
+                             s->failed_ops, s->set.msg_cnt, bw_now_us() - s->started_us);
+    bw_log(BW_LOG_DEBUG, COMPONENT, -1, s->job_id, "%zu ops: %u accepted in %zu messages, %zu rejected, %zu for a full "
+           "backlog", s->req->n_ops, s->accepted, s->set.msg_cnt, s->all_cnt, s->backlog_ops);
+    char retry_after[16];
+    snprintf(retry_after, sizeof(retry_after), "%d", proxy.conf->backlog_retry_after_s);
+    return bw_daemon_reply_with(s->c, status, s->fmt == BW_FMT_JSON ? "application/json" : "application/x-protobuf",
+                                body, body_len, 1, s->backlog_ops ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, retry_after);
+}
+
+enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up) {
+    submit_t s = {.c = c, .up = up, .client = up->client ? up->client->name : NULL, .started_us = bw_now_us()};
+    bw_arena_init(&s.arena, 1 << 16);
+    enum MHD_Result ret;
+    if (decode(&s) || admit_request(&s) || name_job(&s)) {
+        ret = bw_reply_error_with(c, s.status, s.header, s.header_value, s.err);
+        goto done;
+    }
+    validate(&s);
+    batch(&s);
+    admit_messages(&s);
+    produce(&s);
+    collect_rejections(&s);
+    if (s.accepted) record_job(&s);
+    ret = reply(&s);
+done:
+    if (s.in_flight) bw_quota_done(proxy.quota, s.client);
+    if (s.prev) bulkwrite__v1__job_record__free_unpacked(s.prev, NULL);
+    bw_arena_destroy(&s.arena);
+    return ret;
+}
