@@ -121,6 +121,7 @@ typedef struct {
     int backlog_wait_ms;
     char *proxy_auth_clients_file; /* "" = no authentication (proxy/auth.h) */
     int proxy_auth_open_metrics;   /* /metrics and /readyz without a token */
+    int proxy_auth_allow_open;     /* no clients file on a non-loopback address: serve it open anyway */
     int proxy_jobs_index_max_bytes; /* proxy/jobs.h */
     char *proxy_auth_job_id_secret; /* HMAC key of job ids (proxy/request.h) */
     char *proxy_tls_cert_file, *proxy_tls_key_file; /* "" = plain HTTP (proxy/tls.h) */

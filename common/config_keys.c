@@ -204,6 +204,12 @@ static const key_t_ auth_keys[] = {
     {"open_metrics", K_BOOL, OFF(proxy_auth_open_metrics), 0, 0, 0, "true", NULL, NULL, 0,
      "With a clients file: /metrics and /readyz answer without a token (scrapers, load "
      "balancers); false = they need the read or admin role. /healthz is always open.", PROXY_RESTART},
+    {"allow_open", K_BOOL, OFF(proxy_auth_allow_open), 0, 0, 0, "false", NULL, NULL, 0,
+     "Without a clients file the API, shard control included, is open to every caller, so the "
+     "proxy then listens on loopback addresses only (127.0.0.0/8, ::1, localhost): with "
+     "proxy.listen_address or proxy.admin_listen_address on any other address it refuses to "
+     "start. true = serve the open API on that address anyway (a warning at startup): only "
+     "behind something else that decides who may call.", PROXY_RESTART},
     {"job_id_secret", K_STR, OFF(proxy_auth_job_id_secret), 0, 0, 0, "\"\"", NULL, NULL, 0,
      "With a clients file: the key of the HMAC that makes a job id from the client's name "
      "and its request_id, so nobody can compute a job's id from its request_id. Every proxy "

@@ -1,7 +1,9 @@
 /* auth.c — the clients file, bearer tokens, roles and scopes (auth.h). */
 #include "auth.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
 #include <libconfig.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -593,16 +595,52 @@ static void log_set(const bw_auth_set_t *s, const char *what) {
         }
 }
 
+int bw_auth_is_loopback(const char *address) {
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (strcasecmp(address, "localhost") == 0) return 1;
+    if (inet_pton(AF_INET, address, &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, address, &v6) != 1) return 0; /* a name or a wildcard: may be anything */
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return 1;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+}
+
+int bw_auth_check_open(const bw_config_t *conf, char *err, size_t err_size) {
+    if (conf->proxy_auth_clients_file[0]) return 0;
+    const char *key = "proxy.listen_address", *address = conf->proxy_listen_address;
+    if (bw_auth_is_loopback(address) && conf->proxy_admin_port) {
+        key = "proxy.admin_listen_address";
+        address = conf->proxy_admin_listen_address;
+    }
+    if (bw_auth_is_loopback(address)) return 0;
+    if (conf->proxy_auth_allow_open) {
+        snprintf(err, err_size, "%s \"%s\" is not a loopback address and proxy.auth.clients_file is not set: the API, "
+                 "shard control included, is open to anyone who reaches it (proxy.auth.allow_open = true)", key, address);
+        return 1;
+    }
+    snprintf(err, err_size, "%s \"%s\" is not a loopback address and proxy.auth.clients_file is not set: the API, "
+             "shard control included, would be open to anyone who reaches it. Set proxy.auth.clients_file "
+             "(docs/security.md), listen on 127.0.0.1, or set proxy.auth.allow_open = true to serve it open on "
+             "purpose", key, address);
+    return -1;
+}
+
 bw_auth_t *bw_auth_start(const bw_config_t *conf, char *errstr, size_t errstr_size) {
+    char open_why[512];
+    int open = bw_auth_check_open(conf, open_why, sizeof(open_why));
+    if (open < 0) return snprintf(errstr, errstr_size, "%s", open_why), NULL;
     bw_auth_t *a = calloc(1, sizeof(*a));
     pthread_mutex_init(&a->mu, NULL);
     a->path = bw_auth_path(conf);
     if (!a->path) {
-        bw_warn(COMPONENT, "proxy.auth.clients_file is not set: the HTTP API is open and every caller is admin "
-                           "(docs/security.md)");
+        if (open) bw_warn(COMPONENT, "%s", open_why);
+        else bw_warn(COMPONENT, "proxy.auth.clients_file is not set: the HTTP API is open to callers on this host "
+                                "(loopback only), and every caller is admin (docs/security.md)");
         return a;
     }
-    if (!(a->cur = bw_auth_load(a->path, conf, errstr, errstr_size))) {
+    char why[1024];
+    if (!(a->cur = bw_auth_load(a->path, conf, why, sizeof(why)))) {
+        snprintf(errstr, errstr_size, "proxy.auth.clients_file: %s", why);
         bw_auth_stop(a);
         return NULL;
     }

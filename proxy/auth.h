@@ -168,6 +168,14 @@ void bw_auth_scopes_text(const bw_auth_client_t *client, char *out, size_t size)
 /* conf's proxy.auth.clients_file, relative to conf's folder (malloc'd); NULL for none. */
 char *bw_auth_path(const bw_config_t *conf);
 
+/* Whether address (a listen address) can only be reached from this host: 127.0.0.0/8,
+ * ::1, ::ffff:127.0.0.0/104 or "localhost". */
+int bw_auth_is_loopback(const char *address);
+/* Protected mode: without a clients file, a listener on an address other than loopback
+ * is refused (-1, err names the key and the way out) unless proxy.auth.allow_open, then
+ * 1 with err saying so (a warning); 0 when the API is authenticated or local only. */
+int bw_auth_check_open(const bw_config_t *conf, char *err, size_t err_size);
+
 /* ---- the live set -------------------------------------------------------------------- */
 
 typedef struct bw_auth bw_auth_t;

@@ -29,7 +29,7 @@ static int start(bw_daemon_t *d) {
     /* who may call: before any connection, so a bad clients file stops startup at once */
     proxy.quota = bw_quota_new();
     if (!(proxy.auth = bw_auth_start(conf, err, sizeof(err))))
-        return bw_error(COMPONENT, "proxy.auth.clients_file: %s", err), -1;
+        return bw_error(COMPONENT, "%s", err), -1;
     if (conf->proxy_auth_clients_file[0] && !conf->proxy_auth_job_id_secret[0])
         bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "proxy.auth.job_id_secret is empty: anyone who knows a client's "
                "name and request_id can compute its job id (docs/security.md)");

@@ -510,6 +510,21 @@ wrong_count() {
 }
 check "a topic whose partition count differs from shards.count stops startup" wrong_count
 
+# Protected mode: without a clients file the API (shard control included) is served on
+# loopback addresses only. The refused proxy stops before it binds anything.
+cp "$CONF" "$WORK/open.conf" && "$BIN/bwctl" config-set "$WORK/open.conf" proxy.listen_address=0.0.0.0 || exit 1
+cp "$WORK/open.conf" "$WORK/open-allowed.conf" && "$BIN/bwctl" config-set "$WORK/open-allowed.conf" proxy.auth.allow_open=true || exit 1
+open_refused() {
+    ! timeout 20 "$BIN/bw-proxy" -c "$WORK/open.conf" -b "$BROKERS" -p 0 2>"$WORK/open.log" &&
+        grep -q 'proxy.listen_address "0.0.0.0" is not a loopback address and proxy.auth.clients_file is not set' \
+            "$WORK/open.log" && grep -q 'proxy.auth.allow_open = true' "$WORK/open.log" &&
+        ! "$BIN/bwctl" check-config -c "$WORK/open.conf" >/dev/null 2>"$WORK/open-check.err" &&
+        grep -q 'is not a loopback address' "$WORK/open-check.err" &&
+        "$BIN/bwctl" check-config -c "$WORK/open-allowed.conf" >/dev/null 2>"$WORK/open-allowed.err" &&
+        grep -q '^bwctl: warning: proxy.listen_address "0.0.0.0"' "$WORK/open-allowed.err"
+}
+check "without a clients file, a proxy on 0.0.0.0 refuses to start and check-config fails, naming proxy.auth.allow_open (which turns it into a warning)" open_refused
+
 if [ "$MODE" = kafka ]; then
     # With the broker gone, nothing may be reported as accepted: both ops come back as
     # not accepted, with the reason, once produce_timeout_ms (3 s here) has passed.

@@ -897,6 +897,12 @@ static int cmd_schema(int argc, char **argv) {
  * them. */
 static int check_proxy_files(void) {
     char *path = bw_auth_path(conf), err[1024];
+    int open = bw_auth_check_open(conf, err, sizeof(err));
+    if (open) fprintf(stderr, "bwctl: %s%s\n", open > 0 ? "warning: " : "", err);
+    if (open < 0) {
+        free(path);
+        return 1;
+    }
     bw_tls_t *tls;
     if (bw_tls_load(conf, &tls, err, sizeof(err))) {
         free(path);

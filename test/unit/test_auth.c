@@ -858,6 +858,48 @@ START_TEST(token_expiry) {
 }
 END_TEST
 
+/* Protected mode: without a clients file the proxy serves loopback addresses only. */
+START_TEST(protected_mode) {
+    const char *loopback[] = {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "localhost", "LOCALHOST"};
+    const char *reachable[] = {"0.0.0.0", "::", "10.0.0.5", "128.0.0.1", "::ffff:10.0.0.1", "fe80::1", "example.com", ""};
+    for (size_t i = 0; i < sizeof(loopback) / sizeof(*loopback); i++)
+        ck_assert_msg(bw_auth_is_loopback(loopback[i]), "%s is loopback", loopback[i]);
+    for (size_t i = 0; i < sizeof(reachable) / sizeof(*reachable); i++)
+        ck_assert_msg(!bw_auth_is_loopback(reachable[i]), "%s is not loopback", reachable[i]);
+
+    bw_config_t *conf = t_ref_config();
+    char *listen = conf->proxy_listen_address, *admin = conf->proxy_admin_listen_address;
+    char *clients = conf->proxy_auth_clients_file, err[1024] = "";
+    ck_assert_int_eq(bw_auth_check_open(conf, err, sizeof(err)), 0); /* the reference: 127.0.0.1, no clients */
+    conf->proxy_listen_address = "0.0.0.0";
+    ck_assert_int_eq(bw_auth_check_open(conf, err, sizeof(err)), -1);
+    ck_assert_msg(strstr(err, "proxy.listen_address \"0.0.0.0\" is not a loopback address") &&
+                  strstr(err, "proxy.auth.allow_open = true"), "%s", err);
+    char start_err[1024] = "";
+    ck_assert_ptr_null(bw_auth_start(conf, start_err, sizeof(start_err)));
+    ck_assert_str_eq(start_err, err);
+    conf->proxy_auth_allow_open = 1; /* on purpose: served, with a warning */
+    ck_assert_int_eq(bw_auth_check_open(conf, err, sizeof(err)), 1);
+    bw_auth_t *a = bw_auth_start(conf, start_err, sizeof(start_err));
+    ck_assert_ptr_nonnull(a);
+    bw_auth_stop(a);
+    conf->proxy_auth_allow_open = 0;
+    conf->proxy_listen_address = "::1";
+    conf->proxy_admin_listen_address = "10.1.2.3";
+    ck_assert_int_eq(bw_auth_check_open(conf, err, sizeof(err)), 0); /* admin_port 0: no admin listener */
+    conf->proxy_admin_port = 18090;
+    ck_assert_int_eq(bw_auth_check_open(conf, err, sizeof(err)), -1);
+    ck_assert_msg(strstr(err, "proxy.admin_listen_address \"10.1.2.3\""), "%s", err);
+    conf->proxy_auth_clients_file = "clients.conf"; /* authenticated: any address */
+    conf->proxy_listen_address = "0.0.0.0";
+    ck_assert_int_eq(bw_auth_check_open(conf, err, sizeof(err)), 0);
+    conf->proxy_listen_address = listen;
+    conf->proxy_admin_listen_address = admin;
+    conf->proxy_auth_clients_file = clients;
+    bw_config_destroy(conf);
+}
+END_TEST
+
 Suite *auth_suite(void) {
     Suite *s = suite_create("auth");
     TCase *tc = tcase_create("auth");
@@ -877,6 +919,7 @@ Suite *auth_suite(void) {
     tcase_add_test(tc, cert_identity_names);
     tcase_add_test(tc, tls_files);
     tcase_add_test(tc, token_expiry);
+    tcase_add_test(tc, protected_mode);
     suite_add_tcase(s, tc);
     return s;
 }
