@@ -345,6 +345,33 @@ static int conn_open(bw_applier_t *ap, int server, char *errstr, size_t errstr_s
     return 0;
 }
 
+/* The batch follows the ledger without a hole: its first message not applied yet is at
+ * the ledger's next offset, and each next one follows it (the batches topic is neither
+ * compacted nor transactional, so its offsets have no holes). A hole means the
+ * partition was read from the wrong place, and applying past it would skip writes for
+ * good: instead nothing of the batch commits and the shard stops (BW_FAIL_STOP: an
+ * alert, a probe every consumer.pause_ms). Messages before the ledger's offset are
+ * replays, skipped as ever. `stored` is -1 when nothing was applied yet. */
+static int check_contiguous(apply_ctx_t *x, int slot, int64_t stored, size_t cnt) {
+    int64_t expected = stored;
+    for (size_t i = 0; i < cnt; i++) {
+        int64_t offset = x->msgs[i]->offset;
+        if (offset < stored) continue;
+        if (expected >= 0 && offset != expected) {
+            snprintf(x->res->error, sizeof(x->res->error),
+                     "offset %lld of partition %d was read where %lld comes next%s: offsets %lld to %lld were not read "
+                     "(a positioning fault). Nothing is skipped: the shard stops until it reads again from its ledger "
+                     "(restart this consumer)", (long long)offset, slot, (long long)expected,
+                     expected == stored ? " (the shard's ledger)" : "", (long long)expected, (long long)offset - 1);
+            x->res->status = BW_APPLY_RETRY;
+            x->res->fail = BW_FAIL_STOP;
+            return -1;
+        }
+        expected = offset + 1;
+    }
+    return 0;
+}
+
 /* One attempt at the whole transaction on the server's connection (opened if none). */
 static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *msgs, size_t cnt,
                         bw_apply_result_t *res) {
@@ -368,6 +395,7 @@ static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *m
         failed_retry(&x, "reading the stored offset");
         goto rollback;
     }
+    if (check_contiguous(&x, slot, stored, cnt)) goto rollback;
 
     x.dec = bw_arena_alloc(&ap->arena, cnt * sizeof(*x.dec));
     x.undecodable = bw_arena_alloc(&ap->arena, cnt * sizeof(*x.undecodable));

@@ -202,6 +202,54 @@ END_TEST
 
 /* A dropped column stops the shard: the batch is kept (retry with BW_FAIL_STOP), nothing
  * is recorded as failed, the offset does not move; with the column back it applies. */
+/* A message that is not where the ledger says the next one is stops the shard: nothing of
+ * the batch commits, and the error names the offsets not read. */
+START_TEST(offset_gap_stops_never_skips) {
+    if (!setup()) return;
+    static msg_t m0, m1, m2, m3, m4, m5;
+    uint64_t creates[] = {pin(31)}, more[] = {pin(32)}, again[] = {pin(33)}, last[] = {pin(34)};
+    bw_apply_result_t res;
+    rd_kafka_message_t *ms[3];
+    /* nothing applied yet: the first message may be anywhere, but the next must follow it */
+    make_msg(&m0, 7, JOB_A, 0, BW_OP_CREATE, creates, 1, "a");
+    make_msg(&m1, 9, JOB_A, 1, BW_OP_CREATE, more, 1, "b");
+    ms[0] = &m0.m, ms[1] = &m1.m;
+    bw_applier_apply(&ap, 0, ms, 2, &res);
+    ck_assert_int_eq(res.status, BW_APPLY_RETRY);
+    ck_assert_int_eq(res.fail, BW_FAIL_STOP);
+    ck_assert_msg(strstr(res.error, "offset 9 of partition 0 was read where 8 comes next: offsets 8 to 8 were not read"),
+                  "error: %s", res.error);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 0); /* not even offset 7's row */
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.bw_offsets"), 0);
+    apply((msg_t *[]){&m0}, 1, &res);
+    ck_assert_int_eq(res.next_offset, 8);
+    /* the ledger says 8: a batch starting at 9, or a replay of 7 followed by 9, stops */
+    bw_applier_apply(&ap, 0, (rd_kafka_message_t *[]){&m1.m}, 1, &res);
+    ck_assert_int_eq(res.fail, BW_FAIL_STOP);
+    ck_assert_msg(strstr(res.error, "where 8 comes next (the shard's ledger): offsets 8 to 8"), "error: %s", res.error);
+    ms[0] = &m0.m, ms[1] = &m1.m;
+    bw_applier_apply(&ap, 0, ms, 2, &res);
+    ck_assert_int_eq(res.status, BW_APPLY_RETRY);
+    ck_assert_int_eq(res.fail, BW_FAIL_STOP);
+    ck_assert_uint_eq(res.messages_skipped, 0);
+    make_msg(&m2, 12, JOB_B, 0, BW_OP_CREATE, again, 1, "c");
+    bw_applier_apply(&ap, 0, (rd_kafka_message_t *[]){&m2.m}, 1, &res);
+    ck_assert_msg(strstr(res.error, "offsets 8 to 11 were not read"), "error: %s", res.error);
+    ck_assert_int_eq(scalar("SELECT next_offset FROM bwapply00000.bw_offsets"), 8);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 1);
+    /* read from the right place, the same rows apply, each once */
+    make_msg(&m3, 8, JOB_A, 1, BW_OP_CREATE, more, 1, "b");
+    make_msg(&m4, 9, JOB_B, 0, BW_OP_CREATE, again, 1, "c");
+    make_msg(&m5, 10, JOB_C, 0, BW_OP_CREATE, last, 1, "d");
+    apply((msg_t *[]){&m0, &m3, &m4, &m5}, 4, &res);
+    ck_assert_uint_eq(res.messages_skipped, 1);
+    ck_assert_int_eq(res.next_offset, 11);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 4);
+    ck_assert_int_eq(scalar("SELECT next_offset FROM bwapply00000.bw_offsets"), 11);
+    teardown();
+}
+END_TEST
+
 START_TEST(schema_drift_stops_not_dead_letters) {
     if (!setup()) return;
     static msg_t m0;
@@ -685,6 +733,7 @@ Suite *apply_suite(void) {
     tcase_add_test(tc, dead_letter_record_carries_op_and_reason);
     tcase_add_test(tc, dead_letter_keeps_empty_values_and_bad_text);
     tcase_add_test(tc, schema_drift_stops_not_dead_letters);
+    tcase_add_test(tc, offset_gap_stops_never_skips);
     tcase_add_test(tc, error_table);
     tcase_add_test(tc, statements_split_by_bytes_in_one_transaction);
     tcase_add_test(tc, split_statements_share_one_commit);
