@@ -62,6 +62,7 @@ struct bw_metrics {
     /* proxy */
     uint64_t status_counts[600];
     uint64_t ops_accepted, ops_rejected, ops_not_accepted, messages, parts_taken_before, linger_flushes;
+    uint64_t producers_rebuilt;
     histogram_t accept_latency;
     uint64_t jobs_entries, jobs_bytes, jobs_max_bytes, jobs_evicted, jobs_found_in_topic; /* the job index */
     client_stats_t *clients;
@@ -153,6 +154,12 @@ void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages) {
 void bw_metrics_linger_flush(bw_metrics_t *m) {
     pthread_mutex_lock(&m->mu);
     m->linger_flushes++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_producer_rebuilt(bw_metrics_t *m) {
+    pthread_mutex_lock(&m->mu);
+    m->producers_rebuilt++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -533,6 +540,12 @@ static const row_t table[] = {
       "producer flushes for a batch request alone in the proxy: the batches the producer held went "
       "to Kafka without waiting `linger.ms` for other requests' messages (docs/architecture.md)"},
      one, TOTAL(linger_flushes), V_U64, NULL},
+    {{"bulkwrite_proxy_producers_rebuilt_total", BW_METRIC_COUNTER, "", BW_METRIC_PROXY,
+      "Producers destroyed and made again after librdkafka raised a fatal error on them.",
+      "producers destroyed and made again after librdkafka raised a fatal error on them (an "
+      "idempotent producer that lost its sequence); their requests got 503 meanwhile, and /readyz "
+      "failed (docs/reliability.md)"},
+     one, TOTAL(producers_rebuilt), V_U64, NULL},
     {{"bulkwrite_proxy_backlog_refused_ops_total", BW_METRIC_COUNTER, "shard", BW_METRIC_PROXY,
       "Valid ops answered 429 because their shard's backlog in Kafka was full (the client resends).",
       "valid ops answered 429 because the shard's backlog was full (the client resends them)"},

@@ -51,6 +51,7 @@ void bw_metrics_parts_taken_before(bw_metrics_t *m, uint64_t messages);
 /* A producer flushed for a batch request alone in the proxy: what it held went to Kafka
  * without waiting linger.ms. @locality a producer's poller thread */
 void bw_metrics_linger_flush(bw_metrics_t *m);
+void bw_metrics_producer_rebuilt(bw_metrics_t *m);
 /* A client (proxy/auth.h; its name is a safe label) was refused: `requests` answered 403
  * for its role, `ops` refused one by one outside its scopes. Counted per client name,
  * across reloads of the clients file; past 1,000 names they add up under "(other)". */

@@ -119,6 +119,7 @@ int main(int argc, char **argv) {
             bw_daemon_reload(&d, proxy.conf);
             bw_auth_reload(proxy.auth, proxy.conf); /* the file the running config names */
         }
+        bw_producers_recover(); /* a producer librdkafka raised a fatal error on */
     }
     bw_info(COMPONENT, "shutting down: finishing requests in flight");
     stop();

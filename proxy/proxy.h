@@ -36,12 +36,16 @@
 
 /* One producer of the pool. */
 typedef struct {
+    int index;
     rd_kafka_t *rk;
     rd_kafka_topic_t *rkt[BW_LANES_MAX]; /* each lane's batches topic */
     pthread_t poller;
     rd_kafka_queue_t *reports; /* its delivery reports' queue: a yield on it wakes the poller */
     int linger_ms;             /* its linger.ms */
     atomic_int send_now;       /* set by a request alone in the proxy: send, do not linger */
+    atomic_int stop;           /* its poller ends (a rebuild) */
+    atomic_int fatal;          /* librdkafka raised a fatal error: rebuild it (bw_producers_recover) */
+    char fatal_why[256];       /* what it said, for /readyz and the log (written before fatal is set) */
 } bw_producer_t;
 
 typedef struct {
@@ -50,7 +54,11 @@ typedef struct {
                                  records': one record at a time, acks awaited at once, so
                                  it never lingers (linger.ms 0: 5 ms less per request) */
     int producer_cnt;         /* conf->proxy_producers + 1 */
-    rd_kafka_t *rk;           /* the records' producer; also metadata and offset queries */
+    pthread_rwlock_t producers_lock; /* read: a request producing and awaiting acks; write: a rebuild */
+    rd_kafka_t *rk;           /* metadata, topics and offset queries: a client that never produces (so
+                                 never fatal), kept while producers are rebuilt */
+    rd_kafka_topic_t *rkt;    /* the batches topic on rk (/readyz) */
+    const char *brokers;      /* -b, or NULL: kafka.brokers (a rebuilt producer's) */
     struct MHD_Daemon *httpd;
     struct MHD_Daemon *admin_httpd; /* NULL: the admin API is on httpd */
     bw_tls_t *tls;                  /* NULL: plain HTTP */
@@ -92,6 +100,13 @@ typedef enum {
 int bw_producers_start(const char *brokers, char *err, size_t err_size);
 /* Opens each lane's topic on every producer, learns its leaders, starts the pollers. */
 void bw_producers_run(void);
+/* Rebuilds every producer librdkafka raised a fatal error on (an idempotent producer
+ * that lost its sequence; librdkafka 2.0.2 can after a broker disconnect): its queued
+ * messages fail (their requests answer 503, resend-safe), it is destroyed and made
+ * again. The main loop calls it. Returns how many were rebuilt. */
+int bw_producers_recover(void);
+/* 1 when no producer is in a fatal state; else 0 with why (/readyz). */
+int bw_producers_ready(char *why, size_t why_size);
 /* Stops the pollers (after the listeners: requests in flight still get their acks). */
 void bw_producers_stop_polling(void);
 /* Flushes and destroys every producer. */

@@ -219,8 +219,10 @@ static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url,
 
 /* /readyz: ready while a broker answers a metadata request. @locality an HTTP thread */
 static int kafka_reachable(void) {
+    char why[300];
+    if (!bw_producers_ready(why, sizeof(why))) return 0; /* a producer is being rebuilt */
     const struct rd_kafka_metadata *md;
-    if (rd_kafka_metadata(proxy.rk, 0, proxy.producers[proxy.producer_cnt - 1].rkt[0], &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
+    if (rd_kafka_metadata(proxy.rk, 0, proxy.rkt, &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
     rd_kafka_metadata_destroy(md);
     return 1;
 }

@@ -385,8 +385,9 @@ static enum MHD_Result reply(submit_t *s) {
            "backlog", s->req->n_ops, s->accepted, s->set.msg_cnt, s->all_cnt, s->backlog_ops);
     char retry_after[16];
     snprintf(retry_after, sizeof(retry_after), "%d", proxy.conf->backlog_retry_after_s);
+    int retry = s->backlog_ops || s->failed_ops; /* 429 and 503 both say when to resend */
     return bw_daemon_reply_with(s->c, status, s->fmt == BW_FMT_JSON ? "application/json" : "application/x-protobuf",
-                                body, body_len, 1, s->backlog_ops ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, retry_after);
+                                body, body_len, 1, retry ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, retry_after);
 }
 
 enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up) {

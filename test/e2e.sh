@@ -525,6 +525,52 @@ open_refused() {
 }
 check "without a clients file, a proxy on 0.0.0.0 refuses to start and check-config fails, naming proxy.auth.allow_open (which turns it into a warning)" open_refused
 
+# A fatal producer error (librdkafka 2.0.2 can raise one on an idempotent producer after a
+# broker disconnect), injected into producer 0 (shards 0, 8, …) of a second proxy, whose
+# rebuild waits while $WORK/fatal-hold exists: /readyz fails, the ops for shard 0 get 503
+# with Retry-After (the other shard's are accepted), and once the producer is rebuilt the
+# same request again is 202 and each pin is in place once.
+touch "$WORK/fatal-hold"
+BW_TEST_PRODUCER_FATAL="$WORK/fatal-hold" "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" -p 0 --port-file "$WORK/fatal.port" \
+    >"$WORK/proxy-fatal.log" 2>&1 &
+pids+=($!)
+wait_for 60 test -s "$WORK/fatal.port" || { echo "the second proxy did not start"; tail "$WORK/proxy-fatal.log"; exit 1; }
+FATAL=http://127.0.0.1:$(cat "$WORK/fatal.port")
+pin0=$(( (1 << 36) | 900001 )) pin1=$(( (1 << 46) | (1 << 36) | 900001 )) owner1=$(( (1 << 46) | 42 ))
+fatal_body=$(printf '{"request_id":"fatal-1","ops":[{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"title":"fatal"}},{"op":"create","object_type":"pin","id":%d,"shard_key":"%d","fields":{"owner_id":%d,"title":"fatal"}}]}' \
+    $pin0 $pin1 $owner1 $owner1)
+readyz_is() { test "$(curl -s -o /dev/null -w '%{http_code}' "$FATAL/readyz")" = "$1"; }
+fatal_unready() { wait_for 20 readyz_is 503 &&
+    grep -q 'producer 0: fatal error .*injected by BW_TEST_PRODUCER_FATAL; its requests get 503' "$WORK/proxy-fatal.log"; }
+check "a producer in a fatal state fails /readyz, and the log says which and why" fatal_unready
+fatal_503() {
+    local code
+    code=$(curl -s -D "$WORK/fatal.headers" -o "$WORK/fatal.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary "$fatal_body" "$FATAL/v1/batches")
+    cat "$WORK/fatal.json"
+    [ "$code" = 503 ] && grep -qi '^Retry-After: 1' "$WORK/fatal.headers" && grep -q '"accepted":1' "$WORK/fatal.json" &&
+        grep -q '"index":0,"reason":"not accepted: Kafka did not acknowledge it (Broker: Broker received an out of order sequence number)' "$WORK/fatal.json" &&
+        ! grep -q '"index":1' "$WORK/fatal.json"
+}
+check "meanwhile the ops for its shards get 503 with Retry-After, the others are accepted" fatal_503
+rm -f "$WORK/fatal-hold"
+rebuilt() { readyz_is 200 && grep -q 'producer 0 rebuilt after its fatal error' "$WORK/proxy-fatal.log" &&
+    curl -sf "$FATAL/metrics" | grep -q '^bulkwrite_proxy_producers_rebuilt_total 1$'; }
+check "the producer is rebuilt by itself: /readyz is 200 again, counted in bulkwrite_proxy_producers_rebuilt_total" \
+    wait_for 30 rebuilt
+fatal_resent() {
+    local code
+    code=$(curl -s -o "$WORK/fatal2.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary "$fatal_body" "$FATAL/v1/batches")
+    cat "$WORK/fatal2.json"
+    [ "$code" = 202 ] && grep -q '"accepted":2' "$WORK/fatal2.json"
+}
+check "the same request again is 202" fatal_resent
+fatal_rows() {
+    test "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT (SELECT COUNT(*) FROM db00000.pins WHERE id = $pin0 AND title = 'fatal') + (SELECT COUNT(*) FROM db00001.pins WHERE id = $pin1 AND title = 'fatal')")" = 2
+}
+check "each of its pins is in place, once" wait_for 60 fatal_rows
+
 if [ "$MODE" = kafka ]; then
     # With the broker gone, nothing may be reported as accepted: both ops come back as
     # not accepted, with the reason, once produce_timeout_ms (3 s here) has passed.

@@ -101,6 +101,7 @@ static bw_metrics_t *filled(const bw_config_t *conf, bw_metrics_role_t role) {
         bw_metrics_backlog_refused(m, 3, 5);
         bw_metrics_parts_taken_before(m, 2);
         bw_metrics_linger_flush(m);
+        bw_metrics_producer_rebuilt(m);
         bw_metrics_client_refused(m, "feed", 1, 2);
         bw_metrics_client_over_quota(m, "feed", BW_QUOTA_BYTES);
         bw_metrics_client_accepted(m, "spam", 7, 900);
