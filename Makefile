@@ -12,6 +12,9 @@
 #   make fuzz [FUZZ_SECONDS=60]             the libFuzzer harnesses from the committed seeds
 #   make bench [BENCH_RUNS=3]               throughput, rate precision and isolation as ratios
 #                                           against same-run baselines (docs/performance.md)
+#   make install [PREFIX=/usr/local] [DESTDIR=]   the programs, the example config, the docs,
+#                                           the systemd units and sysusers file (docs/deployment.md)
+#   make uninstall                          removes what install put there, but the config
 
 SANITIZE ?=
 comma := ,
@@ -50,7 +53,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check clean
+.PHONY: lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -123,7 +126,7 @@ fuzz: build/fuzz/fuzz-request build/fuzz/fuzz-forward
 # (BW_TEST_PORT_OFFSET). Each line says its lane; a failure in either fails the check.
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
-	$(MAKE) docs-check unit
+	$(MAKE) docs-check install-check unit
 	$(MAKE) -j2 check-lane-embedded check-lane-kafka
 LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
 check-lane-embedded:
@@ -216,6 +219,49 @@ docs-check: $(BIN)/bwctl
 	  || { echo "docs/configuration.md is stale: run 'make docs'"; exit 1; }
 	@$(BIN)/bwctl metrics-doc docs/api.md | diff -u docs/api.md - \
 	  || { echo "the metric list in docs/api.md is stale: run 'make docs'"; exit 1; }
+
+# ---- installation (docs/deployment.md) ------------------------------------------------
+# The daemons, bwctl, and bw-workload (its dead-letters command is in the runbook); the test
+# servers and baselines (bw-kafka-embedded, bw-bench) stay in bin/. An existing config is
+# never overwritten: the new example goes next to it as bulkwrite.conf.example.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+DOCDIR ?= $(PREFIX)/share/doc/bulkwrite
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+INSTALL_PROGRAMS := bw-proxy bw-consumer bwctl bw-workload
+UNITS := bw-proxy.service bw-consumer.service bw-consumer@.service
+CONF_DIR = $(DESTDIR)$(SYSCONFDIR)/bulkwrite
+
+install: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
+	for p in $(INSTALL_PROGRAMS); do install -D -m 0755 $(BIN)/$$p $(DESTDIR)$(BINDIR)/$$p || exit 1; done
+	if [ -e $(CONF_DIR)/bulkwrite.conf ]; then \
+	  install -D -m 0644 conf/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf.example && \
+	  echo "kept $(CONF_DIR)/bulkwrite.conf; the new example is bulkwrite.conf.example next to it"; \
+	else install -D -m 0644 conf/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf; fi
+	install -D -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	for f in docs/*.md; do install -D -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
+	install -D -m 0644 conf/bulkwrite.conf $(DESTDIR)$(DOCDIR)/examples/bulkwrite.conf
+	install -D -m 0644 conf/clients.example.conf $(DESTDIR)$(DOCDIR)/examples/clients.example.conf
+	@mkdir -p $(BUILD)/systemd
+	for u in $(UNITS); do \
+	  sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
+	      systemd/$$u > $(BUILD)/systemd/$$u && \
+	  install -D -m 0644 $(BUILD)/systemd/$$u $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
+	install -D -m 0644 systemd/bulkwrite.sysusers $(DESTDIR)$(SYSUSERSDIR)/bulkwrite.conf
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_PROGRAMS)) $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) \
+	      $(DESTDIR)$(SYSUSERSDIR)/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf.example
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@echo "left $(CONF_DIR)/bulkwrite.conf and the bulkwrite user in place"
+
+# make install into temp dirs (PREFIX=/usr and /opt/bulkwrite), the tree checked,
+# the units verified by systemd-analyze; needs no root and starts no server
+install-check: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
+	test/install.sh
 
 clean:
 	rm -rf build bin

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bw.h"
 #include "log.h"
+#include "notify.h"
 
 static void usage(const bw_daemon_t *d, FILE *out) {
     fprintf(out,
@@ -175,7 +177,43 @@ void bw_daemon_handle_signals(atomic_int *run, atomic_int *reload) {
 
 static void set_log_level(const bw_config_t *c) { bw_log_set_level((bw_log_level_t)c->log_level); }
 
+void bw_daemon_ready(bw_daemon_t *d, const char *status) {
+    if (d->ready) return;
+    char state[512];
+    snprintf(state, sizeof(state), "READY=1\nSTATUS=%s", status);
+    bw_notify(state);
+    d->ready = 1;
+}
+
+/* RELOADING=1 carries the monotonic clock, as systemd 253's Type=notify-reload asks
+ * (older systemd ignores it); the reload's end says its outcome. */
+static void notify_reloading(const bw_daemon_t *d) {
+    if (!d->ready) return;
+    char state[64];
+    snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%lld", (long long)bw_now_us());
+    bw_notify(state);
+}
+
+static void notify_reloaded(const bw_daemon_t *d, const char *outcome) {
+    if (!d->ready) return;
+    char state[256];
+    snprintf(state, sizeof(state), "READY=1\nSTATUS=%s", outcome);
+    bw_notify(state);
+}
+
+static int reload_config(const bw_daemon_t *d, bw_config_t *running);
+
 int bw_daemon_reload(const bw_daemon_t *d, bw_config_t *running) {
+    notify_reloading(d);
+    int applied = reload_config(d, running);
+    char outcome[128];
+    if (applied < 0) snprintf(outcome, sizeof(outcome), "SIGHUP refused: the running config stays (see the log)");
+    else snprintf(outcome, sizeof(outcome), "SIGHUP reloaded: %d keys applied", applied);
+    notify_reloaded(d, outcome);
+    return applied;
+}
+
+static int reload_config(const bw_daemon_t *d, bw_config_t *running) {
     char err[1024];
     bw_config_t *next = bw_config_load(d->config_path, err, sizeof(err));
     if (!next) {

@@ -2,7 +2,8 @@
  *
  * The shared command line (-c/--config, -b/--brokers, -p/--port, --port-file,
  * --dump-config, -h/--help), loading and validating the configuration, the log level,
- * the HTTP listener, and the signals that ask for a clean shutdown. */
+ * the HTTP listener, the signals that ask for a clean shutdown, and what systemd is told
+ * of startup and reloads (notify.h). */
 #ifndef BW_DAEMON_H
 #define BW_DAEMON_H
 
@@ -28,6 +29,7 @@ typedef struct {
     const char *brokers;   /* --brokers, or NULL for kafka.brokers */
     const char *port_file; /* --port-file, or NULL */
     int port;              /* --port, or -1 for the config's port */
+    int ready;             /* READY=1 was sent (bw_daemon_ready) */
 } bw_daemon_t;
 
 /* Parses the command line and loads the configuration. Returns it (owned by the caller)
@@ -79,11 +81,17 @@ int bw_daemon_serve_ops(struct MHD_Connection *c, const char *method, const char
  * config file); SIGPIPE is ignored (a client hanging up is not fatal). */
 void bw_daemon_handle_signals(atomic_int *run, atomic_int *reload);
 
+/* Tells systemd the daemon is ready (READY=1, with `status` for systemctl status), once:
+ * later calls do nothing. A no-op outside systemd (notify.h). */
+void bw_daemon_ready(bw_daemon_t *d, const char *status);
+
 /* SIGHUP: reloads d->config_path into `running` as the key table's reload column says
  * for d->process (bw_config_reload), then runs d's hooks of the applied keys. Logs one
  * line: the keys applied (and the changed ones this daemon does not read), or the
  * refusal naming every changed key that needs a restart (nothing applied then), or why
- * the file does not load. Returns the number of keys applied, -1 if refused. */
+ * the file does not load. Tells systemd RELOADING=1 before and READY=1 after, with the
+ * outcome as its STATUS (only once the daemon said READY=1: a reload during startup does
+ * not end it early). Returns the number of keys applied, -1 if refused. */
 int bw_daemon_reload(const bw_daemon_t *d, bw_config_t *running);
 
 #endif

@@ -23,6 +23,7 @@
 #include "consumer.h"
 #include "daemon.h"
 #include "log.h"
+#include "notify.h"
 
 bw_consumer_t consumer;
 
@@ -139,6 +140,9 @@ static void run(bw_daemon_t *d) {
     bw_daemon_handle_signals(&consumer.run, &reload_requested);
     int64_t next_gauges = 0, next_status = 0, next_progress = 0, next_delete = 0, next_commit = 0;
     int64_t wait_us = 0;
+    char consumer_status[sizeof(consumer.instance) + 320];
+    snprintf(consumer_status, sizeof(consumer_status), "in group %s; metrics on http://%s", conf->consumer_group,
+             consumer.instance);
     while (atomic_load(&consumer.run)) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer.rk, (int)(wait_us / 1000));
         for (int i = 0; m && i < 10000; i++) { /* drain what is already fetched without blocking */
@@ -148,6 +152,8 @@ static void run(bw_daemon_t *d) {
         if (m) bw_partition_buffer(m);
         bw_pool_collect(0);
         if (atomic_exchange(&reload_requested, 0)) bw_daemon_reload(d, consumer.conf);
+        /* ready as /readyz says it: once the group gave this consumer its share */
+        if (!d->ready && atomic_load(&consumer.joined)) bw_daemon_ready(d, consumer_status);
         unsigned version = bw_shard_table_version(consumer.table);
         if (version != consumer.table_version) {
             consumer.table_version = version;
@@ -254,6 +260,7 @@ int main(int argc, char **argv) {
     if (start(&d)) return 1;
     atomic_store(&consumer.run, 1);
     run(&d);
+    bw_notify("STOPPING=1");
     stop();
     return 0;
 }

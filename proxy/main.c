@@ -18,6 +18,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "notify.h"
 #include "proxy.h"
 
 bw_proxy_t proxy;
@@ -52,8 +53,9 @@ static int start(bw_daemon_t *d) {
 }
 
 /* The listeners: one thread per connection (a request's thread waits for its
- * acknowledgements); both have the same TLS and bounds (each its own connections). */
-static int listen_http(bw_daemon_t *d) {
+ * acknowledgements); both have the same TLS and bounds (each its own connections).
+ * `status` gets where it listens, for systemd. */
+static int listen_http(bw_daemon_t *d, char *status, size_t status_size) {
     const bw_config_t *conf = proxy.conf;
     static const bw_listener_t listeners[] = {BW_LISTENER_ONLY, BW_LISTENER_DATA, BW_LISTENER_ADMIN};
     int split = conf->proxy_admin_port != 0, bound, admin_bound = 0;
@@ -77,6 +79,7 @@ static int listen_http(bw_daemon_t *d) {
     bw_info(COMPONENT, "listening on %s://%s:%d%s, topic %s, %d shards", scheme, conf->proxy_listen_address, bound,
             split ? "" : " (the admin API too)", conf->topic, conf->shard_count);
     if (split) bw_info(COMPONENT, "admin API on %s://%s:%d", scheme, conf->proxy_admin_listen_address, admin_bound);
+    snprintf(status, status_size, "listening on %s://%s:%d", scheme, conf->proxy_listen_address, bound);
     if (proxy.tls)
         bw_info(COMPONENT, "TLS: client certificates %s", !proxy.tls->ca_pem ? "not asked for"
                                                           : proxy.tls->require_client_cert ? "required"
@@ -106,12 +109,14 @@ int main(int argc, char **argv) {
     if (!(proxy.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) proxy.conf->proxy_port = d.port;
     atomic_store(&proxy.run, 1);
-    if (start(&d) || listen_http(&d)) {
+    char status[300];
+    if (start(&d) || listen_http(&d, status, sizeof(status))) {
         stop();
         return 1;
     }
     atomic_int reload = 0;
     bw_daemon_handle_signals(&proxy.run, &reload);
+    bw_daemon_ready(&d, status); /* after the signal handlers: systemd may reload at once */
     while (atomic_load(&proxy.run)) {
         usleep(100000);
         /* SIGHUP: the keys the table applies for the proxy, and the clients file */
@@ -122,6 +127,7 @@ int main(int argc, char **argv) {
         bw_producers_recover(); /* a producer librdkafka raised a fatal error on */
     }
     bw_info(COMPONENT, "shutting down: finishing requests in flight");
+    bw_notify("STOPPING=1");
     stop();
     return 0;
 }

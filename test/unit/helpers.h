@@ -101,5 +101,6 @@ Suite *quota_suite(void);
 Suite *scrub_suite(void);
 Suite *throttle_suite(void);
 Suite *gate_suite(void);
+Suite *notify_suite(void);
 
 #endif
