@@ -86,7 +86,9 @@ typedef struct {
     int jobs_retention_ms;
     int create_topic;
     int allow_retention;    /* an operator's retention on the batches topic: warn, not refuse */
-    int replication_factor;
+    int replication_factor;   /* of a topic bulkwrite creates; an existing one may not have fewer */
+    int min_insync_replicas;  /* likewise: replicas that must have a write before it is acknowledged */
+    int allow_weak_durability; /* a topic weaker than the two above: warn, not refuse */
     int message_max_bytes;
     char **properties; int property_cnt;                 /* both clients */
     char **producer_properties; int producer_property_cnt;

@@ -271,8 +271,20 @@ const key_t_ bw_config_top_keys[] = {
      "messages before they are applied (logged as a warning with the bound it implies). When "
      "false such a topic stops startup. Topics bulkwrite creates have no time or size "
      "retention: the consumer deletes what every shard has applied (DeleteRecords).", RESTART},
-    {"kafka.replication_factor", K_INT, OFF(replication_factor), 0, 1, 16, "1", NULL, NULL, 0,
-     "Replication factor of a topic bulkwrite creates.", RESTART},
+    {"kafka.replication_factor", K_INT, OFF(replication_factor), 0, 1, 16, "3", NULL, NULL, 0,
+     "Replicas of each partition of a topic bulkwrite creates (batches, jobs, control, status, "
+     "dead letters). At startup an existing topic with fewer stops the daemon (or a warning with "
+     "allow_weak_durability). A single test broker needs 1 (and min_insync_replicas 1). The "
+     "embedded Kafka has one replica whatever this says.", RESTART},
+    {"kafka.min_insync_replicas", K_INT, OFF(min_insync_replicas), 0, 1, 16, "2", NULL, NULL, 0,
+     "min.insync.replicas of a topic bulkwrite creates: with acks=all a write is acknowledged (and "
+     "the proxy answers 202) only once this many replicas have it, so one lost disk loses nothing "
+     "accepted. While fewer replicas are in sync the proxy answers 503. At most "
+     "replication_factor; an existing topic with less stops startup as above.", RESTART},
+    {"kafka.allow_weak_durability", K_BOOL, OFF(allow_weak_durability), 0, 0, 0, "false", NULL, NULL, 0,
+     "Start even if an existing topic has fewer replicas or a lower min.insync.replicas than "
+     "configured, or a control topic whose records can expire (a warning naming the setting). "
+     "false: such a topic stops startup.", RESTART},
     {"kafka.message_max_bytes", K_INT, OFF(message_max_bytes), 0, 1024, 100000000, "1000000", NULL,
      NULL, 0, "Largest Kafka message the batcher writes; bigger batches are split.", RESTART},
     {"kafka.properties", K_STRLIST, OFF(properties), OFF(property_cnt), 0, 1000, "[]", NULL, NULL,

@@ -2,6 +2,7 @@
  * coverage, names, lanes, rate bounds) and the derived fields (per-shard rates and
  * servers, lane topics). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,13 @@ bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx
     const config_setting_t *root = config_root_setting(cf);
     bw_err_t lanes_err = validate_lanes(c, root, ctx);
     if (lanes_err) return lanes_err;
+    if (c->min_insync_replicas > c->replication_factor) {
+        char what[160];
+        snprintf(what, sizeof(what), "%d is more than kafka.replication_factor (%d)", c->min_insync_replicas,
+                 c->replication_factor);
+        return bw_config_fail_at(ctx, bw_config_lookup(root, "kafka.min_insync_replicas"),
+                                 "kafka.min_insync_replicas: %s: no write could ever be acknowledged%s", what, "");
+    }
     if (!is_identifier(c->database_prefix))
         return bw_config_fail_at(ctx, bw_config_lookup(root, "shards.database_prefix"),
                        "shards.database_prefix: \"%s\" is not an identifier [A-Za-z0-9_]%s",

@@ -154,8 +154,9 @@ static rd_kafka_event_t *admin_wait(rd_kafka_queue_t *q, int timeout_ms, const c
 
 /* ---------------------------------------------------------------- topics */
 
-/* Partition count of the topic, 0 if it does not exist, -1 on error. */
-static int partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, char *errstr,
+/* Partition count of the topic, 0 if it does not exist, -1 on error; *replicas gets the
+ * fewest replicas of any of its partitions. */
+static int partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, int *replicas, char *errstr,
                            size_t errstr_size) {
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
     const struct rd_kafka_metadata *md = NULL;
@@ -177,13 +178,18 @@ static int partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms, ch
                   rd_kafka_err2str(md->topics[0].err));
     else
         cnt = md->topics[0].partition_cnt;
+    *replicas = 0;
+    for (int i = 0; cnt > 0 && i < md->topics[0].partition_cnt; i++)
+        if (!i || md->topics[0].partitions[i].replica_cnt < *replicas) *replicas = md->topics[0].partitions[i].replica_cnt;
     rd_kafka_metadata_destroy(md);
     return cnt;
 }
 
 /* Broker-side settings of a topic bulkwrite creates. */
 static void set_topic_configs(rd_kafka_NewTopic_t *nt, const bw_config_t *conf, bw_topic_kind_t kind) {
-    char ms[24];
+    char ms[24], isr[8];
+    snprintf(isr, sizeof(isr), "%d", conf->min_insync_replicas);
+    rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", isr);
     switch (kind) {
     case BW_TOPIC_LOG:
         break;
@@ -195,11 +201,18 @@ static void set_topic_configs(rd_kafka_NewTopic_t *nt, const bw_config_t *conf, 
         break;
     case BW_TOPIC_TABLE:
         rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+        /* compaction cleans closed segments only: one an hour keeps the status records
+         * (every shard's, every few seconds) at about one per key plus an hour's */
+        rd_kafka_NewTopic_set_config(nt, "segment.ms", "3600000");
         break;
     case BW_TOPIC_EXPIRING:
         snprintf(ms, sizeof(ms), "%lld", (long long)conf->jobs_retention_ms);
         rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact,delete");
         rd_kafka_NewTopic_set_config(nt, "retention.ms", ms);
+        /* a job's latest record holds every attempt's parts (proxy/submit.c), so compaction
+         * may drop the earlier ones; none is dropped within the hour a client resends in */
+        rd_kafka_NewTopic_set_config(nt, "segment.ms", "3600000");
+        rd_kafka_NewTopic_set_config(nt, "min.compaction.lag.ms", "3600000");
         break;
     }
 }
@@ -214,8 +227,8 @@ static int create_may_settle(rd_kafka_resp_err_t err) {
 
 /* The outcome of CreateTopics for one topic: 0 created (or created first by another
  * process), 1 not known yet (errstr says why; the metadata decides), -1 refused. */
-static int create_outcome(rd_kafka_event_t *ev, const char *topic, int partitions, char *errstr,
-                          size_t errstr_size) {
+static int create_outcome(rd_kafka_event_t *ev, const bw_config_t *conf, const char *topic, int partitions,
+                          char *errstr, size_t errstr_size) {
     size_t cnt;
     const rd_kafka_topic_result_t **res =
         rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &cnt);
@@ -227,11 +240,17 @@ static int create_outcome(rd_kafka_event_t *ev, const char *topic, int partition
         bw_info("kafka", "topic %s was created meanwhile by another process", topic);
         return 0;
     }
+    if (err == RD_KAFKA_RESP_ERR_INVALID_REPLICATION_FACTOR)
+        return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s (kafka.replication_factor is %d: "
+                         "the cluster needs at least that many brokers; a single test broker needs "
+                         "kafka.replication_factor = 1 and kafka.min_insync_replicas = 1)",
+                         topic, why ? why : rd_kafka_err2str(err), conf->replication_factor), -1;
     if (err) {
         bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "creating topic %s: %s", topic, why ? why : rd_kafka_err2str(err));
         return create_may_settle(err) ? 1 : -1;
     }
-    bw_info("kafka", "created topic %s with %d partitions", topic, partitions);
+    bw_info("kafka", "created topic %s with %d partitions, %d replicas, min.insync.replicas %d", topic, partitions,
+            conf->replication_factor, conf->min_insync_replicas);
     return 0;
 }
 
@@ -248,7 +267,7 @@ static int create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *top
     rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
     rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "creating", topic, errstr, errstr_size);
     /* no answer at all, or a request that failed as a whole: the metadata decides */
-    int ret = ev ? create_outcome(ev, topic, partitions, errstr, errstr_size) : 1;
+    int ret = ev ? create_outcome(ev, conf, topic, partitions, errstr, errstr_size) : 1;
     if (ev) rd_kafka_event_destroy(ev);
     rd_kafka_AdminOptions_destroy(opt);
     rd_kafka_queue_destroy(q);
@@ -265,11 +284,11 @@ static int create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *top
  * creation whose outcome is unknown are waited out; the error then names the topic and the
  * last reason. */
 static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int partitions,
-                         bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
+                         bw_topic_kind_t kind, int timeout_ms, int *replicas, char *errstr, size_t errstr_size) {
     int64_t give_up = bw_now_us() + TOPIC_DEADLINE_MS * 1000LL;
     char why[384] = "";
     int asked = 0, cnt;
-    while ((cnt = partition_count(rk, topic, timeout_ms, why, sizeof(why))) <= 0) {
+    while ((cnt = partition_count(rk, topic, timeout_ms, replicas, why, sizeof(why))) <= 0) {
         if (cnt == 0 && !asked) {
             if (!conf->create_topic)
                 return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
@@ -288,11 +307,6 @@ static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *to
         rd_kafka_poll(rk, 200);
     }
     return cnt;
-}
-
-bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic,
-                                    bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
-    return ensure_exists(rk, conf, topic, 1, kind, timeout_ms, errstr, errstr_size) < 0 ? BW_ERR_KAFKA : BW_OK;
 }
 
 int bw_kafka_is_embedded(rd_kafka_t *rk, int timeout_ms) {
@@ -367,32 +381,35 @@ static bw_err_t check_retention(const bw_config_t *conf, const char *topic, cons
     return BW_OK;
 }
 
-/* Takes one of the settings check_retention needs from a DescribeConfigs entry; returns its
- * bit in the `found` mask of read_retention (0 for any other entry). */
-static int read_entry(const rd_kafka_ConfigEntry_t *e, char *policy, size_t policy_size,
-                      bw_topic_retention_t *r) {
+/* What a topic keeps and for how long, as the broker reports it (DescribeConfigs). */
+typedef struct {
+    char policy[64];
+    int64_t retention_ms, retention_bytes;
+    int min_isr;
+} topic_settings_t;
+
+enum { HAS_POLICY = 1, HAS_RETENTION_MS = 2, HAS_RETENTION_BYTES = 4, HAS_MIN_ISR = 8 };
+
+/* Takes one of the settings from a DescribeConfigs entry; returns its HAS_ bit (0 for
+ * any other entry, or a value that is not a number where one is expected). */
+static int read_entry(const rd_kafka_ConfigEntry_t *e, topic_settings_t *t) {
     const char *name = rd_kafka_ConfigEntry_name(e), *value = rd_kafka_ConfigEntry_value(e);
     char *end;
     if (!value) return 0;
     if (strcmp(name, "cleanup.policy") == 0) {
-        snprintf(policy, policy_size, "%s", value);
-        return 1;
+        snprintf(t->policy, sizeof(t->policy), "%s", value);
+        return HAS_POLICY;
     }
     int64_t v = strtoll(value, &end, 10);
     if (end == value || *end) return 0;
-    if (strcmp(name, "retention.ms") == 0) {
-        r->retention_ms = v;
-        return 2;
-    }
-    if (strcmp(name, "retention.bytes") == 0) {
-        r->retention_bytes = v;
-        return 4;
-    }
+    if (strcmp(name, "retention.ms") == 0) return t->retention_ms = v, HAS_RETENTION_MS;
+    if (strcmp(name, "retention.bytes") == 0) return t->retention_bytes = v, HAS_RETENTION_BYTES;
+    if (strcmp(name, "min.insync.replicas") == 0) return t->min_isr = (int)v, HAS_MIN_ISR;
     return 0;
 }
 
-static bw_err_t read_retention(rd_kafka_event_t *ev, const char *topic, char *policy, size_t policy_size,
-                               bw_topic_retention_t *r, char *errstr, size_t errstr_size) {
+static bw_err_t read_settings(rd_kafka_event_t *ev, const char *topic, int need, topic_settings_t *t, char *errstr,
+                              size_t errstr_size) {
     size_t cnt, n;
     const rd_kafka_ConfigResource_t **res =
         rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &cnt);
@@ -403,25 +420,24 @@ static bw_err_t read_retention(rd_kafka_event_t *ev, const char *topic, char *po
                          rd_kafka_ConfigResource_error_string(res[0]));
     const rd_kafka_ConfigEntry_t **e = rd_kafka_ConfigResource_configs(res[0], &n);
     int found = 0;
-    for (size_t i = 0; i < n; i++) found |= read_entry(e[i], policy, policy_size, r);
-    if (found != 7)
+    for (size_t i = 0; i < n; i++) found |= read_entry(e[i], t);
+    if ((found & need) != need)
         return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA,
                          "describing topic %s: the broker did not report a cleanup.policy, a numeric "
-                         "retention.ms and a numeric retention.bytes",
+                         "retention.ms, a numeric retention.bytes and a numeric min.insync.replicas",
                          topic);
     return BW_OK;
 }
 
-/* The topic's cleanup.policy (into policy) and retention (into r), from DescribeConfigs. */
-static bw_err_t describe_retention(rd_kafka_t *rk, const char *topic, int timeout_ms, char *policy,
-                                   size_t policy_size, bw_topic_retention_t *r, char *errstr,
-                                   size_t errstr_size) {
+/* The topic's settings in `need` (HAS_ bits), from DescribeConfigs. */
+static bw_err_t describe_topic(rd_kafka_t *rk, const char *topic, int timeout_ms, int need, topic_settings_t *t,
+                               char *errstr, size_t errstr_size) {
     rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_AdminOptions_t *opt = admin_options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
     rd_kafka_DescribeConfigs(rk, &cr, 1, opt, q);
     rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "describing", topic, errstr, errstr_size);
-    bw_err_t ret = ev ? read_retention(ev, topic, policy, policy_size, r, errstr, errstr_size) : BW_ERR_KAFKA;
+    bw_err_t ret = ev ? read_settings(ev, topic, need, t, errstr, errstr_size) : BW_ERR_KAFKA;
     if (ev) rd_kafka_event_destroy(ev);
     rd_kafka_AdminOptions_destroy(opt);
     rd_kafka_queue_destroy(q);
@@ -429,13 +445,60 @@ static bw_err_t describe_retention(rd_kafka_t *rk, const char *topic, int timeou
     return ret;
 }
 
+bw_err_t bw_kafka_check_durability(const bw_config_t *conf, const char *topic, bw_topic_kind_t kind, int replicas,
+                                   int min_isr, const char *policy, char *errstr, size_t errstr_size) {
+    char why[400] = "";
+    if (replicas < conf->replication_factor)
+        snprintf(why, sizeof(why), "kafka topic %s has %d replica%s of its partitions (fewest) where "
+                 "kafka.replication_factor is %d: an acknowledged write survives %d lost broker%s, not %d", topic,
+                 replicas, replicas == 1 ? "" : "s", conf->replication_factor, replicas > 0 ? replicas - 1 : 0,
+                 replicas == 2 ? "" : "s", conf->replication_factor - 1);
+    else if (min_isr < conf->min_insync_replicas)
+        snprintf(why, sizeof(why), "kafka topic %s has min.insync.replicas=%d where kafka.min_insync_replicas is %d: "
+                 "Kafka acknowledges a write that only %d broker%s ha%s", topic, min_isr, conf->min_insync_replicas,
+                 min_isr, min_isr == 1 ? "" : "s", min_isr == 1 ? "s" : "ve");
+    else if (kind == BW_TOPIC_TABLE && policy && (!strstr(policy, "compact") || strstr(policy, "delete")))
+        snprintf(why, sizeof(why), "kafka topic %s has cleanup.policy=%s: its records (an operator's pause or rate, "
+                 "a shard's status) would be deleted by retention, not kept per key", topic, policy);
+    if (!why[0]) return BW_OK;
+    if (!conf->allow_weak_durability)
+        return bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s. Raise it on the topic (kafka-reassign-partitions, "
+                         "kafka-configs), or set kafka.allow_weak_durability = true to start anyway", why);
+    snprintf(errstr, errstr_size, "%s (kafka.allow_weak_durability is true)", why);
+    bw_warn("kafka", "%s", errstr);
+    return BW_OK;
+}
+
+/* A topic found on a real broker: its durability (and the batches topic's retention). */
+static bw_err_t check_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, bw_topic_kind_t kind,
+                            int replicas, int timeout_ms, topic_settings_t *t, char *errstr, size_t errstr_size) {
+    int need = HAS_POLICY | HAS_MIN_ISR | (kind == BW_TOPIC_BATCHES ? HAS_RETENTION_MS | HAS_RETENTION_BYTES : 0);
+    bw_err_t err = describe_topic(rk, topic, timeout_ms, need, t, errstr, errstr_size);
+    if (!err) err = bw_kafka_check_durability(conf, topic, kind, replicas, t->min_isr, t->policy, errstr, errstr_size);
+    if (!err && kind == BW_TOPIC_BATCHES) {
+        bw_topic_retention_t r = {.retention_ms = t->retention_ms, .retention_bytes = t->retention_bytes};
+        err = check_retention(conf, topic, t->policy, &r, errstr, errstr_size);
+    }
+    return err;
+}
+
+bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic,
+                                    bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size) {
+    int replicas;
+    if (ensure_exists(rk, conf, topic, 1, kind, timeout_ms, &replicas, errstr, errstr_size) < 0) return BW_ERR_KAFKA;
+    if (bw_kafka_is_embedded(rk, timeout_ms)) return BW_OK; /* the mock: one replica, no DescribeConfigs */
+    topic_settings_t t = {.retention_ms = -1, .retention_bytes = -1};
+    return check_topic(rk, conf, topic, kind, replicas, timeout_ms, &t, errstr, errstr_size);
+}
+
 bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int timeout_ms,
                                bw_topic_retention_t *ret, char *errstr, size_t errstr_size) {
     bw_topic_retention_t r = {.embedded = bw_kafka_is_embedded(rk, timeout_ms), .retention_ms = -1, .retention_bytes = -1};
-    char policy[64];
     for (int lane = 0; lane < conf->lane_cnt; lane++) { /* every lane's topic, each its own partitions */
         const char *topic = conf->lanes[lane].topic;
-        int cnt = ensure_exists(rk, conf, topic, conf->shard_count, BW_TOPIC_BATCHES, timeout_ms, errstr, errstr_size);
+        int replicas;
+        int cnt = ensure_exists(rk, conf, topic, conf->shard_count, BW_TOPIC_BATCHES, timeout_ms, &replicas, errstr,
+                                errstr_size);
         if (cnt < 0) return BW_ERR_KAFKA;
         if (cnt != conf->shard_count)
             return bw_seterr(errstr, errstr_size, BW_ERR_INVALID,
@@ -448,9 +511,8 @@ bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int time
             r.retention_bytes = BW_KAFKA_EMBEDDED_PARTITION_BYTES;
             continue;
         }
-        bw_topic_retention_t t = r;
-        bw_err_t err = describe_retention(rk, topic, timeout_ms, policy, sizeof(policy), &t, errstr, errstr_size);
-        if (!err) err = check_retention(conf, topic, policy, &t, errstr, errstr_size);
+        topic_settings_t t = {.retention_ms = -1, .retention_bytes = -1};
+        bw_err_t err = check_topic(rk, conf, topic, BW_TOPIC_BATCHES, replicas, timeout_ms, &t, errstr, errstr_size);
         if (err) return err;
         /* the strictest bound of the lanes is the one to watch */
         if (t.retention_ms >= 0 && (r.retention_ms < 0 || t.retention_ms < r.retention_ms)) r.retention_ms = t.retention_ms;

@@ -42,7 +42,8 @@ typedef struct {
  * before it is applied; *ret holds the strictest bounds of them. Creates it when missing (if kafka.create_topic)
  * as BW_TOPIC_BATCHES; fails when the count differs. On a real broker its configuration is
  * read (DescribeConfigs): cleanup.policy with compact is refused; a retention.ms or
- * retention.bytes other than -1 is refused, or warned about if kafka.allow_retention. On
+ * retention.bytes other than -1 is refused, or warned about if kafka.allow_retention; its
+ * replication is checked as bw_kafka_check_durability says. On
  * the embedded Kafka the check is skipped (ret->embedded = 1, retention_bytes =
  * BW_KAFKA_EMBEDDED_PARTITION_BYTES). On BW_OK *ret (if not NULL) holds the bounds.
  * @locality any thread; blocks up to about timeout_ms per request, plus up to 30 s while
@@ -51,9 +52,21 @@ bw_err_t bw_kafka_ensure_topic(rd_kafka_t *rk, const bw_config_t *conf, int time
                                bw_topic_retention_t *ret, char *errstr, size_t errstr_size);
 
 /* Makes sure a side topic exists (any partition count; created with one partition when
- * missing, if kafka.create_topic). */
+ * missing, if kafka.create_topic), and on a real broker that it is as durable as
+ * bw_kafka_check_durability asks. */
 bw_err_t bw_kafka_ensure_side_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *topic,
                                     bw_topic_kind_t kind, int timeout_ms, char *errstr, size_t errstr_size);
+
+/* Whether a topic on a real broker keeps what the configuration asks: at least
+ * kafka.replication_factor replicas (`replicas`: the fewest of its partitions), a
+ * min.insync.replicas of at least kafka.min_insync_replicas, and for a BW_TOPIC_TABLE
+ * (policy not NULL) compaction without deletion. BW_OK, or BW_ERR_INVALID with errstr
+ * naming the topic, the setting and the way out; with kafka.allow_weak_durability a
+ * weaker topic is logged as a warning (errstr holds it) and BW_OK returned. Topics
+ * bulkwrite creates get those settings (and segment.ms, min.compaction.lag.ms on
+ * compacted ones). */
+bw_err_t bw_kafka_check_durability(const bw_config_t *conf, const char *topic, bw_topic_kind_t kind, int replicas,
+                                   int min_isr, const char *policy, char *errstr, size_t errstr_size);
 
 /* 1 if rk is connected to the embedded Kafka (librdkafka's mock cluster, which has no
  * CreateTopics, DescribeConfigs or DeleteRecords), 0 otherwise or when the cluster id is

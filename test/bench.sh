@@ -580,7 +580,8 @@ CONF_PROXY=$WORK/bulkwrite-proxy.conf
 cp "$CONF" "$CONF_PROXY" && "$BIN/bwctl" config-set "$CONF_PROXY" shards.count=$PROXY_SHARDS \
     "shards.servers[0].last_shard=$((PROXY_SHARDS / 2 - 1))" "shards.servers[1].first_shard=$((PROXY_SHARDS / 2))" \
     "shards.servers[1].last_shard=$((PROXY_SHARDS - 1))" kafka.consumer_group=bw-bench-proxy \
-    kafka.topic=bulkwrite.bench-proxy proxy.produce_timeout_ms=30000 || exit 1
+    kafka.topic=bulkwrite.bench-proxy proxy.produce_timeout_ms=30000 kafka.replication_factor=1 \
+    kafka.min_insync_replicas=1 || exit 1
 
 # proxy_case CLIENTS FORMAT: ops/s accepted by the proxy from CLIENTS submitters at once.
 # The clients encode their requests first and all start sending at one agreed moment

@@ -525,6 +525,39 @@ open_refused() {
 }
 check "without a clients file, a proxy on 0.0.0.0 refuses to start and check-config fails, naming proxy.auth.allow_open (which turns it into a warning)" open_refused
 
+if [ "$MODE" = kafka ]; then
+    # Durable by default: the default config wants 3 replicas and min.insync.replicas 2.
+    # On this one broker the topics have 1, so a proxy with the defaults refuses to start,
+    # naming the setting; kafka.allow_weak_durability starts it with a warning; a topic it
+    # would create with 3 replicas on one broker is refused with the way out.
+    cp "$CONF" "$WORK/durable.conf" && "$BIN/bwctl" config-set "$WORK/durable.conf" kafka.replication_factor=3 \
+        kafka.min_insync_replicas=2 || exit 1
+    cp "$WORK/durable.conf" "$WORK/weak.conf" && "$BIN/bwctl" config-set "$WORK/weak.conf" kafka.allow_weak_durability=true || exit 1
+    cp "$WORK/durable.conf" "$WORK/rf3.conf" && "$BIN/bwctl" config-set "$WORK/rf3.conf" kafka.topic=bw-e2e-rf3 || exit 1
+    weak_refused() {
+        ! timeout 60 "$BIN/bw-proxy" -c "$WORK/durable.conf" -b "$BROKERS" -p 0 2>"$WORK/durable.log" &&
+            grep -q "kafka topic bulkwrite.batches has 1 replica of its partitions (fewest) where kafka.replication_factor is 3" \
+                "$WORK/durable.log" && grep -q 'kafka.allow_weak_durability = true to start anyway' "$WORK/durable.log"
+    }
+    check "a topic with fewer replicas than kafka.replication_factor stops startup, naming the setting" weak_refused
+    weak_allowed() {
+        "$BIN/bw-proxy" -c "$WORK/weak.conf" -b "$BROKERS" -p 0 --port-file "$WORK/weak.port" >"$WORK/weak.log" 2>&1 &
+        local pid=$!
+        wait_for 60 test -s "$WORK/weak.port"
+        local up=$?
+        kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+        [ $up = 0 ] && grep -q 'WARN  kafka kafka topic bulkwrite.batches has 1 replica.*(kafka.allow_weak_durability is true)' \
+            "$WORK/weak.log"
+    }
+    check "... kafka.allow_weak_durability starts it with a warning" weak_allowed
+    rf3_refused() {
+        ! timeout 60 "$BIN/bw-proxy" -c "$WORK/rf3.conf" -b "$BROKERS" -p 0 2>"$WORK/rf3.log" &&
+            grep -q 'creating topic bw-e2e-rf3: .*(kafka.replication_factor is 3: the cluster needs at least that many brokers' \
+                "$WORK/rf3.log"
+    }
+    check "creating a topic with 3 replicas on one broker is refused with the way out" rf3_refused
+fi
+
 # A fatal producer error (librdkafka 2.0.2 can raise one on an idempotent producer after a
 # broker disconnect), injected into producer 0 (shards 0, 8, …) of a second proxy, whose
 # rebuild waits while $WORK/fatal-hold exists: /readyz fails, the ops for shard 0 get 503

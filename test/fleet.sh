@@ -33,7 +33,7 @@ cp conf/bulkwrite.conf "$CONF"
     shards.count=$SHARDS "shards.servers[0].last_shard=$((SHARDS / 2 - 1))" \
     "shards.servers[1].first_shard=$((SHARDS / 2))" "shards.servers[1].last_shard=$((SHARDS - 1))" \
     shards.default_rate=0.0 'shards.rate_overrides=( { shard = 7; rate = 0.0; } )' \
-    kafka.consumer_group="bw-fleet-$MODE" || exit 1
+    kafka.consumer_group="bw-fleet-$MODE" kafka.replication_factor=1 kafka.min_insync_replicas=1 || exit 1
 "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
 
 echo "# fleet ($MODE): $SHARDS shards; MariaDB on $DB_A and $DB_B"

@@ -21,6 +21,7 @@
 #                               it does not replicate within 30 s. The primary must keep a
 #                               binlog: define BW_STACK_PRIMARY=1 before bw_stack_start to
 #                               start mysql-a and mysql-b that way (off by default: it costs)
+#   kafka_topics ARGS...        Kafka's TopicCommand against $BROKERS (real brokers)
 # The caller ends with: echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]
 
 BIN=${BW_BIN:-bin}
@@ -28,6 +29,7 @@ BIN=${BW_BIN:-bin}
 off=${BW_TEST_PORT_OFFSET:-0}
 DB_A=$((24306 + off)) DB_B=$((24307 + off)) PROXY=$((28080 + off)) C1=$((28081 + off)) C2=$((28082 + off))
 KAFKA=$((29092 + off)) ALERTMANAGER=$((29095 + off)) # Kafka's controller takes KAFKA + 1
+KAFKA_CLUSTER=$((29100 + off)) # MODE=cluster: node n on KAFKA_CLUSTER + 2(n-1), its controller + 1
 DB_R=$((24309 + off)) # a replica (start_replica); 24308 + off is auth.sh's DB_L
 HOT=5 HOT_RATE=5
 pids=()
@@ -47,7 +49,7 @@ bw_stack_stop() {
     done
     scripts/mariadb.sh stop "$WORK/mysql-a" >/dev/null 2>&1 || true
     scripts/mariadb.sh stop "$WORK/mysql-b" >/dev/null 2>&1 || true
-    [ "$MODE" = kafka ] && scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1
+    case $MODE in kafka | cluster) scripts/kafka.sh stop "$WORK/kafka" >/dev/null 2>&1 ;; esac
     # a sanitizer report in any daemon or tool fails the run, even if no check noticed
     local reports
     reports=$(grep -l -E 'WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:' "$WORK"/*.log 2>/dev/null)
@@ -68,6 +70,11 @@ check() { # check NAME COMMAND...
     else
         echo "not ok - $name"; sed 's/^/    /' "$WORK/check.out" | tail -25; failed=$((failed + 1))
     fi
+}
+
+kafka_topics() {
+    java -cp "${BW_KAFKA_HOME:-/var/cache/bulkwrite/kafka-4.1.1}/libs/*" -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+        org.apache.kafka.tools.TopicCommand --bootstrap-server "$BROKERS" "$@"
 }
 
 wait_for() { # wait_for SECONDS COMMAND...
@@ -130,6 +137,10 @@ bw_stack_start() {
     "$BIN/bwctl" config-set "$CONF" "shards.servers[0].port=$DB_A" "shards.servers[1].port=$DB_B" \
         proxy.port="$PROXY" shards.default_rate=0.0 "shards.rate_overrides=( { shard = $HOT; rate = $HOT_RATE.0; } )" \
         kafka.consumer_group="bw-$name-$MODE" proxy.produce_timeout_ms=3000 || exit 1
+    # one test broker: one replica (the embedded Kafka has one whatever the config says)
+    if [ "$MODE" = kafka ]; then
+        "$BIN/bwctl" config-set "$CONF" kafka.replication_factor=1 kafka.min_insync_replicas=1 || exit 1
+    fi
     if declare -F bw_stack_conf >/dev/null; then bw_stack_conf "$CONF"; fi
     "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
 
@@ -147,6 +158,9 @@ bw_stack_start() {
         pids+=($KAFKA_PID)
         wait_for 20 test -s "$WORK/bootstrap" || { echo "embedded kafka did not start"; exit 1; }
         BROKERS=$(cat "$WORK/bootstrap")
+    elif [ "$MODE" = cluster ]; then # three brokers: the config's durability as it is (3 replicas, 2 in sync)
+        scripts/kafka.sh start-cluster "$WORK/kafka" $KAFKA_CLUSTER >/dev/null || exit 1
+        BROKERS=$(cat "$WORK/kafka/bootstrap")
     else
         scripts/kafka.sh start "$WORK/kafka" $KAFKA >/dev/null || exit 1
         BROKERS=127.0.0.1:$KAFKA

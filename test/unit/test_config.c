@@ -21,7 +21,7 @@ START_TEST(reference_loads) {
     ck_assert_str_eq(c->topic, "bulkwrite.batches");
     ck_assert_str_eq(c->consumer_group, "bulkwrite-consumers");
     ck_assert_int_eq(c->create_topic, 1);
-    ck_assert_int_eq(c->replication_factor, 1);
+    ck_assert_int_eq(c->replication_factor, 3);
     ck_assert_int_eq(c->message_max_bytes, 1000000);
     ck_assert_int_eq(c->property_cnt, 0);
     ck_assert_int_eq(c->producer_property_cnt, 1);
@@ -221,6 +221,18 @@ START_TEST(error_unknown_key) {
 }
 END_TEST
 
+/* Durable by default: 3 replicas, 2 in sync; min_insync_replicas above the replicas is refused. */
+START_TEST(durability_defaults) {
+    bw_config_t *c = t_ref_config();
+    ck_assert_int_eq(c->replication_factor, 3);
+    ck_assert_int_eq(c->min_insync_replicas, 2);
+    ck_assert_int_eq(c->allow_weak_durability, 0);
+    bw_config_destroy(c);
+    expect_error("min_insync_replicas = 2;", "min_insync_replicas = 4;", t_line_of(REF, NULL, "min_insync_replicas = 2;"),
+                 "kafka.min_insync_replicas: 4 is more than kafka.replication_factor (3)", NULL);
+}
+END_TEST
+
 START_TEST(error_wrong_type) {
     expect_error("count = 8;", "count = \"8\";", t_line_of(REF, NULL, "count = 8;"), "shards.count", "integer", NULL);
     expect_error("create_topic = true;", "create_topic = 1;", t_line_of(REF, NULL, "create_topic = true;"),
@@ -249,7 +261,7 @@ START_TEST(error_wrong_type) {
 END_TEST
 
 START_TEST(error_out_of_range) {
-    expect_error("replication_factor = 1;", "replication_factor = 0;", t_line_of(REF, NULL, "replication_factor = 1;"),
+    expect_error("replication_factor = 3;", "replication_factor = 0;", t_line_of(REF, NULL, "replication_factor = 3;"),
                  "kafka.replication_factor", "out of range", "0", NULL);
     expect_error("type_id = 2;", "type_id = 1024;", t_line_of(REF, NULL, "type_id = 2;"),
                  "object_types[1].type_id", "out of range", "1024", NULL);
@@ -760,6 +772,7 @@ Suite *config_suite(void) {
     tcase_add_test(tc, error_syntax);
     tcase_add_test(tc, error_unknown_key);
     tcase_add_test(tc, error_wrong_type);
+    tcase_add_test(tc, durability_defaults);
     tcase_add_test(tc, error_out_of_range);
     tcase_add_test(tc, error_row_rates);
     tcase_add_test(tc, error_missing_required);

@@ -146,6 +146,33 @@ START_TEST(queue_yield_wakes_a_blocked_poll) {
 }
 END_TEST
 
+/* A topic weaker than the configuration is refused, naming the setting and the way out;
+ * allow_weak_durability turns the refusal into a warning. */
+START_TEST(weak_topics_are_refused) {
+    bw_config_t *c = t_ref_config(); /* 3 replicas, min.insync.replicas 2 */
+    char err[1024] = "";
+    ck_assert_int_eq(bw_kafka_check_durability(c, "t", BW_TOPIC_BATCHES, 3, 2, "delete", err, sizeof(err)), BW_OK);
+    ck_assert_int_eq(bw_kafka_check_durability(c, "t", BW_TOPIC_TABLE, 5, 3, "compact", err, sizeof(err)), BW_OK);
+    ck_assert_int_eq(bw_kafka_check_durability(c, "t", BW_TOPIC_BATCHES, 1, 2, "delete", err, sizeof(err)), BW_ERR_INVALID);
+    ck_assert_msg(strstr(err, "kafka topic t has 1 replica of its partitions (fewest) where kafka.replication_factor is 3: "
+                              "an acknowledged write survives 0 lost brokers, not 2") &&
+                  strstr(err, "kafka.allow_weak_durability = true"), "%s", err);
+    ck_assert_int_eq(bw_kafka_check_durability(c, "j", BW_TOPIC_EXPIRING, 3, 1, "compact,delete", err, sizeof(err)),
+                     BW_ERR_INVALID);
+    ck_assert_msg(strstr(err, "kafka topic j has min.insync.replicas=1 where kafka.min_insync_replicas is 2"), "%s", err);
+    ck_assert_int_eq(bw_kafka_check_durability(c, "c", BW_TOPIC_TABLE, 3, 2, "delete", err, sizeof(err)), BW_ERR_INVALID);
+    ck_assert_msg(strstr(err, "kafka topic c has cleanup.policy=delete"), "%s", err);
+    ck_assert_int_eq(bw_kafka_check_durability(c, "c", BW_TOPIC_TABLE, 3, 2, "compact,delete", err, sizeof(err)),
+                     BW_ERR_INVALID);
+    ck_assert_int_eq(bw_kafka_check_durability(c, "d", BW_TOPIC_LOG, 3, 2, "delete", err, sizeof(err)), BW_OK);
+    c->allow_weak_durability = 1;
+    err[0] = '\0';
+    ck_assert_int_eq(bw_kafka_check_durability(c, "t", BW_TOPIC_BATCHES, 1, 1, "delete", err, sizeof(err)), BW_OK);
+    ck_assert_msg(strstr(err, "has 1 replica") && strstr(err, "(kafka.allow_weak_durability is true)"), "%s", err);
+    bw_config_destroy(c);
+}
+END_TEST
+
 Suite *kafka_suite(void) {
     Suite *s = suite_create("kafka");
     TCase *tc = tcase_create("kafka");
@@ -153,6 +180,7 @@ Suite *kafka_suite(void) {
     tcase_add_test(tc, full_queue_is_retried_until_the_deadline);
     tcase_add_test(tc, flush_sends_what_linger_holds);
     tcase_add_test(tc, queue_yield_wakes_a_blocked_poll);
+    tcase_add_test(tc, weak_topics_are_refused);
     suite_add_tcase(s, tc);
     return s;
 }
