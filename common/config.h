@@ -140,6 +140,7 @@ typedef struct {
     int workers;
     char *consumer_listen_address;
     int consumer_port;
+    char *consumer_instance_id; /* group.instance.id; "" = this host's name and consumer_port */
     int status_interval_ms;
     int progress_interval_ms;
     int delete_applied_interval_ms;

@@ -136,6 +136,7 @@ typedef struct {
     int slot_count;
     int assigned_cnt;
     atomic_int run;
+    int fatal;                 /* librdkafka raised a fatal error (a fenced instance id): exit 1 */
     atomic_int joined;         /* a first assignment (maybe empty) arrived */
     bw_metrics_t *metrics;
     bw_dead_letters_t *dead_letters;

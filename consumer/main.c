@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "consumer.h"
 #include "daemon.h"
@@ -63,12 +64,28 @@ static void on_status_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void
     if (m->err) bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "status record: %s", rd_kafka_err2str(m->err));
 }
 
+/* The group.instance.id (static membership): consumer.instance_id, else this host's name
+ * and the consumer's port, the same across restarts; "" for port 0 (no stable identity:
+ * a dynamic member). */
+static void instance_id(const bw_config_t *conf, char *out, size_t size) {
+    char host[256];
+    if (conf->consumer_instance_id[0]) snprintf(out, size, "%s", conf->consumer_instance_id);
+    else if (!conf->consumer_port || gethostname(host, sizeof(host))) out[0] = '\0';
+    else snprintf(out, size, "%.*s:%d", (int)strnlen(host, sizeof(host)), host, conf->consumer_port);
+}
+
 /* Kafka (batches, dead letters, status and control topics), the pool and HTTP. */
 static int start(bw_daemon_t *d) {
     bw_config_t *conf = consumer.conf;
     char err[512];
     rd_kafka_conf_t *kc = bw_kafka_conf(conf, BW_KAFKA_CONSUMER, d->brokers, err, sizeof(err));
     if (!kc) return bw_error(COMPONENT, "%s", err), -1;
+    char member[300];
+    instance_id(conf, member, sizeof(member));
+    if (member[0] && rd_kafka_conf_set(kc, "group.instance.id", member, err, sizeof(err))) {
+        rd_kafka_conf_destroy(kc);
+        return bw_error(COMPONENT, "consumer.instance_id: %s", err), -1;
+    }
     rd_kafka_conf_set_rebalance_cb(kc, bw_rebalance_cb);
     rd_kafka_conf_set_offset_commit_cb(kc, bw_progress_commit_cb);
     if (!(consumer.rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, err, sizeof(err))))
@@ -127,8 +144,9 @@ static int start(bw_daemon_t *d) {
     rd_kafka_resp_err_t e = rd_kafka_subscribe(consumer.rk, topics);
     rd_kafka_topic_partition_list_destroy(topics);
     if (e) return bw_error(COMPONENT, "subscribe to %s: %s", names, rd_kafka_err2str(e)), -1;
-    bw_info(COMPONENT, "consuming %s in group %s with %d workers; metrics on http://%s:%d/metrics", names,
-            conf->consumer_group, conf->workers, conf->consumer_listen_address, bound);
+    bw_info(COMPONENT, "consuming %s in group %s%s%s%s with %d workers; metrics on http://%s:%d/metrics", names,
+            conf->consumer_group, member[0] ? " as static member \"" : " (a dynamic member: consumer.port 0)",
+            member, member[0] ? "\"" : "", conf->workers, conf->consumer_listen_address, bound);
     return 0;
 }
 
@@ -262,5 +280,5 @@ int main(int argc, char **argv) {
     run(&d);
     bw_notify("STOPPING=1");
     stop();
-    return 0;
+    return consumer.fatal ? 1 : 0;
 }

@@ -245,6 +245,18 @@ static void on_lost(int slot, int64_t failed, const char *why) {
 void bw_partition_buffer(rd_kafka_message_t *m) {
     int slot = m->rkt ? bw_partition_slot_of(rd_kafka_topic_name(m->rkt), m->partition) : -1;
     int ours = slot >= 0 && consumer.partitions[slot].assigned;
+    if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+        /* e.g. FENCED_INSTANCE_ID: another consumer joined with this one's group.instance.id */
+        char why[256];
+        rd_kafka_resp_err_t cause = rd_kafka_fatal_error(consumer.rk, why, sizeof(why));
+        bw_log(BW_LOG_ERROR, COMPONENT, -1, NULL, "kafka: fatal error %s: %s; this consumer stops (exit 1)%s",
+               rd_kafka_err2name(cause), why, cause == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID
+               ? ": another consumer of the group runs with the same group.instance.id (consumer.instance_id)" : "");
+        consumer.fatal = 1;
+        atomic_store(&consumer.run, 0);
+        rd_kafka_message_destroy(m);
+        return;
+    }
     if (m->err) {
         if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && ours && !consumer.partitions[slot].ledger_pending)
             on_lost(slot, m->offset, rd_kafka_message_errstr(m));
