@@ -29,8 +29,8 @@ three-node cluster (replication factor 3, min.insync.replicas 2; no SASL):
                              in DIR/node<n>: client port PORT+2(n-1), controller the
                              port after it; starts the nodes not running, in parallel,
                              waits max 180 s; formats each once; writes DIR/bootstrap
-       $0 start-node DIR N   restart node N (stopped or killed) with its data; another
-                             node must run (one node alone has no quorum)
+       $0 start-node DIR N   restart node N (stopped or killed) with its data;
+                             another node must run (alone it has no quorum)
        $0 stop   DIR [N]     node N, or all nodes in parallel
        $0 kill   DIR [N]     SIGKILL node N, or all nodes
        $0 status DIR [N]     node N, or every node; exit 0 if all up, 3 if not
