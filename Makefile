@@ -53,7 +53,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
+.PHONY: cluster-kafka members-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -132,7 +132,7 @@ LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u 
 check-lane-embedded:
 	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded throttle-embedded lanes-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
@@ -179,6 +179,12 @@ auth-kafka: all
 # SASL/PLAIN between the daemons and a real broker started with a SASL_PLAINTEXT listener
 sasl-kafka: all
 	BW_BIN=$(BIN) test/sasl.sh kafka
+# three Kafka nodes, replication factor 3: a leader killed mid-job, too few replicas in sync
+cluster-kafka: all
+	BW_BIN=$(BIN) test/cluster.sh cluster
+# static membership: a quick restart is no rebalance, a twin id is fenced, a lost consumer's shards move
+members-kafka: all
+	BW_BIN=$(BIN) test/members.sh kafka
 # 32 backlogged shards, 2 workers: every shard's applied batches within ±30 % of the mean
 fairness-embedded: all
 	BW_BIN=$(BIN) test/fairness.sh embedded

@@ -408,14 +408,14 @@ static int read_entry(const rd_kafka_ConfigEntry_t *e, topic_settings_t *t) {
     return 0;
 }
 
-static bw_err_t read_settings(rd_kafka_event_t *ev, const char *topic, int need, topic_settings_t *t, char *errstr,
-                              size_t errstr_size) {
+static bw_err_t read_settings(rd_kafka_event_t *ev, const char *topic, int need, topic_settings_t *t,
+                              rd_kafka_resp_err_t *code, char *errstr, size_t errstr_size) {
     size_t cnt, n;
     const rd_kafka_ConfigResource_t **res =
         rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &cnt);
     if (cnt != 1)
         return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "describing topic %s: %zu results", topic, cnt);
-    if (rd_kafka_ConfigResource_error(res[0]))
+    if ((*code = rd_kafka_ConfigResource_error(res[0])))
         return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "describing topic %s: %s", topic,
                          rd_kafka_ConfigResource_error_string(res[0]));
     const rd_kafka_ConfigEntry_t **e = rd_kafka_ConfigResource_configs(res[0], &n);
@@ -429,20 +429,27 @@ static bw_err_t read_settings(rd_kafka_event_t *ev, const char *topic, int need,
     return BW_OK;
 }
 
-/* The topic's settings in `need` (HAS_ bits), from DescribeConfigs. */
+/* The topic's settings in `need` (HAS_ bits), from DescribeConfigs. A broker that has
+ * not heard of a topic just created yet answers "unknown topic": asked again, for up to
+ * TOPIC_DEADLINE_MS. */
 static bw_err_t describe_topic(rd_kafka_t *rk, const char *topic, int timeout_ms, int need, topic_settings_t *t,
                                char *errstr, size_t errstr_size) {
-    rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *opt = admin_options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
-    rd_kafka_DescribeConfigs(rk, &cr, 1, opt, q);
-    rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "describing", topic, errstr, errstr_size);
-    bw_err_t ret = ev ? read_settings(ev, topic, need, t, errstr, errstr_size) : BW_ERR_KAFKA;
-    if (ev) rd_kafka_event_destroy(ev);
-    rd_kafka_AdminOptions_destroy(opt);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_ConfigResource_destroy(cr);
-    return ret;
+    int64_t give_up = bw_now_us() + TOPIC_DEADLINE_MS * 1000LL;
+    for (;;) {
+        rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_AdminOptions_t *opt = admin_options(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
+        rd_kafka_DescribeConfigs(rk, &cr, 1, opt, q);
+        rd_kafka_event_t *ev = admin_wait(q, timeout_ms, "describing", topic, errstr, errstr_size);
+        rd_kafka_resp_err_t code = 0;
+        bw_err_t ret = ev ? read_settings(ev, topic, need, t, &code, errstr, errstr_size) : BW_ERR_KAFKA;
+        if (ev) rd_kafka_event_destroy(ev);
+        rd_kafka_AdminOptions_destroy(opt);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_ConfigResource_destroy(cr);
+        if (code != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || bw_now_us() >= give_up) return ret;
+        rd_kafka_poll(rk, 200);
+    }
 }
 
 bw_err_t bw_kafka_check_durability(const bw_config_t *conf, const char *topic, bw_topic_kind_t kind, int replicas,

@@ -248,8 +248,10 @@ static void stop(void) {
     consumer.poll_q = NULL;
     bw_progress_stop();
     /* a consumer that could not close must not try again inside destroy (it would wait
-     * for the same unreachable coordinator) */
-    rd_kafka_destroy_flags(consumer.rk, closed ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+     * for the same unreachable coordinator). One that librdkafka raised a fatal error on
+     * (fenced) is not destroyed at all: 2.0.2's destroy then waits for its main thread,
+     * which never ends (seen with FENCED_INSTANCE_ID); the process exits next. */
+    if (!consumer.fatal) rd_kafka_destroy_flags(consumer.rk, closed ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     bw_dead_letters_destroy(consumer.dead_letters);
     bw_alerts_destroy(consumer.alerts);
     bw_shard_table_stop(consumer.table);

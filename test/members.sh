@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# test/members.sh kafka: quiet deploys. Three consumers of one group on a real broker,
+# each a static member (group.instance.id HOST:PORT, consumer.instance_id unset), shards
+# at a gentle rate so that a stall shows:
+#   - a consumer stopped and started again within session.timeout.ms (10 s) gets its
+#     own partitions back, and the group does not rebalance: the other two log no
+#     revocation or assignment, and their shards keep applying meanwhile;
+#   - a second consumer given the same instance id fences the first, which stops (exit 1)
+#     naming the id; the group stays whole;
+#   - a consumer killed -9 and not restarted: after the session timeout the others take
+#     its shards;
+#   - every row exact at the end.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:?usage: test/members.sh kafka}
+. test/lib.sh
+C3=$((28083 + off)) OPS=${BW_MEMBERS_OPS:-64000}
+
+bw_stack_conf() { # every shard at 100 rows/s: the load lasts the whole test, and a stall shows
+    "$BIN/bwctl" config-set "$1" shards.default_rate=20.0 shards.default_row_rate=100.0 'shards.rate_overrides=( )' || exit 1
+}
+bw_stack_start members "$MODE"
+start_consumer $C1; P1=$LAST_PID
+start_consumer $C2; P2=$LAST_PID
+start_consumer $C3; P3=$LAST_PID
+all_ready() { curl -sf "http://127.0.0.1:$C1/readyz" && curl -sf "http://127.0.0.1:$C2/readyz" && curl -sf "http://127.0.0.1:$C3/readyz"; }
+check "three consumers joined the group" wait_for 120 all_ready
+static_members() {
+    local c
+    for c in $C1 $C2 $C3; do grep -q "as static member \"$(hostname):$c\"" "$WORK/consumer-$c.log" || return 1; done
+}
+check "each is a static member named HOST:PORT" static_members
+# the group settles: each consumer's last log line about its share is an assignment
+settled() {
+    local c n=0
+    for c in $C1 $C2 $C3; do
+        n=$((n + $(grep 'assigned [0-9]* partitions' "$WORK/consumer-$c.log" | tail -1 | grep -o 'assigned [0-9]*' | cut -d' ' -f2)))
+    done
+    [ "$n" = 8 ]
+}
+check "the group's eight partitions are shared by the three" wait_for 60 settled
+assigned_line() { grep -c 'assigned [0-9]* partitions\|revoking [0-9]* partitions' "$WORK/consumer-$1.log"; }
+
+# A steady load on every shard for the rest of the test.
+"$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 50 --retry-for 300 --request-id members \
+    spread:$OPS >"$WORK/submit.log" 2>&1 &
+SUBMIT=$!
+sleep 3
+
+# ---- a quick restart is no rebalance -----------------------------------------------------------
+before1=$(assigned_line $C1) before2=$(assigned_line $C2)
+shards_of() { # the shards the consumer holds (its lag gauges), sorted
+    curl -sf "http://127.0.0.1:$1/metrics" |
+        awk '$1 ~ /^bulkwrite_consumer_lag_messages\{shard="/ { sub(/.*shard="/, "", $1); sub(/".*/, "", $1); print $1 }' |
+        sort -n | tr '\n' ' '
+}
+mine=$(shards_of $C3)
+echo "# consumer $C3 holds shards: $mine"
+[ -n "$mine" ] || { echo "not ok - consumer $C3 holds no shard"; failed=$((failed + 1)); }
+applied_total() { curl -sf "http://127.0.0.1:$1/metrics" |
+    awk '$1 ~ /^bulkwrite_consumer_batches_applied_total/ { n += $2 } END { print n + 0 }'; }
+a1=$(applied_total $C1) a2=$(applied_total $C2)
+kill "$P3"; wait "$P3" 2>/dev/null
+start_consumer $C3; P3=$LAST_PID
+check "the restarted consumer is ready again" wait_for 60 curl -sf "http://127.0.0.1:$C3/readyz"
+sleep 12 # past session.timeout.ms: a rebalance, had there been one, is over
+check "the other two logged no revocation or assignment during the restart" \
+    test "$(assigned_line $C1) $(assigned_line $C2)" = "$before1 $before2"
+same_shards() { [ "$(shards_of $C3)" = "$mine" ]; }
+check "the restarted consumer holds the same shards as before ($mine)" same_shards
+kept_applying() { [ "$(applied_total $C1)" -gt "$a1" ] && [ "$(applied_total $C2)" -gt "$a2" ]; }
+check "the other two kept applying meanwhile" kept_applying
+
+# ---- the same instance id twice --------------------------------------------------------------
+cp "$CONF" "$WORK/twin.conf" && "$BIN/bwctl" config-set "$WORK/twin.conf" "consumer.instance_id=$(hostname):$C2" || exit 1
+start_consumer $((C3 + 10)) "$WORK/twin.conf"
+TWIN=$LAST_PID
+fenced() { ! kill -0 "$P2" 2>/dev/null && grep -q 'FENCED_INSTANCE_ID.*this consumer stops (exit 1): another consumer of the group runs with the same group.instance.id' "$WORK/consumer-$C2.log"; }
+check "a second consumer with the same instance id fences the first, which stops naming it" wait_for 60 fenced
+wait "$P2" 2>/dev/null; code=$?
+check "... with exit code 1" test "$code" = 1
+kill "$TWIN"; wait "$TWIN" 2>/dev/null
+start_consumer $C2; P2=$LAST_PID
+check "the fenced consumer, started again, is ready" wait_for 60 curl -sf "http://127.0.0.1:$C2/readyz"
+
+# ---- a consumer lost for good ------------------------------------------------------------------
+lost=$(shards_of $C3)
+[ -n "$lost" ] || { echo "not ok - consumer $C3 holds no shard"; failed=$((failed + 1)); }
+backlog_of() { curl -sf "http://127.0.0.1:$1/metrics" |
+    awk '$1 ~ /^bulkwrite_consumer_lag_messages\{/ { n += $2 } END { print n + 0 }'; }
+check "its shards still have a backlog to apply (it must outlast the kill)" test "$(backlog_of $C3)" -gt 0
+kill -9 "$P3"; wait "$P3" 2>/dev/null
+taken_over() {
+    local s held
+    held=" $(shards_of $C1)$(shards_of $C2) "
+    for s in $lost; do [[ $held == *" $s "* ]] || return 1; done
+}
+check "after the session timeout the others take the killed consumer's shards ($lost)" wait_for 90 taken_over
+submitted() { wait "$SUBMIT"; }
+check "every request of the load ends accepted" submitted
+check "every shard holds exactly the rows sent, row by row" "$BIN/bw-workload" -c "$CONF" verify --wait 300 spread:$OPS
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
