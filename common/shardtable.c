@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet.h"
 #include "log.h"
 #include "ratelimit.h"
 #include "tail.h"
@@ -15,11 +16,19 @@ typedef struct {
     size_t len;
 } blob_t;
 
-/* @locks mu guards control[], status[] */
+/* A member's presence record (fleet.h), by its key. */
+typedef struct {
+    char *key;
+    blob_t value;
+} member_t;
+
+/* @locks mu guards control[], status[], members[] */
 struct bw_shard_table {
     int shard_count;
     pthread_mutex_t mu;
     blob_t *control, *status;
+    member_t *members;
+    size_t member_cnt, member_cap;
     atomic_uint version;
     bw_tail_t *control_tail, *status_tail;
     bw_status_hook_t hook;
@@ -54,8 +63,56 @@ static int store(bw_shard_table_t *t, blob_t *slots, const void *key, size_t kle
     return s;
 }
 
+/* A member's record: replaces its earlier one; an empty value (it stopped) removes it. */
+static void store_member(bw_shard_table_t *t, const void *key, size_t klen, const void *val, size_t vlen) {
+    pthread_mutex_lock(&t->mu);
+    size_t i = 0;
+    while (i < t->member_cnt && (strlen(t->members[i].key) != klen || memcmp(t->members[i].key, key, klen))) i++;
+    if (i < t->member_cnt) free(t->members[i].value.data);
+    if (i == t->member_cnt && vlen) {
+        if (t->member_cnt == t->member_cap) {
+            t->member_cap = t->member_cap ? t->member_cap * 2 : 8;
+            t->members = realloc(t->members, t->member_cap * sizeof(*t->members));
+            if (!t->members) abort();
+        }
+        t->members[t->member_cnt++].key = strndup(key, klen);
+    }
+    if (vlen) {
+        void *copy = malloc(vlen);
+        if (!copy) abort();
+        memcpy(copy, val, vlen);
+        t->members[i].value = (blob_t){copy, vlen};
+    } else if (i < t->member_cnt) {
+        free(t->members[i].key);
+        t->members[i] = t->members[--t->member_cnt];
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__V1__FleetMember ***out) {
+    pthread_mutex_lock(&t->mu);
+    *out = calloc(t->member_cnt + 1, sizeof(**out));
+    size_t n = 0;
+    for (size_t i = 0; *out && i < t->member_cnt; i++) {
+        Bulkwrite__V1__FleetMember *m =
+            bulkwrite__v1__fleet_member__unpack(NULL, t->members[i].value.len, t->members[i].value.data);
+        if (m) (*out)[n++] = m;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n) {
+    for (size_t i = 0; i < n; i++) bulkwrite__v1__fleet_member__free_unpacked(members[i], NULL);
+    free(members);
+}
+
 static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_shard_table_t *t = ud;
+    if (bw_fleet_is_key(key, klen)) { /* a presence, not a setting: the version stays */
+        store_member(t, key, klen, val, vlen);
+        return;
+    }
     int s = store(t, t->control, key, klen, val, vlen);
     atomic_fetch_add(&t->version, 1);
     /* said once, when read: the record is clamped each time it is used */
@@ -108,6 +165,11 @@ void bw_shard_table_stop(bw_shard_table_t *t) {
     }
     free(t->control);
     free(t->status);
+    for (size_t i = 0; i < t->member_cnt; i++) {
+        free(t->members[i].key);
+        free(t->members[i].value.data);
+    }
+    free(t->members);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }

@@ -66,6 +66,12 @@ Bulkwrite__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int sha
  * bulkwrite__v1__shard_status__free_unpacked(s, NULL)), or NULL. */
 Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard);
 
+/* The presence records of the deployment's processes read from the control topic
+ * (fleet.h), unpacked: *out gets a malloc'd array of them; returns how many. Free with
+ * bw_shard_table_members_free. */
+size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__V1__FleetMember ***out);
+void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n);
+
 /* "shard/N" into key; returns its length. Both topics use it. */
 int bw_shard_key(int shard, char key[24]);
 

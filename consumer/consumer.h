@@ -38,6 +38,7 @@
 #include "alerts.h"
 #include "apply.h"
 #include "deadletter.h"
+#include "fleet.h"
 #include "gate.h"
 #include "health.h"
 #include "kafka.h"
@@ -137,6 +138,10 @@ typedef struct {
     int assigned_cnt;
     atomic_int run;
     int fatal;                 /* librdkafka raised a fatal error (a fenced instance id): exit 1 */
+    bw_fleet_self_t fleet;     /* this consumer's presence and prints (fleet.h) */
+    int64_t started_at_ms;
+    char member[300];          /* its group.instance.id, "" for a dynamic member */
+    int subscribed;            /* joined the group: only once its settings agree with the fleet's */
     atomic_int joined;         /* a first assignment (maybe empty) arrived */
     bw_metrics_t *metrics;
     bw_dead_letters_t *dead_letters;

@@ -68,10 +68,9 @@ static void on_status_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void
  * and the consumer's port, the same across restarts; "" for port 0 (no stable identity:
  * a dynamic member). */
 static void instance_id(const bw_config_t *conf, char *out, size_t size) {
-    char host[256];
     if (conf->consumer_instance_id[0]) snprintf(out, size, "%s", conf->consumer_instance_id);
-    else if (!conf->consumer_port || gethostname(host, sizeof(host))) out[0] = '\0';
-    else snprintf(out, size, "%.*s:%d", (int)strnlen(host, sizeof(host)), host, conf->consumer_port);
+    else if (!conf->consumer_port) out[0] = '\0';
+    else bw_fleet_host_id(conf->consumer_port, conf->consumer_listen_address, out, size);
 }
 
 /* Kafka (batches, dead letters, status and control topics), the pool and HTTP. */
@@ -132,6 +131,17 @@ static int start(bw_daemon_t *d) {
     consumer.alerts = bw_alerts_new(conf, consumer.metrics, generator);
     snprintf(consumer.instance, sizeof(consumer.instance), "%s:%d", conf->consumer_listen_address, bound);
 
+    char self[300];
+    bw_fleet_host_id(bound, conf->consumer_listen_address, self, sizeof(self));
+    bw_fleet_self_init(&consumer.fleet, "consumer", member[0] ? member : self, consumer.started_at_ms, conf, NULL);
+    snprintf(consumer.member, sizeof(consumer.member), "%s", member);
+    return 0;
+}
+
+/* Joins the group, once this consumer's settings agree with the fleet's (fleet.h): a
+ * consumer with another shard map or other batch sizes never takes a partition. */
+static int subscribe(void) {
+    const bw_config_t *conf = consumer.conf;
     /* every lane's topic: the range assignor (bw_kafka_conf) gives one member the same
      * partition of each, so a shard's lanes share its budget here */
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(conf->lane_cnt);
@@ -144,9 +154,11 @@ static int start(bw_daemon_t *d) {
     rd_kafka_resp_err_t e = rd_kafka_subscribe(consumer.rk, topics);
     rd_kafka_topic_partition_list_destroy(topics);
     if (e) return bw_error(COMPONENT, "subscribe to %s: %s", names, rd_kafka_err2str(e)), -1;
-    bw_info(COMPONENT, "consuming %s in group %s%s%s%s with %d workers; metrics on http://%s:%d/metrics", names,
+    const char *member = consumer.member;
+    bw_info(COMPONENT, "consuming %s in group %s%s%s%s with %d workers; metrics on http://%s/metrics", names,
             conf->consumer_group, member[0] ? " as static member \"" : " (a dynamic member: consumer.port 0)",
-            member, member[0] ? "\"" : "", conf->workers, conf->consumer_listen_address, bound);
+            member, member[0] ? "\"" : "", conf->workers, consumer.instance);
+    consumer.subscribed = 1;
     return 0;
 }
 
@@ -168,6 +180,9 @@ static void run(bw_daemon_t *d) {
             m = rd_kafka_consumer_poll(consumer.rk, 0);
         }
         if (m) bw_partition_buffer(m);
+        if (bw_fleet_turn(&consumer.fleet, consumer.status_rk, conf->control_topic, consumer.table, bw_wall_ms()) &&
+            !consumer.subscribed && subscribe())
+            atomic_store(&consumer.run, 0);
         bw_pool_collect(0);
         if (atomic_exchange(&reload_requested, 0)) bw_daemon_reload(d, consumer.conf);
         /* ready as /readyz says it: once the group gave this consumer its share */
@@ -255,6 +270,8 @@ static void stop(void) {
     bw_dead_letters_destroy(consumer.dead_letters);
     bw_alerts_destroy(consumer.alerts);
     bw_shard_table_stop(consumer.table);
+    bw_fleet_leave(&consumer.fleet, consumer.status_rk, consumer.conf->control_topic);
+    bw_fleet_self_free(&consumer.fleet);
     rd_kafka_flush(consumer.status_rk, 2000);
     rd_kafka_destroy(consumer.status_rk);
     MHD_stop_daemon(consumer.httpd);
@@ -277,6 +294,7 @@ int main(int argc, char **argv) {
     if (!(consumer.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) consumer.conf->consumer_port = d.port;
     srand((unsigned)bw_now_us());
+    consumer.started_at_ms = bw_wall_ms();
     if (start(&d)) return 1;
     atomic_store(&consumer.run, 1);
     run(&d);

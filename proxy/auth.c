@@ -7,6 +7,7 @@
 #include <libconfig.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -675,6 +676,40 @@ bw_auth_set_t *bw_auth_acquire(bw_auth_t *a) {
 
 void bw_auth_release(bw_auth_set_t *s) {
     if (s && atomic_fetch_sub(&s->refs, 1) == 1) set_free(s);
+}
+
+static int line_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+char *bw_auth_credentials(bw_auth_t *a) {
+    bw_auth_set_t *s = bw_auth_acquire(a);
+    size_t n = 0, cap = 0, len = 1;
+    for (int i = 0; s && i < s->client_cnt; i++) cap += (size_t)s->clients[i].token_cnt + 1;
+    char **lines = calloc(cap + 1, sizeof(*lines));
+    for (int i = 0; lines && s && i < s->client_cnt; i++) {
+        const bw_auth_client_t *c = &s->clients[i];
+        unsigned char d[SHA256_DIGEST_LENGTH];
+        for (int t = 0; t <= c->token_cnt; t++) {
+            const unsigned char *digest = t < c->token_cnt ? c->tokens[t].digest : NULL;
+            if (!digest && !c->cert_identity) continue;
+            if (!digest) digest = SHA256((const unsigned char *)c->cert_identity, strlen(c->cert_identity), d);
+            char line[200];
+            int l = snprintf(line, sizeof(line), "%c:", t < c->token_cnt ? 't' : 'c');
+            for (int k = 0; k < 8; k++) l += snprintf(line + l, sizeof(line) - (size_t)l, "%02x", digest[k]);
+            snprintf(line + l, sizeof(line) - (size_t)l, " %s", c->name);
+            if ((lines[n] = strdup(line))) len += strlen(lines[n++]) + 1;
+        }
+    }
+    bw_auth_release(s);
+    char *out = malloc(len);
+    if (out) {
+        qsort(lines, n, sizeof(*lines), line_cmp);
+        char *p = out;
+        *p = '\0';
+        for (size_t i = 0; i < n; i++) p += sprintf(p, "%s\n", lines[i]);
+    }
+    for (size_t i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+    return out;
 }
 
 void bw_auth_stop(bw_auth_t *a) {

@@ -192,5 +192,10 @@ int bw_auth_reload(bw_auth_t *auth, const bw_config_t *conf);
 bw_auth_set_t *bw_auth_acquire(bw_auth_t *auth);
 void bw_auth_release(bw_auth_set_t *set);
 void bw_auth_stop(bw_auth_t *auth);
+/* Which client each loaded credential is: "t:HEX NAME" per token (16 hex digits of its
+ * SHA-256), "c:HEX NAME" per certificate identity (of the identity's), sorted, one per
+ * line (malloc'd; "" without a clients file). No credential may be two clients on two
+ * proxies of one deployment (fleet.h). */
+char *bw_auth_credentials(bw_auth_t *auth);
 
 #endif

@@ -14,6 +14,7 @@
  * proxy.h lists the files and the state they share. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -87,10 +88,30 @@ static int listen_http(bw_daemon_t *d, char *status, size_t status_size) {
     return 0;
 }
 
+/* This proxy in the fleet (fleet.h): HOST:PORT (HOST:pidPID for port 0, not known
+ * yet), its prints (the clients file's credentials among them: again after each
+ * SIGHUP), and the first check, before it listens. */
+static void join_fleet(int64_t started_at_ms) {
+    char self[300];
+    bw_fleet_host_id(proxy.conf->proxy_port, proxy.conf->proxy_listen_address, self, sizeof(self));
+    char *credentials = bw_auth_credentials(proxy.auth);
+    bw_fleet_self_init(&proxy.fleet, "proxy", self, started_at_ms, proxy.conf, credentials);
+    free(credentials);
+    bw_shard_table_sync(proxy.shards, 2000); /* the members' latest records */
+}
+
+static void fleet_reprint(void) {
+    char *credentials = bw_auth_credentials(proxy.auth);
+    bw_fleet_self_set_credentials(&proxy.fleet, credentials);
+    free(credentials);
+}
+
 /* Requests in flight finish first: the pollers still serve their acks. */
 static void stop(void) {
     if (proxy.httpd) MHD_stop_daemon(proxy.httpd);
     if (proxy.admin_httpd) MHD_stop_daemon(proxy.admin_httpd);
+    if (proxy.rk && proxy.fleet.instance[0]) bw_fleet_leave(&proxy.fleet, proxy.rk, proxy.conf->control_topic);
+    bw_fleet_self_free(&proxy.fleet);
     bw_producers_stop_polling();
     if (proxy.jobs) bw_jobs_stop(proxy.jobs);
     if (proxy.shards) bw_shard_table_stop(proxy.shards);
@@ -109,8 +130,16 @@ int main(int argc, char **argv) {
     if (!(proxy.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) proxy.conf->proxy_port = d.port;
     atomic_store(&proxy.run, 1);
+    int64_t started_at_ms = bw_wall_ms();
     char status[300];
-    if (start(&d) || listen_http(&d, status, sizeof(status))) {
+    if (start(&d)) {
+        stop();
+        return 1;
+    }
+    join_fleet(started_at_ms);
+    atomic_store(&proxy.fleet_agrees, bw_fleet_turn(&proxy.fleet, proxy.rk, proxy.conf->control_topic, proxy.shards,
+                                                    bw_wall_ms()));
+    if (listen_http(&d, status, sizeof(status))) {
         stop();
         return 1;
     }
@@ -123,7 +152,10 @@ int main(int argc, char **argv) {
         if (atomic_exchange(&reload, 0)) {
             bw_daemon_reload(&d, proxy.conf);
             bw_auth_reload(proxy.auth, proxy.conf); /* the file the running config names */
+            fleet_reprint();
         }
+        atomic_store(&proxy.fleet_agrees, bw_fleet_turn(&proxy.fleet, proxy.rk, proxy.conf->control_topic, proxy.shards,
+                                                        bw_wall_ms()));
         bw_producers_recover(); /* a producer librdkafka raised a fatal error on */
     }
     bw_info(COMPONENT, "shutting down: finishing requests in flight");

@@ -25,6 +25,7 @@
 #include "backlog.h"
 #include "batcher.h"
 #include "config.h"
+#include "fleet.h"
 #include "jobs.h"
 #include "kafka.h"
 #include "metrics.h"
@@ -71,6 +72,8 @@ typedef struct {
     bw_backlog_t *backlog;
     bw_auth_t *auth;
     bw_quota_t *quota; /* per client budgets (quota.h) */
+    bw_fleet_self_t fleet;   /* this proxy's presence and prints (main loop only) */
+    atomic_int fleet_agrees; /* its settings agree with the earlier members': ready, and takes batches */
 } bw_proxy_t;
 
 extern bw_proxy_t proxy;

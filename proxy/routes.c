@@ -221,6 +221,7 @@ static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url,
 static int kafka_reachable(void) {
     char why[300];
     if (!bw_producers_ready(why, sizeof(why))) return 0; /* a producer is being rebuilt */
+    if (!atomic_load(&proxy.fleet_agrees)) return 0;     /* its settings differ (fleet.h) */
     const struct rd_kafka_metadata *md;
     if (rd_kafka_metadata(proxy.rk, 0, proxy.rkt, &md, 2000) != RD_KAFKA_RESP_ERR_NO_ERROR) return 0;
     rd_kafka_metadata_destroy(md);

@@ -84,6 +84,13 @@ static Bulkwrite__V1__JobRecord *previous_record(const Bulkwrite__V1__BatchWrite
 
 /* The content type, the body's size, the decoding, and that there are ops. */
 static unsigned decode(submit_t *s) {
+    if (!atomic_load(&proxy.fleet_agrees)) { /* a resend could become another job: take nothing */
+        s->header = MHD_HTTP_HEADER_RETRY_AFTER;
+        snprintf(s->header_value, sizeof(s->header_value), "%d", proxy.conf->backlog_retry_after_s);
+        return stop(s, MHD_HTTP_SERVICE_UNAVAILABLE, "this proxy's settings differ from those of the processes that "
+                    "started before it (its log names the setting): it takes no batch until they agree; send to "
+                    "another proxy");
+    }
     const char *ctype = MHD_lookup_connection_value(s->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (ctype && strncmp(ctype, "application/x-protobuf", 22) == 0) s->fmt = BW_FMT_PROTOBUF;
     else if (ctype && strncmp(ctype, "application/json", 16) == 0) s->fmt = BW_FMT_JSON;

@@ -147,12 +147,13 @@ mysql-down)
     fast_failures
     "$BIN/bwctl" config-set "$CONF" shards.default_rate=2.0 || exit 1
     start_alertmanager
-    # client ids order the group's members on the real broker (its member ids begin with
-    # them; the range assignor gives the first member shards 0-3): c1 holds A, c2 holds B,
-    # and c3, the consumer started again mid-fault, comes after c2
+    # instance ids order the group's members on the real broker (a static member's id
+    # begins with its group.instance.id; the range assignor gives the first member shards
+    # 0-3): c1 holds A, c2 holds B, and c3, the consumer started again mid-fault, comes
+    # after c2
     for n in 1 2 3; do
         cp "$CONF" "$WORK/consumer-c$n.conf"
-        "$BIN/bwctl" config-set "$WORK/consumer-c$n.conf" \
+        "$BIN/bwctl" config-set "$WORK/consumer-c$n.conf" consumer.instance_id=bw-fault-c$n \
             "kafka.consumer_properties=[ \"session.timeout.ms=10000\", \"client.id=bw-fault-c$n\" ]" || exit 1
     done
     grep -q 'client.id=bw-fault-c3' "$WORK/consumer-c3.conf" || { echo "not ok - consumer client ids"; exit 1; }

@@ -83,6 +83,42 @@ kill "$TWIN"; wait "$TWIN" 2>/dev/null
 start_consumer $C2; P2=$LAST_PID
 check "the fenced consumer, started again, is ready" wait_for 60 curl -sf "http://127.0.0.1:$C2/readyz"
 
+# ---- settings that must agree ------------------------------------------------------------------
+# A proxy with another job-id secret (a resend through it would be another job) and a
+# consumer with other batch sizes start after the fleet: each refuses to become ready,
+# naming the setting; a proxy like the first is ready beside them.
+cp "$CONF" "$WORK/secret.conf" && "$BIN/bwctl" config-set "$WORK/secret.conf" proxy.auth.job_id_secret=another || exit 1
+cp "$CONF" "$WORK/batch.conf" && "$BIN/bwctl" config-set "$WORK/batch.conf" 'object_types[0].batch_size.create=499' || exit 1
+"$BIN/bw-proxy" -c "$WORK/secret.conf" -b "$BROKERS" -p 0 --port-file "$WORK/secret.port" >"$WORK/proxy-secret.log" 2>&1 &
+ODD_PROXY=$!
+"$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" -p 0 --port-file "$WORK/same.port" >"$WORK/proxy-same.log" 2>&1 &
+SAME_PROXY=$!
+pids+=($ODD_PROXY $SAME_PROXY)
+start_consumer $((C3 + 20)) "$WORK/batch.conf"
+ODD_CONSUMER=$LAST_PID
+wait_for 60 test -s "$WORK/secret.port" && wait_for 60 test -s "$WORK/same.port"
+ODD=http://127.0.0.1:$(cat "$WORK/secret.port") SAME=http://127.0.0.1:$(cat "$WORK/same.port")
+odd_proxy() {
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$ODD/readyz")" = 503 ] &&
+        grep -q "fleet proxy .*: proxy.auth.job_id_secret differs from that of proxy $(hostname):$PROXY" "$WORK/proxy-secret.log"
+}
+check "a proxy with another job-id secret is not ready, and its log names the setting and the proxy" wait_for 30 odd_proxy
+odd_batch() {
+    local code
+    code=$(curl -s -o "$WORK/odd.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary '{"ops":[{"op":"delete","object_type":"pin","id":68719476736}]}' "$ODD/v1/batches")
+    cat "$WORK/odd.json"
+    [ "$code" = 503 ] && grep -q "this proxy's settings differ" "$WORK/odd.json"
+}
+check "... and takes no batch (503)" odd_batch
+check "a proxy with the same settings is ready beside it" wait_for 30 curl -sf "$SAME/readyz"
+odd_consumer() {
+    grep -q "fleet consumer .*: object_types differs from that of" "$WORK/consumer-$((C3 + 20)).log" &&
+        ! curl -sf "http://127.0.0.1:$((C3 + 20))/readyz" && ! grep -q 'assigned [0-9]* partitions' "$WORK/consumer-$((C3 + 20)).log"
+}
+check "a consumer with other batch sizes does not join the group, naming the setting" wait_for 30 odd_consumer
+kill "$ODD_CONSUMER" "$ODD_PROXY" "$SAME_PROXY" 2>/dev/null; wait "$ODD_CONSUMER" "$ODD_PROXY" "$SAME_PROXY" 2>/dev/null
+
 # ---- a consumer lost for good ------------------------------------------------------------------
 lost=$(shards_of $C3)
 [ -n "$lost" ] || { echo "not ok - consumer $C3 holds no shard"; failed=$((failed + 1)); }

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/sha.h>
+
 #include "auth.h"
 #include "helpers.h"
 #include "request.h"
@@ -416,6 +418,42 @@ START_TEST(reload_keeps_old_on_error) {
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_null(bw_auth_acquire(a));
     ck_assert_int_eq(bw_auth_reload(a, conf), 0);
+    bw_auth_stop(a);
+    bw_config_destroy(conf);
+    t_unlink_free(path);
+}
+END_TEST
+
+/* Which client each credential is, for the fleet's check (fleet.h): sorted lines. */
+START_TEST(credentials_listed) {
+    char *path = t_write_temp("");
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "clients = ( { name = \"feed\"; token_sha256 = \"%s\"; roles = [\"read\"]; },\n"
+             "  { name = \"ops\"; cert_identity = \"ops.internal\"; roles = [\"admin\"]; } );\n", FEED_SHA);
+    write_file(path, text);
+    char repl[512];
+    snprintf(repl, sizeof(repl), "clients_file = \"%s\";", path);
+    bw_config_t *conf = t_conf_variant_load("clients_file = \"\";", repl);
+    char err[1024];
+    bw_auth_t *a = bw_auth_start(conf, err, sizeof(err));
+    ck_assert_msg(a != NULL, "%s", err);
+    char *creds = bw_auth_credentials(a), want[256], cert[17];
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)"ops.internal", strlen("ops.internal"), d);
+    for (int i = 0; i < 8; i++) snprintf(cert + 2 * i, 3, "%02x", d[i]);
+    /* c: sorts before t:; 16 hex digits of the identity's SHA-256, of the token's */
+    snprintf(want, sizeof(want), "c:%s ops\nt:%.16s feed\n", cert, FEED_SHA);
+    ck_assert_str_eq(creds, want);
+    free(creds);
+    bw_auth_stop(a);
+    bw_config_destroy(conf);
+    /* open: none */
+    conf = t_ref_config();
+    a = bw_auth_start(conf, err, sizeof(err));
+    creds = bw_auth_credentials(a);
+    ck_assert_str_eq(creds, "");
+    free(creds);
     bw_auth_stop(a);
     bw_config_destroy(conf);
     t_unlink_free(path);
@@ -920,6 +958,7 @@ Suite *auth_suite(void) {
     tcase_add_test(tc, tls_files);
     tcase_add_test(tc, token_expiry);
     tcase_add_test(tc, protected_mode);
+    tcase_add_test(tc, credentials_listed);
     suite_add_tcase(s, tc);
     return s;
 }
