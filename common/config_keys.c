@@ -408,10 +408,11 @@ const key_t_ bw_config_top_keys[] = {
     {"consumer.instance_id", K_STR, OFF(consumer_instance_id), 0, 0, 0, "\"\"", NULL, NULL, 0,
      "The consumer's group.instance.id (Kafka's static membership): a consumer restarted within "
      "session.timeout.ms (kafka.consumer_properties; 10 s in the example) rejoins as the same member "
-     "and gets its partitions back without a rebalance of the group. \"\" = this host's name and "
-     "the consumer's port (\"HOST:PORT\"); with port 0 there is no stable identity and the consumer "
-     "is a dynamic member. Two running consumers with one id: Kafka fences the older, which stops "
-     "with an error naming the id (docs/operations.md, rolling restarts).", CONSUMER_RESTART},
+     "and gets its partitions back without a rebalance of the group. \"auto\" = this host's name and "
+     "the consumer's port (\"HOST:PORT\"; with port 0, dynamic); \"\" = a dynamic member (the "
+     "default: librdkafka 2.0.2 fences its own static members after a broker restart, and the "
+     "consumer then stops). Two running consumers with one id: Kafka fences the older, which stops "
+     "with an error naming the id (docs/deployment.md, upgrades).", CONSUMER_RESTART},
     {"consumer.status_interval_ms", K_INT, OFF(status_interval_ms), 0, 100, 3600000, "2000", NULL,
      NULL, 0, "How often a consumer publishes the status of its shards to kafka.status_topic.", CONSUMER_APPLY(BW_HOOK_NONE)},
     {"consumer.progress_interval_ms", K_INT, OFF(progress_interval_ms), 0, 50, 3600000, "250",

@@ -64,13 +64,16 @@ static void on_status_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void
     if (m->err) bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "status record: %s", rd_kafka_err2str(m->err));
 }
 
-/* The group.instance.id (static membership): consumer.instance_id, else this host's name
- * and the consumer's port, the same across restarts; "" for port 0 (no stable identity:
- * a dynamic member). */
+/* The group.instance.id (static membership): consumer.instance_id; "auto": this host's
+ * name and the consumer's port, the same across restarts; "" (or "auto" with port 0: no
+ * stable identity): a dynamic member. Dynamic is the default because librdkafka 2.0.2
+ * fences its own static members after a broker restart (both consumers of
+ * test/fault.sh broker-restart stopped with FENCED_INSTANCE_ID). */
 static void instance_id(const bw_config_t *conf, char *out, size_t size) {
-    if (conf->consumer_instance_id[0]) snprintf(out, size, "%s", conf->consumer_instance_id);
-    else if (!conf->consumer_port) out[0] = '\0';
-    else bw_fleet_host_id(conf->consumer_port, conf->consumer_listen_address, out, size);
+    if (!strcmp(conf->consumer_instance_id, "auto") && conf->consumer_port)
+        bw_fleet_host_id(conf->consumer_port, conf->consumer_listen_address, out, size);
+    else if (strcmp(conf->consumer_instance_id, "auto")) snprintf(out, size, "%s", conf->consumer_instance_id);
+    else out[0] = '\0';
 }
 
 /* Kafka (batches, dead letters, status and control topics), the pool and HTTP. */
@@ -156,7 +159,7 @@ static int subscribe(void) {
     if (e) return bw_error(COMPONENT, "subscribe to %s: %s", names, rd_kafka_err2str(e)), -1;
     const char *member = consumer.member;
     bw_info(COMPONENT, "consuming %s in group %s%s%s%s with %d workers; metrics on http://%s/metrics", names,
-            conf->consumer_group, member[0] ? " as static member \"" : " (a dynamic member: consumer.port 0)",
+            conf->consumer_group, member[0] ? " as static member \"" : " (a dynamic member: consumer.instance_id)",
             member, member[0] ? "\"" : "", conf->workers, consumer.instance);
     consumer.subscribed = 1;
     return 0;

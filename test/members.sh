@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/members.sh kafka: quiet deploys. Three consumers of one group on a real broker,
-# each a static member (group.instance.id HOST:PORT, consumer.instance_id unset), shards
+# each a static member (consumer.instance_id "auto": group.instance.id HOST:PORT), shards
 # at a gentle rate so that a stall shows:
 #   - a consumer stopped and started again within session.timeout.ms (10 s) gets its
 #     own partitions back, and the group does not rebalance: the other two log no
@@ -17,7 +17,8 @@ MODE=${1:?usage: test/members.sh kafka}
 C3=$((28083 + off)) OPS=${BW_MEMBERS_OPS:-64000}
 
 bw_stack_conf() { # every shard at 100 rows/s: the load lasts the whole test, and a stall shows
-    "$BIN/bwctl" config-set "$1" shards.default_rate=20.0 shards.default_row_rate=100.0 'shards.rate_overrides=( )' || exit 1
+    "$BIN/bwctl" config-set "$1" shards.default_rate=20.0 shards.default_row_rate=100.0 'shards.rate_overrides=( )' \
+        consumer.instance_id=auto || exit 1
 }
 bw_stack_start members "$MODE"
 start_consumer $C1; P1=$LAST_PID
