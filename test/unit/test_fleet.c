@@ -46,11 +46,12 @@ START_TEST(prints_follow_the_shared_settings) {
     nb = bw_fleet_prints(b, 1, pb);
     ck_assert_str_ne(print_of(pb, nb, "proxy.auth.job_id_secret"), secret);
     b->proxy_auth_job_id_secret = old;
+    char *old_clients = b->proxy_auth_clients_file;
     b->proxy_auth_clients_file = "clients.conf"; /* with clients: their own namespaces */
     nb = bw_fleet_prints(b, 1, pb);
     ck_assert_str_ne(print_of(pb, nb, "proxy.auth.clients_file"), clients);
     ck_assert_str_eq(print_of(pb, nb, "proxy.auth.job_id_secret"), secret);
-    b->proxy_auth_clients_file = a->proxy_auth_clients_file; /* freed with a */
+    b->proxy_auth_clients_file = old_clients; /* each config frees its own */
     bw_config_destroy(a);
     bw_config_destroy(b);
 }
