@@ -278,16 +278,22 @@ static int create_topic(rd_kafka_t *rk, const bw_config_t *conf, const char *top
 /* How long a topic check may take in all: a broker still starting, or creating 4,096
  * partitions, answers metadata late or shows the new topic seconds after creating it. */
 #define TOPIC_DEADLINE_MS 60000
+/* A topic the broker said it created is waited for longer: a broker busy creating thousands
+ * of partitions (4,096 on a loaded two-core machine took 73 s) shows it late, and giving up
+ * would only restart the wait. */
+#define CREATED_TOPIC_DEADLINE_MS 300000
 
 /* The topic's partition count after creating it with `partitions` if missing; -1 on error.
- * Until TOPIC_DEADLINE_MS has passed, a failed metadata request, a topic not shown yet or a
- * creation whose outcome is unknown are waited out; the error then names the topic and the
+ * Until TOPIC_DEADLINE_MS has passed (CREATED_TOPIC_DEADLINE_MS once the broker confirmed
+ * creating it), a failed metadata request, a topic not shown yet or a creation whose outcome
+ * is unknown are waited out; the error then names the topic and the
  * last reason. */
 static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *topic, int partitions,
                          bw_topic_kind_t kind, int timeout_ms, int *replicas, char *errstr, size_t errstr_size) {
     int64_t give_up = bw_now_us() + TOPIC_DEADLINE_MS * 1000LL;
     char why[384] = "";
     int asked = 0, cnt;
+    int64_t next_note = bw_now_us() + 30000000LL;
     while ((cnt = partition_count(rk, topic, timeout_ms, replicas, why, sizeof(why))) <= 0) {
         if (cnt == 0 && !asked) {
             if (!conf->create_topic)
@@ -297,13 +303,20 @@ static int ensure_exists(rd_kafka_t *rk, const bw_config_t *conf, const char *to
             int created = create_topic(rk, conf, topic, partitions, kind, timeout_ms, why, sizeof(why));
             if (created < 0) return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s", why), -1;
             if (created > 0) bw_warn("kafka", "%s; waiting for the metadata to show the topic", why);
+            else give_up = bw_now_us() + CREATED_TOPIC_DEADLINE_MS * 1000LL;
             continue;
         }
         if (cnt == 0 && !why[0]) /* created, not in the metadata yet */
             snprintf(why, sizeof(why), "kafka topic %s: created, but the metadata shows no partitions", topic);
-        if (bw_now_us() >= give_up) /* librdkafka logged the cause, e.g. a refused SASL login */
+        int64_t now = bw_now_us();
+        if (now >= give_up) /* librdkafka logged the cause, e.g. a refused SASL login */
             return bw_seterr(errstr, errstr_size, BW_ERR_KAFKA, "%s (still after %d s; librdkafka's log lines say "
-                             "why: an unreachable broker, refused credentials, ...)", why, TOPIC_DEADLINE_MS / 1000), -1;
+                             "why: an unreachable broker, refused credentials, ...)", why,
+                             (asked && cnt == 0 ? CREATED_TOPIC_DEADLINE_MS : TOPIC_DEADLINE_MS) / 1000), -1;
+        if (cnt == 0 && asked && now >= next_note) { /* a slow broker, not a stuck proxy */
+            bw_info("kafka", "%s; still waiting for the broker to show it", why);
+            next_note = now + 30000000LL;
+        }
         rd_kafka_poll(rk, 200);
     }
     return cnt;
