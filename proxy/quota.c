@@ -194,9 +194,11 @@ void bw_quota_list(bw_quota_t *q, const char *client, const bw_quota_limits_t *l
     pthread_mutex_unlock(&q->mu);
 }
 
-/* The interval's rate into the smoothed demand; asked starts again. */
+/* The interval's rate into the demand, which falls at once (a proxy the client leaves
+ * gives its share back with its next record) and rises smoothed; asked starts again. */
 static void smooth(rate_t *r, double seconds) {
-    r->demand += BW_QUOTA_SMOOTHING * (r->asked / seconds - r->demand);
+    double rate = r->asked / seconds;
+    r->demand = rate < r->demand ? rate : r->demand + BW_QUOTA_SMOOTHING * (rate - r->demand);
     r->asked = 0;
 }
 

@@ -17,7 +17,7 @@
  * The rates are the client's across the fleet: every live proxy takes a share of each,
  * and its buckets run at limit x share. Each proxy's presence record (common/fleet.h,
  * every 2 s) carries what each listed client asked of it lately, its demand (ops and
- * bytes per second, admitted or refused, smoothed); from the demands of the live,
+ * bytes per second, admitted or refused; it falls at once and rises smoothed); from the demands of the live,
  * agreeing proxies (its own as it just published it), each proxy takes the same max-min
  * fair split (bw_quota_share): a proxy is given what the client asks of it while that is
  * less than an even part, the others split the rest evenly, what nobody asks for is
@@ -61,7 +61,7 @@ void bw_quota_done(bw_quota_t *q, const char *client);
 /* ---- one budget across the fleet's proxies ------------------------------------------ */
 
 #define BW_QUOTA_FLOOR 0.05              /* of an even part: what each proxy keeps at least */
-#define BW_QUOTA_SMOOTHING 0.6           /* the weight of the last interval in a demand */
+#define BW_QUOTA_SMOOTHING 0.6           /* the weight of the last interval in a rising demand */
 #define BW_QUOTA_DEMAND_FRESH_MS 6000    /* a record older keeps its proxy the floor only */
 
 /* The share (0 to 1) of limit that member `self` of n takes, from each member's demand
