@@ -8,7 +8,8 @@
  * id is an HMAC of the client's name and request_id under the secret: a resend that
  * reaches a proxy with another secret, or that knows its token as another client, is a
  * new job, applied twice). Proxies may know different clients; no credential may be
- * two clients. A process whose print of a
+ * two clients. A proxy's record also carries its clients' demand, by which the proxies
+ * share each client's quota (proxy/quota.h; through bw_fleet_hook_t). A process whose print of a
  * setting differs from that of a live member that started before it refuses to become
  * ready, naming the setting and the member; the earliest member never does, so a
  * deploy that brings a wrong setting stops at its first new process.
