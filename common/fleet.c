@@ -90,8 +90,10 @@ static char **split_lines(const char *text, size_t *cnt, char **copy) {
     return lines;
 }
 
-void *bw_fleet_pack(const char *role, const char *instance, int64_t started_at_ms, int64_t now_ms,
-                    const bw_fleet_print_t *prints, int n, const char *credentials, int agrees, size_t *len) {
+/* bw_fleet_pack, with what hook (may be NULL) fills in. */
+static void *pack(const char *role, const char *instance, int64_t started_at_ms, int64_t now_ms,
+                  const bw_fleet_print_t *prints, int n, const char *credentials, int agrees,
+                  const bw_fleet_hook_t *hook, size_t *len) {
     Bulkwrite__V1__FleetMember m = BULKWRITE__V1__FLEET_MEMBER__INIT;
     Bulkwrite__V1__SettingPrint ps[BW_FLEET_PRINTS_MAX], *pp[BW_FLEET_PRINTS_MAX];
     for (int i = 0; i < n && i < BW_FLEET_PRINTS_MAX; i++) {
@@ -109,12 +111,18 @@ void *bw_fleet_pack(const char *role, const char *instance, int64_t started_at_m
     m.n_settings = (size_t)(n < BW_FLEET_PRINTS_MAX ? n : BW_FLEET_PRINTS_MAX);
     char *copy;
     m.credentials = split_lines(credentials, &m.n_credentials, &copy);
+    if (hook && hook->fill) hook->fill(hook->arg, &m, now_ms);
     *len = bulkwrite__v1__fleet_member__get_packed_size(&m);
     void *buf = malloc(*len ? *len : 1);
     if (buf) bulkwrite__v1__fleet_member__pack(&m, buf);
     free(m.credentials);
     free(copy);
     return buf;
+}
+
+void *bw_fleet_pack(const char *role, const char *instance, int64_t started_at_ms, int64_t now_ms,
+                    const bw_fleet_print_t *prints, int n, const char *credentials, int agrees, size_t *len) {
+    return pack(role, instance, started_at_ms, now_ms, prints, n, credentials, agrees, NULL, len);
 }
 
 /* Whether member m started before this process (ties: by instance name). */
@@ -206,7 +214,6 @@ int bw_fleet_turn(bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, bw_s
     char why[sizeof(self->why)];
     int agrees = bw_fleet_check(self->instance, self->started_at_ms, self->prints, self->print_cnt, self->credentials,
                                 members, n, now_ms, why, sizeof(why)) == 0;
-    bw_shard_table_members_free(members, n);
     if (!agrees && (self->agrees || strcmp(why, self->why)))
         bw_log(BW_LOG_ERROR, "fleet", -1, NULL, "%s %s: %s; not ready until it is the same", self->role, self->instance,
                why);
@@ -216,10 +223,12 @@ int bw_fleet_turn(bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, bw_s
     snprintf(self->why, sizeof(self->why), "%s", agrees ? "" : why);
     self->agrees = agrees;
     size_t len;
-    void *rec = bw_fleet_pack(self->role, self->instance, self->started_at_ms, now_ms, self->prints, self->print_cnt,
-                              self->credentials, agrees, &len);
+    void *rec = pack(self->role, self->instance, self->started_at_ms, now_ms, self->prints, self->print_cnt,
+                     self->credentials, agrees, self->hook, &len);
     if (rec) produce(self, rk, topic, rec, len);
     free(rec);
+    if (self->hook && self->hook->read) self->hook->read(self->hook->arg, self->instance, members, n, now_ms);
+    bw_shard_table_members_free(members, n);
     rd_kafka_poll(rk, 0);
     return agrees;
 }

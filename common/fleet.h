@@ -8,7 +8,8 @@
  * id is an HMAC of the client's name and request_id under the secret: a resend that
  * reaches a proxy with another secret, or that knows its token as another client, is a
  * new job, applied twice). Proxies may know different clients; no credential may be
- * two clients. A process whose print of a
+ * two clients. A proxy's record also carries its clients' demand, by which the proxies
+ * share each client's quota (proxy/quota.h; through bw_fleet_hook_t). A process whose print of a
  * setting differs from that of a live member that started before it refuses to become
  * ready, naming the setting and the member; the earliest member never does, so a
  * deploy that brings a wrong setting stops at its first new process.
@@ -65,6 +66,18 @@ int bw_fleet_check(const char *instance, int64_t started_at_ms, const bw_fleet_p
 
 #include "shardtable.h"
 
+/* What a process adds to its turn (a proxy: its clients' demand, for quotas shared by the
+ * fleet, proxy/quota.h). fill adds to the record about to be written (what it points to
+ * stays the hook's, valid until the next fill); read then sees the members the table
+ * read (this process's own record among them, by instance), before they are freed.
+ * @locality the turn's thread */
+typedef struct {
+    void (*fill)(void *arg, Bulkwrite__V1__FleetMember *rec, int64_t now_ms);
+    void (*read)(void *arg, const char *instance, Bulkwrite__V1__FleetMember *const *members, size_t n,
+                 int64_t now_ms);
+    void *arg;
+} bw_fleet_hook_t;
+
 typedef struct {
     const char *role;      /* "proxy" or "consumer" */
     char instance[300];    /* HOST:PORT */
@@ -75,6 +88,7 @@ typedef struct {
     int64_t next_ms;       /* the next turn */
     int agrees;            /* the last check's outcome; 1 before the first */
     char why[600];         /* what differs, while it does not agree */
+    const bw_fleet_hook_t *hook; /* NULL: none (bw_fleet_self_init); set by the caller after it */
 } bw_fleet_self_t;
 
 /* Fills self: prints from conf (a proxy's: role "proxy"), and the credentials it takes
@@ -85,7 +99,8 @@ void bw_fleet_self_set_credentials(bw_fleet_self_t *self, const char *credential
 void bw_fleet_self_free(bw_fleet_self_t *self);
 /* Once every BW_FLEET_INTERVAL_MS (else at once): checks this process against the
  * members the table read, logs each change of the outcome, and writes its record (with
- * the outcome) to topic through rk without waiting (rk: a producer whose reports nobody
+ * the outcome, and what self->hook fills in; then the hook reads the members) to topic
+ * through rk without waiting (rk: a producer whose reports nobody
  * waits for). Returns self->agrees. @locality the caller's thread, one per self */
 int bw_fleet_turn(bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, bw_shard_table_t *table, int64_t now_ms);
 /* Writes the empty record that removes this process (at a clean stop). */

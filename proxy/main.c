@@ -88,15 +88,40 @@ static int listen_http(bw_daemon_t *d, char *status, size_t status_size) {
     return 0;
 }
 
+/* The fleet turn's part for quotas (quota.h): this proxy's demand into its record, then
+ * its shares of each client's quota from every proxy's. */
+static void quota_fill(void *q, Bulkwrite__V1__FleetMember *rec, int64_t now_ms) {
+    (void)now_ms;
+    bw_quota_fleet_fill(q, rec, bw_now_us());
+}
+static void quota_read(void *q, const char *self, Bulkwrite__V1__FleetMember *const *members, size_t n,
+                       int64_t now_ms) {
+    bw_quota_fleet_read(q, self, members, n, now_ms, bw_now_us());
+}
+
+/* The clients with a quota, which the fleet records list (again after each SIGHUP). */
+static void quota_list(void) {
+    bw_auth_set_t *set = bw_auth_acquire(proxy.auth);
+    bw_quota_unlist_all(proxy.quota);
+    for (int i = 0; set && i < set->client_cnt; i++)
+        bw_quota_list(proxy.quota, set->clients[i].name, &set->clients[i].quota, bw_now_us());
+    bw_auth_release(set);
+}
+
 /* This proxy in the fleet (fleet.h): HOST:PORT (HOST:pidPID for port 0, not known
  * yet), its prints (the clients file's credentials among them: again after each
- * SIGHUP), and the first check, before it listens. */
+ * SIGHUP), its clients' demand (quotas shared by the proxies), and the first check,
+ * before it listens. */
 static void join_fleet(int64_t started_at_ms) {
+    static bw_fleet_hook_t quota_hook = {quota_fill, quota_read, NULL};
     char self[300];
     bw_fleet_host_id(proxy.conf->proxy_port, proxy.conf->proxy_listen_address, self, sizeof(self));
     char *credentials = bw_auth_credentials(proxy.auth);
     bw_fleet_self_init(&proxy.fleet, "proxy", self, started_at_ms, proxy.conf, credentials);
     free(credentials);
+    quota_hook.arg = proxy.quota;
+    proxy.fleet.hook = &quota_hook;
+    quota_list();
     bw_shard_table_sync(proxy.shards, 2000); /* the members' latest records */
 }
 
@@ -104,6 +129,7 @@ static void fleet_reprint(void) {
     char *credentials = bw_auth_credentials(proxy.auth);
     bw_fleet_self_set_credentials(&proxy.fleet, credentials);
     free(credentials);
+    quota_list();
 }
 
 /* Requests in flight finish first: the pollers still serve their acks. */

@@ -13,13 +13,29 @@
  *
  * Budgets are kept per client name, so a reload of the clients file (SIGHUP) keeps what
  * each client used; the limits are read from the client at each request.
- * @locality any thread (one mutex). */
+ *
+ * The rates are the client's across the fleet: every live proxy takes a share of each,
+ * and its buckets run at limit x share. Each proxy's presence record (common/fleet.h,
+ * every 2 s) carries what each listed client asked of it lately, its demand (ops and
+ * bytes per second, admitted or refused; it falls at once and rises smoothed); from the demands of the live,
+ * agreeing proxies (its own as it just published it), each proxy takes the same max-min
+ * fair split (bw_quota_share): a proxy is given what the client asks of it while that is
+ * less than an even part, the others split the rest evenly, what nobody asks for is
+ * split evenly, and each keeps at least BW_QUOTA_FLOOR of an even part, so a proxy the
+ * client just turned to is not shut out until the next record. A client that uses one
+ * proxy of N gets 1 - BW_QUOTA_FLOOR x (N-1)/N of its quota there after a few records;
+ * one that alternates gets 1/N at each. Alone, or hearing from no other proxy for
+ * BW_FLEET_STALE_MS, a proxy takes the whole quota, as a lone proxy does. A record older
+ * than BW_QUOTA_DEMAND_FRESH_MS keeps its member only the floor: a proxy killed is given
+ * up before it is gone. max_jobs_in_flight is per proxy.
+ * @locality any thread (one mutex); the fleet functions: the fleet turn's thread. */
 #ifndef BW_QUOTA_H
 #define BW_QUOTA_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bulkwrite.pb-c.h"
 #include "metrics.h"
 
 typedef struct {
@@ -41,5 +57,37 @@ unsigned bw_quota_admit(bw_quota_t *q, const char *client, const bw_quota_limits
                         int64_t now_us, bw_quota_kind_t *kind, int *retry_after_s, char *why, size_t why_size);
 /* An admitted request of client is answered. */
 void bw_quota_done(bw_quota_t *q, const char *client);
+
+/* ---- one budget across the fleet's proxies ------------------------------------------ */
+
+#define BW_QUOTA_FLOOR 0.05              /* of an even part: what each proxy keeps at least */
+#define BW_QUOTA_SMOOTHING 0.6           /* the weight of the last interval in a rising demand */
+#define BW_QUOTA_DEMAND_FRESH_MS 6000    /* a record older keeps its proxy the floor only */
+
+/* The share (0 to 1) of limit that member `self` of n takes, from each member's demand
+ * (per second, in limit's unit; not a number or negative: 0): max-min fair as above, each
+ * member at least floor x limit / n; the n shares sum to 1 whoever computes them. 1 when
+ * n <= 1 or there is no limit; 1/n when nobody asks for anything. */
+double bw_quota_share(double limit, const double *demand, size_t n, size_t self, double floor);
+
+/* The clients with a quota, as the clients file has them (again after a SIGHUP): this
+ * proxy reports each, asked or not, so that the others count its share from the start.
+ * bw_quota_unlist_all forgets the old list first; bw_quota_list adds one client (its
+ * budget made if it has none, with these limits). */
+void bw_quota_unlist_all(bw_quota_t *q);
+void bw_quota_list(bw_quota_t *q, const char *client, const bw_quota_limits_t *lim, int64_t now_us);
+
+/* Closes the demand interval at now_us (one shorter than half BW_FLEET_INTERVAL_MS is
+ * left open) and sets rec's demand to every listed client's; rec points into q until
+ * the next call or bw_quota_free. */
+void bw_quota_fleet_fill(bw_quota_t *q, Bulkwrite__V1__FleetMember *rec, int64_t now_us);
+/* Sets every listed client's shares from the members' records (wall clock now_ms:
+ * proxies only, that agree, seen within BW_FLEET_STALE_MS, that list the client; self's
+ * own record skipped, its demand from the last fill instead); the buckets follow at
+ * now_us. Logs a client's count of proxies when it changes. */
+void bw_quota_fleet_read(bw_quota_t *q, const char *self, Bulkwrite__V1__FleetMember *const *members, size_t n,
+                         int64_t now_ms, int64_t now_us);
+/* The client's shares now (ops, bytes; 1 for an unknown client). */
+void bw_quota_shares(bw_quota_t *q, const char *client, double *ops_share, double *bytes_share);
 
 #endif
