@@ -53,7 +53,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: cluster-kafka members-kafka quotas-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
+.PHONY: cluster-kafka members-kafka quotas-kafka control-embedded control-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -130,9 +130,9 @@ check: deps
 	$(MAKE) -j2 check-lane-embedded check-lane-kafka
 LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded throttle-embedded lanes-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
+	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
@@ -188,6 +188,11 @@ members-kafka: all
 # one client's quota across 2 and 3 proxies, measured (about 2.5 minutes)
 quotas-kafka: all
 	BW_BIN=$(BIN) test/quotas.sh kafka
+# two proxies, shard control at the same moment on both: a pause and a rate both stand (20 rounds)
+control-embedded: all
+	BW_BIN=$(BIN) test/control.sh embedded
+control-kafka: all
+	BW_BIN=$(BIN) test/control.sh kafka
 # 32 backlogged shards, 2 workers: every shard's applied batches within ±30 % of the mean
 fairness-embedded: all
 	BW_BIN=$(BIN) test/fairness.sh embedded

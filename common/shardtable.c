@@ -14,6 +14,7 @@
 typedef struct {
     void *data;
     size_t len;
+    uint64_t order; /* when it was read: the control topic's one partition is Kafka's order */
 } blob_t;
 
 /* A member's presence record (fleet.h), by its key. */
@@ -26,7 +27,9 @@ typedef struct {
 struct bw_shard_table {
     int shard_count;
     pthread_mutex_t mu;
-    blob_t *control, *status;
+    blob_t *control; /* shard s's record under key k at [s * BW_CONTROL_KEYS + k] */
+    blob_t *status;
+    uint64_t reads; /* control records read, numbering them (blob_t.order) */
     member_t *members;
     size_t member_cnt, member_cap;
     atomic_uint version;
@@ -34,33 +37,43 @@ struct bw_shard_table {
     bw_status_hook_t hook;
 };
 
+/* Each key's suffix after "shard/N" (bw_control_key_t's order). */
+static const char *const key_suffix[BW_CONTROL_KEYS] = {"", "/pause", "/rate", "/row_rate", "/pinned"};
+
 int bw_shard_key(int shard, char key[24]) { return snprintf(key, 24, "shard/%d", shard); }
 
-static int parse_key(const void *key, size_t len, int shard_count) {
-    char k[24];
-    if (!key || len < 7 || len >= sizeof(k)) return -1;
-    memcpy(k, key, len);
-    k[len] = '\0';
-    char *end;
-    long s = strtol(k + 6, &end, 10);
-    if (strncmp(k, "shard/", 6) || *end || end == k + 6 || s < 0 || s >= shard_count) return -1;
-    return (int)s;
+int bw_shard_control_key(int shard, bw_control_key_t k, char key[BW_CONTROL_KEY_MAX]) {
+    return snprintf(key, BW_CONTROL_KEY_MAX, "shard/%d%s", shard, key_suffix[k]);
 }
 
-/* The shard the record is for, or -1 when it is not ours (another layout). */
-static int store(bw_shard_table_t *t, blob_t *slots, const void *key, size_t klen, const void *val, size_t vlen) {
-    int s = parse_key(key, klen, t->shard_count);
-    if (s < 0) return -1;
+int bw_shard_key_parse(const void *key, size_t len, int shard_count, bw_control_key_t *k) {
+    char buf[BW_CONTROL_KEY_MAX];
+    if (!key || len < 7 || len >= sizeof(buf) || memchr(key, '\0', len)) return -1;
+    memcpy(buf, key, len);
+    buf[len] = '\0';
+    if (strncmp(buf, "shard/", 6) || buf[6] < '0' || buf[6] > '9') return -1;
+    char *end;
+    long s = strtol(buf + 6, &end, 10);
+    if (s < 0 || s >= shard_count) return -1;
+    for (int i = 0; i < BW_CONTROL_KEYS; i++)
+        if (strcmp(end, key_suffix[i]) == 0) {
+            *k = (bw_control_key_t)i;
+            return (int)s;
+        }
+    return -1;
+}
+
+/* Replaces *slot with a copy of the value; an empty value (a tombstone) clears it. */
+static void store(bw_shard_table_t *t, blob_t *slot, const void *val, size_t vlen) {
     void *copy = NULL;
     if (vlen) {
-        copy = malloc(vlen);
+        if (!(copy = malloc(vlen))) abort();
         memcpy(copy, val, vlen);
     }
     pthread_mutex_lock(&t->mu);
-    free(slots[s].data);
-    slots[s] = (blob_t){copy, vlen}; /* an empty value (tombstone) clears it */
+    free(slot->data);
+    *slot = (blob_t){copy, vlen, ++t->reads};
     pthread_mutex_unlock(&t->mu);
-    return s;
 }
 
 /* A member's record: replaces its earlier one; an empty value (it stopped) removes it. */
@@ -81,7 +94,7 @@ static void store_member(bw_shard_table_t *t, const void *key, size_t klen, cons
         void *copy = malloc(vlen);
         if (!copy) abort();
         memcpy(copy, val, vlen);
-        t->members[i].value = (blob_t){copy, vlen};
+        t->members[i].value = (blob_t){copy, vlen, 0};
     } else if (i < t->member_cnt) {
         free(t->members[i].key);
         t->members[i] = t->members[--t->member_cnt];
@@ -113,10 +126,13 @@ static void on_control(void *ud, const void *key, size_t klen, const void *val, 
         store_member(t, key, klen, val, vlen);
         return;
     }
-    int s = store(t, t->control, key, klen, val, vlen);
+    bw_control_key_t k;
+    int s = bw_shard_key_parse(key, klen, t->shard_count, &k);
+    if (s < 0) return; /* not ours (another layout, a later version's field) */
+    store(t, &t->control[(size_t)s * BW_CONTROL_KEYS + k], val, vlen);
     atomic_fetch_add(&t->version, 1);
     /* said once, when read: the record is clamped each time it is used */
-    Bulkwrite__V1__ShardControl *c = s >= 0 && vlen ? bulkwrite__v1__shard_control__unpack(NULL, vlen, val) : NULL;
+    Bulkwrite__V1__ShardControl *c = vlen ? bulkwrite__v1__shard_control__unpack(NULL, vlen, val) : NULL;
     char why[256];
     if (c && c->has_rate && bw_ratelimit_check(c->rate, why, sizeof(why)))
         bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why, bw_ratelimit_clamp(c->rate));
@@ -130,8 +146,11 @@ unsigned bw_shard_table_version(bw_shard_table_t *t) { return atomic_load(&t->ve
 
 static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_shard_table_t *t = ud;
-    int s = store(t, t->status, key, klen, val, vlen);
-    if (s < 0 || !t->hook.fn || !vlen) return;
+    bw_control_key_t k;
+    int s = bw_shard_key_parse(key, klen, t->shard_count, &k);
+    if (s < 0 || k != BW_CONTROL_WHOLE) return;
+    store(t, &t->status[s], val, vlen);
+    if (!t->hook.fn || !vlen) return;
     Bulkwrite__V1__ShardStatus *st = bulkwrite__v1__shard_status__unpack(NULL, vlen, val);
     if (!st) return;
     t->hook.fn(t->hook.ud, s, st);
@@ -144,7 +163,7 @@ bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brok
     if (status) t->hook = *status;
     t->shard_count = conf->shard_count;
     pthread_mutex_init(&t->mu, NULL);
-    t->control = calloc((size_t)conf->shard_count, sizeof(blob_t));
+    t->control = calloc((size_t)conf->shard_count * BW_CONTROL_KEYS, sizeof(blob_t));
     t->status = calloc((size_t)conf->shard_count, sizeof(blob_t));
     if (!(t->control_tail = bw_tail_start(conf, brokers, conf->control_topic, on_control, t, errstr, errstr_size)) ||
         (status &&
@@ -159,10 +178,8 @@ void bw_shard_table_stop(bw_shard_table_t *t) {
     if (!t) return;
     bw_tail_stop(t->control_tail);
     bw_tail_stop(t->status_tail);
-    for (int s = 0; s < t->shard_count; s++) {
-        free(t->control[s].data);
-        free(t->status[s].data);
-    }
+    for (size_t i = 0; t->control && i < (size_t)t->shard_count * BW_CONTROL_KEYS; i++) free(t->control[i].data);
+    for (int s = 0; t->status && s < t->shard_count; s++) free(t->status[s].data);
     free(t->control);
     free(t->status);
     for (size_t i = 0; i < t->member_cnt; i++) {
@@ -180,21 +197,139 @@ int bw_shard_table_sync(bw_shard_table_t *t, int timeout_ms) {
     return ok;
 }
 
-Bulkwrite__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard) {
+Bulkwrite__V1__ShardControl *bw_shard_table_record(bw_shard_table_t *t, int shard, bw_control_key_t key) {
     pthread_mutex_lock(&t->mu);
-    Bulkwrite__V1__ShardControl *c =
-        t->control[shard].data ? bulkwrite__v1__shard_control__unpack(NULL, t->control[shard].len, t->control[shard].data)
-                               : NULL;
+    const blob_t *b = &t->control[(size_t)shard * BW_CONTROL_KEYS + key];
+    Bulkwrite__V1__ShardControl *c = b->data ? bulkwrite__v1__shard_control__unpack(NULL, b->len, b->data) : NULL;
     pthread_mutex_unlock(&t->mu);
+    return c;
+}
+
+/* The shard's record under every key, unpacked into recs[] (NULL for none), and the
+ * order they were read in; how many. */
+static int records(bw_shard_table_t *t, int shard, Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS],
+                   uint64_t order[BW_CONTROL_KEYS]) {
+    int n = 0;
+    pthread_mutex_lock(&t->mu);
+    for (int k = 0; k < BW_CONTROL_KEYS; k++) {
+        const blob_t *b = &t->control[(size_t)shard * BW_CONTROL_KEYS + k];
+        recs[k] = b->data ? bulkwrite__v1__shard_control__unpack(NULL, b->len, b->data) : NULL;
+        order[k] = b->order;
+        n += recs[k] != NULL;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+static void records_free(Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS]) {
+    for (int k = 0; k < BW_CONTROL_KEYS; k++)
+        if (recs[k]) bulkwrite__v1__shard_control__free_unpacked(recs[k], NULL);
+}
+
+static const char *str(const char *s) { return s ? s : ""; }
+
+static int same_change(const Bulkwrite__V1__ControlChange *a, const Bulkwrite__V1__ControlChange *b) {
+    return a->at_ms == b->at_ms && !strcmp(str(a->action), str(b->action)) && !strcmp(str(a->by), str(b->by)) &&
+           !strcmp(str(a->from), str(b->from)) && !strcmp(str(a->reason), str(b->reason)) &&
+           !strcmp(str(a->setting), str(b->setting));
+}
+
+/* Whether key a's record is later than key b's: (at_a, order[a]) after (at_b, order[b]). */
+static int later(int64_t at_a, int a, int64_t at_b, int b, const uint64_t order[BW_CONTROL_KEYS]) {
+    return at_a != at_b ? at_a > at_b : order[a] > order[b];
+}
+
+/* The records' histories merged into hist (BW_CONTROL_HISTORY places), newest first:
+ * each record's list is newest first already, so the merge takes the newest head each
+ * time (at a tie, the head of the record written later; one list's order kept); a change
+ * already taken (the same change in two fields' records) is skipped. Returns how many. */
+static size_t merge_history(const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
+                            const uint64_t order[BW_CONTROL_KEYS], Bulkwrite__V1__ControlChange **hist) {
+    size_t head[BW_CONTROL_KEYS] = {0}, n = 0;
+    while (n < BW_CONTROL_HISTORY) {
+        int best = -1;
+        for (int k = 0; k < BW_CONTROL_KEYS; k++)
+            if (recs[k] && head[k] < recs[k]->n_history &&
+                (best < 0 || later(recs[k]->history[head[k]]->at_ms, k, recs[best]->history[head[best]]->at_ms, best,
+                                   order)))
+                best = k;
+        if (best < 0) break;
+        Bulkwrite__V1__ControlChange *h = recs[best]->history[head[best]++];
+        int seen = 0;
+        for (size_t i = n; i-- > 0 && hist[i]->at_ms == h->at_ms && !seen;) seen = same_change(hist[i], h);
+        if (!seen) hist[n++] = h;
+    }
+    return n;
+}
+
+/* The fold of bw_shard_control_fold() into *out, pointing into recs (which must outlive
+ * it) and hist (BW_CONTROL_HISTORY places). 0 when every recs[k] is NULL. */
+static int fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
+                const uint64_t order_in[BW_CONTROL_KEYS], Bulkwrite__V1__ShardControl *out,
+                Bulkwrite__V1__ControlChange **hist) {
+    uint64_t order[BW_CONTROL_KEYS];
+    for (int k = 0; k < BW_CONTROL_KEYS; k++) order[k] = order_in ? order_in[k] : (uint64_t)k;
+    Bulkwrite__V1__ShardControl init = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    *out = init;
+    out->shard = (uint32_t)shard;
+    out->reason = out->changed_by = out->changed_from = "";
+    const Bulkwrite__V1__ShardControl *base = recs[BW_CONTROL_WHOLE], *r;
+    int newest = -1;
+    for (int k = 0; k < BW_CONTROL_KEYS; k++)
+        if (recs[k] && (newest < 0 || later(recs[k]->updated_at_ms, k, recs[newest]->updated_at_ms, newest, order)))
+            newest = k;
+    if (newest < 0) return 0;
+    if ((r = recs[BW_CONTROL_PAUSE] ? recs[BW_CONTROL_PAUSE] : base)) out->paused = r->paused;
+    if ((r = recs[BW_CONTROL_RATE] ? recs[BW_CONTROL_RATE] : base)) {
+        out->has_rate = r->has_rate;
+        out->rate = r->rate;
+    }
+    if ((r = recs[BW_CONTROL_ROW_RATE] ? recs[BW_CONTROL_ROW_RATE] : base)) {
+        out->has_row_rate = r->has_row_rate;
+        out->row_rate = r->row_rate;
+    }
+    if ((r = recs[BW_CONTROL_PINNED] ? recs[BW_CONTROL_PINNED] : base)) out->pinned = r->pinned;
+    out->updated_at_ms = recs[newest]->updated_at_ms;
+    out->reason = (char *)str(recs[newest]->reason);
+    out->changed_by = (char *)str(recs[newest]->changed_by);
+    out->changed_from = (char *)str(recs[newest]->changed_from);
+    out->n_history = merge_history(recs, order, hist);
+    out->history = hist;
+    return 1;
+}
+
+Bulkwrite__V1__ShardControl *bw_shard_control_fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
+                                                   const uint64_t order[BW_CONTROL_KEYS]) {
+    Bulkwrite__V1__ShardControl c;
+    Bulkwrite__V1__ControlChange *hist[BW_CONTROL_HISTORY];
+    if (!fold(shard, recs, order, &c, hist)) return NULL;
+    /* packed and unpacked again: one allocation the caller frees as any unpacked record */
+    size_t len = bulkwrite__v1__shard_control__get_packed_size(&c);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf) abort();
+    bulkwrite__v1__shard_control__pack(&c, buf);
+    Bulkwrite__V1__ShardControl *out = bulkwrite__v1__shard_control__unpack(NULL, len, buf);
+    free(buf);
+    return out;
+}
+
+Bulkwrite__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard) {
+    Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS];
+    uint64_t order[BW_CONTROL_KEYS];
+    if (!records(t, shard, recs, order)) return NULL;
+    Bulkwrite__V1__ShardControl *c = bw_shard_control_fold(shard, (const Bulkwrite__V1__ShardControl *const *)recs, order);
+    records_free(recs);
     return c;
 }
 
 void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out) {
     memset(out, 0, sizeof(*out));
-    Bulkwrite__V1__ShardControl *c = bw_shard_table_control(t, shard);
-    if (!c) return;
-    bw_shard_setting_from_record(c, out);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS], c;
+    Bulkwrite__V1__ControlChange *hist[BW_CONTROL_HISTORY];
+    uint64_t order[BW_CONTROL_KEYS];
+    if (records(t, shard, recs, order) && fold(shard, (const Bulkwrite__V1__ShardControl *const *)recs, order, &c, hist))
+        bw_shard_setting_from_record(&c, out);
+    records_free(recs);
 }
 
 void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard_setting_t *out) {
@@ -206,9 +341,9 @@ void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard
     out->row_rate = c->has_row_rate ? bw_ratelimit_clamp_rows(c->row_rate) : 0;
     out->pinned = c->pinned;
     out->updated_at_ms = c->updated_at_ms;
-    snprintf(out->reason, sizeof(out->reason), "%s", c->reason ? c->reason : "");
-    snprintf(out->changed_by, sizeof(out->changed_by), "%s", c->changed_by ? c->changed_by : "");
-    snprintf(out->changed_from, sizeof(out->changed_from), "%s", c->changed_from ? c->changed_from : "");
+    snprintf(out->reason, sizeof(out->reason), "%s", str(c->reason));
+    snprintf(out->changed_by, sizeof(out->changed_by), "%s", str(c->changed_by));
+    snprintf(out->changed_from, sizeof(out->changed_from), "%s", str(c->changed_from));
 }
 
 double bw_shard_effective_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {

@@ -1,5 +1,12 @@
 /* shardtable.h — the operator's settings and the consumers' status of every shard, as
- * the latest record per key ("shard/N") of the compacted control and status topics.
+ * the latest record per key of the compacted control and status topics.
+ *
+ * A shard's setting is kept per field, each under its own key of the control topic
+ * (bw_control_key_t): a change writes only the fields it sets, so two changes made at
+ * the same moment on two proxies (one pausing the shard, one setting its rate) both take
+ * effect. The table folds the latest record of each key into one ShardControl; the whole
+ * record "shard/N" that versions before per-field keys wrote is the base, each field
+ * record overriding its field. The status topic has one record per shard ("shard/N").
  *
  * The proxy writes control records (admin API) and reads both topics (GET /v1/shards);
  * consumers read the control topic and write status records. Kafka keeps the table, so
@@ -14,6 +21,20 @@
 #include "config.h"
 
 typedef struct bw_shard_table bw_shard_table_t;
+
+/* The control topic's keys of one shard. An SRE sets each field independently (a rate
+ * change may set the statement rate, the row rate, the pin, or several), so each has its
+ * own key; the last record under a key wins (Kafka's order), as for any compacted key. */
+typedef enum {
+    BW_CONTROL_WHOLE,    /* "shard/N": every field; written by versions before per-field keys, read only */
+    BW_CONTROL_PAUSE,    /* "shard/N/pause": paused (pause, resume) */
+    BW_CONTROL_RATE,     /* "shard/N/rate": has_rate, rate */
+    BW_CONTROL_ROW_RATE, /* "shard/N/row_rate": has_row_rate, row_rate */
+    BW_CONTROL_PINNED,   /* "shard/N/pinned": pinned */
+    BW_CONTROL_KEYS
+} bw_control_key_t;
+
+#define BW_CONTROL_HISTORY 20 /* changes a shard keeps, newest first (each key's record, and the fold) */
 
 /* An operator's setting of one shard. Without has_rate (has_row_rate) the configured
  * conf->shard_rate (shard_row_rate) applies: bw_shard_effective_rate() and
@@ -59,9 +80,25 @@ double bw_shard_effective_rate(const bw_config_t *conf, int shard, const bw_shar
 double bw_shard_effective_row_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 /* Bumped by every control record read: re-read the settings when it moves. */
 unsigned bw_shard_table_version(bw_shard_table_t *t);
-/* The latest control record of the shard, unpacked (free with
- * bulkwrite__v1__shard_control__free_unpacked(c, NULL)), or NULL: its history. */
+/* The shard's setting folded from its records under every key (bw_shard_control_fold),
+ * unpacked (free with bulkwrite__v1__shard_control__free_unpacked(c, NULL)), or NULL when
+ * no operator ever changed it: its fields, the audit of its newest change, its history. */
 Bulkwrite__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard);
+/* The latest record under one of the shard's keys, unpacked as above, or NULL: a change
+ * continues that key's own history. */
+Bulkwrite__V1__ShardControl *bw_shard_table_record(bw_shard_table_t *t, int shard, bw_control_key_t key);
+/* One ShardControl (malloc'd, unpacked, free as above) from the shard's latest record
+ * under each key (recs[k], NULL for none; all NULL: returns NULL), read in the order
+ * order[k] (a higher number read later; NULL: in key order). Each field comes from its
+ * own key's record when there is one, else from the whole record: paused from
+ * BW_CONTROL_PAUSE, has_rate and rate from BW_CONTROL_RATE, has_row_rate and row_rate
+ * from BW_CONTROL_ROW_RATE, pinned from BW_CONTROL_PINNED. updated_at_ms, reason,
+ * changed_by and changed_from are those of the newest record (by updated_at_ms; at a
+ * tie, the one read later). The history merges every record's, newest first by at_ms (at
+ * a tie the record read later first, one record's order kept), a change found in several
+ * records (one rate change setting rate and row_rate) once, at most BW_CONTROL_HISTORY. */
+Bulkwrite__V1__ShardControl *bw_shard_control_fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
+                                                   const uint64_t order[BW_CONTROL_KEYS]);
 /* The latest status record of the shard, unpacked (free with
  * bulkwrite__v1__shard_status__free_unpacked(s, NULL)), or NULL. */
 Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard);
@@ -72,7 +109,16 @@ Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard
 size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__V1__FleetMember ***out);
 void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n);
 
-/* "shard/N" into key; returns its length. Both topics use it. */
+/* "shard/N" into key; returns its length. The status topic's key, and the control
+ * topic's whole record. */
 int bw_shard_key(int shard, char key[24]);
+#define BW_CONTROL_KEY_MAX 40
+/* The control topic's key of one of the shard's fields ("shard/N/rate") into key;
+ * returns its length. */
+int bw_shard_control_key(int shard, bw_control_key_t k, char key[BW_CONTROL_KEY_MAX]);
+/* The shard a control or status key is for (0 to shard_count - 1) and which of its keys
+ * (*k), or -1: not a shard's key (a presence "member/...", a key of another layout or of a
+ * later version's field). */
+int bw_shard_key_parse(const void *key, size_t len, int shard_count, bw_control_key_t *k);
 
 #endif

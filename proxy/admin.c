@@ -257,8 +257,9 @@ void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size
 }
 
 int bw_admin_control_update(int shard, const char *action, const char *body, size_t len,
-                            const Bulkwrite__V1__ShardControl *prev, const bw_admin_caller_t *caller,
-                            bw_shard_setting_t *set, void **out, size_t *out_len, char *err, size_t esz) {
+                            Bulkwrite__V1__ShardControl *const *prev, const bw_admin_caller_t *caller,
+                            bw_shard_setting_t *set, bw_admin_records_t *out, char *err, size_t esz) {
+    memset(out, 0, sizeof(*out));
     json_t *j = NULL;
     if (len) {
         json_error_t je;
@@ -314,21 +315,27 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
         json_decref(j);
         return -1;
     }
+    int writes[BW_CONTROL_KEYS] = {0}; /* the keys this change writes */
     if (strcmp(action, "rate") == 0) {
-        /* each member given replaces that budget; one left out stays as it was */
-        json_t *r = json_object_get(j, "rate"), *rr = json_object_get(j, "row_rate");
+        /* each member given replaces that budget; one left out stays as it was, unwritten */
+        json_t *r = json_object_get(j, "rate"), *rr = json_object_get(j, "row_rate"), *pin = json_object_get(j, "pinned");
         if (r) {
             set->has_rate = !json_is_null(r);
             set->rate = set->has_rate ? json_number_value(r) : 0;
+            writes[BW_CONTROL_RATE] = 1;
         }
         if (rr) {
             set->has_row_rate = !json_is_null(rr);
             set->row_rate = set->has_row_rate ? json_number_value(rr) : 0;
+            writes[BW_CONTROL_ROW_RATE] = 1;
         }
-        json_t *pin = json_object_get(j, "pinned");
-        if (pin) set->pinned = json_is_true(pin);
+        if (pin) {
+            set->pinned = json_is_true(pin);
+            writes[BW_CONTROL_PINNED] = 1;
+        }
     } else {
         set->paused = strcmp(action, "pause") == 0;
+        writes[BW_CONTROL_PAUSE] = 1;
     }
     json_t *reason = json_object_get(j, "reason");
     const char *why = reason ? json_string_value(reason) : "";
@@ -350,27 +357,42 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
     now.from = set->changed_from;
     now.reason = set->reason;
     now.setting = setting;
-    Bulkwrite__V1__ControlChange *history[BW_CONTROL_HISTORY];
-    size_t n = 0;
-    history[n++] = &now;
-    for (size_t i = 0; prev && i < prev->n_history && n < BW_CONTROL_HISTORY; i++) history[n++] = prev->history[i];
-
-    Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
-    c.shard = (uint32_t)shard;
-    c.has_rate = set->has_rate;
-    c.rate = set->rate;
-    c.has_row_rate = set->has_row_rate;
-    c.row_rate = set->row_rate;
-    c.paused = set->paused;
-    c.pinned = set->pinned;
-    c.updated_at_ms = set->updated_at_ms;
-    c.reason = set->reason;
-    c.changed_by = set->changed_by;
-    c.changed_from = set->changed_from;
-    c.history = history;
-    c.n_history = n;
-    *out_len = bulkwrite__v1__shard_control__get_packed_size(&c);
-    *out = malloc(*out_len ? *out_len : 1);
-    bulkwrite__v1__shard_control__pack(&c, *out);
+    for (int k = 0; k < BW_CONTROL_KEYS; k++) {
+        if (!writes[k]) continue;
+        const Bulkwrite__V1__ShardControl *was = prev ? prev[k] : NULL;
+        Bulkwrite__V1__ControlChange *history[BW_CONTROL_HISTORY];
+        size_t n = 0;
+        history[n++] = &now;
+        for (size_t i = 0; was && i < was->n_history && n < BW_CONTROL_HISTORY; i++) history[n++] = was->history[i];
+        /* the field's own members, and the audit; the other fields stay unset */
+        Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
+        c.shard = (uint32_t)shard;
+        if (k == BW_CONTROL_PAUSE) c.paused = set->paused;
+        if (k == BW_CONTROL_RATE) {
+            c.has_rate = set->has_rate;
+            c.rate = set->rate;
+        }
+        if (k == BW_CONTROL_ROW_RATE) {
+            c.has_row_rate = set->has_row_rate;
+            c.row_rate = set->row_rate;
+        }
+        if (k == BW_CONTROL_PINNED) c.pinned = set->pinned;
+        c.updated_at_ms = set->updated_at_ms;
+        c.reason = set->reason;
+        c.changed_by = set->changed_by;
+        c.changed_from = set->changed_from;
+        c.history = history;
+        c.n_history = n;
+        size_t i = out->n++;
+        out->key[i] = (bw_control_key_t)k;
+        out->len[i] = bulkwrite__v1__shard_control__get_packed_size(&c);
+        if (!(out->data[i] = malloc(out->len[i] ? out->len[i] : 1))) abort();
+        bulkwrite__v1__shard_control__pack(&c, out->data[i]);
+    }
     return 0;
+}
+
+void bw_admin_records_free(bw_admin_records_t *r) {
+    for (size_t i = 0; i < r->n; i++) free(r->data[i]);
+    r->n = 0;
 }

@@ -1,9 +1,10 @@
 /* admin.h — the SREs' per-shard API on the proxy: GET /v1/shards lists every shard
  * (configured and effective budgets in statements/s and rows/s, paused, lag, recent
  * errors); POST
- * /v1/shards/{n}/rate|pause|resume changes the shard's record in the control topic,
- * which every consumer follows; POST /v1/servers/{name}/rate|pause|resume makes the same
- * change to the record of every shard of that server.
+ * /v1/shards/{n}/rate|pause|resume writes the shard's records of the fields it changes
+ * to the control topic (one key per field, shardtable.h), which every consumer follows;
+ * POST /v1/servers/{name}/rate|pause|resume makes the same change to every shard of that
+ * server.
  *
  * @locality any HTTP thread. */
 #ifndef BW_ADMIN_H
@@ -61,19 +62,31 @@ typedef struct {
     const char *server;
 } bw_admin_caller_t;
 
-#define BW_CONTROL_HISTORY 20 /* changes a shard's control record keeps, newest first */
+/* The records one control change writes: one per field it sets, each for its own key
+ * of the shard (shardtable.h), packed ShardControls (data[i] malloc'd). */
+typedef struct {
+    size_t n;
+    bw_control_key_t key[BW_CONTROL_KEYS];
+    void *data[BW_CONTROL_KEYS];
+    size_t len[BW_CONTROL_KEYS];
+} bw_admin_records_t;
 
-/* The shard's next control record after `action` with request body `body` (JSON: rate:
- * {"rate"?: number|null, "row_rate"?: number|null, "reason"?} with at least one of the
- * two budgets, null = back to the configured value, a budget left out unchanged;
- * pause/resume: {"reason"?} or empty), starting from the current setting *set (updated in
- * place only on success). The record names the caller, and its history is this change
- * followed by prev's (the shard's current record, NULL for none), at most
- * BW_CONTROL_HISTORY. Packed into *out (malloc'd). -1 with err (the client's mistake)
- * otherwise. */
+/* The shard's records after `action` with request body `body` (JSON: rate: {"rate"?:
+ * number|null, "row_rate"?: number|null, "pinned"?: boolean, "reason"?} with at least one
+ * of the three, null = back to the configured value; pause/resume: {"reason"?} or empty),
+ * starting from the current setting *set (the fold of the shard's records; updated in
+ * place only on success). Only the fields the change sets are written, each in its own
+ * record: pause and resume write BW_CONTROL_PAUSE; rate writes BW_CONTROL_RATE for
+ * "rate", BW_CONTROL_ROW_RATE for "row_rate", BW_CONTROL_PINNED for "pinned" — a budget
+ * left out is not written, so a change of another field made at the same moment
+ * elsewhere stands. Each record names the caller, and its history is this change
+ * followed by prev[key]'s (the shard's current record under that key, prev or prev[key]
+ * NULL for none), at most BW_CONTROL_HISTORY. Into *out (free with
+ * bw_admin_records_free). -1 with err (the client's mistake) otherwise, *out empty. */
 int bw_admin_control_update(int shard, const char *action, const char *body, size_t len,
-                            const Bulkwrite__V1__ShardControl *prev, const bw_admin_caller_t *caller,
-                            bw_shard_setting_t *set, void **out, size_t *out_len, char *err, size_t esz);
+                            Bulkwrite__V1__ShardControl *const *prev, const bw_admin_caller_t *caller,
+                            bw_shard_setting_t *set, bw_admin_records_t *out, char *err, size_t esz);
+void bw_admin_records_free(bw_admin_records_t *r);
 
 /* The setting as one line: "paused; 20 stmt/s; configured rows/s". */
 void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size);

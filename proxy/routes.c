@@ -140,50 +140,67 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
     return ret;
 }
 
-/* POST /v1/shards/{n}/ACTION and /v1/servers/{name}/ACTION: the change to each shard's
- * control record, produced together and acknowledged by Kafka before the reply, then
- * the shard's setting (or the server's shards'). */
+/* POST /v1/shards/{n}/ACTION and /v1/servers/{name}/ACTION: each shard's records of the
+ * fields the change sets (one key per field, shardtable.h), produced together and
+ * acknowledged by Kafka before the reply, then the shard's setting (or the server's
+ * shards') as this proxy reads it after the change. */
 static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url, bw_upload_t *up) {
     char err[512];
     bw_admin_target_t t;
     if (bw_admin_parse_url(proxy.conf, url, &t, err, sizeof(err))) return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "%s", err);
     if (up->too_large) return bw_reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
-    size_t n = (size_t)(t.last_shard - t.first_shard + 1);
+    size_t n = (size_t)(t.last_shard - t.first_shard + 1), max = n * BW_CONTROL_KEYS, cnt = 0;
     bw_shard_setting_t *sets = calloc(n, sizeof(*sets));
-    void **recs = calloc(n, sizeof(*recs));
-    size_t *rec_lens = calloc(n, sizeof(*rec_lens)), *key_lens = calloc(n, sizeof(*key_lens));
-    char (*keys)[24] = calloc(n, sizeof(*keys));
-    const char **key_ptrs = calloc(n, sizeof(*key_ptrs));
-    rd_kafka_resp_err_t *errs = calloc(n, sizeof(*errs));
+    bw_admin_records_t *recs = calloc(n, sizeof(*recs));
+    void **vals = calloc(max, sizeof(*vals));
+    size_t *val_lens = calloc(max, sizeof(*val_lens)), *key_lens = calloc(max, sizeof(*key_lens));
+    char (*keys)[BW_CONTROL_KEY_MAX] = calloc(max, sizeof(*keys));
+    const char **key_ptrs = calloc(max, sizeof(*key_ptrs));
+    rd_kafka_resp_err_t *errs = calloc(max, sizeof(*errs));
     char from[INET6_ADDRSTRLEN];
     caller_address(c, from, sizeof(from));
     bw_admin_caller_t caller = {up->client ? up->client->name : "(open)", from, t.server};
-    /* read-modify-write of the shards' records: one change at a time in this proxy (two
-     * proxies changing one shard at once can still race; the last write wins) */
+    /* A change writes only the fields it sets, each under its own key: a change of
+     * another field at the same moment, on this proxy or another, stands (Kafka's order
+     * decides between two changes of one field). The lock keeps this proxy's changes of
+     * one field in order, each continuing the field's history. */
     static pthread_mutex_t control_mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&control_mu);
     bw_shard_table_sync(proxy.shards, 2000); /* start from the latest settings */
     int bad = 0;
     for (size_t i = 0; i < n && !bad; i++) {
         int shard = t.first_shard + (int)i;
-        Bulkwrite__V1__ShardControl *prev = bw_shard_table_control(proxy.shards, shard);
-        if (prev) bw_shard_setting_from_record(prev, &sets[i]);
+        Bulkwrite__V1__ShardControl *prev[BW_CONTROL_KEYS];
+        for (int k = 0; k < BW_CONTROL_KEYS; k++) prev[k] = bw_shard_table_record(proxy.shards, shard, (bw_control_key_t)k);
+        bw_shard_table_setting(proxy.shards, shard, &sets[i]);
         bad = bw_admin_control_update(shard, t.action, up->body ? up->body : "", up->len, prev, &caller, &sets[i],
-                                      &recs[i], &rec_lens[i], err, sizeof(err));
-        if (prev) bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
-        key_lens[i] = (size_t)bw_shard_key(shard, keys[i]);
-        key_ptrs[i] = keys[i];
+                                      &recs[i], err, sizeof(err));
+        for (int k = 0; k < BW_CONTROL_KEYS; k++)
+            if (prev[k]) bulkwrite__v1__shard_control__free_unpacked(prev[k], NULL);
+        for (size_t j = 0; j < recs[i].n; j++, cnt++) {
+            key_lens[cnt] = (size_t)bw_shard_control_key(shard, recs[i].key[j], keys[cnt]);
+            key_ptrs[cnt] = keys[cnt];
+            vals[cnt] = recs[i].data[j];
+            val_lens[cnt] = recs[i].len[j];
+        }
     }
     rd_kafka_resp_err_t e = 0;
+    char why[sizeof(sets[0].reason)]; /* this change's reason, for the log */
+    snprintf(why, sizeof(why), "%s", sets[0].reason);
     if (!bad) {
-        e = bw_producers_send_records(proxy.conf->control_topic, n, key_ptrs, key_lens, recs, rec_lens, errs);
-        bw_shard_table_sync(proxy.shards, 2000); /* the next change starts from this one */
+        e = bw_producers_send_records(proxy.conf->control_topic, cnt, key_ptrs, key_lens, vals, val_lens, errs);
+        /* the next change starts from this one; the reply shows the fold, another
+         * proxy's change of another field included once it is read */
+        if (bw_shard_table_sync(proxy.shards, 2000) && !e)
+            for (size_t i = 0; i < n; i++) bw_shard_table_setting(proxy.shards, t.first_shard + (int)i, &sets[i]);
     }
     pthread_mutex_unlock(&control_mu);
-    size_t stored = 0;
-    for (size_t i = 0; i < n; i++) {
-        stored += !bad && !errs[i];
-        free(recs[i]);
+    size_t stored = 0; /* shards all of whose records Kafka acknowledged */
+    for (size_t i = 0, r = 0; i < n; i++) {
+        int ok = !bad;
+        for (size_t j = 0; j < recs[i].n; j++, r++) ok = ok && !errs[r];
+        stored += ok;
+        bw_admin_records_free(&recs[i]);
     }
     enum MHD_Result ret;
     char setting[160];
@@ -197,19 +214,20 @@ static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url,
                           "send it again", stored, n, rd_kafka_err2str(e));
     } else if (!t.server) {
         bw_log(BW_LOG_INFO, COMPONENT, t.first_shard, NULL, "operator: %s by %s from %s, now %s%s%s", t.action,
-               caller.by, from, setting, sets[0].reason[0] ? ": " : "", sets[0].reason);
+               caller.by, from, setting, why[0] ? ": " : "", why);
         char *body = bw_admin_setting_json(proxy.conf, t.first_shard, &sets[0]);
         ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     } else {
         bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "operator: %s of server %s (shards %d to %d) by %s from %s, shard %d "
                "now %s: %s", t.action, t.server, t.first_shard, t.last_shard, caller.by, from, t.first_shard, setting,
-               sets[0].reason);
+               why);
         char *body = bw_admin_server_json(proxy.conf, &t, sets);
         ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     }
     free(sets);
     free(recs);
-    free(rec_lens);
+    free(vals);
+    free(val_lens);
     free(key_lens);
     free(keys);
     free(key_ptrs);

@@ -58,13 +58,14 @@ START_TEST(server_change) {
     const char *body[] = {"{\"reason\":\"kernel upgrade\"}", ""};
     for (int k = 0; k < 2; k++)
         for (int s = 4; s <= 7; s++) {
-            void *rec;
-            size_t len;
-            ck_assert_int_eq(bw_admin_control_update(s, "pause", body[k], strlen(body[k]), NULL, &by, &sets[s - 4], &rec,
-                                                     &len, err, sizeof(err)), 0);
-            Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
-            free(rec);
-            ck_assert(c && c->paused && c->shard == (uint32_t)s);
+            bw_admin_records_t out;
+            ck_assert_int_eq(bw_admin_control_update(s, "pause", body[k], strlen(body[k]), NULL, &by, &sets[s - 4], &out,
+                                                     err, sizeof(err)), 0);
+            /* a pause writes the shard's pause record only */
+            ck_assert(out.n == 1 && out.key[0] == BW_CONTROL_PAUSE);
+            Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, out.len[0], out.data[0]);
+            bw_admin_records_free(&out);
+            ck_assert(c && c->paused && c->shard == (uint32_t)s && !c->has_rate && !c->has_row_rate);
             ck_assert_str_eq(c->reason, k ? "server mysql-b" : "server mysql-b: kernel upgrade");
             ck_assert_str_eq(c->history[0]->reason, c->reason);
             bulkwrite__v1__shard_control__free_unpacked(c, NULL);
@@ -88,21 +89,66 @@ START_TEST(server_change) {
 }
 END_TEST
 
+/* One shard's records under each of its keys, as the shard table keeps them: a change's
+ * records replace those under their keys (the latest record per key wins). */
+typedef struct {
+    Bulkwrite__V1__ShardControl *rec[BW_CONTROL_KEYS];
+    uint64_t order[BW_CONTROL_KEYS], reads; /* when each was read */
+} t_shard_t;
+
+static void t_shard_free(t_shard_t *sh) {
+    for (int k = 0; k < BW_CONTROL_KEYS; k++)
+        if (sh->rec[k]) bulkwrite__v1__shard_control__free_unpacked(sh->rec[k], NULL);
+    memset(sh, 0, sizeof(*sh));
+}
+
+/* The records read, as the table reads them from the control topic (out is freed). */
+static void t_shard_apply(t_shard_t *sh, bw_admin_records_t *out) {
+    for (size_t i = 0; i < out->n; i++) {
+        Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, out->len[i], out->data[i]);
+        ck_assert_ptr_nonnull(c);
+        if (sh->rec[out->key[i]]) bulkwrite__v1__shard_control__free_unpacked(sh->rec[out->key[i]], NULL);
+        sh->rec[out->key[i]] = c;
+        sh->order[out->key[i]] = ++sh->reads;
+    }
+    bw_admin_records_free(out);
+}
+
+static Bulkwrite__V1__ShardControl *t_shard_fold(const t_shard_t *sh, int shard) {
+    return bw_shard_control_fold(shard, (const Bulkwrite__V1__ShardControl *const *)sh->rec, sh->order);
+}
+
+/* A change of shard 3 by caller, as a proxy makes it: from the shard's folded setting
+ * (*set, which a proxy reads from the table first) and its records (for their history);
+ * the records go into *sh. 0, or -1 with err. */
+static int t_change(t_shard_t *sh, const char *action, const char *body, const bw_admin_caller_t *caller,
+                    bw_shard_setting_t *set, char *err) {
+    bw_admin_records_t out;
+    if (bw_admin_control_update(3, action, body, strlen(body), sh->rec, caller, set, &out, err, 256)) {
+        ck_assert_uint_eq(out.n, 0);
+        return -1;
+    }
+    ck_assert_uint_gt(out.n, 0);
+    t_shard_apply(sh, &out);
+    return 0;
+}
+
+static t_shard_t shard3; /* update()'s shard; each test starts and ends with t_shard_free */
+
+/* The change, then shard 3's folded record (free it), or NULL with err. */
 static Bulkwrite__V1__ShardControl *update(const char *action, const char *body, bw_shard_setting_t *set,
                                            char *err) {
-    void *rec;
-    size_t len;
     static const bw_admin_caller_t caller = {"sre", "127.0.0.1", NULL};
-    if (bw_admin_control_update(3, action, body, strlen(body), NULL, &caller, set, &rec, &len, err, 256)) return NULL;
-    Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
-    free(rec);
+    if (t_change(&shard3, action, body, &caller, set, err)) return NULL;
+    Bulkwrite__V1__ShardControl *c = t_shard_fold(&shard3, 3);
     ck_assert_ptr_nonnull(c);
     return c;
 }
 
-/* Each record names who changed the shard and from where, and carries the shard's
- * changes newest first, at most BW_CONTROL_HISTORY. */
+/* Each change names who changed the shard and from where, and the shard's history holds
+ * its changes newest first, at most BW_CONTROL_HISTORY. */
 START_TEST(control_audit_history) {
+    t_shard_free(&shard3);
     bw_shard_setting_t set = {0};
     char err[256];
     Bulkwrite__V1__ShardControl *prev = NULL;
@@ -110,13 +156,11 @@ START_TEST(control_audit_history) {
     for (int i = 0; i < BW_CONTROL_HISTORY + 5; i++) {
         char body[64];
         snprintf(body, sizeof(body), "{\"rate\": %d, \"reason\": \"step %d\"}", i + 1, i);
-        void *rec;
-        size_t len;
-        ck_assert_int_eq(bw_admin_control_update(3, "rate", body, strlen(body), prev, &callers[i % 2],
-                                                 &set, &rec, &len, err, sizeof(err)), 0);
+        ck_assert_int_eq(t_change(&shard3, "rate", body, &callers[i % 2], &set, err), 0);
+        ck_assert_ptr_nonnull(shard3.rec[BW_CONTROL_RATE]);
+        ck_assert(!shard3.rec[BW_CONTROL_PAUSE] && !shard3.rec[BW_CONTROL_ROW_RATE] && !shard3.rec[BW_CONTROL_PINNED]);
         if (prev) bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
-        prev = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
-        free(rec);
+        prev = t_shard_fold(&shard3, 3);
         ck_assert_ptr_nonnull(prev);
         ck_assert_str_eq(prev->changed_by, callers[i % 2].by);
         ck_assert_str_eq(prev->changed_from, callers[i % 2].from);
@@ -130,29 +174,29 @@ START_TEST(control_audit_history) {
     ck_assert_str_eq(prev->history[1]->from, "::1");
     ck_assert_str_eq(prev->history[BW_CONTROL_HISTORY - 1]->reason, "step 5");
     ck_assert(prev->history[0]->at_ms >= prev->history[1]->at_ms && prev->history[0]->at_ms > 0);
-    /* a pause says so, and keeps the history */
-    void *rec;
-    size_t len;
-    const bw_admin_caller_t sre = {"sre", "10.0.0.7", NULL};
-    const char *pause = "{\"reason\":\"incident 42\"}";
-    ck_assert_int_eq(bw_admin_control_update(3, "pause", pause, strlen(pause), prev, &sre, &set, &rec, &len, err,
-                                             sizeof(err)), 0);
     bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
-    prev = bulkwrite__v1__shard_control__unpack(NULL, len, rec);
-    free(rec);
+    /* a pause says so, and the shard's history goes on behind it */
+    const bw_admin_caller_t sre = {"sre", "10.0.0.7", NULL};
+    ck_assert_int_eq(t_change(&shard3, "pause", "{\"reason\":\"incident 42\"}", &sre, &set, err), 0);
+    prev = t_shard_fold(&shard3, 3);
     ck_assert_str_eq(prev->history[0]->action, "pause");
     ck_assert_str_eq(prev->history[0]->setting, "paused; 25 stmt/s; configured rows/s");
     ck_assert_str_eq(prev->history[1]->reason, "step 24");
+    ck_assert_uint_eq(prev->n_history, BW_CONTROL_HISTORY);
     /* the setting a consumer reads names the caller too */
     bw_shard_setting_t read;
     bw_shard_setting_from_record(prev, &read);
     ck_assert_str_eq(read.changed_by, "sre");
     ck_assert_str_eq(read.changed_from, "10.0.0.7");
+    ck_assert_str_eq(read.reason, "incident 42");
+    ck_assert(read.paused && read.has_rate && read.rate == 25);
     bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+    t_shard_free(&shard3);
 }
 END_TEST
 
 START_TEST(control_bodies) {
+    t_shard_free(&shard3);
     bw_shard_setting_t set = {0};
     char err[256];
     Bulkwrite__V1__ShardControl *c = update("rate", "{\"rate\": 2.5, \"reason\": \"hot\"}", &set, err);
@@ -230,12 +274,14 @@ START_TEST(control_bodies) {
         ck_assert_msg(strstr(err, bad[i].why) == err, "%s: got \"%s\"", bad[i].body, err);
         ck_assert_msg(memcmp(&before, &set, sizeof(set)) == 0, "%s changed the setting", bad[i].body);
     }
+    t_shard_free(&shard3);
 }
 END_TEST
 
 /* The row budget: set alone, together with the rate, back to the configured value with null;
  * each member given changes only its budget, and pause/resume carry both along. */
 START_TEST(control_row_rate) {
+    t_shard_free(&shard3);
     bw_shard_setting_t set = {0};
     char err[256];
     Bulkwrite__V1__ShardControl *c = update("rate", "{\"row_rate\": 5000}", &set, err);
@@ -268,6 +314,7 @@ START_TEST(control_row_rate) {
     ck_assert(c && !c->has_row_rate && c->row_rate == 0 && !c->has_rate);
     bulkwrite__v1__shard_control__free_unpacked(c, NULL);
     ck_assert(!set.has_row_rate && !set.has_rate);
+    t_shard_free(&shard3);
 }
 END_TEST
 
@@ -392,6 +439,278 @@ START_TEST(listeners) {
 }
 END_TEST
 
+/* ---- per-field records and their fold (shardtable.h) ------------------------------------------ */
+
+static Bulkwrite__V1__ControlChange t_chg(int64_t at, const char *action, const char *reason) {
+    Bulkwrite__V1__ControlChange h = BULKWRITE__V1__CONTROL_CHANGE__INIT;
+    h.at_ms = at;
+    h.action = (char *)action;
+    h.by = "sre";
+    h.from = "127.0.0.1";
+    h.reason = (char *)reason;
+    h.setting = "";
+    return h;
+}
+
+/* A record as an older version wrote it under "shard/N" (every field), read as the base;
+ * a field's own record overrides that field only, and a tombstone of it (the key
+ * deleted) brings the whole record's value back. */
+START_TEST(fold_legacy_and_fields) {
+    const Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS] = {0};
+    ck_assert_ptr_null(bw_shard_control_fold(3, recs, NULL)); /* never changed */
+    Bulkwrite__V1__ControlChange old_h = t_chg(1000, "rate", "old"), *old_hist[] = {&old_h};
+    Bulkwrite__V1__ShardControl whole = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    whole.shard = 3;
+    whole.has_rate = 1;
+    whole.rate = 40;
+    whole.has_row_rate = 1;
+    whole.row_rate = 3000;
+    whole.pinned = 1;
+    whole.updated_at_ms = 1000;
+    whole.reason = "old";
+    whole.changed_by = "sre";
+    whole.changed_from = "10.0.0.1";
+    whole.history = old_hist;
+    whole.n_history = 1;
+    recs[BW_CONTROL_WHOLE] = &whole;
+    Bulkwrite__V1__ShardControl *f = bw_shard_control_fold(3, recs, NULL);
+    ck_assert(f && f->shard == 3 && !f->paused && f->has_rate && f->rate == 40 && f->has_row_rate &&
+              f->row_rate == 3000 && f->pinned && f->updated_at_ms == 1000 && f->n_history == 1);
+    ck_assert_str_eq(f->reason, "old");
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+
+    /* a pause record: paused, the rest from the whole record, the audit of the pause */
+    Bulkwrite__V1__ControlChange p_h = t_chg(2000, "pause", "disk"), *p_hist[] = {&p_h};
+    Bulkwrite__V1__ShardControl pause = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    pause.shard = 3;
+    pause.paused = 1;
+    pause.updated_at_ms = 2000;
+    pause.reason = "disk";
+    pause.changed_by = "oncall";
+    pause.changed_from = "::1";
+    pause.history = p_hist;
+    pause.n_history = 1;
+    recs[BW_CONTROL_PAUSE] = &pause;
+    f = bw_shard_control_fold(3, recs, NULL);
+    ck_assert(f->paused && f->has_rate && f->rate == 40 && f->row_rate == 3000 && f->pinned && f->updated_at_ms == 2000);
+    ck_assert_str_eq(f->reason, "disk");
+    ck_assert_str_eq(f->changed_by, "oncall");
+    ck_assert_str_eq(f->changed_from, "::1");
+    ck_assert_uint_eq(f->n_history, 2);
+    ck_assert_str_eq(f->history[0]->action, "pause");
+    ck_assert_str_eq(f->history[1]->reason, "old");
+    bw_shard_setting_t set;
+    bw_shard_setting_from_record(f, &set); /* what a consumer runs at */
+    ck_assert(set.paused && set.has_rate && set.rate == 40 && set.has_row_rate && set.row_rate == 3000 && set.pinned);
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+
+    /* "back to the configured rate" in the rate record overrides the whole record's 40,
+     * though its record is older than the pause: the pause's audit stays the newest */
+    Bulkwrite__V1__ShardControl rate = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    rate.has_rate = 0;
+    rate.updated_at_ms = 1500;
+    rate.reason = "configured";
+    recs[BW_CONTROL_RATE] = &rate;
+    Bulkwrite__V1__ShardControl unpin = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    unpin.pinned = 0;
+    unpin.updated_at_ms = 1200;
+    recs[BW_CONTROL_PINNED] = &unpin;
+    f = bw_shard_control_fold(3, recs, NULL);
+    ck_assert(f->paused && !f->has_rate && f->rate == 0 && f->has_row_rate && f->row_rate == 3000 && !f->pinned);
+    ck_assert_str_eq(f->reason, "disk");
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+
+    /* the pause key's tombstone: the whole record's "running" again, the rate's audit newest */
+    recs[BW_CONTROL_PAUSE] = NULL;
+    f = bw_shard_control_fold(3, recs, NULL);
+    ck_assert(!f->paused && !f->has_rate && f->updated_at_ms == 1500);
+    ck_assert_str_eq(f->reason, "configured");
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    /* field records without a whole record: an unset field is the configured value */
+    recs[BW_CONTROL_WHOLE] = NULL;
+    f = bw_shard_control_fold(3, recs, NULL);
+    ck_assert(f && !f->paused && !f->has_rate && !f->has_row_rate && !f->pinned);
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+}
+END_TEST
+
+/* Two SREs on two proxies at the same moment, each starting from the same setting: one
+ * pauses the shard, the other sets its rate. Whichever record Kafka orders first, both
+ * changes stand; a body with only row_rate writes the row rate only. */
+START_TEST(concurrent_fields_both_stand) {
+    char err[256];
+    const bw_admin_caller_t a = {"alice", "10.0.0.1", NULL}, b = {"bob", "10.0.0.2", NULL};
+    for (int order = 0; order < 2; order++) {
+        t_shard_t sh = {0};
+        bw_shard_setting_t start = {0};
+        ck_assert_int_eq(t_change(&sh, "rate", "{\"rate\": 10, \"row_rate\": 500}", &a, &start, err), 0);
+        bw_shard_setting_t on_a = start, on_b = start; /* both proxies read the same fold */
+        bw_admin_records_t pa, rb;
+        ck_assert_int_eq(bw_admin_control_update(3, "pause", "{\"reason\":\"disk\"}", 17, sh.rec, &a, &on_a, &pa, err,
+                                                 sizeof(err)), 0);
+        const char *body = "{\"rate\": 2.5}";
+        ck_assert_int_eq(bw_admin_control_update(3, "rate", body, strlen(body), sh.rec, &b, &on_b, &rb, err, sizeof(err)),
+                         0);
+        ck_assert(pa.n == 1 && pa.key[0] == BW_CONTROL_PAUSE && rb.n == 1 && rb.key[0] == BW_CONTROL_RATE);
+        t_shard_apply(&sh, order ? &rb : &pa);
+        t_shard_apply(&sh, order ? &pa : &rb);
+        Bulkwrite__V1__ShardControl *f = t_shard_fold(&sh, 3);
+        ck_assert_msg(f->paused && f->has_rate && f->rate == 2.5 && f->has_row_rate && f->row_rate == 500,
+                      "order %d: paused %d rate %g row_rate %g", order, f->paused, f->rate, f->row_rate);
+        ck_assert_uint_eq(f->n_history, 3);
+        bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+        /* a row rate alone leaves the statement rate's record as it is */
+        bw_shard_setting_t set = on_b;
+        ck_assert_int_eq(bw_admin_control_update(3, "rate", "{\"row_rate\": 900}", 17, sh.rec, &b, &set, &rb, err,
+                                                 sizeof(err)), 0);
+        ck_assert(rb.n == 1 && rb.key[0] == BW_CONTROL_ROW_RATE);
+        t_shard_apply(&sh, &rb);
+        f = t_shard_fold(&sh, 3);
+        ck_assert(f->paused && f->rate == 2.5 && f->row_rate == 900);
+        bw_shard_setting_from_record(f, &set); /* a proxy's next change starts from the fold */
+        bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+        /* rate, row rate and pin at once: three records, one change in the history */
+        ck_assert_int_eq(t_change(&sh, "rate", "{\"rate\": 4, \"row_rate\": null, \"pinned\": true}", &a, &set, err), 0);
+        f = t_shard_fold(&sh, 3);
+        ck_assert(f->paused && f->rate == 4 && !f->has_row_rate && f->pinned);
+        ck_assert_uint_eq(f->n_history, 5);
+        ck_assert_str_eq(f->history[0]->setting, "paused; 4 stmt/s pinned; configured rows/s");
+        ck_assert_str_ne(f->history[1]->setting, f->history[0]->setting);
+        bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+        t_shard_free(&sh);
+    }
+}
+END_TEST
+
+/* The history of the fold: every record's changes, newest first by time, a change written
+ * to several keys once, one record's order kept among equal times, at most
+ * BW_CONTROL_HISTORY; the whole record's (older versions') changes among them. */
+START_TEST(fold_history_merge) {
+    Bulkwrite__V1__ControlChange w1 = t_chg(100, "rate", "w1"), w2 = t_chg(400, "pause", "w2");
+    Bulkwrite__V1__ControlChange *w_hist[] = {&w2, &w1};
+    /* one rate change at 500 set rate and row rate: it is in both records */
+    Bulkwrite__V1__ControlChange both = t_chg(500, "rate", "both"), r1 = t_chg(300, "rate", "r1");
+    Bulkwrite__V1__ControlChange *r_hist[] = {&both, &r1}, *rr_hist[] = {&both};
+    /* a pause and a resume in the same millisecond: resume is the newer, as its record says */
+    Bulkwrite__V1__ControlChange res = t_chg(450, "resume", "res"), pau = t_chg(450, "pause", "pau"),
+                                 p0 = t_chg(200, "pause", "p0");
+    Bulkwrite__V1__ControlChange *p_hist[] = {&res, &pau, &p0};
+    Bulkwrite__V1__ShardControl w = BULKWRITE__V1__SHARD_CONTROL__INIT, p = w, r = w, rr = w;
+    w.history = w_hist, w.n_history = 2, w.updated_at_ms = 400;
+    p.history = p_hist, p.n_history = 3, p.updated_at_ms = 450;
+    r.history = r_hist, r.n_history = 2, r.updated_at_ms = 500;
+    rr.history = rr_hist, rr.n_history = 1, rr.updated_at_ms = 500;
+    const Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS] = {&w, &p, &r, &rr, NULL};
+    Bulkwrite__V1__ShardControl *f = bw_shard_control_fold(3, recs, NULL);
+    const char *want[] = {"both", "res", "pau", "w2", "r1", "p0", "w1"};
+    ck_assert_uint_eq(f->n_history, 7);
+    for (size_t i = 0; i < 7; i++) ck_assert_str_eq(f->history[i]->reason, want[i]);
+    for (size_t i = 1; i < 7; i++) ck_assert(f->history[i - 1]->at_ms >= f->history[i]->at_ms);
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    /* at most BW_CONTROL_HISTORY: the newest of 2 × 15 changes in two records */
+    Bulkwrite__V1__ControlChange many[2][15], *lists[2][15];
+    char reasons[2][15][16];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 15; i++) {
+            snprintf(reasons[k][i], sizeof(reasons[k][i]), "%c%d", "pr"[k], i);
+            many[k][i] = t_chg(1000 - 2 * i - k, k ? "rate" : "pause", reasons[k][i]);
+            lists[k][i] = &many[k][i];
+        }
+    Bulkwrite__V1__ShardControl p2 = BULKWRITE__V1__SHARD_CONTROL__INIT, r2 = p2;
+    p2.history = lists[0], p2.n_history = 15;
+    r2.history = lists[1], r2.n_history = 15;
+    const Bulkwrite__V1__ShardControl *recs2[BW_CONTROL_KEYS] = {NULL, &p2, &r2, NULL, NULL};
+    f = bw_shard_control_fold(3, recs2, NULL);
+    ck_assert_uint_eq(f->n_history, BW_CONTROL_HISTORY);
+    ck_assert_str_eq(f->history[0]->reason, "p0");
+    ck_assert_str_eq(f->history[1]->reason, "r0");
+    ck_assert_str_eq(f->history[BW_CONTROL_HISTORY - 1]->reason, "r9");
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    /* two changes in one millisecond under two keys: the record Kafka holds later is the
+     * newer, for the history and for the audit */
+    Bulkwrite__V1__ControlChange x = t_chg(700, "pause", "x"), y = t_chg(700, "rate", "y");
+    Bulkwrite__V1__ControlChange *x_hist[] = {&x}, *y_hist[] = {&y};
+    Bulkwrite__V1__ShardControl px = BULKWRITE__V1__SHARD_CONTROL__INIT, ry = px;
+    px.history = x_hist, px.n_history = 1, px.updated_at_ms = 700, px.reason = "x", px.paused = 1;
+    ry.history = y_hist, ry.n_history = 1, ry.updated_at_ms = 700, ry.reason = "y", ry.has_rate = 1, ry.rate = 3;
+    const Bulkwrite__V1__ShardControl *recs3[BW_CONTROL_KEYS] = {NULL, &px, &ry, NULL, NULL};
+    const uint64_t pause_later[BW_CONTROL_KEYS] = {0, 9, 4, 0, 0}, rate_later[BW_CONTROL_KEYS] = {0, 4, 9, 0, 0};
+    f = bw_shard_control_fold(3, recs3, pause_later);
+    ck_assert(f->paused && f->rate == 3 && f->n_history == 2);
+    ck_assert_str_eq(f->reason, "x");
+    ck_assert_str_eq(f->history[0]->reason, "x");
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    f = bw_shard_control_fold(3, recs3, rate_later);
+    ck_assert_str_eq(f->reason, "y");
+    ck_assert_str_eq(f->history[0]->reason, "y");
+    ck_assert_str_eq(f->history[1]->reason, "x");
+    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+}
+END_TEST
+
+/* A server-wide pause from one proxy and a rate of one of its shards from another at the
+ * same moment: every shard of the server paused, that one at its new rate too. */
+START_TEST(server_change_beside_shard_rate) {
+    bw_config_t *conf = t_ref_config();
+    bw_admin_target_t t;
+    char err[256];
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-b/pause", &t, err, sizeof(err)), 0);
+    const bw_admin_caller_t server = {"alice", "10.0.0.1", t.server}, one = {"bob", "10.0.0.2", NULL};
+    t_shard_t sh[4];
+    memset(sh, 0, sizeof(sh));
+    bw_admin_records_t out;
+    bw_shard_setting_t rate_set = {0};
+    /* bob's rate of shard 5 is read after alice's proxy read the shards, before it wrote */
+    const char *body = "{\"rate\": 7, \"reason\": \"hot user\"}";
+    ck_assert_int_eq(bw_admin_control_update(5, "rate", body, strlen(body), sh[1].rec, &one, &rate_set, &out, err,
+                                             sizeof(err)), 0);
+    bw_admin_records_t bob = out;
+    for (int s = 4; s <= 7; s++) {
+        bw_shard_setting_t set = {0};
+        ck_assert_int_eq(bw_admin_control_update(s, "pause", "", 0, sh[s - 4].rec, &server, &set, &out, err, sizeof(err)),
+                         0);
+        t_shard_apply(&sh[s - 4], &out);
+    }
+    t_shard_apply(&sh[1], &bob);
+    for (int s = 4; s <= 7; s++) {
+        Bulkwrite__V1__ShardControl *f = t_shard_fold(&sh[s - 4], s);
+        ck_assert_msg(f->paused, "shard %d not paused", s);
+        ck_assert(s == 5 ? f->has_rate && f->rate == 7 : !f->has_rate);
+        ck_assert_uint_eq(f->n_history, s == 5 ? 2 : 1);
+        bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+        t_shard_free(&sh[s - 4]);
+    }
+    bw_config_destroy(conf);
+}
+END_TEST
+
+/* The control topic's keys: the whole record's, each field's, and none other. */
+START_TEST(control_keys) {
+    char key[BW_CONTROL_KEY_MAX];
+    const char *names[] = {"shard/4095", "shard/4095/pause", "shard/4095/rate", "shard/4095/row_rate",
+                           "shard/4095/pinned"};
+    for (int k = 0; k < BW_CONTROL_KEYS; k++) {
+        int len = bw_shard_control_key(4095, (bw_control_key_t)k, key);
+        ck_assert_str_eq(key, names[k]);
+        bw_control_key_t back = BW_CONTROL_KEYS;
+        ck_assert_int_eq(bw_shard_key_parse(key, (size_t)len, 4096, &back), 4095);
+        ck_assert_int_eq(back, k);
+        ck_assert_int_eq(bw_shard_key_parse(key, (size_t)len, 4095, &back), -1); /* another layout's shard */
+    }
+    bw_control_key_t k;
+    ck_assert_int_eq(bw_shard_key_parse("shard/0", 7, 8, &k), 0);
+    ck_assert_int_eq(k, BW_CONTROL_WHOLE);
+    const char *not_ours[] = {"shard/", "shard/x", "shard/-1", "shard/+1", "shard/ 1", "shard/3/", "shard/3/paused",
+                              "shard/3/rate/x", "shard/3pause", "member/proxy/h:1", "shards/3", "shard/3/Pause",
+                              "shard/99999999999999999999"};
+    for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++)
+        ck_assert_msg(bw_shard_key_parse(not_ours[i], strlen(not_ours[i]), 8, &k) == -1, "%s parsed", not_ours[i]);
+    ck_assert_int_eq(bw_shard_key_parse(NULL, 0, 8, &k), -1);
+    /* a key with a NUL inside is no shard's */
+    ck_assert_int_eq(bw_shard_key_parse("shard/3\0/rate", 13, 8, &k), -1);
+}
+END_TEST
+
 Suite *admin_suite(void) {
     Suite *s = suite_create("admin");
     TCase *tc = tcase_create("admin");
@@ -405,6 +724,11 @@ Suite *admin_suite(void) {
     tcase_add_test(tc, setting_json_budgets);
     tcase_add_test(tc, control_record_without_row_rate);
     tcase_add_test(tc, listeners);
+    tcase_add_test(tc, fold_legacy_and_fields);
+    tcase_add_test(tc, concurrent_fields_both_stand);
+    tcase_add_test(tc, fold_history_merge);
+    tcase_add_test(tc, server_change_beside_shard_rate);
+    tcase_add_test(tc, control_keys);
     suite_add_tcase(s, tc);
     return s;
 }
