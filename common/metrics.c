@@ -52,6 +52,7 @@ typedef struct {
     uint64_t forbidden;    /* requests answered 403 for the client's role */
     uint64_t out_of_scope; /* ops refused outside the client's scopes */
     uint64_t over_quota[BW_QUOTA_KINDS]; /* requests answered 429 for each of its quotas */
+    double quota_share[2];   /* this proxy's part of its ops and bytes quotas; 0: none (not set, or no such quota) */
     uint64_t accepted_ops, accepted_bytes; /* what its requests had accepted (202, 429, 503) */
 } client_stats_t;
 
@@ -195,6 +196,14 @@ void bw_metrics_client_refused(bw_metrics_t *m, const char *client, uint64_t req
 void bw_metrics_client_over_quota(bw_metrics_t *m, const char *client, bw_quota_kind_t kind) {
     pthread_mutex_lock(&m->mu);
     client_stats(m, client)->over_quota[kind]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_client_quota_share(bw_metrics_t *m, const char *client, double ops_share, double bytes_share) {
+    pthread_mutex_lock(&m->mu);
+    client_stats_t *st = client_stats(m, client);
+    st->quota_share[0] = ops_share > 0 ? ops_share : 0;
+    st->quota_share[1] = bytes_share > 0 ? bytes_share : 0;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -464,6 +473,17 @@ static void quotas_by_client(const bw_metrics_t *m, const row_t *r, bw_buf_t *ou
                           bw_quota_kind_names[k], (unsigned long long)m->clients[i].over_quota[k]);
 }
 
+/* the rate quotas a proxy shares (ops, bytes), for the clients that have them */
+static void quota_shares(const bw_metrics_t *m, const row_t *r, bw_buf_t *out) {
+    for (int i = 0; i < m->client_cnt; i++)
+        for (int k = 0; k < 2; k++)
+            if (m->clients[i].quota_share[k] > 0) {
+                bw_buf_printf(out, "%s{client=\"%s\",quota=\"%s\"} ", r->d.name, m->clients[i].name,
+                              bw_quota_kind_names[k]);
+                put_value(out, V_DOUBLE, &m->clients[i].quota_share[k]);
+            }
+}
+
 /* kind: the failure class's name (db.h), for the classes that happened */
 static void errors_by_kind(const bw_metrics_t *m, const row_t *r, bw_buf_t *out) {
     for (int s = 0; s < m->shard_count; s++)
@@ -565,6 +585,12 @@ static const row_t table[] = {
       "requests answered 429 because the client was over its quota `ops_per_second`, "
       "`bytes_per_second` or `jobs_in_flight`"},
      quotas_by_client, 0, V_U64, NULL},
+    {{"bulkwrite_proxy_client_quota_share", BW_METRIC_GAUGE, "client,quota", BW_METRIC_PROXY,
+      "This proxy's part of the client's ops or bytes quota among the live proxies (1 alone).",
+      "this proxy's part (0 to 1) of the client's quota `ops_per_second` or `bytes_per_second`, as the "
+      "live proxies split it from their clients' demand every 2 s: 1 alone, 0.5 each with two proxies "
+      "asked alike ([security.md](security.md#quotas-across-proxies))"},
+     quota_shares, 0, V_DOUBLE, NULL},
     {{"bulkwrite_proxy_client_accepted_ops_total", BW_METRIC_COUNTER, "client", BW_METRIC_PROXY,
       "Ops of the client's requests that the proxy accepted (durable in Kafka).",
       "ops of the client's requests the proxy accepted"},

@@ -61,6 +61,9 @@ typedef enum { BW_QUOTA_OPS, BW_QUOTA_BYTES, BW_QUOTA_JOBS, BW_QUOTA_KINDS } bw_
 extern const char *const bw_quota_kind_names[BW_QUOTA_KINDS];
 /* A request of the client was answered 429 for its quota `kind`. */
 void bw_metrics_client_over_quota(bw_metrics_t *m, const char *client, bw_quota_kind_t kind);
+/* This proxy's part (0..1] of the client's ops and bytes quotas among the live proxies; a
+ * negative value: the client has no such quota. */
+void bw_metrics_client_quota_share(bw_metrics_t *m, const char *client, double ops_share, double bytes_share);
 /* A request of the client passed its quotas (bytes: its body) and had `ops` accepted. */
 void bw_metrics_client_accepted(bw_metrics_t *m, const char *client, uint64_t ops, uint64_t bytes);
 /* The job index (proxy/jobs.h) as of now: entries and bytes held, its bound, records

@@ -38,7 +38,10 @@ struct bw_quota {
     int64_t filled_us; /* the last demand interval's end; 0: none yet */
     Bulkwrite__V1__ClientDemand *demand, **demand_ptrs; /* the last fill's, rec points at them */
     size_t demand_cap;
+    bw_metrics_t *metrics; /* the shares go there, or NULL */
 };
+
+void bw_quota_set_metrics(bw_quota_t *q, bw_metrics_t *m) { q->metrics = m; }
 
 bw_quota_t *bw_quota_new(void) {
     bw_quota_t *q = calloc(1, sizeof(*q));
@@ -276,6 +279,9 @@ void bw_quota_fleet_read(bw_quota_t *q, const char *self, Bulkwrite__V1__FleetMe
                 bw_log(BW_LOG_INFO, "quota", -1, NULL, "client \"%s\": its quota is shared by %zu live prox%s", b->client,
                        cnt, cnt == 1 ? "y (this one: all of it)" : "ies");
             b->sharers = (int)cnt;
+            if (q->metrics) /* lock order: quota, then metrics */
+                bw_metrics_client_quota_share(q->metrics, b->client, b->ops.limit > 0 ? b->ops.share : -1,
+                                              b->bytes.limit > 0 ? b->bytes.share : -1);
         }
     pthread_mutex_unlock(&q->mu);
     free(ops);

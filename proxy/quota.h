@@ -47,6 +47,8 @@ typedef struct {
 typedef struct bw_quota bw_quota_t;
 
 bw_quota_t *bw_quota_new(void);
+/* Each fleet read sets bulkwrite_proxy_client_quota_share in m (NULL: none). */
+void bw_quota_set_metrics(bw_quota_t *q, bw_metrics_t *m);
 void bw_quota_free(bw_quota_t *q);
 
 /* Admits a request of `ops` ops and `bytes` bytes from `client` at now_us (monotonic).

@@ -51,7 +51,9 @@ check "two proxies ready, one clients file" wait_for 60 ready $PROXY $P2
 SHARD=2
 BASE_ID=$(((SHARD << 46) | (1 << 36)))
 OWNER=$(((SHARD << 46) | 4242))
-SENDERS=4
+# each sender waits for its answer before the next request: enough of them that a slow 202
+# (Kafka's acknowledgement on a loaded machine) never brings the offer under the quota
+SENDERS=20 # OFFER / SENDERS requests per second each
 send() {
     local name=$1 first=$2 count=$3 j
     shift 3
@@ -110,6 +112,12 @@ check "2 proxies: the client gets its quota within 10 % ($R2 ops/s of $QUOTA)" w
 check "each proxy logged the quota shared by 2" sh -c "grep -q 'shared by 2 live proxies' '$WORK/proxy.log' &&
     grep -q 'shared by 2 live proxies' '$WORK/proxy-$P2.log'"
 check "every answer is 202 or 429 (over quota), and both occur" codes_ok "$WORK"/two*.codes
+share_of() { # share_of PORT: this proxy's bulkwrite_proxy_client_quota_share of feed's ops quota
+    curl -sf "http://127.0.0.1:$1/metrics" |
+        awk '$1 == "bulkwrite_proxy_client_quota_share{client=\"feed\",quota=\"ops_per_second\"}" { print $2 }'
+}
+halves() { for p in $PROXY $P2; do echo "$(share_of $p)" | awk '{ exit !($1 >= 0.3 && $1 <= 0.7) }' || return 1; done; }
+check "each proxy's quota share gauge reads about a half ($(share_of $PROXY), $(share_of $P2))" halves
 
 # ---- 2. a third proxy ------------------------------------------------------------------------
 start_proxy $P3; PID3=$LAST_PID
