@@ -154,6 +154,7 @@ typedef struct {
     int retry_initial_ms, retry_max_ms;
     int pause_after_timeouts;
     int pause_ms;
+    int handover_max_age_ms;      /* a moved shard resumes from a status record this recent (consumer/handover.h) */
 
     /* the adaptive throttle (consumer/throttle.h) */
     int throttle_mode;      /* bw_throttle_mode_t: off, dry_run, on */

@@ -472,6 +472,13 @@ const key_t_ bw_config_top_keys[] = {
     {"consumer.pause_ms", K_INT, OFF(pause_ms), 0, 1, 86400000, "30000", NULL, NULL, 0,
      "How long an unhealthy shard is left alone before a probe batch (one message) is tried; "
      "success resumes it and resolves the alert, another timeout pauses it again.", CONSUMER_APPLY(BW_HOOK_HEALTH)},
+    {"consumer.handover_max_age_ms", K_INT, OFF(handover_max_age_ms), 0, 0, 86400000, "120000", NULL, NULL, 0,
+     "A shard given to this consumer (a rebalance, a consumer lost) keeps the throttle and "
+     "health state of its latest status record (kafka.status_topic), whoever wrote it, when "
+     "that record is at most this old: a throttled shard resumes at its throttled rate, not "
+     "its cap; a held one stays held until its probe. Longer than session.timeout.ms plus a "
+     "rebalance, so a consumer killed without a goodbye still hands over. 0 = every moved shard "
+     "starts afresh (docs/throttling.md).", CONSUMER_APPLY(BW_HOOK_NONE)},
     {"throttle", K_GROUP, 0, 0, 0, 0, "", NULL, throttle_keys, 0,
      "The adaptive throttle: per-shard rates that follow the database's health "
      "(docs/operations.md, \"The adaptive throttle\")."},

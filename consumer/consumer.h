@@ -19,6 +19,7 @@
  *                finished batch changes, and pacing (rates, the throttle's step)
  *   pool.c       the worker threads: they run any job by its own run and done functions
  *   health.c     per-shard and per-server health: counts, holds, probes (no I/O; tested alone)
+ *   handover.c   what a moved shard keeps from its latest status record (no I/O; tested alone)
  *   throttle.c   the adaptive throttle's decisions per shard (no I/O; tested alone)
  *   signals.c    the throttle's signals: heartbeat, Threads_running, a custom query (a thread)
  *   progress.c   what follows an applied batch: Kafka commits in batches, DeleteRecords,
@@ -223,6 +224,8 @@ void bw_progress_commit(void);
 void bw_progress_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque);
 void bw_progress_update_gauges(void);
 void bw_progress_publish_status(int all);
+/* The shard's status now (its default lane is held here: else 0, nothing sent). */
+int bw_progress_publish_shard(int shard);
 void bw_progress_delete_applied(void);
 void bw_progress_collect_deleted(int wait_ms);
 

@@ -154,6 +154,11 @@ void bw_health_forget(bw_health_t *h, int shard) {
     h->shards[shard] = (shard_health_t){0};
 }
 
+void bw_health_seed_shard(bw_health_t *h, int shard, int stopped, int64_t probe_at_us) {
+    shard_health_t *sh = &h->shards[shard];
+    *sh = (shard_health_t){.held = 1, .stopped = stopped != 0, .probe_at_us = probe_at_us};
+}
+
 unsigned bw_health_forget_server(bw_health_t *h, int server) {
     server_health_t *sv = &h->servers[server];
     unsigned changed = sv->down ? BW_HEALTH_SERVER_UP : 0;

@@ -63,6 +63,9 @@ unsigned bw_health_server_answered(bw_health_t *h, int server);
 unsigned bw_health_server_unreachable(bw_health_t *h, int server, int64_t now_us);
 /* The shard is no longer ours: its own state is cleared (its server's stays). */
 void bw_health_forget(bw_health_t *h, int shard);
+/* The shard arrives here held (its previous holder's status, handover.h): held, for a
+ * stop error if stopped, its probe not before probe_at_us. Its failures start at 0. */
+void bw_health_seed_shard(bw_health_t *h, int shard, int stopped, int64_t probe_at_us);
 /* None of the server's shards is ours any more: its state is cleared, as its shards'
  * were (their holder decides whether it is down). Returns BW_HEALTH_SERVER_UP if it
  * was down. */

@@ -103,10 +103,11 @@ static int start(bw_daemon_t *d) {
     if (!sc || !(consumer.status_rk = rd_kafka_new(RD_KAFKA_PRODUCER, sc, err, sizeof(err))) ||
         bw_kafka_ensure_side_topic(consumer.status_rk, conf, conf->status_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         bw_kafka_ensure_side_topic(consumer.status_rk, conf, conf->control_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
-        !(consumer.table = bw_shard_table_start(conf, d->brokers, NULL, err, sizeof(err))))
+        !(consumer.table = bw_shard_table_start(conf, d->brokers, &(bw_status_hook_t){0}, err, sizeof(err))))
         return bw_error(COMPONENT, "control and status topics: %s", err), -1;
     /* an operator's pause must hold from the first assignment on: no partition is taken
-     * before the control topic was read to its end */
+     * before the control topic was read to its end (and the status topic, whose records
+     * hand each shard's throttle and health state to its next holder: handover.h) */
     while (!bw_shard_table_sync(consumer.table, 10000))
         bw_warn(COMPONENT, "the control topic %s was not read to its end in 10 s; reading on before joining the group",
                 conf->control_topic);

@@ -338,6 +338,12 @@ static void publish_shard_status(int s, int64_t now) {
                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
 }
 
+int bw_progress_publish_shard(int shard) {
+    if (!consumer.partitions[shard].assigned) return 0;
+    publish_shard_status(shard, bw_wall_ms());
+    return 1;
+}
+
 /* Every assigned shard's status (all), or only those whose applied offset moved since
  * they were last published: the proxies' backlog admission sees room soon. */
 void bw_progress_publish_status(int all) {

@@ -15,11 +15,13 @@
  * @locality dispatcher thread, from rd_kafka_consumer_poll. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <errmsg.h>
 
 #include "consumer.h"
 #include "db.h"
+#include "handover.h"
 #include "ledger.h"
 #include "log.h"
 
@@ -191,6 +193,62 @@ static void forget_servers_not_held(void) {
     }
 }
 
+/* The shard's state as its latest status record hands it over (handover.h), logged. */
+static void seed_from_status(int shard, int64_t now_us) {
+    const bw_config_t *c = consumer.conf;
+    Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(consumer.table, shard);
+    bw_handover_limits_t l = {c->handover_max_age_ms, c->pause_ms, c->retry_initial_ms};
+    bw_handover_t h;
+    bw_handover_result_t r = bw_handover_seed(st, &l, &consumer.throttle, now_us, bw_wall_ms(), &h);
+    const char *from = st && st->consumer && *st->consumer ? st->consumer : "?";
+    if (r == BW_HANDOVER_STALE && c->handover_max_age_ms)
+        bw_log(BW_LOG_DEBUG, COMPONENT, shard, NULL, "consumer %s's status is %.1f s old (consumer.handover_max_age_ms): "
+               "the shard starts afresh", from, (double)h.age_ms / 1000);
+    if (r != BW_HANDOVER_SEEDED) {
+        if (st) bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+        return;
+    }
+    bw_shard_t *sh = &consumer.shards[shard];
+    char what[512] = "";
+    size_t n = 0;
+#define SAY(...) n += (size_t)snprintf(what + n, n < sizeof(what) ? sizeof(what) - n : 0, __VA_ARGS__)
+    if (h.throttle) {
+        sh->throttle = h.t;
+        sh->throttle_paused = bw_throttle_paused(&consumer.throttle, &sh->throttle);
+        bw_metrics_shard_throttle(consumer.metrics, shard, (int)h.t.state, h.t.rate);
+        char since[32];
+        time_t secs = (time_t)(h.t.since_ms / 1000);
+        struct tm tm;
+        strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&secs, &tm));
+        if (h.t.state == BW_THROTTLE_CRITICAL) SAY("stays paused by the throttle (critical since %s)", since);
+        else SAY("resumes the throttle's %g stmt/s (%s since %s)", h.t.rate, bw_throttle_state_names[h.t.state], since);
+    }
+    if (h.held) {
+        bw_health_seed_shard(consumer.health, shard, h.stopped, h.probe_at_us);
+        bw_metrics_shard_held(consumer.metrics, shard, 1);
+        const char *last = h.n_errors ? h.errors[h.n_errors - 1].message : "held by its previous consumer";
+        bw_alerts_fire(consumer.alerts, h.stopped ? BW_ALERT_STOPPED : BW_ALERT_UNHEALTHY, shard, last);
+        SAY("%sstays held (%s); its probe in %lld ms", n ? "; " : "", h.stopped ? "stopped" : "unhealthy",
+            (long long)((h.probe_at_us - now_us) / 1000));
+    }
+    if (h.backoff_us) {
+        sh->backoff_us = h.backoff_us;
+        sh->ready_at_us = now_us + h.backoff_us;
+        SAY("%sbacks off %lld ms", n ? "; " : "", (long long)(h.backoff_us / 1000));
+    }
+    for (size_t i = 0; i < h.n_errors; i++) {
+        sh->errors[sh->errors_next].at_ms = h.errors[i].at_ms;
+        sh->errors[sh->errors_next].kind = h.errors[i].kind;
+        snprintf(sh->errors[sh->errors_next].message, sizeof(sh->errors[0].message), "%s", h.errors[i].message);
+        sh->errors_next = (sh->errors_next + 1) % 5;
+    }
+    if (h.n_errors) SAY("%skeeps %zu recent errors", n ? "; " : "", h.n_errors);
+#undef SAY
+    bw_info(COMPONENT, "shard %d: %s, from consumer %s's status (%.1f s old)", shard, what, from,
+            (double)h.age_ms / 1000);
+    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+}
+
 static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
     int64_t now = bw_now_us();
     int *shards = malloc(sizeof(int) * (size_t)(l->cnt ? l->cnt : 1));
@@ -202,12 +260,13 @@ static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
         bw_shard_t *sh = &consumer.shards[p->shard];
         if (!p->assigned) {
             consumer.assigned_cnt++;
-            if (!sh->assigned_lanes++) { /* the shard's first lane here: its state starts afresh */
+            if (!sh->assigned_lanes++) { /* the shard's first lane here: its state starts afresh ... */
                 memset(sh, 0, sizeof(*sh));
                 sh->assigned_lanes = 1;
                 bw_ratelimit_init(&sh->rl, consumer.conf->shard_rate[p->shard], now);
                 bw_ratelimit_init(&sh->rl_rows, consumer.conf->shard_row_rate[p->shard], now);
                 bw_metrics_shard_lost(consumer.metrics, p->shard, 0);
+                seed_from_status(p->shard, now); /* ... but for what its last holder handed over */
             }
         }
         rd_kafka_message_t **buf = p->buf; /* empty since it was revoked; its memory is reused */
@@ -273,6 +332,12 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
     revoking = 0;
     for (size_t i = 0; i < n; i++) consumer.partitions[shards[i]].revoking = 0;
     bw_progress_commit();
+    /* the shards' state as it is now, for their next holder (handover.h) */
+    int published = 0;
+    for (size_t i = 0; i < n; i++)
+        if (consumer.partitions[shards[i]].assigned && shards[i] < consumer.conf->shard_count)
+            published += bw_progress_publish_shard(shards[i]);
+    if (published) rd_kafka_flush(consumer.status_rk, 1000);
     for (size_t i = 0; i < n; i++) {
         int s = shards[i];
         bw_partition_t *p = &consumer.partitions[s];

@@ -7,8 +7,12 @@
 #     revocation or assignment, and their shards keep applying meanwhile;
 #   - a second consumer given the same instance id fences the first, which stops (exit 1)
 #     naming the id; the group stays whole;
+#     (the longest gap between applied batches of every shard during the restart, from
+#     the ledger's bw_job_parts.applied_at, is printed: the others' under 2 s);
 #   - a consumer killed -9 and not restarted: after the session timeout the others take
-#     its shards;
+#     its shards; one of them, throttled there (the throttle's custom signal on its
+#     server held between its recovery level and its threshold), resumes on its new
+#     consumer at the rate it had, not at its cap, as its last status record said;
 #   - every row exact at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +20,14 @@ MODE=${1:?usage: test/members.sh kafka}
 . test/lib.sh
 C3=$((28083 + off)) OPS=${BW_MEMBERS_OPS:-64000}
 
-bw_stack_conf() { # every shard at 100 rows/s: the load lasts the whole test, and a stall shows
-    "$BIN/bwctl" config-set "$1" shards.default_rate=20.0 shards.default_row_rate=100.0 'shards.rate_overrides=( )' \
-        consumer.instance_id=auto || exit 1
+CAP=20
+# every shard at 100 rows/s: the load lasts the whole test, and a stall shows. The
+# throttle's one signal is a global variable the test sets per server (harmless: the
+# depth of stored procedure recursion, which nothing here uses)
+bw_stack_conf() {
+    "$BIN/bwctl" config-set "$1" shards.default_rate=$CAP.0 shards.default_row_rate=100.0 'shards.rate_overrides=( )' \
+        consumer.instance_id=auto throttle.mode=on throttle.interval_ms=500 throttle.quiet_ms=1000 \
+        'throttle.custom_query="SELECT @@GLOBAL.max_sp_recursion_depth"' throttle.custom_threshold=100.0 || exit 1
 }
 bw_stack_start members "$MODE"
 start_consumer $C1; P1=$LAST_PID
@@ -61,10 +70,31 @@ echo "# consumer $C3 holds shards: $mine"
 applied_total() { curl -sf "http://127.0.0.1:$1/metrics" |
     awk '$1 ~ /^bulkwrite_consumer_batches_applied_total/ { n += $2 } END { print n + 0 }'; }
 a1=$(applied_total $C1) a2=$(applied_total $C2)
+t0=$(date +%s.%N)
 kill "$P3"; wait "$P3" 2>/dev/null
 start_consumer $C3; P3=$LAST_PID
 check "the restarted consumer is ready again" wait_for 60 curl -sf "http://127.0.0.1:$C3/readyz"
 sleep 12 # past session.timeout.ms: a rebalance, had there been one, is over
+t1=$(date +%s.%N)
+db_port() { if [ "$1" -lt 4 ]; then echo $DB_A; else echo $DB_B; fi; }
+longest_gap() { # longest_gap SHARD FROM TO: seconds between batches applied in [FROM, TO] (and its ends)
+    mariadb -h127.0.0.1 -P"$(db_port "$1")" -uroot -N -e "
+        SELECT ROUND(COALESCE(MAX(gap), $3 - $2), 3) FROM (
+            SELECT ts - LAG(ts) OVER (ORDER BY ts) AS gap FROM (
+                SELECT DISTINCT UNIX_TIMESTAMP(applied_at) AS ts FROM db$(printf %05d "$1").bw_job_parts
+                    WHERE applied_at BETWEEN FROM_UNIXTIME($2) AND FROM_UNIXTIME($3)
+                UNION ALL SELECT $2 UNION ALL SELECT $3) t) g"
+}
+worst_gap() { # worst_gap SHARDS...: "SECONDS SHARD", the longest of longest_gap over them
+    local s
+    for s in "$@"; do echo "$(longest_gap "$s" "$t0" "$t1") $s"; done | sort -g | tail -1
+}
+others=$(for s in 0 1 2 3 4 5 6 7; do [[ " $mine " == *" $s "* ]] || echo "$s"; done | tr '\n' ' ')
+read -r gap_others at_others <<<"$(worst_gap $others)"
+read -r gap_mine at_mine <<<"$(worst_gap $mine)"
+echo "# the restart, from the ledgers' applied_at: the other consumers' shards ($others) went at most ${gap_others} s (shard $at_others) without an applied batch; the restarted consumer's own ($mine) ${gap_mine} s (shard $at_mine)"
+check "no other consumer's shard stalled: its longest gap between applied batches is under 2 s (${gap_others} s)" \
+    awk -v g="$gap_others" 'BEGIN {exit !(g != "" && g + 0 < 2)}'
 check "the other two logged no revocation or assignment during the restart" \
     test "$(assigned_line $C1) $(assigned_line $C2)" = "$before1 $before2"
 same_shards() { [ "$(shards_of $C3)" = "$mine" ]; }
@@ -126,6 +156,25 @@ lost=$(shards_of $C3)
 backlog_of() { curl -sf "http://127.0.0.1:$1/metrics" |
     awk '$1 ~ /^bulkwrite_consumer_lag_messages\{/ { n += $2 } END { print n + 0 }'; }
 check "its shards still have a backlog to apply (it must outlast the kill)" test "$(backlog_of $C3)" -gt 0
+# one of its shards throttled: the signal over its threshold (100) until the throttle cuts,
+# then between the recovery level (80) and the threshold, where the rate holds
+T=${lost%% *}
+set_signal() { mariadb -h127.0.0.1 -P"$(db_port $T)" -uroot -e "SET GLOBAL max_sp_recursion_depth = $1"; }
+metric_of() { curl -sf "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
+rate_of() { metric_of "$1" "bulkwrite_consumer_rate_batches_per_second{shard=\"$T\"}"; }
+throttled_on() { [ "$(metric_of "$1" "bulkwrite_consumer_throttle_state{shard=\"$T\",state=\"throttled\"}")" = 1 ]; }
+below_cap() { awk -v r="$(rate_of "$1")" -v c=$CAP 'BEGIN {exit !(r != "" && r > 0 && r < c)}'; }
+set_signal 150
+check "the signal over its threshold: shard $T is throttled on consumer $C3 within 10 s" \
+    wait_for 10 eval "throttled_on $C3 && below_cap $C3"
+set_signal 90
+sleep 2 # the cut under way, if any, is made; between the levels the rate holds from here
+R=$(rate_of $C3)
+status_says() { # the proxy's view (the status topic): shard $T of consumer $1 throttled at $R
+    curl -sf "http://127.0.0.1:$PROXY/v1/shards" | jq -e --arg c "127.0.0.1:$1" --argjson r "$R" --argjson s "$T" \
+        '.shards[$s].consumer | .instance == $c and .throttle.state == "throttled" and .throttle.rate == $r' >/dev/null
+}
+check "... held there at $R statements/s (cap $CAP), and its status record says so" wait_for 10 status_says $C3
 kill -9 "$P3"; wait "$P3" 2>/dev/null
 taken_over() {
     local s held
@@ -133,6 +182,24 @@ taken_over() {
     for s in $lost; do [[ $held == *" $s "* ]] || return 1; done
 }
 check "after the session timeout the others take the killed consumer's shards ($lost)" wait_for 90 taken_over
+NEW=$C1
+[[ " $(shards_of $C2) " == *" $T "* ]] && NEW=$C2
+resumed_line() {
+    grep -E "shard $T: resumes the throttle's $R stmt/s \(throttled since [0-9T:-]+Z\), from consumer 127.0.0.1:$C3's status \([0-9.]+ s old\)" \
+        "$WORK/consumer-$NEW.log"
+}
+check "consumer $NEW took shard $T and logged that it resumes the throttle's $R statements/s from consumer $C3's status" resumed_line
+check "... it runs shard $T throttled at $R statements/s, not at its cap" \
+    eval "throttled_on $NEW && [ \"\$(rate_of $NEW)\" = \"$R\" ]"
+check "... and its status records (the proxy's GET /v1/shards) say so" wait_for 10 status_says $NEW
+first_rate() { # the first rate line of shard $T after the line that seeded it
+    awk -v seeded="shard $T: resumes" -v rate="shard=$T rate " 'index($0, seeded) {on = 1} on && index($0, rate)' \
+        "$WORK/consumer-$NEW.log" | head -1 | grep -- "-> $R statements/s"
+}
+check "... its rate was set once on arrival, to $R (never at its cap meanwhile)" first_rate
+set_signal 0
+check "the signal back to 0: shard $T climbs back to its cap on consumer $NEW" \
+    wait_for 30 eval "[ \"\$(rate_of $NEW)\" = $CAP ]"
 submitted() { wait "$SUBMIT"; }
 check "every request of the load ends accepted" submitted
 check "every shard holds exactly the rows sent, row by row" "$BIN/bw-workload" -c "$CONF" verify --wait 300 spread:$OPS

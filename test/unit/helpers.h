@@ -101,6 +101,7 @@ Suite *auth_suite(void);
 Suite *quota_suite(void);
 Suite *scrub_suite(void);
 Suite *throttle_suite(void);
+Suite *handover_suite(void);
 Suite *gate_suite(void);
 Suite *notify_suite(void);
 
