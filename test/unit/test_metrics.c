@@ -104,6 +104,7 @@ static bw_metrics_t *filled(const bw_config_t *conf, bw_metrics_role_t role) {
         bw_metrics_producer_rebuilt(m);
         bw_metrics_client_refused(m, "feed", 1, 2);
         bw_metrics_client_over_quota(m, "feed", BW_QUOTA_BYTES);
+        bw_metrics_client_quota_share(m, "feed", 0.5, -1); /* an ops quota shared by two proxies */
         bw_metrics_client_accepted(m, "spam", 7, 900);
         bw_metrics_jobs_index(m, 1, 2, 3, 4, 5);
         return m;
