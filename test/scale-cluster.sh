@@ -20,7 +20,8 @@
 #      per-request=N           bw-workload submit --per-request N (requests go one after another)
 #      proxy:KEY=VALUE         the proxy restarted with KEY=VALUE (bwctl config-set syntax)
 #      broker:KEY=VALUE        a dynamic broker setting for every node (Kafka's ConfigCommand,
-#                              --entity-default), removed again afterwards
+#                              --entity-default), removed again afterwards (a thread count
+#                              may at most double at a time)
 #    The list is run BW_SCALE_ROUNDS (2) times over, so that each setting is measured early
 #    and late (a young JVM and the neighbours' load drift). These creates are never applied (no consumer runs again): their ids are the main job's.
 # The brokers' CPU while idle (BW_SCALE_IDLE, 10 s) is printed before the consumers join and
@@ -35,7 +36,7 @@ MODE=${1:?usage: test/scale-cluster.sh cluster}
 SHARDS=${BW_SCALE_SHARDS:-4096} OPS=${BW_SCALE_OPS:-51200} PER_REQUEST=${BW_SCALE_PER_REQUEST:-51200}
 VARIANT_OPS=${BW_SCALE_VARIANT_OPS:-4096} VARIANT_PER_REQUEST=${BW_SCALE_VARIANT_PER_REQUEST:-5000}
 WAIT=${BW_SCALE_WAIT:-1800} IDLE=${BW_SCALE_IDLE:-10} ROUNDS=${BW_SCALE_ROUNDS:-2}
-VARIANTS=${BW_SCALE_VARIANTS-base per-request=1024 proxy:proxy.producers=32 broker:num.replica.fetchers=4 broker:num.io.threads=16 broker:num.network.threads=6 base}
+VARIANTS=${BW_SCALE_VARIANTS-base proxy:proxy.producers=32 broker:num.replica.fetchers=2 broker:num.network.threads=6 broker:num.io.threads=16}
 BW_STACK_PROXY_WAIT=$WAIT
 
 bw_stack_conf() { # fleet.sh's layout; a request may wait long for 4,096 partitions' acks
@@ -180,6 +181,7 @@ for variant in $(for _ in $(seq $ROUNDS); do echo $VARIANTS; done); do
     case $variant in
         proxy:*) restart_proxy "$CONF" ;;
         broker:*)
+            [ $ok = 1 ] || continue
             kv=${variant#broker:}
             config_command --alter --delete-config "${kv%%=*}" >>"$WORK/config-$v.log" 2>&1 ||
                 { echo "# could not take $kv back (see $WORK/config-$v.log): later variants run with it"; BW_KEEP=1; }
