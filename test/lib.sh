@@ -23,7 +23,9 @@
 #                               start mysql-a and mysql-b that way (off by default: it costs)
 #   kafka_topics ARGS...        Kafka's TopicCommand against $BROKERS (real brokers)
 #   BW_STACK_PROXY_WAIT         seconds bw_stack_start waits for the proxy (60; it makes its
-#                               topics first: 4,096 partitions x 3 replicas take longer)
+#                               topics first: 4,096 partitions x 3 replicas take longer);
+#                               a proxy that exits meanwhile is started again up to
+#                               BW_STACK_PROXY_RESTARTS (0) times, and the reason printed
 # The caller ends with: echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]
 
 BIN=${BW_BIN:-bin}
@@ -173,6 +175,19 @@ bw_stack_start() {
     "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >"$WORK/proxy.log" 2>&1 &
     PROXY_PID=$!
     pids+=($PROXY_PID)
-    wait_for "${BW_STACK_PROXY_WAIT:-60}" curl -sf "http://127.0.0.1:$PROXY/healthz" || { echo "proxy did not start"; tail "$WORK/proxy.log"; exit 1; }
+    local tries=$((${BW_STACK_PROXY_RESTARTS:-0} + 1))
+    while :; do # listening, or gone: stop waiting either way
+        wait_for "${BW_STACK_PROXY_WAIT:-60}" sh -c "curl -sf http://127.0.0.1:$PROXY/healthz || ! kill -0 $PROXY_PID"
+        tries=$((tries - 1))
+        kill -0 $PROXY_PID 2>/dev/null || [ $tries = 0 ] || {
+            echo "# the proxy exited during its start: $(grep -m1 ' ERROR ' "$WORK/proxy.log" | cut -d' ' -f2-); started again"
+            "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
+            PROXY_PID=$!
+            pids+=($PROXY_PID)
+            continue
+        }
+        break
+    done
+    curl -sf "http://127.0.0.1:$PROXY/healthz" >/dev/null || { echo "proxy did not start"; tail "$WORK/proxy.log"; exit 1; }
     URL=http://127.0.0.1:$PROXY/v1/batches
 }
