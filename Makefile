@@ -12,6 +12,8 @@
 #   make fuzz [FUZZ_SECONDS=60]             the libFuzzer harnesses from the committed seeds
 #   make bench [BENCH_RUNS=3]               throughput, rate precision and isolation as ratios
 #                                           against same-run baselines (docs/performance.md)
+#   make scale-cluster                      4,096 partitions x 3 replicas on three Kafka nodes,
+#                                           measured (opt-in, not in check; docs/performance.md)
 #   make install [PREFIX=/usr/local] [DESTDIR=]   the programs, the example config, the docs,
 #                                           the systemd units and sysusers file (docs/deployment.md)
 #   make uninstall                          removes what install put there, but the config
@@ -53,7 +55,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: cluster-kafka members-kafka quotas-kafka control-embedded control-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
+.PHONY: cluster-kafka scale-cluster members-kafka quotas-kafka control-embedded control-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -182,6 +184,9 @@ sasl-kafka: all
 # three Kafka nodes, replication factor 3: a leader killed mid-job, too few replicas in sync
 cluster-kafka: all
 	BW_BIN=$(BIN) test/cluster.sh cluster
+# opt-in, not in check: 4,096 partitions x 3 replicas on three nodes, measured, a setting at a time
+scale-cluster: all
+	BW_BIN=$(BIN) test/scale-cluster.sh cluster
 # static membership: a quick restart is no rebalance, a twin id is fenced, a lost consumer's shards move
 members-kafka: all
 	BW_BIN=$(BIN) test/members.sh kafka

@@ -22,6 +22,9 @@
 #                               binlog: define BW_STACK_PRIMARY=1 before bw_stack_start to
 #                               start mysql-a and mysql-b that way (off by default: it costs)
 #   kafka_topics ARGS...        Kafka's TopicCommand against $BROKERS (real brokers)
+#   BW_STACK_PROXY_WAIT         seconds bw_stack_start waits for the proxy to listen (60; it
+#                               makes its topics first: 4,096 partitions x 3 replicas take
+#                               longer); a proxy that exits meanwhile fails the start at once
 # The caller ends with: echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]
 
 BIN=${BW_BIN:-bin}
@@ -171,6 +174,8 @@ bw_stack_start() {
     "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >"$WORK/proxy.log" 2>&1 &
     PROXY_PID=$!
     pids+=($PROXY_PID)
-    wait_for 60 curl -sf "http://127.0.0.1:$PROXY/healthz" || { echo "proxy did not start"; tail "$WORK/proxy.log"; exit 1; }
+    # listening, or gone: stop waiting either way
+    wait_for "${BW_STACK_PROXY_WAIT:-60}" sh -c "curl -sf http://127.0.0.1:$PROXY/healthz || ! kill -0 $PROXY_PID"
+    curl -sf "http://127.0.0.1:$PROXY/healthz" >/dev/null || { echo "proxy did not start"; tail "$WORK/proxy.log"; exit 1; }
     URL=http://127.0.0.1:$PROXY/v1/batches
 }
