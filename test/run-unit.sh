@@ -56,5 +56,11 @@ if [[ -z ${BW_TEST_MYSQL_PORT:-} ]]; then
 fi
 
 export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60}
+# a sanitizer build runs each test several times slower (ThreadSanitizer 5-15x): the same
+# sanity bounds, scaled (the TSan split tests took over 60 s on a loaded two-core machine)
+case $bin_dir in
+*san-thread*) export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-4} ;;
+*san-*) export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-2} ;;
+esac
 export BW_TEST_CONF=${BW_TEST_CONF:-$root/conf/bulkwrite.conf}
 "$bin_dir/unit-tests"
