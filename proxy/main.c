@@ -30,7 +30,6 @@ static int start(bw_daemon_t *d) {
     char err[512];
     /* who may call: before any connection, so a bad clients file stops startup at once */
     proxy.quota = bw_quota_new();
-    bw_quota_set_metrics(proxy.quota, proxy.metrics);
     if (!(proxy.auth = bw_auth_start(conf, err, sizeof(err))))
         return bw_error(COMPONENT, "%s", err), -1;
     if (conf->proxy_auth_clients_file[0] && !conf->proxy_auth_job_id_secret[0])
@@ -50,6 +49,7 @@ static int start(bw_daemon_t *d) {
                                               err, sizeof(err))))
         return bw_error(COMPONENT, "jobs, control and status topics: %s", err), -1;
     proxy.metrics = bw_metrics_new(conf, BW_METRICS_PROXY);
+    bw_quota_set_metrics(proxy.quota, proxy.metrics); /* before the first fleet turn */
     bw_producers_run();
     return 0;
 }
