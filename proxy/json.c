@@ -135,15 +135,35 @@ static int json_mistyped(json_ctx_t *x, const char *what) {
     }
 }
 
-/* The value of the field being read, and where the next token goes after it. */
+/* The value of the field being read (or of its {"increment": ...}: whatever its type,
+ * as protobuf carries it, so validation rejects a wrong-typed increment alone), and
+ * where the next token goes after it. */
 static Bulkwrite__V1__Value *json_field_value(json_ctx_t *x) {
-    x->expect = X_FIELD_KEY;
+    if (x->expect == X_WRAP_INC) {
+        x->field->increment = 1;
+        x->expect = X_WRAP_END;
+    } else {
+        x->expect = X_FIELD_KEY;
+    }
     return x->field->value;
 }
 
+const char *bw_json_op_fault(const Bulkwrite__V1__Op *op) { return ((const bw_json_op_t *)op)->fault; }
+
+/* The current op cannot be accepted (its first fault is kept); the parse goes on. */
+#define JOP_FAULT(...)                                                          \
+    do {                                                                        \
+        bw_json_op_t *jo_ = (bw_json_op_t *)x->op;                              \
+        if (!jo_->fault) {                                                      \
+            char why_[256];                                                     \
+            snprintf(why_, sizeof(why_), __VA_ARGS__);                          \
+            jo_->fault = bw_arena_strndup(x->a, why_, strlen(why_));            \
+        }                                                                       \
+    } while (0)
+
 static int j_null(void *ctx) {
     json_ctx_t *x = ctx;
-    if (x->expect != X_FIELD_VALUE) return json_mistyped(x, "null");
+    if (x->expect != X_FIELD_VALUE && x->expect != X_WRAP_INC) return json_mistyped(x, "null");
     Bulkwrite__V1__Value *v = json_field_value(x);
     v->kind_case = BULKWRITE__V1__VALUE__KIND_NULL_VALUE;
     v->null_value = 1;
@@ -152,7 +172,7 @@ static int j_null(void *ctx) {
 
 static int j_bool(void *ctx, int b) {
     json_ctx_t *x = ctx;
-    if (x->expect != X_FIELD_VALUE) return json_mistyped(x, "booleans");
+    if (x->expect != X_FIELD_VALUE && x->expect != X_WRAP_INC) return json_mistyped(x, "booleans");
     Bulkwrite__V1__Value *v = json_field_value(x);
     v->kind_case = BULKWRITE__V1__VALUE__KIND_BOOL_VALUE;
     v->bool_value = b != 0;
@@ -174,12 +194,15 @@ static int short_decimal(const char *s, size_t len, long long *out) {
 }
 
 /* A JSON number as jansson read it: an integer (no fraction, no exponent) must fit in
- * 64 bits; a real must be finite. */
+ * 64 bits; a real must be finite. Where the number is an op's id or a field's value, a
+ * number protobuf could not carry there rejects that op alone (bw_json_op_t); anywhere
+ * else the request is refused. */
 static int j_number(void *ctx, const char *s, size_t len) {
     json_ctx_t *x = ctx;
     long long iv = 0;
     double dv = 0;
-    int is_int = short_decimal(s, len, &iv);
+    int is_int = short_decimal(s, len, &iv), in_op = x->expect == X_OP_ID || x->expect == X_FIELD_VALUE ||
+                                                   x->expect == X_WRAP_INC;
     if (!is_int) {
         char small[64], *text = len < sizeof(small) ? small : bw_arena_alloc(x->a, len + 1);
         memcpy(text, s, len);
@@ -188,25 +211,43 @@ static int j_number(void *ctx, const char *s, size_t len) {
         errno = 0;
         if (is_int) {
             iv = strtoll(text, NULL, 10);
+            if (errno == ERANGE && x->expect == X_OP_ID) {
+                /* 2^63 and up: an id as protobuf's uint64 carries it (validation then
+                 * names its top bits); past 2^64 - 1 the op is rejected here */
+                errno = 0;
+                unsigned long long uv = text[0] == '-' ? 0 : strtoull(text, NULL, 10);
+                if (text[0] == '-' || errno == ERANGE)
+                    JOP_FAULT("id %.40s is not an unsigned 64-bit integer", text);
+                else x->op->id = (uint64_t)uv;
+                x->expect = X_OP_KEY;
+                return 1;
+            }
+            if (errno == ERANGE && in_op) {
+                JOP_FAULT("field \"%.64s\": %.40s is out of the signed 64-bit range", x->field->name, text);
+                (void)json_field_value(x);
+                return 1;
+            }
             if (errno == ERANGE) JMALFORMED("too big integer near '%.40s'", text);
         } else {
             dv = strtod(text, NULL);
-            if (errno == ERANGE && (dv == HUGE_VAL || dv == -HUGE_VAL))
-                JMALFORMED("real number overflow near '%.40s'", text);
+            if (errno == ERANGE && (dv == HUGE_VAL || dv == -HUGE_VAL)) {
+                if (x->expect == X_FIELD_VALUE || x->expect == X_WRAP_INC) {
+                    JOP_FAULT("field \"%.64s\": %.40s is out of the double range", x->field->name, text);
+                    (void)json_field_value(x);
+                    return 1;
+                }
+                if (x->expect != X_OP_ID) JMALFORMED("real number overflow near '%.40s'", text);
+            }
         }
     }
     Bulkwrite__V1__Value *v;
     switch (x->expect) {
     case X_OP_ID:
-        if (!is_int || iv < 0) return json_mistyped(x, "numbers");
-        x->op->id = (uint64_t)iv;
+        if (!is_int || iv < 0) JOP_FAULT("id %.*s is not an unsigned 64-bit integer", (int)(len > 40 ? 40 : len), s);
+        else x->op->id = (uint64_t)iv;
         x->expect = X_OP_KEY;
         return 1;
     case X_WRAP_INC:
-        x->field->increment = 1;
-        x->expect = X_WRAP_END;
-        v = x->field->value;
-        break;
     case X_FIELD_VALUE: v = json_field_value(x); break;
     default: return json_mistyped(x, "numbers");
     }
@@ -225,19 +266,23 @@ static char *json_cstring(json_ctx_t *x, const unsigned char *s, size_t len) {
     return bw_arena_strndup(x->a, (const char *)s, strnlen((const char *)s, len));
 }
 
-/* "id" may also be a decimal string (for clients whose numbers are doubles). */
+/* "id" may also be a decimal string (for clients whose numbers are doubles); any other
+ * string rejects the op. */
 static int json_id_string(json_ctx_t *x, const unsigned char *s, size_t len) {
     uint64_t v;
+    x->expect = X_OP_KEY;
     if (!bw_request_id_digits((const char *)s, len, &v)) { /* a 20-digit id, or not a number */
         const char *t = json_cstring(x, s, len);
         char *end;
-        if (*t < '0' || *t > '9') return json_mistyped(x, "strings");
         errno = 0;
-        v = strtoull(t, &end, 10);
-        if (*end || errno == ERANGE || strlen(t) < len) return json_mistyped(x, "strings");
+        v = *t >= '0' && *t <= '9' ? strtoull(t, &end, 10) : 0;
+        if (*t < '0' || *t > '9' || *end || errno == ERANGE || strlen(t) < len) {
+            /* cut at 40 bytes; the rejection's text is made UTF-8 again (bw_utf8_sanitize) */
+            JOP_FAULT("id \"%.40s\" is not an unsigned 64-bit integer", t);
+            return 1;
+        }
     }
     x->op->id = v;
-    x->expect = X_OP_KEY;
     return 1;
 }
 
@@ -283,6 +328,7 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
         x->expect = X_OP_KEY;
         return 1;
     case X_OP_ID: return json_id_string(x, s, len);
+    case X_WRAP_INC:
     case X_FIELD_VALUE: {
         Bulkwrite__V1__Value *v = json_field_value(x);
         v->kind_case = BULKWRITE__V1__VALUE__KIND_STRING_VALUE;
@@ -322,7 +368,9 @@ static int j_start_map(void *ctx) {
             req->ops = ops;
             x->ops_cap = cap;
         }
-        Bulkwrite__V1__Op *op = bw_arena_alloc(x->a, sizeof(*op));
+        bw_json_op_t *jo = bw_arena_alloc(x->a, sizeof(*jo));
+        jo->fault = NULL;
+        Bulkwrite__V1__Op *op = &jo->op;
         bulkwrite__v1__op__init(op);
         op->object_type = "";
         op->shard_key = "";

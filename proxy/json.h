@@ -14,6 +14,18 @@
 /* The request, or NULL with err saying what is malformed ("malformed JSON at line L
  * column C: ..." for a syntax fault) or wrong. More than max_ops ops stop the parse at op
  * max_ops + 1, before its struct is built, with *too_many set. */
+/* An op the JSON decoder built: the op, and why it cannot be accepted when its JSON held a
+ * value protobuf could not carry, or carried as something else (a negative, fractional
+ * or out-of-range id, an integer past 64 bits). Such an op is rejected alone, with that
+ * reason, by bw_request_validate; the rest of the request goes on. */
+typedef struct {
+    Bulkwrite__V1__Op op; /* first: req->ops[i] points here */
+    const char *fault;    /* NULL, or the reason (arena) */
+} bw_json_op_t;
+
+/* The fault of an op of a request this decoder returned, or NULL. */
+const char *bw_json_op_fault(const Bulkwrite__V1__Op *op);
+
 Bulkwrite__V1__BatchWriteRequest *bw_json_request_decode(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
                                                          char *err, size_t esz, int *too_many);
 

@@ -288,7 +288,9 @@ size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWr
     for (size_t i = 0; i < req->n_ops; i++) {
         char why[512];
         routes[i] = (bw_op_route_t){-1, 0, NULL};
-        if (validate_op(conf, req->ops[i], fmt == BW_FMT_JSON, arena, &routes[i], why, sizeof(why)) == 0) continue;
+        const char *fault = fmt == BW_FMT_JSON ? bw_json_op_fault(req->ops[i]) : NULL;
+        if (fault) snprintf(why, sizeof(why), "%s", fault);
+        else if (validate_op(conf, req->ops[i], fmt == BW_FMT_JSON, arena, &routes[i], why, sizeof(why)) == 0) continue;
         routes[i].shard = -1;
         if (cnt == cap) {
             cap = cap ? cap * 2 : 16;

@@ -61,8 +61,9 @@ int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *c
  * shard (or -1); each invalid op gets a rejection with its reason. Returns the number of
  * rejections, stored in *rejected (arena). fmt is what req was decoded from: a JSON
  * body's strings were all checked as UTF-8 by bw_request_decode, which refuses the body
- * otherwise, so its text values are not checked twice; protobuf's are checked here (pass
- * BW_FMT_PROTOBUF for structs built any other way). */
+ * otherwise, so its text values are not checked twice, and an op whose JSON held a value
+ * protobuf could not carry is rejected with the decoder's reason (bw_json_op_t);
+ * protobuf's are checked here (pass BW_FMT_PROTOBUF for structs built any other way). */
 size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *req, bw_format_t fmt,
                            bw_arena_t *arena, bw_op_route_t *routes, bw_rejection_t **rejected);
 

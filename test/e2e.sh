@@ -442,6 +442,30 @@ check "malformed JSON gets 400" test "$(status_of application/json '{"ops": [')"
 check "a wrong content type gets 415" test "$(status_of text/plain 'hello')" = 415
 check "an invalid op is rejected alone with its reason" bash -c \
     "curl -sf -H 'Content-Type: application/json' --data-binary '{\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476736},{\"op\":\"delete\",\"object_type\":\"nope\",\"id\":1}]}' '$URL' | grep -q '\"index\":1,\"reason\":\"unknown object_type'"
+# A value JSON can write but protobuf could not carry there (a negative or 2^63 id, a
+# number past 64 bits, a wrong-typed increment) rejects its op alone, as protobuf does;
+# the good op beside them is accepted and lands.
+json_pin=$(( (1 << 36) | 900101 ))
+json_faults() {
+    local code
+    code=$(curl -s -o "$WORK/faults.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary         "{\"request_id\":\"e2e-json-faults\",\"ops\":[{\"op\":\"create\",\"object_type\":\"pin\",\"id\":$json_pin,\"shard_key\":\"42\",\"fields\":{\"owner_id\":42,\"title\":\"json faults\"}},
+          {\"op\":\"delete\",\"object_type\":\"pin\",\"id\":-1},
+          {\"op\":\"delete\",\"object_type\":\"pin\",\"id\":9223372036854775808},
+          {\"op\":\"update\",\"object_type\":\"pin\",\"id\":$json_pin,\"fields\":{\"like_count\":{\"increment\":\"1\"}}},
+          {\"op\":\"update\",\"object_type\":\"pin\",\"id\":$json_pin,\"fields\":{\"like_count\":9223372036854775808}}]}" "$URL")
+    cat "$WORK/faults.json"
+    [ "$code" = 202 ] && jq -e '.accepted == 1 and ([.rejected[].index] == [1, 2, 3, 4]) and
+        (.rejected[0].reason == "id -1 is not an unsigned 64-bit integer") and
+        (.rejected[1].reason == "id 9223372036854775808: the two top bits must be zero") and
+        (.rejected[2].reason | startswith("field \"like_count\": column type is int")) and
+        (.rejected[3].reason == "field \"like_count\": 9223372036854775808 is out of the signed 64-bit range")' \
+        "$WORK/faults.json" >/dev/null
+}
+check "JSON: bad ids and numbers beside a good op get 202, each rejected alone with its reason" json_faults
+json_fault_row() {
+    test "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT title FROM db00000.pins WHERE id = $json_pin")" = 'json faults'
+}
+check "... and the good op's pin is in place" wait_for 60 json_fault_row
 # Hostile input (issue 11): a NUL cannot cut a request_id short; a body of empty ops is
 # refused while it is decoded, before the ops' structs exist; idle sockets from one
 # address cannot take the proxy's connections.

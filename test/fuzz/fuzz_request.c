@@ -12,6 +12,7 @@
 
 #include "arena.h"
 #include "batcher.h"
+#include "json.h"
 #include "request.h"
 #include "utf8.h"
 
@@ -46,6 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t rejected_cnt = bw_request_validate(conf, req, fmt, &arena, routes, &rejected);
     for (size_t i = 0; i < rejected_cnt; i++)
         if (rejected[i].index >= req->n_ops || !rejected[i].reason[0]) abort();
+    /* an op the JSON decoder faulted is never routed */
+    for (size_t i = 0; fmt == BW_FMT_JSON && i < req->n_ops; i++)
+        if (bw_json_op_fault(req->ops[i]) && routes[i].shard >= 0) abort();
     /* what lets validation skip a JSON body's text values: all are UTF-8 once decoded */
     for (size_t i = 0; fmt == BW_FMT_JSON && i < req->n_ops; i++)
         for (size_t k = 0; k < req->ops[i]->n_fields; k++) {

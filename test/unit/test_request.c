@@ -259,16 +259,11 @@ START_TEST(json_malformed) {
     expect_bad_json("{\"ops\": [{}, {\"nope\": 1}]}", "ops[1]: unknown member \"nope\"");
     expect_bad_json("{\"ops\": [{\"op\": 1}]}", "ops[0].op: not a string");
     expect_bad_json("{\"ops\": [{\"object_type\": 1}]}", "ops[0].object_type");
-    expect_bad_json("{\"ops\": [{\"id\": -1}]}", "ops[0].id");
-    expect_bad_json("{\"ops\": [{\"id\": \"12x\"}]}", "ops[0].id");
-    expect_bad_json("{\"ops\": [{\"id\": \" 12\"}]}", "ops[0].id");
-    expect_bad_json("{\"ops\": [{\"id\": 1.5}]}", "ops[0].id");
     expect_bad_json("{\"ops\": [{\"shard_key\": 7}]}", "ops[0].shard_key");
     expect_bad_json("{\"ops\": [{\"fields\": []}]}", "ops[0].fields");
     expect_bad_json("{\"ops\": [{\"fields\": {\"title\": [1]}}]}", "arrays");
     expect_bad_json("{\"ops\": [{\"fields\": {\"image\": {\"base64\": \"!!!!\"}}}]}", "base64");
     expect_bad_json("{\"ops\": [{\"fields\": {\"image\": {\"hex\": \"00\"}}}]}", "base64");
-    expect_bad_json("{\"ops\": [{\"fields\": {\"like_count\": {\"increment\": \"1\"}}}]}", "increment");
     /* JSON text must be UTF-8 */
     expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"\xff\"}}]}", "malformed JSON");
     expect_bad_json("{\"ops\": [{\"fields\": {\"title\": \"twelve bytes\xc3\"}}]}", "malformed JSON");
@@ -314,12 +309,6 @@ START_TEST(json_numbers_at_their_bounds) {
     ck_assert(got->ops[0]->fields[6]->value->double_value == 1000.0);
     ck_assert_uint_eq(got->ops[1]->id, 1234567890123456789ULL);
     ck_assert_uint_eq(got->ops[2]->id, 123456789012345678ULL);
-    expect_bad_json("{\"ops\": [{\"fields\": {\"a\": 9223372036854775808}}]}", "too big integer");
-    expect_bad_json("{\"ops\": [{\"fields\": {\"a\": -9223372036854775809}}]}", "too big integer");
-    expect_bad_json("{\"ops\": [{\"id\": 9223372036854775808}]}", "too big integer");
-    expect_bad_json("{\"ops\": [{\"id\": \"18446744073709551616\"}]}", "ops[0].id");
-    expect_bad_json("{\"ops\": [{\"id\": \"12\\u00003\"}]}", "ops[0].id");
-    expect_bad_json("{\"ops\": [{\"id\": \"\"}]}", "ops[0].id");
 }
 END_TEST
 
@@ -622,6 +611,70 @@ START_TEST(validate_rejections) {
     check_validation(&r2, e, n);
 #undef EXPECT
 #undef VALID
+}
+END_TEST
+
+/* A bad id, a wrong-typed increment or a number past 64 bits rejects its op alone, with
+ * its reason, as protobuf rejects the same op; the valid op beside it is accepted. */
+static void expect_op_rejected(const char *op, const char *needle) {
+    char body[1024];
+    snprintf(body, sizeof(body), "{\"ops\": [%s, {\"op\": \"delete\", \"object_type\": \"pin\", \"id\": 68719476737}]}", op);
+    Bulkwrite__V1__BatchWriteRequest *req = json(body);
+    ck_assert_msg(req != NULL, "%s: %s", body, errbuf);
+    ck_assert_uint_eq(req->n_ops, 2);
+    bw_op_route_t routes[2];
+    bw_rejection_t *rej;
+    ck_assert_uint_eq(bw_request_validate(C, req, BW_FMT_JSON, &A, routes, &rej), 1);
+    ck_assert_uint_eq(rej[0].index, 0);
+    ck_assert_msg(strstr(rej[0].reason, needle) != NULL, "%s: reason \"%s\" lacks \"%s\"", op, rej[0].reason, needle);
+    ck_assert_int_eq(routes[0].shard, -1);
+    ck_assert_int_eq(routes[1].shard, 0);
+}
+
+START_TEST(json_bad_values_reject_their_op_alone) {
+#define UPD(fields) "{\"op\": \"update\", \"object_type\": \"pin\", \"id\": 68719476737, \"fields\": " fields "}"
+#define DEL(id) "{\"op\": \"delete\", \"object_type\": \"pin\", \"id\": " id "}"
+    expect_op_rejected(DEL("-1"), "id -1 is not an unsigned 64-bit integer");
+    expect_op_rejected(DEL("1.5"), "id 1.5 is not an unsigned 64-bit integer");
+    expect_op_rejected(DEL("1e3"), "id 1e3 is not an unsigned 64-bit integer");
+    expect_op_rejected(DEL("-9223372036854775809"), "id -9223372036854775809 is not an unsigned 64-bit integer");
+    expect_op_rejected(DEL("18446744073709551616"), "id 18446744073709551616 is not an unsigned 64-bit integer");
+    expect_op_rejected(DEL("\"12x\""), "id \"12x\" is not an unsigned 64-bit integer");
+    expect_op_rejected(DEL("\" 12\""), "id \" 12\" is not");
+    expect_op_rejected(DEL("\"\""), "id \"\" is not");
+    expect_op_rejected(DEL("\"18446744073709551616\""), "id \"18446744073709551616\" is not");
+    expect_op_rejected(DEL("\"12\\u00003\""), "is not an unsigned 64-bit integer");
+    /* 2^63 fits protobuf's uint64: rejected by its top bits, as a protobuf client's is */
+    expect_op_rejected(DEL("9223372036854775808"), "id 9223372036854775808: the two top bits must be zero");
+    expect_op_rejected(UPD("{\"like_count\": 9223372036854775808}"),
+                       "field \"like_count\": 9223372036854775808 is out of the signed 64-bit range");
+    expect_op_rejected(UPD("{\"like_count\": {\"increment\": -9223372036854775809}}"), "out of the signed 64-bit range");
+    expect_op_rejected(UPD("{\"score\": 1e400}"), "field \"score\": 1e400 is out of the double range");
+    /* the first fault of an op is its reason */
+    expect_op_rejected("{\"op\": \"update\", \"object_type\": \"pin\", \"id\": -2, \"fields\": {\"like_count\": 1e400}}",
+                       "id -2 is not");
+#undef DEL
+    /* wrong-typed increments: the same verdict as the same op sent as protobuf */
+    const char *incs[] = {UPD("{\"like_count\": {\"increment\": \"1\"}}"), UPD("{\"like_count\": {\"increment\": true}}"),
+                          UPD("{\"like_count\": {\"increment\": null}}"), UPD("{\"like_count\": {\"increment\": 1.5}}")};
+    const char *why[] = {"field \"like_count\": column type is int, the value is not",
+                         "field \"like_count\": column type is int, the value is not",
+                         "field \"like_count\": cannot increment by null",
+                         "field \"like_count\": column type is int, the value is not"};
+#undef UPD
+    for (size_t k = 0; k < 4; k++) {
+        expect_op_rejected(incs[k], why[k]);
+        char body[512];
+        snprintf(body, sizeof(body), "{\"ops\": [%s]}", incs[k]);
+        Bulkwrite__V1__BatchWriteRequest *pb = via_protobuf(json(body));
+        ck_assert(pb->ops[0]->fields[0]->increment);
+        bw_op_route_t routes[1];
+        bw_rejection_t *rej;
+        ck_assert_uint_eq(bw_request_validate(C, pb, BW_FMT_PROTOBUF, &A, routes, &rej), 1);
+        ck_assert_str_eq(rej[0].reason, why[k]);
+    }
+    /* where no op could carry it, a number past 64 bits still refuses the body */
+    expect_bad_json("{\"request_id\": 9223372036854775808, \"ops\": []}", "too big integer");
 }
 END_TEST
 
@@ -938,6 +991,7 @@ Suite *request_suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, validate_rejections);
     tcase_add_test(tc, validate_json_op_word);
+    tcase_add_test(tc, json_bad_values_reject_their_op_alone);
     tcase_add_test(tc, utf8_validity);
     suite_add_tcase(s, tc);
     tc = tcase_create("response");
