@@ -28,6 +28,7 @@ typedef struct {
     int nullable;      /* NULL accepted */
     int required;      /* a CREATE must set it */
     int max_length;    /* string/bytes: bytes at most */
+    int increment_null_as_zero; /* an increment of NULL starts from 0 */
 } bw_column_t;
 
 typedef enum { BW_ROUTE_ID, BW_ROUTE_MD5 } bw_route_t;

@@ -48,6 +48,9 @@ static const key_t_ column_keys[] = {
      "Whether a CREATE or UPSERT must set it."},
     {"max_length", K_INT, offsetof(bw_column_t, max_length), 0, 1, 16777215, "255", NULL, NULL, 0,
      "string and bytes: longest value accepted, in bytes."},
+    {"increment_null_as_zero", K_BOOL, offsetof(bw_column_t, increment_null_as_zero), 0, 0, 0, "false", NULL, NULL, 0,
+     "int and double: an increment of a NULL value starts from 0 (COALESCE(col, 0) + n). False: NULL + n stays "
+     "NULL, as in SQL, and the increment is lost without a word."},
     END};
 
 static const key_t_ batch_size_keys[] = {

@@ -327,7 +327,11 @@ static void build_update(bw_buf_t *out, const char *db, const bw_object_type_t *
             PUTS(out, " WHEN ");
             bw_sql_append_u64(out, rows[r].id);
             PUTS(out, " THEN ");
-            if (f->increment) {
+            if (f->increment && ot->columns[c].increment_null_as_zero) {
+                PUTS(out, "COALESCE(");
+                append_ident(out, ot->columns[c].name);
+                PUTS(out, ",0)+");
+            } else if (f->increment) {
                 append_ident(out, ot->columns[c].name);
                 bw_buf_append(out, "+", 1);
             }

@@ -466,6 +466,19 @@ json_fault_row() {
     test "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT title FROM db00000.pins WHERE id = $json_pin")" = 'json faults'
 }
 check "... and the good op's pin is in place" wait_for 60 json_fault_row
+# like_count has increment_null_as_zero: increments of the pin's NULL count start from 0
+# (SQL's NULL + 3 stays NULL, and the README's own increment did nothing).
+null_inc() {
+    curl -sf -o "$WORK/nullinc.json" -H 'Content-Type: application/json' --data-binary \
+        "{\"request_id\":\"e2e-null-increment\",\"ops\":[{\"op\":\"update\",\"object_type\":\"pin\",\"id\":$json_pin,\"fields\":{\"like_count\":{\"increment\":3}}},
+          {\"op\":\"update\",\"object_type\":\"pin\",\"id\":$json_pin,\"fields\":{\"like_count\":{\"increment\":4}}}]}" "$URL" &&
+        grep -q '"accepted":2' "$WORK/nullinc.json"
+}
+check "two increments of a NULL like_count are accepted" null_inc
+null_inc_row() {
+    test "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT like_count FROM db00000.pins WHERE id = $json_pin")" = 7
+}
+check "... and the count is 7, not NULL (increment_null_as_zero)" wait_for 60 null_inc_row
 # Hostile input (issue 11): a NUL cannot cut a request_id short; a body of empty ops is
 # refused while it is decoded, before the ops' structs exist; idle sockets from one
 # address cannot take the proxy's connections.

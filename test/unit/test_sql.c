@@ -289,9 +289,16 @@ START_TEST(build_update) {
                      "UPDATE `db00003`.`pins` SET "
                      "`board_id`=CASE `id` WHEN 103 THEN NULL ELSE `board_id` END,"
                      "`title`=CASE `id` WHEN 101 THEN 't\\'1' ELSE `title` END,"
-                     "`like_count`=CASE `id` WHEN 101 THEN `like_count`+2 WHEN 102 THEN 7 "
-                     "WHEN 103 THEN `like_count`+-3 ELSE `like_count` END "
+                     "`like_count`=CASE `id` WHEN 101 THEN COALESCE(`like_count`,0)+2 WHEN 102 THEN 7 "
+                     "WHEN 103 THEN COALESCE(`like_count`,0)+-3 ELSE `like_count` END "
                      "WHERE `id` IN (101,102,103)");
+    /* a column without increment_null_as_zero: NULL + n, as SQL has it */
+    const bw_object_type_t *board = bw_config_object_type(c, "board");
+    rows[0] = row(101, 1, rf(2, t_v_int(&A, 2), 1));
+    ck_assert(!board->columns[2].increment_null_as_zero && pin->columns[4].increment_null_as_zero);
+    ck_assert_str_eq(build(board, BW_OP_UPDATE, rows, 1),
+                     "UPDATE `db00003`.`boards` SET `score`=CASE `id` WHEN 101 THEN `score`+2 ELSE `score` END "
+                     "WHERE `id` IN (101)");
     rows[0] = row(UINT64_C(0x3fffffffffffffff), 1, rf(0, t_v_int(&A, 1), 0));
     ck_assert_str_eq(build(pin, BW_OP_UPDATE, rows, 1),
                      "UPDATE `db00003`.`pins` SET `owner_id`=CASE `id` WHEN 4611686018427387903 THEN 1 "
