@@ -40,6 +40,7 @@ typedef struct {
     char *id_column;
     int create_route;     /* bw_route_t */
     int batch_size[BW_OP_MAX]; /* rows per statement, indexed by bw_op_t */
+    int coalesce_increments; /* the consumer sums increments of one object (consumer/coalesce.h) */
     bw_column_t *columns;
     int column_cnt;
 } bw_object_type_t;

@@ -79,6 +79,12 @@ static const key_t_ object_type_keys[] = {
      "\"md5\" (md5(key) mod shards.count)."},
     {"batch_size", K_GROUP, 0, 0, 0, 0, "", NULL, batch_size_keys, 0,
      "Rows per statement for each operation (each op has its own best size)."},
+    {"coalesce_increments", K_BOOL, offsetof(bw_object_type_t, coalesce_increments), 0, 0, 0, "true", NULL, NULL, 0,
+     "The consumer sums the increments of one object's column that reach a shard together (one "
+     "transaction's UPDATE run) into one row of the statement: a counter-heavy load applies in "
+     "large statements instead of one per repeat of an id. Ops of the object that are not pure "
+     "increments keep their place; a refused sum is retried op by op, so each op still fails alone "
+     "(docs/api.md)."},
     {"columns", K_LIST, offsetof(bw_object_type_t, columns), offsetof(bw_object_type_t, column_cnt),
      1, 1000, NULL, NULL, column_keys, sizeof(bw_column_t),
      "Columns clients may write, besides the id column."},

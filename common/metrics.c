@@ -24,6 +24,7 @@ typedef struct {
     int paused, buffer_full, held, alert;
     uint64_t retries;
     uint64_t reconnects;
+    uint64_t coalesced;       /* increments added into another op's row */
     int64_t lag;
     int64_t lost;             /* messages deleted from Kafka before they were applied */
     int assigned;
@@ -268,6 +269,12 @@ void bw_metrics_shard_retry(bw_metrics_t *m, int shard) {
 void bw_metrics_shard_reconnects(bw_metrics_t *m, int shard, uint64_t n) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].reconnects += n;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_coalesced(bw_metrics_t *m, int shard, uint64_t n) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].coalesced += n;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -677,6 +684,11 @@ static const row_t table[] = {
       "pooled connections found closed (the server's `wait_timeout`, a load balancer) and replaced "
       "at once: not errors, not retries"},
      shards_seen, SHARD(reconnects), V_U64, NULL},
+    {{"bulkwrite_consumer_increments_coalesced_total", BW_METRIC_COUNTER, "shard", BW_METRIC_CONSUMER,
+      "Increments added into an earlier increment of the same object (object_types[].coalesce_increments).",
+      "increments summed into an earlier increment of the same object in one transaction "
+      "(`object_types[].coalesce_increments`): ops applied without a row of their own"},
+     shards_seen, SHARD(coalesced), V_U64, NULL},
     {{"bulkwrite_consumer_alert_firing", BW_METRIC_GAUGE, "shard", BW_METRIC_CONSUMER,
       "1 while this consumer's BulkwriteShardUnhealthy alert for the shard is firing.",
       "1 while this consumer's `BulkwriteShardUnhealthy` alert for the shard fires"},

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bulkwrite.pb-c.h"
+#include "coalesce.h"
 #include "db.h"
 #include "ledger.h"
 #include "log.h"
@@ -180,25 +181,49 @@ static int find_duplicates(apply_ctx_t *x, size_t cnt) {
     return 0;
 }
 
-/* Rows of one (type, op) run, with the message each came from. */
-typedef struct {
+/* Rows of one (type, op) run, with the message each came from. A coalesced run
+ * (coalesce.h) stands for the rows of `orig`: its row i for orig's rows members[first[i]
+ * .. first[i + 1]); src and msg are those of the row's first member. */
+typedef struct run {
     const bw_object_type_t *ot;
     int op;
     bw_sql_row_t *rows;
     const Bulkwrite__V1__Row **src;
     uint32_t *msg;
     size_t n;
+    const struct run *orig;
+    const uint32_t *first, *members;
 } run_t;
 
-/* Applies rows one at a time under savepoints: those the shard refuses fail alone. */
+/* Counts rows [from, from + k) of a run as applied, each op of a sum included. */
+static void count_applied(apply_ctx_t *x, const run_t *run, size_t from, size_t k) {
+    for (size_t i = from; i < from + k; i++) {
+        if (!run->orig) {
+            x->parts[run->msg[i]].rows_applied++;
+            x->res->rows_applied++;
+            continue;
+        }
+        for (uint32_t m = run->first[i]; m < run->first[i + 1]; m++) {
+            x->parts[run->orig->msg[run->members[m]]].rows_applied++;
+            x->res->rows_applied++;
+        }
+    }
+}
+
+/* Applies rows one at a time under savepoints: those the shard refuses fail alone. A
+ * sum is taken apart: its ops are applied one by one, in order. */
 static int apply_rows_one_by_one(apply_ctx_t *x, const run_t *run, size_t from, size_t n) {
     for (size_t i = from; i < from + n; i++) {
+        if (run->orig) {
+            for (uint32_t m = run->first[i]; m < run->first[i + 1]; m++)
+                if (apply_rows_one_by_one(x, run->orig, run->members[m], 1)) return -1;
+            continue;
+        }
         if (query(x, "SAVEPOINT bw_row", 16)) return failed_retry(x, "savepoint"), -1;
         bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, &run->rows[i], 1);
         x->res->statements++;
         if (query(x, x->ap->sql.data, x->ap->sql.len) == 0) {
-            x->res->rows_applied++;
-            x->parts[run->msg[i]].rows_applied++;
+            count_applied(x, run, i, 1);
             continue;
         }
         if (failed_retry(x, "statement")) return -1;
@@ -263,6 +288,11 @@ static int apply_run(apply_ctx_t *x, const run_t *run) {
     while (done < run->n) {
         size_t k = bw_sql_plan_bytes(run->ot, run->op, x->dbname, run->rows + done, run->n - done, budget, NULL);
         int alone = k == 0; /* one row over the budget goes alone, as text, if the server takes it at all */
+        if (alone && run->orig) { /* a sum too big for one statement: its ops go one by one */
+            if (apply_rows_one_by_one(x, run, done, 1)) return -1;
+            done++;
+            continue;
+        }
         if (alone) {
             bw_sql_build(&x->ap->sql, x->dbname, run->ot, run->op, run->rows + done, 1);
             if (too_big_for_server(x, run, done)) {
@@ -276,8 +306,7 @@ static int apply_run(apply_ctx_t *x, const run_t *run) {
         const char *msg = "";
         x->res->statements++;
         if ((alone ? run_text(x, &err, &msg) : run_statement(x, run, done, k, &err, &msg)) == 0) {
-            x->res->rows_applied += k;
-            for (size_t i = done; i < done + k; i++) x->parts[run->msg[i]].rows_applied++;
+            count_applied(x, run, done, k);
         } else {
             if (failed_retry_err(x, "statement", err, msg)) return -1;
             /* a data error: find the offending rows without losing the others */
@@ -287,6 +316,24 @@ static int apply_run(apply_ctx_t *x, const run_t *run) {
         done += k;
     }
     return 0;
+}
+
+/* Applies a run, its increments coalesced first where its object type asks for it. */
+static int apply_whole_run(apply_ctx_t *x, const run_t *run) {
+    if (run->op != BW_OP_UPDATE || !run->ot->coalesce_increments || run->n < 2) return apply_run(x, run);
+    bw_coalesced_t co;
+    size_t added = bw_coalesce_increments(run->ot, run->rows, run->n, &x->ap->arena, &co);
+    if (!added) return apply_run(x, run);
+    x->res->rows_coalesced += added;
+    run_t sums = {.ot = run->ot, .op = run->op, .rows = co.rows, .n = co.n, .orig = run, .first = co.first,
+                  .members = co.members,
+                  .src = bw_arena_alloc(&x->ap->arena, co.n * sizeof(*sums.src)),
+                  .msg = bw_arena_alloc(&x->ap->arena, co.n * sizeof(*sums.msg))};
+    for (size_t i = 0; i < co.n; i++) {
+        sums.src[i] = run->src[co.members[co.first[i]]];
+        sums.msg[i] = run->msg[co.members[co.first[i]]];
+    }
+    return apply_run(x, &sums);
 }
 
 /* The ledger's rows for every message applied now (counts per message) and every op
@@ -435,7 +482,7 @@ static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *m
             continue;
         }
         if (run.n && (!d || d->ot != run.ot || (int)d->sb->op != run.op)) {
-            if (apply_run(&x, &run)) goto rollback;
+            if (apply_whole_run(&x, &run)) goto rollback;
             run.n = 0;
         }
         if (!d) break;
@@ -471,6 +518,7 @@ rollback:
     if (!res->fail) res->fail = BW_FAIL_RETRY;
     res->rows_applied = res->rows_failed = res->messages_skipped = res->messages_duplicate = 0;
     res->dead_letters = res->messages_undecodable = res->statements = res->statements_bound = 0;
+    res->rows_coalesced = 0;
 }
 
 int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {

@@ -6,7 +6,8 @@
  *   2. skip messages below it (applied before a crash or a rebalance);
  *   3. skip messages whose (job_id, part) is in bw_job_parts (a request resubmitted
  *      under the same request_id);
- *   4. apply the rest as multi-row statements, each under the server's packet limit
+ *   4. apply the rest as multi-row statements (increments of one object summed first
+ *      where the object type sets coalesce_increments, consumer/coalesce.h), each under the server's packet limit
  *      (consumer.statement_packet_pct of its max_allowed_packet): CREATE and UPSERT as
  *      one prepared INSERT executed over arrays of the rows' values where the server can
  *      (consumer.array_binding, common/sqlbind.h), the rest as text (common/sql.h);
@@ -75,6 +76,7 @@ typedef struct {
     uint64_t reconnects;       /* reused connections found closed and replaced (not errors) */
     uint64_t statements;       /* data statements run (a refused one and its rows retried one by one included) */
     uint64_t statements_bound; /* statements sent array-bound, refused ones included (consumer.array_binding) */
+    uint64_t rows_coalesced;   /* increments added into another op's row (coalesce.h) */
     char error[512];           /* what went wrong, for logs and alerts */
 } bw_apply_result_t;
 

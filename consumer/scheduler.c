@@ -177,6 +177,8 @@ static void applied(bw_job_t *j) {
     bw_shard_t *p = &consumer.shards[j->shard];
     bw_fail_t fail = j->res.status == BW_APPLY_OK ? BW_FAIL_NONE : j->res.fail;
     if (j->res.reconnects) bw_metrics_shard_reconnects(consumer.metrics, j->shard, j->res.reconnects);
+    if (fail == BW_FAIL_NONE && j->res.rows_coalesced)
+        bw_metrics_shard_coalesced(consumer.metrics, j->shard, j->res.rows_coalesced);
     unsigned changed = bw_health_report(consumer.health, j->shard, fail, j->probe, now);
     if (fail == BW_FAIL_NONE) {
         bw_partition_drop_head(j->slot, j->cnt);

@@ -88,6 +88,7 @@ Suite *sqlbind_suite(void);
 Suite *batcher_suite(void);
 Suite *request_suite(void);
 Suite *apply_suite(void);
+Suite *coalesce_suite(void);
 Suite *ledger_suite(void);
 Suite *kafka_suite(void);
 Suite *alerts_suite(void);

@@ -14,6 +14,7 @@ int main(void) {
     srunner_add_suite(sr, request_suite());
     srunner_add_suite(sr, forward_suite());
     srunner_add_suite(sr, apply_suite());
+    srunner_add_suite(sr, coalesce_suite());
     srunner_add_suite(sr, ledger_suite());
     srunner_add_suite(sr, kafka_suite());
     srunner_add_suite(sr, alerts_suite());

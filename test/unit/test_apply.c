@@ -20,6 +20,7 @@
 #define JOB_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define JOB_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define JOB_C "cccccccccccccccccccccccccccccccc"
+#define JOB_D "dddddddddddddddddddddddddddddddd"
 
 static bw_config_t *conf;
 static MYSQL *db;
@@ -196,6 +197,57 @@ START_TEST(data_errors_fail_alone_and_are_recorded) {
                      1406);
     ck_assert_int_eq(scalar("SELECT rows_failed FROM bwapply00000.bw_job_parts WHERE job_id = '" JOB_A "' AND part = 0"), 1);
     ck_assert_int_eq(scalar("SELECT rows_applied FROM bwapply00000.bw_job_parts WHERE job_id = '" JOB_A "' AND part = 0"), 2);
+    teardown();
+}
+END_TEST
+
+/* Increments of one pin from two jobs are summed into one row each (pins sets
+ * coalesce_increments): one UPDATE statement, exact sums, each part's count exact. A sum
+ * the server refuses is taken apart: its ops apply one by one, and only the one that
+ * overflows fails. */
+START_TEST(increments_are_summed_and_refused_sums_fail_op_by_op) {
+    if (!setup()) return;
+    ck_assert(conf->object_types[0].coalesce_increments);
+    static msg_t m0, m1, m2, m3;
+    uint64_t creates[] = {pin(1), pin(2), pin(3), pin(4)};
+    uint64_t b[16], c[16];
+    for (int i = 0; i < 16; i++) {
+        b[i] = pin(i % 3 == 0 ? 1 : i % 3 == 1 ? 2 : 3); /* 1: 6 times, 2: 5, 3: 5 */
+        c[i] = pin(i % 2 ? 1 : 4);                     /* 1: 8 times, 4: 8 */
+    }
+    make_msg(&m0, 0, JOB_A, 0, BW_OP_CREATE, creates, 4, "t");
+    make_msg(&m1, 1, JOB_B, 0, BW_OP_UPDATE, b, 16, NULL);
+    make_msg(&m2, 2, JOB_C, 0, BW_OP_UPDATE, c, 16, NULL);
+    bw_apply_result_t res;
+    apply((msg_t *[]){&m0, &m1, &m2}, 3, &res);
+    ck_assert_uint_eq(res.rows_applied, 36);
+    ck_assert_uint_eq(res.rows_failed, 0);
+    ck_assert_uint_eq(res.rows_coalesced, 28);
+    ck_assert_uint_eq(res.statements, 2); /* the creates, and one UPDATE of 4 rows */
+    ck_assert_int_eq(scalar("SELECT like_count FROM bwapply00000.pins WHERE id = 68719476737"), 14);
+    ck_assert_int_eq(scalar("SELECT like_count FROM bwapply00000.pins WHERE id = 68719476738"), 5);
+    ck_assert_int_eq(scalar("SELECT like_count FROM bwapply00000.pins WHERE id = 68719476739"), 5);
+    ck_assert_int_eq(scalar("SELECT like_count FROM bwapply00000.pins WHERE id = 68719476740"), 8);
+    ck_assert_int_eq(scalar("SELECT rows_applied FROM bwapply00000.bw_job_parts WHERE job_id = '" JOB_B "'"), 16);
+    ck_assert_int_eq(scalar("SELECT rows_applied FROM bwapply00000.bw_job_parts WHERE job_id = '" JOB_C "'"), 16);
+    /* a replay of the same messages adds nothing */
+    apply((msg_t *[]){&m1, &m2}, 2, &res);
+    ck_assert_uint_eq(res.rows_applied, 0);
+    ck_assert_int_eq(scalar("SELECT like_count FROM bwapply00000.pins WHERE id = 68719476737"), 14);
+
+    ck_assert(mysql_query(db, "UPDATE bwapply00000.pins SET like_count = 9223372036854775806 WHERE id = 68719476737") == 0);
+    uint64_t d[] = {pin(1), pin(1), pin(2)};
+    make_msg(&m3, 3, JOB_D, 0, BW_OP_UPDATE, d, 3, NULL);
+    apply((msg_t *[]){&m3}, 1, &res);
+    ck_assert_uint_eq(res.rows_applied, 2);
+    ck_assert_uint_eq(res.rows_failed, 1);
+    ck_assert_int_eq(scalar("SELECT like_count = 9223372036854775807 FROM bwapply00000.pins WHERE id = 68719476737"), 1);
+    ck_assert_int_eq(scalar("SELECT like_count FROM bwapply00000.pins WHERE id = 68719476738"), 6);
+    ck_assert_int_eq(scalar("SELECT op_index FROM bwapply00000.bw_job_failures WHERE job_id = '" JOB_D
+                            "' AND error_code = 1690"),
+                     1);
+    ck_assert_int_eq(scalar("SELECT rows_applied FROM bwapply00000.bw_job_parts WHERE job_id = '" JOB_D "'"), 2);
+    ck_assert_int_eq(scalar("SELECT rows_failed FROM bwapply00000.bw_job_parts WHERE job_id = '" JOB_D "'"), 1);
     teardown();
 }
 END_TEST
@@ -730,6 +782,7 @@ Suite *apply_suite(void) {
     TCase *tc = tcase_create("apply");
     tcase_add_test(tc, replays_and_resubmissions_apply_once);
     tcase_add_test(tc, data_errors_fail_alone_and_are_recorded);
+    tcase_add_test(tc, increments_are_summed_and_refused_sums_fail_op_by_op);
     tcase_add_test(tc, dead_letter_record_carries_op_and_reason);
     tcase_add_test(tc, dead_letter_keeps_empty_values_and_bad_text);
     tcase_add_test(tc, schema_drift_stops_not_dead_letters);
