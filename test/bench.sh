@@ -15,6 +15,9 @@
 #   B  2-row create batches: one shard's most statements/s, rate precision
 #   C  the proxy alone (no consumer), 128 shards: 1/4/16 clients, JSON and protobuf,
 #      on the embedded Kafka and on the real broker
+#   D  (on stack A's servers, run after it) counters: BENCH_COUNTERS like_count increments
+#      scattered over 1,000 pins of one shard, summed by the consumer
+#      (coalesce_increments) against the same with it off
 # End-to-end cases time from the moment the client begins its first request until the
 # commit of the last transaction that applied the job's rows (the shards' ledger), once
 # bulkwrite_consumer_rows_applied_total has counted every row; then bw-workload verify
@@ -37,7 +40,8 @@
 # BENCH_PROXY_OPS (300000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
 # BENCH_PROXY_LEAD_MS (3000): how long the proxy case's clients have to encode their
 # requests before they all start sending;
-# BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A B C") the stacks whose
+# BENCH_COUNTERS (100000 / 2000) increments of the counter case;
+# BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A D B C") the stacks whose
 # cases run (the others only start and stop); BENCH_KAFKA_JVM_OPTS (none) the real
 # broker's extra JVM options. Output: the table on stdout and in
 # BENCH_OUT/results.md, the raw numbers in BENCH_OUT/raw.tsv (BENCH_OUT: build/bench, for
@@ -48,14 +52,14 @@ cd "$(dirname "$0")/.."
 
 SMOKE=${BENCH_SMOKE:-0}
 if [ "$SMOKE" = 1 ]; then
-    RUNS=1 ROWS=2000 DELETES=500 ROWWISE=200 SMALL=200 RATE_SECONDS=1 WARMUP=0.5
+    RUNS=1 ROWS=2000 DELETES=500 ROWWISE=200 SMALL=200 RATE_SECONDS=1 WARMUP=0.5 COUNTERS=2000
     PROBE_SECONDS=1 PROBE_SLICES=2 PROBE_ROWS=3000 PROXY_OPS=2000 KAFKA_CASE=0
 else
-    RUNS=3 ROWS=200000 DELETES=100000 ROWWISE=5000 SMALL=2000 RATE_SECONDS=10 WARMUP=2
+    RUNS=3 ROWS=200000 DELETES=100000 ROWWISE=5000 SMALL=2000 RATE_SECONDS=10 WARMUP=2 COUNTERS=100000
     PROBE_SECONDS=5 PROBE_SLICES=5 PROBE_ROWS=1500000 PROXY_OPS=300000 KAFKA_CASE=1
 fi
 RUNS=${BENCH_RUNS:-$RUNS} ROWS=${BENCH_ROWS:-$ROWS} DELETES=${BENCH_DELETES:-$DELETES}
-ROWWISE=${BENCH_ROWWISE:-$ROWWISE} SMALL=${BENCH_SMALL_BATCHES:-$SMALL}
+ROWWISE=${BENCH_ROWWISE:-$ROWWISE} SMALL=${BENCH_SMALL_BATCHES:-$SMALL} COUNTERS=${BENCH_COUNTERS:-$COUNTERS}
 RATES=${BENCH_RATES:-5 50 500 2000} RATE_SECONDS=${BENCH_RATE_SECONDS:-$RATE_SECONDS}
 PROBE_SECONDS=${BENCH_PROBE_SECONDS:-$PROBE_SECONDS} PROBE_ROWS=${BENCH_PROBE_ROWS:-$PROBE_ROWS}
 PROBE_SLICES=${BENCH_PROBE_SLICES:-$PROBE_SLICES}
@@ -67,7 +71,7 @@ ADAPTIVE_QUIET_MS=${BENCH_ADAPTIVE_QUIET_MS:-3000} ADAPTIVE_INCREASE=${BENCH_ADA
 ADAPTIVE_SAMPLES=${BENCH_ADAPTIVE_SAMPLES:-4}
 CLIENTS=${BENCH_CLIENTS:-1 4 16} KAFKA_CASE=${BENCH_KAFKA:-$KAFKA_CASE}
 BENCH_PROXY_LEAD_MS=${BENCH_PROXY_LEAD_MS:-3000}
-STACKS=${BENCH_STACKS:-A B C}
+STACKS=${BENCH_STACKS:-A D B C}
 # the real broker's extra JVM options (none: C1 only, -XX:TieredStopAtLevel=1, took the
 # young JVM's compiler off the cores but cost the proxy-alone rows more; docs/performance.md)
 export BW_KAFKA_JVM_OPTS=${BENCH_KAFKA_JVM_OPTS:-}
@@ -492,6 +496,42 @@ for run in $(seq 1 "$(runs_of A)"); do
 done
 clean
 [ "$(refused_rows)" = 0 ] || die "the shards refused $(refused_rows) ops in stack A"
+
+# ---- stack D: counters, on stack A's servers ---------------------------------------------------
+
+# restart_applier CONF: the consumer again, with another configuration (the proxy stays:
+# coalesce_increments is the consumer's alone)
+restart_applier() {
+    stop_pid "$CONSUMER_PID"
+    forget_pids "$CONSUMER_PID"
+    start_applier "$1"
+}
+# counter_case CONF: the counter job end to end on a fresh feed of its 1,000 pins; prints
+# "OPS_PER_S STATEMENTS" (statements: the hot shard's, for the job)
+counter_case() {
+    local s0 rate
+    clean
+    cleanup_feed 1000
+    s0=$(shard_metric bulkwrite_consumer_statements_total "$HOT_SHARD")
+    rate=$(e2e "$1" "$COUNTERS" "feed:1000:$HOT_SHARD" "counter:$COUNTERS:$HOT_SHARD")
+    echo "$rate $(($(shard_metric bulkwrite_consumer_statements_total "$HOT_SHARD") - s0))"
+}
+CONF_UNSUMMED=$WORK/bulkwrite-unsummed.conf
+cp "$CONF" "$CONF_UNSUMMED" && "$BIN/bwctl" config-set "$CONF_UNSUMMED" 'object_types[0].coalesce_increments=false' ||
+    exit 1
+[ "$(runs_of D)" -gt 0 ] && note "stack D: $COUNTERS like_count increments over 1,000 pins of shard $HOT_SHARD; $RUNS run(s)"
+for run in $(seq 1 "$(runs_of D)"); do
+    out=$(counter_case "$CONF")
+    read -r summed summed_st <<<"$out"
+    restart_applier "$CONF_UNSUMMED"
+    out=$(counter_case "$CONF_UNSUMMED")
+    read -r unsummed unsummed_st <<<"$out"
+    restart_applier "$CONF"
+    record counter "$run" "$COUNTERS increments of 1,000 pins on shard $HOT_SHARD, end to end, summed by the consumer (ops/s)" \
+        "$summed" "the same with coalesce_increments = false" "$unsummed" "≥ 2" \
+        "hot-shard statements: $summed_st summed, $unsummed_st not"
+done
+[ "$(refused_rows)" = 0 ] || die "the shards refused $(refused_rows) ops in stack D"
 
 # ---- stack B: 2-row batches ---------------------------------------------------------------------
 

@@ -278,7 +278,7 @@ static int plan_make(plan_t *pl, long limit) {
     int shards = conf->shard_count;
     for (int j = 0; j < (limit >= 0 ? 1 : pl->job_cnt); j++) {
         const job_t *jb = &pl->jobs[j];
-        if (jb->kind == JOB_IMAGE || jb->kind == JOB_LIKE) {
+        if (jb->kind == JOB_IMAGE || jb->kind == JOB_LIKE || jb->kind == JOB_COUNTER) {
             fprintf(stderr, "bw-bench: %s jobs have no baseline here\n", job_names[jb->kind]);
             return -1;
         }

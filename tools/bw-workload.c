@@ -40,6 +40,8 @@
  *   spread:N         N pin creates spread over every shard
  *   cleanup:N:SHARD  deletes of every 10th pin among the first N of the feed on SHARD (spam cleanup)
  *   like:N:SHARD     like_count += 1 on every 10th+1 pin among the first N of the feed on SHARD
+ *   counter:N:SHARD  N increments (like_count += 1) scattered over the first 1,000 pins of the
+ *                    feed on SHARD, each pin repeated about N / 1,000 times (counter coalescing)
  *   image:N:SHARD    N pin creates for the feed's partner on SHARD, each with a 60,000-byte
  *                    image that does not compress (derived from the pin id); local ids from
  *                    1,000,000,000 on, apart from the feed's; at most 100 per request
@@ -122,6 +124,10 @@ static pinset_t *expected_state(const job_t *jobs, int job_cnt) {
         if (sets[s].len) qsort(sets[s].pins, sets[s].len, sizeof(pin_t), pin_cmp); /* pins is NULL when empty */
     for (int j = 0; j < job_cnt; j++) {
         const job_t *jb = &jobs[j];
+        for (long i = 0; jb->kind == JOB_COUNTER && i < jb->count; i++) {
+            pin_t *p = pin_find(&sets[jb->shard], touched_pin(jb, i));
+            if (p) p->likes++; /* a pin no feed made: the update is a no-op */
+        }
         if (jb->kind != JOB_CLEANUP && jb->kind != JOB_LIKE) continue;
         for (int f = 0; f < job_cnt; f++) {
             if (jobs[f].kind != JOB_FEED || jobs[f].shard != jb->shard) continue;

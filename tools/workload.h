@@ -20,8 +20,9 @@
 #define USER_TYPE 0
 #define IMAGE_LOCAL_BASE 1000000000ULL
 
-typedef enum { JOB_FEED, JOB_SPREAD, JOB_CLEANUP, JOB_LIKE, JOB_IMAGE } job_kind_t;
-static const char *const job_names[] = {"feed", "spread", "cleanup", "like", "image"};
+typedef enum { JOB_FEED, JOB_SPREAD, JOB_CLEANUP, JOB_LIKE, JOB_IMAGE, JOB_COUNTER } job_kind_t;
+static const char *const job_names[] = {"feed", "spread", "cleanup", "like", "image", "counter"};
+#define COUNTER_PINS 1000 /* a counter job's increments fall on the feed's first 1,000 pins */
 typedef struct {
     job_kind_t kind;
     long count;
@@ -76,8 +77,14 @@ static inline long job_ops(const job_t *jb) {
     return jb->count;
 }
 
-/* The pin id that op i of a cleanup (or like) job names. */
+/* The feed index that op i of a counter job increments: scattered over the first
+ * COUNTER_PINS (a multiplicative hash), so one pin repeats at random distances, as views
+ * and likes of popular pins do. */
+static inline long counter_index(long i) { return (long)((uint64_t)i * 2654435761u % COUNTER_PINS); }
+
+/* The pin id that op i of a cleanup, like or counter job names. */
 static inline uint64_t touched_pin(const job_t *jb, long i) {
+    if (jb->kind == JOB_COUNTER) return feed_pin(jb->shard, counter_index(i));
     return feed_pin(jb->shard, jb->kind == JOB_CLEANUP ? i * 10 : i * 10 + 1);
 }
 
