@@ -479,6 +479,43 @@ null_inc_row() {
     test "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT like_count FROM db00000.pins WHERE id = $json_pin")" = 7
 }
 check "... and the count is 7, not NULL (increment_null_as_zero)" wait_for 60 null_inc_row
+# bwctl submit is resumable: request ids come from each request's ops and input line, so
+# a submit killed half-way and run again applies every op once. 2,000 increments of 20
+# pins (100 each) from a file; the first run reads 1,005 lines through a pipe that then
+# stalls, is killed -9 once its 100 requests are answered (5 lines never sent), and the
+# same command over the whole file runs to the end. The consumer sums each transaction's
+# increments of a pin (coalesce_increments), and the sums still come out exact.
+resume_pin() { echo $(( (1 << 36) | (7000000 + $1) )); }
+for k in $(seq 0 19); do
+    printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"like_count":0}}\n' "$(resume_pin $k)"
+done >"$WORK/resume-pins.jsonl"
+for i in $(seq 0 1999); do
+    printf '{"op":"update","object_type":"pin","id":%d,"fields":{"like_count":{"increment":1}}}\n' "$(resume_pin $((i % 20)))"
+done >"$WORK/resume-incs.jsonl"
+check "bwctl submit: 20 pins to count on are accepted" "${BWCTL[@]}" submit "$WORK/resume-pins.jsonl" >/dev/null
+resume_first_run() {
+    { head -n 1005 "$WORK/resume-incs.jsonl"; sleep 60; } | "${BWCTL[@]}" submit --batch 10 - >"$WORK/resume-1.jobs" 2>/dev/null &
+    local pid=$! # the last of the pipeline: bwctl
+    wait_for 60 sh -c "[ \$(wc -l <'$WORK/resume-1.jobs') -ge 100 ]" || return 1
+    kill -9 "$pid"
+    wait "$pid" 2>/dev/null
+    [ "$(wc -l <"$WORK/resume-1.jobs")" -eq 100 ]
+}
+check "bwctl submit killed -9 after 100 of 200 requests" resume_first_run
+resume_second_run() { "${BWCTL[@]}" submit --batch 10 - <"$WORK/resume-incs.jsonl" >"$WORK/resume-2.jobs"; }
+check "... the same command again runs to the end (exit 0)" resume_second_run
+check "... its first 100 requests are the first run's jobs again" \
+    test "$(head -n 100 "$WORK/resume-2.jobs" | md5sum)" = "$(md5sum <"$WORK/resume-1.jobs")"
+check "... and its last job finishes" "${BWCTL[@]}" watch --timeout 120 "$(tail -n 1 "$WORK/resume-2.jobs")"
+resume_counts() {
+    local ids="" k
+    for k in $(seq 0 19); do ids="$ids${ids:+,}$(resume_pin $k)"; done
+    mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT COUNT(*), SUM(like_count = 100) FROM db00000.pins WHERE id IN ($ids)" |
+        tr '\t' ' ' | tee "$WORK/resume-counts.txt" | grep -qx '20 20'
+}
+check "... every pin counts exactly 100: no increment applied twice, none lost" wait_for 60 resume_counts
+check "... and the consumer summed increments of one pin ($(fresh bulkwrite_consumer_increments_coalesced_total) ops)" \
+    test "$(fresh bulkwrite_consumer_increments_coalesced_total)" -gt 0
 # Hostile input (issue 11): a NUL cannot cut a request_id short; a body of empty ops is
 # refused while it is decoded, before the ops' structs exist; idle sockets from one
 # address cannot take the proxy's connections.

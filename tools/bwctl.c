@@ -37,11 +37,11 @@
 #include <jansson.h>
 #include <math.h>
 #include <mysqld_error.h>
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,7 +164,7 @@ static void progress(const char *what, double done, double total, double rate, c
 
 typedef struct {
     size_t batch;
-    const char *request_id;  /* prefix */
+    const char *request_id;  /* prefix; NULL: derived from each request's ops and place */
     int retry_s;
     long sent, accepted, rejected, requests, resent;
     long backlog_waits;      /* 429 answers */
@@ -243,7 +243,18 @@ static int flush_batch(submit_t *sb) {
     size_t n = json_array_size(sb->ops);
     if (!n) return 0;
     char rid[256];
-    snprintf(rid, sizeof(rid), "%s-%ld", sb->request_id, sb->requests);
+    if (sb->request_id) {
+        snprintf(rid, sizeof(rid), "%s-%ld", sb->request_id, sb->requests);
+    } else {
+        /* resumable: the same ops at the same place in the input get the same request_id on
+         * every run, so re-running a submit that stopped half-way applies each op once */
+        char *ops = json_dumps(sb->ops, JSON_COMPACT);
+        unsigned char d[SHA256_DIGEST_LENGTH];
+        SHA256((const unsigned char *)ops, strlen(ops), d);
+        free(ops);
+        int k = snprintf(rid, sizeof(rid), "bwctl-L%ld-", sb->lines[0]);
+        for (int i = 0; i < 12; i++) k += snprintf(rid + k, sizeof(rid) - (size_t)k, "%02x", d[i]);
+    }
     json_t *req = json_pack("{s:s, s:O}", "request_id", rid, "ops", sb->ops);
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
@@ -398,7 +409,11 @@ static int cmd_submit(int argc, char **argv) {
         "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
         "         an empty cell leaves a field out, \\N is null; cells are UTF-8 (bytes: base64),\n"
         "         a line with a cell that is not is refused and named, the others still sent\n"
-        "Request i carries request_id PREFIX-i (default: random): a request that gets no answer\n"
+        "Each request carries a request_id derived from its ops and its first input line\n"
+        "(bwctl-L<line>-<sha256 of the ops>): running the same command again after a crash or\n"
+        "a kill sends what the proxy already took without applying it twice. To apply the same\n"
+        "file again as new work, give --request-id: request i then carries PREFIX-i.\n"
+        "A request that gets no answer\n"
         "or a 5xx is resent for up to S seconds (default 60) and still applies once. A 429 (a\n"
         "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"
         "long that is (not counted against S); the progress line shows the wait.\n"
@@ -426,13 +441,6 @@ static int cmd_submit(int argc, char **argv) {
     if (!csv && strcmp(format, "jsonl")) return fprintf(stderr, "bwctl: unknown format %s (jsonl or csv)\n", format), 2;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) return fprintf(stderr, "bwctl: %s: %s\n", path, strerror(errno)), 1;
-    char rid[40];
-    if (!sb.request_id) {
-        unsigned char r[8];
-        if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) return 1;
-        snprintf(rid, sizeof(rid), "bwctl-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
-        sb.request_id = rid;
-    }
     sb.total_lines = f == stdin ? 0 : count_lines(f);
     sb.ops = json_array();
     sb.lines = calloc(sb.batch, sizeof(long));

@@ -80,7 +80,10 @@ static inline long job_ops(const job_t *jb) {
 /* The feed index that op i of a counter job increments: scattered over the first
  * COUNTER_PINS (a multiplicative hash), so one pin repeats at random distances, as views
  * and likes of popular pins do. */
-static inline long counter_index(long i) { return (long)((uint64_t)i * 2654435761u % COUNTER_PINS); }
+static inline long counter_index(long i) {
+    uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull; /* not a permutation mod 1,000: repeats come at random */
+    return (long)((x ^ x >> 31) % COUNTER_PINS);
+}
 
 /* The pin id that op i of a cleanup, like or counter job names. */
 static inline uint64_t touched_pin(const job_t *jb, long i) {
