@@ -298,9 +298,9 @@ size_t bw_request_validate(const bw_config_t *conf, const Bulkwrite__V1__BatchWr
             if (rej) memcpy(n, rej, cnt * sizeof(*n));
             rej = n;
         }
-        rej[cnt].index = (uint32_t)i;
         bw_utf8_sanitize(why);
-        rej[cnt].reason = bw_arena_strndup(arena, why, strlen(why));
+        /* whole: an invalid op is never retryable (the arena's memory is not zeroed) */
+        rej[cnt] = (bw_rejection_t){.index = (uint32_t)i, .reason = bw_arena_strndup(arena, why, strlen(why))};
         cnt++;
     }
     *rejected = rej;

@@ -21,6 +21,7 @@ PKGS=(
     prometheus prometheus-alertmanager
     clang libclang-rt-14-dev
     curl jq openssl
+    protobuf-compiler   # protoc: test/doc-examples.sh runs the protobuf example of docs/api.md
 )
 
 # A Java/Maven installed some other way (sdkman, tarball) is good enough.

@@ -492,14 +492,20 @@ done >"$WORK/resume-pins.jsonl"
 for i in $(seq 0 1999); do
     printf '{"op":"update","object_type":"pin","id":%d,"fields":{"like_count":{"increment":1}}}\n' "$(resume_pin $((i % 20)))"
 done >"$WORK/resume-incs.jsonl"
-check "bwctl submit: 20 pins to count on are accepted" "${BWCTL[@]}" submit "$WORK/resume-pins.jsonl" >/dev/null
+resume_pins() { "${BWCTL[@]}" submit "$WORK/resume-pins.jsonl" >/dev/null; }
+check "bwctl submit: 20 pins to count on are accepted" resume_pins
 resume_first_run() {
-    { head -n 1005 "$WORK/resume-incs.jsonl"; sleep 60; } | "${BWCTL[@]}" submit --batch 10 - >"$WORK/resume-1.jobs" 2>/dev/null &
-    local pid=$! # the last of the pipeline: bwctl
-    wait_for 60 sh -c "[ \$(wc -l <'$WORK/resume-1.jobs') -ge 100 ]" || return 1
+    rm -f "$WORK/resume.fifo" && mkfifo "$WORK/resume.fifo"
+    "${BWCTL[@]}" submit --batch 10 - <"$WORK/resume.fifo" >"$WORK/resume-1.jobs" 2>"$WORK/resume-1.err" &
+    local pid=$!
+    exec 7>"$WORK/resume.fifo" # held open: bwctl sees no end of its input until it is killed
+    head -n 1005 "$WORK/resume-incs.jsonl" >&7
+    wait_for 120 sh -c "[ \$(wc -l <'$WORK/resume-1.jobs') -ge 100 ]"
+    local sent=$?
     kill -9 "$pid"
     wait "$pid" 2>/dev/null
-    [ "$(wc -l <"$WORK/resume-1.jobs")" -eq 100 ]
+    exec 7>&-
+    [ "$sent" = 0 ] && [ "$(wc -l <"$WORK/resume-1.jobs")" -eq 100 ]
 }
 check "bwctl submit killed -9 after 100 of 200 requests" resume_first_run
 resume_second_run() { "${BWCTL[@]}" submit --batch 10 - <"$WORK/resume-incs.jsonl" >"$WORK/resume-2.jobs"; }
@@ -677,6 +683,10 @@ fatal_rows() {
     test "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT (SELECT COUNT(*) FROM db00000.pins WHERE id = $pin0 AND title = 'fatal') + (SELECT COUNT(*) FROM db00001.pins WHERE id = $pin1 AND title = 'fatal')")" = 2
 }
 check "each of its pins is in place, once" wait_for 60 fatal_rows
+
+# README's and api.md's request examples, as written, get the replies the docs show
+. test/doc-examples.sh
+doc_examples
 
 if [ "$MODE" = kafka ]; then
     # With the broker gone, nothing may be reported as accepted: both ops come back as

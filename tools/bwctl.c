@@ -269,6 +269,7 @@ static int flush_batch(submit_t *sb) {
         long acc = (long)json_integer_value(json_object_get(r, "accepted"));
         sb->accepted += acc;
         printf("%s\n", jstr(r, "job_id"));
+        fflush(stdout); /* each job id as it is known: a submit killed half-way has printed its jobs */
         size_t i;
         json_t *rej;
         json_array_foreach(json_object_get(r, "rejected"), i, rej) {
