@@ -179,16 +179,35 @@ unsigned bw_ledger_write_parts(MYSQL *db, const bw_config_t *conf, int shard, co
     return rows ? run(db, scratch) : 0;
 }
 
-unsigned bw_ledger_read_job(MYSQL *db, const bw_config_t *conf, const char *job_id, bw_ledger_job_shard_t *shards,
-                            size_t n, bw_buf_t *scratch) {
+void bw_ledger_part_id(const char job_id[33], uint32_t part, char out[33]) {
+    snprintf(out, 33, "%.*s%012" PRIx32, BW_LEDGER_JOB_PREFIX, job_id, part);
+}
+
+uint32_t bw_ledger_part_of(const char *part_id) {
+    return (uint32_t)strtoul(part_id + BW_LEDGER_JOB_PREFIX, NULL, 16);
+}
+
+/* " WHERE job_id=…", or the range of every part of a named job (ids are hex, checked by
+ * the caller). */
+static void append_job_match(bw_buf_t *b, const char *job_id, int named) {
+    if (!named) {
+        bw_buf_puts(b, " WHERE job_id=");
+        append_quoted(b, job_id);
+        return;
+    }
+    bw_buf_printf(b, " WHERE job_id BETWEEN '%.*s000000000000' AND '%.*sffffffffffff'", BW_LEDGER_JOB_PREFIX, job_id,
+                  BW_LEDGER_JOB_PREFIX, job_id);
+}
+
+unsigned bw_ledger_read_job(MYSQL *db, const bw_config_t *conf, const char *job_id, int named,
+                            bw_ledger_job_shard_t *shards, size_t n, bw_buf_t *scratch) {
     bw_buf_reset(scratch);
     for (size_t i = 0; i < n; i++) {
         shards[i].applied = shards[i].failed = 0;
         bw_buf_printf(scratch, "%sSELECT %d, COALESCE(SUM(rows_applied),0), COALESCE(SUM(rows_failed),0) FROM ",
                       i ? " UNION ALL " : "", shards[i].shard);
         append_table(scratch, conf, shards[i].shard, "bw_job_parts");
-        bw_buf_puts(scratch, " WHERE job_id=");
-        append_quoted(scratch, job_id);
+        append_job_match(scratch, job_id, named);
     }
     if (!n) return 0;
     unsigned err;
@@ -237,19 +256,18 @@ unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard,
     return 0;
 }
 
-unsigned bw_ledger_read_job_failures(MYSQL *db, const bw_config_t *conf, const char *job_id,
+unsigned bw_ledger_read_job_failures(MYSQL *db, const bw_config_t *conf, const char *job_id, int named,
                                      const bw_ledger_job_shard_t *shards, size_t n, int per_shard,
                                      bw_ledger_failure_t *out, size_t cap, size_t *cnt, bw_buf_t *scratch) {
     bw_buf_reset(scratch);
     size_t asked = 0;
     for (size_t i = 0; i < n; i++) {
         if (!shards[i].failed) continue;
-        bw_buf_printf(scratch, "%s(SELECT %d, op_index, object_id, error_code, reason FROM ",
+        bw_buf_printf(scratch, "%s(SELECT %d, op_index, object_id, error_code, reason, job_id FROM ",
                       asked++ ? " UNION ALL " : "", shards[i].shard);
         append_table(scratch, conf, shards[i].shard, "bw_job_failures");
-        bw_buf_puts(scratch, " WHERE job_id=");
-        append_quoted(scratch, job_id);
-        bw_buf_printf(scratch, " ORDER BY op_index LIMIT %d)", per_shard);
+        append_job_match(scratch, job_id, named);
+        bw_buf_printf(scratch, " ORDER BY job_id, op_index LIMIT %d)", per_shard);
     }
     if (!asked) return 0;
     unsigned err;
@@ -261,7 +279,8 @@ unsigned bw_ledger_read_job_failures(MYSQL *db, const bw_config_t *conf, const c
                                               .op_index = (uint32_t)strtoul(row[1], NULL, 10),
                                               .object_id = strtoull(row[2], NULL, 10),
                                               .error_code = (unsigned)strtoul(row[3], NULL, 10),
-                                              .reason = strdup(row[4] ? row[4] : "")};
+                                              .reason = strdup(row[4] ? row[4] : ""),
+                                              .job_part = named && row[5] && strlen(row[5]) == 32 ? bw_ledger_part_of(row[5]) : 0};
     mysql_free_result(r);
     return 0;
 }

@@ -93,6 +93,15 @@ unsigned bw_ledger_find_applied(MYSQL *db, const bw_config_t *conf, int shard, b
 unsigned bw_ledger_write_parts(MYSQL *db, const bw_config_t *conf, int shard, const bw_ledger_part_t *parts,
                                size_t n, bw_buf_t *scratch);
 
+/* A named job's parts (docs/jobs.md) carry ids of their own, made from the job's id:
+ * its first BW_LEDGER_JOB_PREFIX hex digits, then the part number in 12. The ledger
+ * rows of every part of a job are then one range of the primary key, which the reads
+ * below scan when asked for a named job. */
+#define BW_LEDGER_JOB_PREFIX 20
+void bw_ledger_part_id(const char job_id[33], uint32_t part, char out[33]);
+/* The part number of a part's id (its last 12 hex digits). */
+uint32_t bw_ledger_part_of(const char *part_id);
+
 /* A job's counts on one shard: the sums over its parts there. */
 typedef struct {
     int shard;
@@ -100,9 +109,10 @@ typedef struct {
 } bw_ledger_job_shard_t;
 
 /* Fills applied and failed of shards[0..n), all on `db`'s server, for job `job_id`
- * (0 where nothing was applied), in one query. */
-unsigned bw_ledger_read_job(MYSQL *db, const bw_config_t *conf, const char *job_id, bw_ledger_job_shard_t *shards,
-                            size_t n, bw_buf_t *scratch);
+ * (0 where nothing was applied), in one query; `named`: the sums over every part of the
+ * named job `job_id` (bw_ledger_part_id). */
+unsigned bw_ledger_read_job(MYSQL *db, const bw_config_t *conf, const char *job_id, int named,
+                            bw_ledger_job_shard_t *shards, size_t n, bw_buf_t *scratch);
 
 /* ---- bw_job_failures -------------------------------------------------------------- */
 
@@ -111,6 +121,7 @@ typedef struct {
     const char *job_id;      /* written; not filled by a read (it asks for one job) */
     int shard;               /* read: the shard that refused it; not written (each shard has its table) */
     uint32_t part;           /* written; not filled by a read */
+    uint32_t job_part;       /* read, of a named job: the part the op came in */
     uint32_t op_index;       /* the op's number in its request */
     uint64_t object_id;
     unsigned error_code;     /* MySQL error number; 0 if not from MySQL */
@@ -123,11 +134,11 @@ typedef struct {
 unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard, const bw_ledger_failure_t *failures,
                                   size_t n, size_t max_bytes, bw_buf_t *scratch);
 
-/* Reads, in one query, the first `per_shard` failures (by op_index) of job `job_id` on
- * each of shards[0..n) whose failed count is not 0 (as bw_ledger_read_job filled it),
- * all on `db`'s server. Appends them to out[*cnt..cap) and advances *cnt; rows past cap
- * are dropped. */
-unsigned bw_ledger_read_job_failures(MYSQL *db, const bw_config_t *conf, const char *job_id,
+/* Reads, in one query, the first `per_shard` failures (by part, then op_index) of job
+ * `job_id` (`named`: of every part of it) on each of shards[0..n) whose failed count is
+ * not 0 (as bw_ledger_read_job filled it), all on `db`'s server. Appends them to
+ * out[*cnt..cap) and advances *cnt; rows past cap are dropped. */
+unsigned bw_ledger_read_job_failures(MYSQL *db, const bw_config_t *conf, const char *job_id, int named,
                                      const bw_ledger_job_shard_t *shards, size_t n, int per_shard,
                                      bw_ledger_failure_t *out, size_t cap, size_t *cnt, bw_buf_t *scratch);
 

@@ -25,6 +25,7 @@ typedef struct {
     uint64_t retries;
     uint64_t reconnects;
     uint64_t coalesced;       /* increments added into another op's row */
+    uint64_t cancelled;       /* ops of cancelled jobs skipped */
     int64_t lag;
     int64_t lost;             /* messages deleted from Kafka before they were applied */
     int assigned;
@@ -275,6 +276,12 @@ void bw_metrics_shard_reconnects(bw_metrics_t *m, int shard, uint64_t n) {
 void bw_metrics_shard_coalesced(bw_metrics_t *m, int shard, uint64_t n) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].coalesced += n;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_shard_cancelled(bw_metrics_t *m, int shard, uint64_t n) {
+    pthread_mutex_lock(&m->mu);
+    m->shards[shard].cancelled += n;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -689,6 +696,10 @@ static const row_t table[] = {
       "increments summed into an earlier increment of the same object in one transaction "
       "(`object_types[].coalesce_increments`): ops applied without a row of their own"},
      shards_seen, SHARD(coalesced), V_U64, NULL},
+    {{"bulkwrite_consumer_ops_cancelled_total", BW_METRIC_COUNTER, "shard", BW_METRIC_CONSUMER,
+      "Ops of cancelled jobs skipped (DELETE /v1/jobs/{id}): never applied.",
+      "ops of cancelled jobs (`DELETE /v1/jobs/{id}`) the shard skipped: never applied, not in its ledger"},
+     shards_seen, SHARD(cancelled), V_U64, NULL},
     {{"bulkwrite_consumer_alert_firing", BW_METRIC_GAUGE, "shard", BW_METRIC_CONSUMER,
       "1 while this consumer's BulkwriteShardUnhealthy alert for the shard is firing.",
       "1 while this consumer's `BulkwriteShardUnhealthy` alert for the shard fires"},

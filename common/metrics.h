@@ -81,6 +81,7 @@ void bw_metrics_shard_retry(bw_metrics_t *m, int shard);
 /* pooled connections found closed (wait_timeout, a load balancer) and replaced: not errors */
 void bw_metrics_shard_reconnects(bw_metrics_t *m, int shard, uint64_t n);
 void bw_metrics_shard_coalesced(bw_metrics_t *m, int shard, uint64_t n);
+void bw_metrics_shard_cancelled(bw_metrics_t *m, int shard, uint64_t n);
 /* rate: the statements-per-second budget in force (0 = unlimited); paused: by an
  * operator; buffer_full: fetching paused for back-pressure */
 void bw_metrics_shard_state(bw_metrics_t *m, int shard, double rate, int paused, int buffer_full, int64_t lag);

@@ -23,7 +23,17 @@ typedef struct {
     blob_t value;
 } member_t;
 
-/* @locks mu guards control[], status[], members[] */
+/* A job's cancellation (key "job/<id>"), by the id's first BW_JOB_CONTROL_PREFIX hex
+ * digits: those of a named job's parts are its own (common/ledger.h). */
+typedef struct job_ctl {
+    char prefix[BW_JOB_CONTROL_PREFIX + 1];
+    blob_t value;
+    struct job_ctl *next;
+} job_ctl_t;
+
+#define JOB_BUCKETS 1024
+
+/* @locks mu guards control[], status[], members[], jobs[] */
 struct bw_shard_table {
     int shard_count;
     pthread_mutex_t mu;
@@ -32,6 +42,8 @@ struct bw_shard_table {
     uint64_t reads; /* control records read, numbering them (blob_t.order) */
     member_t *members;
     size_t member_cnt, member_cap;
+    job_ctl_t *jobs[JOB_BUCKETS];
+    atomic_uint jobs_cancelled;
     atomic_uint version;
     bw_tail_t *control_tail, *status_tail;
     bw_status_hook_t hook;
@@ -120,8 +132,68 @@ void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n)
     free(members);
 }
 
+int bw_job_control_key(const char *job_id, char key[BW_JOB_CONTROL_KEY_MAX]) {
+    return snprintf(key, BW_JOB_CONTROL_KEY_MAX, "job/%.32s", job_id);
+}
+
+static size_t job_bucket(const char *prefix) {
+    size_t h = 5381;
+    for (int i = 0; i < BW_JOB_CONTROL_PREFIX; i++) h = h * 33 + (unsigned char)prefix[i];
+    return h % JOB_BUCKETS;
+}
+
+static job_ctl_t *find_job(bw_shard_table_t *t, const char *job_id) {
+    for (job_ctl_t *c = t->jobs[job_bucket(job_id)]; c; c = c->next)
+        if (memcmp(c->prefix, job_id, BW_JOB_CONTROL_PREFIX) == 0) return c;
+    return NULL;
+}
+
+/* "job/" and 32 lower-case hex digits: a job's control record. */
+static void store_job(bw_shard_table_t *t, const char *key, size_t klen, const void *val, size_t vlen) {
+    if (klen != 36 || strspn(key + 4, "0123456789abcdef") < 32) return;
+    const char *id = key + 4;
+    void *copy = NULL;
+    if (vlen && !(copy = malloc(vlen))) abort();
+    if (vlen) memcpy(copy, val, vlen);
+    pthread_mutex_lock(&t->mu);
+    job_ctl_t *c = find_job(t, id);
+    if (!c) {
+        if (!(c = calloc(1, sizeof(*c)))) abort();
+        memcpy(c->prefix, id, BW_JOB_CONTROL_PREFIX);
+        size_t b = job_bucket(id);
+        c->next = t->jobs[b];
+        t->jobs[b] = c;
+        atomic_fetch_add(&t->jobs_cancelled, 1);
+    }
+    free(c->value.data);
+    c->value = (blob_t){copy, vlen, ++t->reads};
+    pthread_mutex_unlock(&t->mu);
+}
+
+int bw_shard_table_job_cancelled(bw_shard_table_t *t, const char *job_id) {
+    if (!job_id || strlen(job_id) < BW_JOB_CONTROL_PREFIX || !atomic_load(&t->jobs_cancelled)) return 0;
+    pthread_mutex_lock(&t->mu);
+    job_ctl_t *c = find_job(t, job_id);
+    int cancelled = c && c->value.len; /* records carry only cancellations */
+    pthread_mutex_unlock(&t->mu);
+    return cancelled;
+}
+
+Bulkwrite__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *job_id) {
+    if (!job_id || strlen(job_id) < BW_JOB_CONTROL_PREFIX) return NULL;
+    pthread_mutex_lock(&t->mu);
+    job_ctl_t *c = find_job(t, job_id);
+    Bulkwrite__V1__JobControl *jc = c && c->value.len ? bulkwrite__v1__job_control__unpack(NULL, c->value.len, c->value.data) : NULL;
+    pthread_mutex_unlock(&t->mu);
+    return jc;
+}
+
 static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_shard_table_t *t = ud;
+    if (klen > 4 && memcmp(key, "job/", 4) == 0) { /* a job's, not a shard's: the version stays */
+        store_job(t, key, klen, val, vlen);
+        return;
+    }
     if (bw_fleet_is_key(key, klen)) { /* a presence, not a setting: the version stays */
         store_member(t, key, klen, val, vlen);
         return;
@@ -187,6 +259,12 @@ void bw_shard_table_stop(bw_shard_table_t *t) {
         free(t->members[i].value.data);
     }
     free(t->members);
+    for (size_t b = 0; b < JOB_BUCKETS; b++)
+        for (job_ctl_t *c = t->jobs[b], *next; c; c = next) {
+            next = c->next;
+            free(c->value.data);
+            free(c);
+        }
     pthread_mutex_destroy(&t->mu);
     free(t);
 }

@@ -8,6 +8,11 @@
  * record "shard/N" that versions before per-field keys wrote is the base, each field
  * record overriding its field. The status topic has one record per shard ("shard/N").
  *
+ * The control topic also holds jobs' cancellations, under "job/<job id>" (JobControl,
+ * written by DELETE /v1/jobs/{id}): consumers skip the messages of a cancelled job, and
+ * proxies report it. A named job's parts share its id's first BW_JOB_CONTROL_PREFIX hex
+ * digits (common/ledger.h), so one record covers them all.
+ *
  * The proxy writes control records (admin API) and reads both topics (GET /v1/shards);
  * consumers read the control topic and write status records. Kafka keeps the table, so
  * a setting survives restarts of every process and reaches each consumer as soon as
@@ -108,6 +113,18 @@ Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard
  * bw_shard_table_members_free. */
 size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__V1__FleetMember ***out);
 void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n);
+
+/* ---- jobs ---- */
+#define BW_JOB_CONTROL_PREFIX 20 /* = BW_LEDGER_JOB_PREFIX */
+#define BW_JOB_CONTROL_KEY_MAX 40
+/* "job/<job id>" into key; returns its length. */
+int bw_job_control_key(const char *job_id, char key[BW_JOB_CONTROL_KEY_MAX]);
+/* 1 if the job of a message (its job_id: a job's, or a named job's part's) was cancelled.
+ * Cheap when nothing was ever cancelled (the consumer asks for every message). */
+int bw_shard_table_job_cancelled(bw_shard_table_t *t, const char *job_id);
+/* The job's cancellation, unpacked (free with bulkwrite__v1__job_control__free_unpacked),
+ * or NULL. */
+Bulkwrite__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *job_id);
 
 /* "shard/N" into key; returns its length. The status topic's key, and the control
  * topic's whole record. */

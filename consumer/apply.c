@@ -481,6 +481,11 @@ static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *m
                    d->sb->part, msgs[i]->offset);
             continue;
         }
+        if (d && ap->jobs && bw_shard_table_job_cancelled(ap->jobs, d->sb->job_id)) {
+            res->ops_cancelled += d->sb->n_rows;
+            x.parts[i].job_id = NULL; /* not in the ledger: the offset passes it */
+            continue;
+        }
         if (run.n && (!d || d->ot != run.ot || (int)d->sb->op != run.op)) {
             if (apply_whole_run(&x, &run)) goto rollback;
             run.n = 0;
@@ -518,7 +523,7 @@ rollback:
     if (!res->fail) res->fail = BW_FAIL_RETRY;
     res->rows_applied = res->rows_failed = res->messages_skipped = res->messages_duplicate = 0;
     res->dead_letters = res->messages_undecodable = res->statements = res->statements_bound = 0;
-    res->rows_coalesced = 0;
+    res->rows_coalesced = res->ops_cancelled = 0;
 }
 
 int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {

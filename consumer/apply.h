@@ -5,7 +5,8 @@
  *   1. read the partition's stored next offset (SELECT … FOR UPDATE on bw_offsets);
  *   2. skip messages below it (applied before a crash or a rebalance);
  *   3. skip messages whose (job_id, part) is in bw_job_parts (a request resubmitted
- *      under the same request_id);
+ *      under the same request_id), and those of a cancelled job (not recorded: the
+ *      proxy counts them cancelled once the shard's offset has passed them);
  *   4. apply the rest as multi-row statements (increments of one object summed first
  *      where the object type sets coalesce_increments, consumer/coalesce.h), each under the server's packet limit
  *      (consumer.statement_packet_pct of its max_allowed_packet): CREATE and UPSERT as
@@ -38,6 +39,7 @@
 #include "db.h"
 #include "deadletter.h"
 #include "metrics.h"
+#include "shardtable.h"
 #include "sqlbind.h"
 
 /* A pooled connection to one server. */
@@ -56,6 +58,9 @@ typedef struct {
     bw_arena_t arena;
     bw_metrics_t *metrics;
     bw_dead_letters_t *dead_letters;
+    /* The control topic's table (NULL: none): messages of a job cancelled there are
+     * skipped, neither applied nor recorded (DELETE /v1/jobs/{id}). */
+    bw_shard_table_t *jobs;
 } bw_applier_t;
 
 typedef enum {
@@ -77,6 +82,7 @@ typedef struct {
     uint64_t statements;       /* data statements run (a refused one and its rows retried one by one included) */
     uint64_t statements_bound; /* statements sent array-bound, refused ones included (consumer.array_binding) */
     uint64_t rows_coalesced;   /* increments added into another op's row (coalesce.h) */
+    uint64_t ops_cancelled;    /* ops of cancelled jobs' messages, skipped */
     char error[512];           /* what went wrong, for logs and alerts */
 } bw_apply_result_t;
 

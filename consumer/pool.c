@@ -14,6 +14,7 @@ static void *worker_main(void *arg) {
     (void)arg;
     bw_applier_t ap;
     bw_applier_init(&ap, consumer.conf, consumer.metrics, consumer.dead_letters);
+    ap.jobs = consumer.table;
     pthread_mutex_lock(&consumer.mu);
     for (;;) {
         while (!consumer.todo && !consumer.stopping) {

@@ -179,6 +179,8 @@ static void applied(bw_job_t *j) {
     if (j->res.reconnects) bw_metrics_shard_reconnects(consumer.metrics, j->shard, j->res.reconnects);
     if (fail == BW_FAIL_NONE && j->res.rows_coalesced)
         bw_metrics_shard_coalesced(consumer.metrics, j->shard, j->res.rows_coalesced);
+    if (fail == BW_FAIL_NONE && j->res.ops_cancelled)
+        bw_metrics_shard_cancelled(consumer.metrics, j->shard, j->res.ops_cancelled);
     unsigned changed = bw_health_report(consumer.health, j->shard, fail, j->probe, now);
     if (fail == BW_FAIL_NONE) {
         bw_partition_drop_head(j->slot, j->cnt);

@@ -454,6 +454,8 @@ unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_me
     if (get && (strcmp(url, "/metrics") == 0 || strcmp(url, "/readyz") == 0))
         return open_metrics ? 0 : BW_ROLE_READ | BW_ROLE_ADMIN;
     if (post && strcmp(url, "/v1/batches") == 0) return BW_ROLE_SUBMIT | BW_ROLE_ADMIN;
+    /* the job's owner (who had the submit role) or an admin: routes.c checks which */
+    if (strcmp(method, "DELETE") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return BW_ROLE_SUBMIT | BW_ROLE_ADMIN;
     if (get && (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)) return BW_ROLE_READ | BW_ROLE_ADMIN;
     if (post && (strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)) return BW_ROLE_ADMIN;
     return BW_ROLE_ANY;

@@ -30,6 +30,25 @@ typedef struct entry {
 } entry_t;
 
 #define ENTRY_BYTES(e) (sizeof(entry_t) + (e)->len)
+
+/* A named job (docs/jobs.md): which parts the tail has read, and the last part once
+ * sealed. Kept for every named job read (a bit per part and its name: small), not
+ * dropped with the records, since its parts' ids are found from it. */
+typedef struct named {
+    char id[33];
+    uint8_t *parts;          /* bit p: part p's record was read */
+    uint8_t *done;           /* bit p: and every op of part p was taken or refused for good */
+    size_t parts_cap;        /* bytes of parts and of done */
+    uint32_t received;       /* bits of done */
+    int64_t last;            /* the sealed job's last part; -1 while open */
+    int64_t created_at_ms;   /* its first part's */
+    char lane[40];
+    char client[72];
+    char name[132];
+    struct named *hnext;
+} named_t;
+
+#define NAMED_BUCKETS 4096
 #define SEEN_BITS (1u << 26) /* 8 MiB: 1 % false positives at ~7 million jobs */
 
 /* @locks mu guards buckets, nbuckets, cnt, bytes, newest, oldest, seen and the counters */
@@ -40,6 +59,8 @@ struct bw_jobs {
     entry_t *newest, *oldest;
     uint8_t *seen;
     uint64_t evicted, found_in_topic;
+    named_t *named[NAMED_BUCKETS];
+    size_t named_cnt;
     pthread_mutex_t find_mu; /* one topic read at a time */
     const bw_config_t *conf;
     char *brokers;
@@ -143,6 +164,51 @@ static size_t parts_taken(const void *rec, size_t len) {
     return n;
 }
 
+static named_t *find_named(bw_jobs_t *j, const char *id) {
+    uint32_t w[4];
+    id_words(id, w);
+    for (named_t *n = j->named[w[0] % NAMED_BUCKETS]; n; n = n->hnext)
+        if (memcmp(n->id, id, 32) == 0) return n;
+    return NULL;
+}
+
+/* Notes a named job's part: the job's id, its number, whether it is the last. */
+static void note_part(bw_jobs_t *j, const Bulkwrite__V1__JobRecord *r) {
+    if (!r->job || !valid_id(r->job, strlen(r->job))) return;
+    named_t *n = find_named(j, r->job);
+    if (!n) {
+        uint32_t w[4];
+        id_words(r->job, w);
+        if (!(n = calloc(1, sizeof(*n)))) abort();
+        memcpy(n->id, r->job, 33);
+        n->last = -1;
+        n->created_at_ms = r->created_at_ms;
+        snprintf(n->lane, sizeof(n->lane), "%s", r->lane ? r->lane : "");
+        snprintf(n->client, sizeof(n->client), "%s", r->client ? r->client : "");
+        snprintf(n->name, sizeof(n->name), "%s", r->job_name ? r->job_name : "");
+        n->hnext = j->named[w[0] % NAMED_BUCKETS];
+        j->named[w[0] % NAMED_BUCKETS] = n;
+        j->named_cnt++;
+    }
+    size_t byte = r->job_part / 8;
+    if (byte >= n->parts_cap) {
+        size_t cap = n->parts_cap ? n->parts_cap : 16;
+        while (cap <= byte) cap *= 2;
+        if (!(n->parts = realloc(n->parts, cap)) || !(n->done = realloc(n->done, cap))) abort();
+        memset(n->parts + n->parts_cap, 0, cap - n->parts_cap);
+        memset(n->done + n->parts_cap, 0, cap - n->parts_cap);
+        n->parts_cap = cap;
+    }
+    uint8_t bit = (uint8_t)(1u << (r->job_part % 8));
+    n->parts[byte] |= bit;
+    if (r->complete && !(n->done[byte] & bit)) {
+        n->done[byte] |= bit;
+        n->received++;
+    }
+    if (r->created_at_ms && r->created_at_ms < n->created_at_ms) n->created_at_ms = r->created_at_ms;
+    if (r->job_last && n->last < 0) n->last = r->job_part; /* the first seal stands (the proxy refuses another) */
+}
+
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_jobs_t *j = ud;
     if (!vlen || klen != 32) return;
@@ -153,7 +219,9 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
     void *copy = malloc(vlen);
     if (!copy) abort();
     memcpy(copy, val, vlen);
+    Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, vlen, val);
     pthread_mutex_lock(&j->mu);
+    if (r) note_part(j, r);
     seen_set(j, id);
     entry_t *e = find(j, id);
     if (e && parts_taken(e->rec, e->len) > parts_taken(copy, vlen)) {
@@ -182,6 +250,7 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
         j->evicted++;
     }
     pthread_mutex_unlock(&j->mu);
+    if (r) bulkwrite__v1__job_record__free_unpacked(r, NULL);
 }
 
 bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *errstr, size_t errstr_size) {
@@ -203,6 +272,13 @@ void bw_jobs_stop(bw_jobs_t *j) {
     if (!j) return;
     bw_tail_stop(j->tail);
     while (j->oldest) drop(j, j->oldest);
+    for (size_t b = 0; b < NAMED_BUCKETS; b++)
+        for (named_t *n = j->named[b], *next; n; n = next) {
+            next = n->hnext;
+            free(n->parts);
+            free(n->done);
+            free(n);
+        }
     free(j->buckets);
     free(j->seen);
     free(j->brokers);
@@ -249,10 +325,94 @@ static void keep_found(void *ud, const void *val, size_t len) {
     f->len = len;
 }
 
+int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out) {
+    if (!valid_id(job_id, strlen(job_id))) return -1;
+    pthread_mutex_lock(&j->mu);
+    named_t *n = find_named(j, job_id);
+    if (n) {
+        out->received = n->received;
+        out->last = n->last;
+        out->created_at_ms = n->created_at_ms;
+        uint32_t p = 0;
+        while ((size_t)p / 8 < n->parts_cap && n->done[p / 8] & (1u << (p % 8))) p++;
+        out->next_part = p;
+        snprintf(out->lane, sizeof(out->lane), "%s", n->lane);
+        snprintf(out->client, sizeof(out->client), "%s", n->client);
+        snprintf(out->name, sizeof(out->name), "%s", n->name);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return n ? 0 : -1;
+}
+
+/* A named job's record: its parts' records merged (ops per shard summed, offsets the
+ * first and last of any part), packed and malloc'd; -1 if no part of it was read. */
+static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
+    bw_jobs_named_t info;
+    if (bw_jobs_named(j, job_id, &info)) return -1;
+    pthread_mutex_lock(&j->mu);
+    named_t *n = find_named(j, job_id);
+    size_t cap = n->parts_cap;
+    uint8_t *bits = malloc(cap + 1);
+    if (!bits) abort();
+    memcpy(bits, n->parts, cap);
+    pthread_mutex_unlock(&j->mu);
+    int shard_count = j->conf->shard_count;
+    Bulkwrite__V1__ShardOps *per = calloc((size_t)shard_count, sizeof(*per));
+    Bulkwrite__V1__ShardOps **sop = calloc((size_t)shard_count + 1, sizeof(*sop));
+    if (!per || !sop) abort();
+    for (int sh = 0; sh < shard_count; sh++) {
+        bulkwrite__v1__shard_ops__init(&per[sh]);
+        per[sh].shard = (uint32_t)sh;
+        per[sh].first_offset = -1;
+    }
+    Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
+    for (size_t p = 0; p < cap * 8; p++) {
+        if (!(bits[p / 8] & (1u << (p % 8)))) continue;
+        char pid[33];
+        void *raw;
+        size_t raw_len;
+        bw_ledger_part_id(job_id, (uint32_t)p, pid);
+        if (bw_jobs_record(j, pid, &raw, &raw_len)) continue;
+        Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
+        free(raw);
+        if (!r) continue;
+        rec.ops += r->ops;
+        rec.rejected += r->rejected;
+        for (size_t i = 0; i < r->n_shards; i++) {
+            const Bulkwrite__V1__ShardOps *o = r->shards[i];
+            if (o->shard >= (uint32_t)shard_count) continue;
+            Bulkwrite__V1__ShardOps *m = &per[o->shard];
+            m->ops += o->ops;
+            if (m->first_offset < 0 || o->first_offset < m->first_offset) m->first_offset = o->first_offset;
+            if (o->last_offset > m->last_offset) m->last_offset = o->last_offset;
+        }
+        bulkwrite__v1__job_record__free_unpacked(r, NULL);
+    }
+    free(bits);
+    for (int sh = 0; sh < shard_count; sh++)
+        if (per[sh].ops) sop[rec.n_shards++] = &per[sh];
+    rec.shards = sop;
+    rec.job_id = rec.job = (char *)job_id;
+    rec.request_id = "";
+    rec.job_name = info.name;
+    rec.client = info.client;
+    rec.lane = info.lane;
+    rec.created_at_ms = info.created_at_ms;
+    rec.job_last = info.last >= 0;
+    rec.job_part = info.last >= 0 ? (uint32_t)info.last : 0;
+    *len = bulkwrite__v1__job_record__get_packed_size(&rec);
+    if (!(*out = malloc(*len + 1))) abort();
+    bulkwrite__v1__job_record__pack(&rec, *out);
+    free(per);
+    free(sop);
+    return 0;
+}
+
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
     bw_tail_sync(j->tail, 3000); /* a job just accepted by another proxy */
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
+    if (named_record(j, job_id, out, len) == 0) return 0;
     pthread_mutex_lock(&j->mu);
     int maybe = seen_maybe(j, job_id);
     pthread_mutex_unlock(&j->mu);
@@ -287,13 +447,14 @@ int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
 /* ---- status from the shards ---------------------------------------------------------- */
 
 static int failure_cmp(const void *a, const void *b) {
-    uint32_t x = ((const bw_ledger_failure_t *)a)->op_index, y = ((const bw_ledger_failure_t *)b)->op_index;
-    return x < y ? -1 : x > y;
+    const bw_ledger_failure_t *x = a, *y = b;
+    if (x->job_part != y->job_part) return x->job_part < y->job_part ? -1 : 1;
+    return x->op_index < y->op_index ? -1 : x->op_index > y->op_index;
 }
 
 /* Reads the counts and failure sample of the record's shards on server sv from their
  * ledgers. `mine` has room for every shard of the record. */
-static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__JobRecord *rec,
+static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__JobRecord *rec, int named,
                         Bulkwrite__V1__JobShard **shards, bw_ledger_job_shard_t *mine, bw_ledger_failure_t *fails,
                         size_t *fail_cnt, int admin) {
     char err[512] = "";
@@ -306,7 +467,7 @@ static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__Jo
             mine[n++] = (bw_ledger_job_shard_t){.shard = (int)rec->shards[i]->shard};
     if (!n) goto done; /* no shard of the job here: no connection */
     /* job ids are 32 hex digits (checked by the caller) */
-    if (!(db = bw_db_connect_as(conf, sv, BW_DB_PROXY, err, sizeof(err))) || bw_ledger_read_job(db, conf, rec->job_id, mine, n, &q))
+    if (!(db = bw_db_connect_as(conf, sv, BW_DB_PROXY, err, sizeof(err))) || bw_ledger_read_job(db, conf, rec->job_id, named, mine, n, &q))
         goto failed;
     for (size_t k = 0; k < n; k++)
         for (size_t i = 0; i < rec->n_shards; i++)
@@ -314,7 +475,7 @@ static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__Jo
                 shards[i]->applied = mine[k].applied;
                 shards[i]->failed = mine[k].failed;
             }
-    if (bw_ledger_read_job_failures(db, conf, rec->job_id, mine, n, BW_JOB_FAILURE_SAMPLE, fails,
+    if (bw_ledger_read_job_failures(db, conf, rec->job_id, named, mine, n, BW_JOB_FAILURE_SAMPLE, fails,
                                     (size_t)BW_JOB_FAILURE_SAMPLE * rec->n_shards, fail_cnt, &q))
         goto failed;
     goto done;
@@ -379,8 +540,29 @@ static void mark_lost(bw_shard_table_t *table, const char *lane, const Bulkwrite
     bulkwrite__v1__shard_status__free_unpacked(st, NULL);
 }
 
+/* The next offset the shard applies in the lane (from its consumer's status), -1 unknown. */
+static int64_t lane_applied(const Bulkwrite__V1__ShardStatus *st, const char *lane) {
+    if (!lane || !lane[0] || strcmp(lane, "default") == 0) return st->applied_offset;
+    for (size_t i = 0; i < st->n_lanes; i++)
+        if (st->lanes[i]->lane && strcmp(st->lanes[i]->lane, lane) == 0) return st->lanes[i]->applied_offset;
+    return -1;
+}
+
+/* A cancelled job's ops still pending on a shard whose consumer has passed the job's
+ * last message there were skipped (not applied, not in the ledger): cancelled. */
+static void mark_cancelled(bw_shard_table_t *table, const char *lane, const Bulkwrite__V1__ShardOps *ops,
+                           Bulkwrite__V1__JobShard *js) {
+    Bulkwrite__V1__ShardStatus *st = table && js->pending ? bw_shard_table_status(table, (int)js->shard) : NULL;
+    if (!st) return;
+    if (lane_applied(st, lane) > ops->last_offset) {
+        js->cancelled = js->pending;
+        js->pending = 0;
+    }
+    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+}
+
 void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
-                    bw_shard_table_t *table, int admin, Bulkwrite__V1__JobStatus *st) {
+                    bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st) {
     /* the record comes from Kafka: trust only what was checked (the id from the URL,
      * shards in range) */
     rec->job_id = (char *)job_id;
@@ -390,6 +572,9 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
     rec->n_shards = kept;
     bulkwrite__v1__job_status__init(st);
     st->job_id = strdup(rec->job_id);
+    st->cancelled_by = strdup(""); /* init left them the library's static "": freed as ours */
+    st->cancel_reason = strdup("");
+    st->job_name = strdup("");
     st->request_id = strdup(rec->request_id ? rec->request_id : "");
     st->lane = strdup(rec->lane && rec->lane[0] ? rec->lane : "default");
     st->created_at_ms = rec->created_at_ms;
@@ -406,8 +591,17 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
     bw_ledger_failure_t *fails = calloc((size_t)BW_JOB_FAILURE_SAMPLE * rec->n_shards + 1, sizeof(*fails));
     bw_ledger_job_shard_t *mine = calloc(rec->n_shards + 1, sizeof(*mine));
     size_t fail_cnt = 0;
-    for (int sv = 0; sv < conf->server_cnt; sv++) read_server(conf, sv, rec, st->shards, mine, fails, &fail_cnt, admin);
+    for (int sv = 0; sv < conf->server_cnt; sv++)
+        read_server(conf, sv, rec, named != NULL, st->shards, mine, fails, &fail_cnt, admin);
     free(mine);
+    Bulkwrite__V1__JobControl *jc = table ? bw_shard_table_job(table, job_id) : NULL;
+    if (jc && jc->cancelled) {
+        st->cancelled_at_ms = jc->at_ms;
+        free(st->cancelled_by);
+        free(st->cancel_reason);
+        st->cancelled_by = strdup(jc->by ? jc->by : "");
+        st->cancel_reason = strdup(jc->reason ? jc->reason : "");
+    }
     int complete = 1;
     for (size_t i = 0; i < rec->n_shards; i++) {
         Bulkwrite__V1__JobShard *js = st->shards[i];
@@ -416,13 +610,26 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         uint32_t done = js->applied + js->failed;
         js->pending = js->submitted > done ? js->submitted - done : 0;
         mark_lost(table, rec->lane, rec->shards[i], js);
+        if (st->cancelled_at_ms) mark_cancelled(table, rec->lane, rec->shards[i], js);
         st->lost += js->lost;
+        st->cancelled += js->cancelled;
         st->submitted += js->submitted;
         st->applied += js->applied;
         st->failed += js->failed;
         st->pending += js->pending;
     }
+    if (jc) bulkwrite__v1__job_control__free_unpacked(jc, NULL);
     st->finished = complete && st->pending == 0;
+    if (named) { /* finished: every part of it is in, the last one too */
+        st->named = 1;
+        free(st->job_name);
+        st->job_name = strdup(named->name);
+        st->parts = named->received;
+        st->next_part = named->next_part;
+        st->sealed = named->last >= 0;
+        st->last_part = named->last >= 0 ? (uint32_t)named->last : 0;
+        st->finished = st->finished && st->sealed && named->received == (uint32_t)named->last + 1;
+    }
     qsort(fails, fail_cnt, sizeof(*fails), failure_cmp);
     size_t keep = fail_cnt < BW_JOB_FAILURE_SAMPLE ? fail_cnt : BW_JOB_FAILURE_SAMPLE;
     st->failures = calloc(keep + 1, sizeof(*st->failures));
@@ -439,6 +646,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         f->id = fails[i].object_id;
         f->error_code = fails[i].error_code;
         f->reason = fails[i].reason;
+        f->job_part = fails[i].job_part;
         char what[128];
         if (!admin && f->reason != bw_scrub_failure(f->error_code, f->reason, what, sizeof(what))) {
             free(f->reason); /* the server's text can quote the row's values */
@@ -451,6 +659,9 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
 
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st) {
     free(st->job_id);
+    free(st->cancelled_by);
+    free(st->cancel_reason);
+    free(st->job_name);
     free(st->request_id);
     free(st->lane);
     for (size_t i = 0; i < st->n_shards; i++) {
@@ -473,6 +684,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
                               (json_int_t)s->submitted, "applied", (json_int_t)s->applied, "failed",
                               (json_int_t)s->failed, "pending", (json_int_t)s->pending);
         if (s->lost) json_object_set_new(o, "lost", json_integer(s->lost));
+        if (s->cancelled) json_object_set_new(o, "cancelled", json_integer(s->cancelled));
         if (s->error && s->error[0]) json_object_set_new(o, "error", json_string(s->error));
         json_array_append_new(shards, o);
     }
@@ -480,9 +692,10 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
         const Bulkwrite__V1__FailedOp *f = st->failures[i];
         char id[24];
         snprintf(id, sizeof(id), "%" PRIu64, f->id);
-        json_array_append_new(fails, json_pack("{s:i, s:i, s:s, s:i, s:s}", "op_index", (json_int_t)f->op_index,
-                                               "shard", (json_int_t)f->shard, "id", id, "error_code",
-                                               (json_int_t)f->error_code, "reason", f->reason));
+        json_t *o = json_pack("{s:i, s:i, s:s, s:i, s:s}", "op_index", (json_int_t)f->op_index, "shard",
+                              (json_int_t)f->shard, "id", id, "error_code", (json_int_t)f->error_code, "reason", f->reason);
+        if (st->named) json_object_set_new(o, "job_part", json_integer(f->job_part));
+        json_array_append_new(fails, o);
     }
     json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:b, s:o, s:o}", "job_id", st->job_id,
                           "request_id", st->request_id, "created_at_ms", (json_int_t)st->created_at_ms,
@@ -491,6 +704,19 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
                           (json_int_t)st->rejected, "finished", st->finished, "shards", shards, "failures", fails);
     json_object_set_new(j, "lost", json_integer(st->lost));
     json_object_set_new(j, "lane", json_string(st->lane ? st->lane : "default"));
+    if (st->named) {
+        json_object_set_new(j, "job", json_string(st->job_name ? st->job_name : ""));
+        json_object_set_new(j, "parts", json_integer(st->parts));
+        json_object_set_new(j, "next_part", json_integer(st->next_part));
+        json_object_set_new(j, "sealed", json_boolean(st->sealed));
+        if (st->sealed) json_object_set_new(j, "last_part", json_integer(st->last_part));
+    }
+    if (st->cancelled_at_ms) {
+        json_object_set_new(j, "cancelled", json_integer(st->cancelled));
+        json_object_set_new(j, "cancelled_at_ms", json_integer(st->cancelled_at_ms));
+        json_object_set_new(j, "cancelled_by", json_string(st->cancelled_by ? st->cancelled_by : ""));
+        json_object_set_new(j, "cancel_reason", json_string(st->cancel_reason ? st->cancel_reason : ""));
+    }
     char *out = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     return out;

@@ -35,8 +35,22 @@ int bw_jobs_lookup(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
  * is not there yet, the index is first brought up to date with the topic (a job just
  * accepted by another proxy); when it is still not there but the tail has read the id
  * (a record dropped from the bounded index), the topic is read for it (slow: one
- * caller at a time). 0 found, -1 not found. */
+ * caller at a time). A named job's record is its parts' merged (ops per shard summed,
+ * offsets spanning every part; job and job_id both the job's id, job_last set once
+ * sealed). 0 found, -1 not found. */
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
+
+/* A named job as the index knows it (its parts' records read so far, by this proxy's
+ * tail and its own writes). */
+typedef struct {
+    uint32_t received;       /* distinct parts */
+    uint32_t next_part;      /* the lowest part number not received */
+    int64_t last;            /* the last part of a sealed job; -1 while it is open */
+    int64_t created_at_ms;
+    char lane[40], client[72], name[132];
+} bw_jobs_named_t;
+/* 0 with *out filled, -1 if no part of the named job `job_id` was read. */
+int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out);
 
 /* The index's size and work, for /metrics. */
 typedef struct {
@@ -51,10 +65,14 @@ void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st);
  * NULL) gives the consumers' status: pending ops in a range Kafka deleted before it was
  * applied are reported lost. admin 0: failure reasons and shard errors are scrubbed of
  * the server's text and names (scrub.h). The ledgers are read as the servers'
- * proxy_user (read-only). Every string and array of st is malloc'd: free with
+ * proxy_user (read-only). named (NULL for a job of one request): rec is a named job's
+ * merged record (bw_jobs_record) and this the index's view of its parts: the ledgers are
+ * read over all its parts, and it is finished only once sealed with every part in. A
+ * cancelled job (table's JobControl) reports, per shard, the ops its consumer skipped
+ * (pending ops behind the shard's applied offset) as cancelled. Every string and array of st is malloc'd: free with
  * bw_jobs_status_free. */
 void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
-                    bw_shard_table_t *table, int admin, Bulkwrite__V1__JobStatus *st);
+                    bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st);
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
 /* JSON text of a status (malloc'd). */
 char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);

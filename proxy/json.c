@@ -63,6 +63,9 @@ typedef enum {
     X_REQUEST_ID, /* request_id's value */
     X_LANE,       /* lane's value */
     X_OPS,        /* ops' value */
+    X_JOB,        /* job's value */
+    X_JOB_PART,   /* job_part's value */
+    X_JOB_LAST,   /* job_last's value */
     X_OP_ITEM,    /* an op, or the end of ops */
     X_OP_KEY,     /* a member of an op, or its end */
     X_OP_OP,      /* values of the op's members */
@@ -79,7 +82,7 @@ typedef enum {
     X_DONE,
 } json_expect_t;
 
-enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
+enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_JOB = 8, SEEN_JOB_PART = 16, SEEN_JOB_LAST = 32, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
 
 typedef struct {
     bw_arena_t *a;
@@ -105,6 +108,7 @@ typedef struct {
     Bulkwrite__V1__Value v;
 } json_field_block_t;
 
+#define TOP_MEMBERS "(expected request_id: string, lane: string, job: string, job_part: integer, job_last: boolean, ops: array)"
 #define JFAIL(...) do { snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
 #define JMALFORMED(...) do { x->malformed = 1; snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
 
@@ -115,9 +119,12 @@ static int json_mistyped(json_ctx_t *x, const char *what) {
     size_t i = json_op_index(x);
     switch (x->expect) {
     case X_ROOT: JFAIL("the body must be a JSON object {\"ops\": [...]}");
-    case X_REQUEST_ID: JFAIL("unknown or mistyped member \"request_id\" (expected request_id: string, lane: string, ops: array)");
-    case X_LANE: JFAIL("unknown or mistyped member \"lane\" (expected request_id: string, lane: string, ops: array)");
-    case X_OPS: JFAIL("unknown or mistyped member \"ops\" (expected request_id: string, lane: string, ops: array)");
+    case X_REQUEST_ID: JFAIL("unknown or mistyped member \"request_id\" " TOP_MEMBERS);
+    case X_LANE: JFAIL("unknown or mistyped member \"lane\" " TOP_MEMBERS);
+    case X_JOB: JFAIL("unknown or mistyped member \"job\" " TOP_MEMBERS);
+    case X_JOB_PART: JFAIL("unknown or mistyped member \"job_part\" (an integer from 0 to 4294967295)");
+    case X_JOB_LAST: JFAIL("unknown or mistyped member \"job_last\" (true or false)");
+    case X_OPS: JFAIL("unknown or mistyped member \"ops\" " TOP_MEMBERS);
     case X_OP_ITEM: JFAIL("ops[%zu]: not an object", x->req->n_ops);
     case X_OP_OP: JFAIL("ops[%zu].op: not a string", i);
     case X_OP_TYPE: JFAIL("ops[%zu].object_type: not a string", i);
@@ -172,6 +179,11 @@ static int j_null(void *ctx) {
 
 static int j_bool(void *ctx, int b) {
     json_ctx_t *x = ctx;
+    if (x->expect == X_JOB_LAST) {
+        x->req->job_last = b != 0;
+        x->expect = X_TOP_KEY;
+        return 1;
+    }
     if (x->expect != X_FIELD_VALUE && x->expect != X_WRAP_INC) return json_mistyped(x, "booleans");
     Bulkwrite__V1__Value *v = json_field_value(x);
     v->kind_case = BULKWRITE__V1__VALUE__KIND_BOOL_VALUE;
@@ -242,6 +254,12 @@ static int j_number(void *ctx, const char *s, size_t len) {
     }
     Bulkwrite__V1__Value *v;
     switch (x->expect) {
+    case X_JOB_PART:
+        if (!is_int || iv < 0 || iv > (long long)UINT32_MAX)
+            JFAIL("job_part %.*s is not an integer from 0 to 4294967295", (int)(len > 40 ? 40 : len), s);
+        x->req->job_part = (uint32_t)iv;
+        x->expect = X_TOP_KEY;
+        return 1;
     case X_OP_ID:
         if (!is_int || iv < 0) JOP_FAULT("id %.*s is not an unsigned 64-bit integer", (int)(len > 40 ? 40 : len), s);
         else x->op->id = (uint64_t)iv;
@@ -295,6 +313,13 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
         const unsigned char *nul = memchr(s, 0, len);
         if (nul) JFAIL("request_id contains a control character (NUL) at byte %zu", (size_t)(nul - s));
         x->req->request_id = json_cstring(x, s, len);
+        x->expect = X_TOP_KEY;
+        return 1;
+    }
+    case X_JOB: {
+        const unsigned char *nul = memchr(s, 0, len); /* two different names, one job */
+        if (nul) JFAIL("job contains a control character (NUL) at byte %zu", (size_t)(nul - s));
+        x->req->job = json_cstring(x, s, len); /* checked with request_id's rules (request.h) */
         x->expect = X_TOP_KEY;
         return 1;
     }
@@ -445,7 +470,10 @@ static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
         if (KEY_IS("request_id")) MEMBER(seen_top, SEEN_REQUEST_ID, X_REQUEST_ID);
         if (KEY_IS("ops")) MEMBER(seen_top, SEEN_OPS, X_OPS);
         if (KEY_IS("lane")) MEMBER(seen_top, SEEN_LANE, X_LANE);
-        JFAIL("unknown or mistyped member \"%.*s\" (expected request_id: string, lane: string, ops: array)", (int)(len > 100 ? 100 : len),
+        if (KEY_IS("job")) MEMBER(seen_top, SEEN_JOB, X_JOB);
+        if (KEY_IS("job_part")) MEMBER(seen_top, SEEN_JOB_PART, X_JOB_PART);
+        if (KEY_IS("job_last")) MEMBER(seen_top, SEEN_JOB_LAST, X_JOB_LAST);
+        JFAIL("unknown or mistyped member \"%.*s\" " TOP_MEMBERS, (int)(len > 100 ? 100 : len),
               (const char *)s);
     case X_OP_KEY:
         if (KEY_IS("op")) MEMBER(seen_op, SEEN_OP, X_OP_OP);
@@ -591,6 +619,7 @@ Bulkwrite__V1__BatchWriteRequest *bw_json_request_decode(const void *body, size_
     bulkwrite__v1__batch_write_request__init(req);
     req->request_id = "";
     req->lane = "";
+    req->job = "";
     char cb_err[512] = "";
     json_ctx_t x = {.a = a, .req = req, .expect = X_ROOT, .max_ops = max_ops, .err = cb_err, .esz = sizeof(cb_err)};
     yajl_handle h = yajl_alloc(&json_callbacks, NULL, &x);

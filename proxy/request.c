@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "ledger.h"
+
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -11,6 +13,7 @@
 #include <openssl/hmac.h>
 
 #include "json.h"
+#include "ledger.h"
 #include "pbdecode.h"
 #include "shard.h"
 #include "utf8.h"
@@ -40,6 +43,7 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
     bulkwrite__v1__batch_write_request__init(req);
     req->request_id = "";
     req->lane = "";
+    req->job = "";
     Bulkwrite__V1__Op *ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*ops));
     req->ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*req->ops));
     while (r.p < r.end) {
@@ -48,7 +52,23 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
         const uint8_t *d;
         size_t n;
         if (bw_wire_tag(&r, &field, &wt)) return NULL;
-        if (field == 1 || field == 2 || field == 3) {
+        if (field == 5) { /* job_part: a uint32 varint (protobuf-c keeps its low 32 bits) */
+            uint64_t v;
+            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &v, NULL)) return NULL;
+            req->job_part = (uint32_t)v;
+        } else if (field == 6) {
+            int b;
+            if (bw_wire_bool(&r, wt, &b)) return NULL;
+            req->job_last = b;
+        } else if (field == 4) {
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
+            const uint8_t *nul = memchr(d, 0, n); /* it would cut the name short: two names, one job */
+            if (nul) {
+                snprintf(err, esz, "job contains a control character (NUL) at byte %zu", (size_t)(nul - d));
+                return NULL;
+            }
+            req->job = bw_pbd_string(a, d, n);
+        } else if (field == 1 || field == 2 || field == 3) {
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
             if (field == 3) {
                 /* checked against the config by the proxy; a NUL would cut the name short,
@@ -90,41 +110,65 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void 
 
 /* ---- validation -------------------------------------------------------------------- */
 
+/* The checks a client's name for a job obeys (request_id, job): 0, or -1 with errstr. */
+static int check_name(const char *what, const char *s, size_t len, char *errstr, size_t errstr_size) {
+    if (len > BW_REQUEST_ID_MAX)
+        return snprintf(errstr, errstr_size, "%s is %zu bytes; at most %d are allowed", what, len, BW_REQUEST_ID_MAX), -1;
+    if (!bw_utf8_valid((const unsigned char *)s, len)) return snprintf(errstr, errstr_size, "%s is not valid UTF-8", what), -1;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return snprintf(errstr, errstr_size, "%s contains a control character at byte %zu", what, i), -1;
+    return 0;
+}
+
+/* 32 hex digits of the digest of ns, the client's name and text (request.h). */
+static void derive_id(const char *ns, const char *client, const void *key, size_t key_len, const char *text,
+                      size_t len, char out[33]) {
+    unsigned char d[EVP_MAX_MD_SIZE];
+    size_t ns_len = strlen(ns);
+    size_t client_len = client ? strlen(client) + 1 : 0; /* the NUL ends the name: no "ab"+"c" = "a"+"bc" */
+    char msg[32 + 256 + BW_REQUEST_ID_MAX];
+    if (client_len > 256) client_len = 256; /* client names are at most 64 (auth.h) */
+    size_t n = ns_len;
+    memcpy(msg, ns, n);
+    if (client) {
+        memcpy(msg + n, client, client_len - 1);
+        msg[n + client_len - 1] = '\0';
+        n += client_len;
+    }
+    memcpy(msg + n, text, len);
+    n += len;
+    unsigned md_len;
+    if (!client) bw_md5(msg, n, d);
+    else if (!HMAC(EVP_sha256(), key_len ? key : "", (int)key_len, (const unsigned char *)msg, n, d, &md_len))
+        abort();
+    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
 int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *client, const void *key,
                       size_t key_len, char out[33], char *errstr, size_t errstr_size) {
-    unsigned char d[EVP_MAX_MD_SIZE];
     const char *rid = req->request_id ? req->request_id : "";
     size_t len = strlen(rid);
     if (len == 0) {
+        unsigned char d[16];
         if (getrandom(d, 16, 0) != 16) abort();
-    } else {
-        if (len > BW_REQUEST_ID_MAX)
-            return snprintf(errstr, errstr_size, "request_id is %zu bytes; at most %d are allowed", len,
-                            BW_REQUEST_ID_MAX), -1;
-        if (!bw_utf8_valid((const unsigned char *)rid, len))
-            return snprintf(errstr, errstr_size, "request_id is not valid UTF-8"), -1;
-        for (size_t i = 0; i < len; i++)
-            if ((unsigned char)rid[i] < 0x20 || rid[i] == 0x7f)
-                return snprintf(errstr, errstr_size, "request_id contains a control character at byte %zu", i), -1;
-        static const char ns[] = "bulkwrite.v1/";
-        size_t client_len = client ? strlen(client) + 1 : 0; /* the NUL ends the name: no "ab"+"c" = "a"+"bc" */
-        char msg[sizeof(ns) + 256 + BW_REQUEST_ID_MAX];
-        if (client_len > 256) client_len = 256; /* client names are at most 64 (auth.h) */
-        size_t n = sizeof(ns) - 1;
-        memcpy(msg, ns, n);
-        if (client) {
-            memcpy(msg + n, client, client_len - 1);
-            msg[n + client_len - 1] = '\0';
-            n += client_len;
-        }
-        memcpy(msg + n, rid, len);
-        n += len;
-        unsigned md_len;
-        if (!client) bw_md5(msg, n, d);
-        else if (!HMAC(EVP_sha256(), key_len ? key : "", (int)key_len, (const unsigned char *)msg, n, d, &md_len))
-            abort();
+        for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+        return 0;
     }
-    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+    if (check_name("request_id", rid, len, errstr, errstr_size)) return -1;
+    derive_id("bulkwrite.v1/", client, key, key_len, rid, len, out);
+    return 0;
+}
+
+int bw_request_named_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *client, const void *key,
+                            size_t key_len, char job[33], char part[33], char *errstr, size_t errstr_size) {
+    size_t len = strlen(req->job);
+    if (req->request_id && req->request_id[0])
+        return snprintf(errstr, errstr_size, "a part of a named job is named by job and job_part: leave request_id "
+                                             "empty (a resent part is the same part)"), -1;
+    if (check_name("job", req->job, len, errstr, errstr_size)) return -1;
+    derive_id("bulkwrite.v1.job/", client, key, key_len, req->job, len, job);
+    bw_ledger_part_id(job, req->job_part, part);
     return 0;
 }
 

@@ -57,6 +57,15 @@ int bw_request_id_digits(const char *s, size_t len, uint64_t *out);
 int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *client, const void *key,
                       size_t key_len, char out[33], char *errstr, size_t errstr_size);
 
+/* A part of a named job (req->job not empty): job gets the job's id, derived from the
+ * client and the name as a request_id's job id is, in its own namespace
+ * ("bulkwrite.v1.job/" instead of "bulkwrite.v1/", so a job and a request_id of the same
+ * text are different jobs); part gets the part's own id, which its messages and record
+ * carry (bw_ledger_part_id: the job's range of the ledgers). -1 with errstr if the name
+ * is unusable (request_id's rules) or the request also has a request_id. */
+int bw_request_named_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *client, const void *key,
+                            size_t key_len, char job[33], char part[33], char *errstr, size_t errstr_size);
+
 /* Validates every op against the config and routes the valid ones. routes[i] gets the
  * shard (or -1); each invalid op gets a rejection with its reason. Returns the number of
  * rejections, stored in *rejected (arena). fmt is what req was decoded from: a JSON

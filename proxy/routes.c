@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "proxy.h"
+#include "utf8.h"
 
 enum MHD_Result bw_reply_error_with(struct MHD_Connection *c, unsigned status, const char *header,
                                         const char *value, const char *msg) {
@@ -100,33 +101,45 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const c
     return bw_reply_error_with(c, status, NULL, NULL, why);
 }
 
-/* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it. A client
- * without the admin role reads only its own jobs; another's is "no job", as if it did not
- * exist. Others than admins see errors scrubbed (scrub.h). */
-static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
-    int admin = !client || (client->roles & BW_ROLE_ADMIN);
+/* The record of job `id` for this caller: 0, or -1 with the reply sent (*ret). A client
+ * without the admin role reaches only its own jobs; another's is "no job", as if it did
+ * not exist. */
+static int find_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client,
+                    Bulkwrite__V1__JobRecord **rec, enum MHD_Result *ret) {
+    *rec = NULL;
     if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
-        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "a job id is 32 lower-case hex digits, not \"%.64s\"", id);
+        return *ret = bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "a job id is 32 lower-case hex digits, not \"%.64s\"", id),
+               -1;
     void *raw;
     size_t raw_len;
-    if (bw_jobs_record(proxy.jobs, id, &raw, &raw_len))
-        return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no job %s (jobs are kept as long as %s keeps them)", id,
-                           proxy.conf->jobs_topic);
-    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
-    free(raw);
-    if (!rec) return bw_reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id);
-    if (client && !(client->roles & BW_ROLE_ADMIN) && strcmp(rec->client, client->name)) {
-        bulkwrite__v1__job_record__free_unpacked(rec, NULL);
-        return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no job %s (jobs are kept as long as %s keeps them)", id,
-                           proxy.conf->jobs_topic);
+    if (bw_jobs_record(proxy.jobs, id, &raw, &raw_len) == 0) {
+        *rec = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
+        free(raw);
+        if (!*rec) return *ret = bw_reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id), -1;
+        if (!client || (client->roles & BW_ROLE_ADMIN) || strcmp((*rec)->client, client->name) == 0) return 0;
+        bulkwrite__v1__job_record__free_unpacked(*rec, NULL);
+        *rec = NULL;
     }
+    *ret = bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no job %s (jobs are kept as long as %s keeps them)", id,
+                          proxy.conf->jobs_topic);
+    return -1;
+}
+
+/* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it; the
+ * owner's or an admin's (find_job). Others than admins see errors scrubbed (scrub.h). */
+static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
+    int admin = !client || (client->roles & BW_ROLE_ADMIN);
+    Bulkwrite__V1__JobRecord *rec;
+    enum MHD_Result ret;
+    if (find_job(c, id, client, &rec, &ret)) return ret;
+    bw_jobs_named_t named;
+    int is_named = rec->job && strcmp(rec->job, id) == 0 && bw_jobs_named(proxy.jobs, id, &named) == 0;
     Bulkwrite__V1__JobStatus st;
     char *record_id = rec->job_id; /* freed with the record */
-    bw_jobs_status(proxy.conf, rec, id, proxy.shards, admin, &st);
+    bw_jobs_status(proxy.conf, rec, id, proxy.shards, admin, is_named ? &named : NULL, &st);
     rec->job_id = record_id;
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
     const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-    enum MHD_Result ret;
     if (accept && strstr(accept, "application/x-protobuf")) {
         size_t len = bulkwrite__v1__job_status__get_packed_size(&st);
         uint8_t *body = malloc(len ? len : 1);
@@ -138,6 +151,50 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
     }
     bw_jobs_status_free(&st);
     return ret;
+}
+
+/* DELETE /v1/jobs/{id}[?reason=TEXT]: the job's cancellation goes to the control topic
+ * (key "job/<id>"), acknowledged before the reply; every consumer then skips the job's
+ * messages it has not applied (shardtable.h). Its owner or an admin may; a job already
+ * cancelled keeps its first cancellation. The reply is the job's status. */
+static enum MHD_Result handle_cancel(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
+    Bulkwrite__V1__JobRecord *rec;
+    enum MHD_Result ret;
+    if (find_job(c, id, client, &rec, &ret)) return ret;
+    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    bw_shard_table_sync(proxy.shards, 2000);
+    if (!bw_shard_table_job_cancelled(proxy.shards, id)) {
+        char from[INET6_ADDRSTRLEN];
+        caller_address(c, from, sizeof(from));
+        const char *reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason");
+        char why[256];
+        if (reason && !bw_utf8_valid((const unsigned char *)reason, strlen(reason)))
+            return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "reason is not valid UTF-8");
+        snprintf(why, sizeof(why), "%s", reason ? reason : "");
+        for (size_t n = strlen(why); n && !bw_utf8_valid((const unsigned char *)why, n);) why[--n] = '\0'; /* cut whole */
+        Bulkwrite__V1__JobControl jc = BULKWRITE__V1__JOB_CONTROL__INIT;
+        jc.job_id = (char *)id;
+        jc.cancelled = 1;
+        jc.at_ms = bw_wall_ms();
+        jc.by = (char *)(client ? client->name : "(open)");
+        jc.from = from;
+        jc.reason = why;
+        size_t len = bulkwrite__v1__job_control__get_packed_size(&jc);
+        void *val = malloc(len + 1);
+        if (!val) abort();
+        bulkwrite__v1__job_control__pack(&jc, val);
+        char key[BW_JOB_CONTROL_KEY_MAX];
+        const char *key_ptr = key;
+        size_t key_len = (size_t)bw_job_control_key(id, key);
+        rd_kafka_resp_err_t e = bw_producers_send_records(proxy.conf->control_topic, 1, &key_ptr, &key_len, &val, &len, NULL);
+        free(val);
+        if (e)
+            return bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the cancellation was not stored: Kafka did not "
+                                  "acknowledge it (%s); send it again", rd_kafka_err2str(e));
+        bw_log(BW_LOG_INFO, COMPONENT, -1, id, "job cancelled by %s from %s%s%s", jc.by, from, why[0] ? ": " : "", why);
+        bw_shard_table_sync(proxy.shards, 2000); /* the status below shows it */
+    }
+    return handle_job(c, id, client);
 }
 
 /* POST /v1/shards/{n}/ACTION and /v1/servers/{name}/ACTION: each shard's records of the
@@ -318,6 +375,7 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
     int admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */
     if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9, client);
+    if (strcmp(method, "DELETE") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_cancel(c, url + 9, client);
     if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {
         char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
@@ -333,8 +391,9 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
     }
     if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)
         return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST for %s", url);
-    if (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)
-        return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET for %s", url);
+    if (strncmp(url, "/v1/jobs/", 9) == 0)
+        return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET (status) or DELETE (cancel) for %s", url);
+    if (strcmp(url, "/v1/shards") == 0) return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET for %s", url);
     return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s %s", method, url);
 }
 

@@ -38,8 +38,9 @@ typedef struct {
     bw_format_t fmt;
     Bulkwrite__V1__BatchWriteRequest *req;
     int lane;
-    char job_id[33];
-    int has_rid;
+    char job_id[33];         /* the request's own (a named job's part's) */
+    char named_job[33];      /* a named job's id; "" for a job of one request */
+    int has_rid;             /* a request_id or a named job's part: a resend is the same request */
     uint8_t body_sha256[SHA256_DIGEST_LENGTH];
     Bulkwrite__V1__JobRecord *prev; /* an earlier attempt's record (same request_id), owned */
     bw_op_route_t *routes;
@@ -73,10 +74,10 @@ static unsigned stop(submit_t *s, unsigned status, const char *fmt, ...) {
 /* The job's earlier record when the request has a request_id (a resend) and this proxy
  * knows it already, else NULL: parts it lists are not produced again. Not knowing it
  * only costs duplicates, which the shards skip. */
-static Bulkwrite__V1__JobRecord *previous_record(const Bulkwrite__V1__BatchWriteRequest *req, const char *job_id) {
+static Bulkwrite__V1__JobRecord *previous_record(const submit_t *s) {
     void *raw;
     size_t len;
-    if (!req->request_id || !req->request_id[0] || bw_jobs_lookup(proxy.jobs, job_id, &raw, &len)) return NULL;
+    if (!s->has_rid || bw_jobs_lookup(proxy.jobs, s->job_id, &raw, &len)) return NULL;
     Bulkwrite__V1__JobRecord *prev = bulkwrite__v1__job_record__unpack(NULL, len, raw);
     free(raw);
     return prev;
@@ -145,14 +146,44 @@ static unsigned admit_request(submit_t *s) {
     return 0;
 }
 
-/* The job id, and a request_id's earlier use: a resend must be the same body. */
+/* A named job's part may join it: not cancelled, not past its last part, in its lane. */
+static unsigned join_named(submit_t *s) {
+    const Bulkwrite__V1__BatchWriteRequest *req = s->req;
+    bw_jobs_named_t info;
+    if (bw_jobs_named(proxy.jobs, s->named_job, &info)) return 0; /* its first part this proxy sees */
+    const char *lane = req->lane && strcmp(req->lane, "default") ? req->lane : "";
+    if (info.last >= 0 && (req->job_part > info.last || (req->job_last && req->job_part != info.last)))
+        return stop(s, MHD_HTTP_CONFLICT, "job \"%s\" (%s) was sealed with part %lld as its last: part %u %s", req->job,
+                    s->named_job, (long long)info.last, req->job_part,
+                    req->job_part > info.last ? "is past its end; a new job needs a new name" : "cannot be its last too");
+    if (strcmp(info.lane, lane))
+        return stop(s, MHD_HTTP_CONFLICT, "job \"%s\" (%s) runs in lane \"%s\": every part of a job is in its lane",
+                    req->job, s->named_job, info.lane[0] ? info.lane : "default");
+    return 0;
+}
+
+/* The job id, and a request_id's (or a named job's part's) earlier use: a resend must be
+ * the same body. A cancelled job takes nothing more. */
 static unsigned name_job(submit_t *s) {
     const char *secret = proxy.conf->proxy_auth_job_id_secret;
-    if (bw_request_job_id(s->req, s->client, secret, strlen(secret), s->job_id, s->err, sizeof(s->err)))
+    const Bulkwrite__V1__BatchWriteRequest *req = s->req;
+    if (req->job && req->job[0]) {
+        if (bw_request_named_job_id(req, s->client, secret, strlen(secret), s->named_job, s->job_id, s->err,
+                                    sizeof(s->err)))
+            return s->status = MHD_HTTP_BAD_REQUEST;
+    } else if (req->job_part || req->job_last) {
+        return stop(s, MHD_HTTP_BAD_REQUEST, "job_part and job_last are a named job's: set job too");
+    } else if (bw_request_job_id(req, s->client, secret, strlen(secret), s->job_id, s->err, sizeof(s->err))) {
         return s->status = MHD_HTTP_BAD_REQUEST;
-    s->has_rid = s->req->request_id && s->req->request_id[0];
+    }
+    s->has_rid = s->named_job[0] || (req->request_id && req->request_id[0]);
+    const char *job = s->named_job[0] ? s->named_job : s->job_id;
+    if (s->has_rid && bw_shard_table_job_cancelled(proxy.shards, job))
+        return stop(s, MHD_HTTP_CONFLICT, "job %s was cancelled (GET /v1/jobs/%s says when and by whom): it takes no "
+                    "more ops; send them as a new job", job, job);
+    if (s->named_job[0] && join_named(s)) return s->status;
     if (s->has_rid) SHA256((const unsigned char *)(s->up->body ? s->up->body : ""), s->up->len, s->body_sha256);
-    s->prev = previous_record(s->req, s->job_id);
+    s->prev = previous_record(s);
     const Bulkwrite__V1__JobRecord *prev = s->prev;
     if (prev && prev->body_sha256.len == sizeof(s->body_sha256) &&
         memcmp(prev->body_sha256.data, s->body_sha256, sizeof(s->body_sha256))) {
@@ -160,10 +191,15 @@ static unsigned name_job(submit_t *s) {
         time_t secs = (time_t)(prev->created_at_ms / 1000);
         struct tm tm;
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&secs, &tm));
+        if (s->named_job[0])
+            return stop(s, MHD_HTTP_CONFLICT,
+                        "part %u of job \"%s\" (%s) was sent at %s with a different body; a resent part must be "
+                        "byte for byte the same request, and new ops need a new part number or a new job",
+                        req->job_part, req->job, s->named_job, when);
         return stop(s, MHD_HTTP_CONFLICT,
                     "request_id \"%s\" was used at %s for a different body (job %s); a resend must be "
                     "byte for byte the same request, and a new request needs a new request_id",
-                    s->req->request_id, when, s->job_id);
+                    req->request_id, when, s->job_id);
     }
     return 0;
 }
@@ -301,7 +337,7 @@ static void record_job(submit_t *s) {
     const Bulkwrite__V1__BatchWriteRequest *req = s->req;
     const bw_batch_set_t *set = &s->set;
     int shard_count = proxy.conf->shard_count;
-    Bulkwrite__V1__JobRecord *prev = previous_record(req, s->job_id); /* again: attempts may have raced */
+    Bulkwrite__V1__JobRecord *prev = previous_record(s); /* again: attempts may have raced */
     uint8_t *taken = bw_arena_alloc(&s->arena, set->msg_cnt + 1);
     for (size_t i = 0; i < set->msg_cnt; i++)
         taken[i] = s->fate[i] == BW_MSG_TAKEN_BEFORE || (s->fate[i] == BW_MSG_PRODUCE && !s->errs[i]);
@@ -356,6 +392,13 @@ static void record_job(submit_t *s) {
     rec.accepted_parts = parts;
     rec.n_accepted_parts = n_parts;
     rec.client = (char *)(s->client ? s->client : "");
+    rec.complete = !s->backlog_ops && !s->failed_ops;
+    if (s->named_job[0]) {
+        rec.job = s->named_job;
+        rec.job_name = req->job;
+        rec.job_part = req->job_part;
+        rec.job_last = req->job_last;
+    }
     if (s->has_rid) {
         rec.body_sha256.data = s->body_sha256;
         rec.body_sha256.len = SHA256_DIGEST_LENGTH;
@@ -385,7 +428,7 @@ static enum MHD_Result reply(submit_t *s) {
     if (s->client) bw_metrics_client_accepted(proxy.metrics, s->client, s->accepted, s->up->len);
     char *body;
     size_t body_len;
-    bw_response_encode(s->fmt, s->job_id, s->accepted, s->all, s->all_cnt, &body, &body_len);
+    bw_response_encode(s->fmt, s->named_job[0] ? s->named_job : s->job_id, s->accepted, s->all, s->all_cnt, &body, &body_len);
     bw_metrics_count_request(proxy.metrics, status, s->accepted, s->all_cnt - s->failed_ops - s->backlog_ops,
                              s->failed_ops, s->set.msg_cnt, bw_now_us() - s->started_us);
     bw_log(BW_LOG_DEBUG, COMPONENT, -1, s->job_id, "%zu ops: %u accepted in %zu messages, %zu rejected, %zu for a full "
@@ -410,7 +453,8 @@ enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up) {
     admit_messages(&s);
     produce(&s);
     collect_rejections(&s);
-    if (s.accepted) record_job(&s);
+    /* a named job's part is recorded also when all its ops were refused for good: it was received */
+    if (s.accepted || (s.named_job[0] && !s.backlog_ops && !s.failed_ops)) record_job(&s);
     ret = reply(&s);
 done:
     if (s.in_flight) bw_quota_done(proxy.quota, s.client);

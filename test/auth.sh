@@ -120,6 +120,20 @@ bwctl_refused() {
         grep -q "needs the admin role" "$WORK/bwctl.err"
 }
 check "bwctl set-rate with a submit client's token fails with the reason" bwctl_refused
+# cancel: the job's owner or an admin; another submitter does not see the job, a reader may not
+cancel_job_id=""
+spam_job() {
+    status_is 202 spam-token POST /v1/batches \
+        '{"request_id":"cancel-auth-1","ops":[{"op":"delete","object_type":"pin","id":68719476999}]}' || return 1
+    cancel_job_id=$(jq -r .job_id "$WORK/body")
+}
+check "the spam-cleanup client submits a job to cancel" spam_job
+check "another submitter cancelling it: 404, as if it did not exist" status_is 404 feed-token DELETE "/v1/jobs/$cancel_job_id"
+check "a read client cancelling it: 403 (DELETE needs submit or admin)" status_is 403 dash-token DELETE "/v1/jobs/$cancel_job_id"
+own_cancel() { status_is 200 spam-token DELETE "/v1/jobs/$cancel_job_id?reason=mine" && body_has '"cancelled_by":"spam-cleanup"'; }
+check "its owner cancels it, and the status names the owner" own_cancel
+admin_cancel() { status_is 200 admin-token DELETE "/v1/jobs/$cancel_job_id" && body_has '"cancel_reason":"mine"'; }
+check "an admin cancelling it again changes nothing: the first cancellation stands" admin_cancel
 check "a spam-cleanup client may not read jobs: 403" status_is 403 spam-token GET /v1/jobs/0123456789abcdef0123456789abcdef
 
 # The spam-cleanup client may delete pins, not create them: one request with both.

@@ -220,15 +220,15 @@ check "so no copy reached the shards ($(fresh bulkwrite_consumer_messages_duplic
     test "$(fresh bulkwrite_consumer_messages_duplicate_total)" = 0
 
 # Data errors: 1,000 creates of pins that exist (feed:1000:2 made them), sent from a
-# JSON-lines file by the CLI in two requests of 500. Each op fails alone, is recorded with
+# JSON-lines file by the CLI as one job of two parts of 500. Each op fails alone, is recorded with
 # its reason on its job, and goes to the dead-letter topic; nothing else changes.
 owner2=$(( (2 << 46) | 42 ))
 for i in $(seq 1 1000); do
     printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"%d","fields":{"owner_id":%d,"title":"again"}}\n' \
         $(( (2 << 46) | (1 << 36) | i )) $owner2 $owner2
 done >"$WORK/dup.jsonl"
-check "bwctl submit: 1,000 creates of existing pins are accepted in 2 requests" \
-    bash -c "'$BIN/bwctl' -c '$CONF' --url 'http://127.0.0.1:$PROXY' submit --batch 500 '$WORK/dup.jsonl' >'$WORK/dup.jobs' 2>'$WORK/dup.err' && [ \$(wc -l <'$WORK/dup.jobs') -eq 2 ]"
+check "bwctl submit: 1,000 creates of existing pins are accepted as one job of 2 parts" \
+    bash -c "'$BIN/bwctl' -c '$CONF' --url 'http://127.0.0.1:$PROXY' submit --batch 500 '$WORK/dup.jsonl' >'$WORK/dup.jobs' 2>'$WORK/dup.err' && [ \$(wc -l <'$WORK/dup.jobs') -eq 1 ] && grep -q ': 2 parts, 1000 ops sent, 1000 accepted' '$WORK/dup.err'"
 dup_job=$(head -1 "$WORK/dup.jobs")
 failed_rows() { test "$(fresh bulkwrite_consumer_rows_failed_total)" -eq 1000; }
 check "the consumer counts 1,000 failed rows" wait_for 60 failed_rows
@@ -250,13 +250,13 @@ watch_failed() {
     "${BWCTL[@]}" watch --timeout 60 "$dup_job" 2>"$WORK/watch.err"
     local rc=$?
     cat "$WORK/watch.err"
-    [ $rc -eq 1 ] && grep -q '500 submitted, 0 applied, 500 failed' "$WORK/watch.err"
+    [ $rc -eq 1 ] && grep -q '1000 submitted, 0 applied, 1000 failed' "$WORK/watch.err"
 }
 check "bwctl watch ends with exit 1 and the failure counts for a job whose ops all failed" watch_failed
 job_counts() { job_json "$1" | jq -c '[.submitted, .applied, .failed, .pending, .finished, (.shards | map(.shard)), (.failures | length), (.failures[0].reason | test("^Duplicate entry"))]'; }
 counts=$(job_counts "$dup_job")
-check "GET /v1/jobs: 500 submitted, 0 applied, 500 failed, 0 pending, finished, shard 2, 20 sampled reasons ($counts)" \
-    test "$counts" = '[500,0,500,0,true,[2],20,true]'
+check "GET /v1/jobs: 1000 submitted, 0 applied, 1000 failed, 0 pending, finished, shard 2, 20 sampled reasons ($counts)" \
+    test "$counts" = '[1000,0,1000,0,true,[2],20,true]'
 like_job=$(curl -sf -H 'Content-Type: application/json' --data-binary \
     '{"ops":[{"op":"update","object_type":"pin","id":'$(( (2 << 46) | (1 << 36) | 999999 ))',"fields":{"board_id":9}},{"op":"delete","object_type":"pin","id":'$(( (3 << 46) | (1 << 36) | 999999 ))'},{"op":"delete","object_type":"nope","id":1}]}' \
     "$URL" | jq -r .job_id)
@@ -417,7 +417,7 @@ check "SIGHUP again: back to unlimited" wait_for 5 metric_is bulkwrite_consumer_
 submit_csv() { "${BWCTL[@]}" submit --batch 100 "$WORK/boards.csv" >"$WORK/boards.jobs"; }
 check "bwctl submit: 300 boards from CSV are accepted" submit_csv
 boards_job=$(tail -1 "$WORK/boards.jobs")
-check "bwctl watch: the last CSV job finishes with nothing failed" "${BWCTL[@]}" watch --timeout 60 "$boards_job"
+check "bwctl watch: the CSV job finishes with nothing failed" "${BWCTL[@]}" watch --timeout 60 "$boards_job"
 boards() { local n=0; for port in $DB_A $DB_B; do for db in $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SHOW DATABASES LIKE 'db0%'"); do
     n=$((n + $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SELECT COUNT(*) FROM $db.boards WHERE name LIKE 'Board \"%'"))); done; done; echo $n; }
 board_row() { for port in $DB_A $DB_B; do for db in $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SHOW DATABASES LIKE 'db0%'"); do
@@ -433,7 +433,7 @@ latin1_csv() {
     if "${BWCTL[@]}" submit "$WORK/latin1.csv" >"$WORK/latin1.out" 2>&1; then cat "$WORK/latin1.out"; return 1; fi
     cat "$WORK/latin1.out"
     grep -q 'line 3: column name: not UTF-8 text' "$WORK/latin1.out" &&
-        grep -q '^submit: 1 ops in 1 requests: 1 accepted, 0 rejected, 1 unreadable lines' "$WORK/latin1.out"
+        grep -q '^submit: job [0-9a-f]* ("bwctl-[0-9a-f]*"): 1 parts, 1 ops sent, 1 accepted, 0 rejected, 1 unreadable lines' "$WORK/latin1.out"
 }
 check "bwctl submit: a cell that is not UTF-8 is refused, naming its line and column; the rest is accepted" latin1_csv
 
@@ -479,12 +479,13 @@ null_inc_row() {
     test "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT like_count FROM db00000.pins WHERE id = $json_pin")" = 7
 }
 check "... and the count is 7, not NULL (increment_null_as_zero)" wait_for 60 null_inc_row
-# bwctl submit is resumable: request ids come from each request's ops and input line, so
-# a submit killed half-way and run again applies every op once. 2,000 increments of 20
-# pins (100 each) from a file; the first run reads 1,005 lines through a pipe that then
-# stalls, is killed -9 once its 100 requests are answered (5 lines never sent), and the
-# same command over the whole file runs to the end. The consumer sums each transaction's
-# increments of a pin (coalesce_increments), and the sums still come out exact.
+# bwctl submit is resumable: the file is one job, each request a numbered part of it, so
+# a submit killed half-way and run again sends only what the proxy lacks and applies every
+# op once. 2,000 increments of 20 pins (100 each) from a file; the first run reads 1,005
+# lines through a pipe that then stalls, is killed -9 once its 100 parts are in (5 lines
+# never sent), and the same command over the whole file runs to the end. The consumer
+# sums each transaction's increments of a pin (coalesce_increments), and the sums still
+# come out exact.
 resume_pin() { echo $(( (1 << 36) | (7000000 + $1) )); }
 for k in $(seq 0 19); do
     printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"like_count":0}}\n' "$(resume_pin $k)"
@@ -500,19 +501,20 @@ resume_first_run() {
     local pid=$!
     exec 7>"$WORK/resume.fifo" # held open: bwctl sees no end of its input until it is killed
     head -n 1005 "$WORK/resume-incs.jsonl" >&7
-    wait_for 120 sh -c "[ \$(wc -l <'$WORK/resume-1.jobs') -ge 100 ]"
+    wait_for 60 test -s "$WORK/resume-1.jobs"
+    wait_for 120 sh -c "curl -sf 'http://127.0.0.1:$PROXY/v1/jobs/$(head -n 1 "$WORK/resume-1.jobs")' | jq -e '.parts == 100' >/dev/null"
     local sent=$?
     kill -9 "$pid"
     wait "$pid" 2>/dev/null
     exec 7>&-
-    [ "$sent" = 0 ] && [ "$(wc -l <"$WORK/resume-1.jobs")" -eq 100 ]
+    [ "$sent" = 0 ] && [ "$(wc -l <"$WORK/resume-1.jobs")" -eq 1 ]
 }
-check "bwctl submit killed -9 after 100 of 200 requests" resume_first_run
-resume_second_run() { "${BWCTL[@]}" submit --batch 10 - <"$WORK/resume-incs.jsonl" >"$WORK/resume-2.jobs"; }
+check "bwctl submit killed -9 after 100 of its 200 parts" resume_first_run
+resume_second_run() { "${BWCTL[@]}" submit --batch 10 - <"$WORK/resume-incs.jsonl" >"$WORK/resume-2.jobs" 2>"$WORK/resume-2.err"; }
 check "... the same command again runs to the end (exit 0)" resume_second_run
-check "... its first 100 requests are the first run's jobs again" \
-    test "$(head -n 100 "$WORK/resume-2.jobs" | md5sum)" = "$(md5sum <"$WORK/resume-1.jobs")"
-check "... and its last job finishes" "${BWCTL[@]}" watch --timeout 120 "$(tail -n 1 "$WORK/resume-2.jobs")"
+check "... it is the same job, and it sent only the 100 parts the proxy lacked" \
+    sh -c "[ \"\$(cat '$WORK/resume-2.jobs')\" = \"\$(cat '$WORK/resume-1.jobs')\" ] && grep -q ': 200 parts, 1010 ops sent, 2000 accepted, .* 99 parts held before' '$WORK/resume-2.err'"
+check "... and the job finishes" "${BWCTL[@]}" watch --timeout 120 "$(cat "$WORK/resume-2.jobs")"
 resume_counts() {
     local ids="" k
     for k in $(seq 0 19); do ids="$ids${ids:+,}$(resume_pin $k)"; done
@@ -687,6 +689,10 @@ check "each of its pins is in place, once" wait_for 60 fatal_rows
 # README's and api.md's request examples, as written, get the replies the docs show
 . test/doc-examples.sh
 doc_examples
+
+# one job across many requests, resumed after a kill; a job cancelled half-way
+. test/jobs.sh
+jobs_tests
 
 if [ "$MODE" = kafka ]; then
     # With the broker gone, nothing may be reported as accepted: both ops come back as

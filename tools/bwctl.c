@@ -87,6 +87,7 @@ static long http(const char *method, const char *path, const char *body, bw_buf_
     if (tls_cert) curl_easy_setopt(c, CURLOPT_SSLCERT, tls_cert);
     if (tls_key) curl_easy_setopt(c, CURLOPT_SSLKEY, tls_key);
     if (strcmp(method, "POST") == 0) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+    else if (strcmp(method, "GET")) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     CURLcode rc = curl_easy_perform(c);
     long status = -1;
     curl_off_t retry_after = 0;
@@ -164,9 +165,11 @@ static void progress(const char *what, double done, double total, double rate, c
 
 typedef struct {
     size_t batch;
-    const char *request_id;  /* prefix; NULL: derived from each request's ops and place */
+    char job[140];           /* the job's name: --job, or derived from the first request's ops */
+    char job_id[33];         /* from the first reply */
+    long next_part;          /* parts below it the proxy has whole already (a resumed run): not sent */
     int retry_s;
-    long sent, accepted, rejected, requests, resent;
+    long sent, accepted, rejected, requests, resent, skipped;
     long backlog_waits;      /* 429 answers */
     int64_t backlog_us;      /* time spent waiting them out */
     long lineno, total_lines;
@@ -239,37 +242,59 @@ static long post_batch(submit_t *sb, const char *body, bw_buf_t *resp) {
     }
 }
 
-static int flush_batch(submit_t *sb) {
+static json_t *get_job(const char *id, char *err, size_t esz, long *status);
+
+/* The parts the job already has whole, asked once the job's id is known: a resumed run
+ * goes on from there. */
+static void resume_point(submit_t *sb) {
+    char err[512];
+    long status;
+    json_t *j = get_job(sb->job_id, err, sizeof(err), &status);
+    if (!j) return;
+    sb->next_part = jint(j, "next_part");
+    json_decref(j);
+}
+
+/* Sends the batch as part `requests` of the job (the last one when `last`). A part below
+ * the job's next_part is not sent: the proxy has all of it. */
+static int flush_batch(submit_t *sb, int last) {
     size_t n = json_array_size(sb->ops);
     if (!n) return 0;
-    char rid[256];
-    if (sb->request_id) {
-        snprintf(rid, sizeof(rid), "%s-%ld", sb->request_id, sb->requests);
-    } else {
-        /* resumable: the same ops at the same place in the input get the same request_id on
-         * every run, so re-running a submit that stopped half-way applies each op once */
+    long part = sb->requests++;
+    if (!sb->job[0]) {
+        /* resumable: the same file gives the same name, and each part the same body */
         char *ops = json_dumps(sb->ops, JSON_COMPACT);
         unsigned char d[SHA256_DIGEST_LENGTH];
         SHA256((const unsigned char *)ops, strlen(ops), d);
         free(ops);
-        int k = snprintf(rid, sizeof(rid), "bwctl-L%ld-", sb->lines[0]);
-        for (int i = 0; i < 12; i++) k += snprintf(rid + k, sizeof(rid) - (size_t)k, "%02x", d[i]);
+        int k = snprintf(sb->job, sizeof(sb->job), "bwctl-");
+        for (int i = 0; i < 12; i++) k += snprintf(sb->job + k, sizeof(sb->job) - (size_t)k, "%02x", d[i]);
     }
-    json_t *req = json_pack("{s:s, s:O}", "request_id", rid, "ops", sb->ops);
+    if (part && part < sb->next_part) {
+        sb->skipped++;
+        sb->accepted += (long)n; /* taken by an earlier run */
+        json_array_clear(sb->ops);
+        return 0;
+    }
+    json_t *req = json_pack("{s:s, s:I, s:b, s:O}", "job", sb->job, "job_part", (json_int_t)part, "job_last", last,
+                            "ops", sb->ops);
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     bw_buf_t resp;
     bw_buf_init(&resp);
     long status = post_batch(sb, body, &resp);
     free(body);
-    sb->requests++;
     sb->sent += (long)n;
     json_t *r = status > 0 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
     if (status == 202 || status == 422) {
         long acc = (long)json_integer_value(json_object_get(r, "accepted"));
         sb->accepted += acc;
-        printf("%s\n", jstr(r, "job_id"));
-        fflush(stdout); /* each job id as it is known: a submit killed half-way has printed its jobs */
+        if (!sb->job_id[0] && jstr(r, "job_id")[0]) {
+            snprintf(sb->job_id, sizeof(sb->job_id), "%s", jstr(r, "job_id"));
+            printf("%s\n", sb->job_id);
+            fflush(stdout); /* known at once: a submit killed half-way has printed its job */
+            resume_point(sb);
+        }
         size_t i;
         json_t *rej;
         json_array_foreach(json_object_get(r, "rejected"), i, rej) {
@@ -280,8 +305,8 @@ static int flush_batch(submit_t *sb) {
         if (acc < (long)n) sb->failed = 1;
     } else {
         char e[512];
-        fprintf(stderr, "bwctl: lines %ld-%ld not accepted: HTTP %ld: %s\n", sb->lines[0], sb->lines[n - 1], status,
-                error_text(&resp, e, sizeof(e)));
+        fprintf(stderr, "bwctl: lines %ld-%ld (part %ld) not accepted: HTTP %ld: %s\n", sb->lines[0], sb->lines[n - 1],
+                part, status, error_text(&resp, e, sizeof(e)));
         sb->rejected += (long)n;
         sb->failed = 1;
     }
@@ -402,18 +427,19 @@ static long count_lines(FILE *f) {
 
 static int cmd_submit(int argc, char **argv) {
     static const char help[] =
-        "usage: bwctl submit [--format jsonl|csv] [--batch N] [--request-id PREFIX] [--retry-for S] FILE|-\n"
-        "Sends the ops in FILE to the proxy in requests of N ops (default 1000), printing each\n"
-        "request's job id on stdout and each rejected op (with its input line) on stderr.\n"
+        "usage: bwctl submit [--format jsonl|csv] [--batch N] [--job NAME] [--retry-for S] FILE|-\n"
+        "Sends the ops in FILE to the proxy as one job, in requests (its parts) of N ops\n"
+        "(default 1000), printing the job's id on stdout once it is known and each rejected op\n"
+        "(with its input line) on stderr; the last part seals the job.\n"
         "  jsonl: one op per line in the API's JSON encoding, e.g.\n"
         "         {\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}\n"
         "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
         "         an empty cell leaves a field out, \\N is null; cells are UTF-8 (bytes: base64),\n"
         "         a line with a cell that is not is refused and named, the others still sent\n"
-        "Each request carries a request_id derived from its ops and its first input line\n"
-        "(bwctl-L<line>-<sha256 of the ops>): running the same command again after a crash or\n"
-        "a kill sends what the proxy already took without applying it twice. To apply the same\n"
-        "file again as new work, give --request-id: request i then carries PREFIX-i.\n"
+        "The job is named by --job, or by the sha256 of its first part's ops (bwctl-<hex>):\n"
+        "running the same command again after a crash or a kill resumes the job, sending only\n"
+        "the parts the proxy does not hold whole, and no op applies twice. To apply the same\n"
+        "file again as new work, give it a new --job name.\n"
         "A request that gets no answer\n"
         "or a 5xx is resent for up to S seconds (default 60) and still applies once. A 429 (a\n"
         "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"
@@ -422,13 +448,16 @@ static int cmd_submit(int argc, char **argv) {
     submit_t sb = {.batch = 1000, .retry_s = 60};
     const char *format = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
-                                         {"request-id", required_argument, 0, 'r'}, {"retry-for", required_argument, 0, 'R'},
+                                         {"job", required_argument, 0, 'j'}, {"retry-for", required_argument, 0, 'R'},
                                          {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "f:n:r:R:h", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, "f:n:j:R:h", opts, NULL)) != -1;) {
         if (o == 'f') format = optarg;
         else if (o == 'n') sb.batch = (size_t)atol(optarg);
-        else if (o == 'r') sb.request_id = optarg;
+        else if (o == 'j') {
+            if (!optarg[0] || strlen(optarg) > 128) return fprintf(stderr, "bwctl: --job: 1 to 128 bytes\n"), 2;
+            snprintf(sb.job, sizeof(sb.job), "%s", optarg);
+        }
         else if (o == 'R') sb.retry_s = atoi(optarg);
         else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
     }
@@ -476,16 +505,20 @@ static int cmd_submit(int argc, char **argv) {
             bad++;
             continue;
         }
+        /* a full batch goes once the next op shows it is not the last */
+        if (json_array_size(sb.ops) == sb.batch) flush_batch(&sb, 0);
         sb.lines[json_array_size(sb.ops)] = lineno;
         json_array_append_new(sb.ops, op);
-        if (json_array_size(sb.ops) == sb.batch) flush_batch(&sb);
         submit_progress(&sb, NULL, 0);
     }
-    flush_batch(&sb);
+    flush_batch(&sb, 1);
     submit_progress(&sb, NULL, 1);
-    fprintf(stderr, "submit: %ld ops in %ld requests: %ld accepted, %ld rejected, %ld unreadable lines, %ld resent requests, "
-                    "%ld backlog waits (%.1f s)\n",
-            sb.sent, sb.requests, sb.accepted, sb.rejected, bad, sb.resent, sb.backlog_waits, (double)sb.backlog_us / 1e6);
+    if (!sb.requests) fprintf(stderr, "bwctl: %s has no ops: no job\n", path), sb.failed = 1;
+    else
+        fprintf(stderr, "submit: job %s (\"%s\"): %ld parts, %ld ops sent, %ld accepted, %ld rejected, %ld unreadable "
+                        "lines, %ld parts held before (not sent), %ld resent requests, %ld backlog waits (%.1f s)\n",
+                sb.job_id[0] ? sb.job_id : "(not known)", sb.job, sb.requests, sb.sent, sb.accepted, sb.rejected, bad,
+                sb.skipped, sb.resent, sb.backlog_waits, (double)sb.backlog_us / 1e6);
     free(line);
     free(hdr_line);
     free(sb.lines);
@@ -530,7 +563,9 @@ static int cmd_watch(int argc, char **argv) {
         "usage: bwctl watch [--interval S] [--timeout S] JOB_ID\n"
         "Follows the job until nothing is pending: a progress bar with rate and ETA on stderr,\n"
         "then the counts and a sample of failed ops.\n"
-        "Exit: 0 finished, nothing failed; 1 finished with failed ops (or the job is unknown);\n"
+        "A named job (bwctl submit) is finished once sealed (its last part sent) and applied.\n"
+        "Exit: 0 finished, nothing failed; 1 finished with failed or cancelled ops (or the job\n"
+        "is unknown);\n"
         "3 not finished within the timeout (default: none).\n";
     double interval = 1;
     int timeout = 0;
@@ -556,16 +591,22 @@ static int cmd_watch(int argc, char **argv) {
         double secs = (double)(bw_now_us() - t0) / 1e6;
         double rate = secs > 0 ? (double)(done - first_done) / secs : 0;
         int finished = json_is_true(json_object_get(j, "finished"));
-        progress("watch", (double)done, (double)submitted, rate, NULL, finished);
+        long cancelled = jint(j, "cancelled");
+        done += cancelled;
+        char note[96] = "";
+        if (json_object_get(j, "cancelled_at_ms")) snprintf(note, sizeof(note), "cancelled by %s", jstr(j, "cancelled_by"));
+        else if (json_is_false(json_object_get(j, "sealed")))
+            snprintf(note, sizeof(note), "%ld parts in, not sealed yet", jint(j, "parts"));
+        progress("watch", (double)done, (double)submitted, rate, note, finished);
         if (finished) {
-            fprintf(stderr, "job %s: %ld submitted, %ld applied, %ld failed, %ld rejected at submission\n", id, submitted,
-                    jint(j, "applied"), jint(j, "failed"), jint(j, "rejected"));
+            fprintf(stderr, "job %s: %ld submitted, %ld applied, %ld failed, %ld cancelled, %ld rejected at submission\n",
+                    id, submitted, jint(j, "applied"), jint(j, "failed"), cancelled, jint(j, "rejected"));
             size_t i;
             json_t *fo;
             json_array_foreach(json_object_get(j, "failures"), i, fo)
                 fprintf(stderr, "  op %ld (shard %ld, id %s): %s\n", jint(fo, "op_index"), jint(fo, "shard"),
                         jstr(fo, "id"), jstr(fo, "reason"));
-            int rc = jint(j, "failed") ? 1 : 0;
+            int rc = jint(j, "failed") || cancelled ? 1 : 0;
             json_decref(j);
             return rc;
         }
@@ -576,6 +617,44 @@ static int cmd_watch(int argc, char **argv) {
         }
         usleep((useconds_t)(interval * 1e6));
     }
+}
+
+static int cmd_cancel(int argc, char **argv) {
+    static const char help[] =
+        "usage: bwctl cancel [--reason TEXT] JOB_ID\n"
+        "Cancels the job (DELETE /v1/jobs/JOB_ID): its ops not applied yet are skipped by\n"
+        "every consumer within seconds and reported as cancelled; applied ones stay. Its\n"
+        "owner or an admin may. Prints the job's status (JSON).\n"
+        "Exit: 0 cancelled (or cancelled before); 1 refused or unknown job; 2 usage.\n";
+    const char *reason = "";
+    static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
+    for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
+        if (o == 'r') reason = optarg;
+        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+    }
+    if (optind != argc - 1) return fputs(help, stderr), 2;
+    CURL *c = curl_easy_init();
+    char *esc = curl_easy_escape(c, reason, 0), *id = curl_easy_escape(c, argv[optind], 0);
+    char path[1024];
+    snprintf(path, sizeof(path), "/v1/jobs/%s%s%s", id, reason[0] ? "?reason=" : "", reason[0] ? esc : "");
+    curl_free(esc);
+    curl_free(id);
+    curl_easy_cleanup(c);
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    long status = http("DELETE", path, NULL, &resp, NULL);
+    int rc = 0;
+    if (status == 200) {
+        printf("%s\n", resp.data);
+    } else {
+        char e[512];
+        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
+        rc = 1;
+    }
+    bw_buf_free(&resp);
+    return rc;
 }
 
 /* ---- shards ----------------------------------------------------------------------------- */
@@ -797,9 +876,11 @@ static int cmd_control(int argc, char **argv) {
 static int usage(FILE *out, int code) {
     fputs("usage: bwctl [-c CONFIG] [--url URL] COMMAND [ARGS]\n"
           "commands (bwctl COMMAND --help for each):\n"
-          "  submit FILE          send ops from JSON lines or CSV in batches, with a progress bar\n"
+          "  submit FILE          send ops from JSON lines or CSV as one job, with a progress bar;\n"
+          "                       run again after a crash, it resumes where it stopped\n"
           "  watch JOB_ID         follow a job until it is finished, with a progress bar and ETA\n"
           "  job JOB_ID           print a job's status (JSON)\n"
+          "  cancel JOB_ID        skip a job's ops not applied yet (--reason TEXT)\n"
           "  shards [--history]   a table of every shard: budgets, paused, lag, recent errors;\n"
           "                       --history: who changed which shard, when, from where, why\n"
           "  set-rate SHARD [RATE] [--rows ROWS] [--pin|--unpin]\n"
@@ -1069,6 +1150,7 @@ int main(int argc, char **argv) {
     else if (strcmp(cmd, "submit") == 0) ret = cmd_submit(sub_argc, sub_argv);
     else if (strcmp(cmd, "watch") == 0) ret = cmd_watch(sub_argc, sub_argv);
     else if (strcmp(cmd, "job") == 0) ret = cmd_job(sub_argc, sub_argv);
+    else if (strcmp(cmd, "cancel") == 0) ret = cmd_cancel(sub_argc, sub_argv);
     else if (strcmp(cmd, "shards") == 0) ret = cmd_shards(sub_argc, sub_argv);
     else if (strcmp(cmd, "set-rate") == 0 || strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
         ret = cmd_control(sub_argc, sub_argv);

@@ -28,6 +28,9 @@ int fref_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__
                     size_t why_size) {
 #define DIFF(...) do { snprintf(why, why_size, __VA_ARGS__); return 0; } while (0)
     if (strcmp(nz(a->request_id), nz(b->request_id))) DIFF("request_id");
+    if (strcmp(nz(a->job), nz(b->job))) DIFF("job");
+    if (a->job_part != b->job_part) DIFF("job_part %u vs %u", a->job_part, b->job_part);
+    if (!a->job_last != !b->job_last) DIFF("job_last");
     if (a->n_ops != b->n_ops) DIFF("n_ops %zu vs %zu", a->n_ops, b->n_ops);
     for (size_t i = 0; i < a->n_ops; i++) {
         const Bulkwrite__V1__Op *x = a->ops[i], *y = b->ops[i];

@@ -107,11 +107,60 @@ START_TEST(parts_dedup_and_sum) {
     ck_assert_int_eq(again[0].duplicate, 0);
 
     bw_ledger_job_shard_t js[] = {{.shard = 1, .applied = 99}, {.shard = 0}};
-    ck_assert_uint_eq(bw_ledger_read_job(db, conf, JOB_A, js, 2, &scratch), 0);
+    ck_assert_uint_eq(bw_ledger_read_job(db, conf, JOB_A, 0, js, 2, &scratch), 0);
     ck_assert_uint_eq(js[0].applied, 0);
     ck_assert_uint_eq(js[0].failed, 0);
     ck_assert_uint_eq(js[1].applied, 5);
     ck_assert_uint_eq(js[1].failed, 1);
+    mysql_rollback(db);
+    teardown();
+}
+END_TEST
+
+/* A named job's parts are one range of ids: the reads sum and list all of them, and
+ * nothing of another job, even one whose id sorts right next to the range. */
+START_TEST(named_job_reads_every_part) {
+    if (!setup()) return;
+    char p0[33], p1[33], p9[33];
+    bw_ledger_part_id(JOB_A, 0, p0);
+    bw_ledger_part_id(JOB_A, 1, p1);
+    bw_ledger_part_id(JOB_A, 0xffffffffu, p9);
+    ck_assert_str_eq(p9, "aaaaaaaaaaaaaaaaaaaa0000ffffffff");
+    bw_ledger_part_t parts[] = {
+        {.job_id = p0, .part = 0, .kafka_offset = 1, .rows_applied = 3},
+        {.job_id = p0, .part = 1, .kafka_offset = 2, .rows_applied = 1, .rows_failed = 1},
+        {.job_id = p1, .part = 0, .kafka_offset = 3, .rows_applied = 5},
+        {.job_id = p9, .part = 0, .kafka_offset = 4, .rows_failed = 2},
+        {.job_id = "aaaaaaaaaaaaaaaaaaab000000000000", .part = 0, .kafka_offset = 5, .rows_applied = 100}, /* another job */
+        {.job_id = "aaaaaaaaaaaaaaaaaaa9ffffffffffff", .part = 0, .kafka_offset = 6, .rows_applied = 100},
+    };
+    ck_assert_uint_eq(bw_ledger_write_parts(db, conf, 0, parts, 6, &scratch), 0);
+    bw_ledger_failure_t f[] = {
+        {.job_id = p9, .part = 0, .op_index = 4, .object_id = 9, .reason = "b"},
+        {.job_id = p1, .part = 0, .op_index = 8, .object_id = 1, .reason = "a"},
+        {.job_id = p0, .part = 1, .op_index = 2, .object_id = 2, .reason = "c"},
+        {.job_id = "aaaaaaaaaaaaaaaaaaab000000000000", .part = 0, .op_index = 0, .object_id = 5, .reason = "other"},
+    };
+    ck_assert_uint_eq(bw_ledger_write_failures(db, conf, 0, f, 4, 1 << 20, &scratch), 0);
+    ck_assert_int_eq(mysql_commit(db), 0);
+    bw_ledger_job_shard_t js[] = {{.shard = 0}};
+    ck_assert_uint_eq(bw_ledger_read_job(db, conf, JOB_A, 1, js, 1, &scratch), 0);
+    ck_assert_uint_eq(js[0].applied, 9);
+    ck_assert_uint_eq(js[0].failed, 3);
+    bw_ledger_failure_t out[8];
+    size_t cnt = 0;
+    ck_assert_uint_eq(bw_ledger_read_job_failures(db, conf, JOB_A, 1, js, 1, 20, out, 8, &cnt, &scratch), 0);
+    ck_assert_uint_eq(cnt, 3); /* by part, then op */
+    ck_assert_uint_eq(out[0].job_part, 0);
+    ck_assert_uint_eq(out[0].op_index, 2);
+    ck_assert_uint_eq(out[1].job_part, 1);
+    ck_assert_uint_eq(out[1].op_index, 8);
+    ck_assert_uint_eq(out[2].job_part, 0xffffffffu);
+    ck_assert_str_eq(out[2].reason, "b");
+    for (size_t i = 0; i < cnt; i++) free(out[i].reason);
+    /* the plain read of one part's id sees only it */
+    ck_assert_uint_eq(bw_ledger_read_job(db, conf, p1, 0, js, 1, &scratch), 0);
+    ck_assert_uint_eq(js[0].applied, 5);
     mysql_rollback(db);
     teardown();
 }
@@ -143,7 +192,7 @@ START_TEST(failures_split_by_bytes_and_read_back) {
     bw_ledger_job_shard_t js[] = {{.shard = 0, .failed = 3}, {.shard = 1, .failed = 1}};
     bw_ledger_failure_t out[8];
     size_t cnt = 0;
-    ck_assert_uint_eq(bw_ledger_read_job_failures(db, conf, JOB_A, js, 2, 2, out, 8, &cnt, &scratch), 0);
+    ck_assert_uint_eq(bw_ledger_read_job_failures(db, conf, JOB_A, 0, js, 2, 2, out, 8, &cnt, &scratch), 0);
     ck_assert_uint_eq(cnt, 3); /* 2 of shard 0 (the limit), 1 of shard 1 */
     int seen0 = 0, seen1 = 0;
     for (size_t i = 0; i < cnt; i++) {
@@ -164,7 +213,7 @@ START_TEST(failures_split_by_bytes_and_read_back) {
     /* a shard with no failed count is not asked; the cap drops the rest */
     js[1].failed = 0;
     cnt = 0;
-    ck_assert_uint_eq(bw_ledger_read_job_failures(db, conf, JOB_A, js, 2, 20, out, 1, &cnt, &scratch), 0);
+    ck_assert_uint_eq(bw_ledger_read_job_failures(db, conf, JOB_A, 0, js, 2, 20, out, 1, &cnt, &scratch), 0);
     ck_assert_uint_eq(cnt, 1);
     ck_assert_int_eq(out[0].shard, 0);
     free(out[0].reason);
@@ -180,6 +229,7 @@ Suite *ledger_suite(void) {
     tcase_add_test(tc, offsets_round_trip);
     tcase_add_test(tc, parts_dedup_and_sum);
     tcase_add_test(tc, failures_split_by_bytes_and_read_back);
+    tcase_add_test(tc, named_job_reads_every_part);
     suite_add_tcase(s, tc);
     return s;
 }

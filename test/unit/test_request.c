@@ -9,6 +9,7 @@
 
 #include "apijson.h"
 #include "helpers.h"
+#include "ledger.h"
 #include "request.h"
 #include "shard.h"
 #include "utf8.h"
@@ -945,6 +946,76 @@ END_TEST
 /* The lane: in JSON and protobuf alike; once, a string; a NUL in it makes it no lane's
  * name (JSON refuses it; protobuf reads a name no configuration has, as protobuf-c would
  * read the bytes); absent is "". */
+/* A named job: the job's id from the client and the name, in a namespace of its own; each
+ * part's id shares the job's first 20 hex digits (the ledgers' range) and ends in its
+ * number; a request_id beside the name is refused. */
+START_TEST(named_job_ids) {
+    Bulkwrite__V1__BatchWriteRequest r = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+    char job[33], part[33], job2[33], part2[33], plain[33], err[256];
+    r.job = "ingest-partner-x";
+    r.job_part = 7;
+    ck_assert_int_eq(bw_request_named_job_id(&r, NULL, NULL, 0, job, part, err, sizeof(err)), 0);
+    ck_assert_uint_eq(strspn(job, "0123456789abcdef"), 32);
+    ck_assert_int_eq(memcmp(job, part, BW_LEDGER_JOB_PREFIX), 0);
+    ck_assert_str_eq(part + BW_LEDGER_JOB_PREFIX, "000000000007");
+    ck_assert_uint_eq(bw_ledger_part_of(part), 7);
+    r.job_part = 0x12345678;
+    ck_assert_int_eq(bw_request_named_job_id(&r, NULL, NULL, 0, job2, part2, err, sizeof(err)), 0);
+    ck_assert_str_eq(job, job2); /* every part: one job */
+    ck_assert_str_ne(part, part2);
+    ck_assert_uint_eq(bw_ledger_part_of(part2), 0x12345678);
+    /* another client's job of the same name is another job */
+    ck_assert_int_eq(bw_request_named_job_id(&r, "team-b", "k", 1, job2, part2, err, sizeof(err)), 0);
+    ck_assert_str_ne(job, job2);
+    /* a request_id of the same text names another job */
+    r.request_id = "ingest-partner-x";
+    ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, plain, err, sizeof(err)), 0);
+    ck_assert_str_ne(plain, job);
+    ck_assert_int_eq(bw_request_named_job_id(&r, NULL, NULL, 0, job2, part2, err, sizeof(err)), -1);
+    ck_assert_ptr_nonnull(strstr(err, "leave request_id empty"));
+    r.request_id = "";
+    r.job = "tab\there";
+    ck_assert_int_eq(bw_request_named_job_id(&r, NULL, NULL, 0, job2, part2, err, sizeof(err)), -1);
+    ck_assert_str_eq(err, "job contains a control character at byte 3");
+}
+END_TEST
+
+START_TEST(job_fields_in_both_encodings) {
+    Bulkwrite__V1__BatchWriteRequest *r = json("{\"job\": \"nightly\", \"job_part\": 4294967295, \"job_last\": true, \"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_eq(r->job, "nightly");
+    ck_assert_uint_eq(r->job_part, 4294967295u);
+    ck_assert(r->job_last);
+    r = json("{\"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_eq(r->job, "");
+    ck_assert_uint_eq(r->job_part, 0);
+    ck_assert(!r->job_last);
+    expect_bad_json("{\"job_part\": 4294967296, \"ops\": []}", "job_part 4294967296 is not an integer from 0 to 4294967295");
+    expect_bad_json("{\"job_part\": -1, \"ops\": []}", "job_part -1 is not an integer");
+    expect_bad_json("{\"job_part\": \"1\", \"ops\": []}", "unknown or mistyped member \"job_part\"");
+    expect_bad_json("{\"job_last\": 1, \"ops\": []}", "unknown or mistyped member \"job_last\"");
+    expect_bad_json("{\"job\": \"a\\u0000b\", \"ops\": []}", "job contains a control character (NUL) at byte 1");
+    /* protobuf: job (4), job_part (5), job_last (6), as protobuf-c reads them */
+    Bulkwrite__V1__BatchWriteRequest in = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+    in.job = "nightly";
+    in.job_part = 300;
+    in.job_last = 1;
+    uint8_t buf[64];
+    size_t len = bulkwrite__v1__batch_write_request__pack(&in, buf);
+    int too_many = -1;
+    r = bw_request_decode_bounded(BW_FMT_PROTOBUF, buf, len, 10, &A, errbuf, sizeof(errbuf), &too_many);
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_eq(r->job, "nightly");
+    ck_assert_uint_eq(r->job_part, 300);
+    ck_assert(r->job_last);
+    static const uint8_t pb_nul[] = {0x22, 0x03, 'a', 0x00, 'b'};
+    ck_assert_ptr_null(bw_request_decode_bounded(BW_FMT_PROTOBUF, pb_nul, sizeof(pb_nul), 10, &A, errbuf, sizeof(errbuf),
+                                                 &too_many));
+    ck_assert_str_eq(errbuf, "job contains a control character (NUL) at byte 1");
+}
+END_TEST
+
 START_TEST(lane_in_both_encodings) {
     Bulkwrite__V1__BatchWriteRequest *r = json("{\"lane\": \"urgent\", \"ops\": []}");
     ck_assert_msg(r != NULL, "%s", errbuf);
@@ -983,6 +1054,8 @@ Suite *request_suite(void) {
     tcase_add_test(tc, request_id_names_the_job);
     tcase_add_test(tc, request_id_is_scoped_to_the_client);
     tcase_add_test(tc, lane_in_both_encodings);
+    tcase_add_test(tc, named_job_ids);
+    tcase_add_test(tc, job_fields_in_both_encodings);
     tcase_add_test(tc, json_maps_field_for_field);
     tcase_add_test(tc, json_nul_and_escapes);
     tcase_add_test(tc, request_id_with_nul_is_refused);
