@@ -139,14 +139,14 @@ check-lane-kafka:
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
-	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded throttle-embedded lanes-embedded fault-embedded backlog-embedded fairness-embedded
+	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 JOB_OPS=30000 all unit e2e-embedded auth-embedded throttle-embedded lanes-embedded fault-embedded backlog-embedded fairness-embedded
 
 # The unit tier and the embedded-Kafka e2e, auth, throttle and backlog tiers under ThreadSanitizer: the daemons'
 # threads (dispatcher, workers, alert sender, tails, HTTP) and librdkafka's, made visible
 # by test/tsan/c11threads.c. A report stops the program (halt_on_error).
 TSAN_OPTIONS_CHECK := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/test/tsan/suppressions.txt
 check-tsan:
-	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread BACKLOG_FEED=200000 all unit e2e-embedded auth-embedded throttle-embedded backlog-embedded
+	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread BACKLOG_FEED=200000 JOB_OPS=30000 all unit e2e-embedded auth-embedded throttle-embedded backlog-embedded
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
@@ -169,10 +169,12 @@ backlog-kafka: all
 fleet: fleet-kafka
 fleet-kafka: all
 	BW_BIN=$(BIN) test/fleet.sh kafka
+# the ops of e2e's one-job file (test/jobs.sh: 300 parts, 30,000 in the sanitizer lanes)
+JOB_OPS ?= 300000
 e2e-embedded: all
-	BW_BIN=$(BIN) test/e2e.sh embedded
+	BW_BIN=$(BIN) BW_JOB_OPS=$(JOB_OPS) test/e2e.sh embedded
 e2e-kafka: all
-	BW_BIN=$(BIN) test/e2e.sh kafka
+	BW_BIN=$(BIN) BW_JOB_OPS=$(JOB_OPS) test/e2e.sh kafka
 # authentication and roles on the proxy's HTTP API (docs/security.md), hostile clients included
 auth-embedded: all
 	BW_BIN=$(BIN) test/auth.sh embedded

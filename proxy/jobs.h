@@ -8,6 +8,11 @@
  * table and a sample of failures from bw_job_failures (read through common/ledger.h) —
  * written in the apply transaction, so they are exact.
  *
+ * A named job (docs/jobs.md) is its parts: each part's record is keyed by the part's own
+ * id (bw_ledger_part_id) and names the job; the index keeps, per named job, which parts
+ * it has read and which one is the last (kept for every named job, not dropped with the
+ * records), and a job's record is its parts' merged (bw_jobs_record).
+ *
  * @locality any thread (the index has a mutex; the tail thread fills it). */
 #ifndef BW_JOBS_H
 #define BW_JOBS_H

@@ -487,12 +487,7 @@ check "... and the count is 7, not NULL (increment_null_as_zero)" wait_for 60 nu
 # sums each transaction's increments of a pin (coalesce_increments), and the sums still
 # come out exact.
 resume_pin() { echo $(( (1 << 36) | (7000000 + $1) )); }
-for k in $(seq 0 19); do
-    printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"like_count":0}}\n' "$(resume_pin $k)"
-done >"$WORK/resume-pins.jsonl"
-for i in $(seq 0 1999); do
-    printf '{"op":"update","object_type":"pin","id":%d,"fields":{"like_count":{"increment":1}}}\n' "$(resume_pin $((i % 20)))"
-done >"$WORK/resume-incs.jsonl"
+counter_files "$WORK/resume-pins.jsonl" "$WORK/resume-incs.jsonl" 7000000 20 2000
 resume_pins() { "${BWCTL[@]}" submit "$WORK/resume-pins.jsonl" >/dev/null; }
 check "bwctl submit: 20 pins to count on are accepted" resume_pins
 resume_first_run() {

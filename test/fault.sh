@@ -5,7 +5,8 @@
 #   test/fault.sh embedded|kafka SCENARIO
 #
 # consumer-kill   (a) kill -9 of a consumer at random moments, 10 times, during a
-#                     222,000-op job that includes non-idempotent increments
+#                     222,000-op job that includes non-idempotent increments, and
+#                     10,000 increments of 10 counters (summed by the consumer)
 # proxy-kill      (b) kill -9 of the proxy, 6 times, while clients stream requests and
 #                     resend unanswered ones under their request_id: every op applied once
 # mysql-down      (c) one MariaDB server killed for 30 s mid-job: one BulkwriteServerDown
@@ -81,6 +82,14 @@ consumer-kill)
     ( "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 2000 spread:200000 feed:20000:$HOT &&
       "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --per-request 20 like:20000:$HOT ) >"$WORK/submit.log" 2>&1 &
     submitter=$!
+    # and 10,000 increments of 10 counters (1,000 each) on shard 0, as one job of 500 parts
+    # of 20: the consumer sums each transaction's increments of a pin (coalesce_increments)
+    counter_pin() { echo $(( (1 << 36) | (9000000 + $1) )); }
+    counter_files "$WORK/counter-pins.jsonl" "$WORK/counters.jsonl" 9000000 10 10000
+    BWCTL=("$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY")
+    ( "${BWCTL[@]}" submit --job fault-counter-pins "$WORK/counter-pins.jsonl" &&
+      "${BWCTL[@]}" submit --batch 20 --job fault-counters "$WORK/counters.jsonl" ) >"$WORK/counters.out" 2>"$WORK/counters.err" &
+    counter_submitter=$!
 
     # Each kill waits until the shards are making progress again (the group has
     # rebalanced after the last one), then strikes at a random moment, mid-batch.
@@ -101,8 +110,25 @@ consumer-kill)
     check "the job was submitted in full" wait "$submitter"
     check "10 consumers were killed with kill -9, at least 5 of them mid-job ($kills, $mid_job)" \
         test "$kills" -eq 10 -a "$mid_job" -ge 5
+    check "the counter job was submitted in full" wait "$counter_submitter"
+    counters_exact() {
+        mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT COUNT(*), SUM(like_count = 1000), SUM(like_count)
+            FROM db00000.pins WHERE id BETWEEN $(counter_pin 0) AND $(counter_pin 9)" | tr '\t' ' ' |
+            tee "$WORK/counters.txt" | grep -qx '10 10 10000'
+    }
+    check "10,000 increments of 10 counters: after the kills each counts exactly 1,000" wait_for 400 counters_exact
+    cat "$WORK/counters.txt"
+    # the counters go again (through the API), so that the shards hold the workload's rows alone
+    sed 's/"op":"create"/"op":"delete"/; s/,"shard_key":"42","fields":{[^}]*}//' "$WORK/counter-pins.jsonl" >"$WORK/counter-deletes.jsonl"
+    counters_gone() {
+        local job
+        job=$("${BWCTL[@]}" submit --job fault-counters-gone "$WORK/counter-deletes.jsonl" 2>>"$WORK/counters.err") &&
+            "${BWCTL[@]}" watch --timeout 300 "$job" 2>>"$WORK/counters.err"
+    }
+    check "... and deleted again" counters_gone
     check "after the kills every shard equals the expected state row by row" \
         "$BIN/bw-workload" -c "$CONF" verify --wait 400 "${JOBS[@]}"
+    echo "# increments summed into another: $(metric_sum bulkwrite_consumer_increments_coalesced_total)"
     echo "# messages read again and skipped by the restarted consumers: $(metric_sum bulkwrite_consumer_messages_replayed_total)"
     ;;
 

@@ -7,6 +7,7 @@
 #                               workers) defines bw_stack_conf, called with the config's
 #                               path before anything starts
 #   start_consumer PORT [CONF]  starts a consumer; its pid is in $!-like LAST_PID
+#   counter_files ...           files of pins to count on and of increments (see below)
 #   check NAME COMMAND...       prints "ok - NAME" or "not ok - NAME" with the output
 #   wait_for SECONDS COMMAND... polls every 0.1 s
 #   start_alertmanager          a real Alertmanager (Debian's) on $ALERTMANAGER; the
@@ -119,6 +120,18 @@ start_replica() { # start_replica NAME PORT PRIMARY_PORT
     # registered first: a server that came up but does not replicate is stopped too
     replicas+=("$WORK/$1")
     scripts/mariadb.sh start-replica "$WORK/$1" "$2" "$3" >/dev/null
+}
+
+# counter_files PINS_FILE INCS_FILE FIRST PINS INCS: JSON lines of PINS creates of pins of
+# shard 0 (local ids FIRST, FIRST + 1, …; like_count 0), and of INCS increments of their
+# like_count, round-robin over them
+counter_files() {
+    awk -v first="$3" -v n="$4" 'BEGIN { for (k = 0; k < n; k++)
+        printf "{\"op\":\"create\",\"object_type\":\"pin\",\"id\":%d,\"shard_key\":\"42\",\"fields\":{\"owner_id\":42,\"like_count\":0}}\n",
+            68719476736 + first + k }' >"$1"
+    awk -v first="$3" -v n="$4" -v incs="$5" 'BEGIN { for (i = 0; i < incs; i++)
+        printf "{\"op\":\"update\",\"object_type\":\"pin\",\"id\":%d,\"fields\":{\"like_count\":{\"increment\":1}}}\n",
+            68719476736 + first + i % n }' >"$2"
 }
 
 start_consumer() { # start_consumer PORT [CONF]
