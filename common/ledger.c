@@ -74,7 +74,13 @@ void bw_ledger_schema_sql(const char *dbname, bw_buf_t *out) {
                   "op_index INT UNSIGNED NOT NULL, part INT UNSIGNED NOT NULL, object_id BIGINT UNSIGNED NOT NULL, "
                   "error_code INT UNSIGNED NOT NULL, reason VARCHAR(1024) NOT NULL, "
                   "failed_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+                  "op MEDIUMBLOB NULL, op_truncated TINYINT NOT NULL DEFAULT 0, "
                   "PRIMARY KEY (job_id, op_index)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n",
+                  dbname);
+    /* the op itself (its JSON, for a replay) is a later column: tables made before get it */
+    bw_buf_printf(out,
+                  "ALTER TABLE `%s`.`bw_job_failures` ADD COLUMN IF NOT EXISTS op MEDIUMBLOB NULL, "
+                  "ADD COLUMN IF NOT EXISTS op_truncated TINYINT NOT NULL DEFAULT 0;\n",
                   dbname);
 }
 
@@ -232,7 +238,9 @@ unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard,
                                   size_t n, size_t max_bytes, bw_buf_t *scratch) {
     size_t rows = 0;
     for (size_t i = 0; i <= n; i++) {
-        if (rows && (i == n || scratch->len + 2400 > max_bytes)) {
+        /* a row: ~2.4 KB, and its op escaped (at most twice its length) */
+        size_t next = i < n ? 2400 + 2 * (failures[i].op ? strlen(failures[i].op) : 0) : 0;
+        if (rows && (i == n || scratch->len + next > max_bytes)) {
             /* an op refused again by a re-split resubmission keeps its latest reason */
             bw_buf_puts(scratch, " ON DUPLICATE KEY UPDATE reason=VALUES(reason), error_code=VALUES(error_code)");
             unsigned err = run(db, scratch);
@@ -242,7 +250,7 @@ unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard,
         if (i == n) break;
         if (!rows) {
             statement(scratch, "INSERT INTO ", conf, shard, "bw_job_failures",
-                      " (job_id, op_index, part, object_id, error_code, reason) VALUES ");
+                      " (job_id, op_index, part, object_id, error_code, reason, op, op_truncated) VALUES ");
         }
         const bw_ledger_failure_t *f = &failures[i];
         size_t rlen = strlen(f->reason);
@@ -251,7 +259,10 @@ unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard,
         bw_buf_printf(scratch, ",%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%u,'", f->op_index, f->part, f->object_id,
                       f->error_code);
         bw_sql_append_escaped(scratch, f->reason, rlen > 1000 ? 1000 : rlen);
-        bw_buf_puts(scratch, "')");
+        bw_buf_puts(scratch, "',");
+        if (f->op) append_quoted(scratch, f->op);
+        else bw_buf_puts(scratch, "NULL");
+        bw_buf_printf(scratch, ",%d)", f->op_truncated ? 1 : 0);
     }
     return 0;
 }
@@ -283,4 +294,55 @@ unsigned bw_ledger_read_job_failures(MYSQL *db, const bw_config_t *conf, const c
                                               .job_part = named && row[5] && strlen(row[5]) == 32 ? bw_ledger_part_of(row[5]) : 0};
     mysql_free_result(r);
     return 0;
+}
+
+unsigned bw_ledger_read_failures_page(MYSQL *db, const bw_config_t *conf, const char *job_id, int named, int shard,
+                                      const char *after_id, uint32_t after_op, unsigned code, size_t limit,
+                                      bw_ledger_failure_t *out, size_t *cnt, bw_buf_t *scratch) {
+    *cnt = 0;
+    bw_buf_reset(scratch);
+    bw_buf_puts(scratch, "SELECT job_id, op_index, object_id, error_code, reason, op, op_truncated FROM ");
+    append_table(scratch, conf, shard, "bw_job_failures");
+    append_job_match(scratch, job_id, named);
+    if (after_id) {
+        bw_buf_puts(scratch, " AND (job_id>");
+        append_quoted(scratch, after_id);
+        bw_buf_puts(scratch, " OR (job_id=");
+        append_quoted(scratch, after_id);
+        bw_buf_printf(scratch, " AND op_index>%" PRIu32 "))", after_op);
+    }
+    if (code) bw_buf_printf(scratch, " AND error_code=%u", code);
+    bw_buf_printf(scratch, " ORDER BY job_id, op_index LIMIT %zu", limit);
+    unsigned err;
+    MYSQL_RES *r = select_rows(db, scratch, &err);
+    if (!r) return err;
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(r)) && *cnt < limit) {
+        unsigned long *len = mysql_fetch_lengths(r);
+        bw_ledger_failure_t *f = &out[(*cnt)++];
+        *f = (bw_ledger_failure_t){.shard = shard,
+                                   .op_index = (uint32_t)strtoul(row[1], NULL, 10),
+                                   .object_id = strtoull(row[2], NULL, 10),
+                                   .error_code = (unsigned)strtoul(row[3], NULL, 10),
+                                   .reason = strdup(row[4] ? row[4] : ""),
+                                   .job_part = named && strlen(row[0]) == 32 ? bw_ledger_part_of(row[0]) : 0,
+                                   .op_truncated = row[6] && atoi(row[6])};
+        snprintf(f->part_id, sizeof(f->part_id), "%s", row[0]);
+        if (row[5]) {
+            char *op = malloc(len[5] + 1);
+            if (!op) abort();
+            memcpy(op, row[5], len[5]);
+            op[len[5]] = '\0';
+            f->op = op;
+        }
+    }
+    mysql_free_result(r);
+    return 0;
+}
+
+void bw_ledger_failure_free(bw_ledger_failure_t *f) {
+    free(f->reason);
+    free((char *)f->op);
+    f->reason = NULL;
+    f->op = NULL;
 }

@@ -126,10 +126,16 @@ typedef struct {
     uint64_t object_id;
     unsigned error_code;     /* MySQL error number; 0 if not from MySQL */
     char *reason;            /* written: its first 1000 bytes; read: malloc'd, the caller frees it */
+    /* the op as the API's JSON (the dead-letter record's "op"), for a replay; NULL: none
+     * (written before failures kept their ops). Read by bw_ledger_read_failures_page only (malloc'd). */
+    const char *op;
+    int op_truncated;        /* op lacks values too long to keep: it cannot be sent again as it is */
+    char part_id[33];        /* read by bw_ledger_read_failures_page: the row's job_id (a page's cursor) */
 } bw_ledger_failure_t;
 
 /* Step 4: inserts failures[0..n) into `shard`'s table, in as many statements as keep each
- * under `max_bytes` (reasons are cut to 1000 bytes, so a row is at most ~2.4 KB). An op
+ * under `max_bytes` (reasons are cut to 1000 bytes, so a row is at most ~2.4 KB besides
+ * its op, which the caller keeps well under max_bytes / 2). An op
  * refused again by a re-split resubmission keeps its latest reason and code. */
 unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard, const bw_ledger_failure_t *failures,
                                   size_t n, size_t max_bytes, bw_buf_t *scratch);
@@ -141,5 +147,16 @@ unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard,
 unsigned bw_ledger_read_job_failures(MYSQL *db, const bw_config_t *conf, const char *job_id, int named,
                                      const bw_ledger_job_shard_t *shards, size_t n, int per_shard,
                                      bw_ledger_failure_t *out, size_t cap, size_t *cnt, bw_buf_t *scratch);
+
+/* One page of the failures of job `job_id` (`named`: of every part) on `shard`: at most
+ * `limit` rows (out has room for them) by (part, op_index), after the row (after_id, the
+ * row's job_id or part id, and after_op) when after_id is not NULL, of error number
+ * `code` when not 0; with their ops. *cnt rows read; each row's reason and op are
+ * malloc'd (bw_ledger_failure_free). */
+unsigned bw_ledger_read_failures_page(MYSQL *db, const bw_config_t *conf, const char *job_id, int named, int shard,
+                                      const char *after_id, uint32_t after_op, unsigned code, size_t limit,
+                                      bw_ledger_failure_t *out, size_t *cnt, bw_buf_t *scratch);
+/* Frees what a read allocated in f (its reason and op). */
+void bw_ledger_failure_free(bw_ledger_failure_t *f);
 
 #endif

@@ -1,5 +1,7 @@
 #include "shard.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- MD5 (RFC 1321), small and self-contained: one digest per routed key ---------- */
@@ -64,4 +66,17 @@ unsigned bw_shard_of_key(const void *key, size_t len, unsigned shard_count) {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++) v = v << 8 | d[i];
     return (unsigned)(v % shard_count);
+}
+
+int bw_shard_key_for(int by_md5, unsigned shard, unsigned shard_count, uint64_t id, char out[48]) {
+    if (!by_md5) {
+        uint64_t owner = bw_id_well_formed(id) && bw_id_shard(id) == shard ? id : bw_id_make(shard, 0, 1);
+        snprintf(out, 48, "%" PRIu64, owner);
+        return 0;
+    }
+    for (uint64_t n = 0; n < 64 * (uint64_t)shard_count; n++) {
+        int len = snprintf(out, 48, "bw-shard-%u-%" PRIu64, shard, n);
+        if (bw_shard_of_key(out, (size_t)len, shard_count) == shard) return 0;
+    }
+    return -1;
 }

@@ -35,6 +35,13 @@ static inline int bw_id_well_formed(uint64_t id) { return id != 0 && (id >> 62) 
 /* md5(key) mod shard_count, taking the digest's first 8 bytes as a big-endian integer. */
 unsigned bw_shard_of_key(const void *key, size_t len, unsigned shard_count);
 
+/* A shard_key that routes a create to `shard` (for a dead-lettered create, whose own key
+ * the shard does not keep: sent again, it lands where it failed). For create_route "id"
+ * (by_md5 0): `id` when it is on the shard, else the id of local 1 there; for "md5": the first "bw-shard-SHARD-N" (N = 0, 1, ...) whose md5 routes there.
+ * Writes at most 48 bytes into out; 0, or -1 if none was found (never in practice: a
+ * key is found within shard_count tries on average, and 64 times that are tried). */
+int bw_shard_key_for(int by_md5, unsigned shard, unsigned shard_count, uint64_t id, char out[48]);
+
 /* RFC 1321 MD5. */
 void bw_md5(const void *data, size_t len, unsigned char digest[16]);
 

@@ -12,6 +12,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "pbdecode.h"
+#include "shard.h"
 #include "sql.h"
 
 #define COMPONENT "consumer"
@@ -336,14 +337,49 @@ static int apply_whole_run(apply_ctx_t *x, const run_t *run) {
     return apply_run(x, &sums);
 }
 
+/* The dead-letter record of refused op i (x->failures[i]); a create's shard_key (not
+ * kept in the batch: a create needs one to be sent again) goes to key. */
+static bw_dead_letter_t dead_letter_of(const apply_ctx_t *x, size_t i, char key[48]) {
+    const bw_ledger_failure_t *f = &x->failures[i];
+    const failure_src_t *src = &x->failure_src[i];
+    const decoded_t *d = &x->dec[src->msg];
+    const Bulkwrite__V1__ShardBatch *sb = d->sb;
+    rd_kafka_message_t *m = x->msgs[src->msg];
+    int has_key = sb->op == BULKWRITE__V1__OP_TYPE__CREATE && d->ot &&
+                  bw_shard_key_for(d->ot->create_route == BW_ROUTE_MD5, (unsigned)x->shard,
+                                   (unsigned)x->ap->conf->shard_count, src->row->id, key) == 0;
+    return (bw_dead_letter_t){.job_id = f->job_id, .part = f->part, .shard = x->shard,
+                              .topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL,
+                              .offset = m->offset, .op = (int)sb->op,
+                              .object_type = sb->object_type, .shard_key = has_key ? key : NULL,
+                              .row = src->row, .columns = sb->columns,
+                              .error_code = f->error_code, .error = f->reason};
+}
+
+/* The most of a refused op's JSON bw_job_failures keeps (longer values are cut, and
+ * the op is marked truncated): a quarter of the statement budget, so that a row, escaped,
+ * always fits a statement; at most 16 KiB. */
+#define FAILURE_OP_MAX 16384
+
 /* The ledger's rows for every message applied now (counts per message) and every op
- * refused, in as many statements as the statement budget takes. */
+ * refused, with the op itself (for a replay), in as many statements as the statement
+ * budget takes. */
 static int record_parts(apply_ctx_t *x, size_t cnt) {
     const bw_config_t *conf = x->ap->conf;
     if (bw_ledger_write_parts(x->db, conf, x->shard, x->parts, cnt, &x->ap->sql))
         return failed_retry(x, "recording job parts"), -1;
-    if (bw_ledger_write_failures(x->db, conf, x->shard, x->failures, x->failure_cnt, statement_budget(x), &x->ap->sql))
-        return failed_retry(x, "recording failed ops"), -1;
+    size_t budget = statement_budget(x), op_max = budget / 4 < FAILURE_OP_MAX ? budget / 4 : FAILURE_OP_MAX;
+    for (size_t i = 0; i < x->failure_cnt; i++) {
+        char key[48];
+        bw_dead_letter_t r = dead_letter_of(x, i, key);
+        x->failures[i].op = bw_dead_letter_op_json(&r, op_max, &x->failures[i].op_truncated);
+    }
+    unsigned err = bw_ledger_write_failures(x->db, conf, x->shard, x->failures, x->failure_cnt, budget, &x->ap->sql);
+    for (size_t i = 0; i < x->failure_cnt; i++) {
+        free((char *)x->failures[i].op);
+        x->failures[i].op = NULL;
+    }
+    if (err) return failed_retry(x, "recording failed ops"), -1;
     return 0;
 }
 
@@ -357,17 +393,8 @@ static int send_dead_letters(apply_ctx_t *x) {
         return 0;
     }
     bw_dead_letter_t *recs = bw_arena_alloc(&x->ap->arena, n * sizeof(*recs));
-    for (size_t i = 0; i < x->failure_cnt; i++) {
-        const bw_ledger_failure_t *f = &x->failures[i];
-        const failure_src_t *src = &x->failure_src[i];
-        const Bulkwrite__V1__ShardBatch *sb = x->dec[src->msg].sb;
-        rd_kafka_message_t *m = x->msgs[src->msg];
-        recs[i] = (bw_dead_letter_t){.job_id = f->job_id, .part = f->part, .shard = x->shard,
-                                     .topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL,
-                                     .offset = m->offset, .op = (int)sb->op,
-                                     .object_type = sb->object_type, .row = src->row, .columns = sb->columns,
-                                     .error_code = f->error_code, .error = f->reason};
-    }
+    char (*keys)[48] = bw_arena_alloc(&x->ap->arena, (x->failure_cnt + 1) * sizeof(*keys));
+    for (size_t i = 0; i < x->failure_cnt; i++) recs[i] = dead_letter_of(x, i, keys[i]);
     if (x->undecodable_cnt) memcpy(recs + x->failure_cnt, x->undecodable, x->undecodable_cnt * sizeof(*recs));
     if (bw_dead_letters_send(x->ap->dead_letters, recs, n, x->res->error, sizeof(x->res->error))) {
         x->res->status = BW_APPLY_RETRY;

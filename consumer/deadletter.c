@@ -98,8 +98,29 @@ static json_t *value_json(const Bulkwrite__V1__Value *v, size_t keep, int *trunc
     return truncated_json(v, data, keep);
 }
 
+static size_t keep_bytes(int level) { return level == KEEP_ALL ? SIZE_MAX : level == KEEP_PREFIX ? PREFIX_BYTES : 0; }
+
+/* The refused op (r->row) as the API encodes it, its values kept as `level` says. */
+static json_t *op_json(const bw_dead_letter_t *r, int level, int *truncated) {
+    const Bulkwrite__V1__Row *row = r->row;
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRIu64, row->id);
+    json_t *op = json_pack("{s:s, s:s, s:s}", "op", bw_op_name(r->op), "object_type", r->object_type, "id", id);
+    if (r->shard_key) json_object_set_new(op, "shard_key", json_string(r->shard_key));
+    if (level == KEEP_NO_FIELDS) return *truncated = 1, op;
+    json_t *fields = json_object();
+    for (size_t f = 0; f < row->n_fields; f++) {
+        const Bulkwrite__V1__RowField *rf = row->fields[f];
+        json_t *v = value_json(rf->value, keep_bytes(level), truncated);
+        if (rf->increment) v = json_pack("{s:o}", "increment", v);
+        json_object_set_new(fields, r->columns[rf->column], v);
+    }
+    json_object_set_new(op, "fields", fields);
+    return op;
+}
+
 static char *record_json(const bw_dead_letter_t *r, int level) {
-    size_t keep = level == KEEP_ALL ? SIZE_MAX : level == KEEP_PREFIX ? PREFIX_BYTES : 0;
+    size_t keep = keep_bytes(level);
     int truncated = level == KEEP_NO_FIELDS;
     json_t *j = json_object();
     if (r->job_id) json_object_set_new(j, "job_id", json_string(r->job_id));
@@ -115,22 +136,8 @@ static char *record_json(const bw_dead_letter_t *r, int level) {
     bw_utf8_sanitize(error);
     json_object_set_new(j, "error", json_string(error));
     if (r->row) {
-        const Bulkwrite__V1__Row *row = r->row;
-        json_object_set_new(j, "op_index", json_integer(row->op_index));
-        char id[24];
-        snprintf(id, sizeof(id), "%" PRIu64, row->id);
-        json_t *op = json_pack("{s:s, s:s, s:s}", "op", bw_op_name(r->op), "object_type", r->object_type, "id", id);
-        if (level != KEEP_NO_FIELDS) {
-            json_t *fields = json_object();
-            for (size_t f = 0; f < row->n_fields; f++) {
-                const Bulkwrite__V1__RowField *rf = row->fields[f];
-                json_t *v = value_json(rf->value, keep, &truncated);
-                if (rf->increment) v = json_pack("{s:o}", "increment", v);
-                json_object_set_new(fields, r->columns[rf->column], v);
-            }
-            json_object_set_new(op, "fields", fields);
-        }
-        json_object_set_new(j, "op", op);
+        json_object_set_new(j, "op_index", json_integer(r->row->op_index));
+        json_object_set_new(j, "op", op_json(r, level, &truncated));
     } else if (r->raw) {
         size_t n = r->raw_len < keep ? r->raw_len : keep;
         char *b = bw_base64(r->raw, n);
@@ -155,6 +162,18 @@ static char *record_json(const bw_dead_letter_t *r, int level) {
 char *bw_dead_letter_json(const bw_dead_letter_t *r, size_t max_bytes) {
     for (int level = KEEP_ALL;; level++) {
         char *out = record_json(r, level);
+        if (strlen(out) <= max_bytes || level == KEEP_NO_FIELDS) return out;
+        free(out);
+    }
+}
+
+char *bw_dead_letter_op_json(const bw_dead_letter_t *r, size_t max_bytes, int *truncated) {
+    for (int level = KEEP_ALL;; level++) {
+        *truncated = 0;
+        json_t *op = op_json(r, level, truncated);
+        char *out = json_dumps(op, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(op);
+        if (!out) abort();
         if (strlen(out) <= max_bytes || level == KEEP_NO_FIELDS) return out;
         free(out);
     }

@@ -27,6 +27,7 @@ typedef struct {
     int64_t offset;
     int op;                   /* bw_op_t */
     const char *object_type;
+    const char *shard_key;    /* a create's: a key that routes to the shard (bw_shard_key_for); NULL otherwise */
     const Bulkwrite__V1__Row *row;
     char *const *columns;     /* ShardBatch.columns the row's fields index */
     unsigned error_code;      /* MySQL error number; 0 if not from MySQL */
@@ -51,6 +52,11 @@ int bw_dead_letters_send(bw_dead_letters_t *dl, const bw_dead_letter_t *recs, si
  * record has "truncated": true. An undecodable message's payload is cut the same way
  * (payload_length, payload_sha256). Exposed for tests. */
 char *bw_dead_letter_json(const bw_dead_letter_t *r, size_t max_bytes);
+
+/* The refused op of r (r->row set) alone, as the record's "op" (malloc'd): whole when its
+ * JSON is at most max_bytes, else cut as bw_dead_letter_json cuts it, and *truncated set
+ * (bw_job_failures keeps it for a replay: docs/jobs.md). */
+char *bw_dead_letter_op_json(const bw_dead_letter_t *r, size_t max_bytes, int *truncated);
 
 /* The longest record sent for `conf`: under the producer's message.max.bytes. */
 size_t bw_dead_letter_max_bytes(const bw_config_t *conf);

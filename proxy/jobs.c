@@ -45,6 +45,7 @@ typedef struct named {
     char lane[40];
     char client[72];
     char name[132];
+    char replay_of[33];      /* the job its parts name as the one they replay ("" none) */
     struct named *hnext;
 } named_t;
 
@@ -207,6 +208,7 @@ static void note_part(bw_jobs_t *j, const Bulkwrite__V1__JobRecord *r) {
     }
     if (r->created_at_ms && r->created_at_ms < n->created_at_ms) n->created_at_ms = r->created_at_ms;
     if (r->job_last && n->last < 0) n->last = r->job_part; /* the first seal stands (the proxy refuses another) */
+    if (r->replay_of && r->replay_of[0] && !n->replay_of[0]) snprintf(n->replay_of, sizeof(n->replay_of), "%s", r->replay_of);
 }
 
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
@@ -339,6 +341,7 @@ int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out) {
         snprintf(out->lane, sizeof(out->lane), "%s", n->lane);
         snprintf(out->client, sizeof(out->client), "%s", n->client);
         snprintf(out->name, sizeof(out->name), "%s", n->name);
+        snprintf(out->replay_of, sizeof(out->replay_of), "%s", n->replay_of);
     }
     pthread_mutex_unlock(&j->mu);
     return n ? 0 : -1;
@@ -397,6 +400,7 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
     rec.job_name = info.name;
     rec.client = info.client;
     rec.lane = info.lane;
+    rec.replay_of = info.replay_of;
     rec.created_at_ms = info.created_at_ms;
     rec.job_last = info.last >= 0;
     rec.job_part = info.last >= 0 ? (uint32_t)info.last : 0;
@@ -577,6 +581,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
     st->job_name = strdup("");
     st->request_id = strdup(rec->request_id ? rec->request_id : "");
     st->lane = strdup(rec->lane && rec->lane[0] ? rec->lane : "default");
+    st->replay_of = strdup(rec->replay_of ? rec->replay_of : "");
     st->created_at_ms = rec->created_at_ms;
     st->rejected = rec->rejected;
     st->n_shards = rec->n_shards;
@@ -662,6 +667,7 @@ void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st) {
     free(st->cancelled_by);
     free(st->cancel_reason);
     free(st->job_name);
+    free(st->replay_of);
     free(st->request_id);
     free(st->lane);
     for (size_t i = 0; i < st->n_shards; i++) {
@@ -704,6 +710,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
                           (json_int_t)st->rejected, "finished", st->finished, "shards", shards, "failures", fails);
     json_object_set_new(j, "lost", json_integer(st->lost));
     json_object_set_new(j, "lane", json_string(st->lane ? st->lane : "default"));
+    if (st->replay_of && st->replay_of[0]) json_object_set_new(j, "replay_of", json_string(st->replay_of));
     if (st->named) {
         json_object_set_new(j, "job", json_string(st->job_name ? st->job_name : ""));
         json_object_set_new(j, "parts", json_integer(st->parts));
@@ -719,5 +726,137 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
     }
     char *out = json_dumps(j, JSON_COMPACT);
     json_decref(j);
+    return out;
+}
+
+/* ---- paged failures --------------------------------------------------------------------- */
+
+int bw_jobs_cursor_parse(const char *text, bw_jobs_cursor_t *c) {
+    unsigned long s, p, i;
+    int used = -1;
+    if (sscanf(text, "%lu-%lu-%lu%n", &s, &p, &i, &used) != 3 || used < 0 || text[used] || s > INT32_MAX ||
+        p > UINT32_MAX || i > UINT32_MAX || strspn(text, "0123456789-") != strlen(text))
+        return -1;
+    *c = (bw_jobs_cursor_t){.set = 1, .shard = (int)s, .part = (uint32_t)p, .op_index = (uint32_t)i};
+    return 0;
+}
+
+static int shard_cmp(const void *a, const void *b) {
+    const bw_ledger_job_shard_t *x = a, *y = b;
+    return (x->shard > y->shard) - (x->shard < y->shard);
+}
+
+/* One failure of the page as the API shows it; the stored op parsed back (null if none). */
+static json_t *failure_json(const bw_ledger_failure_t *f, int named, const char *reason) {
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRIu64, f->object_id);
+    json_t *op = f->op ? json_loads(f->op, 0, NULL) : NULL;
+    json_t *o = json_pack("{s:i, s:i, s:s, s:i, s:s, s:o, s:b}", "shard", (json_int_t)f->shard, "op_index",
+                          (json_int_t)f->op_index, "id", id, "error_code", (json_int_t)f->error_code, "reason", reason,
+                          "op", op ? op : json_null(), "op_truncated", f->op_truncated);
+    if (named) json_object_set_new(o, "job_part", json_integer(f->job_part));
+    return o;
+}
+
+char *bw_jobs_failures_json(const bw_config_t *conf, const Bulkwrite__V1__JobRecord *rec, const char *job_id,
+                            int named, int admin, const bw_jobs_cursor_t *after, unsigned code, const char *reason,
+                            size_t limit, char *err, size_t esz) {
+    /* the shards of the job from the cursor's on, by number, with their failed counts */
+    bw_ledger_job_shard_t *shards = calloc(rec->n_shards + 1, sizeof(*shards));
+    size_t n = 0;
+    for (size_t i = 0; i < rec->n_shards; i++)
+        if ((int)rec->shards[i]->shard < conf->shard_count && (!after->set || (int)rec->shards[i]->shard >= after->shard))
+            shards[n++].shard = (int)rec->shards[i]->shard;
+    qsort(shards, n, sizeof(*shards), shard_cmp);
+    MYSQL **dbs = calloc((size_t)conf->server_cnt, sizeof(*dbs));
+    bw_ledger_job_shard_t *mine = calloc(n + 1, sizeof(*mine));
+    size_t chunk = limit < 100 ? 100 : limit; /* rows read at a time: a filter may drop many */
+    bw_ledger_failure_t *rows = calloc(chunk, sizeof(*rows));
+    json_t *page = json_array();
+    bw_buf_t q;
+    bw_buf_init(&q);
+    char *out = NULL;
+    int failed = 0;
+    for (int sv = 0; sv < conf->server_cnt && !failed; sv++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (conf->shard_server[shards[i].shard] == sv) mine[m++].shard = shards[i].shard;
+        if (!m) continue;
+        if (!(dbs[sv] = bw_db_connect_as(conf, sv, BW_DB_PROXY, err, esz)) ||
+            bw_ledger_read_job(dbs[sv], conf, job_id, named, mine, m, &q)) {
+            failed = 1;
+            if (dbs[sv]) snprintf(err, esz, "%s", mysql_error(dbs[sv]));
+            if (!admin) snprintf(err, esz, "a shard's ledger could not be read");
+            break;
+        }
+        for (size_t k = 0; k < m; k++)
+            for (size_t i = 0; i < n; i++)
+                if (shards[i].shard == mine[k].shard) shards[i].failed = mine[k].failed;
+    }
+    bw_jobs_cursor_t next = {0};
+    size_t kept = 0;
+    for (size_t i = 0; i < n && !failed && kept < limit; i++) {
+        if (!shards[i].failed) continue;
+        MYSQL *db = dbs[conf->shard_server[shards[i].shard]];
+        char after_id[33];
+        uint32_t after_op = 0;
+        int from_cursor = after->set && shards[i].shard == after->shard;
+        if (from_cursor) {
+            if (named) bw_ledger_part_id(job_id, after->part, after_id);
+            else snprintf(after_id, sizeof(after_id), "%s", job_id);
+            after_op = after->op_index;
+        }
+        /* reasons are filtered as the caller sees them (scrubbed for others than admins),
+         * so rows are read in chunks until the page is full or the shard has no more */
+        for (;;) {
+            size_t got;
+            if (bw_ledger_read_failures_page(db, conf, job_id, named, shards[i].shard, from_cursor ? after_id : NULL,
+                                             after_op, code, chunk, rows, &got, &q)) {
+                snprintf(err, esz, "%s", admin ? mysql_error(db) : "a shard's ledger could not be read");
+                failed = 1;
+                break;
+            }
+            for (size_t r = 0; r < got; r++) {
+                bw_ledger_failure_t *f = &rows[r];
+                char what[128];
+                const char *shown = admin ? f->reason : bw_scrub_failure(f->error_code, f->reason, what, sizeof(what));
+                if (kept < limit && (!reason || strstr(shown, reason))) {
+                    json_array_append_new(page, failure_json(f, named, shown));
+                    if (++kept == limit) next = (bw_jobs_cursor_t){1, f->shard, f->job_part, f->op_index};
+                }
+                if (r == got - 1) {
+                    snprintf(after_id, sizeof(after_id), "%s", f->part_id);
+                    after_op = f->op_index;
+                    from_cursor = 1;
+                }
+                bw_ledger_failure_free(f);
+            }
+            if (got < chunk || kept == limit) break;
+        }
+    }
+    if (!failed) {
+        json_t *j = json_pack("{s:s, s:o}", "job_id", job_id, "failures", page);
+        page = NULL;
+        if (next.set) {
+            char c[64];
+            snprintf(c, sizeof(c), "%d-%" PRIu32 "-%" PRIu32, next.shard, next.part, next.op_index);
+            json_object_set_new(j, "next", json_string(c));
+        } else {
+            json_object_set_new(j, "next", json_null());
+        }
+        out = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+    }
+    json_decref(page);
+    for (int sv = 0; sv < conf->server_cnt; sv++)
+        if (dbs[sv]) {
+            mysql_rollback(dbs[sv]);
+            mysql_close(dbs[sv]);
+        }
+    bw_buf_free(&q);
+    free(dbs);
+    free(mine);
+    free(rows);
+    free(shards);
     return out;
 }

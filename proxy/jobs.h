@@ -53,6 +53,7 @@ typedef struct {
     int64_t last;            /* the last part of a sealed job; -1 while it is open */
     int64_t created_at_ms;
     char lane[40], client[72], name[132];
+    char replay_of[33];      /* the job its parts replay ("" none) */
 } bw_jobs_named_t;
 /* 0 with *out filled, -1 if no part of the named job `job_id` was read. */
 int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out);
@@ -89,5 +90,25 @@ int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const char *lane, co
 void bw_jobs_lane_lost(const Bulkwrite__V1__ShardStatus *st, const char *lane, int64_t *from, int64_t *to);
 
 #define BW_JOB_FAILURE_SAMPLE 20
+
+/* Where a page of failures ends: the last failure it holds (shard, part, op_index). */
+typedef struct {
+    int set;
+    int shard;
+    uint32_t part, op_index;
+} bw_jobs_cursor_t;
+/* Reads a cursor as the API writes it ("SHARD-PART-OP_INDEX"). 0, or -1 if malformed. */
+int bw_jobs_cursor_parse(const char *text, bw_jobs_cursor_t *c);
+
+/* GET /v1/jobs/{id}/failures: one page (JSON, malloc'd) of at most `limit` failures of
+ * the job, by shard, part and op index, after the cursor `after` (set: the page goes on
+ * from there), each with its op as it was sent (for a replay: docs/jobs.md); of MySQL
+ * error `code` when not 0, whose reason (as the caller sees it: scrubbed unless admin)
+ * contains `reason` when not NULL. "next" is the cursor of the next page, null on the
+ * last one. The ledgers are read as proxy_user. NULL with err when a shard's ledger
+ * could not be read. */
+char *bw_jobs_failures_json(const bw_config_t *conf, const Bulkwrite__V1__JobRecord *rec, const char *job_id,
+                            int named, int admin, const bw_jobs_cursor_t *after, unsigned code, const char *reason,
+                            size_t limit, char *err, size_t esz);
 
 #endif

@@ -66,6 +66,7 @@ typedef enum {
     X_JOB,        /* job's value */
     X_JOB_PART,   /* job_part's value */
     X_JOB_LAST,   /* job_last's value */
+    X_REPLAY_OF,  /* replay_of's value */
     X_OP_ITEM,    /* an op, or the end of ops */
     X_OP_KEY,     /* a member of an op, or its end */
     X_OP_OP,      /* values of the op's members */
@@ -82,7 +83,7 @@ typedef enum {
     X_DONE,
 } json_expect_t;
 
-enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_JOB = 8, SEEN_JOB_PART = 16, SEEN_JOB_LAST = 32, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
+enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_JOB = 8, SEEN_JOB_PART = 16, SEEN_JOB_LAST = 32, SEEN_REPLAY_OF = 64, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
 
 typedef struct {
     bw_arena_t *a;
@@ -108,7 +109,7 @@ typedef struct {
     Bulkwrite__V1__Value v;
 } json_field_block_t;
 
-#define TOP_MEMBERS "(expected request_id: string, lane: string, job: string, job_part: integer, job_last: boolean, ops: array)"
+#define TOP_MEMBERS "(expected request_id: string, lane: string, job: string, job_part: integer, job_last: boolean, replay_of: string, ops: array)"
 #define JFAIL(...) do { snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
 #define JMALFORMED(...) do { x->malformed = 1; snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
 
@@ -122,6 +123,7 @@ static int json_mistyped(json_ctx_t *x, const char *what) {
     case X_REQUEST_ID: JFAIL("unknown or mistyped member \"request_id\" " TOP_MEMBERS);
     case X_LANE: JFAIL("unknown or mistyped member \"lane\" " TOP_MEMBERS);
     case X_JOB: JFAIL("unknown or mistyped member \"job\" " TOP_MEMBERS);
+    case X_REPLAY_OF: JFAIL("unknown or mistyped member \"replay_of\" (a job id: 32 hex digits)");
     case X_JOB_PART: JFAIL("unknown or mistyped member \"job_part\" (an integer from 0 to 4294967295)");
     case X_JOB_LAST: JFAIL("unknown or mistyped member \"job_last\" (true or false)");
     case X_OPS: JFAIL("unknown or mistyped member \"ops\" " TOP_MEMBERS);
@@ -323,6 +325,13 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
         x->expect = X_TOP_KEY;
         return 1;
     }
+    case X_REPLAY_OF: {
+        const unsigned char *nul = memchr(s, 0, len); /* it would cut the id short */
+        if (nul) JFAIL("replay_of contains a control character (NUL) at byte %zu", (size_t)(nul - s));
+        x->req->replay_of = json_cstring(x, s, len); /* a job id: checked by the proxy */
+        x->expect = X_TOP_KEY;
+        return 1;
+    }
     case X_LANE: {
         const unsigned char *nul = memchr(s, 0, len); /* it would cut the name short */
         if (nul) JFAIL("lane contains a control character (NUL) at byte %zu", (size_t)(nul - s));
@@ -473,6 +482,7 @@ static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
         if (KEY_IS("job")) MEMBER(seen_top, SEEN_JOB, X_JOB);
         if (KEY_IS("job_part")) MEMBER(seen_top, SEEN_JOB_PART, X_JOB_PART);
         if (KEY_IS("job_last")) MEMBER(seen_top, SEEN_JOB_LAST, X_JOB_LAST);
+        if (KEY_IS("replay_of")) MEMBER(seen_top, SEEN_REPLAY_OF, X_REPLAY_OF);
         JFAIL("unknown or mistyped member \"%.*s\" " TOP_MEMBERS, (int)(len > 100 ? 100 : len),
               (const char *)s);
     case X_OP_KEY:

@@ -44,6 +44,7 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
     req->request_id = "";
     req->lane = "";
     req->job = "";
+    req->replay_of = "";
     Bulkwrite__V1__Op *ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*ops));
     req->ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*req->ops));
     while (r.p < r.end) {
@@ -68,6 +69,14 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
                 return NULL;
             }
             req->job = bw_pbd_string(a, d, n);
+        } else if (field == 7) {
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
+            const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
+            if (nul) {
+                snprintf(err, esz, "replay_of contains a control character (NUL) at byte %zu", (size_t)(nul - d));
+                return NULL;
+            }
+            req->replay_of = bw_pbd_string(a, d, n);
         } else if (field == 1 || field == 2 || field == 3) {
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
             if (field == 3) {

@@ -2,7 +2,7 @@
  * tokens and client certificates, auth.c and tls.c, on the listener that serves the
  * endpoint, admin.c), which handler serves the URL, and the error replies.
  *
- * POST /v1/batches goes to submit.c; GET /v1/jobs/{id}, GET /v1/shards, GET
+ * POST /v1/batches goes to submit.c; GET /v1/jobs/{id}, GET /v1/jobs/{id}/failures, GET /v1/shards, GET
  * /v1/check/{n} and the shard and server control POSTs are served here, with the ops
  * endpoints (/metrics, /healthz, /readyz) from daemon.c. With proxy.auth.clients_file
  * every endpoint but /healthz (and /metrics, /readyz with proxy.auth.open_metrics)
@@ -151,6 +151,38 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
     }
     bw_jobs_status_free(&st);
     return ret;
+}
+
+/* GET /v1/jobs/{id}/failures[?limit=N&after=CURSOR&code=N&reason=TEXT]: a page of the
+ * job's refused ops with the ops themselves (bw_jobs_failures_json); the owner's or an
+ * admin's, reasons scrubbed for others (as the status). */
+static enum MHD_Result handle_failures(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
+    int admin = !client || (client->roles & BW_ROLE_ADMIN);
+    const char *limit_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    const char *after_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
+    const char *code_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "code");
+    const char *reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason");
+    char *end;
+    long limit = 100, code = 0;
+    if (limit_s && ((limit = strtol(limit_s, &end, 10)) < 1 || limit > 1000 || *end || end == limit_s))
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "limit: an integer from 1 to 1000, not \"%.32s\"", limit_s);
+    if (code_s && ((code = strtol(code_s, &end, 10)) < 1 || code > 65535 || *end || end == code_s))
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "code: a MySQL error number (1 to 65535), not \"%.32s\"",
+                              code_s);
+    bw_jobs_cursor_t after = {0};
+    if (after_s && bw_jobs_cursor_parse(after_s, &after))
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "after: a cursor from a page's \"next\", not \"%.64s\"", after_s);
+    Bulkwrite__V1__JobRecord *rec;
+    enum MHD_Result ret;
+    if (find_job(c, id, client, &rec, &ret)) return ret;
+    bw_jobs_named_t named;
+    int is_named = rec->job && strcmp(rec->job, id) == 0 && bw_jobs_named(proxy.jobs, id, &named) == 0;
+    char err[512] = "";
+    char *body = bw_jobs_failures_json(proxy.conf, rec, id, is_named, admin, &after, (unsigned)code,
+                                       reason && reason[0] ? reason : NULL, (size_t)limit, err, sizeof(err));
+    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    if (!body) return bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "job %s: %s; ask again", id, err);
+    return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
 }
 
 /* DELETE /v1/jobs/{id}[?reason=TEXT]: the job's cancellation goes to the control topic
@@ -374,6 +406,12 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
     }
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
     int admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */
+    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0 && strlen(url) == 9 + 32 + 9 &&
+        strcmp(url + 9 + 32, "/failures") == 0) {
+        char id[33];
+        snprintf(id, sizeof(id), "%.32s", url + 9);
+        return handle_failures(c, id, client);
+    }
     if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9, client);
     if (strcmp(method, "DELETE") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_cancel(c, url + 9, client);
     if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {

@@ -162,6 +162,34 @@ static unsigned join_named(submit_t *s) {
     return 0;
 }
 
+/* replay_of, when set, names a job this caller may read (its own, or any for an admin),
+ * other than the request's own. */
+static unsigned check_replay_of(submit_t *s) {
+    const char *id = s->req->replay_of;
+    if (!id || !id[0]) return 0;
+    if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
+        return stop(s, MHD_HTTP_BAD_REQUEST, "replay_of: a job id is 32 lower-case hex digits, not \"%.64s\"", id);
+    const char *own = s->named_job[0] ? s->named_job : s->job_id;
+    if (strcmp(id, own) == 0) return stop(s, MHD_HTTP_BAD_REQUEST, "replay_of: job %s cannot be a replay of itself", id);
+    const bw_auth_client_t *caller = s->up->client;
+    int admin = !caller || (caller->roles & BW_ROLE_ADMIN), found = 0;
+    bw_jobs_named_t info;
+    void *raw;
+    size_t len;
+    if (bw_jobs_named(proxy.jobs, id, &info) == 0) {
+        found = admin || strcmp(info.client, s->client) == 0;
+    } else if (bw_jobs_record(proxy.jobs, id, &raw, &len) == 0) {
+        Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+        found = rec && (admin || strcmp(rec->client, s->client) == 0);
+        if (rec) bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+        free(raw);
+    }
+    if (!found)
+        return stop(s, MHD_HTTP_BAD_REQUEST, "replay_of: no job %s (a replay names the job whose failed ops it sends "
+                    "again: bwctl dead-letters)", id);
+    return 0;
+}
+
 /* The job id, and a request_id's (or a named job's part's) earlier use: a resend must be
  * the same body. A cancelled job takes nothing more. */
 static unsigned name_job(submit_t *s) {
@@ -176,6 +204,7 @@ static unsigned name_job(submit_t *s) {
     } else if (bw_request_job_id(req, s->client, secret, strlen(secret), s->job_id, s->err, sizeof(s->err))) {
         return s->status = MHD_HTTP_BAD_REQUEST;
     }
+    if (check_replay_of(s)) return s->status;
     s->has_rid = s->named_job[0] || (req->request_id && req->request_id[0]);
     const char *job = s->named_job[0] ? s->named_job : s->job_id;
     if (s->has_rid && bw_shard_table_job_cancelled(proxy.shards, job))
@@ -393,6 +422,7 @@ static void record_job(submit_t *s) {
     rec.n_accepted_parts = n_parts;
     rec.client = (char *)(s->client ? s->client : "");
     rec.complete = !s->backlog_ops && !s->failed_ops;
+    rec.replay_of = (char *)(req->replay_of ? req->replay_of : "");
     if (s->named_job[0]) {
         rec.job = s->named_job;
         rec.job_name = req->job;

@@ -1,8 +1,18 @@
 # jobs.sh — jobs as client teams run them (docs/jobs.md): one named job across many
-# requests, resumed after a kill; a job cancelled half-way. Sourced by e2e.sh (check,
+# requests, resumed after a kill; a job cancelled half-way; a job's failures read page by
+# page and its dead letters sent again, after a fix, as a job linked to it. Sourced by e2e.sh (check,
 # wait_for, paused_sum, WORK, PROXY, DB_A, C1, C2, BWCTL), so it runs with both Kafka modes.
 
 job_json() { curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$1"; }
+# post_refused CODE TEXT BODY: POST /v1/batches with BODY (JSON, or @FILE) gets HTTP CODE
+# and a reply that contains TEXT
+post_refused() {
+    local code
+    code=$(curl -s -o "$WORK/refused.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$3" \
+        "http://127.0.0.1:$PROXY/v1/batches")
+    cat "$WORK/refused.json"
+    [ "$code" = "$1" ] && grep -qF -- "$2" "$WORK/refused.json"
+}
 # the sum of a metric over both consumers
 consumers_metric() {
     for port in $C1 $C2; do curl -sf "http://127.0.0.1:$port/metrics"; done |
@@ -57,21 +67,13 @@ jobs_tests() {
     check "... its status is exact: $ops submitted and applied, none failed, 300 parts, sealed" job_exact
     check "... and the table holds each of the $ops pins once" test "$(pins_in 20000000 $last)" = "$ops"
     job_part_past_end() {
-        local code
-        code=$(curl -s -o "$WORK/job-past.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary \
-            '{"job":"ingest-300k","job_part":300,"ops":[{"op":"delete","object_type":"pin","id":68719476737}]}' \
-            "http://127.0.0.1:$PROXY/v1/batches")
-        cat "$WORK/job-past.json"
-        [ "$code" = 409 ] && grep -q 'sealed with part 299 as its last' "$WORK/job-past.json"
+        post_refused 409 'sealed with part 299 as its last' \
+            '{"job":"ingest-300k","job_part":300,"ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
     }
     check "a part past a sealed job's last is refused (409)" job_part_past_end
     job_rid_and_name() {
-        local code
-        code=$(curl -s -o "$WORK/job-rid.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary \
-            '{"job":"x","request_id":"y","ops":[{"op":"delete","object_type":"pin","id":68719476737}]}' \
-            "http://127.0.0.1:$PROXY/v1/batches")
-        cat "$WORK/job-rid.json"
-        [ "$code" = 400 ] && grep -q 'leave request_id empty' "$WORK/job-rid.json"
+        post_refused 400 'leave request_id empty' \
+            '{"job":"x","request_id":"y","ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
     }
     check "a named job's part with a request_id too is refused, saying why (400)" job_rid_and_name
 
@@ -117,14 +119,101 @@ jobs_tests() {
         test "$(pins_in 21000000 21000099),$(pins_in 21000100 21000299)" = "100,0"
     check "... the consumers counted 200 cancelled ops" \
         test "$(( $(consumers_metric bulkwrite_consumer_ops_cancelled_total) - cancelled_before ))" = 200
-    cancelled_takes_nothing() {
-        local code
-        code=$(curl -s -o "$WORK/cancel-more.json" -w '%{http_code}' -H 'Content-Type: application/json' \
-            --data-binary @"$WORK/cancel-part-1.json" "http://127.0.0.1:$PROXY/v1/batches")
-        cat "$WORK/cancel-more.json"
-        [ "$code" = 409 ] && grep -q 'was cancelled' "$WORK/cancel-more.json"
-    }
+    cancelled_takes_nothing() { post_refused 409 'was cancelled' @"$WORK/cancel-part-1.json"; }
     check "a cancelled job takes no more parts (409)" cancelled_takes_nothing
     watch_cancelled() { "${BWCTL[@]}" watch --timeout 30 "$cjob"; [ $? = 1 ]; }
     check "bwctl watch of the cancelled job ends with exit 1 (ops cancelled)" watch_cancelled
+    replay_tests
+}
+
+# -- failures page by page, dead letters replayed after a fix ----------------------------
+# 300 creates of shard 0 as one job of 3 parts; 200 of their ids are taken by stale rows
+# (a half-done earlier load), so those 200 fail as duplicates (1062). Their pages are read
+# with the cursor, bwctl dead-letters writes them as a file, the stale rows are deleted
+# (the fix), and the file sent back applies all 200: the table ends with the 300 rows as
+# the source file gives them.
+replay_tests() {
+    local base=22000000 lo hi
+    lo=$(( (1 << 36) | base )) hi=$(( (1 << 36) | (base + 299) ))
+    awk -v n=300 -v lo=$lo 'BEGIN { for (i = 0; i < n; i++)
+        printf "{\"op\":\"create\",\"object_type\":\"pin\",\"id\":%d,\"shard_key\":\"42\",\"fields\":{\"owner_id\":42,\"title\":\"feed-%d\"}}\n",
+            lo + i, i }' >"$WORK/replay-src.jsonl"
+    awk -v lo=$lo 'BEGIN { for (i = 0; i < 300; i++) printf "%d\tfeed-%d\n", lo + i, i }' >"$WORK/replay-expected.tsv"
+    local sql=(mariadb -h127.0.0.1 -P$DB_A -uroot -N)
+    check "200 of the job's ids are taken by stale rows on shard 0" \
+        "${sql[@]}" -D db00000 -e "INSERT INTO db00000.pins (id, owner_id, title) SELECT $lo + seq, 42, 'stale' FROM seq_0_to_299 WHERE seq % 3 <> 0"
+    local rjob
+    replay_first() {
+        "${BWCTL[@]}" submit --batch 100 "$WORK/replay-src.jsonl" >"$WORK/replay-1.out" 2>"$WORK/replay-1.err" || return 1
+        rjob=$(head -n 1 "$WORK/replay-1.out")
+        "${BWCTL[@]}" watch --timeout 120 "$rjob" 2>"$WORK/replay-1-watch.err"
+        [ $? = 1 ] && job_json "$rjob" | tee "$WORK/replay-1.json" |
+            jq -e '.finished and .applied == 100 and .failed == 200 and .parts == 3' >/dev/null
+    }
+    check "a job of 300 creates over 3 parts: 100 applied, 200 refused as duplicates" replay_first
+    rjob=$(head -n 1 "$WORK/replay-1.out")
+    pages_of_50() { # every page of 50 by the cursor: 200 distinct failures, each with its op
+        local after="" n=0
+        : >"$WORK/replay-pages.jsonl"
+        while :; do
+            curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$rjob/failures?limit=50${after:+&after=$after}" >"$WORK/replay-page.json" || return 1
+            jq -c '.failures[]' "$WORK/replay-page.json" >>"$WORK/replay-pages.jsonl"
+            after=$(jq -r '.next // empty' "$WORK/replay-page.json")
+            n=$((n + 1))
+            [ -n "$after" ] || break
+            [ $n -lt 10 ] || return 1
+        done
+        echo "# $n pages"
+        [ "$(wc -l <"$WORK/replay-pages.jsonl")" = 200 ] &&
+            [ "$(jq -r '"\(.job_part)-\(.op_index)"' "$WORK/replay-pages.jsonl" | sort -u | wc -l)" = 200 ] &&
+            jq -e -s 'all(.[]; .error_code == 1062 and .shard == 0 and (.reason | startswith("Duplicate entry"))
+                           and .op.fields.title != null and .op.shard_key != null and .op_truncated == false)' \
+                "$WORK/replay-pages.jsonl" >/dev/null
+    }
+    check "GET /v1/jobs/{id}/failures, 50 a page with the cursor: the 200 failures once each, with their ops" pages_of_50
+    filters() {
+        local long dup
+        long=$(curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$rjob/failures?code=1406" | jq '.failures | length')
+        dup=$(curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$rjob/failures?limit=1000&code=1062&reason=Duplicate%20entry" |
+            jq '.failures | length')
+        echo "# code=1406: $long, code=1062 and reason 'Duplicate entry': $dup"
+        [ "$long" = 0 ] && [ "$dup" = 200 ]
+    }
+    check "... filtered by error code and by reason" filters
+    bad_cursor() {
+        local code
+        code=$(curl -s -o "$WORK/replay-bad.json" -w '%{http_code}' "http://127.0.0.1:$PROXY/v1/jobs/$rjob/failures?after=x")
+        cat "$WORK/replay-bad.json"
+        [ "$code" = 400 ] && grep -q 'after: a cursor' "$WORK/replay-bad.json"
+    }
+    check "... a malformed cursor is refused, saying what a cursor is (400)" bad_cursor
+    dead_letters_file() {
+        "${BWCTL[@]}" dead-letters "$rjob" >"$WORK/replay-fix.jsonl" 2>"$WORK/replay-dl.err" || return 1
+        cat "$WORK/replay-dl.err"
+        [ "$(head -n 1 "$WORK/replay-fix.jsonl")" = "{\"replay_of\":\"$rjob\"}" ] &&
+            [ "$(wc -l <"$WORK/replay-fix.jsonl")" = 201 ]
+    }
+    check "bwctl dead-letters prints the 200 ops after a replay_of line" dead_letters_file
+    check "the fix: the stale rows are deleted" \
+        "${sql[@]}" -e "DELETE FROM db00000.pins WHERE id BETWEEN $lo AND $hi AND title = 'stale'"
+    replay_second() {
+        "${BWCTL[@]}" submit "$WORK/replay-fix.jsonl" >"$WORK/replay-2.out" 2>"$WORK/replay-2.err" || return 1
+        local njob
+        njob=$(head -n 1 "$WORK/replay-2.out")
+        "${BWCTL[@]}" watch --timeout 120 "$njob" 2>/dev/null &&
+            job_json "$njob" | tee "$WORK/replay-2.json" |
+            jq -e --arg old "$rjob" '.finished and .applied == 200 and .failed == 0 and .replay_of == $old' >/dev/null &&
+            [ "$njob" != "$rjob" ]
+    }
+    check "bwctl submit of that file: a new job, linked to the old one (replay_of), applies all 200" replay_second
+    replay_rows() {
+        "${sql[@]}" -e "SELECT id, title FROM db00000.pins WHERE id BETWEEN $lo AND $hi ORDER BY id" >"$WORK/replay-rows.tsv"
+        diff "$WORK/replay-expected.tsv" "$WORK/replay-rows.tsv" >/dev/null
+    }
+    check "... the table holds the 300 rows as the file gave them (row by row)" replay_rows
+    replay_unknown() {
+        post_refused 400 'replay_of: no job' \
+            '{"replay_of":"0123456789abcdef0123456789abcdef","ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
+    }
+    check "a replay_of naming no job is refused (400)" replay_unknown
 }

@@ -5,6 +5,8 @@
  *   submit FILE          send ops from JSON lines or CSV, in batches, with a progress bar
  *   watch JOB_ID         follow a job until it is finished: progress bar and ETA
  *   job JOB_ID           print a job's status (JSON)
+ *   cancel JOB_ID        skip the job's ops not applied yet
+ *   dead-letters JOB_ID  the job's refused ops, as a file to fix and submit again
  *   shards               a table of every shard: budgets, paused, lag, recent errors
  *   set-rate SHARD [RATE] [--rows ROWS] [--pin|--unpin]
  *                        set a shard's budget: statements/s (0 = unlimited) and/or rows/s
@@ -167,6 +169,7 @@ typedef struct {
     size_t batch;
     char job[140];           /* the job's name: --job, or derived from the first request's ops */
     char job_id[33];         /* from the first reply */
+    char replay_of[33];      /* the file's {"replay_of": JOB_ID} line (bwctl dead-letters), or "" */
     long next_part;          /* parts below it the proxy has whole already (a resumed run): not sent */
     int retry_s;
     long sent, accepted, rejected, requests, resent, skipped;
@@ -262,10 +265,15 @@ static int flush_batch(submit_t *sb, int last) {
     if (!n) return 0;
     long part = sb->requests++;
     if (!sb->job[0]) {
-        /* resumable: the same file gives the same name, and each part the same body */
+        /* resumable: the same file gives the same name, and each part the same body (a
+         * replay's job also differs from every other job's replay of the same ops) */
         char *ops = json_dumps(sb->ops, JSON_COMPACT);
         unsigned char d[SHA256_DIGEST_LENGTH];
-        SHA256((const unsigned char *)ops, strlen(ops), d);
+        bw_buf_t named;
+        bw_buf_init(&named);
+        bw_buf_printf(&named, "%s%s", sb->replay_of, ops);
+        SHA256((const unsigned char *)named.data, named.len, d);
+        bw_buf_free(&named);
         free(ops);
         int k = snprintf(sb->job, sizeof(sb->job), "bwctl-");
         for (int i = 0; i < 12; i++) k += snprintf(sb->job + k, sizeof(sb->job) - (size_t)k, "%02x", d[i]);
@@ -278,6 +286,7 @@ static int flush_batch(submit_t *sb, int last) {
     }
     json_t *req = json_pack("{s:s, s:I, s:b, s:O}", "job", sb->job, "job_part", (json_int_t)part, "job_last", last,
                             "ops", sb->ops);
+    if (sb->replay_of[0]) json_object_set_new(req, "replay_of", json_string(sb->replay_of));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     bw_buf_t resp;
@@ -436,6 +445,8 @@ static int cmd_submit(int argc, char **argv) {
         "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
         "         an empty cell leaves a field out, \\N is null; cells are UTF-8 (bytes: base64),\n"
         "         a line with a cell that is not is refused and named, the others still sent\n"
+        "A first line {\"replay_of\": JOB_ID} (bwctl dead-letters writes it) links the job to\n"
+        "the one whose failed ops it sends again.\n"
         "The job is named by --job, or by the sha256 of its first part's ops (bwctl-<hex>):\n"
         "running the same command again after a crash or a kill resumes the job, sending only\n"
         "the parts the proxy does not hold whole, and no op applies twice. To apply the same\n"
@@ -503,6 +514,18 @@ static int cmd_submit(int argc, char **argv) {
         if (!op) {
             fprintf(stderr, "line %ld: %s\n", lineno, err);
             bad++;
+            continue;
+        }
+        /* a dead-letters file's first line: the job it replays */
+        json_t *replay = json_object_get(op, "replay_of");
+        if (!csv && json_is_string(replay) && json_object_size(op) == 1) {
+            if (sb.requests || json_array_size(sb.ops) || sb.replay_of[0] || strlen(json_string_value(replay)) != 32) {
+                fprintf(stderr, "line %ld: {\"replay_of\": JOB_ID} is a file's first line, once, with a job id\n", lineno);
+                bad++;
+            } else {
+                snprintf(sb.replay_of, sizeof(sb.replay_of), "%s", json_string_value(replay));
+            }
+            json_decref(op);
             continue;
         }
         /* a full batch goes once the next op shows it is not the last */
@@ -617,6 +640,91 @@ static int cmd_watch(int argc, char **argv) {
         }
         usleep((useconds_t)(interval * 1e6));
     }
+}
+
+/* bwctl dead-letters: every failed op of a job, page by page (GET /v1/jobs/{id}/failures),
+ * as a file bwctl submit sends again: a first line {"replay_of": JOB_ID}, then the ops. */
+static int cmd_dead_letters(int argc, char **argv) {
+    static const char help[] =
+        "usage: bwctl dead-letters [--code N] [--reason TEXT] [--list] JOB_ID\n"
+        "Prints the ops of the job that the shards refused, as JSON lines that bwctl submit\n"
+        "accepts: fix the cause (or the ops), then send the file as a new job linked to this\n"
+        "one (its first line, {\"replay_of\": JOB_ID}, makes the link; the new job's status\n"
+        "shows it). --code keeps the ops refused with that MySQL error number, --reason those\n"
+        "whose reason contains TEXT. --list prints each failure (shard, part, op, id, error,\n"
+        "reason, op) instead. An op kept without its long values (over 16 KiB) cannot be\n"
+        "sent again as it is: it is named on stderr (the dead-letter topic has it whole).\n"
+        "Exit: 0 every op printed; 1 some could not be (or the job is unknown); 2 usage.\n";
+    const char *reason = NULL;
+    long code = 0;
+    int list = 0;
+    static const struct option opts[] = {{"code", required_argument, 0, 'e'}, {"reason", required_argument, 0, 'r'},
+                                         {"list", no_argument, 0, 'l'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
+    for (int o; (o = getopt_long(argc, argv, "e:r:lh", opts, NULL)) != -1;) {
+        if (o == 'e') code = atol(optarg);
+        else if (o == 'r') reason = optarg;
+        else if (o == 'l') list = 1;
+        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+    }
+    if (optind != argc - 1) return fputs(help, stderr), 2;
+    const char *id = argv[optind];
+    CURL *c = curl_easy_init();
+    char *esc_id = curl_easy_escape(c, id, 0), *esc_reason = reason ? curl_easy_escape(c, reason, 0) : NULL;
+    char next[64] = "";
+    long written = 0, unreplayable = 0;
+    int rc = 0;
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    if (!list) printf("{\"replay_of\":\"%s\"}\n", id);
+    for (;;) {
+        char path[1024], codes[32] = "";
+        if (code) snprintf(codes, sizeof(codes), "&code=%ld", code);
+        snprintf(path, sizeof(path), "/v1/jobs/%s/failures?limit=1000%s%s%s%s%s", esc_id, codes,
+                 esc_reason ? "&reason=" : "", esc_reason ? esc_reason : "", next[0] ? "&after=" : "", next);
+        long status = http("GET", path, NULL, &resp, NULL);
+        json_t *page = status == 200 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+        if (!page) {
+            char e[512];
+            fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
+            rc = 1;
+            break;
+        }
+        size_t i;
+        json_t *f;
+        json_array_foreach(json_object_get(page, "failures"), i, f) {
+            json_t *op = json_object_get(f, "op");
+            if (list) {
+                char *s = json_dumps(f, JSON_COMPACT);
+                puts(s);
+                free(s);
+                written++;
+            } else if (!json_is_object(op) || json_is_true(json_object_get(f, "op_truncated"))) {
+                fprintf(stderr, "shard %ld, part %ld, op %ld (id %s): not printed: %s\n", jint(f, "shard"),
+                        jint(f, "job_part"), jint(f, "op_index"), jstr(f, "id"),
+                        json_is_object(op) ? "kept without its long values (the dead-letter topic has them)"
+                                           : "refused before its ops were kept (the dead-letter topic has it)");
+                unreplayable++;
+            } else {
+                char *s = json_dumps(op, JSON_COMPACT | JSON_SORT_KEYS);
+                puts(s);
+                free(s);
+                written++;
+            }
+        }
+        const char *n = jstr(page, "next");
+        snprintf(next, sizeof(next), "%s", n);
+        json_decref(page);
+        if (!next[0]) break;
+    }
+    fflush(stdout);
+    fprintf(stderr, "dead-letters: job %s: %ld %s printed, %ld not\n", id, written, list ? "failures" : "ops",
+            unreplayable);
+    bw_buf_free(&resp);
+    curl_free(esc_id);
+    curl_free(esc_reason);
+    curl_easy_cleanup(c);
+    return rc || unreplayable ? 1 : 0;
 }
 
 static int cmd_cancel(int argc, char **argv) {
@@ -881,6 +989,7 @@ static int usage(FILE *out, int code) {
           "  watch JOB_ID         follow a job until it is finished, with a progress bar and ETA\n"
           "  job JOB_ID           print a job's status (JSON)\n"
           "  cancel JOB_ID        skip a job's ops not applied yet (--reason TEXT)\n"
+          "  dead-letters JOB_ID  print a job's refused ops as a file to fix and submit again\n"
           "  shards [--history]   a table of every shard: budgets, paused, lag, recent errors;\n"
           "                       --history: who changed which shard, when, from where, why\n"
           "  set-rate SHARD [RATE] [--rows ROWS] [--pin|--unpin]\n"
@@ -1151,6 +1260,7 @@ int main(int argc, char **argv) {
     else if (strcmp(cmd, "watch") == 0) ret = cmd_watch(sub_argc, sub_argv);
     else if (strcmp(cmd, "job") == 0) ret = cmd_job(sub_argc, sub_argv);
     else if (strcmp(cmd, "cancel") == 0) ret = cmd_cancel(sub_argc, sub_argv);
+    else if (strcmp(cmd, "dead-letters") == 0) ret = cmd_dead_letters(sub_argc, sub_argv);
     else if (strcmp(cmd, "shards") == 0) ret = cmd_shards(sub_argc, sub_argv);
     else if (strcmp(cmd, "set-rate") == 0 || strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
         ret = cmd_control(sub_argc, sub_argv);

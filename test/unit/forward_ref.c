@@ -31,6 +31,7 @@ int fref_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__
     if (strcmp(nz(a->job), nz(b->job))) DIFF("job");
     if (a->job_part != b->job_part) DIFF("job_part %u vs %u", a->job_part, b->job_part);
     if (!a->job_last != !b->job_last) DIFF("job_last");
+    if (strcmp(nz(a->replay_of), nz(b->replay_of))) DIFF("replay_of");
     if (a->n_ops != b->n_ops) DIFF("n_ops %zu vs %zu", a->n_ops, b->n_ops);
     for (size_t i = 0; i < a->n_ops; i++) {
         const Bulkwrite__V1__Op *x = a->ops[i], *y = b->ops[i];
@@ -193,4 +194,14 @@ int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteReq
         if (!ok) return 0;
     }
     return 1;
+}
+
+int fref_nul_refused(const char *err) {
+    static const char *const fields[] = {"request_id", "job", "replay_of"};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++) {
+        size_t n = strlen(fields[i]);
+        if (strncmp(err, fields[i], n) == 0 && strncmp(err + n, " contains a control character (NUL)", 35) == 0)
+            return 1;
+    }
+    return 0;
 }

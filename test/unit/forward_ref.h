@@ -37,4 +37,9 @@ int fref_shard_batch_agrees(const void *data, size_t len, bw_arena_t *a, int *ac
 int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *pbc, const bw_batch_set_t *set,
                      const char *job_id, int64_t now_ms, char *why, size_t why_size);
 
+/* The wire reader's one deliberate difference from protobuf-c: a NUL inside request_id,
+ * job or replay_of (which protobuf-c keeps, and every C string then cuts short) is
+ * refused. 1 when err is that refusal. */
+int fref_nul_refused(const char *err);
+
 #endif

@@ -195,6 +195,12 @@ START_TEST(data_errors_fail_alone_and_are_recorded) {
     ck_assert_int_eq(scalar("SELECT error_code FROM bwapply00000.bw_job_failures WHERE job_id = '" JOB_A
                             "' AND part = 1 AND reason LIKE 'Data too long%'"),
                      1406);
+    /* each failure keeps its op, as the API takes it (a create with a shard_key back to its shard) */
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.bw_job_failures WHERE object_id = 68719476747"
+                            " AND op_truncated = 0 AND JSON_VALUE(op, '$.op') = 'create'"
+                            " AND JSON_VALUE(op, '$.id') = '68719476747' AND JSON_VALUE(op, '$.shard_key') = '68719476747'"
+                            " AND JSON_VALUE(op, '$.object_type') = 'pin'"),
+                     1);
     ck_assert_int_eq(scalar("SELECT rows_failed FROM bwapply00000.bw_job_parts WHERE job_id = '" JOB_A "' AND part = 0"), 1);
     ck_assert_int_eq(scalar("SELECT rows_applied FROM bwapply00000.bw_job_parts WHERE job_id = '" JOB_A "' AND part = 0"), 2);
     teardown();
@@ -603,6 +609,10 @@ START_TEST(row_over_max_packet_fails_alone) {
                             " AND reason LIKE 'row too large: its statement is 80% bytes, over the server''s "
                             "max_allowed_packet (65536)'"),
                      1153);
+    /* its op is kept without the 80 KB value (a quarter of the statement budget at most), marked so */
+    ck_assert_int_eq(scalar("SELECT op_truncated FROM bwapply00000.bw_job_failures WHERE object_id = 68719477038"), 1);
+    ck_assert_int_le(scalar("SELECT LENGTH(op) FROM bwapply00000.bw_job_failures WHERE object_id = 68719477038"),
+                     65536 / 100 * 75 / 4);
     for (int k = 0; k < 3; k++) free(m[k].payload);
     teardown();
 }

@@ -114,7 +114,7 @@ static void hostile_ops(raw_t *body) {
     raw_sub(&op, 5, &f);
     raw_sub(body, 2, &op);
     /* an unknown top-level field between ops, then a delete whose op is given twice */
-    raw_fixed64(body, 7, 42);
+    raw_fixed64(body, 99, 42);
     raw_put(&op, "\x08\x01", 2);
     raw_len(&op, 2, "pin", 3);
     raw_fixed64(&op, 3, PIN_ID(2, 8));
@@ -315,6 +315,7 @@ static int reader_agrees(const uint8_t *body, size_t len, const char *what, size
     char why[256];
     Bulkwrite__V1__BatchWriteRequest *mine = bw_request_decode(BW_FMT_PROTOBUF, body, len, &A, err, esz);
     Bulkwrite__V1__BatchWriteRequest *pbc = bulkwrite__v1__batch_write_request__unpack(&A.pb, len, body);
+    if (!mine && pbc && fref_nul_refused(err)) return 0; /* the one deliberate difference */
     ck_assert_msg(!mine == !pbc, "%s %zu: the wire reader %s, protobuf-c %s", what, i, mine ? "accepted" : "refused",
                   pbc ? "accepted" : "refused");
     if (mine) ck_assert_msg(fref_request_eq(mine, pbc, why, sizeof(why)), "%s %zu read differently: %s", what, i, why);

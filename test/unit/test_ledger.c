@@ -47,9 +47,11 @@ START_TEST(schema_names_the_three_tables) {
     ck_assert_ptr_nonnull(strstr(b.data, "CREATE TABLE IF NOT EXISTS `db9`.`bw_offsets`"));
     ck_assert_ptr_nonnull(strstr(b.data, "CREATE TABLE IF NOT EXISTS `db9`.`bw_job_parts`"));
     ck_assert_ptr_nonnull(strstr(b.data, "CREATE TABLE IF NOT EXISTS `db9`.`bw_job_failures`"));
+    /* tables made before the failures kept their ops get the columns */
+    ck_assert_ptr_nonnull(strstr(b.data, "ALTER TABLE `db9`.`bw_job_failures` ADD COLUMN IF NOT EXISTS op MEDIUMBLOB"));
     size_t lines = 0;
     for (const char *p = b.data; (p = strstr(p, ";\n")); p += 2) lines++;
-    ck_assert_uint_eq(lines, 3);
+    ck_assert_uint_eq(lines, 4);
     bw_buf_free(&b);
 }
 END_TEST
@@ -166,6 +168,58 @@ START_TEST(named_job_reads_every_part) {
 }
 END_TEST
 
+/* Pages of a named job's failures: by part then op, after a cursor, of one error code,
+ * with the op each was refused with (stored as written, quotes and NUL-free bytes). */
+START_TEST(failure_pages_follow_the_cursor) {
+    if (!setup()) return;
+    char p0[33], p2[33];
+    bw_ledger_part_id(JOB_A, 0, p0);
+    bw_ledger_part_id(JOB_A, 2, p2);
+    const char *op = "{\"op\":\"create\",\"fields\":{\"title\":\"it's \\\"quoted\\\"\"}}";
+    bw_ledger_failure_t f[] = {
+        {.job_id = p2, .part = 0, .op_index = 1, .object_id = 21, .error_code = 1406, .reason = "long", .op = op},
+        {.job_id = p0, .part = 0, .op_index = 7, .object_id = 7, .error_code = 1062, .reason = "dup", .op = op},
+        {.job_id = p0, .part = 0, .op_index = 3, .object_id = 3, .error_code = 1406, .reason = "long", .op = op,
+         .op_truncated = 1},
+        {.job_id = p2, .part = 0, .op_index = 0, .object_id = 20, .error_code = 1406, .reason = "long"},
+        {.job_id = "aaaaaaaaaaaaaaaaaaab000000000000", .part = 0, .op_index = 0, .object_id = 5, .reason = "other"},
+    };
+    ck_assert_uint_eq(bw_ledger_write_failures(db, conf, 0, f, 5, 1 << 20, &scratch), 0);
+    bw_ledger_failure_t out[4];
+    size_t cnt;
+    /* the first page of 2, then the rest from the last row's cursor */
+    ck_assert_uint_eq(bw_ledger_read_failures_page(db, conf, JOB_A, 1, 0, NULL, 0, 0, 2, out, &cnt, &scratch), 0);
+    ck_assert_uint_eq(cnt, 2);
+    ck_assert_uint_eq(out[0].job_part, 0);
+    ck_assert_uint_eq(out[0].op_index, 3);
+    ck_assert_int_eq(out[0].op_truncated, 1);
+    ck_assert_str_eq(out[0].op, op);
+    ck_assert_uint_eq(out[1].op_index, 7);
+    ck_assert_int_eq(out[1].op_truncated, 0);
+    ck_assert_str_eq(out[1].part_id, p0);
+    char after[33];
+    memcpy(after, out[1].part_id, 33);
+    for (size_t i = 0; i < cnt; i++) bw_ledger_failure_free(&out[i]);
+    ck_assert_uint_eq(bw_ledger_read_failures_page(db, conf, JOB_A, 1, 0, after, 7, 0, 4, out, &cnt, &scratch), 0);
+    ck_assert_uint_eq(cnt, 2);
+    ck_assert_uint_eq(out[0].job_part, 2);
+    ck_assert_uint_eq(out[0].op_index, 0);
+    ck_assert_ptr_null(out[0].op); /* written without one */
+    ck_assert_uint_eq(out[1].op_index, 1);
+    ck_assert_uint_eq(out[1].object_id, 21);
+    for (size_t i = 0; i < cnt; i++) bw_ledger_failure_free(&out[i]);
+    /* of error 1406 only: 3 of the job's 4 */
+    ck_assert_uint_eq(bw_ledger_read_failures_page(db, conf, JOB_A, 1, 0, NULL, 0, 1406, 4, out, &cnt, &scratch), 0);
+    ck_assert_uint_eq(cnt, 3);
+    for (size_t i = 0; i < cnt; i++) {
+        ck_assert_uint_eq(out[i].error_code, 1406);
+        bw_ledger_failure_free(&out[i]);
+    }
+    mysql_rollback(db);
+    teardown();
+}
+END_TEST
+
 START_TEST(failures_split_by_bytes_and_read_back) {
     if (!setup()) return;
     char long_reason[1500];
@@ -230,6 +284,7 @@ Suite *ledger_suite(void) {
     tcase_add_test(tc, parts_dedup_and_sum);
     tcase_add_test(tc, failures_split_by_bytes_and_read_back);
     tcase_add_test(tc, named_job_reads_every_part);
+    tcase_add_test(tc, failure_pages_follow_the_cursor);
     suite_add_tcase(s, tc);
     return s;
 }

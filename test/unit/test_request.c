@@ -1016,6 +1016,31 @@ START_TEST(job_fields_in_both_encodings) {
 }
 END_TEST
 
+/* replay_of (7): a string in both encodings, a NUL refused in both */
+START_TEST(replay_of_in_both_encodings) {
+    Bulkwrite__V1__BatchWriteRequest *r = json("{\"replay_of\": \"0123456789abcdef0123456789abcdef\", \"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_eq(r->replay_of, "0123456789abcdef0123456789abcdef");
+    r = json("{\"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert(!r->replay_of || !r->replay_of[0]);
+    expect_bad_json("{\"replay_of\": 12, \"ops\": []}", "unknown or mistyped member \"replay_of\"");
+    expect_bad_json("{\"replay_of\": \"a\\u0000b\", \"ops\": []}", "replay_of contains a control character (NUL) at byte 1");
+    Bulkwrite__V1__BatchWriteRequest in = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+    in.replay_of = "0123456789abcdef0123456789abcdef";
+    uint8_t buf[64];
+    size_t len = bulkwrite__v1__batch_write_request__pack(&in, buf);
+    int too_many = -1;
+    r = bw_request_decode_bounded(BW_FMT_PROTOBUF, buf, len, 10, &A, errbuf, sizeof(errbuf), &too_many);
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_str_eq(r->replay_of, "0123456789abcdef0123456789abcdef");
+    static const uint8_t pb_nul[] = {0x3a, 0x03, 'a', 0x00, 'b'};
+    ck_assert_ptr_null(bw_request_decode_bounded(BW_FMT_PROTOBUF, pb_nul, sizeof(pb_nul), 10, &A, errbuf, sizeof(errbuf),
+                                                 &too_many));
+    ck_assert_str_eq(errbuf, "replay_of contains a control character (NUL) at byte 1");
+}
+END_TEST
+
 START_TEST(lane_in_both_encodings) {
     Bulkwrite__V1__BatchWriteRequest *r = json("{\"lane\": \"urgent\", \"ops\": []}");
     ck_assert_msg(r != NULL, "%s", errbuf);
@@ -1056,6 +1081,7 @@ Suite *request_suite(void) {
     tcase_add_test(tc, lane_in_both_encodings);
     tcase_add_test(tc, named_job_ids);
     tcase_add_test(tc, job_fields_in_both_encodings);
+    tcase_add_test(tc, replay_of_in_both_encodings);
     tcase_add_test(tc, json_maps_field_for_field);
     tcase_add_test(tc, json_nul_and_escapes);
     tcase_add_test(tc, request_id_with_nul_is_refused);

@@ -1,5 +1,6 @@
 /* test_shard.c — the Pinterest id layout, RFC 1321 MD5 and md5-mod-N routing. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helpers.h"
@@ -168,6 +169,26 @@ START_TEST(shard_of_key_distribution) {
 }
 END_TEST
 
+/* A dead-lettered create's shard_key routes to its shard by the proxy's rules. */
+START_TEST(shard_key_for_routes_back) {
+    char key[48];
+    /* create_route "id": the row's own id when it is on the shard, else local 1 there */
+    ck_assert_int_eq(bw_shard_key_for(0, 3, 16, bw_id_make(3, 9, 77), key), 0);
+    ck_assert_str_eq(key, "211724707823693");
+    ck_assert_int_eq(bw_shard_key_for(0, 3, 16, 0, key), 0);
+    uint64_t owner = strtoull(key, NULL, 10);
+    ck_assert(bw_id_well_formed(owner));
+    ck_assert_uint_eq(bw_id_shard(owner), 3);
+    ck_assert_int_eq(bw_shard_key_for(0, 5, 16, bw_id_make(3, 9, 77), key), 0); /* an id of another shard */
+    ck_assert_uint_eq(bw_id_shard(strtoull(key, NULL, 10)), 5);
+    /* "md5": a key whose digest routes there, for every shard of 4,096 */
+    for (unsigned sh = 0; sh < 4096; sh++) {
+        ck_assert_int_eq(bw_shard_key_for(1, sh, 4096, 0, key), 0);
+        ck_assert_uint_eq(bw_shard_of_key(key, strlen(key), 4096), sh);
+    }
+}
+END_TEST
+
 Suite *shard_suite(void) {
     Suite *s = suite_create("shard");
     TCase *tc = tcase_create("ids");
@@ -180,6 +201,7 @@ Suite *shard_suite(void) {
     tcase_add_test(tc, md5_padding_boundaries);
     tcase_add_test(tc, shard_of_key_independent);
     tcase_add_test(tc, shard_of_key_distribution);
+    tcase_add_test(tc, shard_key_for_routes_back);
     suite_add_tcase(s, tc);
     return s;
 }
