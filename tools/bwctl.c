@@ -676,8 +676,7 @@ static int cmd_dead_letters(int argc, char **argv) {
     int rc = 0;
     bw_buf_t resp;
     bw_buf_init(&resp);
-    if (!list) printf("{\"replay_of\":\"%s\"}\n", id);
-    for (;;) {
+    for (int first = 1;; first = 0) {
         char path[1024], codes[32] = "";
         if (code) snprintf(codes, sizeof(codes), "&code=%ld", code);
         snprintf(path, sizeof(path), "/v1/jobs/%s/failures?limit=1000%s%s%s%s%s", esc_id, codes,
@@ -690,6 +689,7 @@ static int cmd_dead_letters(int argc, char **argv) {
             rc = 1;
             break;
         }
+        if (first && !list) printf("{\"replay_of\":\"%s\"}\n", id); /* the job is known: the link first */
         size_t i;
         json_t *f;
         json_array_foreach(json_object_get(page, "failures"), i, f) {
