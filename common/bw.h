@@ -30,6 +30,12 @@ bw_err_t bw_seterr(char *errstr, size_t errstr_size, bw_err_t err, const char *f
 int64_t bw_now_us(void);
 int64_t bw_wall_ms(void);
 
+/* "2027-03-01T00:00:00Z" (UTC, the Z required) as Unix seconds into *secs; -1 if it is
+ * not such a time (2027-02-30 included). Token expiries and scheduled ops use it. */
+int bw_utc_time_parse(const char *text, int64_t *secs);
+/* Unix ms as "2027-03-01T00:00:00Z" (whole seconds, rounded down) into out[21]. */
+void bw_utc_time_format(int64_t ms, char out[21]);
+
 #define BW_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

@@ -116,25 +116,6 @@ static int parse_quota(const config_setting_t *e, const char *key, double max, d
     return 0;
 }
 
-int bw_auth_parse_time(const char *text, int64_t *out) {
-    struct tm tm = {0};
-    int n = 0;
-    if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                        &tm.tm_min, &tm.tm_sec, &n) != 6 || n != 20 || text[n] != '\0')
-        return -1;
-    int year = tm.tm_year, mon = tm.tm_mon, day = tm.tm_mday;
-    if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-        tm.tm_sec > 59 || tm.tm_hour < 0 || tm.tm_min < 0 || tm.tm_sec < 0)
-        return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    time_t t = timegm(&tm);
-    /* timegm normalises 2027-02-30 into March: such a date is a typo, not a time */
-    if (t == (time_t)-1 || tm.tm_year != year - 1900 || tm.tm_mon != mon - 1 || tm.tm_mday != day) return -1;
-    *out = (int64_t)t;
-    return 0;
-}
-
 /* One token: the digest at `hex` (named key in errors) and the optional expiry at `expires`. */
 static int parse_token(const config_setting_t *hex, const config_setting_t *expires, const char *key,
                        const char *expires_key, bw_auth_token_t *tok, char *why, size_t why_size,
@@ -152,7 +133,7 @@ static int parse_token(const config_setting_t *hex, const config_setting_t *expi
     tok->expires = 0;
     if (expires) {
         *at = expires;
-        if (bw_auth_parse_time(config_setting_get_string(expires), &tok->expires))
+        if (bw_utc_time_parse(config_setting_get_string(expires), &tok->expires))
             return snprintf(why, why_size, "%s must be a UTC time like \"2027-03-01T00:00:00Z\"", expires_key), -1;
     }
     return 0;

@@ -113,10 +113,6 @@ bw_auth_set_t *bw_auth_load(const char *path, const bw_config_t *conf, char *err
 const bw_auth_client_t *bw_auth_find(const bw_auth_set_t *set, const char *token, size_t len,
                                      const bw_auth_token_t **token_entry);
 
-/* "2027-03-01T00:00:00Z" (UTC, the Z required) as Unix seconds into *out; -1 if it is not
- * such a time. */
-int bw_auth_parse_time(const char *text, int64_t *out);
-
 /* The client whose certificate identity this is (exact match), or NULL. */
 const bw_auth_client_t *bw_auth_find_identity(const bw_auth_set_t *set, const char *identity);
 

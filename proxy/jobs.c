@@ -49,6 +49,12 @@ typedef struct named {
     struct named *hnext;
 } named_t;
 
+/* A record holding batches (bw_jobs_held_t), chained by id. */
+typedef struct held {
+    bw_jobs_held_t h;
+    struct held *hnext;
+} held_t;
+
 #define NAMED_BUCKETS 4096
 #define SEEN_BITS (1u << 26) /* 8 MiB: 1 % false positives at ~7 million jobs */
 
@@ -62,6 +68,8 @@ struct bw_jobs {
     uint64_t evicted, found_in_topic;
     named_t *named[NAMED_BUCKETS];
     size_t named_cnt;
+    held_t *held[NAMED_BUCKETS];
+    size_t held_cnt;
     pthread_mutex_t find_mu; /* one topic read at a time */
     const bw_config_t *conf;
     char *brokers;
@@ -211,6 +219,46 @@ static void note_part(bw_jobs_t *j, const Bulkwrite__V1__JobRecord *r) {
     if (r->replay_of && r->replay_of[0] && !n->replay_of[0]) snprintf(n->replay_of, sizeof(n->replay_of), "%s", r->replay_of);
 }
 
+/* Keeps the held list in step with the record kept for `id`: an entry while it holds
+ * batches, none once they are all released. @locks mu MUST be held */
+static void note_held(bw_jobs_t *j, const char *id, const Bulkwrite__V1__JobRecord *r) {
+    uint32_t w[4];
+    id_words(id, w);
+    held_t **p = &j->held[w[0] % NAMED_BUCKETS];
+    while (*p && memcmp((*p)->h.id, id, 32)) p = &(*p)->hnext;
+    if (!r || !r->n_held) {
+        if (*p) {
+            held_t *gone = *p;
+            *p = gone->hnext;
+            free(gone);
+            j->held_cnt--;
+        }
+        return;
+    }
+    if (!*p) {
+        if (!(*p = calloc(1, sizeof(**p)))) abort();
+        j->held_cnt++;
+    }
+    bw_jobs_held_t *h = &(*p)->h;
+    memcpy(h->id, id, 33);
+    snprintf(h->job, sizeof(h->job), "%s", r->job && valid_id(r->job, strlen(r->job)) ? r->job : id);
+    h->not_before_ms = r->not_before_ms;
+    h->written_at_ms = r->written_at_ms;
+    h->n_after = 0;
+    for (size_t i = 0; i < r->n_after && h->n_after < BW_AFTER_MAX; i++)
+        if (valid_id(r->after[i], strlen(r->after[i]))) memcpy(h->after[h->n_after++], r->after[i], 33);
+}
+
+size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out) {
+    pthread_mutex_lock(&j->mu);
+    size_t n = 0;
+    if (!(*out = malloc((j->held_cnt + 1) * sizeof(**out)))) abort();
+    for (size_t b = 0; b < NAMED_BUCKETS; b++)
+        for (held_t *h = j->held[b]; h; h = h->hnext) (*out)[n++] = h->h;
+    pthread_mutex_unlock(&j->mu);
+    return n;
+}
+
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_jobs_t *j = ud;
     if (!vlen || klen != 32) return;
@@ -244,6 +292,7 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
         }
         e->rec = copy;
         e->len = vlen;
+        note_held(j, id, r);
         j->bytes += ENTRY_BYTES(e);
         lru_push(j, e);
     }
@@ -274,6 +323,11 @@ void bw_jobs_stop(bw_jobs_t *j) {
     if (!j) return;
     bw_tail_stop(j->tail);
     while (j->oldest) drop(j, j->oldest);
+    for (size_t b = 0; b < NAMED_BUCKETS; b++)
+        for (held_t *h = j->held[b], *next; h; h = next) {
+            next = h->hnext;
+            free(h);
+        }
     for (size_t b = 0; b < NAMED_BUCKETS; b++)
         for (named_t *n = j->named[b], *next; n; n = next) {
             next = n->hnext;
@@ -347,6 +401,19 @@ int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out) {
     return n ? 0 : -1;
 }
 
+/* Adds a held part's schedule to a named job's merged record: the earliest not_before,
+ * and its prerequisites (each once, at most BW_AFTER_MAX; rec->after points into ids). */
+static void merge_schedule(Bulkwrite__V1__JobRecord *rec, const Bulkwrite__V1__JobRecord *part,
+                           char ids[][33]) {
+    if (part->not_before_ms && (!rec->not_before_ms || part->not_before_ms < rec->not_before_ms))
+        rec->not_before_ms = part->not_before_ms;
+    for (size_t i = 0; i < part->n_after && rec->n_after < BW_AFTER_MAX; i++) {
+        size_t k = 0;
+        while (k < rec->n_after && strcmp(ids[k], part->after[i])) k++;
+        if (k == rec->n_after) snprintf(ids[rec->n_after++], 33, "%s", part->after[i]);
+    }
+}
+
 /* A named job's record: its parts' records merged (ops per shard summed, offsets the
  * first and last of any part), packed and malloc'd; -1 if no part of it was read. */
 static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
@@ -369,6 +436,10 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
         per[sh].first_offset = -1;
     }
     Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
+    char after_ids[BW_AFTER_MAX][33];
+    char *after_ptrs[BW_AFTER_MAX];
+    for (int i = 0; i < BW_AFTER_MAX; i++) after_ptrs[i] = after_ids[i];
+    rec.after = after_ptrs;
     for (size_t p = 0; p < cap * 8; p++) {
         if (!(bits[p / 8] & (1u << (p % 8)))) continue;
         char pid[33];
@@ -386,9 +457,11 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
             if (o->shard >= (uint32_t)shard_count) continue;
             Bulkwrite__V1__ShardOps *m = &per[o->shard];
             m->ops += o->ops;
+            m->held_ops += o->held_ops;
             if (m->first_offset < 0 || o->first_offset < m->first_offset) m->first_offset = o->first_offset;
             if (o->last_offset > m->last_offset) m->last_offset = o->last_offset;
         }
+        merge_schedule(&rec, r, after_ids);
         bulkwrite__v1__job_record__free_unpacked(r, NULL);
     }
     free(bits);
@@ -565,6 +638,28 @@ static void mark_cancelled(bw_shard_table_t *table, const char *lane, const Bulk
     bulkwrite__v1__shard_status__free_unpacked(st, NULL);
 }
 
+/* The schedule of the job (not_before, after) and, while ops are held, what they wait
+ * for in words. */
+static void describe_wait(const Bulkwrite__V1__JobRecord *rec, Bulkwrite__V1__JobStatus *st) {
+    st->not_before_ms = rec->not_before_ms;
+    st->n_after = rec->n_after;
+    st->after = calloc(rec->n_after + 1, sizeof(*st->after));
+    for (size_t i = 0; i < rec->n_after; i++) st->after[i] = strdup(rec->after[i]);
+    bw_buf_t w = {0};
+    if (st->scheduled) {
+        char when[21];
+        bw_utc_time_format(rec->not_before_ms, when);
+        bw_buf_printf(&w, "%u ops held", st->scheduled);
+        if (rec->not_before_ms > bw_wall_ms()) bw_buf_printf(&w, " until %s", when);
+        for (size_t i = 0; i < rec->n_after; i++)
+            bw_buf_printf(&w, "%s%s", i ? ", " : rec->not_before_ms > bw_wall_ms() ? ", then until job " : " until job ",
+                          rec->after[i]);
+        if (rec->n_after) bw_buf_printf(&w, " %s finished on their shards", rec->n_after > 1 ? "are" : "is");
+    }
+    st->waiting = strdup(w.data ? w.data : "");
+    bw_buf_free(&w);
+}
+
 void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
                     bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st) {
     /* the record comes from Kafka: trust only what was checked (the id from the URL,
@@ -614,8 +709,14 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         else complete = 0;
         uint32_t done = js->applied + js->failed;
         js->pending = js->submitted > done ? js->submitted - done : 0;
+        /* held ops are not in Kafka: neither lost nor passed by the shard */
+        uint32_t held = rec->shards[i]->held_ops < js->pending ? rec->shards[i]->held_ops : js->pending;
+        js->pending -= held;
         mark_lost(table, rec->lane, rec->shards[i], js);
         if (st->cancelled_at_ms) mark_cancelled(table, rec->lane, rec->shards[i], js);
+        if (st->cancelled_at_ms) js->cancelled += held; /* never released now */
+        else js->pending += (js->scheduled = held);
+        st->scheduled += js->scheduled;
         st->lost += js->lost;
         st->cancelled += js->cancelled;
         st->submitted += js->submitted;
@@ -624,6 +725,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         st->pending += js->pending;
     }
     if (jc) bulkwrite__v1__job_control__free_unpacked(jc, NULL);
+    describe_wait(rec, st);
     st->finished = complete && st->pending == 0;
     if (named) { /* finished: every part of it is in, the last one too */
         st->named = 1;
@@ -668,6 +770,9 @@ void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st) {
     free(st->cancel_reason);
     free(st->job_name);
     free(st->replay_of);
+    free(st->waiting);
+    for (size_t i = 0; i < st->n_after; i++) free(st->after[i]);
+    free(st->after);
     free(st->request_id);
     free(st->lane);
     for (size_t i = 0; i < st->n_shards; i++) {
@@ -691,6 +796,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
                               (json_int_t)s->failed, "pending", (json_int_t)s->pending);
         if (s->lost) json_object_set_new(o, "lost", json_integer(s->lost));
         if (s->cancelled) json_object_set_new(o, "cancelled", json_integer(s->cancelled));
+        if (s->scheduled) json_object_set_new(o, "scheduled", json_integer(s->scheduled));
         if (s->error && s->error[0]) json_object_set_new(o, "error", json_string(s->error));
         json_array_append_new(shards, o);
     }
@@ -711,6 +817,19 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
     json_object_set_new(j, "lost", json_integer(st->lost));
     json_object_set_new(j, "lane", json_string(st->lane ? st->lane : "default"));
     if (st->replay_of && st->replay_of[0]) json_object_set_new(j, "replay_of", json_string(st->replay_of));
+    if (st->not_before_ms) {
+        char when[21];
+        bw_utc_time_format(st->not_before_ms, when);
+        json_object_set_new(j, "not_before", json_string(when));
+        json_object_set_new(j, "not_before_ms", json_integer(st->not_before_ms));
+    }
+    if (st->n_after) {
+        json_t *after = json_array();
+        for (size_t i = 0; i < st->n_after; i++) json_array_append_new(after, json_string(st->after[i]));
+        json_object_set_new(j, "after", after);
+    }
+    if (st->scheduled || st->n_after || st->not_before_ms) json_object_set_new(j, "scheduled", json_integer(st->scheduled));
+    if (st->waiting && st->waiting[0]) json_object_set_new(j, "waiting", json_string(st->waiting));
     if (st->named) {
         json_object_set_new(j, "job", json_string(st->job_name ? st->job_name : ""));
         json_object_set_new(j, "parts", json_integer(st->parts));

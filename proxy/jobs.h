@@ -58,6 +58,22 @@ typedef struct {
 /* 0 with *out filled, -1 if no part of the named job `job_id` was read. */
 int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out);
 
+/* At most this many prerequisites per request (BatchWriteRequest.after). */
+#define BW_AFTER_MAX 16
+
+/* A record that still holds batches (scheduled or dependent: JobRecord.held), as the
+ * index read it last: what proxy/release.c needs to decide when to release them. */
+typedef struct {
+    char id[33];             /* the record's key: the request's job id (a named job's part's) */
+    char job[33];            /* the job it belongs to: the named job's id, or id */
+    int64_t not_before_ms;
+    int64_t written_at_ms;
+    size_t n_after;
+    char after[BW_AFTER_MAX][33];
+} bw_jobs_held_t;
+/* Every held record's entry (malloc'd array in *out, free it); returns the count. */
+size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out);
+
 /* The index's size and work, for /metrics. */
 typedef struct {
     size_t entries, bytes, max_bytes;

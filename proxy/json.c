@@ -67,6 +67,9 @@ typedef enum {
     X_JOB_PART,   /* job_part's value */
     X_JOB_LAST,   /* job_last's value */
     X_REPLAY_OF,  /* replay_of's value */
+    X_NOT_BEFORE, /* not_before's value */
+    X_AFTER,      /* after's value: an array */
+    X_AFTER_ITEM, /* a job id in after, or its end */
     X_OP_ITEM,    /* an op, or the end of ops */
     X_OP_KEY,     /* a member of an op, or its end */
     X_OP_OP,      /* values of the op's members */
@@ -83,7 +86,7 @@ typedef enum {
     X_DONE,
 } json_expect_t;
 
-enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_JOB = 8, SEEN_JOB_PART = 16, SEEN_JOB_LAST = 32, SEEN_REPLAY_OF = 64, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
+enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_JOB = 8, SEEN_JOB_PART = 16, SEEN_JOB_LAST = 32, SEEN_REPLAY_OF = 64, SEEN_NOT_BEFORE = 128, SEEN_AFTER = 256, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
 
 typedef struct {
     bw_arena_t *a;
@@ -91,6 +94,7 @@ typedef struct {
     json_expect_t expect;
     unsigned seen_top, seen_op;
     size_t ops_cap;
+    size_t after_cap;
     Bulkwrite__V1__Op *op; /* the op being read */
     Bulkwrite__V1__Field *field; /* the field whose value is read */
     Bulkwrite__V1__Field **fields; /* the current op's fields, grown by doubling */
@@ -109,7 +113,7 @@ typedef struct {
     Bulkwrite__V1__Value v;
 } json_field_block_t;
 
-#define TOP_MEMBERS "(expected request_id: string, lane: string, job: string, job_part: integer, job_last: boolean, replay_of: string, ops: array)"
+#define TOP_MEMBERS "(expected request_id: string, lane: string, job: string, job_part: integer, job_last: boolean, replay_of: string, not_before: string or integer, after: array, ops: array)"
 #define JFAIL(...) do { snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
 #define JMALFORMED(...) do { x->malformed = 1; snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
 
@@ -124,6 +128,10 @@ static int json_mistyped(json_ctx_t *x, const char *what) {
     case X_LANE: JFAIL("unknown or mistyped member \"lane\" " TOP_MEMBERS);
     case X_JOB: JFAIL("unknown or mistyped member \"job\" " TOP_MEMBERS);
     case X_REPLAY_OF: JFAIL("unknown or mistyped member \"replay_of\" (a job id: 32 hex digits)");
+    case X_NOT_BEFORE:
+        JFAIL("unknown or mistyped member \"not_before\" (a UTC time \"YYYY-MM-DDTHH:MM:SSZ\", or ms since the Unix epoch)");
+    case X_AFTER:
+    case X_AFTER_ITEM: JFAIL("unknown or mistyped member \"after\" (an array of job ids)");
     case X_JOB_PART: JFAIL("unknown or mistyped member \"job_part\" (an integer from 0 to 4294967295)");
     case X_JOB_LAST: JFAIL("unknown or mistyped member \"job_last\" (true or false)");
     case X_OPS: JFAIL("unknown or mistyped member \"ops\" " TOP_MEMBERS);
@@ -256,6 +264,13 @@ static int j_number(void *ctx, const char *s, size_t len) {
     }
     Bulkwrite__V1__Value *v;
     switch (x->expect) {
+    case X_NOT_BEFORE:
+        if (!is_int || iv < 0)
+            JFAIL("not_before %.*s is not a time (ms since the Unix epoch, or \"YYYY-MM-DDTHH:MM:SSZ\")",
+                  (int)(len > 40 ? 40 : len), s);
+        x->req->not_before_ms = iv;
+        x->expect = X_TOP_KEY;
+        return 1;
     case X_JOB_PART:
         if (!is_int || iv < 0 || iv > (long long)UINT32_MAX)
             JFAIL("job_part %.*s is not an integer from 0 to 4294967295", (int)(len > 40 ? 40 : len), s);
@@ -323,6 +338,28 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
         if (nul) JFAIL("job contains a control character (NUL) at byte %zu", (size_t)(nul - s));
         x->req->job = json_cstring(x, s, len); /* checked with request_id's rules (request.h) */
         x->expect = X_TOP_KEY;
+        return 1;
+    }
+    case X_NOT_BEFORE: {
+        int64_t secs;
+        const char *t = json_cstring(x, s, len);
+        if (strlen(t) != len || bw_utc_time_parse(t, &secs))
+            JFAIL("not_before \"%.40s\" is not a UTC time \"YYYY-MM-DDTHH:MM:SSZ\" (or ms since the Unix epoch)", t);
+        x->req->not_before_ms = secs * 1000;
+        x->expect = X_TOP_KEY;
+        return 1;
+    }
+    case X_AFTER_ITEM: {
+        const unsigned char *nul = memchr(s, 0, len); /* it would cut the id short */
+        if (nul) JFAIL("after contains a control character (NUL) at byte %zu", (size_t)(nul - s));
+        Bulkwrite__V1__BatchWriteRequest *req = x->req;
+        if (req->n_after == x->after_cap) {
+            x->after_cap = x->after_cap ? x->after_cap * 2 : 4;
+            char **grown = bw_arena_alloc(x->a, x->after_cap * sizeof(*grown));
+            if (req->n_after) memcpy(grown, req->after, req->n_after * sizeof(*grown));
+            req->after = grown;
+        }
+        req->after[req->n_after++] = json_cstring(x, s, len); /* job ids: checked by the proxy */
         return 1;
     }
     case X_REPLAY_OF: {
@@ -483,6 +520,8 @@ static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
         if (KEY_IS("job_part")) MEMBER(seen_top, SEEN_JOB_PART, X_JOB_PART);
         if (KEY_IS("job_last")) MEMBER(seen_top, SEEN_JOB_LAST, X_JOB_LAST);
         if (KEY_IS("replay_of")) MEMBER(seen_top, SEEN_REPLAY_OF, X_REPLAY_OF);
+        if (KEY_IS("not_before")) MEMBER(seen_top, SEEN_NOT_BEFORE, X_NOT_BEFORE);
+        if (KEY_IS("after")) MEMBER(seen_top, SEEN_AFTER, X_AFTER);
         JFAIL("unknown or mistyped member \"%.*s\" " TOP_MEMBERS, (int)(len > 100 ? 100 : len),
               (const char *)s);
     case X_OP_KEY:
@@ -551,12 +590,16 @@ static int j_start_array(void *ctx) {
         x->expect = X_OP_ITEM;
         return 1;
     }
+    if (x->expect == X_AFTER) {
+        x->expect = X_AFTER_ITEM;
+        return 1;
+    }
     return json_mistyped(x, "arrays");
 }
 
 static int j_end_array(void *ctx) {
     json_ctx_t *x = ctx;
-    if (x->expect != X_OP_ITEM) return json_mistyped(x, "arrays");
+    if (x->expect != X_OP_ITEM && x->expect != X_AFTER_ITEM) return json_mistyped(x, "arrays");
     x->expect = X_TOP_KEY;
     return 1;
 }

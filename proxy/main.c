@@ -10,7 +10,8 @@
  * Threads: libmicrohttpd runs one thread per connection (a request blocks until its
  * acknowledgements arrive); a pool of proxy.producers idempotent producers, each with a
  * poller thread serving its delivery reports (producers.c); tails of the jobs, control
- * and status topics each have a thread; this file's loop waits for signals.
+ * and status topics each have a thread; one thread releases held (scheduled and
+ * dependent) batches when they are due (release.c); this file's loop waits for signals.
  * proxy.h lists the files and the state they share. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ static int start(bw_daemon_t *d) {
     proxy.metrics = bw_metrics_new(conf, BW_METRICS_PROXY);
     bw_quota_set_metrics(proxy.quota, proxy.metrics); /* before the first fleet turn */
     bw_producers_run();
+    bw_release_start(); /* held (scheduled, dependent) batches, when they are due */
     return 0;
 }
 
@@ -139,6 +141,7 @@ static void stop(void) {
     if (proxy.admin_httpd) MHD_stop_daemon(proxy.admin_httpd);
     if (proxy.rk && proxy.fleet.instance[0]) bw_fleet_leave(&proxy.fleet, proxy.rk, proxy.conf->control_topic);
     bw_fleet_self_free(&proxy.fleet);
+    bw_release_stop(); /* before the pollers: a release waits for its acks */
     bw_producers_stop_polling();
     if (proxy.jobs) bw_jobs_stop(proxy.jobs);
     if (proxy.shards) bw_shard_table_stop(proxy.shards);

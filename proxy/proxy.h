@@ -9,6 +9,7 @@
  *   submit.c     POST /v1/batches: decode → validate → admit → batch → produce → record → reply
  *   producers.c  the producer pool, its pollers and delivery reports, send-at-once
  *   request.c, json.c   the request's decoding and validation; batcher/ splits it
+ *   release.c    scheduled and dependent batches: held in their job's record, released when due
  *   jobs.c, backlog.c, quota.c, auth.c, tls.c, admin.c
  *
  * @locality the state is set up by main() before the listeners start and torn down
@@ -95,6 +96,7 @@ typedef enum {
     BW_MSG_PRODUCE,      /* admitted to its shard's backlog: produce it */
     BW_MSG_TAKEN_BEFORE, /* an earlier attempt of the same request_id had it acknowledged */
     BW_MSG_BACKLOG_FULL, /* its shard's backlog is full: 429, resend later */
+    BW_MSG_HELD,         /* scheduled or dependent: kept in the job's record until released */
 } bw_msg_fate_t;
 
 /* ---- producers.c ---- */
@@ -131,6 +133,20 @@ rd_kafka_resp_err_t bw_producers_send_records(const char *topic, size_t n, const
 /* ---- submit.c ---- */
 /* POST /v1/batches, its body read: the reply (202, 4xx or 503, docs/api.md). */
 enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up);
+
+/* ---- release.c ---- */
+/* not_before at most this far ahead (400 days): a typo in the year is refused. */
+#define BW_NOT_BEFORE_MAX_MS (400LL * 86400000)
+/* Starts the thread that releases scheduled and dependent batches when they are due
+ * (every proxy runs one; a batch released twice is applied once by its shard). */
+void bw_release_start(void);
+void bw_release_stop(void);
+/* 1 if job `id` (a job's id, named or not) is reachable from `after` through the
+ * prerequisites of batches still held: holding `id` after them would make a cycle. */
+int bw_release_would_cycle(const char *id, char *const *after, size_t n_after);
+/* Writes job `id`'s cancellation to the control topic (key job/<id>) and waits for
+ * Kafka; 0 or the error. The caller has checked who may. */
+rd_kafka_resp_err_t bw_release_cancel_send(const char *id, const char *by, const char *from, const char *reason);
 
 /* ---- routes.c ---- */
 /* libmicrohttpd's request and completion callbacks; cls: the listener's bw_listener_t. */

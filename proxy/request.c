@@ -47,6 +47,9 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
     req->replay_of = "";
     Bulkwrite__V1__Op *ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*ops));
     req->ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*req->ops));
+    size_t n_after;
+    if (bw_pbd_count(r, 9, &n_after)) return NULL;
+    req->after = bw_arena_alloc(a, (n_after + 1) * sizeof(*req->after));
     while (r.p < r.end) {
         uint32_t field;
         int wt;
@@ -69,6 +72,18 @@ static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_
                 return NULL;
             }
             req->job = bw_pbd_string(a, d, n);
+        } else if (field == 8) { /* not_before_ms: an int64 varint */
+            uint64_t v;
+            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &v, NULL)) return NULL;
+            req->not_before_ms = (int64_t)v;
+        } else if (field == 9) {
+            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
+            const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
+            if (nul) {
+                snprintf(err, esz, "after contains a control character (NUL) at byte %zu", (size_t)(nul - d));
+                return NULL;
+            }
+            req->after[req->n_after++] = bw_pbd_string(a, d, n);
         } else if (field == 7) {
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
             const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */

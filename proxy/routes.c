@@ -204,26 +204,12 @@ static enum MHD_Result handle_cancel(struct MHD_Connection *c, const char *id, c
             return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "reason is not valid UTF-8");
         snprintf(why, sizeof(why), "%s", reason ? reason : "");
         for (size_t n = strlen(why); n && !bw_utf8_valid((const unsigned char *)why, n);) why[--n] = '\0'; /* cut whole */
-        Bulkwrite__V1__JobControl jc = BULKWRITE__V1__JOB_CONTROL__INIT;
-        jc.job_id = (char *)id;
-        jc.cancelled = 1;
-        jc.at_ms = bw_wall_ms();
-        jc.by = (char *)(client ? client->name : "(open)");
-        jc.from = from;
-        jc.reason = why;
-        size_t len = bulkwrite__v1__job_control__get_packed_size(&jc);
-        void *val = malloc(len + 1);
-        if (!val) abort();
-        bulkwrite__v1__job_control__pack(&jc, val);
-        char key[BW_JOB_CONTROL_KEY_MAX];
-        const char *key_ptr = key;
-        size_t key_len = (size_t)bw_job_control_key(id, key);
-        rd_kafka_resp_err_t e = bw_producers_send_records(proxy.conf->control_topic, 1, &key_ptr, &key_len, &val, &len, NULL);
-        free(val);
+        const char *by = client ? client->name : "(open)";
+        rd_kafka_resp_err_t e = bw_release_cancel_send(id, by, from, why);
         if (e)
             return bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the cancellation was not stored: Kafka did not "
                                   "acknowledge it (%s); send it again", rd_kafka_err2str(e));
-        bw_log(BW_LOG_INFO, COMPONENT, -1, id, "job cancelled by %s from %s%s%s", jc.by, from, why[0] ? ": " : "", why);
+        bw_log(BW_LOG_INFO, COMPONENT, -1, id, "job cancelled by %s from %s%s%s", by, from, why[0] ? ": " : "", why);
         bw_shard_table_sync(proxy.shards, 2000); /* the status below shows it */
     }
     return handle_job(c, id, client);

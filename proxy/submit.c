@@ -41,6 +41,7 @@ typedef struct {
     char job_id[33];         /* the request's own (a named job's part's) */
     char named_job[33];      /* a named job's id; "" for a job of one request */
     int has_rid;             /* a request_id or a named job's part: a resend is the same request */
+    int hold;                /* scheduled (not_before later) or dependent (after): held in the record */
     uint8_t body_sha256[SHA256_DIGEST_LENGTH];
     Bulkwrite__V1__JobRecord *prev; /* an earlier attempt's record (same request_id), owned */
     bw_op_route_t *routes;
@@ -162,15 +163,8 @@ static unsigned join_named(submit_t *s) {
     return 0;
 }
 
-/* replay_of, when set, names a job this caller may read (its own, or any for an admin),
- * other than the request's own. */
-static unsigned check_replay_of(submit_t *s) {
-    const char *id = s->req->replay_of;
-    if (!id || !id[0]) return 0;
-    if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
-        return stop(s, MHD_HTTP_BAD_REQUEST, "replay_of: a job id is 32 lower-case hex digits, not \"%.64s\"", id);
-    const char *own = s->named_job[0] ? s->named_job : s->job_id;
-    if (strcmp(id, own) == 0) return stop(s, MHD_HTTP_BAD_REQUEST, "replay_of: job %s cannot be a replay of itself", id);
+/* 1 if job `id` exists and this caller may read it (its own, or any for an admin). */
+static int job_visible(const submit_t *s, const char *id) {
     const bw_auth_client_t *caller = s->up->client;
     int admin = !caller || (caller->roles & BW_ROLE_ADMIN), found = 0;
     bw_jobs_named_t info;
@@ -184,9 +178,54 @@ static unsigned check_replay_of(submit_t *s) {
         if (rec) bulkwrite__v1__job_record__free_unpacked(rec, NULL);
         free(raw);
     }
-    if (!found)
+    return found;
+}
+
+/* A job id named by member `what`: 32 lower-case hex digits, not the request's own job. */
+static unsigned check_job_ref(submit_t *s, const char *what, const char *id) {
+    if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
+        return stop(s, MHD_HTTP_BAD_REQUEST, "%s: a job id is 32 lower-case hex digits, not \"%.64s\"", what, id);
+    const char *own = s->named_job[0] ? s->named_job : s->job_id;
+    if (strcmp(id, own) == 0) return stop(s, MHD_HTTP_BAD_REQUEST, "%s: job %s names the request's own job", what, id);
+    return 0;
+}
+
+/* replay_of, when set, names a job this caller may read, other than the request's own.
+ * A resend was checked when it first came. */
+static unsigned check_replay_of(submit_t *s) {
+    const char *id = s->req->replay_of;
+    if (!id || !id[0] || s->prev) return 0;
+    if (check_job_ref(s, "replay_of", id)) return s->status;
+    if (!job_visible(s, id))
         return stop(s, MHD_HTTP_BAD_REQUEST, "replay_of: no job %s (a replay names the job whose failed ops it sends "
                     "again: bwctl dead-letters)", id);
+    return 0;
+}
+
+/* not_before and after (docs/jobs.md): a time not too far ahead, and prerequisites that
+ * exist, that the caller may read, and that do not wait for this job. Sets s->hold. */
+static unsigned check_schedule(submit_t *s) {
+    const Bulkwrite__V1__BatchWriteRequest *req = s->req;
+    int64_t now = bw_wall_ms();
+    if (req->not_before_ms < 0)
+        return stop(s, MHD_HTTP_BAD_REQUEST, "not_before %lld is before 1970", (long long)req->not_before_ms);
+    if (req->not_before_ms > now + BW_NOT_BEFORE_MAX_MS)
+        return stop(s, MHD_HTTP_BAD_REQUEST, "not_before is more than %d days ahead", (int)(BW_NOT_BEFORE_MAX_MS / 86400000));
+    if (req->n_after > BW_AFTER_MAX)
+        return stop(s, MHD_HTTP_BAD_REQUEST, "after names %zu jobs; at most %d", req->n_after, BW_AFTER_MAX);
+    for (size_t i = 0; i < req->n_after; i++) {
+        if (check_job_ref(s, "after", req->after[i])) return s->status;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(req->after[k], req->after[i]) == 0)
+                return stop(s, MHD_HTTP_BAD_REQUEST, "after: job %s is named twice", req->after[i]);
+        if (!s->prev && !job_visible(s, req->after[i]))
+            return stop(s, MHD_HTTP_BAD_REQUEST, "after: no job %s (a prerequisite must be accepted first)", req->after[i]);
+    }
+    const char *own = s->named_job[0] ? s->named_job : s->job_id;
+    if (!s->prev && req->n_after && bw_release_would_cycle(own, req->after, req->n_after))
+        return stop(s, MHD_HTTP_CONFLICT, "after: a job named there waits, through its prerequisites, for job %s: "
+                    "the two would wait for each other forever", own);
+    s->hold = req->not_before_ms > now || req->n_after > 0;
     return 0;
 }
 
@@ -204,7 +243,6 @@ static unsigned name_job(submit_t *s) {
     } else if (bw_request_job_id(req, s->client, secret, strlen(secret), s->job_id, s->err, sizeof(s->err))) {
         return s->status = MHD_HTTP_BAD_REQUEST;
     }
-    if (check_replay_of(s)) return s->status;
     s->has_rid = s->named_job[0] || (req->request_id && req->request_id[0]);
     const char *job = s->named_job[0] ? s->named_job : s->job_id;
     if (s->has_rid && bw_shard_table_job_cancelled(proxy.shards, job))
@@ -230,6 +268,7 @@ static unsigned name_job(submit_t *s) {
                     "byte for byte the same request, and a new request needs a new request_id",
                     req->request_id, when, s->job_id);
     }
+    if (check_replay_of(s) || check_schedule(s)) return s->status;
     return 0;
 }
 
@@ -311,6 +350,21 @@ static void admit_messages(submit_t *s) {
     }
 }
 
+/* A scheduled or dependent request: its messages wait in the job's record (record_job),
+ * not in the shards' partitions. A resend's parts that an earlier attempt held or had
+ * released are taken before. */
+static void hold_messages(submit_t *s) {
+    const Bulkwrite__V1__JobRecord *prev = s->prev;
+    for (size_t i = 0; i < s->set.msg_cnt; i++) {
+        s->fate[i] = BW_MSG_HELD;
+        s->full_reason[i] = NULL;
+        for (size_t k = 0; prev && k < prev->n_accepted_parts; k++)
+            if (prev->accepted_parts[k] == i) s->fate[i] = BW_MSG_TAKEN_BEFORE;
+        for (size_t k = 0; prev && k < prev->n_held; k++)
+            if (prev->held[k]->part == i) s->fate[i] = BW_MSG_TAKEN_BEFORE;
+    }
+}
+
 static void produce(submit_t *s) {
     if (s->set.msg_cnt)
         bw_producers_send_batches(&s->set, s->lane, s->fate, s->job_id, s->errs, s->offsets, &s->arena);
@@ -362,16 +416,21 @@ static void collect_rejections(submit_t *s) {
  * is the one this proxy knows now (its own writes at once, other proxies' as its tail
  * reads them): a resend that reaches another proxy within the tail's lag can leave the
  * receipt short of ops taken earlier, never the data. */
-static void record_job(submit_t *s) {
+static rd_kafka_resp_err_t record_job(submit_t *s) {
     const Bulkwrite__V1__BatchWriteRequest *req = s->req;
     const bw_batch_set_t *set = &s->set;
     int shard_count = proxy.conf->shard_count;
     Bulkwrite__V1__JobRecord *prev = previous_record(s); /* again: attempts may have raced */
     uint8_t *taken = bw_arena_alloc(&s->arena, set->msg_cnt + 1);
+    Bulkwrite__V1__HeldBatch **held_before = bw_arena_alloc(&s->arena, (set->msg_cnt + 1) * sizeof(*held_before));
+    memset(held_before, 0, (set->msg_cnt + 1) * sizeof(*held_before));
     for (size_t i = 0; i < set->msg_cnt; i++)
-        taken[i] = s->fate[i] == BW_MSG_TAKEN_BEFORE || (s->fate[i] == BW_MSG_PRODUCE && !s->errs[i]);
+        taken[i] = s->fate[i] == BW_MSG_TAKEN_BEFORE || s->fate[i] == BW_MSG_HELD ||
+                   (s->fate[i] == BW_MSG_PRODUCE && !s->errs[i]);
     for (size_t k = 0; prev && k < prev->n_accepted_parts; k++)
         if (prev->accepted_parts[k] < set->msg_cnt) taken[prev->accepted_parts[k]] = 1;
+    for (size_t k = 0; prev && k < prev->n_held; k++)
+        if (prev->held[k]->part < set->msg_cnt) held_before[prev->held[k]->part] = prev->held[k];
     Bulkwrite__V1__ShardOps *per_shard = bw_arena_alloc(&s->arena, sizeof(*per_shard) * (size_t)shard_count);
     for (int sh = 0; sh < shard_count; sh++) {
         bulkwrite__v1__shard_ops__init(&per_shard[sh]);
@@ -379,11 +438,31 @@ static void record_job(submit_t *s) {
         per_shard[sh].first_offset = -1;
     }
     uint32_t *parts = bw_arena_alloc(&s->arena, sizeof(uint32_t) * (set->msg_cnt + 1));
-    size_t n_parts = 0;
+    size_t n_parts = 0, n_held = 0;
+    Bulkwrite__V1__HeldBatch *fresh = bw_arena_alloc(&s->arena, sizeof(*fresh) * (set->msg_cnt + 1));
+    Bulkwrite__V1__HeldBatch **held = bw_arena_alloc(&s->arena, sizeof(*held) * (set->msg_cnt + 1));
     for (size_t i = 0; i < set->msg_cnt; i++) {
         if (!taken[i]) continue;
-        Bulkwrite__V1__ShardOps *so = &per_shard[set->msgs[i].shard];
-        so->ops += (uint32_t)set->msgs[i].op_cnt;
+        const bw_batch_msg_t *m = &set->msgs[i];
+        Bulkwrite__V1__ShardOps *so = &per_shard[m->shard];
+        so->ops += (uint32_t)m->op_cnt;
+        if (s->fate[i] == BW_MSG_HELD || held_before[i]) { /* waits in this record, not in Kafka's partition */
+            so->held_ops += (uint32_t)m->op_cnt;
+            if (held_before[i]) {
+                held[n_held++] = held_before[i];
+                continue;
+            }
+            Bulkwrite__V1__HeldBatch *h = &fresh[n_held];
+            bulkwrite__v1__held_batch__init(h);
+            h->shard = (uint32_t)m->shard;
+            h->part = (uint32_t)i;
+            h->payload = (ProtobufCBinaryData){m->len, m->payload};
+            h->object_type = (char *)m->type_name;
+            h->op = (uint32_t)atoi(m->op_header);
+            h->rows = (uint32_t)m->op_cnt;
+            held[n_held++] = h;
+            continue;
+        }
         parts[n_parts++] = (uint32_t)i;
         if (s->fate[i] != BW_MSG_PRODUCE || s->errs[i]) continue; /* offsets: from this attempt's acks */
         if (so->first_offset < 0 || s->offsets[i] < so->first_offset) so->first_offset = s->offsets[i];
@@ -395,18 +474,18 @@ static void record_job(submit_t *s) {
         if (p->shard >= (uint32_t)shard_count) continue;
         Bulkwrite__V1__ShardOps *so = &per_shard[p->shard];
         if (p->ops > so->ops) so->ops = p->ops; /* a record from another split of the request */
-        if (so->first_offset < 0 || p->first_offset < so->first_offset) so->first_offset = p->first_offset;
+        if (p->first_offset >= 0 && p->ops > p->held_ops && (so->first_offset < 0 || p->first_offset < so->first_offset))
+            so->first_offset = p->first_offset;
         if (p->last_offset > so->last_offset) so->last_offset = p->last_offset;
     }
     if (prev && prev->created_at_ms) created = prev->created_at_ms;
-    if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
     Bulkwrite__V1__ShardOps **sop = bw_arena_alloc(&s->arena, sizeof(*sop) * ((size_t)shard_count + 1));
     size_t n = 0;
     uint32_t total = 0;
     for (int sh = 0; sh < shard_count; sh++) {
         if (!per_shard[sh].ops) continue;
         total += per_shard[sh].ops;
-        if (per_shard[sh].first_offset < 0) per_shard[sh].first_offset = 0; /* not known: an old record */
+        if (per_shard[sh].first_offset < 0) per_shard[sh].first_offset = 0; /* not known: an old record, or held */
         sop[n++] = &per_shard[sh];
     }
     Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
@@ -423,6 +502,13 @@ static void record_job(submit_t *s) {
     rec.client = (char *)(s->client ? s->client : "");
     rec.complete = !s->backlog_ops && !s->failed_ops;
     rec.replay_of = (char *)(req->replay_of ? req->replay_of : "");
+    rec.not_before_ms = req->not_before_ms;
+    rec.after = req->after;
+    rec.n_after = req->n_after;
+    rec.held = held;
+    rec.n_held = n_held;
+    rec.written_at_ms = bw_wall_ms();
+    if (prev && !n_held) rec.released_at_ms = prev->released_at_ms;
     if (s->named_job[0]) {
         rec.job = s->named_job;
         rec.job_name = req->job;
@@ -434,17 +520,36 @@ static void record_job(submit_t *s) {
         rec.body_sha256.len = SHA256_DIGEST_LENGTH;
     }
     size_t len = bulkwrite__v1__job_record__get_packed_size(&rec);
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+    if (n_held && len + 1024 > (size_t)proxy.conf->message_max_bytes) { /* held ops would not fit in their one record */
+        stop(s, MHD_HTTP_CONTENT_TOO_LARGE, "a scheduled or dependent request is held whole in one Kafka record of the "
+             "jobs topic: its batches take %zu bytes, over kafka.message_max_bytes (%d); send it in smaller parts "
+             "(bwctl submit --batch)", len, proxy.conf->message_max_bytes);
+        goto done;
+    }
     uint8_t *buf = bw_arena_alloc(&s->arena, len + 1);
     bulkwrite__v1__job_record__pack(&rec, buf);
     const char *key = s->job_id;
     size_t key_len = strlen(key);
     void *val = buf;
-    rd_kafka_resp_err_t err = bw_producers_send_records(proxy.conf->jobs_topic, 1, &key, &key_len, &val, &len, NULL);
-    /* the ops are durable all the same; only the receipt is missing */
+    err = bw_producers_send_records(proxy.conf->jobs_topic, 1, &key, &key_len, &val, &len, NULL);
+    /* the ops are durable all the same, unless held here; else only the receipt is missing */
     if (err)
-        bw_log(BW_LOG_ERROR, COMPONENT, -1, s->job_id, "job record not written to %s (%s): GET /v1/jobs/%s will not "
-               "find it", proxy.conf->jobs_topic, rd_kafka_err2str(err), s->job_id);
+        bw_log(BW_LOG_ERROR, COMPONENT, -1, s->job_id, "job record not written to %s (%s)%s", proxy.conf->jobs_topic,
+               rd_kafka_err2str(err), n_held ? ": its held ops are not accepted" : "");
     else bw_jobs_put(proxy.jobs, s->job_id, buf, len); /* a resend to this proxy sees it before the tail does */
+done:
+    if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
+    return err;
+}
+
+/* A held request lives in its record alone: not written, nothing of it is accepted. */
+static void hold_failed(submit_t *s, rd_kafka_resp_err_t err) {
+    for (size_t i = 0; i < s->set.msg_cnt; i++)
+        if (s->fate[i] == BW_MSG_HELD) {
+            s->errs[i] = err;
+            s->failed_ops += s->set.msgs[i].op_cnt;
+        }
 }
 
 /* 503: Kafka failed us (resend soon); 429: a shard is full (resend after Retry-After);
@@ -480,11 +585,25 @@ enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up) {
     }
     validate(&s);
     batch(&s);
-    admit_messages(&s);
-    produce(&s);
-    collect_rejections(&s);
-    /* a named job's part is recorded also when all its ops were refused for good: it was received */
-    if (s.accepted || (s.named_job[0] && !s.backlog_ops && !s.failed_ops)) record_job(&s);
+    if (s.hold) {
+        hold_messages(&s);
+        size_t fresh = 0;
+        for (size_t i = 0; i < s.set.msg_cnt; i++) fresh += s.fate[i] == BW_MSG_HELD;
+        rd_kafka_resp_err_t err = fresh || s.named_job[0] ? record_job(&s) : RD_KAFKA_RESP_ERR_NO_ERROR;
+        bw_batcher_free_payloads(&s.set);
+        if (s.status) {
+            ret = bw_reply_error_with(c, s.status, NULL, NULL, s.err);
+            goto done;
+        }
+        if (err) hold_failed(&s, err);
+        collect_rejections(&s);
+    } else {
+        admit_messages(&s);
+        produce(&s);
+        collect_rejections(&s);
+        /* a named job's part is recorded also when all its ops were refused for good: it was received */
+        if (s.accepted || (s.named_job[0] && !s.backlog_ops && !s.failed_ops)) record_job(&s);
+    }
     ret = reply(&s);
 done:
     if (s.in_flight) bw_quota_done(proxy.quota, s.client);

@@ -1,6 +1,7 @@
 # jobs.sh — jobs as client teams run them (docs/jobs.md): one named job across many
 # requests, resumed after a kill; a job cancelled half-way; a job's failures read page by
-# page and its dead letters sent again, after a fix, as a job linked to it. Sourced by e2e.sh (check,
+# page and its dead letters sent again, after a fix, as a job linked to it; scheduled
+# jobs (not_before) across restarts, and jobs that run after others (after). Sourced by e2e.sh (check,
 # wait_for, paused_sum, WORK, PROXY, DB_A, C1, C2, BWCTL), so it runs with both Kafka modes.
 
 job_json() { curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$1"; }
@@ -124,6 +125,7 @@ jobs_tests() {
     watch_cancelled() { "${BWCTL[@]}" watch --timeout 30 "$cjob"; [ $? = 1 ]; }
     check "bwctl watch of the cancelled job ends with exit 1 (ops cancelled)" watch_cancelled
     replay_tests
+    schedule_tests
 }
 
 # -- failures page by page, dead letters replayed after a fix ----------------------------
@@ -216,4 +218,158 @@ replay_tests() {
             '{"replay_of":"0123456789abcdef0123456789abcdef","ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
     }
     check "a replay_of naming no job is refused (400)" replay_unknown
+}
+
+# -- scheduled and dependent jobs --------------------------------------------------------
+# pins_file FILE FIRST N OP: JSON lines of N ops (create: title "sched"; delete) on pins of
+# shard 0 with local ids FIRST..FIRST+N-1
+pins_file() {
+    awk -v first="$2" -v n="$3" -v op="$4" 'BEGIN { for (i = 0; i < n; i++)
+        if (op == "create")
+            printf "{\"op\":\"create\",\"object_type\":\"pin\",\"id\":%d,\"shard_key\":\"42\",\"fields\":{\"owner_id\":42,\"title\":\"sched\"}}\n",
+                68719476736 + first + i
+        else printf "{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":%d}\n", 68719476736 + first + i }' >"$1"
+}
+restart_proxy() {
+    kill -9 "$PROXY_PID" && wait "$PROXY_PID" 2>/dev/null
+    "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
+    PROXY_PID=$!
+    pids+=($PROXY_PID)
+    wait_for 60 curl -sf "http://127.0.0.1:$PROXY/readyz"
+}
+restart_consumers() { # kill -9 of every consumer of this stack, each started again as it ran
+    local pid cmds=()
+    for pid in $(pgrep -f "bw-consumer -c .* -b $BROKERS"); do
+        cmds+=("$(tr '\0' ' ' <"/proc/$pid/cmdline")")
+        kill -9 "$pid"
+        wait "$pid" 2>/dev/null
+    done
+    [ ${#cmds[@]} -gt 0 ] || return 1
+    local cmd port
+    for cmd in "${cmds[@]}"; do
+        port=${cmd##* -p }
+        port=${port%% *}
+        $cmd >>"$WORK/consumer-$port.log" 2>&1 &
+        pids+=($!)
+    done
+    echo "# ${#cmds[@]} consumers restarted"
+}
+
+schedule_tests() {
+    # -- a job scheduled 40 s ahead: nothing before, across kill -9 of both consumers and
+    # the proxy; everything after
+    local at sjob
+    at=$(date -u -d '+40 seconds' +%FT%TZ)
+    pins_file "$WORK/sched.jsonl" 23000000 300 create
+    sched_submit() {
+        "${BWCTL[@]}" submit --batch 100 --not-before "$at" "$WORK/sched.jsonl" >"$WORK/sched.out" 2>"$WORK/sched.err" || return 1
+        sjob=$(head -n 1 "$WORK/sched.out")
+        job_json "$sjob" | tee "$WORK/sched-held.json" |
+            jq -e --arg at "$at" '.submitted == 300 and .scheduled == 300 and .pending == 300 and .applied == 0
+                and .not_before == $at and (.waiting | contains("300 ops held until " + $at)) and .finished == false' >/dev/null
+    }
+    check "bwctl submit --not-before (40 s ahead): 300 ops accepted and held, the status says until when" sched_submit
+    sjob=$(head -n 1 "$WORK/sched.out")
+    check "... both consumers killed -9 and started again" restart_consumers
+    check "... the proxy killed -9 and started again" restart_proxy
+    sched_still_held() {
+        job_json "$sjob" | jq -e '.scheduled == 300 and .applied == 0' >/dev/null && [ "$(pins_in 23000000 23000299)" = 0 ]
+    }
+    check "... the restarted proxy still holds all 300, and none is in the database before its time" sched_still_held
+    sched_early() { [ "$(date +%s)" -lt "$(date -d "$at" +%s)" ]; }
+    check "... (that was checked before the time came)" sched_early
+    sched_done() {
+        job_json "$sjob" | tee "$WORK/sched-done.json" |
+            jq -e '.finished and .applied == 300 and .scheduled == 0 and .pending == 0 and .failed == 0' >/dev/null
+    }
+    check "... after its time every op is applied once: 300 applied, none held" wait_for 90 sched_done
+    sched_not_early() { # the rows were written at or after the time
+        local first
+        first=$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT COUNT(*) FROM db00000.pins WHERE id BETWEEN
+            $(( (1 << 36) | 23000000 )) AND $(( (1 << 36) | 23000299 )) AND title = 'sched'")
+        [ "$first" = 300 ] && [ "$(date +%s)" -ge "$(date -d "$at" +%s)" ]
+    }
+    check "... the table holds the 300 rows" sched_not_early
+
+    # -- a scheduled job cancelled while held: nothing of it is ever applied
+    local far cjob
+    far=$(date -u -d '+1 hour' +%FT%TZ)
+    pins_file "$WORK/sched-cancel.jsonl" 23001000 100 create
+    sched_cancel() {
+        "${BWCTL[@]}" submit --not-before "$far" "$WORK/sched-cancel.jsonl" >"$WORK/sched-cancel.out" 2>/dev/null || return 1
+        cjob=$(head -n 1 "$WORK/sched-cancel.out")
+        "${BWCTL[@]}" cancel --reason "not tonight" "$cjob" >/dev/null || return 1
+        job_json "$cjob" | tee "$WORK/sched-cancel.json" |
+            jq -e '.finished and .cancelled == 100 and .scheduled == 0 and .applied == 0 and .cancel_reason == "not tonight"' >/dev/null &&
+            [ "$(pins_in 23001000 23001099)" = 0 ]
+    }
+    check "a job scheduled an hour ahead, cancelled: its 100 ops are reported cancelled, none applied" sched_cancel
+
+    # -- soft then hard: deletes that run after the creates (after), shard 0 paused so the
+    # creates wait in Kafka. Deletes applied first would find nothing and leave 100 rows.
+    pins_file "$WORK/dep-a.jsonl" 23002000 100 create
+    pins_file "$WORK/dep-b.jsonl" 23002000 100 delete
+    local ajob bjob
+    check "shard 0 paused" "${BWCTL[@]}" pause 0 --reason "dependent job test"
+    shard0_paused() { [ "$(paused_sum bulkwrite_consumer_paused 0)" = 1 ]; }
+    check "... its consumer pauses it" wait_for 10 shard0_paused
+    dep_submit() {
+        "${BWCTL[@]}" submit --job dep-a "$WORK/dep-a.jsonl" >"$WORK/dep-a.out" 2>/dev/null || return 1
+        ajob=$(head -n 1 "$WORK/dep-a.out")
+        "${BWCTL[@]}" submit --job dep-b --after "$ajob" "$WORK/dep-b.jsonl" >"$WORK/dep-b.out" 2>/dev/null || return 1
+        bjob=$(head -n 1 "$WORK/dep-b.out")
+        sleep 3 # three turns of the release loop: B must still be held
+        job_json "$bjob" | tee "$WORK/dep-b-held.json" |
+            jq -e --arg a "$ajob" '.scheduled == 100 and .applied == 0 and .after == [$a]
+                and (.waiting | contains("until job " + $a))' >/dev/null
+    }
+    check "job B (100 deletes) after job A (100 creates on the paused shard): B is held, naming A" dep_submit
+    ajob=$(head -n 1 "$WORK/dep-a.out") bjob=$(head -n 1 "$WORK/dep-b.out")
+    check "shard 0 resumed" "${BWCTL[@]}" resume 0
+    dep_done() {
+        job_json "$bjob" | tee "$WORK/dep-b-done.json" | jq -e '.finished and .applied == 100 and .scheduled == 0' >/dev/null
+    }
+    check "... A applies, then B is released and applies: B finished, 100 applied" wait_for 90 dep_done
+    dep_rows() { job_json "$ajob" | jq -e '.finished and .applied == 100' >/dev/null && [ "$(pins_in 23002000 23002099)" = 0 ]; }
+    check "... in that order: A's 100 pins were created, then deleted (none left)" dep_rows
+
+    # -- a prerequisite cancelled: the waiting job is cancelled too, naming it
+    pins_file "$WORK/dep-c.jsonl" 23003000 50 create
+    pins_file "$WORK/dep-d.jsonl" 23003000 50 delete
+    local cj dj
+    dep_cascade() {
+        "${BWCTL[@]}" submit --not-before "$far" --job dep-c "$WORK/dep-c.jsonl" >"$WORK/dep-c.out" 2>/dev/null || return 1
+        cj=$(head -n 1 "$WORK/dep-c.out")
+        "${BWCTL[@]}" submit --job dep-d --after "$cj" "$WORK/dep-d.jsonl" >"$WORK/dep-d.out" 2>/dev/null || return 1
+        dj=$(head -n 1 "$WORK/dep-d.out")
+        "${BWCTL[@]}" cancel --reason "wrong list" "$cj" >/dev/null || return 1
+        wait_for 20 sh -c "curl -sf 'http://127.0.0.1:$PROXY/v1/jobs/$dj' | jq -e '.cancelled == 50' >/dev/null" || return 1
+        job_json "$dj" | tee "$WORK/dep-d.json" |
+            jq -e --arg c "$cj" '.finished and .applied == 0 and .cancel_reason == "prerequisite job " + $c + " was cancelled"' >/dev/null
+    }
+    check "a job after a job that is cancelled is cancelled too, with the prerequisite named" dep_cascade
+
+    # -- refused: a cycle, an unknown prerequisite, a malformed time
+    dep_cycle() {
+        curl -sf -o "$WORK/cyc-e.json" -H 'Content-Type: application/json' "$URL" \
+            -d '{"job":"cyc-e","job_part":0,"ops":[{"op":"delete","object_type":"pin","id":68719476737}]}' || return 1
+        local e f
+        e=$(jq -r .job_id "$WORK/cyc-e.json")
+        curl -sf -o "$WORK/cyc-f.json" -H 'Content-Type: application/json' "$URL" \
+            -d "{\"job\":\"cyc-f\",\"after\":[\"$e\"],\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}]}" || return 1
+        f=$(jq -r .job_id "$WORK/cyc-f.json")
+        post_refused 409 'would wait for each other' \
+            "{\"job\":\"cyc-e\",\"job_part\":1,\"job_last\":true,\"after\":[\"$f\"],\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}]}"
+    }
+    check "a part of job E after job F, which waits for E, is refused: a cycle (409)" dep_cycle
+    dep_unknown() {
+        post_refused 400 'after: no job 0123456789abcdef0123456789abcdef' \
+            '{"after":["0123456789abcdef0123456789abcdef"],"ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
+    }
+    check "after naming no job is refused (400)" dep_unknown
+    bad_time() {
+        post_refused 400 'not_before \"tomorrow\" is not a UTC time' \
+            '{"not_before":"tomorrow","ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
+    }
+    check "a not_before that is not a time is refused, saying what a time is (400)" bad_time
 }

@@ -170,6 +170,8 @@ typedef struct {
     char job[140];           /* the job's name: --job, or derived from the first request's ops */
     char job_id[33];         /* from the first reply */
     char replay_of[33];      /* the file's {"replay_of": JOB_ID} line (bwctl dead-letters), or "" */
+    const char *not_before;  /* --not-before: a UTC time, or NULL */
+    json_t *after;           /* --after: the job ids it runs after (an array) */
     long next_part;          /* parts below it the proxy has whole already (a resumed run): not sent */
     int retry_s;
     long sent, accepted, rejected, requests, resent, skipped;
@@ -271,7 +273,10 @@ static int flush_batch(submit_t *sb, int last) {
         unsigned char d[SHA256_DIGEST_LENGTH];
         bw_buf_t named;
         bw_buf_init(&named);
-        bw_buf_printf(&named, "%s%s", sb->replay_of, ops);
+        char *after = json_dumps(sb->after, JSON_COMPACT); /* scheduled otherwise: another job */
+        bw_buf_printf(&named, "%s%s%s%s", sb->replay_of, sb->not_before ? sb->not_before : "",
+                      json_array_size(sb->after) ? after : "", ops);
+        free(after);
         SHA256((const unsigned char *)named.data, named.len, d);
         bw_buf_free(&named);
         free(ops);
@@ -287,6 +292,8 @@ static int flush_batch(submit_t *sb, int last) {
     json_t *req = json_pack("{s:s, s:I, s:b, s:O}", "job", sb->job, "job_part", (json_int_t)part, "job_last", last,
                             "ops", sb->ops);
     if (sb->replay_of[0]) json_object_set_new(req, "replay_of", json_string(sb->replay_of));
+    if (sb->not_before) json_object_set_new(req, "not_before", json_string(sb->not_before));
+    if (json_array_size(sb->after)) json_object_set_new(req, "after", json_incref(sb->after));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     bw_buf_t resp;
@@ -436,7 +443,8 @@ static long count_lines(FILE *f) {
 
 static int cmd_submit(int argc, char **argv) {
     static const char help[] =
-        "usage: bwctl submit [--format jsonl|csv] [--batch N] [--job NAME] [--retry-for S] FILE|-\n"
+        "usage: bwctl submit [--format jsonl|csv] [--batch N] [--job NAME] [--retry-for S]\n"
+        "                    [--not-before YYYY-MM-DDTHH:MM:SSZ] [--after JOB_ID]... FILE|-\n"
         "Sends the ops in FILE to the proxy as one job, in requests (its parts) of N ops\n"
         "(default 1000), printing the job's id on stdout once it is known and each rejected op\n"
         "(with its input line) on stderr; the last part seals the job.\n"
@@ -447,6 +455,9 @@ static int cmd_submit(int argc, char **argv) {
         "         a line with a cell that is not is refused and named, the others still sent\n"
         "A first line {\"replay_of\": JOB_ID} (bwctl dead-letters writes it) links the job to\n"
         "the one whose failed ops it sends again.\n"
+        "--not-before T holds the job's ops until T (UTC; e.g. $(date -ud tomorrow\\ 02:00 +%FT%TZ));\n"
+        "--after JOB_ID (up to 16) holds them, on each shard, until that job is finished there;\n"
+        "a job cancelled there cancels this one. Give the same T again when resuming.\n"
         "The job is named by --job, or by the sha256 of its first part's ops (bwctl-<hex>):\n"
         "running the same command again after a crash or a kill resumes the job, sending only\n"
         "the parts the proxy does not hold whole, and no op applies twice. To apply the same\n"
@@ -456,14 +467,22 @@ static int cmd_submit(int argc, char **argv) {
         "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"
         "long that is (not counted against S); the progress line shows the wait.\n"
         "Exit: 0 every op accepted; 1 some were not; 2 usage.\n";
-    submit_t sb = {.batch = 1000, .retry_s = 60};
+    submit_t sb = {.batch = 1000, .retry_s = 60, .after = json_array()};
+    int64_t secs;
     const char *format = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
                                          {"job", required_argument, 0, 'j'}, {"retry-for", required_argument, 0, 'R'},
+                                         {"not-before", required_argument, 0, 'T'}, {"after", required_argument, 0, 'A'},
                                          {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "f:n:j:R:h", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, "f:n:j:R:T:A:h", opts, NULL)) != -1;) {
         if (o == 'f') format = optarg;
+        else if (o == 'T' && bw_utc_time_parse(optarg, &secs))
+            return fprintf(stderr, "bwctl: --not-before: a UTC time YYYY-MM-DDTHH:MM:SSZ, not \"%s\"\n", optarg), 2;
+        else if (o == 'T') sb.not_before = optarg;
+        else if (o == 'A' && (strlen(optarg) != 32 || strspn(optarg, "0123456789abcdef") != 32))
+            return fprintf(stderr, "bwctl: --after: a job id (32 hex digits), not \"%s\"\n", optarg), 2;
+        else if (o == 'A') json_array_append_new(sb.after, json_string(optarg));
         else if (o == 'n') sb.batch = (size_t)atol(optarg);
         else if (o == 'j') {
             if (!optarg[0] || strlen(optarg) > 128) return fprintf(stderr, "bwctl: --job: 1 to 128 bytes\n"), 2;
@@ -585,7 +604,8 @@ static int cmd_watch(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl watch [--interval S] [--timeout S] JOB_ID\n"
         "Follows the job until nothing is pending: a progress bar with rate and ETA on stderr,\n"
-        "then the counts and a sample of failed ops.\n"
+        "then the counts and a sample of failed ops; a scheduled or dependent job's line says\n"
+        "what its held ops wait for.\n"
         "A named job (bwctl submit) is finished once sealed (its last part sent) and applied.\n"
         "Exit: 0 finished, nothing failed; 1 finished with failed or cancelled ops (or the job\n"
         "is unknown);\n"
@@ -616,8 +636,9 @@ static int cmd_watch(int argc, char **argv) {
         int finished = json_is_true(json_object_get(j, "finished"));
         long cancelled = jint(j, "cancelled");
         done += cancelled;
-        char note[96] = "";
+        char note[160] = "";
         if (json_object_get(j, "cancelled_at_ms")) snprintf(note, sizeof(note), "cancelled by %s", jstr(j, "cancelled_by"));
+        else if (jstr(j, "waiting")[0]) snprintf(note, sizeof(note), "%s", jstr(j, "waiting"));
         else if (json_is_false(json_object_get(j, "sealed")))
             snprintf(note, sizeof(note), "%ld parts in, not sealed yet", jint(j, "parts"));
         progress("watch", (double)done, (double)submitted, rate, note, finished);

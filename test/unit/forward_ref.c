@@ -32,6 +32,10 @@ int fref_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__
     if (a->job_part != b->job_part) DIFF("job_part %u vs %u", a->job_part, b->job_part);
     if (!a->job_last != !b->job_last) DIFF("job_last");
     if (strcmp(nz(a->replay_of), nz(b->replay_of))) DIFF("replay_of");
+    if (a->not_before_ms != b->not_before_ms) DIFF("not_before_ms");
+    if (a->n_after != b->n_after) DIFF("n_after %zu vs %zu", a->n_after, b->n_after);
+    for (size_t i = 0; i < a->n_after; i++)
+        if (strcmp(nz(a->after[i]), nz(b->after[i]))) DIFF("after[%zu]", i);
     if (a->n_ops != b->n_ops) DIFF("n_ops %zu vs %zu", a->n_ops, b->n_ops);
     for (size_t i = 0; i < a->n_ops; i++) {
         const Bulkwrite__V1__Op *x = a->ops[i], *y = b->ops[i];
@@ -197,7 +201,7 @@ int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteReq
 }
 
 int fref_nul_refused(const char *err) {
-    static const char *const fields[] = {"request_id", "job", "replay_of"};
+    static const char *const fields[] = {"request_id", "job", "replay_of", "after"};
     for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++) {
         size_t n = strlen(fields[i]);
         if (strncmp(err, fields[i], n) == 0 && strncmp(err + n, " contains a control character (NUL)", 35) == 0)

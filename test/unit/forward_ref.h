@@ -38,7 +38,7 @@ int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteReq
                      const char *job_id, int64_t now_ms, char *why, size_t why_size);
 
 /* The wire reader's one deliberate difference from protobuf-c: a NUL inside request_id,
- * job or replay_of (which protobuf-c keeps, and every C string then cuts short) is
+ * job, replay_of or an after (which protobuf-c keeps, and every C string then cuts short) is
  * refused. 1 when err is that refusal. */
 int fref_nul_refused(const char *err);
 

@@ -859,14 +859,14 @@ START_TEST(token_expiry) {
 
     /* the time's format, strictly UTC with the Z; impossible dates refused */
     int64_t t;
-    ck_assert_int_eq(bw_auth_parse_time("1970-01-01T00:00:00Z", &t), 0);
+    ck_assert_int_eq(bw_utc_time_parse("1970-01-01T00:00:00Z", &t), 0);
     ck_assert_int_eq(t, 0);
-    ck_assert_int_eq(bw_auth_parse_time("2028-02-29T23:59:59Z", &t), 0);
+    ck_assert_int_eq(bw_utc_time_parse("2028-02-29T23:59:59Z", &t), 0);
     const char *const bad_times[] = {"2026-12-01", "2026-12-01T00:00:00", "2026-12-01T00:00:00+01:00",
                                      "2026-12-01T00:00:00Zx", "2027-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
                                      "2026-12-01T24:00:00Z", "1969-12-31T23:59:59Z", "2026-12-1T00:00:00Z", ""};
     for (size_t i = 0; i < sizeof(bad_times) / sizeof(bad_times[0]); i++)
-        ck_assert_msg(bw_auth_parse_time(bad_times[i], &t) == -1, "\"%s\" was taken as a time", bad_times[i]);
+        ck_assert_msg(bw_utc_time_parse(bad_times[i], &t) == -1, "\"%s\" was taken as a time", bad_times[i]);
 
     /* errors name the key */
     snprintf(text, sizeof(text), "clients = ( { name = \"a\"; token_sha256 = \"%s\"; token_expires = \"tomorrow\";\n"

@@ -1,0 +1,317 @@
+/* release.c — scheduled and dependent batches: into their shards when they are due.
+ *
+ * A request with a not_before still ahead, or with prerequisites (after), is held whole
+ * in its job record in the jobs topic (submit.c): its batches are durable there, and the
+ * shards' partitions carry nothing of it, so other work on those shards goes on. Every
+ * proxy runs this loop about once a second over the held records its index knows
+ * (bw_jobs_held_list). A held batch is released, as the batcher made it and under its
+ * own (job, part) name, once:
+ *  - not_before has come, and
+ *  - on its shard, every prerequisite is finished: all its parts in (sealed, for a named
+ *    job) and nothing of it pending on that shard, held ops included.
+ * Batches are released in part order per shard, through the shard's backlog admission,
+ * and the record is then written again without them (their offsets in `shards`, their
+ * parts in `accepted_parts`). No lock: two proxies that release the same batch produce it
+ * twice, and the shard applies its (job, part) once (docs/reliability.md).
+ *
+ * A cancelled job's held batches are never released (its status counts them cancelled);
+ * a job whose prerequisite was cancelled is cancelled too, with that reason. A held
+ * record is written again before kafka.jobs_retention_ms could delete it.
+ *
+ * @locality its own thread; it reads the index and the status tables through their locks
+ * and produces through the pool (producers.c). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proxy.h"
+
+#define RELEASE_INTERVAL_MS 1000
+
+static pthread_t release_thread;
+static atomic_int release_run;
+static int release_started;
+
+/* A prerequisite as its status says now; one read per turn however many wait for it. */
+typedef struct {
+    char id[33];
+    int known;       /* its record was found */
+    int cancelled;
+    int complete;    /* every part in: sealed with parts 0 to last, for a named job */
+    uint8_t *open;   /* [shard_count]: 1 where it has ops pending, or a ledger did not answer */
+} prereq_t;
+
+typedef struct {
+    prereq_t *p;
+    size_t n, cap;
+} prereqs_t;
+
+static void prereq_read(prereq_t *p) {
+    int shards = proxy.conf->shard_count;
+    if (!(p->open = calloc((size_t)shards, 1))) abort();
+    void *raw;
+    size_t len;
+    if (bw_jobs_record(proxy.jobs, p->id, &raw, &len)) return;
+    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+    free(raw);
+    if (!rec) return;
+    bw_jobs_named_t named;
+    int is_named = rec->job && strcmp(rec->job, p->id) == 0 && bw_jobs_named(proxy.jobs, p->id, &named) == 0;
+    Bulkwrite__V1__JobStatus st;
+    char *record_id = rec->job_id; /* bw_jobs_status points it at p->id */
+    bw_jobs_status(proxy.conf, rec, p->id, proxy.shards, 1, is_named ? &named : NULL, &st);
+    rec->job_id = record_id;
+    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    p->known = 1;
+    p->cancelled = st.cancelled_at_ms != 0;
+    p->complete = !st.named || (st.sealed && st.parts == st.last_part + 1);
+    for (size_t i = 0; i < st.n_shards; i++) {
+        const Bulkwrite__V1__JobShard *js = st.shards[i];
+        if (js->shard < (uint32_t)shards && (js->pending || (js->error && js->error[0] && !js->lost)))
+            p->open[js->shard] = 1;
+    }
+    bw_jobs_status_free(&st);
+}
+
+static prereq_t *prereq_get(prereqs_t *ps, const char *id) {
+    for (size_t i = 0; i < ps->n; i++)
+        if (strcmp(ps->p[i].id, id) == 0) return &ps->p[i];
+    if (ps->n == ps->cap) {
+        ps->cap = ps->cap ? ps->cap * 2 : 8;
+        if (!(ps->p = realloc(ps->p, ps->cap * sizeof(*ps->p)))) abort();
+    }
+    prereq_t *p = &ps->p[ps->n++];
+    memset(p, 0, sizeof(*p));
+    snprintf(p->id, sizeof(p->id), "%s", id);
+    prereq_read(p);
+    return p;
+}
+
+static void prereqs_free(prereqs_t *ps) {
+    for (size_t i = 0; i < ps->n; i++) free(ps->p[i].open);
+    free(ps->p);
+}
+
+rd_kafka_resp_err_t bw_release_cancel_send(const char *id, const char *by, const char *from, const char *reason) {
+    Bulkwrite__V1__JobControl jc = BULKWRITE__V1__JOB_CONTROL__INIT;
+    jc.job_id = (char *)id;
+    jc.cancelled = 1;
+    jc.at_ms = bw_wall_ms();
+    jc.by = (char *)by;
+    jc.from = (char *)from;
+    jc.reason = (char *)reason;
+    size_t len = bulkwrite__v1__job_control__get_packed_size(&jc);
+    void *val = malloc(len + 1);
+    if (!val) abort();
+    bulkwrite__v1__job_control__pack(&jc, val);
+    char key[BW_JOB_CONTROL_KEY_MAX];
+    const char *key_ptr = key;
+    size_t key_len = (size_t)bw_job_control_key(id, key);
+    rd_kafka_resp_err_t e = bw_producers_send_records(proxy.conf->control_topic, 1, &key_ptr, &key_len, &val, &len, NULL);
+    free(val);
+    return e;
+}
+
+/* 1 when every prerequisite of the held record is finished on `shard`; a cancelled one
+ * sets *cancelled_by to its id. */
+static int prereqs_done(prereqs_t *ps, const bw_jobs_held_t *h, int shard, const char **cancelled_by) {
+    for (size_t i = 0; i < h->n_after; i++) {
+        prereq_t *p = prereq_get(ps, h->after[i]);
+        if (p->cancelled) *cancelled_by = p->id;
+        if (!p->known || !p->complete || p->cancelled || (shard >= 0 && p->open[shard])) return 0;
+    }
+    return 1;
+}
+
+/* Writes `out` (a held record changed by the caller) to the jobs topic and the index. */
+static int write_record(const char *id, Bulkwrite__V1__JobRecord *out) {
+    out->written_at_ms = bw_wall_ms();
+    size_t len = bulkwrite__v1__job_record__get_packed_size(out);
+    void *buf = malloc(len + 1);
+    if (!buf) abort();
+    bulkwrite__v1__job_record__pack(out, buf);
+    size_t key_len = 32;
+    rd_kafka_resp_err_t e = bw_producers_send_records(proxy.conf->jobs_topic, 1, &id, &key_len, &buf, &len, NULL);
+    if (e) bw_log(BW_LOG_WARN, COMPONENT, -1, id, "held job record not written (%s): tried again", rd_kafka_err2str(e));
+    else bw_jobs_put(proxy.jobs, id, buf, len);
+    free(buf);
+    return e ? -1 : 0;
+}
+
+/* Produces the record's releasable batches (go[k] set) in part order, each shard's until
+ * its backlog refuses one, and writes the record again without those Kafka took. */
+static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go) {
+    int lane = bw_config_lane(proxy.conf, rec->lane && rec->lane[0] ? rec->lane : "default");
+    if (lane < 0) {
+        bw_log(BW_LOG_ERROR, COMPONENT, -1, rec->job_id, "held batches of lane \"%s\", which the configuration no "
+               "longer has: kept until it has", rec->lane);
+        return;
+    }
+    bw_arena_t arena;
+    bw_arena_init(&arena, 1 << 12);
+    size_t n = rec->n_held, shards = (size_t)proxy.conf->shard_count;
+    bw_batch_set_t set = {bw_arena_alloc(&arena, (n + 1) * sizeof(bw_batch_msg_t)), 0};
+    bw_msg_fate_t *fate = bw_arena_alloc(&arena, (n + 1) * sizeof(*fate));
+    size_t *from = bw_arena_alloc(&arena, (n + 1) * sizeof(*from)); /* message -> rec->held index */
+    uint8_t *refused = bw_arena_alloc(&arena, shards);
+    memset(refused, 0, shards);
+    for (size_t k = 0; k < n; k++) {
+        const Bulkwrite__V1__HeldBatch *h = rec->held[k];
+        if (!go[k] || refused[h->shard]) {
+            refused[h->shard] = 1; /* a shard's later batches wait for its earlier ones */
+            continue;
+        }
+        bw_batch_msg_t *m = &set.msgs[set.msg_cnt];
+        memset(m, 0, sizeof(*m));
+        m->shard = (int32_t)h->shard;
+        m->type_name = h->object_type;
+        snprintf(m->op_header, sizeof(m->op_header), "%u", h->op % 10);
+        snprintf(m->rows_header, sizeof(m->rows_header), "%u", h->rows);
+        m->op_cnt = h->rows;
+        if (!(m->payload = malloc(h->payload.len + 1))) abort();
+        memcpy(m->payload, h->payload.data, h->payload.len);
+        m->len = h->payload.len;
+        if (!bw_backlog_admit(proxy.backlog, bw_config_slot(proxy.conf, lane, m->shard), bw_producers_message_bytes(m),
+                              bw_now_us(), NULL)) {
+            refused[h->shard] = 1;
+            free(m->payload);
+            continue;
+        }
+        fate[set.msg_cnt] = BW_MSG_PRODUCE;
+        from[set.msg_cnt++] = k;
+    }
+    if (!set.msg_cnt) {
+        bw_arena_destroy(&arena);
+        return;
+    }
+    rd_kafka_resp_err_t *errs = bw_arena_alloc(&arena, set.msg_cnt * sizeof(*errs));
+    int64_t *offsets = bw_arena_alloc(&arena, set.msg_cnt * sizeof(*offsets));
+    memset(errs, 0, set.msg_cnt * sizeof(*errs));
+    bw_producers_send_batches(&set, lane, fate, rec->job_id, errs, offsets, &arena);
+    /* the record again: what Kafka took leaves `held` for `accepted_parts` and `shards` */
+    uint8_t *out_of_held = bw_arena_alloc(&arena, n + 1);
+    memset(out_of_held, 0, n + 1);
+    Bulkwrite__V1__JobRecord out = *rec;
+    out.accepted_parts = bw_arena_alloc(&arena, (rec->n_accepted_parts + set.msg_cnt) * sizeof(uint32_t));
+    memcpy(out.accepted_parts, rec->accepted_parts, rec->n_accepted_parts * sizeof(uint32_t));
+    Bulkwrite__V1__ShardOps *so = bw_arena_alloc(&arena, (rec->n_shards + 1) * sizeof(*so));
+    out.shards = bw_arena_alloc(&arena, (rec->n_shards + 1) * sizeof(*out.shards));
+    for (size_t i = 0; i < rec->n_shards; i++) so[i] = *rec->shards[i], out.shards[i] = &so[i];
+    size_t released = 0;
+    for (size_t i = 0; i < set.msg_cnt; i++) {
+        if (errs[i]) continue;
+        const Bulkwrite__V1__HeldBatch *h = rec->held[from[i]];
+        out_of_held[from[i]] = 1;
+        out.accepted_parts[out.n_accepted_parts++] = h->part;
+        released++;
+        for (size_t s = 0; s < out.n_shards; s++) {
+            if (so[s].shard != h->shard) continue;
+            int first = so[s].held_ops == so[s].ops; /* nothing of this shard in Kafka before */
+            so[s].held_ops -= h->rows < so[s].held_ops ? h->rows : so[s].held_ops;
+            if (first || offsets[i] < so[s].first_offset) so[s].first_offset = offsets[i];
+            if (first || offsets[i] > so[s].last_offset) so[s].last_offset = offsets[i];
+        }
+    }
+    out.held = bw_arena_alloc(&arena, (n + 1) * sizeof(*out.held));
+    out.n_held = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!out_of_held[k]) out.held[out.n_held++] = rec->held[k];
+    if (!out.n_held) out.released_at_ms = bw_wall_ms();
+    if (released && write_record(rec->job_id, &out) == 0)
+        bw_log(BW_LOG_INFO, COMPONENT, -1, rec->job_id, "released %zu held batches into their shards%s", released,
+               out.n_held ? "" : ": none is held now");
+    bw_arena_destroy(&arena);
+}
+
+/* One held record: cancelled, not due, waiting for prerequisites, or (some of) it
+ * released; or written again to outlive the topic's retention. */
+static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now) {
+    if (bw_shard_table_job_cancelled(proxy.shards, h->job)) return;
+    int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
+    int due = h->not_before_ms <= now;
+    const char *cancelled_by = NULL;
+    /* a prerequisite not complete anywhere holds every shard: no need to read the record */
+    int maybe = due && prereqs_done(ps, h, -1, &cancelled_by);
+    if (cancelled_by) {
+        char why[160];
+        snprintf(why, sizeof(why), "prerequisite job %s was cancelled", cancelled_by);
+        if (bw_release_cancel_send(h->job, "(bulkwrite)", "proxy", why) == 0) {
+            bw_log(BW_LOG_INFO, COMPONENT, -1, h->job, "job cancelled: %s", why);
+            bw_shard_table_sync(proxy.shards, 2000);
+        }
+        return;
+    }
+    if (!maybe && h->written_at_ms > now - refresh_after) return;
+    void *raw;
+    size_t len;
+    if (bw_jobs_lookup(proxy.jobs, h->id, &raw, &len) && bw_jobs_record(proxy.jobs, h->id, &raw, &len)) return;
+    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+    free(raw);
+    if (!rec) return;
+    uint8_t *go = calloc(rec->n_held + 1, 1);
+    if (!go) abort();
+    size_t cnt = 0;
+    for (size_t k = 0; maybe && k < rec->n_held; k++)
+        cnt += go[k] = rec->held[k]->shard < (uint32_t)proxy.conf->shard_count &&
+                       prereqs_done(ps, h, (int)rec->held[k]->shard, &cancelled_by);
+    if (cnt) release_batches(rec, go);
+    else if (rec->written_at_ms <= now - refresh_after) write_record(h->id, rec); /* kept past the retention */
+    free(go);
+    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+}
+
+static void *release_loop(void *arg) {
+    (void)arg;
+    while (atomic_load(&release_run)) {
+        bw_jobs_held_t *held;
+        size_t n = bw_jobs_held_list(proxy.jobs, &held);
+        prereqs_t ps = {0};
+        int64_t now = bw_wall_ms();
+        for (size_t i = 0; i < n && atomic_load(&release_run); i++) release_one(&held[i], &ps, now);
+        prereqs_free(&ps);
+        free(held);
+        for (int t = 0; t < RELEASE_INTERVAL_MS / 100 && atomic_load(&release_run); t++) usleep(100000);
+    }
+    return NULL;
+}
+
+void bw_release_start(void) {
+    atomic_store(&release_run, 1);
+    if (pthread_create(&release_thread, NULL, release_loop, NULL) == 0) release_started = 1;
+    else bw_log(BW_LOG_ERROR, COMPONENT, -1, NULL, "the release thread did not start: held jobs wait");
+}
+
+void bw_release_stop(void) {
+    atomic_store(&release_run, 0);
+    if (release_started) pthread_join(release_thread, NULL);
+    release_started = 0;
+}
+
+int bw_release_would_cycle(const char *id, char *const *after, size_t n_after) {
+    bw_jobs_held_t *held;
+    size_t n = bw_jobs_held_list(proxy.jobs, &held);
+    size_t cap = n * BW_AFTER_MAX + n_after + 1, cnt = 0;
+    char (*seen)[33] = malloc(cap * sizeof(*seen));
+    if (!seen) abort();
+    for (size_t i = 0; i < n_after; i++) snprintf(seen[cnt++], 33, "%s", after[i]);
+    int cycle = 0;
+    /* breadth first over "waits for": seen[0..cnt) grows as prerequisites are found */
+    for (size_t q = 0; q < cnt && !cycle; q++) {
+        if (strcmp(seen[q], id) == 0) cycle = 1;
+        for (size_t i = 0; i < n && !cycle; i++) {
+            if (strcmp(held[i].job, seen[q])) continue;
+            for (size_t a = 0; a < held[i].n_after; a++) {
+                size_t k = 0;
+                while (k < cnt && strcmp(seen[k], held[i].after[a])) k++;
+                if (k == cnt && cnt < cap) snprintf(seen[cnt++], 33, "%s", held[i].after[a]);
+            }
+        }
+    }
+    free(seen);
+    free(held);
+    return cycle;
+}
