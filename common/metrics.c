@@ -68,6 +68,7 @@ struct bw_metrics {
     uint64_t producers_rebuilt;
     histogram_t accept_latency;
     uint64_t jobs_entries, jobs_bytes, jobs_max_bytes, jobs_evicted, jobs_found_in_topic; /* the job index */
+    uint64_t held_records, batches_released; /* scheduled and dependent batches */
     client_stats_t *clients;
     int client_cnt, client_cap;
     /* consumer */
@@ -217,6 +218,18 @@ void bw_metrics_jobs_index(bw_metrics_t *m, uint64_t entries, uint64_t bytes, ui
     m->jobs_max_bytes = max_bytes;
     m->jobs_evicted = evicted;
     m->jobs_found_in_topic = found_in_topic;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_held_records(bw_metrics_t *m, uint64_t records) {
+    pthread_mutex_lock(&m->mu);
+    m->held_records = records;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_batches_released(bw_metrics_t *m, uint64_t batches) {
+    pthread_mutex_lock(&m->mu);
+    m->batches_released += batches;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -640,6 +653,16 @@ static const row_t table[] = {
       "job records read back from the jobs topic for a `GET /v1/jobs/{id}` after the index had "
       "dropped them"},
      one, TOTAL(jobs_found_in_topic), V_U64, NULL},
+    {{"bulkwrite_proxy_held_job_records", BW_METRIC_GAUGE, "", BW_METRIC_PROXY,
+      "Job records that hold scheduled or dependent batches not yet released.",
+      "job records (requests) that hold scheduled or dependent batches not yet released into their "
+      "shards (`not_before` ahead, or `after` jobs not finished), as this proxy's index knows them"},
+     one, TOTAL(held_records), V_U64, NULL},
+    {{"bulkwrite_proxy_held_batches_released_total", BW_METRIC_COUNTER, "", BW_METRIC_PROXY,
+      "Held batches this proxy released into their shards' partitions.",
+      "held (scheduled or dependent) batches this proxy released into their shards' partitions "
+      "(another proxy may release the same batch: its shard applies it once)"},
+     one, TOTAL(batches_released), V_U64, NULL},
     {{"bulkwrite_consumer_rows_applied_total", BW_METRIC_COUNTER, "shard", BW_METRIC_CONSUMER,
       "Rows applied to the shard.",
       "rows applied to the shard"},

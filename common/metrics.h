@@ -70,6 +70,10 @@ void bw_metrics_client_accepted(bw_metrics_t *m, const char *client, uint64_t op
  * dropped and records read back from the topic, all since start. */
 void bw_metrics_jobs_index(bw_metrics_t *m, uint64_t entries, uint64_t bytes, uint64_t max_bytes, uint64_t evicted,
                            uint64_t found_in_topic);
+/* Scheduled and dependent batches (proxy/release.c): the job records that hold some now
+ * (set), and batches this proxy released into their shards (added). */
+void bw_metrics_held_records(bw_metrics_t *m, uint64_t records);
+void bw_metrics_batches_released(bw_metrics_t *m, uint64_t batches);
 
 /* consumer */
 void bw_metrics_shard_applied(bw_metrics_t *m, int shard, uint64_t rows, uint64_t failed_rows,

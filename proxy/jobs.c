@@ -259,6 +259,28 @@ size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out) {
     return n;
 }
 
+int bw_jobs_held_cycle(const bw_jobs_held_t *held, size_t n, const char *id, char *const *after, size_t n_after) {
+    size_t cap = n * BW_AFTER_MAX + n_after + 1, cnt = 0;
+    char (*seen)[33] = malloc(cap * sizeof(*seen));
+    if (!seen) abort();
+    for (size_t i = 0; i < n_after; i++) snprintf(seen[cnt++], 33, "%s", after[i]);
+    int cycle = 0;
+    /* breadth first over "waits for": seen[0..cnt) grows as prerequisites are found */
+    for (size_t q = 0; q < cnt && !cycle; q++) {
+        if (strcmp(seen[q], id) == 0) cycle = 1;
+        for (size_t i = 0; i < n && !cycle; i++) {
+            if (strcmp(held[i].job, seen[q])) continue;
+            for (size_t a = 0; a < held[i].n_after; a++) {
+                size_t k = 0;
+                while (k < cnt && strcmp(seen[k], held[i].after[a])) k++;
+                if (k == cnt && cnt < cap) snprintf(seen[cnt++], 33, "%s", held[i].after[a]);
+            }
+        }
+    }
+    free(seen);
+    return cycle;
+}
+
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_jobs_t *j = ud;
     if (!vlen || klen != 32) return;
@@ -347,7 +369,7 @@ int bw_jobs_caught_up(bw_jobs_t *j) { return bw_tail_caught_up(j->tail); }
 
 void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st) {
     pthread_mutex_lock(&j->mu);
-    *st = (bw_jobs_stats_t){j->cnt, j->bytes, j->max_bytes, j->evicted, j->found_in_topic};
+    *st = (bw_jobs_stats_t){j->cnt, j->bytes, j->max_bytes, j->evicted, j->found_in_topic, j->held_cnt};
     pthread_mutex_unlock(&j->mu);
 }
 

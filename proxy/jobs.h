@@ -73,12 +73,17 @@ typedef struct {
 } bw_jobs_held_t;
 /* Every held record's entry (malloc'd array in *out, free it); returns the count. */
 size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out);
+/* 1 if job `id` is reachable from the jobs in `after` through the prerequisites of the
+ * held records (a record's job waits for its after): holding `id` after them would make
+ * the two wait for each other. */
+int bw_jobs_held_cycle(const bw_jobs_held_t *held, size_t n, const char *id, char *const *after, size_t n_after);
 
 /* The index's size and work, for /metrics. */
 typedef struct {
     size_t entries, bytes, max_bytes;
     uint64_t evicted;        /* records dropped, least recently used first */
     uint64_t found_in_topic; /* records read back from the topic for a lookup */
+    size_t held;             /* records that hold batches (bw_jobs_held_list) */
 } bw_jobs_stats_t;
 void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st);
 

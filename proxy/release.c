@@ -14,7 +14,8 @@
  * parts in `accepted_parts`). No lock: two proxies that release the same batch produce it
  * twice, and the shard applies its (job, part) once (docs/reliability.md).
  *
- * A cancelled job's held batches are never released (its status counts them cancelled);
+ * A cancelled job's held batches are never released: its record is written again without
+ * them, and its status counts their ops cancelled;
  * a job whose prerequisite was cancelled is cancelled too, with that reason. A held
  * record is written again before kafka.jobs_retention_ms could delete it.
  *
@@ -221,16 +222,37 @@ static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go) {
     for (size_t k = 0; k < n; k++)
         if (!out_of_held[k]) out.held[out.n_held++] = rec->held[k];
     if (!out.n_held) out.released_at_ms = bw_wall_ms();
+    if (released) bw_metrics_batches_released(proxy.metrics, released);
     if (released && write_record(rec->job_id, &out) == 0)
         bw_log(BW_LOG_INFO, COMPONENT, -1, rec->job_id, "released %zu held batches into their shards%s", released,
                out.n_held ? "" : ": none is held now");
     bw_arena_destroy(&arena);
 }
 
+/* A cancelled job's held batches will never go out: its record is written again without
+ * them (its shards' held_ops stay, so the status counts those ops cancelled). */
+static void drop_held(const char *id) {
+    void *raw;
+    size_t len;
+    if (bw_jobs_lookup(proxy.jobs, id, &raw, &len) && bw_jobs_record(proxy.jobs, id, &raw, &len)) return;
+    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+    free(raw);
+    if (!rec) return;
+    size_t n_held = rec->n_held;
+    rec->n_held = 0;
+    if (n_held && write_record(id, rec) == 0)
+        bw_log(BW_LOG_INFO, COMPONENT, -1, id, "job cancelled: its %zu held batches are dropped", n_held);
+    rec->n_held = n_held; /* freed with the record */
+    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+}
+
 /* One held record: cancelled, not due, waiting for prerequisites, or (some of) it
  * released; or written again to outlive the topic's retention. */
 static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now) {
-    if (bw_shard_table_job_cancelled(proxy.shards, h->job)) return;
+    if (bw_shard_table_job_cancelled(proxy.shards, h->job)) {
+        drop_held(h->id);
+        return;
+    }
     int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
     int due = h->not_before_ms <= now;
     const char *cancelled_by = NULL;
@@ -294,24 +316,7 @@ void bw_release_stop(void) {
 int bw_release_would_cycle(const char *id, char *const *after, size_t n_after) {
     bw_jobs_held_t *held;
     size_t n = bw_jobs_held_list(proxy.jobs, &held);
-    size_t cap = n * BW_AFTER_MAX + n_after + 1, cnt = 0;
-    char (*seen)[33] = malloc(cap * sizeof(*seen));
-    if (!seen) abort();
-    for (size_t i = 0; i < n_after; i++) snprintf(seen[cnt++], 33, "%s", after[i]);
-    int cycle = 0;
-    /* breadth first over "waits for": seen[0..cnt) grows as prerequisites are found */
-    for (size_t q = 0; q < cnt && !cycle; q++) {
-        if (strcmp(seen[q], id) == 0) cycle = 1;
-        for (size_t i = 0; i < n && !cycle; i++) {
-            if (strcmp(held[i].job, seen[q])) continue;
-            for (size_t a = 0; a < held[i].n_after; a++) {
-                size_t k = 0;
-                while (k < cnt && strcmp(seen[k], held[i].after[a])) k++;
-                if (k == cnt && cnt < cap) snprintf(seen[cnt++], 33, "%s", held[i].after[a]);
-            }
-        }
-    }
-    free(seen);
+    int cycle = bw_jobs_held_cycle(held, n, id, after, n_after);
     free(held);
     return cycle;
 }

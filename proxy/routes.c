@@ -389,6 +389,7 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
         bw_jobs_stats_t js;
         bw_jobs_stats(proxy.jobs, &js);
         bw_metrics_jobs_index(proxy.metrics, js.entries, js.bytes, js.max_bytes, js.evicted, js.found_in_topic);
+        bw_metrics_held_records(proxy.metrics, js.held);
     }
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
     int admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */

@@ -362,6 +362,8 @@ schedule_tests() {
             "{\"job\":\"cyc-e\",\"job_part\":1,\"job_last\":true,\"after\":[\"$f\"],\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}]}"
     }
     check "a part of job E after job F, which waits for E, is refused: a cycle (409)" dep_cycle
+    check "... job F, which would wait for ever (E is never sealed), is cancelled" \
+        "${BWCTL[@]}" cancel --reason "cycle test" "$(jq -r .job_id "$WORK/cyc-f.json")"
     dep_unknown() {
         post_refused 400 'after: no job 0123456789abcdef0123456789abcdef' \
             '{"after":["0123456789abcdef0123456789abcdef"],"ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
@@ -372,4 +374,9 @@ schedule_tests() {
             '{"not_before":"tomorrow","ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
     }
     check "a not_before that is not a time is refused, saying what a time is (400)" bad_time
+    proxy_metric() { curl -sf "http://127.0.0.1:$PROXY/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+    held_gone() { [ "$(proxy_metric bulkwrite_proxy_held_job_records)" = 0 ]; }
+    check "the proxy holds no record now (all released or cancelled): bulkwrite_proxy_held_job_records 0" wait_for 10 held_gone
+    check "... and counted the batches it released ($(proxy_metric bulkwrite_proxy_held_batches_released_total) >= 4)" \
+        test "$(proxy_metric bulkwrite_proxy_held_batches_released_total)" -ge 4
 }

@@ -107,6 +107,8 @@ static bw_metrics_t *filled(const bw_config_t *conf, bw_metrics_role_t role) {
         bw_metrics_client_quota_share(m, "feed", 0.5, -1); /* an ops quota shared by two proxies */
         bw_metrics_client_accepted(m, "spam", 7, 900);
         bw_metrics_jobs_index(m, 1, 2, 3, 4, 5);
+        bw_metrics_held_records(m, 6);
+        bw_metrics_batches_released(m, 7);
         return m;
     }
     bw_metrics_shard_applied(m, 1, 100, 2, 3, 4, 5, 2000);

@@ -10,6 +10,7 @@
 #include "apijson.h"
 #include "helpers.h"
 #include "ledger.h"
+#include "jobs.h"
 #include "request.h"
 #include "shard.h"
 #include "utf8.h"
@@ -1041,6 +1042,77 @@ START_TEST(replay_of_in_both_encodings) {
 }
 END_TEST
 
+/* not_before (a UTC time or ms) and after (job ids) read the same from JSON and from
+ * protobuf; a malformed one refuses the request, naming it. */
+START_TEST(schedule_in_both_encodings) {
+    Bulkwrite__V1__BatchWriteRequest *r = json("{\"not_before\": \"2026-12-06T02:00:00Z\", \"after\": "
+                                               "[\"0123456789abcdef0123456789abcdef\", \"fedcba9876543210fedcba9876543210\"], \"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_int_eq(r->not_before_ms, 1796522400000LL);
+    ck_assert_uint_eq(r->n_after, 2);
+    ck_assert_str_eq(r->after[1], "fedcba9876543210fedcba9876543210");
+    r = json("{\"not_before\": 1796522400123, \"after\": [], \"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_int_eq(r->not_before_ms, 1796522400123LL);
+    ck_assert_uint_eq(r->n_after, 0);
+    r = json("{\"ops\": []}");
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_int_eq(r->not_before_ms, 0);
+    ck_assert_uint_eq(r->n_after, 0);
+    expect_bad_json("{\"not_before\": \"tomorrow\", \"ops\": []}", "not_before \"tomorrow\" is not a UTC time");
+    expect_bad_json("{\"not_before\": \"2026-02-30T00:00:00Z\", \"ops\": []}", "not_before \"2026-02-30T00:00:00Z\"");
+    expect_bad_json("{\"not_before\": -5, \"ops\": []}", "not_before -5 is not a time");
+    expect_bad_json("{\"not_before\": 1.5, \"ops\": []}", "not_before 1.5 is not a time");
+    expect_bad_json("{\"after\": \"0123\", \"ops\": []}", "unknown or mistyped member \"after\"");
+    expect_bad_json("{\"after\": [7], \"ops\": []}", "unknown or mistyped member \"after\"");
+    expect_bad_json("{\"after\": [\"a\\u0000b\"], \"ops\": []}", "after contains a control character (NUL) at byte 1");
+    expect_bad_json("{\"after\": [], \"after\": [], \"ops\": []}", "duplicate object key \"after\"");
+    Bulkwrite__V1__BatchWriteRequest in = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+    char *after[] = {"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"};
+    in.not_before_ms = 1796522400000LL;
+    in.after = after;
+    in.n_after = 2;
+    uint8_t buf[128];
+    size_t len = bulkwrite__v1__batch_write_request__pack(&in, buf);
+    int too_many = -1;
+    r = bw_request_decode_bounded(BW_FMT_PROTOBUF, buf, len, 10, &A, errbuf, sizeof(errbuf), &too_many);
+    ck_assert_msg(r != NULL, "%s", errbuf);
+    ck_assert_int_eq(r->not_before_ms, 1796522400000LL);
+    ck_assert_uint_eq(r->n_after, 2);
+    ck_assert_str_eq(r->after[0], after[0]);
+    ck_assert_str_eq(r->after[1], after[1]);
+    static const uint8_t pb_nul[] = {0x4a, 0x03, 'a', 0x00, 'b'};
+    ck_assert_ptr_null(bw_request_decode_bounded(BW_FMT_PROTOBUF, pb_nul, sizeof(pb_nul), 10, &A, errbuf, sizeof(errbuf),
+                                                 &too_many));
+    ck_assert_str_eq(errbuf, "after contains a control character (NUL) at byte 1");
+    static const uint8_t pb_wrong_type[] = {0x42, 0x01, 'x'}; /* not_before as bytes */
+    ck_assert_ptr_null(bw_request_decode_bounded(BW_FMT_PROTOBUF, pb_wrong_type, sizeof(pb_wrong_type), 10, &A, errbuf,
+                                                 sizeof(errbuf), &too_many));
+}
+END_TEST
+
+/* A job may not wait, through the held records' prerequisites, for itself. */
+START_TEST(after_cycles_are_found) {
+    static const char *a = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", *b = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+                      *c = "cccccccccccccccccccccccccccccccc", *d = "dddddddddddddddddddddddddddddddd";
+    bw_jobs_held_t held[2] = {{.n_after = 1}, {.n_after = 1}};
+    /* b's part 1 waits for a; c waits for b */
+    snprintf(held[0].id, 33, "%s", "b000000000000000000000000000000a");
+    snprintf(held[0].job, 33, "%s", b);
+    snprintf(held[0].after[0], 33, "%s", a);
+    snprintf(held[1].id, 33, "%s", c);
+    snprintf(held[1].job, 33, "%s", c);
+    snprintf(held[1].after[0], 33, "%s", b);
+    char *after_c[] = {(char *)c}, *after_d[] = {(char *)d}, *after_b[] = {(char *)b};
+    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, a, after_c, 1), 1); /* a -> c -> b -> a */
+    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, b, after_c, 1), 1); /* b -> c -> b */
+    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, a, after_d, 1), 0); /* d waits for nothing */
+    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, d, after_c, 1), 0); /* c, b, a: none waits for d */
+    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, c, after_b, 1), 0); /* b waits for a only */
+    ck_assert_int_eq(bw_jobs_held_cycle(held, 0, a, after_c, 1), 0); /* nothing held: nothing waits */
+}
+END_TEST
+
 START_TEST(lane_in_both_encodings) {
     Bulkwrite__V1__BatchWriteRequest *r = json("{\"lane\": \"urgent\", \"ops\": []}");
     ck_assert_msg(r != NULL, "%s", errbuf);
@@ -1082,6 +1154,8 @@ Suite *request_suite(void) {
     tcase_add_test(tc, named_job_ids);
     tcase_add_test(tc, job_fields_in_both_encodings);
     tcase_add_test(tc, replay_of_in_both_encodings);
+    tcase_add_test(tc, schedule_in_both_encodings);
+    tcase_add_test(tc, after_cycles_are_found);
     tcase_add_test(tc, json_maps_field_for_field);
     tcase_add_test(tc, json_nul_and_escapes);
     tcase_add_test(tc, request_id_with_nul_is_refused);
