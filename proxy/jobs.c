@@ -786,7 +786,43 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
     free(fails);
 }
 
+void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st) {
+    st->prerequisites = calloc(st->n_after + 1, sizeof(*st->prerequisites));
+    for (size_t i = 0; i < st->n_after; i++) {
+        Bulkwrite__V1__Prerequisite *p = calloc(1, sizeof(*p));
+        bulkwrite__v1__prerequisite__init(p);
+        p->job_id = strdup(st->after[i]);
+        st->prerequisites[st->n_prerequisites++] = p;
+        void *raw;
+        size_t len;
+        if (bw_jobs_record(j, st->after[i], &raw, &len)) continue;
+        Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+        free(raw);
+        if (!rec) continue;
+        bw_jobs_named_t named;
+        int is_named = rec->job && strcmp(rec->job, st->after[i]) == 0 && bw_jobs_named(j, st->after[i], &named) == 0;
+        Bulkwrite__V1__JobStatus ps;
+        char *record_id = rec->job_id;
+        bw_jobs_status(conf, rec, st->after[i], table, 1, is_named ? &named : NULL, &ps);
+        rec->job_id = record_id;
+        bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+        p->found = 1;
+        p->finished = ps.finished;
+        p->submitted = ps.submitted;
+        p->applied = ps.applied;
+        p->failed = ps.failed;
+        p->cancelled = ps.cancelled;
+        p->was_cancelled = ps.cancelled_at_ms != 0;
+        bw_jobs_status_free(&ps);
+    }
+}
+
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st) {
+    for (size_t i = 0; i < st->n_prerequisites; i++) {
+        free(st->prerequisites[i]->job_id);
+        free(st->prerequisites[i]);
+    }
+    free(st->prerequisites);
     free(st->job_id);
     free(st->cancelled_by);
     free(st->cancel_reason);
@@ -852,6 +888,23 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
     }
     if (st->scheduled || st->n_after || st->not_before_ms) json_object_set_new(j, "scheduled", json_integer(st->scheduled));
     if (st->waiting && st->waiting[0]) json_object_set_new(j, "waiting", json_string(st->waiting));
+    if (st->n_prerequisites) {
+        json_t *pre = json_array();
+        for (size_t i = 0; i < st->n_prerequisites; i++) {
+            const Bulkwrite__V1__Prerequisite *p = st->prerequisites[i];
+            json_t *o = json_pack("{s:s, s:b}", "job_id", p->job_id, "found", p->found);
+            if (p->found) {
+                json_object_set_new(o, "finished", json_boolean(p->finished));
+                json_object_set_new(o, "submitted", json_integer(p->submitted));
+                json_object_set_new(o, "applied", json_integer(p->applied));
+                json_object_set_new(o, "failed", json_integer(p->failed));
+                json_object_set_new(o, "cancelled", json_integer(p->cancelled));
+                json_object_set_new(o, "was_cancelled", json_boolean(p->was_cancelled));
+            }
+            json_array_append_new(pre, o);
+        }
+        json_object_set_new(j, "prerequisites", pre);
+    }
     if (st->named) {
         json_object_set_new(j, "job", json_string(st->job_name ? st->job_name : ""));
         json_object_set_new(j, "parts", json_integer(st->parts));

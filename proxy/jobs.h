@@ -101,6 +101,9 @@ void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st);
 void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
                     bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st);
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
+/* Fills st->prerequisites: each job of st->after, as its own status says now (its
+ * ledgers read). Freed by bw_jobs_status_free. */
+void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st);
 /* JSON text of a status (malloc'd). */
 char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);
 

@@ -139,6 +139,7 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
     bw_jobs_status(proxy.conf, rec, id, proxy.shards, admin, is_named ? &named : NULL, &st);
     rec->job_id = record_id;
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    bw_jobs_prerequisites(proxy.jobs, proxy.conf, proxy.shards, &st);
     const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     if (accept && strstr(accept, "application/x-protobuf")) {
         size_t len = bulkwrite__v1__job_status__get_packed_size(&st);

@@ -330,8 +330,10 @@ schedule_tests() {
         job_json "$bjob" | tee "$WORK/dep-b-done.json" | jq -e '.finished and .applied == 100 and .scheduled == 0' >/dev/null
     }
     check "... A applies, then B is released and applies: B finished, 100 applied" wait_for 90 dep_done
-    dep_rows() { job_json "$ajob" | jq -e '.finished and .applied == 100' >/dev/null && [ "$(pins_in 23002000 23002099)" = 0 ]; }
-    check "... in that order: A's 100 pins were created, then deleted (none left)" dep_rows
+    dep_rows() { job_json "$ajob" | jq -e '.finished and .applied == 100' >/dev/null && [ "$(pins_in 23002000 23002099)" = 0 ] &&
+        jq -e --arg a "$ajob" '.prerequisites == [{"job_id": $a, "found": true, "finished": true, "submitted": 100,
+            "applied": 100, "failed": 0, "cancelled": 0, "was_cancelled": false}]' "$WORK/dep-b-done.json" >/dev/null; }
+    check "... in that order: A's 100 pins were created, then deleted (none left); B's status reports A finished" dep_rows
 
     # -- a prerequisite cancelled: the waiting job is cancelled too, naming it
     pins_file "$WORK/dep-c.jsonl" 23003000 50 create
@@ -345,7 +347,8 @@ schedule_tests() {
         "${BWCTL[@]}" cancel --reason "wrong list" "$cj" >/dev/null || return 1
         wait_for 20 sh -c "curl -sf 'http://127.0.0.1:$PROXY/v1/jobs/$dj' | jq -e '.cancelled == 50' >/dev/null" || return 1
         job_json "$dj" | tee "$WORK/dep-d.json" |
-            jq -e --arg c "$cj" '.finished and .applied == 0 and .cancel_reason == "prerequisite job " + $c + " was cancelled"' >/dev/null
+            jq -e --arg c "$cj" '.finished and .applied == 0 and .cancel_reason == "prerequisite job " + $c + " was cancelled"
+                and .prerequisites[0].was_cancelled and .prerequisites[0].cancelled == 50' >/dev/null
     }
     check "a job after a job that is cancelled is cancelled too, with the prerequisite named" dep_cascade
 

@@ -650,6 +650,11 @@ static int cmd_watch(int argc, char **argv) {
             json_array_foreach(json_object_get(j, "failures"), i, fo)
                 fprintf(stderr, "  op %ld (shard %ld, id %s): %s\n", jint(fo, "op_index"), jint(fo, "shard"),
                         jstr(fo, "id"), jstr(fo, "reason"));
+            json_array_foreach(json_object_get(j, "prerequisites"), i, fo)
+                fprintf(stderr, "  after job %s: %s%ld applied, %ld failed%s\n", jstr(fo, "job_id"),
+                        json_is_true(json_object_get(fo, "finished")) ? "finished, " : "",
+                        jint(fo, "applied"), jint(fo, "failed"),
+                        json_is_true(json_object_get(fo, "was_cancelled")) ? ", cancelled" : "");
             int rc = jint(j, "failed") || cancelled ? 1 : 0;
             json_decref(j);
             return rc;
