@@ -198,7 +198,7 @@ static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go) {
     memset(out_of_held, 0, n + 1);
     Bulkwrite__V1__JobRecord out = *rec;
     out.accepted_parts = bw_arena_alloc(&arena, (rec->n_accepted_parts + set.msg_cnt) * sizeof(uint32_t));
-    memcpy(out.accepted_parts, rec->accepted_parts, rec->n_accepted_parts * sizeof(uint32_t));
+    if (rec->n_accepted_parts) memcpy(out.accepted_parts, rec->accepted_parts, rec->n_accepted_parts * sizeof(uint32_t));
     Bulkwrite__V1__ShardOps *so = bw_arena_alloc(&arena, (rec->n_shards + 1) * sizeof(*so));
     out.shards = bw_arena_alloc(&arena, (rec->n_shards + 1) * sizeof(*out.shards));
     for (size_t i = 0; i < rec->n_shards; i++) so[i] = *rec->shards[i], out.shards[i] = &so[i];

@@ -171,7 +171,8 @@ typedef struct {
     char job_id[33];         /* from the first reply */
     char replay_of[33];      /* the file's {"replay_of": JOB_ID} line (bwctl dead-letters), or "" */
     const char *not_before;  /* --not-before: a UTC time, or NULL */
-    json_t *after;           /* --after: the job ids it runs after (an array) */
+    char after[16][33];      /* --after: the job ids it runs after */
+    int n_after;
     long next_part;          /* parts below it the proxy has whole already (a resumed run): not sent */
     int retry_s;
     long sent, accepted, rejected, requests, resent, skipped;
@@ -273,10 +274,9 @@ static int flush_batch(submit_t *sb, int last) {
         unsigned char d[SHA256_DIGEST_LENGTH];
         bw_buf_t named;
         bw_buf_init(&named);
-        char *after = json_dumps(sb->after, JSON_COMPACT); /* scheduled otherwise: another job */
-        bw_buf_printf(&named, "%s%s%s%s", sb->replay_of, sb->not_before ? sb->not_before : "",
-                      json_array_size(sb->after) ? after : "", ops);
-        free(after);
+        bw_buf_printf(&named, "%s%s", sb->replay_of, sb->not_before ? sb->not_before : ""); /* scheduled otherwise: */
+        for (int i = 0; i < sb->n_after; i++) bw_buf_printf(&named, "%s", sb->after[i]);  /* another job */
+        bw_buf_printf(&named, "%s", ops);
         SHA256((const unsigned char *)named.data, named.len, d);
         bw_buf_free(&named);
         free(ops);
@@ -293,7 +293,11 @@ static int flush_batch(submit_t *sb, int last) {
                             "ops", sb->ops);
     if (sb->replay_of[0]) json_object_set_new(req, "replay_of", json_string(sb->replay_of));
     if (sb->not_before) json_object_set_new(req, "not_before", json_string(sb->not_before));
-    if (json_array_size(sb->after)) json_object_set_new(req, "after", json_incref(sb->after));
+    if (sb->n_after) {
+        json_t *after = json_array();
+        for (int i = 0; i < sb->n_after; i++) json_array_append_new(after, json_string(sb->after[i]));
+        json_object_set_new(req, "after", after);
+    }
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     bw_buf_t resp;
@@ -467,7 +471,7 @@ static int cmd_submit(int argc, char **argv) {
         "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"
         "long that is (not counted against S); the progress line shows the wait.\n"
         "Exit: 0 every op accepted; 1 some were not; 2 usage.\n";
-    submit_t sb = {.batch = 1000, .retry_s = 60, .after = json_array()};
+    submit_t sb = {.batch = 1000, .retry_s = 60};
     int64_t secs;
     const char *format = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
@@ -482,7 +486,8 @@ static int cmd_submit(int argc, char **argv) {
         else if (o == 'T') sb.not_before = optarg;
         else if (o == 'A' && (strlen(optarg) != 32 || strspn(optarg, "0123456789abcdef") != 32))
             return fprintf(stderr, "bwctl: --after: a job id (32 hex digits), not \"%s\"\n", optarg), 2;
-        else if (o == 'A') json_array_append_new(sb.after, json_string(optarg));
+        else if (o == 'A' && sb.n_after == 16) return fprintf(stderr, "bwctl: --after: at most 16 jobs\n"), 2;
+        else if (o == 'A') snprintf(sb.after[sb.n_after++], 33, "%s", optarg);
         else if (o == 'n') sb.batch = (size_t)atol(optarg);
         else if (o == 'j') {
             if (!optarg[0] || strlen(optarg) > 128) return fprintf(stderr, "bwctl: --job: 1 to 128 bytes\n"), 2;
