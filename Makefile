@@ -42,7 +42,8 @@ LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 LDFLAGS += $(SANFLAGS)
 
 PROTO_C := $(GEN)/bulkwrite.pb-c.c
-LIB_SRC := $(PROTO_C) $(wildcard common/*.c) $(wildcard batcher/*.c) \
+UI_C := $(GEN)/ui_assets.c
+LIB_SRC := $(PROTO_C) $(UI_C) $(wildcard common/*.c) $(wildcard batcher/*.c) \
            $(filter-out %/main.c,$(wildcard proxy/*.c consumer/*.c))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
 LIB := $(BUILD)/libbulkwrite.a
@@ -60,6 +61,11 @@ all: $(PROGRAMS)
 
 deps:
 	@scripts/install-deps.sh
+
+# the SRE page's files, built into bw-proxy (proxy/ui.h)
+$(UI_C): scripts/embed-ui.sh $(sort $(wildcard ui/*))
+	@mkdir -p $(GEN)
+	scripts/embed-ui.sh $@ $(sort $(wildcard ui/*))
 
 $(PROTO_C): proto/bulkwrite.proto
 	@mkdir -p $(GEN)
@@ -103,8 +109,8 @@ FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanit
 	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # (the consumer's files and the proxy's pipeline are not under test, and need their
 # main.c's state: consumer.h, proxy.h)
-PROXY_STATE_SRC := proxy/producers.c proxy/routes.c proxy/submit.c
-FUZZ_LIB_SRC := $(filter-out $(PROTO_C) consumer/% $(PROXY_STATE_SRC),$(LIB_SRC)) $(PROTO_C)
+PROXY_STATE_SRC := proxy/producers.c proxy/routes.c proxy/submit.c proxy/release.c proxy/ui.c
+FUZZ_LIB_SRC := $(filter-out $(PROTO_C) $(UI_C) consumer/% $(PROXY_STATE_SRC),$(LIB_SRC)) $(PROTO_C)
 build/fuzz/fuzz-request: test/fuzz/fuzz_request.c $(FUZZ_LIB_SRC)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $^ -o $@ $(LDLIBS)

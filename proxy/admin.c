@@ -186,10 +186,19 @@ int bw_admin_served(const char *method, const char *url, bw_listener_t on, char 
                                 "(proxy.admin_listen_address:proxy.admin_port), not on this port", method, url);
         return 0;
     }
-    if (on == BW_LISTENER_ADMIN && !control &&
+    int page = get && (!strcmp(url, "/ui") || !strncmp(url, "/ui/", 4));
+    if (on == BW_LISTENER_DATA && page) {
+        snprintf(why, why_size, "the page is served on the admin listener (proxy.admin_listen_address:proxy.admin_port)");
+        return 0;
+    }
+    /* the page's own calls: what it shows, and cancelling a job */
+    int for_page = page || (get && (!strcmp(url, "/v1/fleet") || !strcmp(url, "/v1/whoami") || !strncmp(url, "/v1/jobs", 8))) ||
+                   (!strcmp(method, "DELETE") && !strncmp(url, "/v1/jobs/", 9));
+    if (on == BW_LISTENER_ADMIN && !control && !for_page &&
         !(get && (!strcmp(url, "/v1/shards") || !strcmp(url, "/healthz") || !strcmp(url, "/metrics")))) {
         snprintf(why, why_size, "%.8s %.200s is not served on the admin listener: it serves shard and server control, "
-                                "GET /v1/shards, /healthz and /metrics (the rest is on proxy.port)", method, url);
+                                "the page (/ui/) and what it reads, GET /v1/shards, /healthz and /metrics (the rest is "
+                                "on proxy.port)", method, url);
         return 0;
     }
     return 1;

@@ -432,6 +432,8 @@ void bw_auth_lanes_text(const bw_auth_client_t *client, const bw_config_t *conf,
 unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_metrics) {
     int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     if (get && strcmp(url, "/healthz") == 0) return 0;
+    if (get && (strcmp(url, "/ui") == 0 || strncmp(url, "/ui/", 4) == 0)) return 0; /* the page's files: no data */
+    if (get && (strcmp(url, "/v1/fleet") == 0 || strcmp(url, "/v1/jobs") == 0)) return BW_ROLE_READ | BW_ROLE_ADMIN;
     if (get && (strcmp(url, "/metrics") == 0 || strcmp(url, "/readyz") == 0))
         return open_metrics ? 0 : BW_ROLE_READ | BW_ROLE_ADMIN;
     if (post && strcmp(url, "/v1/batches") == 0) return BW_ROLE_SUBMIT | BW_ROLE_ADMIN;

@@ -70,6 +70,8 @@ struct bw_jobs {
     size_t named_cnt;
     held_t *held[NAMED_BUCKETS];
     size_t held_cnt;
+    bw_jobs_recent_t recent[BW_JOBS_RECENT_MAX]; /* a ring: the oldest is overwritten */
+    size_t recent_next, recent_cnt;
     pthread_mutex_t find_mu; /* one topic read at a time */
     const bw_config_t *conf;
     char *brokers;
@@ -281,6 +283,28 @@ int bw_jobs_held_cycle(const bw_jobs_held_t *held, size_t n, const char *id, cha
     return cycle;
 }
 
+/* Notes a job first read now at the head of the recent ring. @locks mu MUST be held */
+static void note_recent(bw_jobs_t *j, const char *id, const Bulkwrite__V1__JobRecord *r) {
+    const char *job = r->job && valid_id(r->job, strlen(r->job)) ? r->job : id;
+    for (size_t i = 0; i < j->recent_cnt; i++)
+        if (memcmp(j->recent[i].id, job, 32) == 0) return;
+    bw_jobs_recent_t *e = &j->recent[j->recent_next];
+    memcpy(e->id, job, 33);
+    snprintf(e->client, sizeof(e->client), "%s", r->client ? r->client : "");
+    e->created_at_ms = r->created_at_ms;
+    j->recent_next = (j->recent_next + 1) % BW_JOBS_RECENT_MAX;
+    if (j->recent_cnt < BW_JOBS_RECENT_MAX) j->recent_cnt++;
+}
+
+size_t bw_jobs_recent(bw_jobs_t *j, bw_jobs_recent_t *out, size_t max) {
+    pthread_mutex_lock(&j->mu);
+    size_t n = 0;
+    for (size_t k = 1; k <= j->recent_cnt && n < max; k++)
+        out[n++] = j->recent[(j->recent_next + BW_JOBS_RECENT_MAX - k) % BW_JOBS_RECENT_MAX];
+    pthread_mutex_unlock(&j->mu);
+    return n;
+}
+
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_jobs_t *j = ud;
     if (!vlen || klen != 32) return;
@@ -294,6 +318,7 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
     Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, vlen, val);
     pthread_mutex_lock(&j->mu);
     if (r) note_part(j, r);
+    if (r) note_recent(j, id, r);
     seen_set(j, id);
     entry_t *e = find(j, id);
     if (e && parts_taken(e->rec, e->len) > parts_taken(copy, vlen)) {

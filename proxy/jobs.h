@@ -78,6 +78,16 @@ size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out);
  * the two wait for each other. */
 int bw_jobs_held_cycle(const bw_jobs_held_t *held, size_t n, const char *id, char *const *after, size_t n_after);
 
+/* The latest jobs the index read (a named job once, by its id), newest first. */
+typedef struct {
+    char id[33];
+    char client[72];
+    int64_t created_at_ms;
+} bw_jobs_recent_t;
+#define BW_JOBS_RECENT_MAX 256
+/* Copies at most max of them into out; returns how many. */
+size_t bw_jobs_recent(bw_jobs_t *j, bw_jobs_recent_t *out, size_t max);
+
 /* The index's size and work, for /metrics. */
 typedef struct {
     size_t entries, bytes, max_bytes;

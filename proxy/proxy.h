@@ -10,6 +10,7 @@
  *   producers.c  the producer pool, its pollers and delivery reports, send-at-once
  *   request.c, json.c   the request's decoding and validation; batcher/ splits it
  *   release.c    scheduled and dependent batches: held in their job's record, released when due
+ *   ui.c         the SRE page: its files at /ui/, and GET /v1/whoami, /v1/fleet, /v1/jobs
  *   jobs.c, backlog.c, quota.c, auth.c, tls.c, admin.c
  *
  * @locality the state is set up by main() before the listeners start and torn down
@@ -147,6 +148,12 @@ int bw_release_would_cycle(const char *id, char *const *after, size_t n_after);
 /* Writes job `id`'s cancellation to the control topic (key job/<id>) and waits for
  * Kafka; 0 or the error. The caller has checked who may. */
 rd_kafka_resp_err_t bw_release_cancel_send(const char *id, const char *by, const char *from, const char *reason);
+
+/* ---- ui.c ---- */
+/* The page's files (GET /ui/...) and its endpoints (GET /v1/whoami, /v1/fleet, /v1/jobs):
+ * 1 with *ret set when `url` is one of them. */
+int bw_ui_serve(struct MHD_Connection *c, const char *method, const char *url, const bw_auth_client_t *client,
+                enum MHD_Result *ret);
 
 /* ---- routes.c ---- */
 /* libmicrohttpd's request and completion callbacks; cls: the listener's bw_listener_t. */

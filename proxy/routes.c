@@ -393,6 +393,7 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, c
         bw_metrics_held_records(proxy.metrics, js.held);
     }
     if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
+    if (bw_ui_serve(c, method, url, client, &ret)) return ret;
     int admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */
     if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0 && strlen(url) == 9 + 32 + 9 &&
         strcmp(url + 9 + 32, "/failures") == 0) {

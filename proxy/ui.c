@@ -1,0 +1,211 @@
+/* ui.c — the SRE page (docs/operations.md, "The page"): its files at /ui/, and the JSON
+ * endpoints it needs besides those bwctl uses: GET /v1/whoami (may this caller change
+ * things?), GET /v1/fleet (brokers, topics, the processes alive) and GET /v1/jobs (the
+ * latest jobs). The files are built into bw-proxy (scripts/embed-ui.sh): no CDN, nothing
+ * fetched, the same page for the same binary.
+ *
+ * @locality HTTP threads; everything read goes through its module's locks. */
+#include "ui.h"
+
+#include <jansson.h>
+#include <openssl/sha.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "proxy.h"
+
+const bw_ui_asset_t *bw_ui_asset(const char *name) {
+    if (!name[0]) name = "index.html";
+    for (const bw_ui_asset_t *a = bw_ui_assets; a->name; a++)
+        if (strcmp(a->name, name) == 0) return a;
+    return NULL;
+}
+
+/* JSON body (the tree is consumed) with 200. */
+static enum MHD_Result reply_json(struct MHD_Connection *c, json_t *body) {
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", text, strlen(text), 1);
+}
+
+/* The page's files: no data in them, so no credentials needed; a strict policy keeps the
+ * page to its own origin (no inline script, no other host). */
+static enum MHD_Result serve_asset(struct MHD_Connection *c, const char *name) {
+    const bw_ui_asset_t *a = bw_ui_asset(name);
+    if (!a) return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no such file of the page: /ui/%.100s", name);
+    struct MHD_Response *r = MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "Content-Security-Policy",
+                            "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* GET /v1/whoami: the caller's name and roles, so the page shows controls to admins only
+ * (the endpoints refuse others all the same). */
+static enum MHD_Result whoami(struct MHD_Connection *c, const bw_auth_client_t *client) {
+    unsigned roles = client ? client->roles : BW_ROLE_ANY; /* open: every caller is admin */
+    json_t *r = json_array();
+    static const char *const names[] = {"submit", "read", "admin"};
+    for (int k = 0; k < 3; k++)
+        if (roles & (1u << k)) json_array_append_new(r, json_string(names[k]));
+    return reply_json(c, json_pack("{s:s, s:o, s:b, s:b}", "client", client ? client->name : "(open)", "roles", r,
+                                   "admin", (roles & BW_ROLE_ADMIN) != 0, "open", client == NULL));
+}
+
+/* Kafka as this proxy's client sees it: brokers, and each of bulkwrite's topics with its
+ * partitions, those with fewer replicas in sync than assigned, and those without a leader. */
+static json_t *kafka_json(void) {
+    json_t *k = json_pack("{s:[], s:[]}", "brokers", "topics");
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(proxy.rk, 1, NULL, &md, 2000);
+    if (err) {
+        json_object_set_new(k, "error", json_string(rd_kafka_err2str(err)));
+        return k;
+    }
+    for (int i = 0; i < md->broker_cnt; i++)
+        json_array_append_new(json_object_get(k, "brokers"), json_pack("{s:i, s:s, s:i}", "id", md->brokers[i].id, "host",
+                                                                      md->brokers[i].host, "port", md->brokers[i].port));
+    const bw_config_t *conf = proxy.conf;
+    for (int t = 0; t < md->topic_cnt; t++) {
+        const struct rd_kafka_metadata_topic *mt = &md->topics[t];
+        int ours = !strcmp(mt->topic, conf->jobs_topic) || !strcmp(mt->topic, conf->control_topic) ||
+                   !strcmp(mt->topic, conf->status_topic) || !strcmp(mt->topic, conf->dead_letter_topic);
+        for (int l = 0; l < conf->lane_cnt; l++) ours |= !strcmp(mt->topic, conf->lanes[l].topic);
+        ours |= !strcmp(mt->topic, conf->topic);
+        if (!ours) continue;
+        int under = 0, offline = 0, replicas = 0;
+        for (int p = 0; p < mt->partition_cnt; p++) {
+            const struct rd_kafka_metadata_partition *mp = &mt->partitions[p];
+            under += mp->isr_cnt < mp->replica_cnt;
+            offline += mp->leader < 0;
+            if (!p || mp->replica_cnt < replicas) replicas = mp->replica_cnt;
+        }
+        json_array_append_new(json_object_get(k, "topics"),
+                              json_pack("{s:s, s:i, s:i, s:i, s:i}", "name", mt->topic, "partitions", mt->partition_cnt,
+                                        "replicas", replicas, "under_replicated", under, "offline", offline));
+    }
+    rd_kafka_metadata_destroy(md);
+    return k;
+}
+
+/* 16 hex digits standing for every setting print of a member: two members with the same
+ * one run the same shared settings. */
+static void fingerprint(const Bulkwrite__V1__FleetMember *m, char out[17]) {
+    bw_buf_t b;
+    bw_buf_init(&b);
+    for (size_t i = 0; i < m->n_settings; i++) bw_buf_printf(&b, "%s=%s;", m->settings[i]->key, m->settings[i]->print);
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)(b.data ? b.data : ""), b.len, d);
+    bw_buf_free(&b);
+    for (int i = 0; i < 8; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* GET /v1/fleet: Kafka, the proxies and consumers (from their presence records in the
+ * control topic), and the servers with their shards. Addresses are for admins. */
+static enum MHD_Result fleet(struct MHD_Connection *c, int admin) {
+    int64_t now = bw_wall_ms();
+    json_t *members = json_array(), *servers = json_array();
+    Bulkwrite__V1__FleetMember **ms;
+    size_t n = bw_shard_table_members(proxy.shards, &ms);
+    for (size_t i = 0; i < n; i++) {
+        char print[17];
+        fingerprint(ms[i], print);
+        int64_t age = now - ms[i]->seen_at_ms;
+        json_array_append_new(members, json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:b, s:s}", "role", ms[i]->role,
+                                                 "instance", ms[i]->instance, "started_at_ms",
+                                                 (json_int_t)ms[i]->started_at_ms, "seen_at_ms",
+                                                 (json_int_t)ms[i]->seen_at_ms, "age_ms", (json_int_t)age, "alive",
+                                                 age < BW_FLEET_STALE_MS, "agrees", ms[i]->agrees, "fingerprint", print));
+    }
+    bw_shard_table_members_free(ms, n);
+    const bw_config_t *conf = proxy.conf;
+    for (int s = 0; s < conf->server_cnt; s++) {
+        const bw_server_t *sv = &conf->servers[s];
+        json_t *o = json_pack("{s:s, s:i, s:i}", "name", sv->name, "first_shard", sv->first_shard, "last_shard",
+                              sv->last_shard);
+        if (admin) json_object_set_new(o, "address", json_sprintf("%s:%d", sv->host, sv->port));
+        json_array_append_new(servers, o);
+    }
+    return reply_json(c, json_pack("{s:I, s:s, s:i, s:o, s:o, s:o}", "now_ms", (json_int_t)now, "proxy",
+                                   proxy.fleet.instance, "shards", conf->shard_count, "kafka", kafka_json(), "members",
+                                   members, "servers", servers));
+}
+
+/* GET /v1/jobs[?limit=N]: the latest jobs this proxy read (its own, for a caller without
+ * the admin role), newest first, each as its record says: name, client, when, ops
+ * accepted, lane, schedule, cancel. The counts of what the shards did are in
+ * GET /v1/jobs/{id}. */
+static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_client_t *client) {
+    const char *limit_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    char *end;
+    long limit = 50;
+    if (limit_s && ((limit = strtol(limit_s, &end, 10)) < 1 || limit > BW_JOBS_RECENT_MAX || *end || end == limit_s))
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "limit: an integer from 1 to %d, not \"%.32s\"", BW_JOBS_RECENT_MAX,
+                              limit_s);
+    int admin = !client || (client->roles & BW_ROLE_ADMIN);
+    bw_jobs_recent_t recent[BW_JOBS_RECENT_MAX];
+    size_t n = bw_jobs_recent(proxy.jobs, recent, BW_JOBS_RECENT_MAX);
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < n && json_array_size(jobs) < (size_t)limit; i++) {
+        if (!admin && strcmp(recent[i].client, client->name)) continue;
+        void *raw;
+        size_t len;
+        if (bw_jobs_record(proxy.jobs, recent[i].id, &raw, &len)) continue;
+        Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+        free(raw);
+        if (!rec) continue;
+        uint32_t submitted = 0, held = 0;
+        json_t *shards = json_array();
+        for (size_t k = 0; k < rec->n_shards; k++) {
+            submitted += rec->shards[k]->ops;
+            held += rec->shards[k]->held_ops;
+            json_array_append_new(shards, json_integer(rec->shards[k]->shard));
+        }
+        json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:i, s:s, s:o, s:b}", "job_id", recent[i].id, "client",
+                              recent[i].client, "created_at_ms", (json_int_t)recent[i].created_at_ms, "submitted",
+                              (json_int_t)submitted, "scheduled", (json_int_t)held, "lane",
+                              rec->lane && rec->lane[0] ? rec->lane : "default", "shards", shards, "cancelled",
+                              bw_shard_table_job_cancelled(proxy.shards, recent[i].id));
+        if (rec->job_name && rec->job_name[0]) json_object_set_new(o, "job", json_string(rec->job_name));
+        if (rec->request_id && rec->request_id[0]) json_object_set_new(o, "request_id", json_string(rec->request_id));
+        if (rec->not_before_ms) json_object_set_new(o, "not_before_ms", json_integer(rec->not_before_ms));
+        if (rec->n_after) {
+            json_t *after = json_array();
+            for (size_t k = 0; k < rec->n_after; k++) json_array_append_new(after, json_string(rec->after[k]));
+            json_object_set_new(o, "after", after);
+        }
+        json_array_append_new(jobs, o);
+        bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    }
+    return reply_json(c, json_pack("{s:o}", "jobs", jobs));
+}
+
+int bw_ui_serve(struct MHD_Connection *c, const char *method, const char *url, const bw_auth_client_t *client,
+                enum MHD_Result *ret) {
+    if (strcmp(method, "GET")) return 0;
+    int admin = !client || (client->roles & BW_ROLE_ADMIN);
+    if (strcmp(url, "/ui") == 0) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, "/ui/");
+        *ret = MHD_queue_response(c, MHD_HTTP_MOVED_PERMANENTLY, r);
+        MHD_destroy_response(r);
+    } else if (strncmp(url, "/ui/", 4) == 0) {
+        *ret = serve_asset(c, url + 4);
+    } else if (strcmp(url, "/v1/whoami") == 0) {
+        *ret = whoami(c, client);
+    } else if (strcmp(url, "/v1/fleet") == 0) {
+        *ret = fleet(c, admin);
+    } else if (strcmp(url, "/v1/jobs") == 0) {
+        *ret = recent_jobs(c, client);
+    } else {
+        return 0;
+    }
+    return 1;
+}

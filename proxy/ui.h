@@ -1,0 +1,21 @@
+/* ui.h — the SRE page (docs/operations.md): its files, built into bw-proxy
+ * (scripts/embed-ui.sh makes build/gen/ui_assets.c from ui/), and the JSON endpoints
+ * only the page needs. */
+#ifndef BW_UI_H
+#define BW_UI_H
+
+#include <stddef.h>
+
+typedef struct {
+    const char *name; /* file name under ui/; NULL ends the table */
+    const char *type; /* Content-Type */
+    const unsigned char *data;
+    size_t len;
+} bw_ui_asset_t;
+
+extern const bw_ui_asset_t bw_ui_assets[];
+
+/* The asset named `name` ("" or "index.html": the page), or NULL. */
+const bw_ui_asset_t *bw_ui_asset(const char *name);
+
+#endif
