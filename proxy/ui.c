@@ -168,11 +168,12 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
             held += rec->shards[k]->held_ops;
             json_array_append_new(shards, json_integer(rec->shards[k]->shard));
         }
-        json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:i, s:s, s:o, s:b}", "job_id", recent[i].id, "client",
+        int cancelled = bw_shard_table_job_cancelled(proxy.shards, recent[i].id);
+        json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:o, s:b}", "job_id", recent[i].id, "client",
                               recent[i].client, "created_at_ms", (json_int_t)recent[i].created_at_ms, "submitted",
-                              (json_int_t)submitted, "scheduled", (json_int_t)held, "lane",
+                              (json_int_t)submitted, "scheduled", (json_int_t)(cancelled ? 0 : held), "lane",
                               rec->lane && rec->lane[0] ? rec->lane : "default", "shards", shards, "cancelled",
-                              bw_shard_table_job_cancelled(proxy.shards, recent[i].id));
+                              cancelled);
         if (rec->job_name && rec->job_name[0]) json_object_set_new(o, "job", json_string(rec->job_name));
         if (rec->request_id && rec->request_id[0]) json_object_set_new(o, "request_id", json_string(rec->request_id));
         if (rec->not_before_ms) json_object_set_new(o, "not_before_ms", json_integer(rec->not_before_ms));

@@ -105,6 +105,20 @@ check "GET /v1/shards without a token: 401" status_is 401 "" GET /v1/shards
 check "shard control without a token: 401" status_is 401 "" POST /v1/shards/3/pause '{}'
 check "an unknown endpoint without a token: 401, not 404" status_is 401 "" GET /v1/secret
 
+# ---- the page and what it reads --------------------------------------------------------
+page_open() { status_is 200 "" GET /ui/ && body_has '<!doctype html>' && header_has "Content-Security-Policy: default-src 'self'"; }
+check "the page's files need no token (no data in them), under a strict Content-Security-Policy" page_open
+check "... but what it reads does: GET /v1/fleet without a token is 401" status_is 401 "" GET /v1/fleet
+whoami_read() { status_is 200 dash-token GET /v1/whoami && body_has '"client":"dash","roles":["read"],"admin":false'; }
+check "GET /v1/whoami: a read client is no admin (the page shows it no controls)" whoami_read
+whoami_admin() { status_is 200 admin-token GET /v1/whoami && body_has '"admin":true'; }
+check "... an admin is" whoami_admin
+fleet_read() { status_is 200 dash-token GET /v1/fleet && body_has '"servers":[{"name":"mysql-a"' && ! body_has '"address"'; }
+check "GET /v1/fleet for a read client: the servers, without their addresses" fleet_read
+fleet_admin() { status_is 200 admin-token GET /v1/fleet && body_has '"address":"127.0.0.1:'; }
+check "... with them for an admin" fleet_admin
+check "GET /v1/fleet for a submit-only client: 403" status_is 403 spam-token GET /v1/fleet
+
 # ---- what they may do ----------------------------------------------------------------
 check "a read client lists the shards" status_is 200 dash-token GET /v1/shards
 read_posts() { status_is 403 dash-token POST /v1/batches "$ONE_DELETE" &&

@@ -689,6 +689,26 @@ doc_examples
 . test/jobs.sh
 jobs_tests
 
+# what the page reads besides GET /v1/shards: the fleet, the latest jobs, the caller
+fleet_seen() {
+    curl -sf "http://127.0.0.1:$PROXY/v1/fleet" | tee "$WORK/fleet.json" |
+        jq -e '.shards == 8 and ([.members[] | select(.alive and .role == "proxy")] | length) >= 1
+            and ([.members[] | select(.alive and .role == "consumer")] | length) >= 1
+            and ([.kafka.topics[] | select(.name == "bulkwrite.batches")][0] | .partitions == 8 and .offline == 0)
+            and (.servers | map(.name)) == ["mysql-a", "mysql-b"]' >/dev/null
+}
+check "GET /v1/fleet: the proxies and consumers alive, the batches topic (8 partitions, none offline), the servers" fleet_seen
+recent_jobs() {
+    curl -sf "http://127.0.0.1:$PROXY/v1/jobs?limit=5" | tee "$WORK/recent.json" |
+        jq -e '(.jobs | length) == 5 and .jobs[0].created_at_ms >= .jobs[4].created_at_ms' >/dev/null &&
+        jq -e '[.jobs[] | select(.job == "dep-d")] | length == 1' <(curl -sf "http://127.0.0.1:$PROXY/v1/jobs?limit=256") >/dev/null
+}
+check "GET /v1/jobs: the latest jobs newest first, a named job once" recent_jobs
+check "GET /v1/jobs?limit=0 is refused (400)" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' 'http://127.0.0.1:$PROXY/v1/jobs?limit=0') = 400 ]"
+check "GET /v1/whoami without a clients file: (open), an admin" \
+    sh -c "curl -sf 'http://127.0.0.1:$PROXY/v1/whoami' | jq -e '.client == \"(open)\" and .admin and .open' >/dev/null"
+check "GET /ui/ serves the page" sh -c "curl -sf 'http://127.0.0.1:$PROXY/ui/' | grep -qi '<!doctype html>'"
+
 if [ "$MODE" = kafka ]; then
     # With the broker gone, nothing may be reported as accepted: both ops come back as
     # not accepted, with the reason, once produce_timeout_ms (3 s here) has passed.
