@@ -241,8 +241,9 @@ unsigned bw_ledger_write_failures(MYSQL *db, const bw_config_t *conf, int shard,
         /* a row: ~2.4 KB, and its op escaped (at most twice its length) */
         size_t next = i < n ? 2400 + 2 * (failures[i].op ? strlen(failures[i].op) : 0) : 0;
         if (rows && (i == n || scratch->len + next > max_bytes)) {
-            /* an op refused again by a re-split resubmission keeps its latest reason */
-            bw_buf_puts(scratch, " ON DUPLICATE KEY UPDATE reason=VALUES(reason), error_code=VALUES(error_code)");
+            /* an op refused again by a re-split resubmission keeps its latest reason and op */
+            bw_buf_puts(scratch, " ON DUPLICATE KEY UPDATE reason=VALUES(reason), error_code=VALUES(error_code), "
+                                 "op=VALUES(op), op_truncated=VALUES(op_truncated)");
             unsigned err = run(db, scratch);
             if (err) return err;
             rows = 0;

@@ -75,6 +75,8 @@ typedef struct {
     size_t failure_cnt;
     bw_dead_letter_t *undecodable; /* raw dead letters of messages that did not decode */
     size_t undecodable_cnt;
+    char md5_key[48];              /* a key md5 routes to this shard (create_key), once found */
+    int md5_key_state;             /* 0 not looked for yet, 1 found, -1 none */
 } apply_ctx_t;
 
 /* Classifies a MySQL error by the error table (db.h): a data error of the row
@@ -337,17 +339,28 @@ static int apply_whole_run(apply_ctx_t *x, const run_t *run) {
     return apply_run(x, &sums);
 }
 
+/* A shard_key that routes a create back to this shard (bw_shard_key_for): by its id, or
+ * under md5 routing the first "bw-shard-S-N" that lands here, looked for once per
+ * transaction rather than once per refused create. 0, or -1 if there is none. */
+static int create_key(apply_ctx_t *x, int by_md5, uint64_t id, char key[48]) {
+    unsigned shards = (unsigned)x->ap->conf->shard_count;
+    if (!by_md5) return bw_shard_key_for(0, (unsigned)x->shard, shards, id, key);
+    if (!x->md5_key_state) x->md5_key_state = bw_shard_key_for(1, (unsigned)x->shard, shards, 0, x->md5_key) ? -1 : 1;
+    if (x->md5_key_state < 0) return -1;
+    memcpy(key, x->md5_key, sizeof(x->md5_key));
+    return 0;
+}
+
 /* The dead-letter record of refused op i (x->failures[i]); a create's shard_key (not
  * kept in the batch: a create needs one to be sent again) goes to key. */
-static bw_dead_letter_t dead_letter_of(const apply_ctx_t *x, size_t i, char key[48]) {
+static bw_dead_letter_t dead_letter_of(apply_ctx_t *x, size_t i, char key[48]) {
     const bw_ledger_failure_t *f = &x->failures[i];
     const failure_src_t *src = &x->failure_src[i];
     const decoded_t *d = &x->dec[src->msg];
     const Bulkwrite__V1__ShardBatch *sb = d->sb;
     rd_kafka_message_t *m = x->msgs[src->msg];
     int has_key = sb->op == BULKWRITE__V1__OP_TYPE__CREATE && d->ot &&
-                  bw_shard_key_for(d->ot->create_route == BW_ROUTE_MD5, (unsigned)x->shard,
-                                   (unsigned)x->ap->conf->shard_count, src->row->id, key) == 0;
+                  create_key(x, d->ot->create_route == BW_ROUTE_MD5, src->row->id, key) == 0;
     return (bw_dead_letter_t){.job_id = f->job_id, .part = f->part, .shard = x->shard,
                               .topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL,
                               .offset = m->offset, .op = (int)sb->op,

@@ -874,7 +874,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
     json_t *shards = json_array(), *fails = json_array();
     for (size_t i = 0; i < st->n_shards; i++) {
         const Bulkwrite__V1__JobShard *s = st->shards[i];
-        json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i}", "shard", (json_int_t)s->shard, "submitted",
+        json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "shard", (json_int_t)s->shard, "submitted",
                               (json_int_t)s->submitted, "applied", (json_int_t)s->applied, "failed",
                               (json_int_t)s->failed, "pending", (json_int_t)s->pending);
         if (s->lost) json_object_set_new(o, "lost", json_integer(s->lost));
@@ -887,12 +887,12 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
         const Bulkwrite__V1__FailedOp *f = st->failures[i];
         char id[24];
         snprintf(id, sizeof(id), "%" PRIu64, f->id);
-        json_t *o = json_pack("{s:i, s:i, s:s, s:i, s:s}", "op_index", (json_int_t)f->op_index, "shard",
+        json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:s}", "op_index", (json_int_t)f->op_index, "shard",
                               (json_int_t)f->shard, "id", id, "error_code", (json_int_t)f->error_code, "reason", f->reason);
         if (st->named) json_object_set_new(o, "job_part", json_integer(f->job_part));
         json_array_append_new(fails, o);
     }
-    json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:b, s:o, s:o}", "job_id", st->job_id,
+    json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:o}", "job_id", st->job_id,
                           "request_id", st->request_id, "created_at_ms", (json_int_t)st->created_at_ms,
                           "submitted", (json_int_t)st->submitted, "applied", (json_int_t)st->applied, "failed",
                           (json_int_t)st->failed, "pending", (json_int_t)st->pending, "rejected",
@@ -969,8 +969,8 @@ static int shard_cmp(const void *a, const void *b) {
 static json_t *failure_json(const bw_ledger_failure_t *f, int named, const char *reason) {
     char id[24];
     snprintf(id, sizeof(id), "%" PRIu64, f->object_id);
-    json_t *op = f->op ? json_loads(f->op, 0, NULL) : NULL;
-    json_t *o = json_pack("{s:i, s:i, s:s, s:i, s:s, s:o, s:b}", "shard", (json_int_t)f->shard, "op_index",
+    json_t *op = f->op ? json_loads(f->op, JSON_ALLOW_NUL, NULL) : NULL; /* a text value may hold NUL (\u0000) */
+    json_t *o = json_pack("{s:I, s:I, s:s, s:I, s:s, s:o, s:b}", "shard", (json_int_t)f->shard, "op_index",
                           (json_int_t)f->op_index, "id", id, "error_code", (json_int_t)f->error_code, "reason", reason,
                           "op", op ? op : json_null(), "op_truncated", f->op_truncated);
     if (named) json_object_set_new(o, "job_part", json_integer(f->job_part));
@@ -983,10 +983,15 @@ char *bw_jobs_failures_json(const bw_config_t *conf, const Bulkwrite__V1__JobRec
     /* the shards of the job from the cursor's on, by number, with their failed counts */
     bw_ledger_job_shard_t *shards = calloc(rec->n_shards + 1, sizeof(*shards));
     size_t n = 0;
-    for (size_t i = 0; i < rec->n_shards; i++)
-        if ((int)rec->shards[i]->shard < conf->shard_count && (!after->set || (int)rec->shards[i]->shard >= after->shard))
-            shards[n++].shard = (int)rec->shards[i]->shard;
+    for (size_t i = 0; i < rec->n_shards; i++) {
+        uint32_t sh = rec->shards[i]->shard; /* from Kafka: unsigned, so 2^31 and up is out of range too */
+        if (sh < (uint32_t)conf->shard_count && (!after->set || (int)sh >= after->shard)) shards[n++].shard = (int)sh;
+    }
     qsort(shards, n, sizeof(*shards), shard_cmp);
+    size_t distinct = 0; /* a shard named twice in a record is read once */
+    for (size_t i = 0; i < n; i++)
+        if (!distinct || shards[distinct - 1].shard != shards[i].shard) shards[distinct++] = shards[i];
+    n = distinct;
     MYSQL **dbs = calloc((size_t)conf->server_cnt, sizeof(*dbs));
     bw_ledger_job_shard_t *mine = calloc(n + 1, sizeof(*mine));
     size_t chunk = limit < 100 ? 100 : limit; /* rows read at a time: a filter may drop many */

@@ -196,6 +196,11 @@ replay_tests() {
             [ "$(wc -l <"$WORK/replay-fix.jsonl")" = 201 ]
     }
     check "bwctl dead-letters prints the 200 ops after a replay_of line" dead_letters_file
+    long_reason() { # a filter of 400 bytes: the URL is never cut (a cut one dropped the cursor: page 1 for ever)
+        timeout 30 "${BWCTL[@]}" dead-letters --reason "$(printf 'x%.0s' $(seq 400))" "$rjob" >"$WORK/replay-long.jsonl" &&
+            [ "$(cat "$WORK/replay-long.jsonl")" = "{\"replay_of\":\"$rjob\"}" ]
+    }
+    check "... with a --reason of 400 bytes that no failure has: the link line alone, and it ends" long_reason
     check "the fix: the stale rows are deleted" \
         "${sql[@]}" -e "DELETE FROM db00000.pins WHERE id BETWEEN $lo AND $hi AND title = 'stale'"
     replay_second() {

@@ -74,13 +74,14 @@ static size_t collect(char *p, size_t sz, size_t n, void *ud) {
  * NULL) the Retry-After header's seconds, 0 without one. */
 static long http(const char *method, const char *path, const char *body, bw_buf_t *resp, long *retry_after_s) {
     CURL *c = curl_easy_init();
-    char url[1024];
-    snprintf(url, sizeof(url), "%s%s", base_url, path);
+    bw_buf_t url; /* never cut: a cut query would ask for something else */
+    bw_buf_init(&url);
+    bw_buf_printf(&url, "%s%s", base_url, path);
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     h = curl_slist_append(h, "Expect:");
     if (auth_header) h = curl_slist_append(h, auth_header);
     bw_buf_reset(resp);
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_URL, url.data);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
@@ -97,13 +98,14 @@ static long http(const char *method, const char *path, const char *body, bw_buf_
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &retry_after);
     } else {
-        bw_buf_printf(resp, "%s: %s", url, curl_easy_strerror(rc));
+        bw_buf_printf(resp, "%s: %s", url.data, curl_easy_strerror(rc));
     }
     if (retry_after_s) *retry_after_s = (long)retry_after;
     bw_buf_append(resp, "", 1);
     resp->len--;
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
+    bw_buf_free(&url);
     return status;
 }
 
@@ -533,7 +535,8 @@ static int cmd_submit(int argc, char **argv) {
             else op = csv_op(hdr, nh, cell, nc, err, sizeof(err));
         } else {
             json_error_t je;
-            if (!(op = json_loadb(line, (size_t)len, 0, &je))) snprintf(err, sizeof(err), "malformed JSON: %s", je.text);
+            if (!(op = json_loadb(line, (size_t)len, JSON_ALLOW_NUL, &je))) /* a text value may hold NUL (\u0000) */
+                snprintf(err, sizeof(err), "malformed JSON: %s", je.text);
         }
         if (!op) {
             fprintf(stderr, "line %ld: %s\n", lineno, err);
@@ -707,13 +710,18 @@ static int cmd_dead_letters(int argc, char **argv) {
     int rc = 0;
     bw_buf_t resp;
     bw_buf_init(&resp);
+    bw_buf_t path;
+    bw_buf_init(&path);
     for (int first = 1;; first = 0) {
-        char path[1024], codes[32] = "";
-        if (code) snprintf(codes, sizeof(codes), "&code=%ld", code);
-        snprintf(path, sizeof(path), "/v1/jobs/%s/failures?limit=1000%s%s%s%s%s", esc_id, codes,
-                 esc_reason ? "&reason=" : "", esc_reason ? esc_reason : "", next[0] ? "&after=" : "", next);
-        long status = http("GET", path, NULL, &resp, NULL);
-        json_t *page = status == 200 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+        /* built whole, however long the reason: a cut URL would drop the cursor and read
+         * page 1 again for ever */
+        bw_buf_reset(&path);
+        bw_buf_printf(&path, "/v1/jobs/%s/failures?limit=1000", esc_id);
+        if (code) bw_buf_printf(&path, "&code=%ld", code);
+        if (esc_reason) bw_buf_printf(&path, "&reason=%s", esc_reason);
+        if (next[0]) bw_buf_printf(&path, "&after=%s", next);
+        long status = http("GET", path.data, NULL, &resp, NULL);
+        json_t *page = status == 200 ? json_loadb(resp.data, resp.len, JSON_ALLOW_NUL, NULL) : NULL; /* a value may hold NUL */
         if (!page) {
             char e[512];
             fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
@@ -752,6 +760,7 @@ static int cmd_dead_letters(int argc, char **argv) {
     fprintf(stderr, "dead-letters: job %s: %ld %s printed, %ld not\n", id, written, list ? "failures" : "ops",
             unreplayable);
     bw_buf_free(&resp);
+    bw_buf_free(&path);
     curl_free(esc_id);
     curl_free(esc_reason);
     curl_easy_cleanup(c);

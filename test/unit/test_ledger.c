@@ -215,6 +215,18 @@ START_TEST(failure_pages_follow_the_cursor) {
         ck_assert_uint_eq(out[i].error_code, 1406);
         bw_ledger_failure_free(&out[i]);
     }
+    /* refused again (a resubmission): the failure takes the latest reason and op */
+    const char *op2 = "{\"op\":\"create\",\"fields\":{\"title\":\"second\"}}";
+    bw_ledger_failure_t again = {.job_id = p0, .part = 0, .op_index = 3, .object_id = 3, .error_code = 1062,
+                                 .reason = "dup now", .op = op2};
+    ck_assert_uint_eq(bw_ledger_write_failures(db, conf, 0, &again, 1, 1 << 20, &scratch), 0);
+    ck_assert_uint_eq(bw_ledger_read_failures_page(db, conf, JOB_A, 1, 0, NULL, 0, 0, 1, out, &cnt, &scratch), 0);
+    ck_assert_uint_eq(cnt, 1);
+    ck_assert_uint_eq(out[0].op_index, 3);
+    ck_assert_str_eq(out[0].reason, "dup now");
+    ck_assert_str_eq(out[0].op, op2);
+    ck_assert_int_eq(out[0].op_truncated, 0);
+    bw_ledger_failure_free(&out[0]);
     mysql_rollback(db);
     teardown();
 }
