@@ -56,7 +56,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: cluster-kafka scale-cluster members-kafka quotas-kafka control-embedded control-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
+.PHONY: cluster-kafka scale-cluster members-kafka quotas-kafka control-embedded control-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka browser-embedded fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -138,7 +138,7 @@ check: deps
 	$(MAKE) -j2 check-lane-embedded check-lane-kafka
 LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
+	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
 	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
 
@@ -181,6 +181,9 @@ e2e-embedded: all
 	BW_BIN=$(BIN) BW_JOB_OPS=$(JOB_OPS) test/e2e.sh embedded
 e2e-kafka: all
 	BW_BIN=$(BIN) BW_JOB_OPS=$(JOB_OPS) test/e2e.sh kafka
+# the SRE page in headless chromium (test/browser.sh); BW_UI_SHOTS=docs/img refreshes the docs' screenshots
+browser-embedded: all
+	BW_BIN=$(BIN) test/browser.sh embedded
 # authentication and roles on the proxy's HTTP API (docs/security.md), hostile clients included
 auth-embedded: all
 	BW_BIN=$(BIN) test/auth.sh embedded

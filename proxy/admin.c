@@ -139,6 +139,8 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
                                                          (json_int_t)st->rows_applied, "rows_failed",
                                                          (json_int_t)st->rows_failed, "recent_errors", errs));
             json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
+            /* the lag as time: when the next message to apply was written (0: none waits) */
+            json_object_set_new(json_object_get(o, "consumer"), "oldest_unapplied_ms", json_integer(st->oldest_unapplied_ms));
             json_t *reasons = json_array(); /* why it is not running now (consumer/gate.h); [] while it runs */
             for (size_t i = 0; i < st->n_reasons; i++) json_array_append_new(reasons, json_string(st->reasons[i]));
             json_object_set_new(json_object_get(o, "consumer"), "reasons", reasons);

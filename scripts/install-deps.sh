@@ -22,11 +22,15 @@ PKGS=(
     clang libclang-rt-14-dev
     curl jq openssl
     protobuf-compiler   # protoc: test/doc-examples.sh runs the protobuf example of docs/api.md
+    chromium            # the page's browser tier (test/browser.sh), headless
 )
 
 # A Java/Maven installed some other way (sdkman, tarball) is good enough.
 command -v java >/dev/null 2>&1 || PKGS+=(default-jre-headless)
 command -v mvn  >/dev/null 2>&1 || PKGS+=(maven)
+# node and npm run the browser tier's driver (playwright-core, scripts/install-browser.sh)
+command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+command -v npm  >/dev/null 2>&1 || PKGS+=(npm)
 
 installed() {
     # `dpkg -s` also succeeds for removed-but-not-purged packages, so check Status.

@@ -18,15 +18,6 @@ cd "$(dirname "$0")/.."
 MODE=${1:?usage: test/auth.sh embedded|kafka}
 . test/lib.sh
 
-digest() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
-write_clients() { # write_clients FILE CLIENT_LINE...
-    local f=$1; shift
-    { echo "clients = ("; local IFS=$'\n'; echo "$*" | sed '$!s/$/,/'; echo ");"; } >"$f.tmp" && mv "$f.tmp" "$f"
-}
-client() { # client NAME TOKEN ROLES [SCOPES] (a trailing " }" may be cut off to add keys)
-    printf '  { name = "%s"; token_sha256 = "%s"; roles = [%s];%s }' "$1" "$(digest "$2")" "$3" \
-        "${4:+ scopes = [$4];}"
-}
 rotated() { # rotated NAME OLD_TOKEN NEW_TOKEN ROLES [SCOPES]: a rotation, the old token expired in 2020
     printf '  { name = "%s"; roles = [%s];%s tokens = ( { sha256 = "%s"; expires = "2020-01-01T00:00:00Z"; }, { sha256 = "%s"; } ); }' \
         "$1" "$4" "${5:+ scopes = [$5];}" "$(digest "$2")" "$(digest "$3")"

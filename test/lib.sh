@@ -8,6 +8,7 @@
 #                               path before anything starts
 #   start_consumer PORT [CONF]  starts a consumer; its pid is in $!-like LAST_PID
 #   counter_files ...           files of pins to count on and of increments (see below)
+#   write_clients, client       a clients file with tokens (auth.sh, browser.sh)
 #   check NAME COMMAND...       prints "ok - NAME" or "not ok - NAME" with the output
 #   wait_for SECONDS COMMAND... polls every 0.1 s
 #   start_alertmanager          a real Alertmanager (Debian's) on $ALERTMANAGER; the
@@ -132,6 +133,17 @@ counter_files() {
     awk -v first="$3" -v n="$4" -v incs="$5" 'BEGIN { for (i = 0; i < incs; i++)
         printf "{\"op\":\"update\",\"object_type\":\"pin\",\"id\":%d,\"fields\":{\"like_count\":{\"increment\":1}}}\n",
             68719476736 + first + i % n }' >"$2"
+}
+
+# A clients file (docs/security.md): write_clients FILE "$(client NAME TOKEN ROLES [SCOPES])"...
+digest() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+write_clients() { # write_clients FILE CLIENT_LINE...
+    local f=$1; shift
+    { echo "clients = ("; local IFS=$'\n'; echo "$*" | sed '$!s/$/,/'; echo ");"; } >"$f.tmp" && mv "$f.tmp" "$f"
+}
+client() { # client NAME TOKEN ROLES [SCOPES] (a trailing " }" may be cut off to add keys)
+    printf '  { name = "%s"; token_sha256 = "%s"; roles = [%s];%s }' "$1" "$(digest "$2")" "$3" \
+        "${4:+ scopes = [$4];}"
 }
 
 start_consumer() { # start_consumer PORT [CONF]

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The SRE page in a real browser: Debian's chromium, headless, driven by playwright-core
+# (scripts/install-browser.sh) against the real stack with a clients file.
+#
+#   test/browser.sh embedded|kafka
+#
+# The stack is set up here (a paused shard, a server down, a finished job); the page is
+# then checked by test/browser/page.mjs, one "ok - …" line per check, which also saves a
+# screenshot of each view under $WORK/screens (BW_KEEP=1 keeps them; BW_UI_SHOTS=DIR
+# copies them there too, as docs/img has them). The last line is "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:?usage: test/browser.sh embedded|kafka}
+. test/lib.sh
+NODE_MODULES=$(scripts/install-browser.sh) || exit 1
+
+bw_stack_conf() {
+    write_clients "$WORK/clients.conf" "$(client sre admin-token '"admin"')" "$(client dash read-token '"read"')" \
+        "$(client feed feed-token '"submit", "read"' '"pin:create"')"
+    "$BIN/bwctl" config-set "$1" proxy.auth.clients_file=clients.conf consumer.pause_ms=5000 || exit 1
+}
+bw_stack_start browser "$MODE"
+for port in $C1 $C2; do start_consumer $port; done
+printf 'admin-token\n' >"$WORK/admin.token"
+printf 'feed-token\n' >"$WORK/feed.token"
+BWCTL=("$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY" --token-file "$WORK/admin.token")
+assigned() { grep -q assigned "$WORK/consumer-$C1.log" && grep -q assigned "$WORK/consumer-$C2.log"; }
+check "two consumers share the shards" wait_for 60 assigned
+
+# a job that the page follows to its end: 2,000 creates on shard 1
+check "a job of 2,000 creates on shard 1 is applied" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --token-file "$WORK/feed.token" feed:2000:1
+check "shard 2 paused, with a reason" "${BWCTL[@]}" pause 2 --reason "browser test: disk swap"
+# mysql-b (shards 4-7) down, with work waiting for shard 5: its consumer finds the server down
+check "mysql-b stopped" scripts/mariadb.sh stop "$WORK/mysql-b"
+check "creates for shard 5 accepted while its server is down" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --token-file "$WORK/feed.token" feed:500:5
+shard5_down() {
+    curl -sf -H 'Authorization: Bearer admin-token' "http://127.0.0.1:$PROXY/v1/shards" |
+        jq -e '.shards[5].consumer.reasons | index("server_down") != null' >/dev/null
+}
+check "... and shard 5's consumer reports its server down" wait_for 90 shard5_down
+
+mkdir -p "$WORK/screens"
+node_out=$WORK/page.out
+NODE_PATH=$NODE_MODULES BW_UI_URL="http://127.0.0.1:$PROXY/ui/" BW_UI_SHOTS="$WORK/screens" \
+    timeout 300 node test/browser/page.mjs >"$node_out" 2>&1
+cat "$node_out"
+passed=$((passed + $(grep -c '^ok - ' "$node_out")))
+failed=$((failed + $(grep -c '^not ok - ' "$node_out")))
+grep -q '^page: done$' "$node_out" || { echo "not ok - the page test did not run to its end"; failed=$((failed + 1)); }
+[ -n "${BW_UI_SHOTS:-}" ] && mkdir -p "$BW_UI_SHOTS" && cp "$WORK"/screens/*.png "$BW_UI_SHOTS"/
+
+# the server back: shard 5 applies what waited, row by row; the page's rate change stands
+check "mysql-b started again" scripts/mariadb.sh start "$WORK/mysql-b" $DB_B
+check "every row of both jobs is in its shard" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:2000:1 feed:500:5
+rate_stands() {
+    curl -sf -H 'Authorization: Bearer admin-token' "http://127.0.0.1:$PROXY/v1/shards" |
+        jq -e '.shards[3].operator_rate == 7 and .shards[3].history[0].reason == "browser test: slow down"' >/dev/null
+}
+check "the rate the page set stands, with its reason in the audit history" rate_stands
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,147 @@
+// The SRE page in headless chromium (test/browser.sh sets the stack up first: shard 2
+// paused, mysql-b down with work for shard 5, a finished job on shard 1; tokens
+// admin-token and read-token). One "ok - NAME" or "not ok - NAME" line per check, then
+// "page: done". Screenshots of each view go to BW_UI_SHOTS.
+import { createRequire } from 'module';
+import path from 'path';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core'); // NODE_PATH: scripts/install-browser.sh
+
+const url = process.env.BW_UI_URL;
+const shots = process.env.BW_UI_SHOTS;
+const api = new URL('/', url).href;
+
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log('ok - ' + name);
+  } catch (e) {
+    console.log('not ok - ' + name);
+    console.log('    ' + String(e && e.message ? e.message : e).split('\n').slice(0, 6).join('\n    '));
+  }
+}
+
+function expect(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+async function signIn(page, token) {
+  await page.goto(url);
+  await page.waitForSelector('[data-testid="token-form"]:not(.hidden)', { timeout: 15000 });
+  await page.fill('[data-testid="token-input"]', token);
+  await page.click('[data-testid="btn-token"]');
+  await page.waitForSelector('[data-testid="shard-cell"]', { timeout: 15000 });
+}
+
+// Waits until the cell of `shard` shows `want`, as the page polls (every 3 s).
+async function cellState(page, shard, want) {
+  await page.waitForFunction(([n, s]) => {
+    const c = document.querySelector(`[data-testid="shard-cell"][data-shard="${n}"]`);
+    return c && c.dataset.state === s;
+  }, [shard, want], { timeout: 30000 });
+}
+
+async function apiGet(p, token) {
+  const res = await fetch(api + p.replace(/^\//, ''), { headers: { Authorization: 'Bearer ' + token } });
+  return res.json();
+}
+
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+const page = await context.newPage();
+const errors = [];
+page.on('pageerror', (e) => errors.push(e.message));
+page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+
+await check('the page loads from the proxy and asks for a token (a clients file is set)', async () => {
+  await signIn(page, 'admin-token');
+});
+
+await check('the grid shows every shard once: 8 cells, grouped by server (4 and 4)', async () => {
+  expect(await page.locator('[data-testid="shard-cell"]').count() === 8, 'not 8 cells');
+  const servers = await page.locator('[data-testid="server"]').evaluateAll((els) =>
+    els.map((e) => e.dataset.server + ':' + e.querySelectorAll('[data-testid="shard-cell"]').length));
+  expect(servers.join(',') === 'mysql-a:4,mysql-b:4', 'servers ' + servers.join(','));
+});
+
+await check('colours: shard 2 paused, shard 5 unhealthy (its server down), shard 1 running', async () => {
+  await cellState(page, 2, 'paused');
+  await cellState(page, 5, 'unhealthy');
+  await cellState(page, 1, 'running');
+});
+
+await check('the alerts list names shard 5 and why', async () => {
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="alert"]')]
+    .some((li) => li.textContent.includes('shard 5') && li.textContent.includes('server_down')), null, { timeout: 15000 });
+});
+
+await check('the fleet lists the proxy and both consumers alive', async () => {
+  const members = await page.locator('[data-testid="member"]').evaluateAll((rows) =>
+    rows.map((r) => r.dataset.role + ':' + r.textContent.includes('alive')));
+  expect(members.filter((m) => m === 'consumer:true').length === 2 && members.includes('proxy:true'), members.join(','));
+});
+if (shots) await page.screenshot({ path: path.join(shots, 'ui-fleet.png'), fullPage: true });
+
+await check('the shard view of shard 2 shows its pause, who set it and why', async () => {
+  await page.click('[data-testid="shard-cell"][data-shard="2"]');
+  await page.waitForSelector('[data-testid="shard-view"]:not(.hidden)');
+  const text = await page.textContent('[data-testid="pause-reason"]');
+  expect(text.includes('by sre') && text.includes('browser test: disk swap'), 'pause reason: ' + text);
+  const hist = await page.locator('[data-testid="history-row"]').allTextContents();
+  expect(hist.some((h) => h.includes('pause') && h.includes('sre')), 'history: ' + hist.join(' | '));
+});
+
+await check('a rate set on the page (with a reason, confirmed) reaches the API and its history at once', async () => {
+  await page.click('[data-testid="shard-cell"][data-shard="3"]');
+  await page.waitForSelector('[data-testid="shard-controls"]');
+  await page.fill('[data-testid="rate-input"]', '7');
+  await page.click('[data-testid="btn-rate"]');
+  await page.waitForSelector('[data-testid="confirm-dialog"][open]');
+  await page.fill('[data-testid="reason-input"]', 'browser test: slow down');
+  await page.click('[data-testid="btn-confirm"]');
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="history-row"]')]
+    .some((r) => r.textContent.includes('browser test: slow down')), null, { timeout: 15000 });
+  const shards = await apiGet('/v1/shards', 'admin-token');
+  expect(shards.shards[3].operator_rate === 7, 'operator_rate ' + shards.shards[3].operator_rate);
+  const rate = await page.textContent('[data-testid="shard-rate"]');
+  expect(rate.includes('effective 7/s'), 'rate line: ' + rate);
+});
+if (shots) await page.screenshot({ path: path.join(shots, 'ui-shard.png'), fullPage: true });
+
+await check("the jobs view: the finished job's progress bar reaches 100 %", async () => {
+  await page.click('.tab[data-view="jobs"]');
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="job-progress"]')]
+    .some((p) => p.dataset.percent === '100'), null, { timeout: 30000 });
+});
+if (shots) await page.screenshot({ path: path.join(shots, 'ui-jobs.png'), fullPage: true });
+
+await check('no error in the page (console or script)', async () => {
+  const real = errors.filter((e) => !e.includes('401')); // the first calls, before the token
+  expect(real.length === 0, real.join(' | '));
+});
+
+await check('a read-only token sees the page without any control', async () => {
+  const ro = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const p = await ro.newPage();
+  await signIn(p, 'read-token');
+  await cellState(p, 2, 'paused');
+  await p.click('[data-testid="shard-cell"][data-shard="2"]');
+  await p.waitForSelector('[data-testid="shard-view"]:not(.hidden)');
+  expect(await p.locator('[data-testid="shard-controls"]').count() === 0, 'shard controls shown');
+  await p.click('.tab[data-view="jobs"]');
+  await p.waitForSelector('[data-testid="job-row"]', { timeout: 15000 }).catch(() => {});
+  expect(await p.locator('[data-testid="btn-cancel-job"]').count() === 0, 'cancel buttons shown');
+  await ro.close();
+});
+
+await check('the proxy gone: the page says its data is stale', async () => {
+  await page.route('**/v1/**', (route) => route.abort());
+  await page.waitForSelector('[data-testid="stale-banner"]:not(.hidden)', { timeout: 15000 });
+  const text = await page.textContent('[data-testid="stale-banner"]');
+  expect(text.includes('unreachable') && text.includes('stale'), text);
+  await page.unroute('**/v1/**');
+});
+
+await browser.close();
+console.log('page: done');
