@@ -251,6 +251,10 @@ function shardControls(s) {
     el('button', { class: 'act', type: 'button', 'data-testid': 'btn-pause', on: { click: () => post(`/v1/shards/${s.shard}/pause`, {}, `Pause shard ${s.shard}`) } }, 'pause'),
     el('button', { class: 'act', type: 'button', 'data-testid': 'btn-resume', on: { click: () => post(`/v1/shards/${s.shard}/resume`, {}, `Resume shard ${s.shard}`) } }, 'resume'),
     server ? el('span', { class: 'hint' }, `server ${server}:`) : null,
+    server ? el('button', { class: 'act', type: 'button', 'data-testid': 'btn-rate-server', on: { click: () => {
+      const v = rate.value === '' ? null : Number(rate.value);
+      post(`/v1/servers/${server}/rate`, { rate: v }, `Set the rate of every shard of server ${server} to ${v === null ? 'the configured one' : v + ' statements/s'}`);
+    } } }, 'set rate') : null,
     server ? el('button', { class: 'act', type: 'button', 'data-testid': 'btn-pause-server', on: { click: () => post(`/v1/servers/${server}/pause`, {}, `Pause every shard of server ${server}`) } }, 'pause') : null,
     server ? el('button', { class: 'act', type: 'button', 'data-testid': 'btn-resume-server', on: { click: () => post(`/v1/servers/${server}/resume`, {}, `Resume every shard of server ${server}`) } }, 'resume') : null);
 }
