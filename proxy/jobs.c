@@ -246,6 +246,8 @@ static void note_held(bw_jobs_t *j, const char *id, const Bulkwrite__V1__JobReco
     snprintf(h->job, sizeof(h->job), "%s", r->job && valid_id(r->job, strlen(r->job)) ? r->job : id);
     h->not_before_ms = r->not_before_ms;
     h->written_at_ms = r->written_at_ms;
+    h->created_at_ms = r->created_at_ms;
+    h->job_part = r->job_part;
     h->n_after = 0;
     for (size_t i = 0; i < r->n_after && h->n_after < BW_AFTER_MAX; i++)
         if (valid_id(r->after[i], strlen(r->after[i]))) memcpy(h->after[h->n_after++], r->after[i], 33);

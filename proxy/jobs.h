@@ -68,6 +68,8 @@ typedef struct {
     char job[33];            /* the job it belongs to: the named job's id, or id */
     int64_t not_before_ms;
     int64_t written_at_ms;
+    int64_t created_at_ms;   /* when it was accepted: releases keep acceptance order */
+    uint32_t job_part;       /* a named job's part number (0 otherwise) */
     size_t n_after;
     char after[BW_AFTER_MAX][33];
 } bw_jobs_held_t;

@@ -144,8 +144,10 @@ static int write_record(const char *id, Bulkwrite__V1__JobRecord *out) {
 }
 
 /* Produces the record's releasable batches (go[k] set) in part order, each shard's until
- * its backlog refuses one, and writes the record again without those Kafka took. */
-static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go) {
+ * its backlog refuses one, and writes the record again without those Kafka took.
+ * refused (slot = lane x shards + shard: the turn's, shared by every record) marks the
+ * slots whose backlog refused a batch this turn: later records wait behind it too. */
+static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, uint8_t *refused) {
     int lane = bw_config_lane(proxy.conf, rec->lane && rec->lane[0] ? rec->lane : "default");
     if (lane < 0) {
         bw_log(BW_LOG_ERROR, COMPONENT, -1, rec->job_id, "held batches of lane \"%s\", which the configuration no "
@@ -158,12 +160,14 @@ static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go) {
     bw_batch_set_t set = {bw_arena_alloc(&arena, (n + 1) * sizeof(bw_batch_msg_t)), 0};
     bw_msg_fate_t *fate = bw_arena_alloc(&arena, (n + 1) * sizeof(*fate));
     size_t *from = bw_arena_alloc(&arena, (n + 1) * sizeof(*from)); /* message -> rec->held index */
-    uint8_t *refused = bw_arena_alloc(&arena, shards);
-    memset(refused, 0, shards);
+    uint8_t *waits = bw_arena_alloc(&arena, shards); /* this record's shards with a batch held back */
+    memset(waits, 0, shards);
     for (size_t k = 0; k < n; k++) {
         const Bulkwrite__V1__HeldBatch *h = rec->held[k];
-        if (!go[k] || refused[h->shard]) {
-            refused[h->shard] = 1; /* a shard's later batches wait for its earlier ones */
+        if (h->shard >= shards) continue; /* a record from another layout: never released */
+        uint8_t *slot_refused = &refused[bw_config_slot(proxy.conf, lane, (int)h->shard)];
+        if (!go[k] || waits[h->shard] || *slot_refused) {
+            waits[h->shard] = 1; /* a shard's later batches wait for its earlier ones */
             continue;
         }
         bw_batch_msg_t *m = &set.msgs[set.msg_cnt];
@@ -178,7 +182,7 @@ static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go) {
         m->len = h->payload.len;
         if (!bw_backlog_admit(proxy.backlog, bw_config_slot(proxy.conf, lane, m->shard), bw_producers_message_bytes(m),
                               bw_now_us(), NULL)) {
-            refused[h->shard] = 1;
+            waits[h->shard] = *slot_refused = 1;
             free(m->payload);
             continue;
         }
@@ -248,7 +252,7 @@ static void drop_held(const char *id) {
 
 /* One held record: cancelled, not due, waiting for prerequisites, or (some of) it
  * released; or written again to outlive the topic's retention. */
-static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now) {
+static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now, uint8_t *refused) {
     if (bw_shard_table_job_cancelled(proxy.shards, h->job)) {
         drop_held(h->id);
         return;
@@ -280,24 +284,39 @@ static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now) {
     for (size_t k = 0; maybe && k < rec->n_held; k++)
         cnt += go[k] = rec->held[k]->shard < (uint32_t)proxy.conf->shard_count &&
                        prereqs_done(ps, h, (int)rec->held[k]->shard, &cancelled_by);
-    if (cnt) release_batches(rec, go);
+    if (cnt) release_batches(rec, go, refused);
     else if (rec->written_at_ms <= now - refresh_after) write_record(h->id, rec); /* kept past the retention */
     free(go);
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
 }
 
+/* Due first, then in the order they were accepted (a named job's parts by number): ops
+ * on one object in two held requests go out in the order the client sent them. */
+static int held_cmp(const void *a, const void *b) {
+    const bw_jobs_held_t *x = a, *y = b;
+    if (x->not_before_ms != y->not_before_ms) return x->not_before_ms < y->not_before_ms ? -1 : 1;
+    if (x->created_at_ms != y->created_at_ms) return x->created_at_ms < y->created_at_ms ? -1 : 1;
+    if (x->job_part != y->job_part) return x->job_part < y->job_part ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
 static void *release_loop(void *arg) {
     (void)arg;
+    uint8_t *refused = malloc((size_t)proxy.conf->shard_count * BW_LANES_MAX);
+    if (!refused) abort();
     while (atomic_load(&release_run)) {
         bw_jobs_held_t *held;
         size_t n = bw_jobs_held_list(proxy.jobs, &held);
+        qsort(held, n, sizeof(*held), held_cmp);
         prereqs_t ps = {0};
         int64_t now = bw_wall_ms();
-        for (size_t i = 0; i < n && atomic_load(&release_run); i++) release_one(&held[i], &ps, now);
+        memset(refused, 0, (size_t)proxy.conf->shard_count * BW_LANES_MAX);
+        for (size_t i = 0; i < n && atomic_load(&release_run); i++) release_one(&held[i], &ps, now, refused);
         prereqs_free(&ps);
         free(held);
         for (int t = 0; t < RELEASE_INTERVAL_MS / 100 && atomic_load(&release_run); t++) usleep(100000);
     }
+    free(refused);
     return NULL;
 }
 

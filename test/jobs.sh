@@ -296,6 +296,30 @@ schedule_tests() {
     }
     check "... the table holds the 300 rows" sched_not_early
 
+    # -- order: one pin created, then updated twice, in three parts held for the same time:
+    # released in the order they were sent, the pin ends with the last title
+    local pin=$((68719476736 + 23004000)) ojob
+    printf '%s\n' "{\"op\":\"create\",\"object_type\":\"pin\",\"id\":$pin,\"shard_key\":\"42\",\"fields\":{\"owner_id\":42,\"title\":\"a\"}}" \
+        "{\"op\":\"update\",\"object_type\":\"pin\",\"id\":$pin,\"fields\":{\"title\":\"b\"}}" \
+        "{\"op\":\"update\",\"object_type\":\"pin\",\"id\":$pin,\"fields\":{\"title\":\"c\"}}" >"$WORK/sched-order.jsonl"
+    sched_order() { # as three parts of one job, then as three jobs: either way in the order sent
+        local at k
+        at=$(date -u -d '+5 seconds' +%FT%TZ)
+        "${BWCTL[@]}" submit --batch 1 --not-before "$at" "$WORK/sched-order.jsonl" >"$WORK/sched-order.out" 2>/dev/null || return 1
+        ojob=$(head -n 1 "$WORK/sched-order.out")
+        "${BWCTL[@]}" watch --timeout 60 "$ojob" 2>/dev/null || return 1
+        [ "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT title FROM db00000.pins WHERE id = $pin")" = c ] || return 1
+        mariadb -h127.0.0.1 -P$DB_A -uroot -e "DELETE FROM db00000.pins WHERE id = $pin" || return 1
+        at=$(date -u -d '+5 seconds' +%FT%TZ)
+        for k in 1 2 3; do
+            sed -n "${k}p" "$WORK/sched-order.jsonl" >"$WORK/sched-order-$k.jsonl"
+            "${BWCTL[@]}" submit --job "order-$k" --not-before "$at" "$WORK/sched-order-$k.jsonl" >"$WORK/sched-order-$k.out" 2>/dev/null || return 1
+        done
+        "${BWCTL[@]}" watch --timeout 60 "$(cat "$WORK/sched-order-3.out")" 2>/dev/null &&
+            [ "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT title FROM db00000.pins WHERE id = $pin")" = c ]
+    }
+    check "a create and two updates of one pin held for the same time, as parts and as jobs, go out in order: the last title stands" sched_order
+
     # -- a scheduled job cancelled while held: nothing of it is ever applied
     local far cjob
     far=$(date -u -d '+1 hour' +%FT%TZ)
