@@ -421,17 +421,24 @@ START_TEST(listeners) {
     ck_assert_int_eq(bw_admin_served("POST", "/v1/shards/3/rate", BW_LISTENER_ADMIN, why, sizeof(why)), 1);
     ck_assert_int_eq(bw_admin_served("POST", "/v1/servers/mysql-a/pause", BW_LISTENER_DATA, why, sizeof(why)), 0);
     ck_assert_int_eq(bw_admin_served("POST", "/v1/servers/mysql-a/pause", BW_LISTENER_ADMIN, why, sizeof(why)), 1);
-    const char *data_only[][2] = {{"POST", "/v1/batches"}, {"GET", "/v1/jobs/0123"}, {"GET", "/readyz"}};
+    const char *data_only[][2] = {{"POST", "/v1/batches"}, {"GET", "/v1/check/3"}, {"GET", "/readyz"}};
     for (size_t i = 0; i < 3; i++) {
         ck_assert_int_eq(bw_admin_served(data_only[i][0], data_only[i][1], BW_LISTENER_DATA, why, sizeof(why)), 1);
         ck_assert_int_eq(bw_admin_served(data_only[i][0], data_only[i][1], BW_LISTENER_ADMIN, why, sizeof(why)), 0);
         ck_assert_msg(strstr(why, "is not served on the admin listener"), "%s", why);
     }
-    const char *both[] = {"/v1/shards", "/healthz", "/metrics"};
-    for (size_t i = 0; i < 3; i++) {
+    /* and what the page reads (it is served on the admin listener when there is one) */
+    const char *both[] = {"/v1/shards", "/healthz", "/metrics", "/v1/jobs", "/v1/jobs/0123", "/v1/fleet", "/v1/whoami"};
+    for (size_t i = 0; i < sizeof(both) / sizeof(*both); i++) {
         ck_assert_int_eq(bw_admin_served("GET", both[i], BW_LISTENER_DATA, why, sizeof(why)), 1);
         ck_assert_int_eq(bw_admin_served("GET", both[i], BW_LISTENER_ADMIN, why, sizeof(why)), 1);
     }
+    ck_assert_int_eq(bw_admin_served("DELETE", "/v1/jobs/0123", BW_LISTENER_ADMIN, why, sizeof(why)), 1); /* cancel */
+    /* the page itself: on the admin listener only, when there is one */
+    ck_assert_int_eq(bw_admin_served("GET", "/ui/", BW_LISTENER_ONLY, why, sizeof(why)), 1);
+    ck_assert_int_eq(bw_admin_served("GET", "/ui/app.js", BW_LISTENER_ADMIN, why, sizeof(why)), 1);
+    ck_assert_int_eq(bw_admin_served("GET", "/ui/", BW_LISTENER_DATA, why, sizeof(why)), 0);
+    ck_assert_msg(strstr(why, "the page is served on the admin listener"), "%s", why);
     /* the admin listener serves nothing else, unknown paths and methods included */
     ck_assert_int_eq(bw_admin_served("GET", "/v1/secret", BW_LISTENER_ADMIN, why, sizeof(why)), 0);
     ck_assert_int_eq(bw_admin_served("DELETE", "/v1/shards", BW_LISTENER_ADMIN, why, sizeof(why)), 0);
