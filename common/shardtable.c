@@ -33,9 +33,12 @@ typedef struct job_ctl {
 
 #define JOB_BUCKETS 1024
 
-/* @locks mu guards control[], status[], members[], jobs[] */
+/* @locks mu guards control[], status[], members[], jobs[], budgets[] */
 struct bw_shard_table {
     int shard_count;
+    int server_cnt;
+    char **server_names; /* conf's, copied: budgets[v] is server v's record */
+    blob_t *budgets;
     pthread_mutex_t mu;
     blob_t *control; /* shard s's record under key k at [s * BW_CONTROL_KEYS + k] */
     blob_t *status;
@@ -188,8 +191,77 @@ Bulkwrite__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *j
     return jc;
 }
 
+int bw_server_budget_key(const char *server, char key[BW_SERVER_BUDGET_KEY_MAX]) {
+    int n = snprintf(key, BW_SERVER_BUDGET_KEY_MAX, "server/%s/budget", server);
+    return n < BW_SERVER_BUDGET_KEY_MAX ? n : -1;
+}
+
+int bw_server_budget_key_parse(const void *key, size_t len, char name[BW_SERVER_BUDGET_KEY_MAX]) {
+    static const char prefix[] = "server/", suffix[] = "/budget";
+    size_t pl = sizeof(prefix) - 1, sl = sizeof(suffix) - 1;
+    if (!key || len <= pl + sl || len - pl - sl >= BW_SERVER_BUDGET_KEY_MAX || memchr(key, '\0', len) ||
+        memcmp(key, prefix, pl) || memcmp((const char *)key + len - sl, suffix, sl))
+        return -1;
+    memcpy(name, (const char *)key + pl, len - pl - sl);
+    name[len - pl - sl] = '\0';
+    return 0;
+}
+
+void bw_server_budget_from_record(const Bulkwrite__V1__ServerBudget *r, bw_server_budget_t *out) {
+    memset(out, 0, sizeof(*out));
+    out->rate = bw_ratelimit_clamp(r->rate);
+    out->row_rate = bw_ratelimit_clamp_rows(r->row_rate);
+    out->updated_at_ms = r->updated_at_ms;
+    snprintf(out->reason, sizeof(out->reason), "%s", r->reason ? r->reason : "");
+    snprintf(out->changed_by, sizeof(out->changed_by), "%s", r->changed_by ? r->changed_by : "");
+    snprintf(out->changed_from, sizeof(out->changed_from), "%s", r->changed_from ? r->changed_from : "");
+}
+
+/* A server budget's record: kept under its configured server; warned of when a rate is
+ * out of bounds (it is clamped each time it is used). */
+static void store_budget(bw_shard_table_t *t, const char *name, const void *val, size_t vlen) {
+    int v = 0;
+    while (v < t->server_cnt && strcmp(t->server_names[v], name)) v++;
+    if (v == t->server_cnt) return; /* a server no longer (or not yet) in shards.servers */
+    store(t, &t->budgets[v], val, vlen);
+    atomic_fetch_add(&t->version, 1);
+    Bulkwrite__V1__ServerBudget *b = vlen ? bulkwrite__v1__server_budget__unpack(NULL, vlen, val) : NULL;
+    char why[256];
+    if (b && bw_ratelimit_check(b->rate, why, sizeof(why)))
+        bw_log(BW_LOG_WARN, "shards", -1, NULL, "server %s's budget: %s; using %g", name, why, bw_ratelimit_clamp(b->rate));
+    if (b && bw_ratelimit_check_rows(b->row_rate, why, sizeof(why)))
+        bw_log(BW_LOG_WARN, "shards", -1, NULL, "server %s's budget: %s; using %g", name, why,
+               bw_ratelimit_clamp_rows(b->row_rate));
+    if (b) bulkwrite__v1__server_budget__free_unpacked(b, NULL);
+}
+
+int bw_shard_table_server_budget(bw_shard_table_t *t, int server, bw_server_budget_t *out) {
+    Bulkwrite__V1__ServerBudget *r = bw_shard_table_server_budget_record(t, server);
+    if (!r) {
+        memset(out, 0, sizeof(*out));
+        return 0;
+    }
+    bw_server_budget_from_record(r, out);
+    bulkwrite__v1__server_budget__free_unpacked(r, NULL);
+    return 1;
+}
+
+Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_t *t, int server) {
+    if (server < 0 || server >= t->server_cnt) return NULL;
+    pthread_mutex_lock(&t->mu);
+    const blob_t *b = &t->budgets[server];
+    Bulkwrite__V1__ServerBudget *r = b->data ? bulkwrite__v1__server_budget__unpack(NULL, b->len, b->data) : NULL;
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
 static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_shard_table_t *t = ud;
+    char server[BW_SERVER_BUDGET_KEY_MAX];
+    if (klen > 7 && memcmp(key, "server/", 7) == 0) { /* a whole server's budget */
+        if (bw_server_budget_key_parse(key, klen, server) == 0) store_budget(t, server, val, vlen);
+        return;
+    }
     if (klen > 4 && memcmp(key, "job/", 4) == 0) { /* a job's, not a shard's: the version stays */
         store_job(t, key, klen, val, vlen);
         return;
@@ -234,6 +306,12 @@ bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brok
     bw_shard_table_t *t = calloc(1, sizeof(*t));
     if (status) t->hook = *status;
     t->shard_count = conf->shard_count;
+    t->server_cnt = conf->server_cnt;
+    t->server_names = calloc((size_t)conf->server_cnt + 1, sizeof(char *));
+    t->budgets = calloc((size_t)conf->server_cnt + 1, sizeof(blob_t));
+    if (!t->server_names || !t->budgets) abort();
+    for (int v = 0; v < conf->server_cnt; v++)
+        if (!(t->server_names[v] = strdup(conf->servers[v].name))) abort();
     pthread_mutex_init(&t->mu, NULL);
     t->control = calloc((size_t)conf->shard_count * BW_CONTROL_KEYS, sizeof(blob_t));
     t->status = calloc((size_t)conf->shard_count, sizeof(blob_t));
@@ -254,6 +332,12 @@ void bw_shard_table_stop(bw_shard_table_t *t) {
     for (int s = 0; t->status && s < t->shard_count; s++) free(t->status[s].data);
     free(t->control);
     free(t->status);
+    for (int v = 0; v < t->server_cnt; v++) {
+        free(t->server_names[v]);
+        free(t->budgets[v].data);
+    }
+    free(t->server_names);
+    free(t->budgets);
     for (size_t i = 0; i < t->member_cnt; i++) {
         free(t->members[i].key);
         free(t->members[i].value.data);

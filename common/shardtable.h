@@ -8,6 +8,9 @@
  * record "shard/N" that versions before per-field keys wrote is the base, each field
  * record overriding its field. The status topic has one record per shard ("shard/N").
  *
+ * The control topic also holds whole servers' budgets, under "server/<name>/budget"
+ * (ServerBudget, below).
+ *
  * The control topic also holds jobs' cancellations, under "job/<job id>" (JobControl,
  * written by DELETE /v1/jobs/{id}): consumers skip the messages of a cancelled job, and
  * proxies report it. A named job's parts share its id's first BW_JOB_CONTROL_PREFIX hex
@@ -113,6 +116,35 @@ Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard
  * bw_shard_table_members_free. */
 size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__V1__FleetMember ***out);
 void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n);
+
+/* ---- server budgets ----
+ * Under "server/<name>/budget" (ServerBudget, written by POST /v1/servers/{name}/budget):
+ * statements/s and rows/s for a whole server, shared by its shards that have work. The
+ * table keeps the latest record per configured server; a record of a name not in
+ * shards.servers is ignored. Each record bumps the version, as a shard's does. */
+typedef struct {
+    double rate;           /* statements per second for the whole server; 0 = none */
+    double row_rate;       /* rows per second; 0 = none */
+    int64_t updated_at_ms; /* 0: never set */
+    char reason[256];
+    char changed_by[72];
+    char changed_from[64];
+} bw_server_budget_t;
+
+#define BW_SERVER_BUDGET_KEY_MAX 320
+/* "server/<name>/budget" into key; returns its length (-1: the name does not fit). */
+int bw_server_budget_key(const char *server, char key[BW_SERVER_BUDGET_KEY_MAX]);
+/* The server name of a budget key into name (NUL-terminated), or -1: not a budget key. */
+int bw_server_budget_key_parse(const void *key, size_t len, char name[BW_SERVER_BUDGET_KEY_MAX]);
+/* The budget a record holds; rates outside the bounds are clamped (bw_ratelimit_clamp,
+ * bw_ratelimit_clamp_rows), 0 stays "none". */
+void bw_server_budget_from_record(const Bulkwrite__V1__ServerBudget *r, bw_server_budget_t *out);
+/* Server `server`'s (an index of conf->servers) budget into *out (zeroed when none was
+ * ever set); 1 if it has a record. Cheap: the consumer asks on every settings change. */
+int bw_shard_table_server_budget(bw_shard_table_t *t, int server, bw_server_budget_t *out);
+/* Its latest record, unpacked (free with bulkwrite__v1__server_budget__free_unpacked), or
+ * NULL: a change continues its history; GET /v1/shards shows it. */
+Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_t *t, int server);
 
 /* ---- jobs ---- */
 #define BW_JOB_CONTROL_PREFIX 20 /* = BW_LEDGER_JOB_PREFIX */
