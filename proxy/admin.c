@@ -31,16 +31,51 @@ static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_se
     return o;
 }
 
-/* The record's changes, newest first: [{at_ms, action, by, from, reason, setting}]. */
-static json_t *history_arr(const Bulkwrite__V1__ShardControl *c) {
+/* A record's changes, newest first: [{at_ms, action, by, from, reason, setting}]. */
+static json_t *changes_arr(Bulkwrite__V1__ControlChange *const *changes, size_t n) {
     json_t *a = json_array();
-    for (size_t i = 0; c && i < c->n_history; i++) {
-        const Bulkwrite__V1__ControlChange *h = c->history[i];
+    for (size_t i = 0; i < n; i++) {
+        const Bulkwrite__V1__ControlChange *h = changes[i];
         json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s}", "at_ms", (json_int_t)h->at_ms, "action",
                                            h->action, "by", h->by, "from", h->from, "reason", h->reason, "setting",
                                            h->setting));
     }
     return a;
+}
+
+static json_t *history_arr(const Bulkwrite__V1__ShardControl *c) { return changes_arr(c->history, c->n_history); }
+
+/* A server's budget record as JSON: the budgets in force (0 = none) and the audit; null
+ * when no operator ever set one. */
+static json_t *budget_obj(const Bulkwrite__V1__ServerBudget *r) {
+    if (!r) return json_null();
+    bw_server_budget_t b;
+    bw_server_budget_from_record(r, &b);
+    json_t *o = json_pack("{s:f, s:f, s:I, s:s, s:s, s:s}", "rate", b.rate, "row_rate", b.row_rate, "changed_at_ms",
+                          (json_int_t)b.updated_at_ms, "changed_by", b.changed_by, "changed_from", b.changed_from,
+                          "reason", b.reason);
+    json_object_set_new(o, "history", changes_arr(r->history, r->n_history));
+    return o;
+}
+
+/* [{"name", "budget"}] of every configured server (GET /v1/shards, admins). */
+static json_t *servers_arr(const bw_config_t *conf, bw_shard_table_t *table) {
+    json_t *a = json_array();
+    for (int v = 0; v < conf->server_cnt; v++) {
+        Bulkwrite__V1__ServerBudget *r = bw_shard_table_server_budget_record(table, v);
+        json_array_append_new(a, json_pack("{s:s, s:o}", "name", conf->servers[v].name, "budget", budget_obj(r)));
+        if (r) bulkwrite__v1__server_budget__free_unpacked(r, NULL);
+    }
+    return a;
+}
+
+char *bw_admin_budget_json(const bw_config_t *conf, int server, const Bulkwrite__V1__ServerBudget *r) {
+    const bw_server_t *sv = &conf->servers[server];
+    json_t *o = json_pack("{s:s, s:i, s:i, s:o}", "server", sv->name, "first_shard", sv->first_shard, "last_shard",
+                          sv->last_shard, "budget", budget_obj(r));
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
 }
 
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set) {
@@ -171,6 +206,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
         json_array_append_new(arr, o);
     }
     json_t *root = json_pack("{s:o}", "shards", arr);
+    if (admin) json_object_set_new(root, "servers", servers_arr(conf, table)); /* server names: admins only */
     char *out = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     return out;
@@ -212,7 +248,7 @@ int bw_admin_parse_url(const bw_config_t *conf, const char *url, bw_admin_target
     if (strncmp(url, "/v1/servers/", 12) == 0) {
         const char *name = url + 12;
         if (!(slash = strchr(name, '/')) || slash == name)
-            return snprintf(err, esz, "expected /v1/servers/{server}/rate|pause|resume"), -1;
+            return snprintf(err, esz, "expected /v1/servers/{server}/rate|pause|resume|budget"), -1;
         for (int i = 0; i < conf->server_cnt && !t->server; i++) {
             const bw_server_t *sv = &conf->servers[i];
             if (strlen(sv->name) == (size_t)(slash - name) && strncmp(sv->name, name, (size_t)(slash - name)) == 0) {
@@ -240,8 +276,10 @@ int bw_admin_parse_url(const bw_config_t *conf, const char *url, bw_admin_target
         slash = end;
     }
     t->action = slash + 1;
+    if (t->server && strcmp(t->action, "budget") == 0) return 0; /* the whole server's, not each shard's */
     if (strcmp(t->action, "rate") && strcmp(t->action, "pause") && strcmp(t->action, "resume"))
-        return snprintf(err, esz, "unknown action \"%.40s\": use rate, pause or resume", t->action), -1;
+        return snprintf(err, esz, "unknown action \"%.40s\": use rate, pause or resume%s", t->action,
+                        t->server ? " (or budget: the whole server's)" : ""), -1;
     return 0;
 }
 
@@ -406,4 +444,97 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
 void bw_admin_records_free(bw_admin_records_t *r) {
     for (size_t i = 0; i < r->n; i++) free(r->data[i]);
     r->n = 0;
+}
+
+void bw_admin_budget_text(const bw_server_budget_t *b, char *out, size_t size) {
+    char rate[48], rows[48];
+    if (b->rate > 0) snprintf(rate, sizeof(rate), "%g stmt/s", b->rate);
+    else snprintf(rate, sizeof(rate), "no statement budget");
+    if (b->row_rate > 0) snprintf(rows, sizeof(rows), "%g rows/s", b->row_rate);
+    else snprintf(rows, sizeof(rows), "no row budget");
+    snprintf(out, size, "%s; %s", rate, rows);
+}
+
+/* The body of a budget change checked member by member; 0, or -1 with err. */
+static int budget_body_check(json_t *j, char *err, size_t esz) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(j, key, v) {
+        int rows = strcmp(key, "row_rate") == 0;
+        if (strcmp(key, "reason") == 0) {
+            if (!json_is_string(v) || strlen(json_string_value(v)) >= sizeof(((bw_server_budget_t *)0)->reason))
+                return snprintf(err, esz, "reason must be a string of at most %zu bytes",
+                                sizeof(((bw_server_budget_t *)0)->reason) - 1), -1;
+        } else if (rows || strcmp(key, "rate") == 0) {
+            if (!json_is_null(v) && !json_is_number(v))
+                return snprintf(err, esz, "%s must be a number of %s per second for the whole server, or null (or 0) for "
+                                "none", key, rows ? "rows" : "statements"), -1;
+            if (json_is_number(v) && (rows ? bw_ratelimit_check_rows(json_number_value(v), err, esz)
+                                           : bw_ratelimit_check(json_number_value(v), err, esz)))
+                return -1;
+        } else {
+            return snprintf(err, esz, "unknown member \"%s\" for budget", key), -1;
+        }
+    }
+    if (!json_object_get(j, "rate") && !json_object_get(j, "row_rate"))
+        return snprintf(err, esz, "budget needs {\"rate\": number or null}, {\"row_rate\": number or null}, or both"), -1;
+    return 0;
+}
+
+int bw_admin_budget_update(const char *server, const char *body, size_t len, const Bulkwrite__V1__ServerBudget *prev,
+                           const bw_admin_caller_t *caller, bw_server_budget_t *out, void **data, size_t *dlen,
+                           char *err, size_t esz) {
+    *data = NULL;
+    *dlen = 0;
+    json_error_t je;
+    json_t *j = len ? json_loadb(body, len, 0, &je) : NULL;
+    if (!j || !json_is_object(j)) {
+        snprintf(err, esz, "the body must be a JSON object%s%s", j || !len ? "" : ": ", j || !len ? "" : je.text);
+        json_decref(j);
+        return -1;
+    }
+    if (budget_body_check(j, err, esz)) {
+        json_decref(j);
+        return -1;
+    }
+    bw_server_budget_t b;
+    if (prev) bw_server_budget_from_record(prev, &b);
+    else memset(&b, 0, sizeof(b));
+    /* a member given replaces that budget (null and 0: none); one left out stays */
+    json_t *r = json_object_get(j, "rate"), *rr = json_object_get(j, "row_rate"), *why = json_object_get(j, "reason");
+    if (r) b.rate = json_is_number(r) ? json_number_value(r) : 0;
+    if (rr) b.row_rate = json_is_number(rr) ? json_number_value(rr) : 0;
+    snprintf(b.reason, sizeof(b.reason), "%s", why ? json_string_value(why) : "");
+    json_decref(j);
+    b.updated_at_ms = bw_wall_ms();
+    snprintf(b.changed_by, sizeof(b.changed_by), "%s", caller->by);
+    snprintf(b.changed_from, sizeof(b.changed_from), "%s", caller->from);
+    char setting[128];
+    bw_admin_budget_text(&b, setting, sizeof(setting));
+    Bulkwrite__V1__ControlChange now = BULKWRITE__V1__CONTROL_CHANGE__INIT;
+    now.at_ms = b.updated_at_ms;
+    now.action = "budget";
+    now.by = b.changed_by;
+    now.from = b.changed_from;
+    now.reason = b.reason;
+    now.setting = setting;
+    Bulkwrite__V1__ControlChange *history[BW_CONTROL_HISTORY];
+    size_t n = 0;
+    history[n++] = &now;
+    for (size_t i = 0; prev && i < prev->n_history && n < BW_CONTROL_HISTORY; i++) history[n++] = prev->history[i];
+    Bulkwrite__V1__ServerBudget rec = BULKWRITE__V1__SERVER_BUDGET__INIT;
+    rec.server = (char *)server;
+    rec.rate = b.rate;
+    rec.row_rate = b.row_rate;
+    rec.updated_at_ms = b.updated_at_ms;
+    rec.changed_by = b.changed_by;
+    rec.changed_from = b.changed_from;
+    rec.reason = b.reason;
+    rec.history = history;
+    rec.n_history = n;
+    *dlen = bulkwrite__v1__server_budget__get_packed_size(&rec);
+    if (!(*data = malloc(*dlen ? *dlen : 1))) abort();
+    bulkwrite__v1__server_budget__pack(&rec, *data);
+    *out = b;
+    return 0;
 }

@@ -4,7 +4,8 @@
  * /v1/shards/{n}/rate|pause|resume writes the shard's records of the fields it changes
  * to the control topic (one key per field, shardtable.h), which every consumer follows;
  * POST /v1/servers/{name}/rate|pause|resume makes the same change to every shard of that
- * server.
+ * server; POST /v1/servers/{name}/budget sets the whole server's budget (one record,
+ * "server/<name>/budget"), which its shards share.
  *
  * @locality any HTTP thread. */
 #ifndef BW_ADMIN_H
@@ -16,8 +17,9 @@
 #include "backlog.h"
 #include "shardtable.h"
 
-/* JSON of every shard (malloc'd). backlog may be NULL (no backlog member then). admin 0:
- * no server name, no consumer instance, recent errors scrubbed (scrub.h). */
+/* JSON of every shard (malloc'd): {"shards": [...], "servers": [{"name", "budget"}]}.
+ * backlog may be NULL (no backlog member then). admin 0: no server name, no "servers",
+ * no consumer instance, recent errors scrubbed (scrub.h). */
 char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin);
 /* GET /v1/check/{shard}: whether the shard is being throttled, and why (malloc'd JSON):
  * {"shard", "throttled", "paused_by_operator", "throttle": {state, reason, signal, rate,
@@ -43,7 +45,7 @@ int bw_admin_served(const char *method, const char *url, bw_listener_t on, char 
 typedef struct {
     int first_shard, last_shard; /* inclusive */
     const char *server;          /* the server's name (conf's) for /v1/servers/{name}/..., else NULL */
-    const char *action;          /* "rate", "pause" or "resume" (points into the url) */
+    const char *action;          /* "rate", "pause" or "resume"; "budget" for a server (points into the url) */
 } bw_admin_target_t;
 
 /* Parses "/v1/shards/{n}/{action}" or "/v1/servers/{name}/{action}" into *t. -1 with
@@ -90,5 +92,24 @@ void bw_admin_records_free(bw_admin_records_t *r);
 
 /* The setting as one line: "paused; 20 stmt/s; configured rows/s". */
 void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size);
+
+/* ---- a whole server's budget (POST /v1/servers/{name}/budget) ---- */
+
+/* The server's next budget record after a change with request body `body` (JSON:
+ * {"rate"?: number|null, "row_rate"?: number|null, "reason"?: string}, at least one of
+ * the two; null or 0 = no budget of that kind; a member left out stays as it was),
+ * starting from its current record prev (NULL: none). The record names the caller, and
+ * its history is this change followed by prev's, at most BW_CONTROL_HISTORY. Packed
+ * into *data (malloc'd, *dlen bytes), the budget it holds into *out. -1 with err (the
+ * client's mistake: a rate out of bounds, an unknown member) otherwise, nothing made. */
+int bw_admin_budget_update(const char *server, const char *body, size_t len, const Bulkwrite__V1__ServerBudget *prev,
+                           const bw_admin_caller_t *caller, bw_server_budget_t *out, void **data, size_t *dlen,
+                           char *err, size_t esz);
+/* The budget as one line: "40 stmt/s; no row budget". */
+void bw_admin_budget_text(const bw_server_budget_t *b, char *out, size_t size);
+/* The reply to a budget change (malloc'd JSON): {"server", "first_shard", "last_shard",
+ * "budget": {"rate", "row_rate", "changed_at_ms", "changed_by", "changed_from", "reason",
+ * "history"} or null}, from the server's record r (NULL: none). */
+char *bw_admin_budget_json(const bw_config_t *conf, int server, const Bulkwrite__V1__ServerBudget *r);
 
 #endif

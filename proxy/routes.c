@@ -216,6 +216,52 @@ static enum MHD_Result handle_cancel(struct MHD_Connection *c, const char *id, c
     return handle_job(c, id, client);
 }
 
+/* Keeps this proxy's control changes in order, each continuing its key's history. */
+static pthread_mutex_t control_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* POST /v1/servers/{name}/budget: the server's one budget record ("server/<name>/budget",
+ * shardtable.h), acknowledged by Kafka before the reply, then the budget as this proxy
+ * reads it after the change. */
+static enum MHD_Result handle_budget(struct MHD_Connection *c, const bw_admin_target_t *t, bw_upload_t *up) {
+    int v = proxy.conf->shard_server[t->first_shard];
+    char err[512], key[BW_SERVER_BUDGET_KEY_MAX], from[INET6_ADDRSTRLEN];
+    int klen = bw_server_budget_key(t->server, key);
+    if (klen < 0) return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "the server's name is too long for a budget key");
+    caller_address(c, from, sizeof(from));
+    bw_admin_caller_t caller = {up->client ? up->client->name : "(open)", from, t->server};
+    bw_server_budget_t b;
+    void *data;
+    size_t dlen;
+    pthread_mutex_lock(&control_mu);
+    bw_shard_table_sync(proxy.shards, 2000); /* continue the latest record's history */
+    Bulkwrite__V1__ServerBudget *prev = bw_shard_table_server_budget_record(proxy.shards, v);
+    int bad = bw_admin_budget_update(t->server, up->body ? up->body : "", up->len, prev, &caller, &b, &data, &dlen, err,
+                                     sizeof(err));
+    if (prev) bulkwrite__v1__server_budget__free_unpacked(prev, NULL);
+    rd_kafka_resp_err_t e = 0, errs[1] = {0};
+    if (!bad) {
+        const char *keys[1] = {key};
+        size_t klens[1] = {(size_t)klen};
+        e = bw_producers_send_records(proxy.conf->control_topic, 1, keys, klens, &data, &dlen, errs);
+        if (!e) e = errs[0];
+        bw_shard_table_sync(proxy.shards, 2000); /* the reply shows it */
+        free(data);
+    }
+    pthread_mutex_unlock(&control_mu);
+    if (bad) return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
+    if (e)
+        return bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the budget was not stored: Kafka did not acknowledge it "
+                              "(%s); send it again", rd_kafka_err2str(e));
+    char setting[128];
+    bw_admin_budget_text(&b, setting, sizeof(setting));
+    bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "operator: budget of server %s (shards %d to %d) by %s from %s, now %s%s%s",
+           t->server, t->first_shard, t->last_shard, caller.by, from, setting, b.reason[0] ? ": " : "", b.reason);
+    Bulkwrite__V1__ServerBudget *now = bw_shard_table_server_budget_record(proxy.shards, v);
+    char *body = bw_admin_budget_json(proxy.conf, v, now);
+    if (now) bulkwrite__v1__server_budget__free_unpacked(now, NULL);
+    return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+}
+
 /* POST /v1/shards/{n}/ACTION and /v1/servers/{name}/ACTION: each shard's records of the
  * fields the change sets (one key per field, shardtable.h), produced together and
  * acknowledged by Kafka before the reply, then the shard's setting (or the server's
@@ -225,6 +271,7 @@ static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url,
     bw_admin_target_t t;
     if (bw_admin_parse_url(proxy.conf, url, &t, err, sizeof(err))) return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "%s", err);
     if (up->too_large) return bw_reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+    if (strcmp(t.action, "budget") == 0) return handle_budget(c, &t, up);
     size_t n = (size_t)(t.last_shard - t.first_shard + 1), max = n * BW_CONTROL_KEYS, cnt = 0;
     bw_shard_setting_t *sets = calloc(n, sizeof(*sets));
     bw_admin_records_t *recs = calloc(n, sizeof(*recs));
@@ -240,7 +287,6 @@ static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url,
      * another field at the same moment, on this proxy or another, stands (Kafka's order
      * decides between two changes of one field). The lock keeps this proxy's changes of
      * one field in order, each continuing the field's history. */
-    static pthread_mutex_t control_mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&control_mu);
     bw_shard_table_sync(proxy.shards, 2000); /* start from the latest settings */
     int bad = 0;
