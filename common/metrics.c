@@ -78,6 +78,7 @@ struct bw_metrics {
     int *server_down;
     double (*signal_value)[SIGNALS]; /* [server][signal]: the last reading; NaN unknown */
     double (*signal_threshold)[SIGNALS];
+    double (*budget_share)[2];       /* [server][statements, rows]: this consumer's share; < 0 none */
     int throttle_on;                 /* throttle.mode is not off: its series are shown */
     histogram_t apply_latency;
     uint64_t alert_posts[2]; /* failed, ok */
@@ -98,6 +99,8 @@ bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
     m->server_down = calloc((size_t)conf->server_cnt, sizeof(int));
     m->signal_value = calloc((size_t)conf->server_cnt, sizeof(*m->signal_value));
     m->signal_threshold = calloc((size_t)conf->server_cnt, sizeof(*m->signal_threshold));
+    m->budget_share = calloc((size_t)conf->server_cnt + 1, sizeof(*m->budget_share));
+    for (int v = 0; v < conf->server_cnt; v++) m->budget_share[v][0] = m->budget_share[v][1] = -1;
     for (int v = 0; v < conf->server_cnt; v++) m->server_names[v] = strdup(conf->servers[v].name);
     m->lane_cnt = conf->lane_cnt;
     m->lane_names = calloc((size_t)conf->lane_cnt, sizeof(char *));
@@ -114,6 +117,7 @@ void bw_metrics_destroy(bw_metrics_t *m) {
     free(m->server_down);
     free(m->signal_value);
     free(m->signal_threshold);
+    free(m->budget_share);
     free(m->shards);
     free(m->clients);
     for (int l = 0; l < m->lane_cnt; l++) free(m->lane_names[l]);
@@ -365,6 +369,13 @@ void bw_metrics_server_signal(bw_metrics_t *m, int server, int signal, double va
     pthread_mutex_unlock(&m->mu);
 }
 
+void bw_metrics_server_budget(bw_metrics_t *m, int server, double statements, double rows) {
+    pthread_mutex_lock(&m->mu);
+    m->budget_share[server][0] = statements;
+    m->budget_share[server][1] = rows;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].held = held;
@@ -549,6 +560,17 @@ static void server_signals(const bw_metrics_t *m, const row_t *r, bw_buf_t *out)
             }
 }
 
+/* the servers' budgets, by kind, for the kinds each server has */
+static void server_budgets(const bw_metrics_t *m, const row_t *r, bw_buf_t *out) {
+    static const char *const kinds[2] = {"statements", "rows"};
+    for (int v = 0; v < m->server_cnt; v++)
+        for (int k = 0; k < 2; k++)
+            if (m->budget_share[v][k] >= 0) {
+                bw_buf_printf(out, "%s{server=\"%s\",kind=\"%s\"} ", r->d.name, m->server_names[v], kinds[k]);
+                put_value(out, V_DOUBLE, &m->budget_share[v][k]);
+            }
+}
+
 static int with_lanes(const bw_metrics_t *m) { return m->lane_cnt > 1; }
 static int with_throttle(const bw_metrics_t *m) { return m->throttle_on; }
 
@@ -708,6 +730,13 @@ static const row_t table[] = {
       "1 while the server is unreachable (`BulkwriteServerDown`) and this consumer holds one of its "
       "shards: its shards wait without workers, one probe per `consumer.pause_ms` decides"},
      servers_down, 0, V_INT, NULL},
+    {{"bulkwrite_consumer_server_budget", BW_METRIC_GAUGE, "server,kind", BW_METRIC_CONSUMER,
+      "This consumer's share of the server's budget (POST /v1/servers/{name}/budget): statements or "
+      "rows per second.",
+      "this consumer's share of a server's budget (`POST /v1/servers/{name}/budget`), "
+      "`kind=\"statements\"` per second or `kind=\"rows\"` per second: the budget × the server's "
+      "shards held here / its shards; only for the kinds of budget the server has"},
+     server_budgets, 0, V_DOUBLE, NULL},
     {{"bulkwrite_consumer_reconnects_total", BW_METRIC_COUNTER, "shard", BW_METRIC_CONSUMER,
       "Pooled connections found closed by the server or a load balancer and replaced at once (not "
       "errors, not retries).",

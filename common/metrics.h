@@ -110,6 +110,9 @@ void bw_metrics_shard_throttle(bw_metrics_t *m, int shard, int state, double rat
 void bw_metrics_throttle_off(bw_metrics_t *m);
 void bw_metrics_server_signal(bw_metrics_t *m, int server, int signal, double value, double threshold);
 void bw_metrics_alert_post(bw_metrics_t *m, int ok);
+/* A server budget's share this consumer holds: statements/s and rows/s; a negative value:
+ * the server has no budget of that kind (its series is not shown). */
+void bw_metrics_server_budget(bw_metrics_t *m, int server, double statements, double rows);
 
 /* /metrics: every family of the table for m's role, each with one HELP and TYPE. */
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out);

@@ -107,6 +107,17 @@ typedef struct {
     int errors_next;
 } bw_shard_t;
 
+/* A MariaDB server's budget as this consumer holds it (scheduler.c): its share of the
+ * whole server's statements/s and rows/s, in two buckets its shards' jobs also pay. */
+typedef struct {
+    double rate, row_rate;     /* the whole server's budget (control topic); 0 = none */
+    int held;                  /* of its shards, how many are assigned here */
+    int limited;               /* rl or rl_rows has a rate: its shards' jobs pay it */
+    int cursor;                /* its shard (from its first) whose turn is next: fair among them */
+    bw_ratelimit_t rl;         /* this consumer's share: rate × held / the server's shards */
+    bw_ratelimit_t rl_rows;
+} bw_server_state_t;
+
 /* Handed from the dispatcher to a worker and back; owned by whoever holds it. Two kinds:
  * an apply (scheduler.c: a run of a partition's messages, one transaction) and a ledger
  * read (rebalance.c: the stored offsets of `shards`, one server). */
@@ -135,6 +146,8 @@ typedef struct {
                                   finishes a job yields it, so the job is collected at once */
     bw_partition_t *partitions; /* [slot count]: every lane's partitions */
     bw_shard_t *shards;         /* [shards.count] */
+    bw_server_state_t *servers; /* [server count]: their budgets */
+    int budgeted;               /* servers with a budget: 0 keeps dispatch as it was */
     int slot_count;
     int assigned_cnt;
     atomic_int run;
@@ -207,8 +220,17 @@ void bw_pool_collect(int64_t wait_us);
 
 /* scheduler.c */
 int64_t bw_scheduler_dispatch(void);
+int64_t bw_scheduler_dispatch_at(int64_t now_us); /* the same at a given time (the tests' clock) */
 void bw_scheduler_drain(const int *slots, size_t n);
 void bw_scheduler_apply_settings(int64_t now_us);
+/* consumer.servers, each without a budget. */
+void bw_scheduler_servers_init(int64_t now_us);
+/* Server `server`'s budget (rate statements/s, row_rate rows/s for the whole server; 0 =
+ * none) into its buckets, as this consumer's share: the budget × its shards assigned here
+ * / the server's shards. Called when the budget or the assignment changes. */
+void bw_scheduler_server_budget(int server, double rate, double row_rate, int64_t now_us, const char *why);
+/* Every server's budget from the control topic, at this consumer's share. */
+void bw_scheduler_apply_budgets(int64_t now_us);
 /* The adaptive throttle's step, every throttle.interval_ms: reads the signals, steps each
  * assigned shard, applies, logs and reports what changed (a no-op while throttle.mode is
  * off, which it also starts and stops the signal reader for). */

@@ -115,6 +115,7 @@ static int start(bw_daemon_t *d) {
     consumer.partitions = calloc((size_t)consumer.slot_count, sizeof(*consumer.partitions));
     consumer.shards = calloc((size_t)conf->shard_count, sizeof(*consumer.shards));
     if (!consumer.partitions || !consumer.shards) abort();
+    bw_scheduler_servers_init(bw_now_us());
     for (int slot = 0; slot < consumer.slot_count; slot++) {
         consumer.partitions[slot].shard = slot % conf->shard_count;
         consumer.partitions[slot].lane = slot / conf->shard_count;
@@ -282,6 +283,7 @@ static void stop(void) {
     for (int s = 0; s < consumer.slot_count; s++) free(consumer.partitions[s].buf);
     free(consumer.partitions);
     free(consumer.shards);
+    free(consumer.servers);
     bw_health_free(consumer.health);
     bw_metrics_destroy(consumer.metrics);
     bw_config_destroy(consumer.conf);

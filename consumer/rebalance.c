@@ -353,6 +353,7 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         bw_metrics_shard_forget(consumer.metrics, p->shard);
     }
     free(shards);
+    bw_scheduler_apply_budgets(bw_now_us()); /* fewer shards held: smaller shares of their servers' budgets */
     rd_kafka_assign(rk, NULL);
 }
 

@@ -17,6 +17,12 @@
  * share goes to the others), and one that gets work again starts at the shard's current
  * pass, not with credit saved while idle. Order holds within a lane (one job per shard
  * in flight, a partition's messages in offset order), not across lanes.
+ *
+ * Server budgets: a server with a budget (statements/s, rows/s for the whole server,
+ * control topic) has two more buckets here, this consumer's share of it; each job of its
+ * shards also waits for them and pays them. While they wait, its shards are passed over
+ * (none is marked: the first to go once they allow it is the next in the server's own
+ * turn, visit()). Without any budget, dispatch is as it was, but for one check.
  * @locality dispatcher thread, except run_apply (a worker). */
 #include <math.h>
 #include <stdio.h>
@@ -52,16 +58,41 @@ static int next_slot(int shard) {
     return best;
 }
 
+/* The shard the turn's visit at position `at` goes to (the turn started at `first`): `at`
+ * itself, but for a budgeted server's shards, which are visited from the server's own
+ * cursor on (its range rotated so that the turn meets the cursor first). The turn's
+ * cursor moves past every server's shards, so it enters a range anywhere, mostly at its
+ * start: without this the first shards of a server whose budget lets one job through at
+ * a time would take most of it. */
+static int visit(int at, int first) {
+    const bw_config_t *conf = consumer.conf;
+    int v = conf->shard_server[at];
+    if (!consumer.servers[v].limited) return at;
+    const bw_server_t *range = &conf->servers[v];
+    int n = range->last_shard - range->first_shard + 1;
+    int entry = first >= range->first_shard && first <= range->last_shard ? first - range->first_shard : 0;
+    return range->first_shard + (at - range->first_shard - entry + consumer.servers[v].cursor + n) % n;
+}
+
+/* Microseconds until the server's buckets allow a job (0: now). */
+static int64_t server_wait(const bw_server_state_t *sv, int64_t now) {
+    int64_t w = bw_ratelimit_wait(&sv->rl, now), rows = bw_ratelimit_wait(&sv->rl_rows, now);
+    return w > rows ? w : rows;
+}
+
 static void run_apply(bw_job_t *j, bw_applier_t *ap);
 static void applied(bw_job_t *j);
 
+int64_t bw_scheduler_dispatch(void) { return bw_scheduler_dispatch_at(bw_now_us()); }
+
 /* Hands out every job that is due, round-robin. Returns microseconds until the next one
  * might be. */
-int64_t bw_scheduler_dispatch(void) {
-    int64_t now = bw_now_us(), next = 50000; /* new messages and finished jobs wake the poll sooner */
+int64_t bw_scheduler_dispatch_at(int64_t now) {
+    int64_t next = 50000; /* new messages and finished jobs wake the poll sooner */
     int n = consumer.conf->shard_count, first = consumer.next_shard;
     for (int k = 0; k < n; k++) {
-        int s = (first + k) % n; /* from where the last call stopped; the cursor moves below, the visit order not */
+        int at = (first + k) % n; /* from where the last call stopped; the cursor moves below, the visit order not */
+        int s = consumer.budgeted ? visit(at, first) : at;
         bw_shard_t *sh = &consumer.shards[s];
         if (sh->job || (bw_gate_shard(s, now) & BW_GATE_STOPS_DISPATCH)) continue;
         int slot = next_slot(s);
@@ -73,6 +104,12 @@ int64_t bw_scheduler_dispatch(void) {
         }
         if (bw_pool_full()) return next; /* a finished job wakes the poll; the turn stays with s */
         int64_t wait = 0;
+        bw_server_state_t *sv = consumer.budgeted ? &consumer.servers[consumer.conf->shard_server[s]] : NULL;
+        if (sv && !sv->limited) sv = NULL;
+        if (sv && (wait = server_wait(sv, now)) > 0) { /* its server's budget: the shard stays unmarked */
+            if (wait < next) next = wait;
+            continue;
+        }
         bw_admit_t admit = bw_health_admit(consumer.health, s, now, &wait);
         if (admit == BW_ADMIT_WAIT) {
             if (wait < next) next = wait;
@@ -94,14 +131,24 @@ int64_t bw_scheduler_dispatch(void) {
         j->slot = slot;
         j->server = consumer.conf->shard_server[s];
         j->probe = admit == BW_ADMIT_PROBE;
-        /* both budgets pay for the whole job; whichever binds first makes the next one wait */
+        /* every budget pays for the whole job; whichever binds first makes the next one wait */
+        uint64_t max_statements = job_cap(&sh->rl, (uint64_t)consumer.conf->transaction_max_statements);
+        uint64_t max_rows = job_cap(&sh->rl_rows, UINT64_MAX);
+        if (sv) { /* a limited server is paced in small steps too */
+            max_statements = job_cap(&sv->rl, max_statements);
+            max_rows = job_cap(&sv->rl_rows, max_rows);
+        }
         bw_job_cost_t cost;
-        j->cnt = bw_partition_plan_job(slot, j->probe ? 1 : p->len,
-                                       job_cap(&sh->rl, (uint64_t)consumer.conf->transaction_max_statements),
-                                       job_cap(&sh->rl_rows, UINT64_MAX), &cost);
+        j->cnt = bw_partition_plan_job(slot, j->probe ? 1 : p->len, max_statements, max_rows, &cost);
         j->statements = cost.statements;
         bw_ratelimit_reserve(&sh->rl, (double)cost.statements, now);
         bw_ratelimit_reserve(&sh->rl_rows, (double)cost.rows, now);
+        if (sv) {
+            const bw_server_t *range = &consumer.conf->servers[consumer.conf->shard_server[s]];
+            bw_ratelimit_reserve(&sv->rl, (double)cost.statements, now);
+            bw_ratelimit_reserve(&sv->rl_rows, (double)cost.rows, now);
+            sv->cursor = (s - range->first_shard + 1) % (range->last_shard - range->first_shard + 1);
+        }
         /* the lane pays for the job by its weight; the shard's pass is where lanes are */
         sh->pass = p->pass;
         p->pass += (double)(cost.statements ? cost.statements : 1) / consumer.conf->lanes[p->lane].weight;
@@ -110,7 +157,7 @@ int64_t bw_scheduler_dispatch(void) {
         memcpy(j->msgs, p->buf, j->cnt * sizeof(*j->msgs));
         j->started_us = now;
         sh->job = j;
-        consumer.next_shard = (s + 1) % n; /* the next visit starts after the shard served */
+        consumer.next_shard = (at + 1) % n; /* the next visit starts after the shard served */
         bw_pool_submit(j);
     }
     return next;
@@ -253,6 +300,61 @@ void bw_scheduler_apply_settings(int64_t now) {
             p->op_paused = set.paused;
             bw_partition_refresh_shard(s);
         }
+    }
+    bw_scheduler_apply_budgets(now); /* the servers' shares follow the shards held */
+}
+
+void bw_scheduler_servers_init(int64_t now) {
+    consumer.servers = calloc((size_t)consumer.conf->server_cnt + 1, sizeof(*consumer.servers));
+    if (!consumer.servers) abort();
+    for (int v = 0; v < consumer.conf->server_cnt; v++) {
+        bw_ratelimit_init(&consumer.servers[v].rl, 0, now);
+        bw_ratelimit_init(&consumer.servers[v].rl_rows, 0, now);
+    }
+    consumer.budgeted = 0;
+}
+
+/* "40" or "-" (none), for the log. */
+static const char *budget_word(double x, char *buf, size_t size) {
+    if (x > 0) snprintf(buf, size, "%g", x);
+    else snprintf(buf, size, "-");
+    return buf;
+}
+
+void bw_scheduler_server_budget(int v, double rate, double row_rate, int64_t now, const char *why) {
+    bw_server_state_t *sv = &consumer.servers[v];
+    const bw_server_t *range = &consumer.conf->servers[v];
+    int n = range->last_shard - range->first_shard + 1, held = 0;
+    for (int s = range->first_shard; s <= range->last_shard; s++) held += consumer.shards[s].assigned_lanes > 0;
+    if (rate == sv->rate && row_rate == sv->row_rate && held == sv->held) return;
+    /* this consumer's part: the other holders of the server's shards take theirs */
+    double share = rate * held / n, share_rows = row_rate * held / n;
+    char b[4][32];
+    if (rate != sv->rate || row_rate != sv->row_rate || (held != sv->held && (rate > 0 || row_rate > 0)))
+        bw_log(BW_LOG_INFO, COMPONENT, -1, NULL,
+               "server %s: budget %s statements/s, %s rows/s for the whole server; this consumer's share (%d of its %d "
+               "shards held here) %s statements/s, %s rows/s%s", range->name, budget_word(rate, b[0], sizeof(b[0])),
+               budget_word(row_rate, b[1], sizeof(b[1])), held, n, budget_word(share, b[2], sizeof(b[2])),
+               budget_word(share_rows, b[3], sizeof(b[3])), why);
+    sv->rate = rate, sv->row_rate = row_rate, sv->held = held;
+    int limited = held > 0 && (rate > 0 || row_rate > 0);
+    bw_ratelimit_set_rate(&sv->rl, limited ? share : 0, now);
+    bw_ratelimit_set_rate(&sv->rl_rows, limited ? share_rows : 0, now);
+    consumer.budgeted += limited - sv->limited;
+    sv->limited = limited;
+    if (consumer.metrics) /* only the kinds of budget the server has */
+        bw_metrics_server_budget(consumer.metrics, v, rate > 0 ? share : -1, row_rate > 0 ? share_rows : -1);
+}
+
+void bw_scheduler_apply_budgets(int64_t now) {
+    for (int v = 0; v < consumer.conf->server_cnt; v++) {
+        bw_server_budget_t b;
+        bw_shard_table_server_budget(consumer.table, v, &b);
+        char why[sizeof(b.changed_by) + sizeof(b.changed_from) + sizeof(b.reason) + 32] = " (no operator budget)";
+        if (b.updated_at_ms)
+            snprintf(why, sizeof(why), " (operator %s from %s%s%s)", b.changed_by[0] ? b.changed_by : "?",
+                     b.changed_from[0] ? b.changed_from : "?", b.reason[0] ? ": " : "", b.reason);
+        bw_scheduler_server_budget(v, b.rate, b.row_rate, now, why);
     }
 }
 
