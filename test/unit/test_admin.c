@@ -36,10 +36,15 @@ START_TEST(urls) {
     ck_assert_str_eq(err, "no server \"mysql\" in shards.servers (mysql-a, mysql-b)");
     ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-a-x/pause", &t, err, sizeof(err)), -1);
     ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers//pause", &t, err, sizeof(err)), -1);
-    ck_assert_str_eq(err, "expected /v1/servers/{server}/rate|pause|resume");
+    ck_assert_str_eq(err, "expected /v1/servers/{server}/rate|pause|resume|budget");
     ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-a", &t, err, sizeof(err)), -1);
     ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-a/drain", &t, err, sizeof(err)), -1);
-    ck_assert_str_eq(err, "unknown action \"drain\": use rate, pause or resume");
+    ck_assert_str_eq(err, "unknown action \"drain\": use rate, pause or resume (or budget: the whole server's)");
+    /* a budget is a whole server's: not a shard's action */
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/servers/mysql-b/budget", &t, err, sizeof(err)), 0);
+    ck_assert(t.first_shard == 4 && t.last_shard == 7 && !strcmp(t.action, "budget") && !strcmp(t.server, "mysql-b"));
+    ck_assert_int_eq(bw_admin_parse_url(conf, "/v1/shards/3/budget", &t, err, sizeof(err)), -1);
+    ck_assert_str_eq(err, "unknown action \"budget\": use rate, pause or resume");
     ck_assert(bw_admin_is_control("POST", "/v1/servers/mysql-a/pause") && bw_admin_is_control("POST", "/v1/shards/1/rate"));
     ck_assert(!bw_admin_is_control("GET", "/v1/servers/mysql-a/pause") && !bw_admin_is_control("POST", "/v1/batches"));
     bw_config_destroy(conf);

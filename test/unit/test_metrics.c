@@ -127,6 +127,7 @@ static bw_metrics_t *filled(const bw_config_t *conf, bw_metrics_role_t role) {
     bw_metrics_shard_throttle(m, 1, 1, 33.5);
     bw_metrics_server_signal(m, 0, 0, NAN, 1000);
     bw_metrics_server_signal(m, 1, 3, 7.25, 100);
+    bw_metrics_server_budget(m, 0, 12.5, -1);
     bw_metrics_alert_post(m, 1);
     return m;
 }

@@ -86,9 +86,21 @@ static void free_state(void) {
     free(consumer.shards);
 }
 
+static void setup_state(int workers);
+
 /* Eight assigned shards (two servers), each with one buffered message, unlimited rates. */
 static void setup(int workers) {
     real_messages(NULL, 1, &msg, kafka);
+    setup_state(workers);
+}
+
+/* The same with msg made already (8 workers). */
+static void setup_with(rd_kafka_message_t *m) {
+    msg = m;
+    setup_state(8);
+}
+
+static void setup_state(int workers) {
     consumer = (bw_consumer_t){0};
     consumer.conf = t_ref_config();
     consumer.conf->workers = workers;
@@ -415,6 +427,207 @@ START_TEST(lanes_from_the_config) {
 }
 END_TEST
 
+/* ---- server budgets: a whole server's statements shared by its shards with work ---- */
+
+#define MS 1000LL
+
+/* Every shard assigned, with one buffered message (msg: one statement; a shape's: its
+ * rows), 8 workers (the pool never fills), server budgets ready, no budget set. */
+static void budget_setup(const int (*shape)[2]) {
+    if (shape) {
+        real_messages(shape, 1, &msg, kafka);
+        rd_kafka_message_t *m = msg;
+        setup_with(m);
+    } else {
+        setup(8);
+    }
+    for (int s = 0; s < consumer.conf->shard_count; s++) bw_ratelimit_init(&consumer.shards[s].rl_rows, 0, 0);
+    bw_scheduler_servers_init(0);
+}
+
+static void budget_teardown(void) {
+    free(consumer.servers);
+    teardown();
+}
+
+/* Takes every job the pool got back, as if applied at once (its message stays: the shard
+ * always has work): adds each job's statements and messages to its shard's counts. */
+static void take_jobs(uint64_t *statements, uint64_t *messages) {
+    pthread_mutex_lock(&consumer.mu);
+    while (consumer.todo) {
+        bw_job_t *j = consumer.todo;
+        consumer.todo = j->next;
+        statements[j->shard] += j->statements;
+        if (messages) messages[j->shard] += j->cnt;
+        consumer.shards[j->shard].job = NULL;
+        free(j->msgs);
+        free(j);
+    }
+    consumer.todo_tail = NULL;
+    consumer.busy = 0;
+    pthread_mutex_unlock(&consumer.mu);
+}
+
+/* The dispatcher from *now for `ms` milliseconds of the test's clock, a turn each ms. */
+static void run_ms(int64_t *now, int ms, uint64_t *statements, uint64_t *messages) {
+    for (int i = 0; i < ms; i++, *now += MS) {
+        bw_scheduler_dispatch_at(*now);
+        take_jobs(statements, messages);
+    }
+}
+
+static uint64_t sum_of(const uint64_t *x, int from, int to) {
+    uint64_t n = 0;
+    for (int s = from; s <= to; s++) n += x[s];
+    return n;
+}
+
+/* mysql-a (shards 0 to 3) gets 40 statements/s for the whole server: over 10 s its four
+ * shards, all with work, apply 400 together (one second's burst at most above), about
+ * 100 each, in turn; mysql-b's shards, without a budget, go on at every turn. Its shards'
+ * own rates stay (unlimited here), so the server's budget is what binds. */
+START_TEST(a_server_budget_is_shared_by_its_shards) {
+    budget_setup(NULL);
+    int64_t now = 0;
+    bw_scheduler_server_budget(0, 40, 0, now, "");
+    ck_assert_int_eq(consumer.budgeted, 1);
+    ck_assert(consumer.servers[0].rl.rate == 40 && consumer.servers[1].rl.rate == 0);
+    uint64_t got[8] = {0};
+    run_ms(&now, 10000, got, NULL);
+    uint64_t server_a = sum_of(got, 0, 3);
+    ck_assert_msg(server_a >= 400 - 40 && server_a <= 400 + 40 + 1, "mysql-a applied %llu statements in 10 s",
+                  (unsigned long long)server_a);
+    for (int s = 0; s < 4; s++) /* round-robin within the server: each about a quarter */
+        ck_assert_msg(got[s] >= 90 && got[s] <= 110, "shard %d applied %llu of %llu", s, (unsigned long long)got[s],
+                      (unsigned long long)server_a);
+    for (int s = 4; s < 8; s++) ck_assert_uint_eq(got[s], 10000); /* one per turn: not held by mysql-a's budget */
+    budget_teardown();
+}
+END_TEST
+
+/* A shard's own lower rate still binds below the server's budget: shard 1 at 2
+ * statements/s takes its 20 in 10 s, and the three others share the rest of the 400. */
+START_TEST(a_shard_rate_binds_below_its_server_budget) {
+    budget_setup(NULL);
+    int64_t now = 0;
+    bw_ratelimit_init(&consumer.shards[1].rl, 2, now);
+    bw_scheduler_server_budget(0, 40, 0, now, "");
+    uint64_t got[8] = {0};
+    run_ms(&now, 10000, got, NULL);
+    ck_assert_msg(got[1] >= 19 && got[1] <= 21, "shard 1 applied %llu", (unsigned long long)got[1]);
+    uint64_t server_a = sum_of(got, 0, 3);
+    ck_assert_msg(server_a >= 400 - 40 && server_a <= 400 + 40 + 1, "mysql-a applied %llu", (unsigned long long)server_a);
+    for (int s = 0; s < 4; s++)
+        if (s != 1)
+            ck_assert_msg(got[s] >= 115 && got[s] <= 140, "shard %d applied %llu", s, (unsigned long long)got[s]);
+    budget_teardown();
+}
+END_TEST
+
+/* A row budget for the server: 2,000 rows/s of 100-row creates is 20 messages a second,
+ * shared by its four shards; the statements budget is none. */
+START_TEST(a_server_row_budget_is_shared_too) {
+    static const int shape[][2] = {{BW_OP_CREATE, 100}};
+    budget_setup(shape);
+    int64_t now = 0;
+    bw_scheduler_server_budget(0, 0, 2000, now, "");
+    ck_assert(consumer.servers[0].limited && consumer.servers[0].rl.rate == 0 && consumer.servers[0].rl_rows.rate == 2000);
+    uint64_t statements[8] = {0}, messages[8] = {0};
+    run_ms(&now, 10000, statements, messages);
+    uint64_t rows = sum_of(messages, 0, 3) * 100;
+    ck_assert_msg(rows >= 20000 - 2000 && rows <= 20000 + 2000 + 100, "mysql-a applied %llu rows", (unsigned long long)rows);
+    for (int s = 0; s < 4; s++)
+        ck_assert_msg(messages[s] >= 45 && messages[s] <= 55, "shard %d applied %llu messages", s,
+                      (unsigned long long)messages[s]);
+    budget_teardown();
+}
+END_TEST
+
+/* Without a budget dispatch is as it was: every shard at every turn, in the old order;
+ * a budget set and cleared again leaves the same. */
+START_TEST(no_server_budget_changes_nothing) {
+    budget_setup(NULL);
+    int64_t now = 0;
+    uint64_t got[8] = {0};
+    run_ms(&now, 100, got, NULL);
+    for (int s = 0; s < 8; s++) ck_assert_uint_eq(got[s], 100);
+    bw_scheduler_server_budget(0, 40, 500, now, "");
+    bw_scheduler_server_budget(0, 0, 0, now, "");
+    ck_assert_int_eq(consumer.budgeted, 0);
+    ck_assert(!consumer.servers[0].limited && consumer.servers[0].rl.rate == 0 && consumer.servers[0].rl_rows.rate == 0);
+    memset(got, 0, sizeof(got));
+    run_ms(&now, 100, got, NULL);
+    for (int s = 0; s < 8; s++) ck_assert_uint_eq(got[s], 100);
+    /* a full pool: the turns go round in shard order, as backlogged_shards_take_turns */
+    consumer.conf->workers = 2;
+    consumer.next_shard = 0;
+    for (int k = 0; k < 40; k += 2) {
+        int shards[8];
+        ck_assert_int_eq(turn(shards), 2);
+        ck_assert(shards[0] == k % 8 && shards[1] == (k + 1) % 8);
+    }
+    budget_teardown();
+}
+END_TEST
+
+/* With several consumers, each takes the budget × its shards of the server / the
+ * server's shards: holding 2 of mysql-a's 4, this one runs them at 20 of the 40. */
+START_TEST(each_consumer_takes_its_share) {
+    budget_setup(NULL);
+    consumer.shards[2].assigned_lanes = consumer.shards[3].assigned_lanes = 0; /* another consumer's */
+    consumer.partitions[2].assigned = consumer.partitions[3].assigned = 0;
+    int64_t now = 0;
+    bw_scheduler_server_budget(0, 40, 4000, now, "");
+    ck_assert(consumer.servers[0].held == 2 && consumer.servers[0].rl.rate == 20 && consumer.servers[0].rl_rows.rate == 2000);
+    uint64_t got[8] = {0};
+    run_ms(&now, 10000, got, NULL);
+    uint64_t here = sum_of(got, 0, 3);
+    ck_assert_msg(here >= 200 - 20 && here <= 200 + 20 + 1, "this consumer applied %llu of mysql-a's", (unsigned long long)here);
+    ck_assert(got[2] == 0 && got[3] == 0);
+    /* the assignment changes: the share follows */
+    consumer.shards[2].assigned_lanes = 1;
+    consumer.partitions[2].assigned = 1;
+    bw_scheduler_server_budget(0, 40, 4000, now, "");
+    ck_assert(consumer.servers[0].held == 3 && consumer.servers[0].rl.rate == 30);
+    consumer.shards[0].assigned_lanes = consumer.shards[1].assigned_lanes = consumer.shards[2].assigned_lanes = 0;
+    bw_scheduler_server_budget(0, 40, 4000, now, "");
+    ck_assert(consumer.servers[0].held == 0 && !consumer.servers[0].limited && consumer.budgeted == 0);
+    consumer.shards[0].assigned_lanes = consumer.shards[1].assigned_lanes = consumer.shards[2].assigned_lanes = 1;
+    budget_teardown();
+}
+END_TEST
+
+/* A limited server paces its shards in small steps: at 20 statements/s for the server a
+ * job takes a tenth of a second of it (2 statements: three 300-row creates), whatever
+ * the shard's own rate, and the server's bucket pays for them. */
+START_TEST(a_budgeted_server_paces_jobs_in_small_steps) {
+    static const int shape[][2] = {{BW_OP_CREATE, 300}, {BW_OP_CREATE, 300}, {BW_OP_CREATE, 300},
+                                   {BW_OP_CREATE, 300}};
+    size_t n = sizeof(shape) / sizeof(shape[0]);
+    plan_setup(shape, n);
+    bw_scheduler_servers_init(0);
+    bw_shard_t *p = &consumer.shards[0];
+    bw_scheduler_server_budget(0, 80, 0, 0, ""); /* shard 0 is the only one of mysql-a's held: 20 of the 80 */
+    ck_assert(consumer.servers[0].rl.rate == 20);
+    bw_scheduler_dispatch_at(0);
+    ck_assert_ptr_nonnull(p->job);
+    ck_assert_uint_eq(p->job->cnt, 3);
+    ck_assert_int_eq(bw_ratelimit_wait(&consumer.servers[0].rl, 0), 100 * MS); /* two permits at 20/s */
+    ck_assert_int_eq(bw_ratelimit_wait(&p->rl, 0), 0);
+    free(p->job->msgs);
+    free(p->job);
+    p->job = NULL;
+    consumer.todo = consumer.todo_tail = NULL;
+    consumer.busy = 0;
+    /* the server waits: the shard is not marked, the dispatcher comes back when it may go */
+    ck_assert_int_eq(bw_scheduler_dispatch_at(50 * MS), 50 * MS);
+    ck_assert_ptr_null(p->job);
+    ck_assert_int_eq(p->ready_at_us, 0);
+    free(consumer.servers);
+    plan_teardown(n);
+}
+END_TEST
+
 Suite *scheduler_suite(void) {
     Suite *s = suite_create("scheduler");
     TCase *tc = tcase_create("order");
@@ -434,5 +647,14 @@ Suite *scheduler_suite(void) {
     tcase_add_test(lanes, an_idle_lane_saves_no_credit);
     tcase_add_test(lanes, lanes_from_the_config);
     suite_add_tcase(s, lanes);
+    TCase *budgets = tcase_create("server budgets");
+    tcase_set_timeout(budgets, 30);
+    tcase_add_test(budgets, a_server_budget_is_shared_by_its_shards);
+    tcase_add_test(budgets, a_shard_rate_binds_below_its_server_budget);
+    tcase_add_test(budgets, a_server_row_budget_is_shared_too);
+    tcase_add_test(budgets, no_server_budget_changes_nothing);
+    tcase_add_test(budgets, each_consumer_takes_its_share);
+    tcase_add_test(budgets, a_budgeted_server_paces_jobs_in_small_steps);
+    suite_add_tcase(s, budgets);
     return s;
 }
