@@ -723,6 +723,130 @@ START_TEST(control_keys) {
 }
 END_TEST
 
+/* ---- a whole server's budget ---- */
+
+/* A budget change from *rec (replaced by the new record, which the caller frees), or NULL
+ * with err. */
+static Bulkwrite__V1__ServerBudget *budget_change(Bulkwrite__V1__ServerBudget **rec, const char *body, char *err) {
+    static const bw_admin_caller_t caller = {"sre", "10.0.0.7", "mysql-a"};
+    bw_server_budget_t b;
+    void *data;
+    size_t len;
+    if (bw_admin_budget_update("mysql-a", body, strlen(body), *rec, &caller, &b, &data, &len, err, 256)) {
+        ck_assert_ptr_null(data);
+        return NULL;
+    }
+    Bulkwrite__V1__ServerBudget *next = bulkwrite__v1__server_budget__unpack(NULL, len, data);
+    free(data);
+    ck_assert_ptr_nonnull(next);
+    ck_assert(next->rate == b.rate && next->row_rate == b.row_rate);
+    if (*rec) bulkwrite__v1__server_budget__free_unpacked(*rec, NULL);
+    return *rec = next;
+}
+
+/* A budget names who set it, from where and why; a member left out stays, null and 0 clear
+ * that kind; each change goes first in the history, at most BW_CONTROL_HISTORY. */
+START_TEST(server_budget_changes) {
+    Bulkwrite__V1__ServerBudget *rec = NULL;
+    char err[256];
+    Bulkwrite__V1__ServerBudget *r = budget_change(&rec, "{\"rate\": 40, \"reason\": \"2048 shards on one box\"}", err);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(r->server, "mysql-a");
+    ck_assert(r->rate == 40 && r->row_rate == 0 && r->updated_at_ms > 0);
+    ck_assert_str_eq(r->changed_by, "sre");
+    ck_assert_str_eq(r->changed_from, "10.0.0.7");
+    ck_assert_str_eq(r->reason, "2048 shards on one box");
+    ck_assert_uint_eq(r->n_history, 1);
+    ck_assert_str_eq(r->history[0]->action, "budget");
+    ck_assert_str_eq(r->history[0]->setting, "40 stmt/s; no row budget");
+    ck_assert_ptr_nonnull(r = budget_change(&rec, "{\"row_rate\": 5000}", err)); /* the rate stays */
+    ck_assert(r->rate == 40 && r->row_rate == 5000);
+    ck_assert_str_eq(r->history[0]->setting, "40 stmt/s; 5000 rows/s");
+    ck_assert_str_eq(r->history[1]->reason, "2048 shards on one box");
+    ck_assert_ptr_nonnull(r = budget_change(&rec, "{\"rate\": null}", err));
+    ck_assert(r->rate == 0 && r->row_rate == 5000);
+    ck_assert_ptr_nonnull(r = budget_change(&rec, "{\"rate\": 0, \"row_rate\": 0, \"reason\": \"done\"}", err));
+    ck_assert(r->rate == 0 && r->row_rate == 0); /* cleared; the record keeps the audit */
+    ck_assert_str_eq(r->history[0]->setting, "no statement budget; no row budget");
+    ck_assert_uint_eq(r->n_history, 4);
+    for (int i = 0; i < BW_CONTROL_HISTORY + 3; i++) ck_assert_ptr_nonnull(budget_change(&rec, "{\"rate\": 7}", err));
+    ck_assert_uint_eq(rec->n_history, BW_CONTROL_HISTORY);
+    /* refused, nothing made */
+    const char *bad[][2] = {
+        {"", "the body must be a JSON object"},
+        {"[1]", "the body must be a JSON object"},
+        {"{}", "budget needs {\"rate\": number or null}, {\"row_rate\": number or null}, or both"},
+        {"{\"reason\": \"x\"}", "budget needs {\"rate\": number or null}, {\"row_rate\": number or null}, or both"},
+        {"{\"rate\": 1e-13}", "rate 1e-13 is out of range"},
+        {"{\"rate\": -5}", "rate -5 is out of range"},
+        {"{\"rate\": 40, \"row_rate\": 0.5}", "row_rate 0.5 is out of range"},
+        {"{\"rate\": \"40\"}", "rate must be a number of statements per second for the whole server"},
+        {"{\"pinned\": true}", "unknown member \"pinned\" for budget"},
+        {"{\"rate\": 4, \"reason\": 7}", "reason must be a string"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(budget_change(&rec, bad[i][0], err) == NULL, "%s accepted", bad[i][0]);
+        ck_assert_msg(strncmp(err, bad[i][1], strlen(bad[i][1])) == 0, "%s: %s", bad[i][0], err);
+    }
+    ck_assert(rec->rate == 7);
+    bulkwrite__v1__server_budget__free_unpacked(rec, NULL);
+}
+END_TEST
+
+/* "server/<name>/budget": built and parsed back; anything else is not a budget's. */
+START_TEST(server_budget_keys) {
+    char key[BW_SERVER_BUDGET_KEY_MAX], name[BW_SERVER_BUDGET_KEY_MAX];
+    int len = bw_server_budget_key("mysql-a", key);
+    ck_assert_str_eq(key, "server/mysql-a/budget");
+    ck_assert_int_eq(bw_server_budget_key_parse(key, (size_t)len, name), 0);
+    ck_assert_str_eq(name, "mysql-a");
+    ck_assert_int_eq(bw_server_budget_key_parse("server/a/b/budget", 17, name), 0); /* the name is what lies between */
+    ck_assert_str_eq(name, "a/b");
+    const char *not_ours[] = {"server//budget", "server/budget", "server/x", "server/x/budgets", "server/x/Budget",
+                              "shard/1/budget", "servers/x/budget", "member/proxy/h:1"};
+    for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++)
+        ck_assert_msg(bw_server_budget_key_parse(not_ours[i], strlen(not_ours[i]), name) == -1, "%s parsed", not_ours[i]);
+    ck_assert_int_eq(bw_server_budget_key_parse("server/a\0/budget", 16, name), -1);
+    char longname[400];
+    memset(longname, 'x', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    ck_assert_int_eq(bw_server_budget_key(longname, key), -1);
+}
+END_TEST
+
+/* The reply and GET /v1/shards' servers[].budget: null before any budget; then the
+ * budgets (out-of-bounds values written by hand read clamped) and the audit. */
+START_TEST(server_budget_json) {
+    bw_config_t *conf = t_ref_config();
+    char *text = bw_admin_budget_json(conf, 1, NULL);
+    json_t *j = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "server")), "mysql-b");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "first_shard")), 4);
+    ck_assert(json_is_null(json_object_get(j, "budget")));
+    json_decref(j);
+    free(text);
+    Bulkwrite__V1__ServerBudget r = BULKWRITE__V1__SERVER_BUDGET__INIT;
+    Bulkwrite__V1__ControlChange h = BULKWRITE__V1__CONTROL_CHANGE__INIT, *hist[1] = {&h};
+    h.at_ms = 1796031494264, h.action = "budget", h.by = "sre", h.from = "10.0.0.7", h.reason = "why", h.setting = "s";
+    r.server = "mysql-b", r.rate = 1e-13, r.row_rate = 0.5, r.updated_at_ms = 1796031494264;
+    r.changed_by = "sre", r.changed_from = "10.0.0.7", r.reason = "why", r.history = hist, r.n_history = 1;
+    text = bw_admin_budget_json(conf, 1, &r);
+    j = json_loads(text, 0, NULL);
+    json_t *b = json_object_get(j, "budget");
+    ck_assert(json_real_value(json_object_get(b, "rate")) == BW_RATE_MIN);
+    ck_assert(json_real_value(json_object_get(b, "row_rate")) == BW_ROW_RATE_MIN);
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "changed_at_ms")), 1796031494264);
+    ck_assert_str_eq(json_string_value(json_object_get(b, "changed_by")), "sre");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "reason")), "why");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(b, "history"), 0), "action")),
+                     "budget");
+    json_decref(j);
+    free(text);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 Suite *admin_suite(void) {
     Suite *s = suite_create("admin");
     TCase *tc = tcase_create("admin");
@@ -741,6 +865,9 @@ Suite *admin_suite(void) {
     tcase_add_test(tc, fold_history_merge);
     tcase_add_test(tc, server_change_beside_shard_rate);
     tcase_add_test(tc, control_keys);
+    tcase_add_test(tc, server_budget_changes);
+    tcase_add_test(tc, server_budget_keys);
+    tcase_add_test(tc, server_budget_json);
     suite_add_tcase(s, tc);
     return s;
 }
