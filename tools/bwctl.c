@@ -14,6 +14,9 @@
  *   pause SHARD          stop applying a shard's batches (they wait in Kafka)
  *   resume SHARD         apply them again
  *                        (set-rate, pause, resume: --server NAME for every shard of a server)
+ *   set-budget --server NAME [RATE|none] [--rows ROWS|none] --reason TEXT
+ *                        a budget for the whole server (statements/s, rows/s), shared by
+ *                        its shards with work
  *   schema [--print] [--create-users]
  *                        create every shard database and table (or print the DDL), and
  *                        the consumer's and the proxy's least-privilege users
@@ -24,7 +27,7 @@
  *                        file with its generated list replaced
  *
  * The URL defaults to the proxy of the configuration (proxy.listen_address:proxy.port,
- * https with proxy.tls.cert_file); set-rate, pause and resume go to --admin-url, else to
+ * https with proxy.tls.cert_file); set-rate, pause, resume and set-budget go to --admin-url, else to
  * the proxy's admin listener when the configuration has one (proxy.admin_port), else to
  * the URL. Over HTTPS, --cacert FILE trusts the proxy's CA, --cert FILE and --key FILE
  * present a client certificate (libcurl's options of those names).
@@ -834,6 +837,48 @@ static void print_history(json_t *shards) {
     }
 }
 
+/* "2026-12-01T19:21:25.315Z" of a wall-clock ms. */
+static const char *utc_text(long long ms, char *out, size_t size) {
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    char when[32];
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", gmtime_r(&secs, &tm));
+    snprintf(out, size, "%s.%03lldZ", when, ms % 1000);
+    return out;
+}
+
+/* A line per server: its budget for the whole server (- = none), who set it, when, why;
+ * with history, then each server's budget changes, newest first. Absent for a caller
+ * without the admin role (no server names). */
+static void print_budgets(json_t *servers, int history) {
+    if (!json_is_array(servers)) return;
+    printf("\n%-12s %13s %13s %-24s %-16s %s\n", "SERVER", "BUDGET STMT/S", "BUDGET ROWS/S", "CHANGED (UTC)", "BY",
+           "REASON");
+    size_t i, k;
+    json_t *sv, *h;
+    json_array_foreach(servers, i, sv) {
+        json_t *b = json_object_get(sv, "budget");
+        char r[32] = "-", rows[32] = "-", when[40] = "-";
+        if (json_is_object(b)) {
+            budget_text(json_object_get(b, "rate"), r, sizeof(r));
+            budget_text(json_object_get(b, "row_rate"), rows, sizeof(rows));
+            utc_text(json_integer_value(json_object_get(b, "changed_at_ms")), when, sizeof(when));
+        }
+        printf("%-12s %13s %13s %-24s %-16s %s\n", jstr(sv, "name"), r, rows, when,
+               json_is_object(b) ? jstr(b, "changed_by") : "-", json_is_object(b) ? jstr(b, "reason") : "");
+    }
+    if (!history) return;
+    printf("\n%-12s %-24s %-16s %-16s %-36s %s\n", "SERVER", "WHEN (UTC)", "BY", "FROM", "BUDGET AFTER", "REASON");
+    json_array_foreach(servers, i, sv) {
+        json_array_foreach(json_object_get(json_object_get(sv, "budget"), "history"), k, h) {
+            char when[40];
+            printf("%-12s %-24s %-16s %-16s %-36s %s\n", jstr(sv, "name"),
+                   utc_text(json_integer_value(json_object_get(h, "at_ms")), when, sizeof(when)), jstr(h, "by"),
+                   jstr(h, "from"), jstr(h, "setting"), jstr(h, "reason"));
+        }
+    }
+}
+
 /* bwctl shards --lanes: each shard's priority lanes, as its consumer last reported them. */
 static void print_lanes(json_t *shards) {
     printf("%-6s %-12s %6s %10s %12s %14s %14s\n", "SHARD", "LANE", "WEIGHT", "LAG", "STATEMENTS", "APPLIED OFFSET",
@@ -858,10 +903,10 @@ static int cmd_shards(int argc, char **argv) {
     if (argc != 1 && !history && !lanes)
         return fputs("usage: bwctl shards [--history|--lanes]\nA table of every shard: its budgets in statements/s and rows/s as "
                      "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
-                     "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate; pinned@rate when an operator\nholds it; \"-\" when off), why it is not running now (REASONS: paused, throttle, stopped,\nunhealthy, server_down, gap, buffer_full, ledger, backoff, revoking; \"-\" while it runs), its consumer,\nand the latest error.\n"
+                     "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate; pinned@rate when an operator\nholds it; \"-\" when off), why it is not running now (REASONS: paused, throttle, stopped,\nunhealthy, server_down, gap, buffer_full, ledger, backoff, revoking; \"-\" while it runs), its consumer,\nand the latest error; then a line per server: its budget for the whole server (bwctl set-budget;\n- = none), who set it, when and why.\n"
                      "--history: then every operator change of each shard (the latest 20 per shard), newest "
                      "first: when, rate|pause|resume, by which client, from which address, the setting after "
-                     "it, and the reason.\n"
+                     "it, and the reason; and every server budget change.\n"
                      "--lanes: instead, each shard's priority lanes (config lanes): weight, lag, statements applied "
                      "from it,\nits applied offset and high watermark.\n",
                      strcmp(argv[1], "--help") ? stderr : stdout), strcmp(argv[1], "--help") ? 2 : 0;
@@ -921,6 +966,7 @@ static int cmd_shards(int argc, char **argv) {
                json_is_true(json_object_get(s, "paused")) ? "yes" : "no", unhealthy, lag, throttle, reasons,
                json_is_object(c) ? jstr(c, "instance") : "-", last);
     }
+    print_budgets(json_object_get(j, "servers"), history);
     if (history) print_history(json_object_get(j, "shards"));
     json_decref(j);
     bw_buf_free(&resp);
@@ -1019,6 +1065,71 @@ static int cmd_control(int argc, char **argv) {
     return rc;
 }
 
+/* One budget of set-budget into body[member]: a number checked as the proxy checks it, or
+ * "none" (null). 0, or -1 with why. */
+static int put_server_budget(json_t *body, const char *member, const char *text, char *why, size_t why_size) {
+    if (strcmp(text, "none") == 0) return json_object_set_new(body, member, json_null()), 0;
+    char *end;
+    double v = strtod(text, &end);
+    int rows = strcmp(member, "row_rate") == 0;
+    if (*end || end == text)
+        return snprintf(why, why_size, "\"%s\" is not a %s (a number, or none)", text, rows ? "row budget" : "budget"), -1;
+    if (rows ? bw_ratelimit_check_rows(v, why, why_size) : bw_ratelimit_check(v, why, why_size)) return -1;
+    json_object_set_new(body, member, json_real(v));
+    return 0;
+}
+
+static int cmd_set_budget(int argc, char **argv) {
+    static const char help[] =
+        "usage: bwctl set-budget --server NAME [RATE|none] [--rows ROWS|none] --reason TEXT\n"
+        "Sets a budget for the whole server (shards.servers): RATE statements per second and/or\n"
+        "ROWS rows per second (" BW_RATE_BOUNDS_TEXT " and " BW_ROW_RATE_BOUNDS_TEXT "), shared by the\n"
+        "server's shards that have work; each shard's own rate, its lanes and the adaptive throttle\n"
+        "still apply below it. none (or 0) = no budget of that kind; a budget not given stays as it\n"
+        "is. With several consumers each runs the server's shards it holds at its share (budget x\n"
+        "those shards / the server's). Every consumer applies it within seconds; it lasts until\n"
+        "changed, across restarts. bwctl shards prints the budgets.\n";
+    const char *reason = NULL, *rows = NULL, *server = NULL;
+    static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"rows", required_argument, 0, 'R'},
+                                         {"server", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
+    for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
+        if (o == 'r') reason = optarg;
+        else if (o == 's') server = optarg;
+        else if (o == 'R') rows = optarg;
+        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+    }
+    int positional = argc - optind;
+    if (!server || !reason || positional > 1 || (positional == 0 && !rows)) return fputs(help, stderr), 2;
+    json_t *body = json_pack("{s:s}", "reason", reason);
+    char why[256] = "";
+    if ((positional && put_server_budget(body, "rate", argv[optind], why, sizeof(why))) ||
+        (rows && put_server_budget(body, "row_rate", rows, why, sizeof(why)))) {
+        json_decref(body);
+        return fprintf(stderr, "bwctl: %s\n", why), 2;
+    }
+    char path[400], *escaped = curl_easy_escape(NULL, server, 0);
+    snprintf(path, sizeof(path), "/v1/servers/%.200s/budget", escaped);
+    curl_free(escaped);
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    long status = http("POST", path, text, &resp, NULL);
+    free(text);
+    int rc = 0;
+    if (status == 200) {
+        printf("%s\n", resp.data);
+    } else {
+        char e[512];
+        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
+        rc = 1;
+    }
+    bw_buf_free(&resp);
+    return rc;
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 static int usage(FILE *out, int code) {
@@ -1038,6 +1149,8 @@ static int usage(FILE *out, int code) {
           "  pause SHARD          stop applying a shard's batches (they wait in Kafka)\n"
           "  resume SHARD         apply them again\n"
           "                       set-rate, pause, resume --server NAME: every shard of a server\n"
+          "  set-budget --server NAME [RATE|none] [--rows ROWS|none] --reason TEXT\n"
+          "                       a budget for the whole server, shared by its shards with work\n"
           "  schema [--print] [--create-users]\n"
           "                       create the shard databases and tables on every server\n"
           "                       (idempotent), or print the DDL; --create-users: and the\n"
@@ -1053,7 +1166,7 @@ static int usage(FILE *out, int code) {
           "  -c, --config FILE  configuration (default conf/bulkwrite.conf)\n"
           "  -u, --url URL      the proxy (default http://proxy.listen_address:proxy.port, https\n"
           "                     with proxy.tls.cert_file)\n"
-          "  --admin-url URL    the proxy for set-rate, pause, resume (default the admin listener,\n"
+          "  --admin-url URL    the proxy for set-rate, pause, resume, set-budget (default the admin listener,\n"
           "                     proxy.admin_listen_address:proxy.admin_port, when it is set, else\n"
           "                     the URL)\n"
           "  --token-file FILE  the bearer token for the proxy (else the environment's BW_TOKEN)\n"
@@ -1278,7 +1391,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *scheme = *conf->proxy_tls_cert_file ? "https" : "http";
-    int control = !strcmp(cmd, "set-rate") || !strcmp(cmd, "pause") || !strcmp(cmd, "resume");
+    int control = !strcmp(cmd, "set-rate") || !strcmp(cmd, "pause") || !strcmp(cmd, "resume") || !strcmp(cmd, "set-budget");
     if (control && admin_url) snprintf(base_url, sizeof(base_url), "%s", admin_url);
     else if (control && !url && conf->proxy_admin_port)
         snprintf(base_url, sizeof(base_url), "%s://%s:%d", scheme, conf->proxy_admin_listen_address, conf->proxy_admin_port);
@@ -1304,6 +1417,7 @@ int main(int argc, char **argv) {
     else if (strcmp(cmd, "shards") == 0) ret = cmd_shards(sub_argc, sub_argv);
     else if (strcmp(cmd, "set-rate") == 0 || strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
         ret = cmd_control(sub_argc, sub_argv);
+    else if (strcmp(cmd, "set-budget") == 0) ret = cmd_set_budget(sub_argc, sub_argv);
     else ret = usage(stderr, 2);
     curl_global_cleanup();
     bw_config_destroy(conf);
