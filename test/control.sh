@@ -9,6 +9,9 @@
 # is resumed and its rate reset. After the last round the consumer obeys the merged
 # setting: the paused shard applies nothing while another shard applies its job, its
 # status shows the rate; resumed, every shard holds exactly the rows sent, row by row.
+# Then a budget for the whole of mysql-b (bwctl set-budget): both proxies show it, the
+# consumer's gauge shows its share, and the statements its shards apply over a window
+# stay within a generous bound of it; cleared, every row of that work is compared.
 #
 # On a version whose control record was one whole record per shard (read, modified and
 # written back by each proxy), some rounds lose one of the two changes.
@@ -18,6 +21,9 @@ MODE=${1:?usage: test/control.sh embedded|kafka}
 . test/lib.sh
 ROUNDS=${BW_CONTROL_ROUNDS:-20} S=2 OTHER=6
 
+bw_stack_conf() { # a like is one statement (an update batch of one): the server budget's test counts them
+    "$BIN/bwctl" config-set "$1" 'object_types[0].batch_size.update=1' || exit 1
+}
 bw_stack_start control "$MODE"
 A=http://127.0.0.1:$PROXY
 "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" -p 0 --port-file "$WORK/b.port" >"$WORK/proxy-b.log" 2>&1 &
@@ -120,6 +126,60 @@ check "resume mysql-a's shards (on proxy B)" resume_all
 check "every shard holds exactly the rows sent, row by row" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:100:$S like:100:$S feed:200:$OTHER
 check "shard $S's applied count moved after the resume" eval '[ "$(applied)" -gt "$before_applied" ]'
+
+# ---- a whole server's budget ------------------------------------------------------------------
+# mysql-b (shards 4 to 7) gets $BUDGET statements/s for the whole server; shards 4 and 7
+# then have ~200 increments to apply (one statement each), which the budget spreads over
+# seconds. The statements applied over a window stay within a generous bound of it.
+BUDGET=20
+bwctl_a() { "$BIN/bwctl" -c "$CONF" --url "$A" "$@"; }
+check "bwctl set-budget --server mysql-b $BUDGET" bwctl_a set-budget --server mysql-b $BUDGET --reason "e2e budget"
+budget_read() { # budget_read SERVER RATE ROW_RATE: both proxies show it ("null": no record)
+    local base
+    for base in "$A" "$B"; do
+        curl -sf "$base/v1/shards" | jq -e --arg sv "$1" --argjson rate "$2" --argjson rows "$3" '
+            (.servers[] | select(.name == $sv) | .budget) as $b | (.shards | length) == 8 and
+            (if $rate == null then $b == null else $b.rate == $rate and $b.row_rate == $rows and
+                $b.changed_by == "(open)" and $b.history[0].action == "budget" end)' >/dev/null || return 1
+    done
+}
+check "both proxies show mysql-b's budget in GET /v1/shards, and none for mysql-a" \
+    eval 'wait_for 5 budget_read mysql-b $BUDGET 0 && budget_read mysql-a null null'
+check "bwctl shards prints mysql-b's budget on a line of its own" \
+    eval 'bwctl_a shards | grep -Eq "^mysql-b +$BUDGET +- .*e2e budget"'
+check "bwctl refuses a budget out of bounds before sending it (exit 2)" \
+    eval 'bwctl_a set-budget --server mysql-b 1e-13 --reason x 2>/dev/null; [ $? = 2 ]'
+post "$A" /v1/servers/mysql-b/budget '{"rate": 1e-13}' "$WORK/budget.json"
+check "the proxy refuses it too (400)" test "$(cat "$WORK/budget.json.code")" = 400
+budget_gauge() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="bulkwrite_consumer_server_budget{server=\"mysql-b\",kind=\"$1\"}" '$1 == m {print $2}'; }
+check "the consumer's gauge shows its share: all $BUDGET statements/s (it holds every shard), no rows kind" \
+    eval 'wait_for 10 eval "[ \"\$(budget_gauge statements)\" = $BUDGET ]" && [ -z "$(budget_gauge rows)" ]'
+statements_b() { curl -sf "http://127.0.0.1:$C1/metrics" | awk '
+    $1 ~ /^bulkwrite_consumer_statements_total\{shard="[4-7]"\}$/ {n += $2} END {print n + 0}'; }
+check "pins for shards 4 and 7 are accepted and applied" eval '"$BIN/bw-workload" -c "$CONF" submit --url "$A/v1/batches" \
+    feed:2000:4 feed:2000:7 >/dev/null && wait_for 60 eval "[ \"\$(rows_of 4)\" = 2000 ] && [ \"\$(rows_of 7)\" = 2000 ]"'
+lag_b() { curl -sf "http://127.0.0.1:$C1/metrics" | awk '
+    $1 ~ /^bulkwrite_consumer_lag_messages\{shard="[4-7]"\}$/ {n += $2} END {print n + 0}'; }
+check "400 likes for shards 4 and 7 (one statement each) are accepted" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$A/v1/batches" like:2000:4 like:2000:7
+sleep 1 # the budget's burst spent: the window measures the steady rate
+t0=$(date +%s.%N) n0=$(statements_b)
+sleep 5
+t1=$(date +%s.%N) n1=$(statements_b) lag1=$(lag_b)
+window=$(echo "$t1 - $t0" | bc -l) applied_b=$((n1 - n0))
+bound=$(echo "1.5 * $BUDGET * $window + $BUDGET" | bc -l)
+echo "# mysql-b applied $applied_b statements in ${window:0:5} s at a budget of $BUDGET/s (bound ${bound%.*})"
+check "mysql-b's shards applied statements in the window, within 1.5 x budget + a second's burst" \
+    eval '[ "$applied_b" -gt 0 ] && [ "$(echo "$applied_b <= $bound" | bc -l)" = 1 ]'
+check "mysql-b's shards still had likes waiting at the window's end ($lag1 messages: the budget bound it, not the work)" \
+    test "$lag1" -gt 0
+check "clear the budget: bwctl set-budget --server mysql-b none --rows none" \
+    bwctl_a set-budget --server mysql-b none --rows none --reason "e2e done"
+check "both proxies show it cleared, with who cleared it" eval 'wait_for 5 budget_read mysql-b 0 0'
+check "the consumer's gauge for mysql-b is gone" eval 'wait_for 10 eval "[ -z \"\$(budget_gauge statements)\" ]"'
+check "every row of the budget's work, row by row" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:100:$S like:100:$S feed:200:$OTHER \
+    feed:2000:4 feed:2000:7 like:2000:4 like:2000:7
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
