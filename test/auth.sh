@@ -120,6 +120,7 @@ submit_controls() { status_is 403 feed-token POST /v1/shards/3/pause '{"reason":
 check "a submit client pausing a shard: 403 with the reason" submit_controls
 check "a submit client pausing a whole server: 403" status_is 403 feed-token POST /v1/servers/mysql-a/pause '{}'
 check "server control without a token: 401" status_is 401 "" POST /v1/servers/mysql-a/pause '{}'
+check "a submit client setting a server's budget: 403" status_is 403 feed-token POST /v1/servers/mysql-a/budget '{"rate": 10}'
 bwctl_refused() {
     ! BW_TOKEN=feed-token "$BIN/bwctl" -c "$CONF" --url "$BASE" set-rate 3 0 2>"$WORK/bwctl.err" &&
         grep -q "needs the admin role" "$WORK/bwctl.err"
@@ -455,6 +456,9 @@ check "a token alone works over HTTPS" tstatus_is 200 -H 'Authorization: Bearer 
 admin_on_data() { tstatus_is 404 -H 'Authorization: Bearer admin-token' -d '{}' "$DATA/v1/shards/3/pause" &&
     body_has 'shard and server control are served on the admin listener only'; }
 check "shard control on the data port, even by the admin: 404 with the reason" admin_on_data
+budget_on_data() { tstatus_is 404 -H 'Authorization: Bearer admin-token' -d '{"rate": 10}' "$DATA/v1/servers/mysql-a/budget" &&
+    body_has 'shard and server control are served on the admin listener only'; }
+check "a server's budget on the data port, even by the admin: 404 with the reason" budget_on_data
 check "shard control without a credential on the admin port: 401" tstatus_is 401 -d '{}' "$ADMIN/v1/shards/3/pause"
 batch_on_admin() { tstatus_is 404 -H 'Authorization: Bearer admin-token' "${json[@]}" --data-binary "$FEED_CREATE" \
     "$ADMIN/v1/batches" && body_has 'is not served on the admin listener'; }
@@ -603,11 +607,13 @@ proxy_is_reader() {
 check "the proxy connects as its read-only user (a changed password stops it; --create-users restores it)" proxy_is_reader
 shards_scrubbed() {
     status_is 200 dash-token GET /v1/shards >/dev/null &&
-        jq -e 'all(.shards[]; has("server") | not) and all(.shards[]; .consumer == null or (.consumer | has("instance") | not))' \
+        jq -e 'all(.shards[]; has("server") | not) and all(.shards[]; .consumer == null or (.consumer | has("instance") | not)) and
+            (has("servers") | not)' \
             "$WORK/body" && ! grep -q 'mysql-a\|mysql-b' "$WORK/body"
 }
 check "GET /v1/shards for a reader: no server or consumer host names" shards_scrubbed
-shards_full() { status_is 200 admin-token GET /v1/shards >/dev/null && jq -e '.shards[0].server == "mysql-a"' "$WORK/body"; }
+shards_full() { status_is 200 admin-token GET /v1/shards >/dev/null &&
+    jq -e '.shards[0].server == "mysql-a" and ([.servers[].name] == ["mysql-a", "mysql-b"])' "$WORK/body"; }
 check "GET /v1/shards for an admin names the servers" shards_full
 
 # ---- charset: a server that ignores the client's utf8mb4 is refused --------------------
