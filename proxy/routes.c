@@ -239,12 +239,15 @@ static enum MHD_Result handle_budget(struct MHD_Connection *c, const bw_admin_ta
                                      sizeof(err));
     if (prev) bulkwrite__v1__server_budget__free_unpacked(prev, NULL);
     rd_kafka_resp_err_t e = 0, errs[1] = {0};
+    Bulkwrite__V1__ServerBudget *now = NULL;
     if (!bad) {
         const char *keys[1] = {key};
         size_t klens[1] = {(size_t)klen};
         e = bw_producers_send_records(proxy.conf->control_topic, 1, keys, klens, &data, &dlen, errs);
         if (!e) e = errs[0];
-        bw_shard_table_sync(proxy.shards, 2000); /* the reply shows it */
+        /* the reply shows the record as read back (a later change included), else the one written */
+        if (!e && !(bw_shard_table_sync(proxy.shards, 2000) && (now = bw_shard_table_server_budget_record(proxy.shards, v))))
+            now = bulkwrite__v1__server_budget__unpack(NULL, dlen, data);
         free(data);
     }
     pthread_mutex_unlock(&control_mu);
@@ -256,7 +259,6 @@ static enum MHD_Result handle_budget(struct MHD_Connection *c, const bw_admin_ta
     bw_admin_budget_text(&b, setting, sizeof(setting));
     bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "operator: budget of server %s (shards %d to %d) by %s from %s, now %s%s%s",
            t->server, t->first_shard, t->last_shard, caller.by, from, setting, b.reason[0] ? ": " : "", b.reason);
-    Bulkwrite__V1__ServerBudget *now = bw_shard_table_server_budget_record(proxy.shards, v);
     char *body = bw_admin_budget_json(proxy.conf, v, now);
     if (now) bulkwrite__v1__server_budget__free_unpacked(now, NULL);
     return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
