@@ -409,7 +409,17 @@ schedule_tests() {
     proxy_metric() { curl -sf "http://127.0.0.1:$PROXY/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
     held_gone() { [ "$(proxy_metric bulkwrite_proxy_held_job_records)" = 0 ]; }
     check "the proxy holds no record now (all released or cancelled): bulkwrite_proxy_held_job_records 0" wait_for 10 held_gone
-    # (e2e runs a second proxy too, whose loop may release some of the 4 batches first)
-    check "... and counted the batches it released ($(proxy_metric bulkwrite_proxy_held_batches_released_total) >= 1)" \
-        test "$(proxy_metric bulkwrite_proxy_held_batches_released_total)" -ge 1
+    # e2e runs a second proxy too ($FATAL), whose loop may release any of the batches first
+    # (in one CI run it released every one): the proxies' counts together
+    released_sum() {
+        local n sum=0 url
+        for url in "http://127.0.0.1:$PROXY" ${FATAL:+"$FATAL"}; do
+            n=$(curl -sf "$url/metrics" | awk '$1 == "bulkwrite_proxy_held_batches_released_total" {print $2}')
+            sum=$((sum + ${n:-0}))
+        done
+        echo "released by the proxies: $sum"
+        [ "$sum" -ge 6 ]
+    }
+    check "... and the proxies counted the batches they released (bulkwrite_proxy_held_batches_released_total, summed: >= 6)" \
+        released_sum
 }

@@ -381,11 +381,13 @@ START_TEST(bound_duplicate_and_upsert_counts) {
 }
 END_TEST
 
-static long long prepared_count(void) {
-    ck_assert(mysql_query(db, "SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'") == 0);
-    MYSQL_RES *r = mysql_store_result(db);
-    MYSQL_ROW row = mysql_fetch_row(r);
-    long long v = atoll(row[1]);
+/* Statements prepared and not closed on connection c: its session's counters (the global
+ * Prepared_stmt_count also counts other tiers' connections to the same server). */
+static long long prepared_count(MYSQL *c) {
+    ck_assert(mysql_query(c, "SHOW SESSION STATUS WHERE Variable_name IN ('Com_stmt_prepare', 'Com_stmt_close')") == 0);
+    MYSQL_RES *r = mysql_store_result(c);
+    long long v = 0;
+    for (MYSQL_ROW row; (row = mysql_fetch_row(r));) v += strcmp(row[0], "Com_stmt_close") ? atoll(row[1]) : -atoll(row[1]);
     mysql_free_result(r);
     return v;
 }
@@ -396,12 +398,12 @@ static long long prepared_count(void) {
 START_TEST(prepared_statements_bounded_and_closed) {
     if (!setup()) return;
     const bw_object_type_t *pin_t = bw_config_object_type(conf, "pin");
-    long long before = prepared_count();
     bw_sqlbind_t sb;
     bw_sqlbind_cache_t cache;
     bw_sqlbind_init(&sb);
     MYSQL *c = bw_db_connect(conf, 0, (char[256]){0}, 256);
     ck_assert_ptr_nonnull(c);
+    long long before = prepared_count(c);
     bw_sqlbind_cache_open(&cache, c);
     unsigned err = 0;
     const char *msg = "";
@@ -410,7 +412,7 @@ START_TEST(prepared_statements_bounded_and_closed) {
         bw_sql_row_t r = k % 2 ? row(pin(10 + (uint64_t)k), 1, 0, t_v_int(&A, k)) : row(pin(10 + (uint64_t)k), 2, 0, t_v_int(&A, k), 4, t_v_int(&A, 1));
         ck_assert_int_eq(bw_sqlbind_execute(&sb, &cache, c, "bwbind00000", pin_t, BW_OP_CREATE, &r, 1, &err, &msg), BW_SQLBIND_OK);
     }
-    ck_assert_int_eq(prepared_count() - before, 2);
+    ck_assert_int_eq(prepared_count(c) - before, 2);
     /* 2 shard databases × 2 ops × 5 column sets = 20 statements: 16 stay prepared */
     for (int s = 0; s < 2; s++)
         for (int op = BW_OP_CREATE; op <= BW_OP_UPSERT; op += BW_OP_UPSERT - BW_OP_CREATE)
@@ -420,7 +422,7 @@ START_TEST(prepared_statements_bounded_and_closed) {
                                                  &msg) == BW_SQLBIND_OK,
                               "%s", msg);
             }
-    ck_assert_int_eq(prepared_count() - before, BW_SQLBIND_CACHE);
+    ck_assert_int_eq(prepared_count(c) - before, BW_SQLBIND_CACHE);
     /* a string for an int column: not bound, the text statement decides */
     bw_sql_row_t bad = row(pin(5000), 1, 0, S("12"));
     ck_assert_int_eq(bw_sqlbind_execute(&sb, &cache, c, "bwbind00000", pin_t, BW_OP_CREATE, &bad, 1, &err, &msg), BW_SQLBIND_TEXT);
@@ -433,7 +435,7 @@ START_TEST(prepared_statements_bounded_and_closed) {
     ck_assert_uint_eq(err, 1062);
     ck_assert_msg(strstr(msg, "Duplicate entry"), "%s", msg);
     bw_sqlbind_cache_close(&cache);
-    ck_assert_int_eq(prepared_count(), before);
+    ck_assert_int_eq(prepared_count(c), before);
     mysql_rollback(c);
     mysql_close(c);
     bw_sqlbind_free(&sb);
