@@ -400,6 +400,12 @@ static int record_parts(apply_ctx_t *x, size_t cnt) {
 static int send_dead_letters(apply_ctx_t *x) {
     size_t n = x->failure_cnt + x->undecodable_cnt;
     x->res->messages_undecodable = x->undecodable_cnt;
+    if (x->failure_cnt) { /* the shard's status names the latest (bw_shard_t.dead) */
+        const bw_ledger_failure_t *f = &x->failures[x->failure_cnt - 1];
+        snprintf(x->res->failure_job, sizeof(x->res->failure_job), "%s", f->job_id ? f->job_id : "");
+        snprintf(x->res->failure_reason, sizeof(x->res->failure_reason), "%s", f->reason ? f->reason : "");
+        x->res->failure_code = f->error_code;
+    }
     if (!n) return 0;
     if (!x->ap->dead_letters) { /* tests without Kafka: the failures table still has them */
         x->res->dead_letters = 0;

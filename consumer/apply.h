@@ -83,6 +83,10 @@ typedef struct {
     uint64_t statements_bound; /* statements sent array-bound, refused ones included (consumer.array_binding) */
     uint64_t rows_coalesced;   /* increments added into another op's row (coalesce.h) */
     uint64_t ops_cancelled;    /* ops of cancelled jobs' messages, skipped */
+    /* when rows_failed: the last refused op's job (its message's id), MySQL error and reason */
+    char failure_job[33];
+    unsigned failure_code;
+    char failure_reason[160];
     char error[512];           /* what went wrong, for logs and alerts */
 } bw_apply_result_t;
 

@@ -81,6 +81,17 @@ typedef struct {
     uint64_t statements;       /* statements applied from this slot since assigned (status, metrics) */
 } bw_partition_t;
 
+#define BW_LATENCY_SAMPLES 128 /* batches a shard's statement latency percentiles are over */
+
+/* A committed batch with refused ops, for the shard's status (DeadLetterNote). */
+typedef struct {
+    int64_t at_ms;
+    char job_id[33];
+    uint32_t ops;
+    unsigned error_code;
+    char reason[160];
+} bw_dead_note_t;
+
 /* One logical shard, as this consumer holds it (any of its lanes' partitions). */
 typedef struct {
     int assigned_lanes;        /* partitions of the shard assigned here; 0 = not ours */
@@ -105,6 +116,11 @@ typedef struct {
         char message[240];
     } errors[5];               /* recent errors, a ring; errors_next is the next slot */
     int errors_next;
+    float latency_ms_ring[BW_LATENCY_SAMPLES]; /* ms per statement of its last batches (status: p99) */
+    int latency_cnt, latency_next;
+    uint64_t dead_letters;     /* ops refused and dead-lettered (undecodable messages too), since assigned */
+    bw_dead_note_t dead[5];    /* the latest batches with refused ops, a ring; dead_next is the next slot */
+    int dead_next;
 } bw_shard_t;
 
 /* A MariaDB server's budget as this consumer holds it (scheduler.c): its share of the

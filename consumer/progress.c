@@ -10,6 +10,7 @@
  *   admission), and the alerts that watch time: a backlog nearing the topic's retention,
  *   and a shard with lag and no applied batch for consumer.stall_alert_ms.
  * @locality dispatcher thread. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,16 @@ void bw_progress_applied(bw_job_t *j, int64_t now) {
         bw_partition_note_error(j->shard, bw_fail_name(BW_FAIL_DATA), msg);
         /* counted once committed: a rolled-back attempt is not counted twice */
         bw_metrics_shard_error(consumer.metrics, j->shard, BW_FAIL_DATA, res->rows_failed);
+    }
+    sh->dead_letters += res->rows_failed + res->messages_undecodable;
+    if (res->rows_failed) { /* the status's recent dead letters: the job to look at */
+        bw_dead_note_t *d = &sh->dead[sh->dead_next];
+        sh->dead_next = (sh->dead_next + 1) % 5;
+        d->at_ms = bw_wall_ms();
+        d->ops = res->rows_failed > UINT32_MAX ? UINT32_MAX : (uint32_t)res->rows_failed;
+        d->error_code = res->failure_code;
+        snprintf(d->job_id, sizeof(d->job_id), "%s", res->failure_job);
+        snprintf(d->reason, sizeof(d->reason), "%s", res->failure_reason);
     }
     if (res->messages_undecodable)
         bw_metrics_shard_error(consumer.metrics, j->shard, BW_FAIL_DECODE, res->messages_undecodable);
@@ -252,6 +263,24 @@ void bw_progress_update_gauges(void) {
 
 /* ---- status records --------------------------------------------------------------------- */
 
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median and 99th percentile of the shard's last batches' ms per statement (0, 0
+ * before any): nearest rank over at most BW_LATENCY_SAMPLES samples. */
+static void latency_percentiles(const bw_shard_t *p, double *p50, double *p99) {
+    float sorted[BW_LATENCY_SAMPLES];
+    int n = p->latency_cnt;
+    *p50 = *p99 = 0;
+    if (!n) return;
+    memcpy(sorted, p->latency_ms_ring, (size_t)n * sizeof(*sorted)); /* the ring fills from 0 */
+    qsort(sorted, (size_t)n, sizeof(*sorted), cmp_float);
+    *p50 = sorted[(n - 1) / 2];
+    *p99 = sorted[(int)ceil(0.99 * n) - 1];
+}
+
 /* One shard's status record (fire and forget: a lost one is replaced by the next). */
 static void publish_shard_status(int s, int64_t now) {
     const bw_partition_t *d = &consumer.partitions[s]; /* the default lane's partition: slot s */
@@ -327,7 +356,23 @@ static void publish_shard_status(int s, int64_t now) {
         st.n_recent_errors++;
     }
     st.recent_errors = errp;
-    uint8_t buf[4096];
+    Bulkwrite__V1__DeadLetterNote notes[5], *notep[5];
+    for (int i = 0; i < 5; i++) { /* newest first */
+        const bw_dead_note_t *d = &p->dead[(p->dead_next + 4 - i) % 5];
+        if (!d->at_ms) break;
+        bulkwrite__v1__dead_letter_note__init(&notes[i]);
+        notes[i].at_ms = d->at_ms;
+        notes[i].job_id = (char *)d->job_id;
+        notes[i].ops = d->ops;
+        notes[i].error_code = d->error_code;
+        notes[i].reason = (char *)d->reason;
+        notep[i] = &notes[i];
+        st.n_recent_dead_letters++;
+    }
+    st.recent_dead_letters = notep;
+    st.dead_letters = p->dead_letters;
+    latency_percentiles(p, &st.statement_p50_ms, &st.statement_p99_ms);
+    uint8_t buf[8192];
     size_t len = bulkwrite__v1__shard_status__get_packed_size(&st);
     if (len > sizeof(buf)) return;
     bulkwrite__v1__shard_status__pack(&st, buf);

@@ -236,6 +236,9 @@ static void applied(bw_job_t *j) {
         /* the throttle's latency signal: ms per statement, a moving average of the last batches */
         double ms = (double)(now - j->started_us) / 1000.0 / (double)(j->statements ? j->statements : 1);
         p->latency_ms = p->latency_ms > 0 ? 0.7 * p->latency_ms + 0.3 * ms : ms;
+        p->latency_ms_ring[p->latency_next] = (float)ms; /* the status's percentiles */
+        p->latency_next = (p->latency_next + 1) % BW_LATENCY_SAMPLES;
+        if (p->latency_cnt < BW_LATENCY_SAMPLES) p->latency_cnt++;
         p->statements_done += j->statements;
         bw_progress_applied(j, now);
     } else {

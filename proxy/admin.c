@@ -176,6 +176,19 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
             json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
             /* the lag as time: when the next message to apply was written (0: none waits) */
             json_object_set_new(json_object_get(o, "consumer"), "oldest_unapplied_ms", json_integer(st->oldest_unapplied_ms));
+            json_t *c = json_object_get(o, "consumer");
+            json_object_set_new(c, "statement_p50_ms", json_real(finite_or_0(st->statement_p50_ms)));
+            json_object_set_new(c, "statement_p99_ms", json_real(finite_or_0(st->statement_p99_ms)));
+            json_object_set_new(c, "dead_letters", json_integer((json_int_t)st->dead_letters));
+            json_t *dead = json_array(); /* the jobs to look at: their failures have every op */
+            for (size_t i = 0; i < st->n_recent_dead_letters; i++) {
+                const Bulkwrite__V1__DeadLetterNote *d = st->recent_dead_letters[i];
+                json_t *n = json_pack("{s:I, s:s, s:i, s:i}", "at_ms", (json_int_t)d->at_ms, "job_id",
+                                      d->job_id ? d->job_id : "", "ops", (int)d->ops, "error_code", (int)d->error_code);
+                if (admin) json_object_set_new(n, "reason", json_string(d->reason ? d->reason : "")); /* holds values */
+                json_array_append_new(dead, n);
+            }
+            json_object_set_new(c, "recent_dead_letters", dead);
             json_t *reasons = json_array(); /* why it is not running now (consumer/gate.h); [] while it runs */
             for (size_t i = 0; i < st->n_reasons; i++) json_array_append_new(reasons, json_string(st->reasons[i]));
             json_object_set_new(json_object_get(o, "consumer"), "reasons", reasons);

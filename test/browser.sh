@@ -30,6 +30,21 @@ check "two consumers share the shards" wait_for 60 assigned
 # a job that the page follows to its end: 2,000 creates on shard 1
 check "a job of 2,000 creates on shard 1 is applied" \
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --token-file "$WORK/feed.token" feed:2000:1
+# a pin created twice on shard 1, by two requests: MySQL refuses the second (1062), which
+# the shard view lists among its dead letters
+pin=$(( (1 << 46) | (1 << 36) | 777001 )) owner=$(( (1 << 46) | 42 ))
+dup_body=$(printf '{"ops":[{"op":"create","object_type":"pin","id":%d,"shard_key":"%d","fields":{"owner_id":%d,"title":"twice"}}]}' \
+    $pin $owner $owner)
+post_dup() { curl -sf -o /dev/null -H 'Authorization: Bearer feed-token' -H 'Content-Type: application/json' --data-binary "$dup_body" "$URL"; }
+dead_lettered() {
+    curl -sf -H 'Authorization: Bearer admin-token' "http://127.0.0.1:$PROXY/v1/shards" |
+        jq -e '.shards[1].consumer.dead_letters == 1 and .shards[1].consumer.recent_dead_letters[0].error_code == 1062
+            and (.shards[1].consumer.recent_dead_letters[0].reason | startswith("Duplicate entry"))
+            and .shards[1].consumer.statement_p99_ms > 0 and .shards[1].consumer.statement_p50_ms <= .shards[1].consumer.statement_p99_ms' >/dev/null
+}
+dup_refused() { post_dup && post_dup && wait_for 60 dead_lettered; }
+check "a pin created twice on shard 1: the second is refused, and GET /v1/shards shows the dead letter and the statement latency" \
+    dup_refused
 check "shard 2 paused, with a reason" "${BWCTL[@]}" pause 2 --reason "browser test: disk swap"
 # mysql-b (shards 4-7) down, with work waiting for shard 5: its consumer finds the server down
 check "mysql-b stopped" scripts/mariadb.sh stop "$WORK/mysql-b"
@@ -53,6 +68,11 @@ grep -q '^page: done$' "$node_out" || { echo "not ok - the page test did not run
 
 # the server back: shard 5 applies what waited, row by row; the page's rate change stands
 check "mysql-b started again" scripts/mariadb.sh start "$WORK/mysql-b" $DB_B
+once_then_gone() { # the twice-created pin is there once (its title the first's); then out of verify's way
+    [ "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT COUNT(*) FROM db00001.pins WHERE id = $pin AND title = 'twice'")" = 1 ] &&
+        mariadb -h127.0.0.1 -P$DB_A -uroot -e "DELETE FROM db00001.pins WHERE id = $pin"
+}
+check "the pin created twice is in shard 1 once" once_then_gone
 check "every row of both jobs is in its shard" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:2000:1 feed:500:5
 rate_stands() {

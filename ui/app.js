@@ -11,6 +11,7 @@ const state = {
   admin: false,
   shards: [], // GET /v1/shards
   servers: [], // GET /v1/fleet
+  budgets: new Map(), // server name -> its budget (GET /v1/shards' servers: admins only)
   samples: new Map(), // shard -> [{t, lag, rows}] for trends and rows/s
   selected: null, // shard number shown in the side panel
   jobs: [],
@@ -52,6 +53,7 @@ const fmt = {
   n: (x) => (x === undefined || x === null ? '-' : Number(x).toLocaleString('en')),
   rate: (x) => (x === 0 ? 'unlimited' : x === null || x === undefined ? '-' : Number(x).toLocaleString('en') + '/s'),
   time: (ms) => (ms ? new Date(ms).toISOString().replace('.000Z', 'Z') : '-'),
+  ms: (x) => (x >= 100 ? Math.round(x) : x >= 1 ? x.toFixed(1) : x.toFixed(2)) + ' ms',
   ago: (ms) => (ms < 1500 ? 'now' : ms < 90000 ? Math.round(ms / 1000) + ' s ago' : Math.round(ms / 60000) + ' min ago'),
 };
 
@@ -141,7 +143,9 @@ function renderServers() {
   for (const sv of state.servers) {
     let block = document.getElementById('server-' + sv.name);
     if (!block) {
-      const grid = el('div', { class: 'grid' });
+      const grid = el('div', { class: 'grid', tabindex: '0', role: 'grid', 'data-testid': 'grid',
+        'aria-label': `shards ${sv.first_shard} to ${sv.last_shard} of ${sv.name}: arrow keys move, Escape closes`,
+        on: { keydown: (ev) => gridKey(ev, grid, sv) } });
       for (let n = sv.first_shard; n <= sv.last_shard; n++) {
         grid.append(el('span', { class: 'cell s-unknown', 'data-testid': 'shard-cell', 'data-shard': n, 'data-state': 'unknown',
           id: 'cell-' + n, on: { click: () => selectShard(n) } }));
@@ -168,11 +172,42 @@ function renderServers() {
     }
     const states = Object.entries(byState).map(([k, v]) => `${v} ${k}`).join(', ');
     document.getElementById('sum-' + sv.name).textContent =
-      `${count} shards (${states}) · ${fmt.n(Math.round(rows))} rows/s · ${errors} recent errors · ${sick ? sick + ' unhealthy' : 'healthy'}`;
+      `${count} shards (${states}) · ${fmt.n(Math.round(rows))} rows/s · ${errors} recent errors · ${sick ? sick + ' unhealthy' : 'healthy'}` +
+      (state.budgets.has(sv.name) ? ' · ' + budgetText(state.budgets.get(sv.name)) : '');
   }
 }
 
+// A server's budget in words: "budget 400 stmt/s, no row budget" or "no server budget".
+function budgetText(b) {
+  if (!b || (!b.rate && !b.row_rate)) return 'no server budget';
+  return `budget ${b.rate ? fmt.n(b.rate) + ' stmt/s' : 'no statement budget'}, ${b.row_rate ? fmt.n(b.row_rate) + ' rows/s' : 'no row budget'}`;
+}
+
 // ---- shard view -------------------------------------------------------------------
+
+// The grid from the keyboard: arrows move the open shard within the server, Home and End
+// go to its first and last, Escape closes the shard.
+function gridKey(ev, grid, sv) {
+  const cols = Math.max(1, Math.floor((grid.clientWidth + 1) / 12)); // 11px cells, 1px gap
+  const cur = state.selected !== null && state.selected >= sv.first_shard && state.selected <= sv.last_shard ? state.selected : null;
+  const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: cols, ArrowUp: -cols }[ev.key];
+  let n;
+  if (step !== undefined) n = cur === null ? sv.first_shard : cur + step;
+  else if (ev.key === 'Home') n = sv.first_shard;
+  else if (ev.key === 'End') n = sv.last_shard;
+  else if (ev.key === 'Enter' || ev.key === ' ') n = cur === null ? sv.first_shard : cur;
+  else if (ev.key === 'Escape') n = null;
+  else return;
+  ev.preventDefault();
+  if (n === null) return closeShard();
+  selectShard(Math.min(sv.last_shard, Math.max(sv.first_shard, n)));
+}
+
+function closeShard() {
+  state.selected = null;
+  renderShard();
+  renderServers();
+}
 
 function selectShard(n) {
   state.selected = n;
@@ -219,7 +254,18 @@ function renderShard() {
       s.paused ? `yes, by ${s.changed_by || '?'}: ${s.reason || '(no reason)'}` : 'no'),
     el('dt', {}, 'consumer'), el('dd', {}, c.instance ? `${c.instance} (${fmt.ago(c.age_ms)})` : 'none reported'),
     el('dt', {}, 'applied / failed'), el('dd', {}, `${fmt.n(c.rows_applied)} / ${fmt.n(c.rows_failed)} rows`),
+    el('dt', {}, 'statement latency'), el('dd', { 'data-testid': 'shard-latency' }, c.statement_p99_ms
+      ? `p99 ${fmt.ms(c.statement_p99_ms)}, median ${fmt.ms(c.statement_p50_ms)} (last 128 batches)` : '-'),
+    el('dt', {}, 'dead letters'), el('dd', { 'data-testid': 'shard-dead-letters' }, fmt.n(c.dead_letters)),
+    s.server && state.budgets.has(s.server) ? el('dt', {}, 'server budget') : null,
+    s.server && state.budgets.has(s.server) ? el('dd', { 'data-testid': 'server-budget' }, budgetText(state.budgets.get(s.server)) +
+      (state.budgets.get(s.server) ? ` (set by ${state.budgets.get(s.server).changed_by || '?'}: ${state.budgets.get(s.server).reason || 'no reason'})` : '')) : null,
   );
+  // the latest batches with refused ops: each job's failures have every op with its reason
+  const dead = (c.recent_dead_letters || []).map((d) => el('li', { 'data-testid': 'dead-letter' },
+    `${fmt.time(d.at_ms)} ${fmt.n(d.ops)} ops of job `,
+    el('a', { class: 'link', href: '#job=' + d.job_id, on: { click: (ev) => { ev.preventDefault(); showView('jobs'); showFailures(d.job_id); } } }, d.job_id.slice(0, 12)),
+    `: ${d.error_code ? 'MySQL error ' + d.error_code : 'refused'}${d.reason ? ' (' + d.reason + ')' : ''}`));
   const lanes = (c.lanes || []).map((l) => el('tr', {}, el('td', {}, l.lane), el('td', {}, 'weight ' + l.weight),
     el('td', {}, 'lag ' + fmt.n(l.lag)), el('td', {}, fmt.n(l.statements) + ' statements')));
   const errors = (c.recent_errors || []).map((e) => el('li', {}, `${fmt.time(e.at_ms)} ${e.kind}: ${e.message}`));
@@ -228,17 +274,25 @@ function renderShard() {
     el('td', {}, h.setting || '')));
   box.replaceChildren(...[
     el('h2', { class: 'title' }, `shard ${s.shard} · ${s.database} · ${s.server || ''}`,
-      el('button', { class: 'act', type: 'button', on: { click: () => { state.selected = null; renderShard(); renderServers(); } } }, '×')),
+      el('button', { class: 'act', type: 'button', 'aria-label': 'close the shard', on: { click: closeShard } }, '×')),
     dl,
     el('h2', {}, 'lag, last minutes'), trend(s.shard),
     lanes.length ? el('div', {}, el('h2', {}, 'lanes'), el('table', {}, lanes)) : null,
     el('h2', {}, 'recent errors'), errors.length ? el('ul', {}, errors) : el('div', { class: 'hint' }, 'none'),
+    el('h2', {}, 'recent dead letters'), dead.length ? el('ul', {}, dead) : el('div', { class: 'hint' }, 'none'),
     el('h2', {}, 'changes (audit)'), history.length ? el('table', {}, history) : el('div', { class: 'hint' }, 'none'),
-    state.admin ? shardControls(s) : null].filter(Boolean));
+    state.admin ? controlsOf(s) : null].filter(Boolean));
+}
+
+// The controls are made once per shard opened, so a poll does not wipe what is being typed.
+let controls = { shard: null, node: null };
+function controlsOf(s) {
+  if (controls.shard !== s.shard || !controls.node) controls = { shard: s.shard, node: shardControls(s) };
+  return controls.node;
 }
 
 function shardControls(s) {
-  const rate = el('input', { type: 'number', min: '0', step: 'any', placeholder: 'stmt/s', 'data-testid': 'rate-input' });
+  const rate = el('input', { type: 'number', min: '0', step: 'any', placeholder: 'stmt/s', 'aria-label': 'rate, statements per second', 'data-testid': 'rate-input' });
   const server = s.server;
   const post = (path, body, what) => confirmThen(what, (reason) =>
     api(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(Object.assign({ reason }, body)) }));
@@ -256,7 +310,25 @@ function shardControls(s) {
       post(`/v1/servers/${server}/rate`, { rate: v }, `Set the rate of every shard of server ${server} to ${v === null ? 'the configured one' : v + ' statements/s'}`);
     } } }, 'set rate') : null,
     server ? el('button', { class: 'act', type: 'button', 'data-testid': 'btn-pause-server', on: { click: () => post(`/v1/servers/${server}/pause`, {}, `Pause every shard of server ${server}`) } }, 'pause') : null,
-    server ? el('button', { class: 'act', type: 'button', 'data-testid': 'btn-resume-server', on: { click: () => post(`/v1/servers/${server}/resume`, {}, `Resume every shard of server ${server}`) } }, 'resume') : null);
+    server ? el('button', { class: 'act', type: 'button', 'data-testid': 'btn-resume-server', on: { click: () => post(`/v1/servers/${server}/resume`, {}, `Resume every shard of server ${server}`) } }, 'resume') : null,
+    server ? budgetControls(server, post) : null);
+}
+
+// The whole server's budget: statements/s and rows/s shared by its shards (empty: none).
+function budgetControls(server, post) {
+  const b = state.budgets.get(server);
+  const rate = el('input', { type: 'number', min: '0', step: 'any', placeholder: 'stmt/s', 'aria-label': 'server budget, statements per second',
+    'data-testid': 'budget-rate-input', value: b && b.rate ? b.rate : null });
+  const rows = el('input', { type: 'number', min: '0', step: 'any', placeholder: 'rows/s', 'aria-label': 'server budget, rows per second',
+    'data-testid': 'budget-rows-input', value: b && b.row_rate ? b.row_rate : null });
+  const num = (input) => (input.value === '' ? null : Number(input.value));
+  return el('div', { class: 'controls' }, el('span', { class: 'hint' }, `budget of ${server}:`), rate, rows,
+    el('button', { class: 'act', type: 'button', 'data-testid': 'btn-budget', on: { click: () => {
+      const body = { rate: num(rate), row_rate: num(rows) };
+      const words = body.rate === null && body.row_rate === null ? 'no budget'
+        : `${body.rate === null ? 'no statement budget' : body.rate + ' statements/s'} and ${body.row_rate === null ? 'no row budget' : body.row_rate + ' rows/s'}`;
+      post(`/v1/servers/${server}/budget`, body, `Give server ${server} ${words}, shared by its shards`);
+    } } }, 'set budget'));
 }
 
 // Every change asks for a reason and a confirmation, then the page reads again at once.
@@ -369,6 +441,7 @@ async function poll() {
     const now = Date.now();
     state.servers = fleet.servers;
     state.shards = shards.shards;
+    state.budgets = new Map((shards.servers || []).map((v) => [v.name, v.budget]));
     for (const s of state.shards) remember(s, now);
     renderKafka(fleet);
     renderMembers(fleet);
@@ -399,6 +472,9 @@ async function whoami() {
 }
 
 function start() {
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape' && state.selected !== null && !$('confirm').open) closeShard();
+  });
   for (const t of document.querySelectorAll('.tab')) t.addEventListener('click', () => showView(t.dataset.view));
   $('token-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();

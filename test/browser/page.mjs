@@ -109,6 +109,53 @@ await check('a rate set on the page (with a reason, confirmed) reaches the API a
 });
 if (shots) await page.screenshot({ path: path.join(shots, 'ui-shard.png'), fullPage: true });
 
+await check('the shard view of shard 1: statement latency, its dead letter (1062), which opens the job\'s failures', async () => {
+  await page.click('[data-testid="shard-cell"][data-shard="1"]');
+  await page.waitForFunction(() => {
+    const l = document.querySelector('[data-testid="shard-latency"]');
+    return l && l.textContent.startsWith('p99 ');
+  }, null, { timeout: 15000 });
+  expect((await page.textContent('[data-testid="shard-dead-letters"]')) === '1', 'dead letters: ' + await page.textContent('[data-testid="shard-dead-letters"]'));
+  const item = await page.textContent('[data-testid="dead-letter"]');
+  expect(item.includes('MySQL error 1062') && item.includes('Duplicate entry'), 'dead letter: ' + item);
+  await page.click('[data-testid="dead-letter"] a');
+  await page.waitForFunction(() => {
+    const f = document.querySelector('[data-testid="failures"]:not(.hidden)');
+    return f && f.textContent.includes('Duplicate entry');
+  }, null, { timeout: 15000 });
+  await page.click('.tab[data-view="fleet"]');
+});
+
+await check('the keyboard: Home on a server\'s grid opens its first shard, arrows move, Escape closes', async () => {
+  await page.focus('[data-testid="server"][data-server="mysql-a"] [data-testid="grid"]');
+  await page.keyboard.press('Home');
+  await page.waitForFunction(() => document.querySelector('[data-testid="shard-view"] h2.title')?.textContent.startsWith('shard 0 '));
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => document.querySelector('[data-testid="shard-view"] h2.title')?.textContent.startsWith('shard 2 '));
+  expect((await page.textContent('[data-testid="pause-reason"]')).includes('disk swap'), 'shard 2 not shown');
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('[data-testid="shard-view"].hidden', { state: 'attached' });
+});
+
+await check("a budget for server mysql-a set on the page reaches the API and the server's summary", async () => {
+  await page.click('[data-testid="shard-cell"][data-shard="0"]');
+  await page.waitForSelector('[data-testid="budget-rate-input"]');
+  await page.fill('[data-testid="budget-rate-input"]', '400');
+  await page.fill('[data-testid="budget-rows-input"]', '');
+  await page.click('[data-testid="btn-budget"]');
+  await page.waitForSelector('[data-testid="confirm-dialog"][open]');
+  expect((await page.textContent('#confirm-what')).includes('400 statements/s and no row budget'), await page.textContent('#confirm-what'));
+  await page.fill('[data-testid="reason-input"]', 'browser test: share the box');
+  await page.click('[data-testid="btn-confirm"]');
+  await page.waitForFunction(() => document.getElementById('sum-mysql-a')?.textContent.includes('budget 400 stmt/s, no row budget'),
+    null, { timeout: 15000 });
+  const shards = await apiGet('/v1/shards', 'admin-token');
+  const b = shards.servers.find((v) => v.name === 'mysql-a').budget;
+  expect(b && b.rate === 400 && b.row_rate === 0 && b.reason === 'browser test: share the box' && b.changed_by === 'sre', JSON.stringify(b));
+  expect((await page.textContent('[data-testid="server-budget"]')).includes('browser test: share the box'), 'shard view budget line');
+});
+
 await check("the jobs view: the finished job's progress bar reaches 100 %", async () => {
   await page.click('.tab[data-view="jobs"]');
   await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="job-progress"]')]
