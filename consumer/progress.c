@@ -371,6 +371,7 @@ static void publish_shard_status(int s, int64_t now) {
     }
     st.recent_dead_letters = notep;
     st.dead_letters = p->dead_letters;
+    st.statements = p->statements_done;
     latency_percentiles(p, &st.statement_p50_ms, &st.statement_p99_ms);
     uint8_t buf[8192];
     size_t len = bulkwrite__v1__shard_status__get_packed_size(&st);

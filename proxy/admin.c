@@ -180,6 +180,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
             json_object_set_new(c, "statement_p50_ms", json_real(finite_or_0(st->statement_p50_ms)));
             json_object_set_new(c, "statement_p99_ms", json_real(finite_or_0(st->statement_p99_ms)));
             json_object_set_new(c, "dead_letters", json_integer((json_int_t)st->dead_letters));
+            json_object_set_new(c, "statements", json_integer((json_int_t)st->statements));
             json_t *dead = json_array(); /* the jobs to look at: their failures have every op */
             for (size_t i = 0; i < st->n_recent_dead_letters; i++) {
                 const Bulkwrite__V1__DeadLetterNote *d = st->recent_dead_letters[i];

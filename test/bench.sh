@@ -40,6 +40,8 @@
 # BENCH_PROXY_OPS (300000 / 2000) ops per proxy case; BENCH_CLIENTS ("1 4 16");
 # BENCH_PROXY_LEAD_MS (3000): how long the proxy case's clients have to encode their
 # requests before they all start sending;
+# BENCH_PAGES (5) pages of the SRE page open in the proxy-pages case (0: no such case),
+# BENCH_PAGES_CLIENTS (4) its clients, BENCH_PAGES_OPS (1000000 / 6666) ops a window;
 # BENCH_COUNTERS (100000 / 2000) increments of the counter case;
 # BENCH_KAFKA (1 / 0) the real-broker proxy case; BENCH_STACKS ("A D B C") the stacks whose
 # cases run (the others only start and stop); BENCH_KAFKA_JVM_OPTS (none) the real
@@ -698,6 +700,59 @@ embedded_proxy_afresh() {
 embedded_proxy_stack
 note "stack C: the proxy alone, embedded Kafka (a new one each run), $PROXY_SHARDS shards"
 proxy_runs embedded embedded_proxy_afresh
+
+# proxy-pages-N: the same proxy's accepted ops/s (protobuf, PAGES_CLIENTS clients) with N
+# pages of the SRE page open in headless chromium (test/browser/pages.mjs: polling every
+# 3 s, one with a shard open, two on the jobs view) against none, on a fresh stack each
+# run. A window sends PAGES_OPS ops (about 2 s: each page polls about once in it); which
+# side goes first alternates by run, as the second window of a stack runs warmer. The
+# browser shares the two cores with the clients, the proxy and Kafka.
+PAGES=${BENCH_PAGES:-5} PAGES_CLIENTS=${BENCH_PAGES_CLIENTS:-4} PAGES_OPS=${BENCH_PAGES_OPS:-$((PROXY_OPS * 10 / 3))}
+pages_open() {
+    NODE_PATH=$NODE_MODULES BW_UI_URL="http://127.0.0.1:$PROXY/ui/" BW_PAGES=$PAGES node test/browser/pages.mjs >"$WORK/pages.log" 2>&1 &
+    pages_pid=$!
+    pids+=($!)
+    wait_for 90 grep -q "^pages: $PAGES open" "$WORK/pages.log" || { cat "$WORK/pages.log" >&2; die "the pages did not open"; }
+    sleep 3 # every page in its polling rhythm
+}
+pages_close() { stop_pid "$pages_pid"; forget_pids "$pages_pid"; }
+# idle_cpu SECONDS: the proxy's CPU ms per second while nothing is sent (what polls cost it)
+idle_cpu() {
+    local t0 t1
+    t0=$(proc_ticks "$PROXY_PID")
+    sleep "$1"
+    t1=$(proc_ticks "$PROXY_PID")
+    calc "($t1 - $t0) * 1000 / $TICK / $1" 1
+}
+PAGES_IDLE_S=10
+[ "$SMOKE" = 1 ] && PAGES_IDLE_S=2
+if [ "$PAGES" -gt 0 ] && [ "$(runs_of C)" -gt 0 ]; then
+    NODE_MODULES=$(scripts/install-browser.sh) || die "the browser for the proxy-pages case is not installed"
+    note "stack C: the proxy alone, embedded Kafka, with $PAGES pages of /ui/ open and without, $PAGES_OPS ops a window"
+    proxy_ops=$PROXY_OPS PROXY_OPS=$PAGES_OPS
+    for run in $(seq 1 "$(runs_of C)"); do
+        embedded_proxy_afresh
+        if [ $((run % 2)) = 1 ]; then
+            none=$(proxy_case "$PAGES_CLIENTS" protobuf)
+            idle_none=$(idle_cpu "$PAGES_IDLE_S")
+            pages_open
+            open=$(proxy_case "$PAGES_CLIENTS" protobuf)
+            idle_open=$(idle_cpu "$PAGES_IDLE_S")
+            pages_close
+        else
+            pages_open
+            open=$(proxy_case "$PAGES_CLIENTS" protobuf)
+            idle_open=$(idle_cpu "$PAGES_IDLE_S")
+            pages_close
+            none=$(proxy_case "$PAGES_CLIENTS" protobuf)
+            idle_none=$(idle_cpu "$PAGES_IDLE_S")
+        fi
+        record "proxy-pages-$PAGES" "$run" "proxy alone, embedded Kafka, protobuf, $PAGES_CLIENTS clients, $PAGES pages open: accepted ops/s" \
+            "$open" "the same, no page open" "$none" "≥ 0.95" \
+            "$([ $((run % 2)) = 1 ] && echo 'none first' || echo 'pages first'); the idle proxy's CPU: $idle_open ms/s with the pages, $idle_none without"
+    done
+    PROXY_OPS=$proxy_ops
+fi
 stop_pid "$PROXY_PID"
 stop_pid "$EMBEDDED_PID"
 

@@ -9,6 +9,7 @@ const STALE_MS = 30000; // a consumer status older than this: unknown
 const state = {
   view: 'fleet',
   admin: false,
+  me: null, // GET /v1/whoami: {client, roles, admin}
   shards: [], // GET /v1/shards
   servers: [], // GET /v1/fleet
   budgets: new Map(), // server name -> its budget (GET /v1/shards' servers: admins only)
@@ -80,16 +81,16 @@ function remember(s, now) {
   if (!c) return;
   let list = state.samples.get(s.shard);
   if (!list) state.samples.set(s.shard, (list = []));
-  list.push({ t: now, lag: c.lag || 0, rows: c.rows_applied || 0 });
+  list.push({ t: now, lag: c.lag || 0, rows: c.rows_applied || 0, statements: c.statements || 0 });
   if (list.length > TREND_SAMPLES) list.shift();
 }
 
-// Rows per second over the last two samples (0 across a consumer change).
-function rowsPerSecond(shard) {
+// Rows (or statements) per second over the last two samples (0 across a consumer change).
+function rowsPerSecond(shard, what = 'rows') {
   const list = state.samples.get(shard) || [];
   if (list.length < 2) return 0;
   const a = list[list.length - 2], b = list[list.length - 1];
-  return b.rows >= a.rows && b.t > a.t ? ((b.rows - a.rows) * 1000) / (b.t - a.t) : 0;
+  return b[what] >= a[what] && b.t > a.t ? ((b[what] - a[what]) * 1000) / (b.t - a.t) : 0;
 }
 
 // ---- fleet view -------------------------------------------------------------------
@@ -248,7 +249,8 @@ function renderShard() {
     el('dt', {}, 'rate'), el('dd', { 'data-testid': 'shard-rate' },
       `configured ${fmt.rate(s.configured_rate)}, effective ${fmt.rate(s.effective_rate)}` + (why.length ? ' (' + why.join('; ') + ')' : '')),
     el('dt', {}, 'row rate'), el('dd', {}, `configured ${fmt.rate(s.configured_row_rate)}, effective ${fmt.rate(s.effective_row_rate)}`),
-    el('dt', {}, 'rows/s'), el('dd', {}, fmt.n(Math.round(rowsPerSecond(s.shard)))),
+    el('dt', {}, 'rows/s, statements/s'), el('dd', { 'data-testid': 'shard-throughput' },
+      `${fmt.n(Math.round(rowsPerSecond(s.shard)))}, ${fmt.n(Math.round(rowsPerSecond(s.shard, 'statements')))}`),
     el('dt', {}, 'lag'), el('dd', {}, `${fmt.n(c.lag)} messages` + (oldest !== null ? `, oldest ${fmt.ago(oldest)}` : '')),
     el('dt', {}, 'paused'), el('dd', { 'data-testid': 'pause-reason' },
       s.paused ? `yes, by ${s.changed_by || '?'}: ${s.reason || '(no reason)'}` : 'no'),
@@ -392,10 +394,16 @@ function renderJobs() {
       el('td', {}, st && st.failed ? el('span', { class: 'link', on: { click: () => showFailures(j.job_id) } }, fmt.n(st.failed)) : '0'),
       el('td', {}, schedule || '-'),
       el('td', {}, shards),
-      el('td', {}, state.admin && !j.cancelled && !(st && st.finished) ? el('button', { class: 'act danger', type: 'button', 'data-testid': 'btn-cancel-job',
+      el('td', {}, mayCancel(j) && !j.cancelled && !(st && st.finished) ? el('button', { class: 'act danger', type: 'button', 'data-testid': 'btn-cancel-job',
         on: { click: () => confirmThen(`Cancel job ${j.job || j.job_id}`, (reason) => api(`/v1/jobs/${j.job_id}?reason=${encodeURIComponent(reason)}`, { method: 'DELETE' })) } }, 'cancel') : ''));
   });
   $('jobs').replaceChildren(...rows);
+}
+
+// The job's owner (with the submit role) or an admin may cancel it, as DELETE /v1/jobs/{id} checks.
+function mayCancel(j) {
+  const me = state.me;
+  return !!me && (me.admin || (me.roles.includes('submit') && (j.client || '(open)') === me.client));
 }
 
 function progressFill(pct) {
@@ -467,6 +475,7 @@ async function whoami() {
   try {
     const me = await api('/v1/whoami');
     state.admin = me.admin;
+    state.me = me;
     $('who').textContent = me.client + (me.admin ? ' (admin)' : ' (' + me.roles.join(', ') + ')');
   } catch (e) { /* the token form is shown */ }
 }

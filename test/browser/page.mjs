@@ -115,6 +115,8 @@ await check('the shard view of shard 1: statement latency, its dead letter (1062
     const l = document.querySelector('[data-testid="shard-latency"]');
     return l && l.textContent.startsWith('p99 ');
   }, null, { timeout: 15000 });
+  const through = await page.textContent('[data-testid="shard-throughput"]');
+  expect(/^[0-9,]+, [0-9,]+$/.test(through), 'rows/s, statements/s: ' + through);
   expect((await page.textContent('[data-testid="shard-dead-letters"]')) === '1', 'dead letters: ' + await page.textContent('[data-testid="shard-dead-letters"]'));
   const item = await page.textContent('[data-testid="dead-letter"]');
   expect(item.includes('MySQL error 1062') && item.includes('Duplicate entry'), 'dead letter: ' + item);
@@ -180,6 +182,20 @@ await check('a read-only token sees the page without any control', async () => {
   await p.waitForSelector('[data-testid="job-row"]', { timeout: 15000 }).catch(() => {});
   expect(await p.locator('[data-testid="btn-cancel-job"]').count() === 0, 'cancel buttons shown');
   await ro.close();
+});
+
+await check("the job's owner (submit role) sees a cancel button on its job still waiting, and no shard control", async () => {
+  const own = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const p = await own.newPage();
+  await signIn(p, 'feed-token');
+  await p.click('.tab[data-view="jobs"]');
+  // feed:500:5 waits for mysql-b, which is down: not finished
+  await p.waitForSelector('[data-testid="btn-cancel-job"]', { timeout: 20000 });
+  await p.click('.tab[data-view="fleet"]');
+  await p.click('[data-testid="shard-cell"][data-shard="1"]');
+  await p.waitForSelector('[data-testid="shard-view"]:not(.hidden)');
+  expect(await p.locator('[data-testid="shard-controls"]').count() === 0, 'shard controls shown');
+  await own.close();
 });
 
 await check('the proxy gone: the page says its data is stale', async () => {
