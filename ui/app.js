@@ -117,7 +117,8 @@ function renderMembers(fleet) {
     return el('tr', { 'data-testid': 'member', 'data-role': m.role },
       el('td', {}, m.role), el('td', {}, m.instance),
       el('td', { class: m.alive ? 'ok' : 'bad' }, m.alive ? 'alive' : 'gone ' + fmt.ago(m.age_ms)),
-      el('td', { class: odd ? 'bad' : '', title: 'fingerprint of its shared settings' }, m.fingerprint + (odd ? ' (differs)' : '')));
+      el('td', { class: 'mono' + (odd ? ' bad' : ''), title: 'fingerprint of its shared settings: ' + m.fingerprint },
+        m.fingerprint.slice(0, 8) + (odd ? ' (differs)' : '')));
   });
   $('members').replaceChildren(el('table', {}, rows));
 }
@@ -265,7 +266,7 @@ function renderShard() {
   );
   // the latest batches with refused ops: each job's failures have every op with its reason
   const dead = (c.recent_dead_letters || []).map((d) => el('li', { 'data-testid': 'dead-letter' },
-    `${fmt.time(d.at_ms)} ${fmt.n(d.ops)} ops of job `,
+    `${fmt.time(d.at_ms)} ${fmt.n(d.ops)} op${d.ops === 1 ? '' : 's'} of job `,
     el('a', { class: 'link', href: '#job=' + d.job_id, on: { click: (ev) => { ev.preventDefault(); showView('jobs'); showFailures(d.job_id); } } }, d.job_id.slice(0, 12)),
     `: ${d.error_code ? 'MySQL error ' + d.error_code : 'refused'}${d.reason ? ' (' + d.reason + ')' : ''}`));
   const lanes = (c.lanes || []).map((l) => el('tr', {}, el('td', {}, l.lane), el('td', {}, 'weight ' + l.weight),

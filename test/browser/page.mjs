@@ -107,7 +107,6 @@ await check('a rate set on the page (with a reason, confirmed) reaches the API a
   const rate = await page.textContent('[data-testid="shard-rate"]');
   expect(rate.includes('effective 7/s'), 'rate line: ' + rate);
 });
-if (shots) await page.screenshot({ path: path.join(shots, 'ui-shard.png'), fullPage: true });
 
 await check('the shard view of shard 1: statement latency, its dead letter (1062), which opens the job\'s failures', async () => {
   await page.click('[data-testid="shard-cell"][data-shard="1"]');
@@ -157,6 +156,11 @@ await check("a budget for server mysql-a set on the page reaches the API and the
   expect(b && b.rate === 400 && b.row_rate === 0 && b.reason === 'browser test: share the box' && b.changed_by === 'sre', JSON.stringify(b));
   expect((await page.textContent('[data-testid="server-budget"]')).includes('browser test: share the box'), 'shard view budget line');
 });
+if (shots) {
+  await page.click('[data-testid="shard-cell"][data-shard="1"]');
+  await page.waitForFunction(() => document.querySelector('[data-testid="shard-view"] h2.title')?.textContent.startsWith('shard 1 '));
+  await page.screenshot({ path: path.join(shots, 'ui-shard.png'), fullPage: true });
+}
 
 await check("the jobs view: the finished job's progress bar reaches 100 %", async () => {
   await page.click('.tab[data-view="jobs"]');
