@@ -973,20 +973,43 @@ static int cmd_shards(int argc, char **argv) {
     return 0;
 }
 
-/* One budget of set-rate into body[member]: a number checked by the rule the proxy applies
- * too (so a bad one is refused before anything is sent), or "default" (null). 0, or -1
- * with why filled in. */
-static int put_budget(json_t *body, const char *member, const char *text, char *why, size_t why_size) {
+/* One budget into body[member] ("rate": statements/s, "row_rate": rows/s): a number checked
+ * by the rule the proxy applies too (so a bad one is refused before anything is sent), or
+ * the word `none_word` (null: set-rate's "default", set-budget's "none"). 0, or -1 with why
+ * filled in. */
+static int put_budget(json_t *body, const char *member, const char *text, const char *none_word, char *why,
+                      size_t why_size) {
     int rows = strcmp(member, "row_rate") == 0;
-    if (strcmp(text, "default") == 0) return json_object_set_new(body, member, json_null()), 0;
+    if (strcmp(text, none_word) == 0) return json_object_set_new(body, member, json_null()), 0;
     char *end;
     double v = strtod(text, &end);
     if (*end || end == text)
-        return snprintf(why, why_size, "\"%s\" is not a %s (a number, or default)", text, rows ? "row rate" : "rate"),
-               -1;
+        return snprintf(why, why_size, "\"%s\" is not a %s (a number, or %s)", text, rows ? "row rate" : "rate",
+                        none_word), -1;
     if (rows ? bw_ratelimit_check_rows(v, why, why_size) : bw_ratelimit_check(v, why, why_size)) return -1;
     json_object_set_new(body, member, json_real(v));
     return 0;
+}
+
+/* POSTs body (consumed) to path: the reply on stdout when 200 (0), else its error on
+ * stderr (1). */
+static int post_control(const char *path, json_t *body) {
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    long status = http("POST", path, text, &resp, NULL);
+    free(text);
+    int rc = 0;
+    if (status == 200) {
+        printf("%s\n", resp.data);
+    } else {
+        char e[512];
+        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
+        rc = 1;
+    }
+    bw_buf_free(&resp);
+    return rc;
 }
 
 static int cmd_control(int argc, char **argv) {
@@ -1041,42 +1064,13 @@ static int cmd_control(int argc, char **argv) {
     }
     json_t *body = json_pack("{s:s}", "reason", reason);
     char why[256] = "";
-    if ((rate && put_budget(body, "rate", rate, why, sizeof(why))) ||
-        (rows && put_budget(body, "row_rate", rows, why, sizeof(why)))) {
+    if ((rate && put_budget(body, "rate", rate, "default", why, sizeof(why))) ||
+        (rows && put_budget(body, "row_rate", rows, "default", why, sizeof(why)))) {
         json_decref(body);
         return fprintf(stderr, "bwctl: %s\n", why), 2;
     }
     if (pin >= 0) json_object_set_new(body, "pinned", json_boolean(pin));
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    bw_buf_t resp;
-    bw_buf_init(&resp);
-    long status = http("POST", path, text, &resp, NULL);
-    free(text);
-    int rc = 0;
-    if (status == 200) {
-        printf("%s\n", resp.data);
-    } else {
-        char e[512];
-        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
-        rc = 1;
-    }
-    bw_buf_free(&resp);
-    return rc;
-}
-
-/* One budget of set-budget into body[member]: a number checked as the proxy checks it, or
- * "none" (null). 0, or -1 with why. */
-static int put_server_budget(json_t *body, const char *member, const char *text, char *why, size_t why_size) {
-    if (strcmp(text, "none") == 0) return json_object_set_new(body, member, json_null()), 0;
-    char *end;
-    double v = strtod(text, &end);
-    int rows = strcmp(member, "row_rate") == 0;
-    if (*end || end == text)
-        return snprintf(why, why_size, "\"%s\" is not a %s (a number, or none)", text, rows ? "row budget" : "budget"), -1;
-    if (rows ? bw_ratelimit_check_rows(v, why, why_size) : bw_ratelimit_check(v, why, why_size)) return -1;
-    json_object_set_new(body, member, json_real(v));
-    return 0;
+    return post_control(path, body);
 }
 
 static int cmd_set_budget(int argc, char **argv) {
@@ -1104,30 +1098,15 @@ static int cmd_set_budget(int argc, char **argv) {
     if (!server || !reason || positional > 1 || (positional == 0 && !rows)) return fputs(help, stderr), 2;
     json_t *body = json_pack("{s:s}", "reason", reason);
     char why[256] = "";
-    if ((positional && put_server_budget(body, "rate", argv[optind], why, sizeof(why))) ||
-        (rows && put_server_budget(body, "row_rate", rows, why, sizeof(why)))) {
+    if ((positional && put_budget(body, "rate", argv[optind], "none", why, sizeof(why))) ||
+        (rows && put_budget(body, "row_rate", rows, "none", why, sizeof(why)))) {
         json_decref(body);
         return fprintf(stderr, "bwctl: %s\n", why), 2;
     }
     char path[400], *escaped = curl_easy_escape(NULL, server, 0);
     snprintf(path, sizeof(path), "/v1/servers/%.200s/budget", escaped);
     curl_free(escaped);
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    bw_buf_t resp;
-    bw_buf_init(&resp);
-    long status = http("POST", path, text, &resp, NULL);
-    free(text);
-    int rc = 0;
-    if (status == 200) {
-        printf("%s\n", resp.data);
-    } else {
-        char e[512];
-        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
-        rc = 1;
-    }
-    bw_buf_free(&resp);
-    return rc;
+    return post_control(path, body);
 }
 
 /* ---- main ------------------------------------------------------------------------------- */
