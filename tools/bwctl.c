@@ -770,6 +770,27 @@ static int cmd_dead_letters(int argc, char **argv) {
     return rc || unreplayable ? 1 : 0;
 }
 
+/* Sends a change (POST or DELETE) with body (consumed; NULL: none) to path: the reply on
+ * stdout when 200 (0), else its error on stderr (1). */
+static int send_change(const char *method, const char *path, json_t *body) {
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    long status = http(method, path, text, &resp, NULL);
+    free(text);
+    int rc = 0;
+    if (status == 200) {
+        printf("%s\n", resp.data);
+    } else {
+        char e[512];
+        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
+        rc = 1;
+    }
+    bw_buf_free(&resp);
+    return rc;
+}
+
 static int cmd_cancel(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl cancel [--reason TEXT] JOB_ID\n"
@@ -793,19 +814,7 @@ static int cmd_cancel(int argc, char **argv) {
     curl_free(esc);
     curl_free(id);
     curl_easy_cleanup(c);
-    bw_buf_t resp;
-    bw_buf_init(&resp);
-    long status = http("DELETE", path, NULL, &resp, NULL);
-    int rc = 0;
-    if (status == 200) {
-        printf("%s\n", resp.data);
-    } else {
-        char e[512];
-        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
-        rc = 1;
-    }
-    bw_buf_free(&resp);
-    return rc;
+    return send_change("DELETE", path, NULL);
 }
 
 /* ---- shards ----------------------------------------------------------------------------- */
@@ -991,27 +1000,6 @@ static int put_budget(json_t *body, const char *member, const char *text, const 
     return 0;
 }
 
-/* POSTs body (consumed) to path: the reply on stdout when 200 (0), else its error on
- * stderr (1). */
-static int post_control(const char *path, json_t *body) {
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    bw_buf_t resp;
-    bw_buf_init(&resp);
-    long status = http("POST", path, text, &resp, NULL);
-    free(text);
-    int rc = 0;
-    if (status == 200) {
-        printf("%s\n", resp.data);
-    } else {
-        char e[512];
-        fprintf(stderr, "bwctl: %s\n", error_text(&resp, e, sizeof(e)));
-        rc = 1;
-    }
-    bw_buf_free(&resp);
-    return rc;
-}
-
 static int cmd_control(int argc, char **argv) {
     const char *cmd = argv[0];
     int is_rate = strcmp(cmd, "set-rate") == 0;
@@ -1070,7 +1058,7 @@ static int cmd_control(int argc, char **argv) {
         return fprintf(stderr, "bwctl: %s\n", why), 2;
     }
     if (pin >= 0) json_object_set_new(body, "pinned", json_boolean(pin));
-    return post_control(path, body);
+    return send_change("POST", path, body);
 }
 
 static int cmd_set_budget(int argc, char **argv) {
@@ -1106,7 +1094,7 @@ static int cmd_set_budget(int argc, char **argv) {
     char path[400], *escaped = curl_easy_escape(NULL, server, 0);
     snprintf(path, sizeof(path), "/v1/servers/%.200s/budget", escaped);
     curl_free(escaped);
-    return post_control(path, body);
+    return send_change("POST", path, body);
 }
 
 /* ---- main ------------------------------------------------------------------------------- */
