@@ -80,7 +80,6 @@ static void put_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
 
 void bw_apijson_request(bw_buf_t *out, const char *request_id, const char *lane, Bulkwrite__V1__Op *const *ops,
                         size_t n) {
-    static const char *const words[] = {"?", "create", "update", "upsert", "delete"};
     bw_buf_puts(out, "{\"request_id\":");
     put_string(out, request_id, strlen(request_id));
     if (lane && *lane) {
@@ -89,28 +88,33 @@ void bw_apijson_request(bw_buf_t *out, const char *request_id, const char *lane,
     }
     bw_buf_puts(out, ",\"ops\":[");
     for (size_t i = 0; i < n; i++) {
-        const Bulkwrite__V1__Op *op = ops[i];
-        bw_buf_puts(out, i ? ",{\"op\":\"" : "{\"op\":\"");
-        bw_buf_puts(out, (unsigned)op->op < 5 ? words[op->op] : "?");
-        bw_buf_puts(out, "\",\"object_type\":");
-        put_string(out, op->object_type, strlen(op->object_type));
-        bw_buf_printf(out, ",\"id\":%" PRIu64, op->id);
-        if (op->shard_key && *op->shard_key) {
-            bw_buf_puts(out, ",\"shard_key\":");
-            put_string(out, op->shard_key, strlen(op->shard_key));
-        }
-        bw_buf_puts(out, ",\"fields\":{");
-        for (size_t k = 0; k < op->n_fields; k++) {
-            if (k) bw_buf_append(out, ",", 1);
-            put_string(out, op->fields[k]->name, strlen(op->fields[k]->name));
-            bw_buf_append(out, ":", 1);
-            if (op->fields[k]->increment) bw_buf_puts(out, "{\"increment\":");
-            put_value(out, op->fields[k]->value);
-            if (op->fields[k]->increment) bw_buf_append(out, "}", 1);
-        }
-        bw_buf_puts(out, "}}");
+        if (i) bw_buf_append(out, ",", 1);
+        bw_apijson_op(out, ops[i]);
     }
     bw_buf_puts(out, "]}");
+}
+
+void bw_apijson_op(bw_buf_t *out, const Bulkwrite__V1__Op *op) {
+    static const char *const words[] = {"?", "create", "update", "upsert", "delete"};
+    bw_buf_puts(out, "{\"op\":\"");
+    bw_buf_puts(out, (unsigned)op->op < 5 ? words[op->op] : "?");
+    bw_buf_puts(out, "\",\"object_type\":");
+    put_string(out, op->object_type, strlen(op->object_type));
+    bw_buf_printf(out, ",\"id\":%" PRIu64, op->id);
+    if (op->shard_key && *op->shard_key) {
+        bw_buf_puts(out, ",\"shard_key\":");
+        put_string(out, op->shard_key, strlen(op->shard_key));
+    }
+    bw_buf_puts(out, ",\"fields\":{");
+    for (size_t k = 0; k < op->n_fields; k++) {
+        if (k) bw_buf_append(out, ",", 1);
+        put_string(out, op->fields[k]->name, strlen(op->fields[k]->name));
+        bw_buf_append(out, ":", 1);
+        if (op->fields[k]->increment) bw_buf_puts(out, "{\"increment\":");
+        put_value(out, op->fields[k]->value);
+        if (op->fields[k]->increment) bw_buf_append(out, "}", 1);
+    }
+    bw_buf_puts(out, "}}");
 }
 
 json_t *bw_value_json(const Bulkwrite__V1__Value *v) {

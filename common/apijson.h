@@ -24,4 +24,8 @@ json_t *bw_value_json(const Bulkwrite__V1__Value *v);
 void bw_apijson_request(bw_buf_t *out, const char *request_id, const char *lane, Bulkwrite__V1__Op *const *ops,
                         size_t n);
 
+/* Appends one op as the request's JSON has it: {"op": …, "object_type": …, "id": …, …}
+ * (bwctl submit's JSON lines too). */
+void bw_apijson_op(bw_buf_t *out, const Bulkwrite__V1__Op *op);
+
 #endif

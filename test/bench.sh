@@ -270,6 +270,22 @@ e2e() {
     verify "$conf" $present "$@"
     calc "$rows / ($last_at - $started)" 0
 }
+# user_e2e CONF ROWS FILE JOB: what a user sees: FILE (JOB's ops as JSON lines) sent by
+# `bwctl submit` as one new job with its defaults (parts of 1,000 ops, one after the
+# other), rows/s from the moment the command starts (its own start included) to the last
+# transaction's commit; then every shard row by row.
+user_e2e() {
+    local conf=$1 rows=$2 before t0 parts n first_at first_rows last_at
+    before=$(applied_rows)
+    t0=$(now)
+    "$BIN/bwctl" -c "$conf" --url "http://127.0.0.1:$PROXY" submit --job "bench-user-$(date +%s%N)" "$3" \
+        >/dev/null 2>>"$WORK/submit.log" || die "bwctl submit $3 failed (see $WORK/submit.log)"
+    wait_rows "$before" "$rows" 600 >/dev/null
+    read -r parts n first_at first_rows last_at < <(ledger_applied "$conf" "$t0")
+    [ "$n" = "$rows" ] || die "the ledger counts $n rows applied since bwctl submit of $3, not $rows"
+    verify "$conf" "$4"
+    calc "$rows / ($last_at - $t0)" 0
+}
 # drain CONF ROWS PRESENT JOB...: rows/s of the consumer alone, from a backlog: the hot
 # shard paused, the job submitted (it waits in Kafka), then resumed; with DRAIN_ALL=1 the
 # consumer stopped instead and started again, so that every shard's backlog is there at
@@ -345,6 +361,9 @@ for run in $(seq 1 "$(runs_of A)"); do
     waits=$(backlog_waits)
     cpu=$(cat "$WORK/cpu.note")
     clean
+    "$BIN/bw-workload" -c "$CONF" jsonl "feed:$ROWS:$HOT_SHARD" >"$WORK/feed.jsonl" # untimed: the user's file
+    user_rate=$(user_e2e "$CONF" "$ROWS" "$WORK/feed.jsonl" "feed:$ROWS:$HOT_SHARD")
+    clean
     direct=$(bench "$CONF" insert --conns 1 "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
     clean
     array=$(bench "$CONF" array --conns 1 "feed:$ROWS:$HOT_SHARD" | field rows_per_s)
@@ -355,6 +374,8 @@ for run in $(seq 1 "$(runs_of A)"); do
     drain_rate=$DRAIN_RATE hot_drain_rate=$DRAIN_RATE
     record hot-shard "$run" "$ROWS creates on shard $HOT_SHARD, end to end, 1 client (rows/s)" "$e2e_rate" \
         "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9" "$waits 429 waits; $cpu"
+    record hot-shard-bwctl "$run" "the same feed as a JSON-lines file through bwctl submit, from the command's start (rows/s)" \
+        "$user_rate" "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9"
     record hot-shard-drain "$run" "the same from a backlog: the consumer alone (rows/s)" "$drain_rate" \
         "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9"
     record hot-shard-vs-rowwise "$run" "$ROWS creates on shard $HOT_SHARD, end to end (rows/s)" "$e2e_rate" \

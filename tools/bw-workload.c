@@ -11,6 +11,8 @@
  *                                            client retries; a 429 (a shard's backlog is full)
  *                                            is resent as it was after Retry-After until it is
  *                                            taken, however long that is
+ *   bw-workload jsonl   JOB...               print the jobs' ops as JSON lines, the file
+ *                                            bwctl submit reads (what a user sends)
  *   bw-workload verify  [--wait S] JOB...    compare every shard, row by row, with the state
  *                                            the jobs imply; print a per-shard table
  *   bw-workload audit   --brokers B          read every lane's topic: every message must sit in
@@ -405,6 +407,25 @@ static int submit_job(sender_t *s, const job_t *jb, int j) {
     free(bufs);
     free(ops);
     return ret;
+}
+
+/* The jobs' ops, one JSON line each, on stdout: bwctl submit's input. */
+static int print_jsonl(const job_t *jobs, int cnt) {
+    op_buf_t o = {0};
+    bw_buf_t line;
+    bw_buf_init(&line);
+    for (int j = 0; j < cnt; j++) {
+        for (long i = 0, total = job_ops(&jobs[j]); i < total; i++) {
+            make_op(&jobs[j], i, &o);
+            line.len = 0;
+            bw_apijson_op(&line, &o.op);
+            bw_buf_append(&line, "\n", 1);
+            if (fwrite(line.data, 1, line.len, stdout) != line.len) break;
+        }
+    }
+    free(o.image);
+    bw_buf_free(&line);
+    return fflush(stdout) || ferror(stdout) ? 1 : 0;
 }
 
 /* ---- verify ----------------------------------------------------------------------------- */
@@ -914,6 +935,7 @@ static int usage(FILE *out, int code) {
           "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE] [--lane LANE]\n"
           "                          [--cacert FILE] [--cert FILE --key FILE] [--start-at EPOCH_MS] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
+          "       bw-workload [-c CONFIG] jsonl JOB...   (the ops as JSON lines, for bwctl submit)\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
           "       bw-workload [-c CONFIG] dead-letters --brokers LIST\n"
           "       bw-workload [-c CONFIG] offsets --brokers LIST SHARD\n"
@@ -1003,6 +1025,7 @@ int main(int argc, char **argv) {
         ret = brokers && args == 2 ? flood(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
     else if (!(jobs = parse_jobs(args, argv + optind))) ret = usage(stderr, 2);
     else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, args, wait_s);
+    else if (strcmp(cmd, "jsonl") == 0) ret = print_jsonl(jobs, args);
     else if (strcmp(cmd, "submit") == 0 && url) {
         /* always a request id: a resend (after a 429 or an outage) must apply once */
         char prefix[64];
