@@ -308,9 +308,11 @@ shard3_budgets() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" |
 check "GET /v1/shards shows both of shard 3's budgets" shard3_budgets
 # columns: shard, database, server, conf stmt/s, stmt/s, conf rows/s, rows/s, paused, unhealthy, lag
 shards_table() { "${BWCTL[@]}" shards >"$WORK/shards.txt" && cat "$WORK/shards.txt" &&
-    awk '$1 == 4 && $8 == "yes" && $10 > 0 {p = 1} $1 == 3 && $5 == 2.5 && $6 == "-" && $7 == 5000 {r = 1}
-        END {exit !(p && r && NR == 9)}' "$WORK/shards.txt"; }
-check "bwctl shards: 8 shards; 4 paused with lag, 3 at 2.5 statements/s and 5000 rows/s" wait_for 10 shards_table
+    awk 'NF == 0 {servers = 1; next} servers {v += ($1 == "mysql-a" || $1 == "mysql-b") && $2 == "-"; next}
+        {n++} $1 == 4 && $8 == "yes" && $10 > 0 {p = 1} $1 == 3 && $5 == 2.5 && $6 == "-" && $7 == 5000 {r = 1}
+        END {exit !(p && r && n == 9 && v == 2)}' "$WORK/shards.txt"; }
+check "bwctl shards: 8 shards; 4 paused with lag, 3 at 2.5 statements/s and 5000 rows/s; then both servers, no budget" \
+    wait_for 10 shards_table
 check "bwctl shards: REASONS (column 12) names paused for shard 4" \
     awk '$1 == 4 && $12 ~ /(^|,)paused(,|$)/ {ok = 1} END {exit !ok}' "$WORK/shards.txt"
 kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null
