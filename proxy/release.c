@@ -146,13 +146,14 @@ static int write_record(const char *id, Bulkwrite__V1__JobRecord *out) {
 /* Produces the record's releasable batches (go[k] set) in part order, each shard's until
  * its backlog refuses one, and writes the record again without those Kafka took.
  * refused (slot = lane x shards + shard: the turn's, shared by every record) marks the
- * slots whose backlog refused a batch this turn: later records wait behind it too. */
-static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, uint8_t *refused) {
+ * slots whose backlog refused a batch this turn: later records wait behind it too.
+ * Returns how many batches Kafka took (0: the record was not written). */
+static size_t release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, uint8_t *refused) {
     int lane = bw_config_lane(proxy.conf, rec->lane && rec->lane[0] ? rec->lane : "default");
     if (lane < 0) {
         bw_log(BW_LOG_ERROR, COMPONENT, -1, rec->job_id, "held batches of lane \"%s\", which the configuration no "
                "longer has: kept until it has", rec->lane);
-        return;
+        return 0;
     }
     bw_arena_t arena;
     bw_arena_init(&arena, 1 << 12);
@@ -191,7 +192,7 @@ static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, ui
     }
     if (!set.msg_cnt) {
         bw_arena_destroy(&arena);
-        return;
+        return 0;
     }
     rd_kafka_resp_err_t *errs = bw_arena_alloc(&arena, set.msg_cnt * sizeof(*errs));
     int64_t *offsets = bw_arena_alloc(&arena, set.msg_cnt * sizeof(*offsets));
@@ -231,6 +232,7 @@ static void release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, ui
         bw_log(BW_LOG_INFO, COMPONENT, -1, rec->job_id, "released %zu held batches into their shards%s", released,
                out.n_held ? "" : ": none is held now");
     bw_arena_destroy(&arena);
+    return released;
 }
 
 /* A cancelled job's held batches will never go out: its record is written again without
@@ -284,8 +286,8 @@ static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now, uin
     for (size_t k = 0; maybe && k < rec->n_held; k++)
         cnt += go[k] = rec->held[k]->shard < (uint32_t)proxy.conf->shard_count &&
                        prereqs_done(ps, h, (int)rec->held[k]->shard, &cancelled_by);
-    if (cnt) release_batches(rec, go, refused);
-    else if (rec->written_at_ms <= now - refresh_after) write_record(h->id, rec); /* kept past the retention */
+    /* kept past the retention whatever holds it: not due, prerequisites, a full backlog, a lane gone */
+    if (!(cnt && release_batches(rec, go, refused)) && rec->written_at_ms <= now - refresh_after) write_record(h->id, rec);
     free(go);
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
 }
