@@ -117,15 +117,23 @@ rd_kafka_resp_err_t bw_release_cancel_send(const char *id, const char *by, const
     return e;
 }
 
-/* 1 when every prerequisite of the held record is finished on `shard`; a cancelled one
- * sets *cancelled_by to its id. */
-static int prereqs_done(prereqs_t *ps, const bw_jobs_held_t *h, int shard, const char **cancelled_by) {
+/* 1 when every prerequisite of the held record is finished on `shard` (-1: complete everywhere). */
+static int prereqs_done(prereqs_t *ps, const bw_jobs_held_t *h, int shard) {
     for (size_t i = 0; i < h->n_after; i++) {
         prereq_t *p = prereq_get(ps, h->after[i]);
-        if (p->cancelled) *cancelled_by = p->id;
         if (!p->known || !p->complete || p->cancelled || (shard >= 0 && p->open[shard])) return 0;
     }
     return 1;
+}
+
+/* The id of a cancelled prerequisite of the held record, or NULL. Every one is looked at,
+ * whether the record is due or not: the waiting job is cancelled at once. */
+static const char *prereq_cancelled(prereqs_t *ps, const bw_jobs_held_t *h) {
+    for (size_t i = 0; i < h->n_after; i++) {
+        prereq_t *p = prereq_get(ps, h->after[i]);
+        if (p->cancelled) return p->id;
+    }
+    return NULL;
 }
 
 /* Writes `out` (a held record changed by the caller) to the jobs topic and the index. */
@@ -261,9 +269,7 @@ static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now, uin
     }
     int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
     int due = h->not_before_ms <= now;
-    const char *cancelled_by = NULL;
-    /* a prerequisite not complete anywhere holds every shard: no need to read the record */
-    int maybe = due && prereqs_done(ps, h, -1, &cancelled_by);
+    const char *cancelled_by = prereq_cancelled(ps, h);
     if (cancelled_by) {
         char why[160];
         snprintf(why, sizeof(why), "prerequisite job %s was cancelled", cancelled_by);
@@ -273,6 +279,8 @@ static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now, uin
         }
         return;
     }
+    /* a prerequisite not complete anywhere holds every shard: no need to read the record */
+    int maybe = due && prereqs_done(ps, h, -1);
     if (!maybe && h->written_at_ms > now - refresh_after) return;
     void *raw;
     size_t len;
@@ -285,7 +293,7 @@ static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now, uin
     size_t cnt = 0;
     for (size_t k = 0; maybe && k < rec->n_held; k++)
         cnt += go[k] = rec->held[k]->shard < (uint32_t)proxy.conf->shard_count &&
-                       prereqs_done(ps, h, (int)rec->held[k]->shard, &cancelled_by);
+                       prereqs_done(ps, h, (int)rec->held[k]->shard);
     /* kept past the retention whatever holds it: not due, prerequisites, a full backlog, a lane gone */
     if (!(cnt && release_batches(rec, go, refused)) && rec->written_at_ms <= now - refresh_after) write_record(h->id, rec);
     free(go);
