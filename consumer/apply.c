@@ -365,7 +365,7 @@ static bw_dead_letter_t dead_letter_of(apply_ctx_t *x, size_t i, char key[48]) {
                               .topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL,
                               .offset = m->offset, .op = (int)sb->op,
                               .object_type = sb->object_type, .shard_key = has_key ? key : NULL,
-                              .row = src->row, .columns = sb->columns,
+                              .row = src->row, .columns = sb->columns, .n_columns = sb->n_columns,
                               .error_code = f->error_code, .error = f->reason};
 }
 

@@ -111,6 +111,10 @@ static json_t *op_json(const bw_dead_letter_t *r, int level, int *truncated) {
     json_t *fields = json_object();
     for (size_t f = 0; f < row->n_fields; f++) {
         const Bulkwrite__V1__RowField *rf = row->fields[f];
+        if (rf->column >= r->n_columns) { /* no name to give it: the op is not whole */
+            *truncated = 1;
+            continue;
+        }
         json_t *v = value_json(rf->value, keep_bytes(level), truncated);
         if (rf->increment) v = json_pack("{s:o}", "increment", v);
         json_object_set_new(fields, r->columns[rf->column], v);

@@ -30,6 +30,7 @@ typedef struct {
     const char *shard_key;    /* a create's: a key that routes to the shard (bw_shard_key_for); NULL otherwise */
     const Bulkwrite__V1__Row *row;
     char *const *columns;     /* ShardBatch.columns the row's fields index */
+    size_t n_columns;         /* a field indexing past them (a malformed batch) is left out */
     unsigned error_code;      /* MySQL error number; 0 if not from MySQL */
     const char *error;
     const void *raw;

@@ -263,6 +263,15 @@ size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out) {
     return n;
 }
 
+int bw_jobs_holds_job(bw_jobs_t *j, const char *job) {
+    int found = 0;
+    pthread_mutex_lock(&j->mu);
+    for (size_t b = 0; j->held_cnt && b < NAMED_BUCKETS && !found; b++)
+        for (held_t *h = j->held[b]; h && !found; h = h->hnext) found = strcmp(h->h.job, job) == 0;
+    pthread_mutex_unlock(&j->mu);
+    return found;
+}
+
 int bw_jobs_held_cycle(const bw_jobs_held_t *held, size_t n, const char *id, char *const *after, size_t n_after) {
     size_t cap = n * BW_AFTER_MAX + n_after + 1, cnt = 0;
     char (*seen)[33] = malloc(cap * sizeof(*seen));
@@ -536,13 +545,13 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
 
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
-    bw_tail_sync(j->tail, 3000); /* a job just accepted by another proxy */
+    int synced = bw_tail_sync(j->tail, 3000); /* a job just accepted by another proxy */
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
     if (named_record(j, job_id, out, len) == 0) return 0;
     pthread_mutex_lock(&j->mu);
     int maybe = seen_maybe(j, job_id);
     pthread_mutex_unlock(&j->mu);
-    if (!maybe) return -1; /* never in the topic: no need to read it */
+    if (!maybe) return synced ? -1 : -2; /* not in what the tail read: no need to read the topic */
     /* dropped from the index (or a false positive of the filter): read the topic */
     pthread_mutex_lock(&j->find_mu);
     int rc = bw_jobs_lookup(j, job_id, out, len); /* another caller may have brought it back meanwhile */
@@ -551,8 +560,10 @@ int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
         char err[256];
         int64_t t0 = bw_now_us();
         if (bw_tail_find(j->conf, j->brokers, j->conf->jobs_topic, job_id, 32, keep_found, &f, 10000, err,
-                         sizeof(err)))
+                         sizeof(err))) {
             bw_log(BW_LOG_WARN, "proxy", -1, job_id, "job not in the index, and %s", err);
+            rc = -2;
+        }
         bw_log(BW_LOG_INFO, "proxy", -1, job_id,
                "job %s in %s, read in %.0f ms (not in the index, which keeps proxy.jobs_index_max_bytes)",
                f.rec ? "found" : "not found", j->conf->jobs_topic, (double)(bw_now_us() - t0) / 1000);
@@ -775,7 +786,14 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
     }
     if (jc) bulkwrite__v1__job_control__free_unpacked(jc, NULL);
     describe_wait(rec, st);
-    st->finished = complete && st->pending == 0;
+    /* ops answered 429 or 503 that the client is to send again under the request_id */
+    st->resend_awaited = !named && !rec->complete && rec->request_id && rec->request_id[0] && !st->cancelled_at_ms;
+    st->finished = complete && st->pending == 0 && !st->resend_awaited;
+    if (st->resend_awaited && !st->waiting[0]) {
+        free(st->waiting);
+        st->waiting = strdup("some ops were answered 429 or 503: finished once the same request (its request_id) is "
+                             "sent again and taken whole");
+    }
     if (named) { /* finished: every part of it is in, the last one too */
         st->named = 1;
         free(st->job_name);
@@ -822,7 +840,9 @@ void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table
         st->prerequisites[st->n_prerequisites++] = p;
         void *raw;
         size_t len;
-        if (bw_jobs_record(j, st->after[i], &raw, &len)) continue;
+        int rc = bw_jobs_record(j, st->after[i], &raw, &len);
+        p->expired = rc == -1;
+        if (rc) continue;
         Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
         free(raw);
         if (!rec) continue;
@@ -842,6 +862,16 @@ void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table
         p->was_cancelled = ps.cancelled_at_ms != 0;
         bw_jobs_status_free(&ps);
     }
+}
+
+int bw_jobs_done_on(const Bulkwrite__V1__JobStatus *st, int shard) {
+    if (st->cancelled_at_ms || st->resend_awaited) return 0;
+    if (st->named && !(st->sealed && st->parts == st->last_part + 1)) return 0;
+    for (size_t i = 0; shard >= 0 && i < st->n_shards; i++) {
+        const Bulkwrite__V1__JobShard *js = st->shards[i];
+        if (js->shard == (uint32_t)shard && (js->pending || js->lost || (js->error && js->error[0]))) return 0;
+    }
+    return 1;
 }
 
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st) {
@@ -920,6 +950,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
         for (size_t i = 0; i < st->n_prerequisites; i++) {
             const Bulkwrite__V1__Prerequisite *p = st->prerequisites[i];
             json_t *o = json_pack("{s:s, s:b}", "job_id", p->job_id, "found", p->found);
+            if (p->expired) json_object_set_new(o, "expired", json_true());
             if (p->found) {
                 json_object_set_new(o, "finished", json_boolean(p->finished));
                 json_object_set_new(o, "submitted", json_integer(p->submitted));
@@ -932,6 +963,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
         }
         json_object_set_new(j, "prerequisites", pre);
     }
+    if (!st->named) json_object_set_new(j, "resend_awaited", json_boolean(st->resend_awaited));
     if (st->named) {
         json_object_set_new(j, "job", json_string(st->job_name ? st->job_name : ""));
         json_object_set_new(j, "parts", json_integer(st->parts));

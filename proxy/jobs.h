@@ -42,7 +42,8 @@ int bw_jobs_lookup(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
  * (a record dropped from the bounded index), the topic is read for it (slow: one
  * caller at a time). A named job's record is its parts' merged (ops per shard summed,
  * offsets spanning every part; job and job_id both the job's id, job_last set once
- * sealed). 0 found, -1 not found. */
+ * sealed). 0 found; -1 not in the topic (read to its end: never written, or deleted by
+ * its retention); -2 not known now (the tail behind, the topic not read). */
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len);
 
 /* A named job as the index knows it (its parts' records read so far, by this proxy's
@@ -75,6 +76,8 @@ typedef struct {
 } bw_jobs_held_t;
 /* Every held record's entry (malloc'd array in *out, free it); returns the count. */
 size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out);
+/* 1 if a held record of job `job` (a named job's part) is in the index. */
+int bw_jobs_holds_job(bw_jobs_t *j, const char *job);
 /* 1 if job `id` is reachable from the jobs in `after` through the prerequisites of the
  * held records (a record's job waits for its after): holding `id` after them would make
  * the two wait for each other. */
@@ -116,6 +119,12 @@ void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
 /* Fills st->prerequisites: each job of st->after, as its own status says now (its
  * ledgers read). Freed by bw_jobs_status_free. */
 void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st);
+/* 1 when a job with status st, named in another's `after`, lets that job's ops on `shard`
+ * go (-1: whether it can on some shard): it is not cancelled, every op of it is in (a
+ * named job sealed with all its parts; a request not awaiting a resend), and none of its
+ * ops on that shard is pending, held, lost (to be sent again) or unknown (a ledger that
+ * did not answer). */
+int bw_jobs_done_on(const Bulkwrite__V1__JobStatus *st, int shard);
 /* JSON text of a status (malloc'd). */
 char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);
 

@@ -7,8 +7,12 @@
  * (bw_jobs_held_list). A held batch is released, as the batcher made it and under its
  * own (job, part) name, once:
  *  - not_before has come, and
- *  - on its shard, every prerequisite is finished: all its parts in (sealed, for a named
- *    job) and nothing of it pending on that shard, held ops included.
+ *  - on its shard, every prerequisite is finished (bw_jobs_done_on): all its ops in
+ *    (sealed, for a named job; no resend awaited, for a request) and nothing of it
+ *    pending, held or lost on that shard. A prerequisite whose record the jobs topic no
+ *    longer has (its retention) counts as finished.
+ * A named job's part goes only once the part before it holds nothing (submit.c holds a
+ * part that arrives while an earlier one of its job is held, whatever its not_before).
  * Batches are released in part order per shard, through the shard's backlog admission,
  * and the record is then written again without them (their offsets in `shards`, their
  * parts in `accepted_parts`). No lock: two proxies that release the same batch produce it
@@ -38,12 +42,16 @@ static atomic_int release_run;
 static int release_started;
 
 /* A prerequisite as its status says now; one read per turn however many wait for it. */
+typedef enum {
+    PREREQ_UNKNOWN, /* not read this turn (the index behind, the topic not read): it holds its dependents */
+    PREREQ_READ,    /* st is its status */
+    PREREQ_EXPIRED, /* its record is gone from the jobs topic (retention): finished long ago */
+} prereq_state_t;
+
 typedef struct {
     char id[33];
-    int known;       /* its record was found */
-    int cancelled;
-    int complete;    /* every part in: sealed with parts 0 to last, for a named job */
-    uint8_t *open;   /* [shard_count]: 1 where it has ops pending, or a ledger did not answer */
+    prereq_state_t state;
+    Bulkwrite__V1__JobStatus st;
 } prereq_t;
 
 typedef struct {
@@ -52,30 +60,23 @@ typedef struct {
 } prereqs_t;
 
 static void prereq_read(prereq_t *p) {
-    int shards = proxy.conf->shard_count;
-    if (!(p->open = calloc((size_t)shards, 1))) abort();
     void *raw;
     size_t len;
-    if (bw_jobs_record(proxy.jobs, p->id, &raw, &len)) return;
+    int rc = bw_jobs_record(proxy.jobs, p->id, &raw, &len);
+    /* it existed when its dependent was accepted (submit.c): a topic read to its end
+     * without it means its retention deleted it, not that it is still to come */
+    if (rc == -1) p->state = PREREQ_EXPIRED;
+    if (rc) return;
     Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
     free(raw);
     if (!rec) return;
     bw_jobs_named_t named;
     int is_named = rec->job && strcmp(rec->job, p->id) == 0 && bw_jobs_named(proxy.jobs, p->id, &named) == 0;
-    Bulkwrite__V1__JobStatus st;
     char *record_id = rec->job_id; /* bw_jobs_status points it at p->id */
-    bw_jobs_status(proxy.conf, rec, p->id, proxy.shards, 1, is_named ? &named : NULL, &st);
+    bw_jobs_status(proxy.conf, rec, p->id, proxy.shards, 1, is_named ? &named : NULL, &p->st);
     rec->job_id = record_id;
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
-    p->known = 1;
-    p->cancelled = st.cancelled_at_ms != 0;
-    p->complete = !st.named || (st.sealed && st.parts == st.last_part + 1);
-    for (size_t i = 0; i < st.n_shards; i++) {
-        const Bulkwrite__V1__JobShard *js = st.shards[i];
-        if (js->shard < (uint32_t)shards && (js->pending || (js->error && js->error[0] && !js->lost)))
-            p->open[js->shard] = 1;
-    }
-    bw_jobs_status_free(&st);
+    p->state = PREREQ_READ;
 }
 
 static prereq_t *prereq_get(prereqs_t *ps, const char *id) {
@@ -93,7 +94,8 @@ static prereq_t *prereq_get(prereqs_t *ps, const char *id) {
 }
 
 static void prereqs_free(prereqs_t *ps) {
-    for (size_t i = 0; i < ps->n; i++) free(ps->p[i].open);
+    for (size_t i = 0; i < ps->n; i++)
+        if (ps->p[i].state == PREREQ_READ) bw_jobs_status_free(&ps->p[i].st);
     free(ps->p);
 }
 
@@ -121,7 +123,7 @@ rd_kafka_resp_err_t bw_release_cancel_send(const char *id, const char *by, const
 static int prereqs_done(prereqs_t *ps, const bw_jobs_held_t *h, int shard) {
     for (size_t i = 0; i < h->n_after; i++) {
         prereq_t *p = prereq_get(ps, h->after[i]);
-        if (!p->known || !p->complete || p->cancelled || (shard >= 0 && p->open[shard])) return 0;
+        if (p->state == PREREQ_UNKNOWN || (p->state == PREREQ_READ && !bw_jobs_done_on(&p->st, shard))) return 0;
     }
     return 1;
 }
@@ -131,7 +133,7 @@ static int prereqs_done(prereqs_t *ps, const bw_jobs_held_t *h, int shard) {
 static const char *prereq_cancelled(prereqs_t *ps, const bw_jobs_held_t *h) {
     for (size_t i = 0; i < h->n_after; i++) {
         prereq_t *p = prereq_get(ps, h->after[i]);
-        if (p->cancelled) return p->id;
+        if (p->state == PREREQ_READ && p->st.cancelled_at_ms) return p->id;
     }
     return NULL;
 }
@@ -155,8 +157,9 @@ static int write_record(const char *id, Bulkwrite__V1__JobRecord *out) {
  * its backlog refuses one, and writes the record again without those Kafka took.
  * refused (slot = lane x shards + shard: the turn's, shared by every record) marks the
  * slots whose backlog refused a batch this turn: later records wait behind it too.
- * Returns how many batches Kafka took (0: the record was not written). */
-static size_t release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, uint8_t *refused) {
+ * Returns how many batches Kafka took (0: the record was not written); *emptied is set
+ * when the record holds none now. */
+static size_t release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, uint8_t *refused, int *emptied) {
     int lane = bw_config_lane(proxy.conf, rec->lane && rec->lane[0] ? rec->lane : "default");
     if (lane < 0) {
         bw_log(BW_LOG_ERROR, COMPONENT, -1, rec->job_id, "held batches of lane \"%s\", which the configuration no "
@@ -236,7 +239,8 @@ static size_t release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, 
         if (!out_of_held[k]) out.held[out.n_held++] = rec->held[k];
     if (!out.n_held) out.released_at_ms = bw_wall_ms();
     if (released) bw_metrics_batches_released(proxy.metrics, released);
-    if (released && write_record(rec->job_id, &out) == 0)
+    if (released && write_record(rec->job_id, &out) == 0 && !out.n_held) *emptied = 1;
+    if (released && !out.n_held)
         bw_log(BW_LOG_INFO, COMPONENT, -1, rec->job_id, "released %zu held batches into their shards%s", released,
                out.n_held ? "" : ": none is held now");
     bw_arena_destroy(&arena);
@@ -260,12 +264,13 @@ static void drop_held(const char *id) {
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
 }
 
-/* One held record: cancelled, not due, waiting for prerequisites, or (some of) it
- * released; or written again to outlive the topic's retention. */
-static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now, uint8_t *refused) {
+/* One held record: cancelled, not due, waiting for prerequisites or for an earlier part
+ * of its job (behind), or (some of) it released; or written again to outlive the
+ * topic's retention. 1 when it holds nothing now. */
+static int release_one(const bw_jobs_held_t *h, int behind, prereqs_t *ps, int64_t now, uint8_t *refused) {
     if (bw_shard_table_job_cancelled(proxy.shards, h->job)) {
         drop_held(h->id);
-        return;
+        return 1;
     }
     int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
     int due = h->not_before_ms <= now;
@@ -277,17 +282,17 @@ static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now, uin
             bw_log(BW_LOG_INFO, COMPONENT, -1, h->job, "job cancelled: %s", why);
             bw_shard_table_sync(proxy.shards, 2000);
         }
-        return;
+        return 0;
     }
     /* a prerequisite not complete anywhere holds every shard: no need to read the record */
-    int maybe = due && prereqs_done(ps, h, -1);
-    if (!maybe && h->written_at_ms > now - refresh_after) return;
+    int maybe = due && !behind && prereqs_done(ps, h, -1);
+    if (!maybe && h->written_at_ms > now - refresh_after) return 0;
     void *raw;
     size_t len;
-    if (bw_jobs_lookup(proxy.jobs, h->id, &raw, &len) && bw_jobs_record(proxy.jobs, h->id, &raw, &len)) return;
+    if (bw_jobs_lookup(proxy.jobs, h->id, &raw, &len) && bw_jobs_record(proxy.jobs, h->id, &raw, &len)) return 0;
     Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
     free(raw);
-    if (!rec) return;
+    if (!rec) return 0;
     uint8_t *go = calloc(rec->n_held + 1, 1);
     if (!go) abort();
     size_t cnt = 0;
@@ -295,9 +300,12 @@ static void release_one(const bw_jobs_held_t *h, prereqs_t *ps, int64_t now, uin
         cnt += go[k] = rec->held[k]->shard < (uint32_t)proxy.conf->shard_count &&
                        prereqs_done(ps, h, (int)rec->held[k]->shard);
     /* kept past the retention whatever holds it: not due, prerequisites, a full backlog, a lane gone */
-    if (!(cnt && release_batches(rec, go, refused)) && rec->written_at_ms <= now - refresh_after) write_record(h->id, rec);
+    int emptied = 0;
+    if (!(cnt && release_batches(rec, go, refused, &emptied)) && rec->written_at_ms <= now - refresh_after)
+        write_record(h->id, rec);
     free(go);
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    return emptied;
 }
 
 /* Due first, then in the order they were accepted (a named job's parts by number): ops
@@ -310,6 +318,38 @@ static int held_cmp(const void *a, const void *b) {
     return strcmp(x->id, y->id);
 }
 
+/* By job, then part: a named job's parts side by side, in part order. */
+static int part_cmp(const void *a, const void *b) {
+    const bw_jobs_held_t *x = *(const bw_jobs_held_t *const *)a, *y = *(const bw_jobs_held_t *const *)b;
+    int c = strcmp(x->job, y->job);
+    return c ? c : x->job_part < y->job_part ? -1 : x->job_part > y->job_part;
+}
+
+/* One turn over the held records. A named job's part goes out only once the part before
+ * it (of those held) holds nothing: ops on one object in two parts keep their order,
+ * whatever each part's not_before or arrival. A part after one still held waits for a
+ * later turn. */
+static void release_turn(bw_jobs_held_t *held, size_t n, uint8_t *refused) {
+    qsort(held, n, sizeof(*held), held_cmp);
+    const bw_jobs_held_t **by_part = malloc((n + 1) * sizeof(*by_part));
+    size_t *before = malloc((n + 1) * sizeof(*before)); /* held index of the part before, or n */
+    uint8_t *emptied = calloc(n + 1, 1);
+    if (!by_part || !before || !emptied) abort();
+    for (size_t i = 0; i < n; i++) by_part[i] = &held[i];
+    qsort(by_part, n, sizeof(*by_part), part_cmp);
+    for (size_t k = 0; k < n; k++)
+        before[by_part[k] - held] = k && !strcmp(by_part[k - 1]->job, by_part[k]->job) ? (size_t)(by_part[k - 1] - held) : n;
+    prereqs_t ps = {0};
+    int64_t now = bw_wall_ms();
+    memset(refused, 0, (size_t)proxy.conf->shard_count * BW_LANES_MAX);
+    for (size_t i = 0; i < n && atomic_load(&release_run); i++)
+        emptied[i] = (uint8_t)release_one(&held[i], before[i] < n && !emptied[before[i]], &ps, now, refused);
+    prereqs_free(&ps);
+    free(emptied);
+    free(before);
+    free(by_part);
+}
+
 static void *release_loop(void *arg) {
     (void)arg;
     uint8_t *refused = malloc((size_t)proxy.conf->shard_count * BW_LANES_MAX);
@@ -317,12 +357,7 @@ static void *release_loop(void *arg) {
     while (atomic_load(&release_run)) {
         bw_jobs_held_t *held;
         size_t n = bw_jobs_held_list(proxy.jobs, &held);
-        qsort(held, n, sizeof(*held), held_cmp);
-        prereqs_t ps = {0};
-        int64_t now = bw_wall_ms();
-        memset(refused, 0, (size_t)proxy.conf->shard_count * BW_LANES_MAX);
-        for (size_t i = 0; i < n && atomic_load(&release_run); i++) release_one(&held[i], &ps, now, refused);
-        prereqs_free(&ps);
+        release_turn(held, n, refused);
         free(held);
         for (int t = 0; t < RELEASE_INTERVAL_MS / 100 && atomic_load(&release_run); t++) usleep(100000);
     }

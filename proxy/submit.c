@@ -163,8 +163,9 @@ static unsigned join_named(submit_t *s) {
     return 0;
 }
 
-/* 1 if job `id` exists and this caller may read it (its own, or any for an admin). */
-static int job_visible(const submit_t *s, const char *id) {
+/* 1 if job `id` exists and this caller may read it (its own, or any for an admin). A named
+ * job's part is found by its own id too: with part_of, its record is then handed there. */
+static int job_visible(const submit_t *s, const char *id, Bulkwrite__V1__JobRecord **part_of) {
     const bw_auth_client_t *caller = s->up->client;
     int admin = !caller || (caller->roles & BW_ROLE_ADMIN), found = 0;
     bw_jobs_named_t info;
@@ -175,6 +176,7 @@ static int job_visible(const submit_t *s, const char *id) {
     } else if (bw_jobs_record(proxy.jobs, id, &raw, &len) == 0) {
         Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
         found = rec && (admin || strcmp(rec->client, s->client) == 0);
+        if (found && part_of && rec->job && rec->job[0] && strcmp(rec->job, id)) *part_of = rec, rec = NULL;
         if (rec) bulkwrite__v1__job_record__free_unpacked(rec, NULL);
         free(raw);
     }
@@ -196,7 +198,7 @@ static unsigned check_replay_of(submit_t *s) {
     const char *id = s->req->replay_of;
     if (!id || !id[0] || s->prev) return 0;
     if (check_job_ref(s, "replay_of", id)) return s->status;
-    if (!job_visible(s, id))
+    if (!job_visible(s, id, NULL))
         return stop(s, MHD_HTTP_BAD_REQUEST, "replay_of: no job %s (a replay names the job whose failed ops it sends "
                     "again: bwctl dead-letters)", id);
     return 0;
@@ -218,14 +220,25 @@ static unsigned check_schedule(submit_t *s) {
         for (size_t k = 0; k < i; k++)
             if (strcmp(req->after[k], req->after[i]) == 0)
                 return stop(s, MHD_HTTP_BAD_REQUEST, "after: job %s is named twice", req->after[i]);
-        if (!s->prev && !job_visible(s, req->after[i]))
+        Bulkwrite__V1__JobRecord *part = NULL;
+        if (!s->prev && !job_visible(s, req->after[i], &part))
             return stop(s, MHD_HTTP_BAD_REQUEST, "after: no job %s (a prerequisite must be accepted first)", req->after[i]);
+        if (part) { /* a part alone is not finished when its job is: its other parts, its cancel */
+            stop(s, MHD_HTTP_BAD_REQUEST, "after: %s is part %u of job %s; name the job's id", req->after[i],
+                 part->job_part, part->job);
+            bulkwrite__v1__job_record__free_unpacked(part, NULL);
+            return s->status;
+        }
     }
     const char *own = s->named_job[0] ? s->named_job : s->job_id;
     if (!s->prev && req->n_after && bw_release_would_cycle(own, req->after, req->n_after))
         return stop(s, MHD_HTTP_CONFLICT, "after: a job named there waits, through its prerequisites, for job %s: "
                     "the two would wait for each other forever", own);
-    s->hold = req->not_before_ms > now || req->n_after > 0;
+    /* a named job's part sent once its time has come still joins its parts held before
+     * (this proxy's index): the release loop sends them out in part order, so the part's
+     * ops on an object do not pass theirs */
+    s->hold = req->not_before_ms > now || req->n_after > 0 || (s->named_job[0] && !s->prev &&
+                                                               bw_jobs_holds_job(proxy.jobs, s->named_job));
     return 0;
 }
 

@@ -95,10 +95,44 @@ if [ "$MODE" = embedded ]; then
                      printf "{\"op\":\"create\",\"object_type\":\"board\",\"shard_key\":\"acme-bulk\",\"fields\":{\"partner\":\"acme-bulk\",\"name\":\"%s%d\"}}\n", pad, i }' \
         >"$WORK/boards.jsonl"
     for s in 0 1 2 3 4 5 6 7; do "$BIN/bwctl" -c "$CONF" pause $s --reason "bwctl 429 test" >/dev/null; done
+    all_paused() { [ "$(curl -sf "http://127.0.0.1:$C1/metrics" | grep -c '^bulkwrite_consumer_paused{shard="[0-7]"} 1$')" = 8 ]; }
+    check "the consumer pauses every shard (nothing drains the backlog)" wait_for 30 all_paused
     "$BIN/bwctl" -c "$CONF" submit --batch 1000 "$WORK/boards.jsonl" >"$WORK/bwctl-submit.out" 2>"$WORK/bwctl-submit.err" &
     bwctl_pid=$!
     check "bwctl submit shows it waits on the full shard" \
         wait_for 60 grep -q "waiting [0-9]* s: shard [0-9]*'s backlog is full" "$WORK/bwctl-submit.err"
+    # A request (request_id resend-probe) with one op for another shard, taken, and 8 pins
+    # with 45 KB images (more than the room a refused bwctl part left) for the full shard,
+    # answered 429: its job awaits the resend, and is not finished until it comes. A job
+    # after it stays held until then, though the ops taken are applied.
+    FULL=$(sed -n "s/.*waiting [0-9]* s: shard \([0-9]*\)'s backlog is full.*/\1/p" "$WORK/bwctl-submit.err" | head -n 1)
+    pin_on() { echo $(( ($1 << 46) | (1 << 36) | $2 )); } # pin_on SHARD LOCAL: a pin's id
+    image=$(head -c 45000 /dev/urandom | base64 -w 0)
+    probe='{"request_id":"resend-probe","ops":[{"op":"delete","object_type":"pin","id":'$(pin_on $(( (FULL + 1) % 8 )) 77001)'}'
+    for k in 1 2 3 4 5 6 7 8; do
+        probe+=',{"op":"create","object_type":"pin","id":'$(pin_on "$FULL" $((77010 + k)))',"shard_key":"'$(( (FULL << 46) | 42 ))'",
+            "fields":{"owner_id":42,"title":"probe","image":{"base64":"'$image'"}}}'
+    done
+    probe+=']}'
+    printf '%s' "$probe" >"$WORK/probe-body.json" # 480 KB: past what one argument may hold
+    post_json() { # post_json NAME BODY (JSON, or @FILE): the reply in $WORK/NAME.json, the code printed
+        curl -s -o "$WORK/$1.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "$URL"
+    }
+    probe_429() {
+        [ "$(post_json probe-429 "@$WORK/probe-body.json")" = 429 ] && jq -e '.accepted >= 1 and (.rejected | any(.retryable))' "$WORK/probe-429.json" >/dev/null &&
+            curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$(jq -r .job_id "$WORK/probe-429.json")" |
+            jq -e '.resend_awaited and (.finished | not) and (.waiting | contains("sent again"))' >/dev/null
+    }
+    check "a request with 8 large creates for the full shard $FULL gets 429 for them: its job awaits the resend (resend_awaited)" probe_429
+    PROBE_JOB=$(jq -r .job_id "$WORK/probe-429.json")
+    dep_held() { # the job after it deletes the 8 pins: run too early, it would find none
+        local k ops=
+        for k in 1 2 3 4 5 6 7 8; do ops+="${ops:+,}{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":$(pin_on "$FULL" $((77010 + k)))}"; done
+        [ "$(post_json dep "{\"request_id\":\"resend-dep\",\"after\":[\"$PROBE_JOB\"],\"ops\":[$ops]}")" = 202 ] &&
+            curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$(jq -r .job_id "$WORK/dep.json")" | jq -e '.scheduled == 8' >/dev/null
+    }
+    check "... a job after it (8 deletes of those pins) is accepted and held" dep_held
+    DEP_JOB=$(jq -r .job_id "$WORK/dep.json")
     for s in 0 1 2 3 4 5 6 7; do "$BIN/bwctl" -c "$CONF" resume $s >/dev/null; done
     check "then every board is accepted (exit 0)" wait $bwctl_pid
     boards() {
@@ -107,6 +141,25 @@ if [ "$MODE" = embedded ]; then
         done; done | awk '{s += $1} END {print s + 0}'
     }
     check "and applied once: 30,000 boards in place" wait_for 120 sh -c "$(declare -f boards); DB_A=$DB_A DB_B=$DB_B; test \"\$(boards)\" = 30000"
+    job_is() { curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$1" | jq -e "$2" >/dev/null; }
+    probe_waits() {
+        sleep 3 # three turns of the release loop
+        job_is "$PROBE_JOB" '.applied == .submitted and .pending == 0 and .resend_awaited and (.finished | not)' &&
+            job_is "$DEP_JOB" '.scheduled == 8 and .applied == 0 and .prerequisites[0].finished == false'
+    }
+    check "... the probe's taken op is applied, and the job after it is still held: the resend has not come" probe_waits
+    check "the probe sent again (same request_id) is taken whole (202)" test "$(post_json probe "@$WORK/probe-body.json")" = 202
+    check "... its job no longer awaits a resend, and finishes with all 9 ops applied" \
+        wait_for 60 job_is "$PROBE_JOB" '(.resend_awaited | not) and .finished and .applied == 9'
+    probe_pins() {
+        local port
+        for port in $DB_A $DB_B; do
+            mariadb -h127.0.0.1 -P$port -uroot -N -e "SELECT COUNT(*) FROM db$(printf %05d "$FULL").pins WHERE title = 'probe'" 2>/dev/null
+        done | awk '{s += $1} END {print s + 0}'
+    }
+    dep_done() { job_is "$DEP_JOB" '.finished and .applied == 8' && [ "$(probe_pins)" = 0 ]; }
+    check "... then the job after it is released and applied: its 8 deletes found the 8 pins, none is left" \
+        wait_for 60 dep_done
 
     # The embedded Kafka keeps ~5 MiB per partition and deletes the oldest beyond. The
     # proxy's bound keeps its own writes under that; a producer that goes around it (here

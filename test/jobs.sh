@@ -320,6 +320,26 @@ schedule_tests() {
     }
     check "a create and two updates of one pin held for the same time, as parts and as jobs, go out in order: the last title stands" sched_order
 
+    # -- a named job's part sent with no time while its part 0 is held for a time: held
+    # too, and released after part 0. Sent straight to its shard, its update would apply
+    # to nothing, before part 0's create, and the pin would keep title "a".
+    local xpin=$((68719476736 + 23005000))
+    sched_cross() {
+        local at xjob
+        at=$(date -u -d '+6 seconds' +%FT%TZ)
+        curl -sf -o "$WORK/cross-0.json" -H 'Content-Type: application/json' "$URL" -d "{\"job\":\"cross\",\"job_part\":0,
+            \"not_before\":\"$at\",\"ops\":[{\"op\":\"create\",\"object_type\":\"pin\",\"id\":$xpin,\"shard_key\":\"42\",
+            \"fields\":{\"owner_id\":42,\"title\":\"a\"}}]}" || return 1
+        curl -sf -o "$WORK/cross-1.json" -H 'Content-Type: application/json' "$URL" -d "{\"job\":\"cross\",\"job_part\":1,
+            \"job_last\":true,\"ops\":[{\"op\":\"update\",\"object_type\":\"pin\",\"id\":$xpin,\"fields\":{\"title\":\"b\"}}]}" || return 1
+        xjob=$(jq -r .job_id "$WORK/cross-0.json")
+        job_json "$xjob" | tee "$WORK/cross-held.json" | jq -e '.scheduled == 2 and .applied == 0' >/dev/null || return 1
+        "${BWCTL[@]}" watch --timeout 60 "$xjob" >/dev/null 2>&1 || return 1
+        [ "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT title FROM db00000.pins WHERE id = $xpin")" = b ]
+    }
+    check "a part sent with no time while an earlier part of its job is held is held too, and goes out after it: title b" \
+        sched_cross
+
     # -- a scheduled job cancelled while held: nothing of it is ever applied
     local far cjob
     far=$(date -u -d '+1 hour' +%FT%TZ)
@@ -399,6 +419,13 @@ schedule_tests() {
     check "a part of job E after job F, which waits for E, is refused: a cycle (409)" dep_cycle
     check "... job F, which would wait for ever (E is never sealed), is cancelled" \
         "${BWCTL[@]}" cancel --reason "cycle test" "$(jq -r .job_id "$WORK/cyc-f.json")"
+    dep_part() { # a part's own id: it would not see the job's other parts, nor its cancel
+        local e
+        e=$(jq -r .job_id "$WORK/cyc-e.json")
+        post_refused 400 "after: ${e:0:20}000000000000 is part 0 of job $e; name the job's id" \
+            "{\"after\":[\"${e:0:20}000000000000\"],\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}]}"
+    }
+    check "after naming a part of a named job (the part's own id) is refused, naming the job (400)" dep_part
     dep_unknown() {
         post_refused 400 'after: no job 0123456789abcdef0123456789abcdef' \
             '{"after":["0123456789abcdef0123456789abcdef"],"ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'

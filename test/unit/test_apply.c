@@ -385,7 +385,7 @@ START_TEST(dead_letter_record_carries_op_and_reason) {
     row.n_fields = 4;
     char *cols[] = {"title", "image", "like_count", "board_id"};
     bw_dead_letter_t r = {.job_id = JOB_A, .part = 3, .shard = 2, .offset = 99, .op = BW_OP_UPDATE,
-                          .object_type = "pin", .row = &row, .columns = cols, .error_code = 1406,
+                          .object_type = "pin", .row = &row, .columns = cols, .n_columns = 4, .error_code = 1406,
                           .error = "Data too long for column 'title' at row 1"};
     char *s = bw_dead_letter_json(&r, SIZE_MAX);
     json_error_t je;
@@ -438,7 +438,7 @@ START_TEST(dead_letter_keeps_empty_values_and_bad_text) {
     row.n_fields = 4;
     char *cols[] = {"title", "description", "image", "thumbnail"};
     bw_dead_letter_t r = {.shard = 0, .op = BW_OP_CREATE, .object_type = "pin", .row = &row, .columns = cols,
-                          .error_code = 1062, .error = "Duplicate entry '\xff\xfe caf\xc3\xa9' for key 'PRIMARY'"};
+                          .n_columns = 4, .error_code = 1062, .error = "Duplicate entry '\xff\xfe caf\xc3\xa9' for key 'PRIMARY'"};
     char *s = bw_dead_letter_json(&r, SIZE_MAX);
     json_error_t je;
     json_t *j = json_loads(s, 0, &je);
@@ -715,6 +715,49 @@ START_TEST(reaped_connection_is_replaced_without_error) {
 }
 END_TEST
 
+/* A malformed batch (a field naming column 5 of 2) fails its ops as "column index out of
+ * range", and their dead letters are written from the same batch: the field without a
+ * column is left out (it used to be read past the batch's column list), and the op is
+ * marked truncated, since it cannot be sent again as it is. */
+START_TEST(dead_letter_skips_field_past_columns) {
+    Bulkwrite__V1__Value v[2];
+    Bulkwrite__V1__RowField f[2], *fp[2];
+    for (int i = 0; i < 2; i++) {
+        bulkwrite__v1__value__init(&v[i]);
+        bulkwrite__v1__row_field__init(&f[i]);
+        v[i].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
+        v[i].int_value = 10 + i;
+        f[i].value = &v[i];
+        fp[i] = &f[i];
+    }
+    f[0].column = 1;
+    f[1].column = 5;
+    Bulkwrite__V1__Row row = BULKWRITE__V1__ROW__INIT;
+    row.id = 9;
+    row.fields = fp;
+    row.n_fields = 2;
+    char *cols[] = {"title", "owner_id"};
+    bw_dead_letter_t r = {.job_id = JOB_A, .object_type = "pin", .op = BW_OP_UPDATE, .row = &row, .columns = cols,
+                          .n_columns = 2, .error = "column index out of range"};
+    int truncated = 0;
+    char *s = bw_dead_letter_op_json(&r, SIZE_MAX, &truncated);
+    json_error_t je;
+    json_t *op = json_loads(s, 0, &je);
+    ck_assert_msg(op != NULL, "not JSON: %s", s);
+    json_t *fields = json_object_get(op, "fields");
+    ck_assert_uint_eq(json_object_size(fields), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(fields, "owner_id")), 10);
+    ck_assert_int_eq(truncated, 1);
+    json_decref(op);
+    free(s);
+    s = bw_dead_letter_json(&r, SIZE_MAX);
+    ck_assert_msg((op = json_loads(s, 0, &je)) != NULL, "not JSON: %s", s);
+    ck_assert(json_is_true(json_object_get(op, "truncated")));
+    json_decref(op);
+    free(s);
+}
+END_TEST
+
 /* A record over the producer's limit carries each long value truncated, with its
  * length and sha256, and fits; so does an undecodable message's payload. */
 START_TEST(dead_letter_truncated_to_fit) {
@@ -740,7 +783,7 @@ START_TEST(dead_letter_truncated_to_fit) {
     row.n_fields = 2;
     char *cols[] = {"description", "owner_id"};
     bw_dead_letter_t r = {.job_id = JOB_A, .object_type = "pin", .op = BW_OP_CREATE, .row = &row,
-                          .columns = cols, .error_code = 1406, .error = "Data too long"};
+                          .columns = cols, .n_columns = 2, .error_code = 1406, .error = "Data too long"};
     bw_config_t *c = t_ref_config();
     size_t max = bw_dead_letter_max_bytes(c);
     ck_assert_uint_lt(max, (size_t)c->message_max_bytes);
@@ -804,6 +847,7 @@ Suite *apply_suite(void) {
     tcase_add_test(tc, statement_bound_covers_the_statement);
     tcase_add_test(tc, reaped_connection_is_replaced_without_error);
     tcase_add_test(tc, dead_letter_truncated_to_fit);
+    tcase_add_test(tc, dead_letter_skips_field_past_columns);
     suite_add_tcase(s, tc);
     return s;
 }
