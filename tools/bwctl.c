@@ -43,6 +43,7 @@
 #include <math.h>
 #include <mysqld_error.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,8 @@ static void progress(const char *what, double done, double total, double rate, c
 
 /* ---- submit ----------------------------------------------------------------------------- */
 
+#define SUBMIT_IN_FLIGHT_MAX 16
+
 typedef struct {
     size_t batch;
     char job[140];           /* the job's name: --job, or derived from the first request's ops */
@@ -185,11 +188,30 @@ typedef struct {
     int64_t backlog_us;      /* time spent waiting them out */
     long lineno, total_lines;
     int64_t t0;
-    json_t *ops;             /* the batch being filled */
+    size_t n;                /* ops in the batch being filled */
+    bw_buf_t raw;            /* their JSON, comma-separated: each input line as it came */
+    json_t *ops;             /* the first part's ops, parsed, while the job's name is to derive */
     long first_line;         /* input line of ops[0] */
     long *lines;             /* input line of each op in the batch */
     int failed;
+    /* parts after the first go out from `in_flight` sender threads at once, the last one
+     * alone once all before it are answered; mu guards the counters above and the queue */
+    int in_flight;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct submit_part *queue; /* [in_flight]: parts built, not yet taken by a sender */
+    int q_head, q_len, busy, stop;
+    pthread_t senders[SUBMIT_IN_FLIGHT_MAX];
+    int n_senders;
 } submit_t;
+
+/* One part, built: its request body and its ops' input lines. */
+typedef struct submit_part {
+    long part;
+    size_t n;
+    char *body;
+    long *lines;
+} submit_part_t;
 
 /* The submit bar: input lines read, ops sent per second; note says why it waits. */
 static void submit_progress(const submit_t *sb, const char *note, int final) {
@@ -225,11 +247,15 @@ static void backlog_wait(submit_t *sb, const bw_buf_t *resp, long retry_after_s)
     char why[100], note[128];
     backlog_reason(resp, why, sizeof(why));
     snprintf(note, sizeof(note), "waiting %ld s: %s", secs, why);
+    pthread_mutex_lock(&sb->mu);
     submit_progress(sb, note, 0);
+    pthread_mutex_unlock(&sb->mu);
     int64_t start = bw_now_us();
     sleep((unsigned)secs);
+    pthread_mutex_lock(&sb->mu);
     sb->backlog_waits++;
     sb->backlog_us += bw_now_us() - start;
+    pthread_mutex_unlock(&sb->mu);
 }
 
 /* Sends one request, always as it was, until it has a final answer; returns its status
@@ -245,7 +271,9 @@ static long post_batch(submit_t *sb, const char *body, bw_buf_t *resp) {
             backlog_wait(sb, resp, retry_after_s);
             deadline += bw_now_us() - start;
         } else if ((status < 0 || status >= 500) && bw_now_us() < deadline) {
+            pthread_mutex_lock(&sb->mu);
             sb->resent++;
+            pthread_mutex_unlock(&sb->mu);
             sleep(1);
         } else {
             return status;
@@ -266,11 +294,114 @@ static void resume_point(submit_t *sb) {
     json_decref(j);
 }
 
+/* Sends a built part until it has a final answer, and counts what the proxy said (any
+ * thread). The first answer names the job: its id is printed, and the parts the proxy
+ * already holds are asked for (the first part is sent alone, so no sender runs yet). */
+static void send_part(submit_t *sb, submit_part_t *p) {
+    bw_buf_t resp;
+    bw_buf_init(&resp);
+    long status = post_batch(sb, p->body, &resp);
+    json_t *r = status > 0 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+    pthread_mutex_lock(&sb->mu);
+    sb->sent += (long)p->n;
+    if (status == 202 || status == 422) {
+        long acc = (long)json_integer_value(json_object_get(r, "accepted"));
+        sb->accepted += acc;
+        if (!sb->job_id[0] && jstr(r, "job_id")[0]) {
+            snprintf(sb->job_id, sizeof(sb->job_id), "%s", jstr(r, "job_id"));
+            printf("%s\n", sb->job_id);
+            fflush(stdout); /* known at once: a submit killed half-way has printed its job */
+            resume_point(sb);
+        }
+        size_t i;
+        json_t *rej;
+        json_array_foreach(json_object_get(r, "rejected"), i, rej) {
+            size_t idx = (size_t)json_integer_value(json_object_get(rej, "index"));
+            fprintf(stderr, "line %ld: %s\n", idx < p->n ? p->lines[idx] : -1L, jstr(rej, "reason"));
+            sb->rejected++;
+        }
+        if (acc < (long)p->n) sb->failed = 1;
+    } else {
+        char e[512];
+        fprintf(stderr, "bwctl: lines %ld-%ld (part %ld) not accepted: HTTP %ld: %s\n", p->lines[0],
+                p->lines[p->n - 1], p->part, status, error_text(&resp, e, sizeof(e)));
+        sb->rejected += (long)p->n;
+        sb->failed = 1;
+    }
+    pthread_mutex_unlock(&sb->mu);
+    json_decref(r);
+    bw_buf_free(&resp);
+    free(p->body);
+    free(p->lines);
+}
+
+/* A sender thread: parts from the queue, each sent to its final answer. */
+static void *sender(void *arg) {
+    submit_t *sb = arg;
+    pthread_mutex_lock(&sb->mu);
+    for (;;) {
+        while (!sb->q_len && !sb->stop) pthread_cond_wait(&sb->cv, &sb->mu);
+        if (!sb->q_len) break;
+        submit_part_t p = sb->queue[sb->q_head];
+        sb->q_head = (sb->q_head + 1) % sb->in_flight;
+        sb->q_len--;
+        sb->busy++;
+        pthread_cond_broadcast(&sb->cv); /* room in the queue */
+        pthread_mutex_unlock(&sb->mu);
+        send_part(sb, &p);
+        pthread_mutex_lock(&sb->mu);
+        sb->busy--;
+        pthread_cond_broadcast(&sb->cv);
+    }
+    pthread_mutex_unlock(&sb->mu);
+    return NULL;
+}
+
+/* Waits until every queued part is answered. @locks mu MUST be held */
+static void drain_parts(submit_t *sb) {
+    while (sb->q_len || sb->busy) pthread_cond_wait(&sb->cv, &sb->mu);
+}
+
+/* Hands a part to the senders (started with the first), waiting while in_flight parts
+ * are queued already. */
+static void queue_part(submit_t *sb, const submit_part_t *p) {
+    pthread_mutex_lock(&sb->mu);
+    while (sb->n_senders < sb->in_flight &&
+           pthread_create(&sb->senders[sb->n_senders], NULL, sender, sb) == 0)
+        sb->n_senders++;
+    if (!sb->n_senders) { /* no thread: sent here */
+        pthread_mutex_unlock(&sb->mu);
+        submit_part_t own = *p;
+        send_part(sb, &own);
+        return;
+    }
+    while (sb->q_len == sb->in_flight) pthread_cond_wait(&sb->cv, &sb->mu);
+    sb->queue[(sb->q_head + sb->q_len) % sb->in_flight] = *p;
+    sb->q_len++;
+    pthread_cond_broadcast(&sb->cv);
+    pthread_mutex_unlock(&sb->mu);
+}
+
+/* Every part answered, the senders gone. */
+static void stop_senders(submit_t *sb) {
+    pthread_mutex_lock(&sb->mu);
+    drain_parts(sb);
+    sb->stop = 1;
+    pthread_cond_broadcast(&sb->cv);
+    pthread_mutex_unlock(&sb->mu);
+    for (int i = 0; i < sb->n_senders; i++) pthread_join(sb->senders[i], NULL);
+    sb->n_senders = 0;
+}
+
 /* Sends the batch as part `requests` of the job (the last one when `last`). A part below
- * the job's next_part is not sent: the proxy has all of it. */
+ * the job's next_part is not sent: the proxy has all of it. The first part goes alone
+ * (its answer names the job and where a resumed run goes on), the middle ones several at
+ * once, the last one once every other part is answered, so that it seals a job whose
+ * parts are all in. */
 static int flush_batch(submit_t *sb, int last) {
-    size_t n = json_array_size(sb->ops);
+    size_t n = sb->n;
     if (!n) return 0;
+    sb->n = 0;
     long part = sb->requests++;
     if (!sb->job[0]) {
         /* resumable: the same file gives the same name, and each part the same body (a
@@ -288,56 +419,43 @@ static int flush_batch(submit_t *sb, int last) {
         int k = snprintf(sb->job, sizeof(sb->job), "bwctl-");
         for (int i = 0; i < 12; i++) k += snprintf(sb->job + k, sizeof(sb->job) - (size_t)k, "%02x", d[i]);
     }
-    if (part && part < sb->next_part) {
+    pthread_mutex_lock(&sb->mu);
+    int skip = part && part < sb->next_part;
+    if (skip) {
         sb->skipped++;
         sb->accepted += (long)n; /* taken by an earlier run */
-        json_array_clear(sb->ops);
+    }
+    pthread_mutex_unlock(&sb->mu);
+    json_array_clear(sb->ops);
+    if (skip) {
+        bw_buf_reset(&sb->raw);
         return 0;
     }
-    json_t *req = json_pack("{s:s, s:I, s:b, s:O}", "job", sb->job, "job_part", (json_int_t)part, "job_last", last,
-                            "ops", sb->ops);
-    if (sb->replay_of[0]) json_object_set_new(req, "replay_of", json_string(sb->replay_of));
-    if (sb->not_before) json_object_set_new(req, "not_before", json_string(sb->not_before));
-    if (sb->n_after) {
-        json_t *after = json_array();
-        for (int i = 0; i < sb->n_after; i++) json_array_append_new(after, json_string(sb->after[i]));
-        json_object_set_new(req, "after", after);
-    }
-    char *body = json_dumps(req, JSON_COMPACT);
-    json_decref(req);
-    bw_buf_t resp;
-    bw_buf_init(&resp);
-    long status = post_batch(sb, body, &resp);
-    free(body);
-    sb->sent += (long)n;
-    json_t *r = status > 0 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
-    if (status == 202 || status == 422) {
-        long acc = (long)json_integer_value(json_object_get(r, "accepted"));
-        sb->accepted += acc;
-        if (!sb->job_id[0] && jstr(r, "job_id")[0]) {
-            snprintf(sb->job_id, sizeof(sb->job_id), "%s", jstr(r, "job_id"));
-            printf("%s\n", sb->job_id);
-            fflush(stdout); /* known at once: a submit killed half-way has printed its job */
-            resume_point(sb);
-        }
-        size_t i;
-        json_t *rej;
-        json_array_foreach(json_object_get(r, "rejected"), i, rej) {
-            size_t idx = (size_t)json_integer_value(json_object_get(rej, "index"));
-            fprintf(stderr, "line %ld: %s\n", idx < n ? sb->lines[idx] : -1L, jstr(rej, "reason"));
-            sb->rejected++;
-        }
-        if (acc < (long)n) sb->failed = 1;
+    /* the ops as they came, not parsed and printed again: the same file gives the same
+     * bodies, and the lines were checked (JSON) when read */
+    json_t *name = json_string(sb->job);
+    char *name_json = json_dumps(name, JSON_ENCODE_ANY);
+    json_decref(name);
+    bw_buf_t body;
+    bw_buf_init(&body);
+    bw_buf_printf(&body, "{\"job\":%s,\"job_part\":%ld,\"job_last\":%s", name_json, part, last ? "true" : "false");
+    free(name_json);
+    if (sb->replay_of[0]) bw_buf_printf(&body, ",\"replay_of\":\"%s\"", sb->replay_of);         /* 32 hex digits */
+    if (sb->not_before) bw_buf_printf(&body, ",\"not_before\":\"%s\"", sb->not_before);      /* checked: a UTC time */
+    for (int i = 0; i < sb->n_after; i++) bw_buf_printf(&body, "%s\"%s\"", i ? "," : ",\"after\":[", sb->after[i]);
+    bw_buf_printf(&body, "%s,\"ops\":[%.*s]}", sb->n_after ? "]" : "", (int)sb->raw.len, sb->raw.data ? sb->raw.data : "");
+    bw_buf_reset(&sb->raw);
+    submit_part_t p = {part, n, body.data, malloc(n * sizeof(long))};
+    if (!p.body || !p.lines) abort();
+    memcpy(p.lines, sb->lines, n * sizeof(long));
+    if (part == 0 || last || sb->in_flight < 2) {
+        pthread_mutex_lock(&sb->mu);
+        drain_parts(sb);
+        pthread_mutex_unlock(&sb->mu);
+        send_part(sb, &p);
     } else {
-        char e[512];
-        fprintf(stderr, "bwctl: lines %ld-%ld (part %ld) not accepted: HTTP %ld: %s\n", sb->lines[0], sb->lines[n - 1],
-                part, status, error_text(&resp, e, sizeof(e)));
-        sb->rejected += (long)n;
-        sb->failed = 1;
+        queue_part(sb, &p);
     }
-    json_decref(r);
-    bw_buf_free(&resp);
-    json_array_clear(sb->ops);
     return 0;
 }
 
@@ -453,10 +571,11 @@ static long count_lines(FILE *f) {
 static int cmd_submit(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl submit [--format jsonl|csv] [--batch N] [--job NAME] [--retry-for S]\n"
-        "                    [--not-before YYYY-MM-DDTHH:MM:SSZ] [--after JOB_ID]... FILE|-\n"
+        "                    [--not-before YYYY-MM-DDTHH:MM:SSZ] [--after JOB_ID]... [--in-flight K] FILE|-\n"
         "Sends the ops in FILE to the proxy as one job, in requests (its parts) of N ops\n"
         "(default 1000), printing the job's id on stdout once it is known and each rejected op\n"
-        "(with its input line) on stderr; the last part seals the job.\n"
+        "(with its input line) on stderr; the last part seals the job. After the first part, K\n"
+        "parts (default 4, at most 16) are sent at once; the last one goes once all others are in.\n"
         "  jsonl: one op per line in the API's JSON encoding, e.g.\n"
         "         {\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}\n"
         "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
@@ -476,15 +595,16 @@ static int cmd_submit(int argc, char **argv) {
         "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"
         "long that is (not counted against S); the progress line shows the wait.\n"
         "Exit: 0 every op accepted; 1 some were not; 2 usage.\n";
-    submit_t sb = {.batch = 1000, .retry_s = 60};
+    submit_t sb = {.batch = 1000, .retry_s = 60, .in_flight = 4};
     int64_t secs;
     const char *format = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
                                          {"job", required_argument, 0, 'j'}, {"retry-for", required_argument, 0, 'R'},
                                          {"not-before", required_argument, 0, 'T'}, {"after", required_argument, 0, 'A'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+                                         {"in-flight", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "f:n:j:R:T:A:h", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, "f:n:j:R:T:A:P:h", opts, NULL)) != -1;) {
         if (o == 'f') format = optarg;
         else if (o == 'T' && bw_utc_time_parse(optarg, &secs))
             return fprintf(stderr, "bwctl: --not-before: a UTC time YYYY-MM-DDTHH:MM:SSZ, not \"%s\"\n", optarg), 2;
@@ -499,6 +619,9 @@ static int cmd_submit(int argc, char **argv) {
             snprintf(sb.job, sizeof(sb.job), "%s", optarg);
         }
         else if (o == 'R') sb.retry_s = atoi(optarg);
+        else if (o == 'P' && (atoi(optarg) < 1 || atoi(optarg) > SUBMIT_IN_FLIGHT_MAX))
+            return fprintf(stderr, "bwctl: --in-flight: 1 to %d parts\n", SUBMIT_IN_FLIGHT_MAX), 2;
+        else if (o == 'P') sb.in_flight = atoi(optarg);
         else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
     }
     if (optind != argc - 1 || sb.batch < 1) return fputs(help, stderr), 2;
@@ -513,7 +636,11 @@ static int cmd_submit(int argc, char **argv) {
     if (!f) return fprintf(stderr, "bwctl: %s: %s\n", path, strerror(errno)), 1;
     sb.total_lines = f == stdin ? 0 : count_lines(f);
     sb.ops = json_array();
+    bw_buf_init(&sb.raw);
     sb.lines = calloc(sb.batch, sizeof(long));
+    sb.queue = calloc((size_t)sb.in_flight, sizeof(*sb.queue));
+    pthread_mutex_init(&sb.mu, NULL);
+    pthread_cond_init(&sb.cv, NULL);
     char *line = NULL, *hdr_line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -549,7 +676,8 @@ static int cmd_submit(int argc, char **argv) {
         /* a dead-letters file's first line: the job it replays */
         json_t *replay = json_object_get(op, "replay_of");
         if (!csv && json_is_string(replay) && json_object_size(op) == 1) {
-            if (sb.requests || json_array_size(sb.ops) || sb.replay_of[0] || strlen(json_string_value(replay)) != 32) {
+            if (sb.requests || sb.n || sb.replay_of[0] || strlen(json_string_value(replay)) != 32 ||
+                strspn(json_string_value(replay), "0123456789abcdef") != 32) {
                 fprintf(stderr, "line %ld: {\"replay_of\": JOB_ID} is a file's first line, once, with a job id\n", lineno);
                 bad++;
             } else {
@@ -559,12 +687,25 @@ static int cmd_submit(int argc, char **argv) {
             continue;
         }
         /* a full batch goes once the next op shows it is not the last */
-        if (json_array_size(sb.ops) == sb.batch) flush_batch(&sb, 0);
-        sb.lines[json_array_size(sb.ops)] = lineno;
-        json_array_append_new(sb.ops, op);
+        if (sb.n == sb.batch) flush_batch(&sb, 0);
+        sb.lines[sb.n++] = lineno;
+        if (sb.n > 1) bw_buf_puts(&sb.raw, ",");
+        if (csv) {
+            char *text = json_dumps(op, JSON_COMPACT);
+            if (!text) abort();
+            bw_buf_puts(&sb.raw, text);
+            free(text);
+        } else {
+            bw_buf_append(&sb.raw, line, (size_t)len);
+        }
+        if (!sb.job[0]) json_array_append_new(sb.ops, op); /* the job's name derives from them */
+        else json_decref(op);
+        pthread_mutex_lock(&sb.mu);
         submit_progress(&sb, NULL, 0);
+        pthread_mutex_unlock(&sb.mu);
     }
     flush_batch(&sb, 1);
+    stop_senders(&sb);
     submit_progress(&sb, NULL, 1);
     if (!sb.requests) fprintf(stderr, "bwctl: %s has no ops: no job\n", path), sb.failed = 1;
     else
@@ -575,6 +716,10 @@ static int cmd_submit(int argc, char **argv) {
     free(line);
     free(hdr_line);
     free(sb.lines);
+    free(sb.queue);
+    bw_buf_free(&sb.raw);
+    pthread_mutex_destroy(&sb.mu);
+    pthread_cond_destroy(&sb.cv);
     json_decref(sb.ops);
     if (f != stdin) fclose(f);
     return sb.failed || bad ? 1 : 0;
