@@ -101,7 +101,8 @@ calc() { awk "BEGIN {printf \"%.${2:-1}f\", ($1)}"; } # (…): a bare > would re
 # record CASE RUN MEASURED_WHAT MEASURED BASELINE_WHAT BASELINE TARGET [NOTE]
 record() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "${8:-}" >>"$RAW"
-    note "$1 (run $2): $4 vs $6 = $(calc "$6 > 0 ? $4 / $6 : 0" 3)${8:+ ($8)}"
+    # the values as awk's variables: gawk folds "0 / 0" written in the program, whatever the test before it
+    note "$1 (run $2): $4 vs $6 = $(awk -v m="$4" -v b="$6" 'BEGIN {printf "%.3f", (b > 0 ? m / b : 0)}')${8:+ ($8)}"
 }
 
 # ---- the consumer's metrics --------------------------------------------------------------
