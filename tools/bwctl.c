@@ -574,8 +574,10 @@ static int cmd_submit(int argc, char **argv) {
         "                    [--not-before YYYY-MM-DDTHH:MM:SSZ] [--after JOB_ID]... [--in-flight K] FILE|-\n"
         "Sends the ops in FILE to the proxy as one job, in requests (its parts) of N ops\n"
         "(default 1000), printing the job's id on stdout once it is known and each rejected op\n"
-        "(with its input line) on stderr; the last part seals the job. After the first part, K\n"
-        "parts (default 4, at most 16) are sent at once; the last one goes once all others are in.\n"
+        "(with its input line) on stderr; the last part seals the job. --in-flight K (1 to 16,\n"
+        "default 1) sends K parts at once after the first, the last once all others are in:\n"
+        "faster, but parts on their way together may apply in any order, so use it only when no\n"
+        "object is in two parts (no create then update of one id); 1 keeps the file's order.\n"
         "  jsonl: one op per line in the API's JSON encoding, e.g.\n"
         "         {\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}\n"
         "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
@@ -595,7 +597,8 @@ static int cmd_submit(int argc, char **argv) {
         "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"
         "long that is (not counted against S); the progress line shows the wait.\n"
         "Exit: 0 every op accepted; 1 some were not; 2 usage.\n";
-    submit_t sb = {.batch = 1000, .retry_s = 60, .in_flight = 4};
+    /* one part at a time by default: two parts sent together reach a shard in either order */
+    submit_t sb = {.batch = 1000, .retry_s = 60, .in_flight = 1};
     int64_t secs;
     const char *format = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
