@@ -56,7 +56,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: cluster-kafka scale-cluster members-kafka quotas-kafka control-embedded control-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka browser-embedded fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
+.PHONY: failover-kafka cluster-kafka scale-cluster members-kafka quotas-kafka control-embedded control-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka browser-embedded fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -140,7 +140,7 @@ LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u 
 check-lane-embedded:
 	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka fleet-kafka check-sanitize)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka failover-kafka fleet-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
@@ -171,6 +171,9 @@ backlog-embedded: all
 	BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) test/backlog.sh embedded
 backlog-kafka: all
 	BW_BIN=$(BIN) test/backlog.sh kafka
+# a shard server's primary failing over to a lagging replica, listed or not (real broker only)
+failover-kafka: all
+	BW_BIN=$(BIN) test/failover.sh kafka
 # 4,096 shards exist only on the real broker: the embedded Kafka is no fleet
 fleet: fleet-kafka
 fleet-kafka: all

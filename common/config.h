@@ -146,6 +146,8 @@ typedef struct {
     int status_interval_ms;
     int progress_interval_ms;
     int delete_applied_interval_ms;
+    int keep_applied_ms;          /* Kafka keeps an applied batch this long (consumer/retain.h) */
+    int replica_unread_alert_ms;  /* BulkwriteTrimHeld after a listed replica is unread this long */
     int max_batch_bytes;
     int transaction_max_statements; /* statements one job (transaction) may run; see config.c */
     int statement_packet_pct;     /* statements stay under this % of max_allowed_packet */

@@ -113,9 +113,10 @@ static const key_t_ server_keys[] = {
      "Last logical shard this server holds (inclusive)."},
     {"replicas", K_STRLIST, offsetof(bw_server_t, replicas), offsetof(bw_server_t, replica_cnt), 0, 64, "[]", NULL,
      NULL, 0,
-     "Replicas of this server, as \"host:port\" strings, where the adaptive throttle reads the "
-     "heartbeat row for replication lag (throttle.replication_lag_ms), as `user`. [] = no "
-     "replication lag signal for this server."},
+     "Replicas of this server, as \"host:port\" strings, read as `user`: the consumer keeps in "
+     "Kafka every batch a replica has not applied yet (its bw_offsets), so a failover to it loses "
+     "nothing; the adaptive throttle reads the heartbeat row there for replication lag "
+     "(throttle.replication_lag_ms). [] = neither (consumer.keep_applied_ms still keeps a margin)."},
     END};
 
 static const key_t_ rate_override_keys[] = {
@@ -432,7 +433,21 @@ const key_t_ bw_config_top_keys[] = {
     {"consumer.delete_applied_interval_ms", K_INT, OFF(delete_applied_interval_ms), 0, 0, 86400000,
      "10000", NULL, NULL, 0,
      "How often a consumer deletes from Kafka (DeleteRecords) what its shards have applied and "
-     "stored in their ledgers; 0 = never. Skipped on the embedded Kafka, which has no such call.", CONSUMER_APPLY(BW_HOOK_NONE)},
+     "stored in their ledgers, every listed replica has applied too, and was applied "
+     "consumer.keep_applied_ms ago; 0 = never. Skipped on the embedded Kafka, which has no such call.",
+     CONSUMER_APPLY(BW_HOOK_NONE)},
+    {"consumer.keep_applied_ms", K_INT, OFF(keep_applied_ms), 0, 0, 604800000, "3600000", NULL, NULL, 0,
+     "How long Kafka keeps a batch after its shard applied it, before the consumer deletes it: a "
+     "failover to a replica that lags by less than this (listed in shards.servers[].replicas or "
+     "not), or a backup restored from within it, is brought level from Kafka instead of losing "
+     "writes. It costs this much of the write stream on the brokers' disks (docs/deployment.md, "
+     "failover). 0 = delete as soon as the primary and every listed replica have applied it.",
+     CONSUMER_APPLY(BW_HOOK_NONE)},
+    {"consumer.replica_unread_alert_ms", K_INT, OFF(replica_unread_alert_ms), 0, 0, 86400000, "600000", NULL,
+     NULL, 0,
+     "A listed replica whose ledger (bw_offsets) cannot be read holds back the deleting of its "
+     "server's applied batches (Kafka's disk grows); after this long the BulkwriteTrimHeld warning "
+     "fires. 0 = never.", CONSUMER_APPLY(BW_HOOK_NONE)},
     {"consumer.max_batch_bytes", K_INT, OFF(max_batch_bytes), 0, 1024, 1073741824, "4194304", NULL,
      NULL, 0,
      "Most Kafka payload bytes a consumer hands to one apply (one transaction), besides the "

@@ -79,6 +79,9 @@ struct bw_metrics {
     double (*signal_value)[SIGNALS]; /* [server][signal]: the last reading; NaN unknown */
     double (*signal_threshold)[SIGNALS];
     double (*budget_share)[2];       /* [server][statements, rows]: this consumer's share; < 0 none */
+    int64_t *kept;                   /* [server]: applied messages still in Kafka; < 0 not shown */
+    double **replica_unread;         /* [server][replica]: seconds its ledger is unread; < 0 not shown */
+    const bw_server_t *servers;      /* the config's (replica names); lives as long as the daemon */
     int throttle_on;                 /* throttle.mode is not off: its series are shown */
     histogram_t apply_latency;
     uint64_t alert_posts[2]; /* failed, ok */
@@ -102,6 +105,15 @@ bw_metrics_t *bw_metrics_new(const bw_config_t *conf, bw_metrics_role_t role) {
     m->budget_share = calloc((size_t)conf->server_cnt + 1, sizeof(*m->budget_share));
     for (int v = 0; v < conf->server_cnt; v++) m->budget_share[v][0] = m->budget_share[v][1] = -1;
     for (int v = 0; v < conf->server_cnt; v++) m->server_names[v] = strdup(conf->servers[v].name);
+    m->servers = conf->servers;
+    m->kept = calloc((size_t)conf->server_cnt + 1, sizeof(int64_t));
+    m->replica_unread = calloc((size_t)conf->server_cnt + 1, sizeof(double *));
+    if (!m->kept || !m->replica_unread) abort();
+    for (int v = 0; v < conf->server_cnt; v++) {
+        m->kept[v] = -1;
+        if (!(m->replica_unread[v] = malloc(sizeof(double) * ((size_t)conf->servers[v].replica_cnt + 1)))) abort();
+        for (int r = 0; r < conf->servers[v].replica_cnt; r++) m->replica_unread[v][r] = -1;
+    }
     m->lane_cnt = conf->lane_cnt;
     m->lane_names = calloc((size_t)conf->lane_cnt, sizeof(char *));
     for (int l = 0; l < conf->lane_cnt; l++) m->lane_names[l] = strdup(conf->lanes[l].name);
@@ -118,6 +130,9 @@ void bw_metrics_destroy(bw_metrics_t *m) {
     free(m->signal_value);
     free(m->signal_threshold);
     free(m->budget_share);
+    for (int v = 0; v < m->server_cnt; v++) free(m->replica_unread[v]);
+    free(m->replica_unread);
+    free(m->kept);
     free(m->shards);
     free(m->clients);
     for (int l = 0; l < m->lane_cnt; l++) free(m->lane_names[l]);
@@ -376,6 +391,18 @@ void bw_metrics_server_budget(bw_metrics_t *m, int server, double statements, do
     pthread_mutex_unlock(&m->mu);
 }
 
+void bw_metrics_server_kept(bw_metrics_t *m, int server, int64_t messages) {
+    pthread_mutex_lock(&m->mu);
+    m->kept[server] = messages;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void bw_metrics_replica_unread(bw_metrics_t *m, int server, int replica, double seconds) {
+    pthread_mutex_lock(&m->mu);
+    m->replica_unread[server][replica] = seconds;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void bw_metrics_shard_held(bw_metrics_t *m, int shard, int held) {
     pthread_mutex_lock(&m->mu);
     m->shards[shard].held = held;
@@ -571,6 +598,21 @@ static void server_budgets(const bw_metrics_t *m, const row_t *r, bw_buf_t *out)
             }
 }
 
+static void servers_kept(const bw_metrics_t *m, const row_t *r, bw_buf_t *out) {
+    for (int v = 0; v < m->server_cnt; v++)
+        if (m->kept[v] >= 0) bw_buf_printf(out, "%s{server=\"%s\"} %lld\n", r->d.name, m->server_names[v], (long long)m->kept[v]);
+}
+
+static void replicas_unread(const bw_metrics_t *m, const row_t *r, bw_buf_t *out) {
+    for (int v = 0; v < m->server_cnt; v++)
+        for (int k = 0; k < m->servers[v].replica_cnt; k++)
+            if (m->replica_unread[v][k] >= 0) {
+                bw_buf_printf(out, "%s{server=\"%s\",replica=\"%s\"} ", r->d.name, m->server_names[v],
+                              m->servers[v].replicas[k]);
+                put_value(out, V_DOUBLE, &m->replica_unread[v][k]);
+            }
+}
+
 static int with_lanes(const bw_metrics_t *m) { return m->lane_cnt > 1; }
 static int with_throttle(const bw_metrics_t *m) { return m->throttle_on; }
 
@@ -737,6 +779,20 @@ static const row_t table[] = {
       "`kind=\"statements\"` per second or `kind=\"rows\"` per second: the budget × the server's "
       "shards held here / its shards; only for the kinds of budget the server has"},
      server_budgets, 0, V_DOUBLE, NULL},
+    {{"bulkwrite_consumer_kept_messages", BW_METRIC_GAUGE, "server", BW_METRIC_CONSUMER,
+      "Applied messages of the server's shards held here that Kafka still keeps (consumer.keep_applied_ms, "
+      "listed replicas behind).",
+      "messages of the server's shards held here that were applied and are still in Kafka: what a "
+      "failover to a lagging replica, or a restore, can replay (`consumer.keep_applied_ms`, and any "
+      "listed replica not level yet); real brokers only"},
+     servers_kept, 0, V_I64, NULL},
+    {{"bulkwrite_consumer_replica_unread_seconds", BW_METRIC_GAUGE, "server,replica", BW_METRIC_CONSUMER,
+      "Seconds since a listed replica's ledger was last read, while it cannot be read (0 while it can): "
+      "Kafka keeps what the server's shards applied meanwhile.",
+      "0 while a listed replica's ledger (`bw_offsets`) is read every round; else the seconds since it "
+      "was last read (or since start): Kafka keeps every batch the server's shards applied meanwhile "
+      "(`BulkwriteTrimHeld` after `consumer.replica_unread_alert_ms`); servers whose shards are held here"},
+     replicas_unread, 0, V_DOUBLE, NULL},
     {{"bulkwrite_consumer_reconnects_total", BW_METRIC_COUNTER, "shard", BW_METRIC_CONSUMER,
       "Pooled connections found closed by the server or a load balancer and replaced at once (not "
       "errors, not retries).",

@@ -113,6 +113,11 @@ void bw_metrics_alert_post(bw_metrics_t *m, int ok);
 /* A server budget's share this consumer holds: statements/s and rows/s; a negative value:
  * the server has no budget of that kind (its series is not shown). */
 void bw_metrics_server_budget(bw_metrics_t *m, int server, double statements, double rows);
+/* The server's applied messages Kafka keeps (consumer/trim.c); negative: not shown. */
+void bw_metrics_server_kept(bw_metrics_t *m, int server, int64_t messages);
+/* Seconds since the server's listed replica `replica` was last read (0 while it is read);
+ * negative: not shown. */
+void bw_metrics_replica_unread(bw_metrics_t *m, int server, int replica, double seconds);
 
 /* /metrics: every family of the table for m's role, each with one HELP and TYPE. */
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out);

@@ -70,6 +70,10 @@ static const struct {
     {"BulkwriteThrottleSignalUnknown", "warning",
      "has a throttle signal that cannot be read (or is older than throttle.stale_ms): its shards run at "
      "throttle.floor until it is read again; see the error, GET /v1/shards and the consumer's log", 1},
+    {"BulkwriteTrimHeld", "warning",
+     "keeps every applied batch of its shards in Kafka: a listed replica's ledger cannot be read, and a "
+     "failover to that replica could need any of them; the brokers' disks grow until it is read again or "
+     "taken out of shards.servers[].replicas (docs/operations.md)", 1},
 };
 
 const char *bw_alert_name(bw_alert_kind_t kind) { return kinds[kind].name; }

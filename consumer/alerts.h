@@ -25,6 +25,8 @@ typedef enum {
     BW_ALERT_SERVER_DOWN,    /* BulkwriteServerDown (page): a whole server unreachable; per server, not shard */
     BW_ALERT_SIGNAL_UNKNOWN, /* BulkwriteThrottleSignalUnknown (warning): per server; fire/resolve with the
                                 server's index as `shard` */
+    BW_ALERT_TRIM_HELD,      /* BulkwriteTrimHeld (warning): per server, as above: a listed replica's
+                                ledger unread for consumer.replica_unread_alert_ms */
     BW_ALERT_KINDS
 } bw_alert_kind_t;
 

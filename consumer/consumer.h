@@ -22,8 +22,10 @@
  *   handover.c   what a moved shard keeps from its latest status record (no I/O; tested alone)
  *   throttle.c   the adaptive throttle's decisions per shard (no I/O; tested alone)
  *   signals.c    the throttle's signals: heartbeat, Threads_running, a custom query (a thread)
- *   progress.c   what follows an applied batch: Kafka commits in batches, DeleteRecords,
- *                status records, gauges, age and stall alerts
+ *   progress.c   what follows an applied batch: Kafka commits in batches, status
+ *                records, gauges, age and stall alerts
+ *   retain.c     what Kafka must keep of an applied partition (no I/O; tested alone)
+ *   trim.c       deleting the rest (DeleteRecords), the listed replicas' ledgers read
  *   apply.c      one job = one transaction on the shard's database (worker threads)
  *   alerts.c, deadletter.c
  *
@@ -185,9 +187,6 @@ typedef struct {
     unsigned table_version;    /* of the settings last applied */
     rd_kafka_t *status_rk;     /* status records (fire and forget) */
     bw_topic_retention_t retention; /* of the batches topic, as found at startup */
-    rd_kafka_queue_t *delete_q;     /* DeleteRecords results; NULL when none is in flight */
-    int delete_lane;                /* the lane whose topic the DeleteRecords in flight (or last) is about */
-    int delete_round;               /* the next lane of the round of DeleteRecords (progress.c) */
     char instance[300];        /* host:port of this consumer, in status records */
     int next_shard;            /* the scheduler's round-robin cursor */
     int ledger_reads;          /* ledger reads in flight (rebalance.c) */
@@ -264,7 +263,13 @@ void bw_progress_update_gauges(void);
 void bw_progress_publish_status(int all);
 /* The shard's status now (its default lane is held here: else 0, nothing sent). */
 int bw_progress_publish_shard(int shard);
-void bw_progress_delete_applied(void);
-void bw_progress_collect_deleted(int wait_ms);
+
+/* trim.c: deleting from Kafka what the shard's primary and every listed replica have
+ * applied, kept consumer.keep_applied_ms (retain.h) */
+void bw_trim_start(void); /* after the partitions exist: the replica reader thread */
+void bw_trim_stop(void);  /* waits up to 2 s for a DeleteRecords in flight */
+void bw_trim_round(void); /* every consumer.delete_applied_interval_ms */
+void bw_trim_collect(void); /* each turn: a DeleteRecords answer, without waiting */
+void bw_trim_report(int64_t now_ms); /* gauges and BulkwriteTrimHeld, once a second */
 
 #endif

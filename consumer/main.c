@@ -126,6 +126,7 @@ static int start(bw_daemon_t *d) {
     bw_throttle_limits_from_config(conf, &consumer.throttle);
     bw_pool_start();
     bw_progress_start();
+    bw_trim_start();
 
     int bound;
     consumer.httpd = bw_daemon_listen(d, conf->consumer_listen_address, conf->consumer_port, 0, on_http, NULL, NULL,
@@ -209,6 +210,7 @@ static void run(bw_daemon_t *d) {
         if (now >= next_gauges) {
             bw_rebalance_retry_ledgers(now);
             bw_progress_update_gauges();
+            bw_trim_report(bw_wall_ms());
             next_gauges = now + 1000000;
         }
         if (now >= next_status) {
@@ -220,10 +222,10 @@ static void run(bw_daemon_t *d) {
             next_progress = now + (int64_t)conf->progress_interval_ms * 1000;
         }
         if (now >= next_delete && conf->delete_applied_interval_ms) {
-            bw_progress_delete_applied();
+            bw_trim_round();
             next_delete = now + (int64_t)conf->delete_applied_interval_ms * 1000;
         }
-        bw_progress_collect_deleted(0);
+        bw_trim_collect();
         rd_kafka_poll(consumer.status_rk, 0);
     }
 }
@@ -260,8 +262,7 @@ static void stop(void) {
     bw_progress_commit();
     int closed = leave_group(10000);
     if (consumer.awaiting) rd_kafka_topic_partition_list_destroy(consumer.awaiting);
-    bw_progress_collect_deleted(2000); /* its request list is freed with the result */
-    if (consumer.delete_q) rd_kafka_queue_destroy(consumer.delete_q);
+    bw_trim_stop();
     bw_pool_stop();
     bw_signals_stop(consumer.signals);
     rd_kafka_queue_destroy(consumer.poll_q);

@@ -4,8 +4,6 @@
  *   transaction); the Kafka commit only saves re-reading. Commits go in one request for
  *   every partition that moved, every consumer.commit_interval_ms: one request per
  *   batch per partition would starve the group's heartbeats at 4,096 partitions.
- * - DeleteRecords (real brokers): what the shards applied is deleted from Kafka, so
- *   disk holds the real backlog, not a retention's worth.
  * - Gauges and status records (GET /v1/shards on the proxy, the proxies' backlog
  *   admission), and the alerts that watch time: a backlog nearing the topic's retention,
  *   and a shard with lag and no applied batch for consumer.stall_alert_ms.
@@ -403,72 +401,4 @@ void bw_progress_publish_status(int all) {
         }
         if (moved) publish_shard_status(s, now);
     }
-}
-
-/* ---- freeing what the shards applied (DeleteRecords, real brokers only) -------------- */
-
-/* Starts the DeleteRecords of the next lane, from consumer.delete_round on, that has
- * something to delete (one topic per request); none left: the round is over. */
-static void delete_next_lane(void) {
-    int32_t *partitions = malloc(sizeof(int32_t) * (size_t)consumer.conf->shard_count);
-    int64_t *offsets = malloc(sizeof(int64_t) * (size_t)consumer.conf->shard_count);
-    size_t n = 0;
-    for (; consumer.delete_round < consumer.conf->lane_cnt && !n; consumer.delete_round++) {
-        int lane = consumer.delete_round;
-        for (int s = 0; s < consumer.conf->shard_count; s++) {
-            bw_partition_t *p = &consumer.partitions[bw_config_slot(consumer.conf, lane, s)];
-            /* only what the ledger holds, and only up to an acknowledged Kafka commit, so a
-             * consumer that resumes from Kafka's commit finds it */
-            int64_t upto = p->applied < p->committed ? p->applied : p->committed;
-            if (!p->assigned || upto <= p->deleted_to) continue;
-            partitions[n] = s;
-            offsets[n++] = upto;
-        }
-        if (n) {
-            consumer.delete_lane = lane;
-            consumer.delete_q = rd_kafka_queue_new(consumer.rk);
-            bw_kafka_delete_records_start(consumer.rk, consumer.conf->lanes[lane].topic, partitions, offsets, n, 30000,
-                                          consumer.delete_q);
-        }
-    }
-    free(partitions);
-    free(offsets);
-}
-
-/* Asks Kafka to delete, per partition, what the shard has applied and stored in its
- * ledger since the last time: a round of one request per lane with something to delete,
- * one request at a time; each result is read by bw_progress_collect_deleted(), which
- * starts the next lane's. */
-void bw_progress_delete_applied(void) {
-    if (consumer.delete_q || consumer.retention.embedded || !consumer.conf->delete_applied_interval_ms) return;
-    consumer.delete_round = 0;
-    delete_next_lane();
-}
-
-/* Reads the result of the DeleteRecords in flight, waiting up to wait_ms for it. */
-void bw_progress_collect_deleted(int wait_ms) {
-    if (!consumer.delete_q) return;
-    size_t cap = (size_t)consumer.conf->shard_count, n = 0;
-    int32_t *partitions = malloc(sizeof(int32_t) * cap);
-    int64_t *low = malloc(sizeof(int64_t) * cap);
-    char err[512] = "";
-    int64_t deadline = bw_now_us() + (int64_t)wait_ms * 1000;
-    int done;
-    while (!(done = bw_kafka_delete_records_poll(consumer.delete_q, partitions, low, cap, &n, err, sizeof(err))) &&
-           bw_now_us() < deadline)
-        usleep(10000);
-    if (done) {
-        rd_kafka_queue_destroy(consumer.delete_q);
-        consumer.delete_q = NULL;
-        for (size_t i = 0; i < n; i++)
-            if (low[i] >= 0 && partitions[i] >= 0 && partitions[i] < consumer.conf->shard_count) {
-                bw_partition_t *p = &consumer.partitions[bw_config_slot(consumer.conf, consumer.delete_lane, partitions[i])];
-                p->low = p->deleted_to = low[i]; /* a failed one is tried again */
-            }
-        if (err[0]) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "deleting applied records: %s (tried again later)", err);
-        else bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "deleted applied records of %zu partitions", n);
-        if (atomic_load(&consumer.run)) delete_next_lane(); /* the round goes on with the next lane, if any */
-    }
-    free(partitions);
-    free(low);
 }

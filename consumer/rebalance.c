@@ -348,7 +348,7 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         if (--consumer.shards[p->shard].assigned_lanes) continue; /* the shard's other lanes stay here */
         bw_health_forget(consumer.health, p->shard);
         for (int k = 0; k < BW_ALERT_KINDS; k++)
-            if (k != BW_ALERT_SERVER_DOWN && k != BW_ALERT_SIGNAL_UNKNOWN) /* per server: they stay */
+            if (k != BW_ALERT_SERVER_DOWN && k != BW_ALERT_SIGNAL_UNKNOWN && k != BW_ALERT_TRIM_HELD) /* per server */
                 bw_alerts_resolve(consumer.alerts, (bw_alert_kind_t)k, p->shard);
         bw_metrics_shard_forget(consumer.metrics, p->shard);
     }

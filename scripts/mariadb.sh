@@ -15,6 +15,11 @@ usage: $0 start  DIR PORT   init DIR/data if needed, start server on 127.0.0.1:P
                             max 30 s until both replication threads run
        $0 replica-sql DIR stop|start
                             stop/start the replica's SQL thread (its lag then grows/shrinks)
+       $0 replica-io DIR stop|start
+                            stop/start the replica's IO thread: it receives nothing more from
+                            its primary (a broken link), what it received it still applies
+       $0 promote DIR       make a replica a primary, as a failover does: STOP SLAVE, RESET
+                            SLAVE ALL, read_only off
 Connect: mariadb -h127.0.0.1 -P PORT -uroot   (empty password)
 BW_MARIADB_ARGS adds options to mariadbd (e.g. --character-set-server=latin1).
 BW_MARIADB_PRIMARY=1 (with start) makes the server one a replica can follow: binary log
@@ -255,6 +260,26 @@ cmd_replica_sql() {
     echo "mariadb: replica SQL thread: $1 ($DIR)"
 }
 
+cmd_replica_io() {
+    [[ -n $(server_pid) ]] || die "not running ($DIR)"
+    [[ -n $(slave_status) ]] || die "$DIR is not a replica"
+    case $1 in
+        stop)  sock_sql 'STOP SLAVE IO_THREAD' >/dev/null || die "STOP SLAVE IO_THREAD failed on $DIR" ;;
+        start) sock_sql 'START SLAVE IO_THREAD' >/dev/null || die "START SLAVE IO_THREAD failed on $DIR"
+               wait_replicating "IO SQL" ;;
+        *)     usage ;;
+    esac
+    echo "mariadb: replica IO thread: $1 ($DIR)"
+}
+
+cmd_promote() {
+    [[ -n $(server_pid) ]] || die "not running ($DIR)"
+    sock_sql 'STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0' >/dev/null || die "promoting $DIR failed"
+    # a later plain 'start' must not name a relay log it no longer has
+    rm -f "$DIR/replica"
+    echo "mariadb: promoted: no longer a replica, writable ($DIR)"
+}
+
 cmd_stop() {
     local pid
     pid=$(server_pid)
@@ -307,5 +332,7 @@ case $cmd in
     status) [[ $# -eq 2 ]] || usage; cmd_status ;;
     start-replica) [[ $# -eq 4 ]] || usage; cmd_start_replica "$3" "$4" ;;
     replica-sql)   [[ $# -eq 3 ]] || usage; cmd_replica_sql "$3" ;;
+    replica-io)    [[ $# -eq 3 ]] || usage; cmd_replica_io "$3" ;;
+    promote)       [[ $# -eq 2 ]] || usage; cmd_promote ;;
     *)      usage ;;
 esac

@@ -29,7 +29,7 @@ MODE=${1:?usage: test/backlog.sh embedded|kafka}
 . test/lib.sh
 bw_stack_start backlog "$MODE"
 # applied records are freed quickly, so the test can see it
-"$BIN/bwctl" config-set "$CONF" consumer.delete_applied_interval_ms=1000 || exit 1
+"$BIN/bwctl" config-set "$CONF" consumer.delete_applied_interval_ms=1000 consumer.keep_applied_ms=0 || exit 1
 start_alertmanager
 
 metric() { # metric URL NAME [SHARD]: sum of a series

@@ -103,6 +103,7 @@ Suite *quota_suite(void);
 Suite *scrub_suite(void);
 Suite *throttle_suite(void);
 Suite *handover_suite(void);
+Suite *retain_suite(void);
 Suite *gate_suite(void);
 Suite *notify_suite(void);
 

@@ -128,12 +128,36 @@ static bw_metrics_t *filled(const bw_config_t *conf, bw_metrics_role_t role) {
     bw_metrics_server_signal(m, 0, 0, NAN, 1000);
     bw_metrics_server_signal(m, 1, 3, 7.25, 100);
     bw_metrics_server_budget(m, 0, 12.5, -1);
+    bw_metrics_server_kept(m, 0, 420);
+    bw_metrics_replica_unread(m, 0, 0, 12.5);
     bw_metrics_alert_post(m, 1);
     return m;
 }
 
+/* Replaces the first `find` of text with repl (malloc'd). */
+static char *replaced(const char *text, const char *find, const char *repl) {
+    const char *at = strstr(text, find);
+    ck_assert_msg(at != NULL, "reference config lacks \"%s\"", find);
+    size_t pre = (size_t)(at - text);
+    char *out = malloc(strlen(text) - strlen(find) + strlen(repl) + 1);
+    memcpy(out, text, pre);
+    strcpy(out + pre, repl);
+    strcat(out, at + strlen(find));
+    return out;
+}
+
+/* The reference config with two lanes besides the default, and a replica listed for the
+ * first server: every family has series. */
 static bw_config_t *lanes_config(void) {
-    return t_conf_variant_load("lanes = (", "lanes = ( { name = \"urgent\"; weight = 4; }, { name = \"bulk\"; }");
+    char *a = replaced(t_ref_conf_text(), "lanes = (", "lanes = ( { name = \"urgent\"; weight = 4; }, { name = \"bulk\"; }");
+    char *b = replaced(a, "replicas = [ ];", "replicas = [ \"127.0.0.1:3307\" ];");
+    char *path = t_write_temp(b), err[1024] = "";
+    bw_config_t *c = bw_config_load(path, err, sizeof(err));
+    ck_assert_msg(c != NULL, "config variant does not load: %s", err);
+    t_unlink_free(path);
+    free(a);
+    free(b);
+    return c;
 }
 
 static const char *const type_names[] = {"counter", "gauge", "histogram"};
