@@ -147,12 +147,13 @@ check-lane-kafka:
 check-sanitize:
 	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 JOB_OPS=30000 all unit e2e-embedded auth-embedded throttle-embedded lanes-embedded fault-embedded backlog-embedded fairness-embedded
 
-# The unit tier and the embedded-Kafka e2e, auth, throttle and backlog tiers under ThreadSanitizer: the daemons'
+# The unit tier, the embedded-Kafka e2e, auth, throttle and backlog tiers, and the failover tier (the
+# consumer's replica reader runs on a real broker only) under ThreadSanitizer: the daemons'
 # threads (dispatcher, workers, alert sender, tails, HTTP) and librdkafka's, made visible
 # by test/tsan/c11threads.c. A report stops the program (halt_on_error).
 TSAN_OPTIONS_CHECK := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/test/tsan/suppressions.txt
 check-tsan:
-	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread BACKLOG_FEED=200000 JOB_OPS=30000 all unit e2e-embedded auth-embedded throttle-embedded backlog-embedded
+	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread BACKLOG_FEED=200000 JOB_OPS=30000 all unit e2e-embedded auth-embedded throttle-embedded backlog-embedded failover-kafka
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
