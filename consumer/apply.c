@@ -465,8 +465,26 @@ static int check_contiguous(apply_ctx_t *x, int slot, int64_t stored, size_t cnt
     return 0;
 }
 
+/* The shard's ledger says an offset comes next that is behind what this consumer applied
+ * and committed there itself: the database is an older copy than the one it wrote to (a
+ * replica promoted after a failover that kept the address, a restored backup). The
+ * ledger is the truth: nothing commits, and the partition is fetched again from the
+ * ledger's offset (consumer/trim.c keeps those messages in Kafka; if Kafka no longer has
+ * them, the gap stops the shard loudly, partition.c). */
+static int ledger_moved_back(apply_ctx_t *x, int slot, int64_t stored, int64_t applied) {
+    if (applied < 0 || stored >= applied) return 0;
+    snprintf(x->res->error, sizeof(x->res->error),
+             "the ledger of partition %d on %s says offset %lld comes next, behind %lld this consumer applied there: "
+             "the database is an older copy (a failover to a replica, a restored backup); fetching again from %lld",
+             slot, x->ap->conf->servers[x->server].name, (long long)stored, (long long)applied,
+             (long long)(stored >= 0 ? stored : 0));
+    x->res->status = BW_APPLY_REWIND;
+    x->res->next_offset = stored;
+    return -1;
+}
+
 /* One attempt at the whole transaction on the server's connection (opened if none). */
-static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *msgs, size_t cnt,
+static void apply_batch(bw_applier_t *ap, int slot, int64_t applied, rd_kafka_message_t *const *msgs, size_t cnt,
                         bw_apply_result_t *res) {
     memset(res, 0, sizeof(*res));
     res->status = BW_APPLY_OK;
@@ -487,6 +505,10 @@ static void apply_batch(bw_applier_t *ap, int slot, rd_kafka_message_t *const *m
     if (bw_ledger_lock_offset(x.db, conf, slot, &stored, &ap->sql)) {
         failed_retry(&x, "reading the stored offset");
         goto rollback;
+    }
+    if (ledger_moved_back(&x, slot, stored, applied)) {
+        mysql_rollback(x.db);
+        return;
     }
     if (check_contiguous(&x, slot, stored, cnt)) goto rollback;
 
@@ -572,6 +594,24 @@ rollback:
     res->rows_coalesced = res->ops_cancelled = 0;
 }
 
+unsigned bw_applier_read_offsets(bw_applier_t *ap, int server, const int *slots, size_t n, int64_t *offsets,
+                                 char *errstr, size_t errstr_size) {
+    bw_apply_conn_t *c = &ap->conns[server];
+    if (!c->db) {
+        if (conn_open(ap, server, errstr, errstr_size)) return CR_CONNECTION_ERROR;
+        c->used_us = bw_now_us(); /* a read does not keep it open: idle batches still close it */
+    }
+    unsigned err = bw_ledger_read_offsets(c->db, ap->conf, slots, n, offsets, &ap->sql);
+    if (err) {
+        snprintf(errstr, errstr_size, "reading bw_offsets on %s: %s (%u)", ap->conf->servers[server].name,
+                 mysql_error(c->db), err);
+        conn_close(c); /* whatever broke, the next batch starts on a fresh one */
+    } else {
+        mysql_rollback(c->db); /* end the read's snapshot */
+    }
+    return err;
+}
+
 int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {
     int closed = 0;
     for (int i = 0; i < ap->conf->server_cnt; i++) {
@@ -588,7 +628,7 @@ int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {
  * server's wait_timeout or a load balancer: that is found (by a ping after a while
  * idle, or by the batch's first statement) and mended by connecting again at once,
  * without an error. Only a failure on a fresh connection says the server is sick. */
-void bw_applier_apply(bw_applier_t *ap, int slot, rd_kafka_message_t *const *msgs, size_t cnt,
+void bw_applier_apply(bw_applier_t *ap, int slot, int64_t applied, rd_kafka_message_t *const *msgs, size_t cnt,
                       bw_apply_result_t *res) {
     int64_t now = bw_now_us();
     int shard = slot % ap->conf->shard_count;
@@ -603,12 +643,12 @@ void bw_applier_apply(bw_applier_t *ap, int slot, rd_kafka_message_t *const *msg
         reconnects++;
     }
     int reused = c->db != NULL;
-    apply_batch(ap, slot, msgs, cnt, res);
+    apply_batch(ap, slot, applied, msgs, cnt, res);
     if (res->status == BW_APPLY_RETRY && reused && !c->db) { /* a client-side error closed it */
         bw_log(BW_LOG_INFO, COMPONENT, shard, NULL, "reused connection to %s failed (%s): applying again on a new one",
                ap->conf->servers[server].name, res->error);
         reconnects++;
-        apply_batch(ap, slot, msgs, cnt, res);
+        apply_batch(ap, slot, applied, msgs, cnt, res);
     }
     res->reconnects = reconnects;
     c->used_us = bw_now_us();

@@ -66,12 +66,15 @@ typedef struct {
 typedef enum {
     BW_APPLY_OK,        /* committed (possibly with failed rows, see result) */
     BW_APPLY_RETRY,     /* nothing committed; retry the same messages later */
+    BW_APPLY_REWIND,    /* nothing committed: the shard's ledger is behind what this consumer
+                           applied (a failover to a replica, a restored backup): fetch again
+                           from next_offset (-1: the log's beginning) */
 } bw_apply_status_t;
 
 typedef struct {
     bw_apply_status_t status;
     bw_fail_t fail;            /* why, when status is BW_APPLY_RETRY (db.h; never DATA or DECODE) */
-    int64_t next_offset;       /* after commit: the partition's next offset */
+    int64_t next_offset;       /* after commit: the partition's next offset; REWIND: where to fetch */
     uint64_t rows_applied;
     uint64_t rows_failed;
     uint64_t messages_skipped; /* applied before (a replay after a crash or rebalance) */
@@ -95,10 +98,18 @@ void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *me
 void bw_applier_destroy(bw_applier_t *ap);
 
 /* Applies msgs[0..cnt), all of one partition, in offset order: `slot` names it (config.h:
- * lane * shards.count + shard; its ledger row is the lane's). Closes the applier's idle
- * connections first (bw_applier_close_idle). */
-void bw_applier_apply(bw_applier_t *ap, int slot, rd_kafka_message_t *const *msgs, size_t cnt,
+ * lane * shards.count + shard; its ledger row is the lane's). `applied` is the partition's
+ * next offset as this consumer last committed or read it (-1 unknown): a ledger found
+ * behind it answers BW_APPLY_REWIND. Closes the applier's idle connections first
+ * (bw_applier_close_idle). */
+void bw_applier_apply(bw_applier_t *ap, int slot, int64_t applied, rd_kafka_message_t *const *msgs, size_t cnt,
                       bw_apply_result_t *res);
+
+/* Reads the stored offsets of slots[0..n), all on `server`, on the applier's pooled
+ * connection to it (opened if none; closed on an error): a worker's ledger check costs no
+ * connection of its own. 0, or the MySQL error number with errstr. */
+unsigned bw_applier_read_offsets(bw_applier_t *ap, int server, const int *slots, size_t n, int64_t *offsets,
+                                 char *errstr, size_t errstr_size);
 
 /* Closes the connections idle for consumer.connection_idle_close_ms or longer at
  * `now_us` (bw_now_us). Returns how many it closed. A worker calls it when it wakes

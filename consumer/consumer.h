@@ -13,7 +13,8 @@
  * The files, in reading order:
  *   main.c       startup, the loop that turns every subsystem below, shutdown, HTTP, reload
  *   partition.c  a partition's buffer: fetching, pausing, seeking, and gaps (lost messages)
- *   rebalance.c  assignment and revocation: where each partition resumes (its ledger)
+ *   rebalance.c  assignment and revocation: where each partition resumes (its ledger);
+ *                the ledgers checked every few seconds (a failover behind a stable address)
  *   gate.c       why a shard is not running now: the one answer every file below asks
  *   scheduler.c  which shard gets a worker next (fair order, rate, health), what a
  *                finished batch changes, and pacing (rates, the throttle's step)
@@ -138,18 +139,20 @@ typedef struct {
 
 /* Handed from the dispatcher to a worker and back; owned by whoever holds it. Two kinds:
  * an apply (scheduler.c: a run of a partition's messages, one transaction) and a ledger
- * read (rebalance.c: the stored offsets of `shards`, one server). */
+ * read or check (rebalance.c: the stored offsets of `shards`, one server). */
 struct bw_job {
     void (*run)(bw_job_t *j, bw_applier_t *ap); /* @locality a worker; ap: the worker's connections */
     void (*done)(bw_job_t *j);                  /* @locality dispatcher: takes the job back and frees it */
     int shard;                 /* apply: the shard */
     int slot;                  /* apply: the partition (its lane and shard) */
+    int64_t applied;           /* apply: the partition's applied offset when handed out (bw_partition_t) */
     int server;                /* the server it talks to */
     int probe;                 /* a health probe: one message */
     rd_kafka_message_t **msgs; /* the partition's first cnt buffered messages (borrowed) */
     size_t cnt;
     int *shards;               /* ledger read: the partitions (slots) to read, [cnt] */
     int64_t *offsets;          /* ledger read: their stored offsets (-1 none), [cnt] */
+    int64_t *asked;            /* ledger check: what each had applied when asked, [cnt]; else NULL */
     unsigned ledger_errno;     /* ledger read: 0, or why the server could not be read */
     int64_t started_us;
     uint64_t statements;       /* apply: as planned (the rate's cost) */
@@ -190,6 +193,7 @@ typedef struct {
     char instance[300];        /* host:port of this consumer, in status records */
     int next_shard;            /* the scheduler's round-robin cursor */
     int ledger_reads;          /* ledger reads in flight (rebalance.c) */
+    int ledger_checks;         /* ledger checks in flight (rebalance.c) */
     rd_kafka_topic_partition_list_t *awaiting; /* an assignment not yet handed to librdkafka:
                                                   its ledgers are being read (rebalance.c) */
     /* the worker pool. @locks mu guards todo, done, busy, stopping */
@@ -210,6 +214,9 @@ void bw_partition_refresh_fetch(int slot);
 void bw_partition_refresh_shard(int shard); /* every assigned lane of the shard */
 void bw_partition_drop_head(int slot, size_t cnt);
 void bw_partition_drop_all(int slot);
+/* The shard's ledger is behind what this consumer applied (apply.h, BW_APPLY_REWIND): the
+ * buffer is dropped and fetching goes on from `offset` (-1: the log's beginning). */
+void bw_partition_rewind(int slot, int64_t offset);
 void bw_partition_note_error(int shard, const char *kind, const char *message);
 /* The slot of a message of one of our topics, or -1. */
 int bw_partition_slot_of(const char *topic, int32_t partition);
@@ -225,6 +232,9 @@ int64_t bw_partition_shard_oldest_unapplied_ms(int shard); /* the oldest over it
 /* rebalance.c */
 void bw_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l, void *opaque);
 void bw_rebalance_retry_ledgers(int64_t now_us);
+/* Every few seconds: the held partitions' ledgers read and compared with what was applied
+ * (a failover behind an address that stays); one behind is fetched again from there. */
+void bw_rebalance_check_ledgers(int64_t now_us);
 
 /* pool.c */
 void bw_pool_start(void);

@@ -209,6 +209,7 @@ static void run(bw_daemon_t *d) {
         }
         if (now >= next_gauges) {
             bw_rebalance_retry_ledgers(now);
+            bw_rebalance_check_ledgers(now);
             bw_progress_update_gauges();
             bw_trim_report(bw_wall_ms());
             next_gauges = now + 1000000;

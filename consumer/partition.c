@@ -303,6 +303,17 @@ void bw_partition_drop_all(int slot) {
     bw_partition_drop_head(slot, consumer.partitions[slot].len);
 }
 
+void bw_partition_rewind(int slot, int64_t offset) {
+    bw_partition_t *p = &consumer.partitions[slot];
+    bw_partition_drop_all(slot);
+    p->applied = p->next_fetch = offset;
+    p->assigned_from = offset >= 0 ? offset : RD_KAFKA_OFFSET_BEGINNING;
+    p->commit_due = offset >= 0 ? offset : -1; /* Kafka's commit follows the ledger back */
+    p->published_applied = -2; /* publish at once */
+    if (!p->fetch_paused) seek_to(slot, offset >= 0 ? offset : RD_KAFKA_OFFSET_BEGINNING);
+    bw_partition_refresh_fetch(slot); /* paused, it seeks to next_fetch when it resumes */
+}
+
 /* Wall clock (ms) of the oldest message the shard has not applied, as far as it is
  * known: the next buffered message's timestamp, or (a shard not fetched, e.g. paused)
  * no later than when its lag was first seen without progress. 0 if nothing waits. */

@@ -30,17 +30,22 @@
 static int revoking;
 
 static void read_ledger(bw_job_t *j, bw_applier_t *ap);
+static void check_ledger(bw_job_t *j, bw_applier_t *ap);
 static void ledger_read(bw_job_t *j);
+static void ledger_checked(bw_job_t *j);
 
-/* Submits one ledger read per server for the listed partitions (slots). */
-static void read_ledgers(const int *shards, size_t n) {
+/* Submits one ledger read per server for the listed partitions (slots), each taken back
+ * by `done`; counts them in *in_flight. A check (done = ledger_checked) keeps what each
+ * partition had applied when asked. */
+static void submit_reads(const int *shards, size_t n, void (*done)(bw_job_t *j), int *in_flight) {
     for (int sv = 0; sv < consumer.conf->server_cnt; sv++) {
         bw_job_t *j = calloc(1, sizeof(*j));
         if (!j) abort();
-        j->run = read_ledger;
-        j->done = ledger_read;
+        j->run = done == ledger_checked ? check_ledger : read_ledger;
+        j->done = done;
         j->server = sv;
         j->shards = malloc(sizeof(int) * (n ? n : 1));
+        if (!j->shards) abort();
         for (size_t i = 0; i < n; i++)
             if (consumer.conf->shard_server[consumer.partitions[shards[i]].shard] == sv) j->shards[j->cnt++] = shards[i];
         if (!j->cnt) {
@@ -49,11 +54,17 @@ static void read_ledgers(const int *shards, size_t n) {
             continue;
         }
         j->offsets = malloc(sizeof(int64_t) * j->cnt);
-        if (!j->shards || !j->offsets) abort();
-        consumer.ledger_reads++;
+        if (!j->offsets) abort();
+        if (done == ledger_checked) {
+            if (!(j->asked = malloc(sizeof(int64_t) * j->cnt))) abort();
+            for (size_t i = 0; i < j->cnt; i++) j->asked[i] = consumer.partitions[j->shards[i]].applied;
+        }
+        (*in_flight)++;
         bw_pool_submit(j);
     }
 }
+
+static void read_ledgers(const int *shards, size_t n) { submit_reads(shards, n, ledger_read, &consumer.ledger_reads); }
 
 /* @locality worker thread: the ledger read itself (on a connection of its own: ap's
  * are the shards' batches'). */
@@ -365,4 +376,62 @@ void bw_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
         bw_info(COMPONENT, "revoking %d partitions", l->cnt);
         revoke_partitions(rk, l);
     }
+}
+
+/* ---- a failover behind an address that stays ----------------------------------------- */
+
+/* A failover that keeps the server's address (a VIP, a DNS name) puts an older copy of
+ * the shards' databases behind a running consumer without a word. A batch applied there
+ * finds its ledger behind (apply.h, BW_APPLY_REWIND); a shard with nothing to apply would
+ * never look. So the ledgers of the partitions held here are read every
+ * LEDGER_CHECK_US (one query per server, on a worker) and compared with what this
+ * consumer had applied when it asked: a ledger behind that is the truth, and the
+ * partition is fetched again from its offset (bw_partition_rewind). A server that cannot
+ * be read is left to the batches and the health checks. */
+#define LEDGER_CHECK_US 5000000
+
+/* @locality worker thread: on its pooled connection (a check every few seconds must not
+ * open one per server each time). */
+static void check_ledger(bw_job_t *j, bw_applier_t *ap) {
+    j->ledger_errno = bw_applier_read_offsets(ap, j->server, j->shards, j->cnt, j->offsets, j->res.error,
+                                              sizeof(j->res.error));
+}
+
+static void ledger_checked(bw_job_t *j) {
+    consumer.ledger_checks--;
+    for (size_t i = 0; i < j->cnt && !j->ledger_errno && !revoking; i++) {
+        bw_partition_t *p = &consumer.partitions[j->shards[i]];
+        int64_t stored = j->offsets[i], asked = j->asked[i];
+        if (asked < 0 || stored >= asked || !p->assigned || p->ledger_pending || p->revoking) continue;
+        /* a batch in flight finds it itself; one applied since asked: asked again next time */
+        if (consumer.shards[p->shard].job || p->applied != asked) continue;
+        char msg[400];
+        snprintf(msg, sizeof(msg),
+                 "the ledger of partition %d on %s says offset %lld comes next, behind %lld this consumer applied "
+                 "there: the database is an older copy (a failover to a replica, a restored backup); fetching again "
+                 "from %lld", j->shards[i], consumer.conf->servers[j->server].name, (long long)stored,
+                 (long long)asked, (long long)(stored >= 0 ? stored : 0));
+        bw_log(BW_LOG_WARN, COMPONENT, p->shard, NULL, "%s", msg);
+        bw_partition_note_error(p->shard, "ledger", msg);
+        bw_partition_rewind(j->shards[i], stored);
+    }
+    free(j->shards);
+    free(j->offsets);
+    free(j->asked);
+    free(j);
+}
+
+void bw_rebalance_check_ledgers(int64_t now_us) {
+    static int64_t next_us;
+    if (now_us < next_us || consumer.ledger_checks || consumer.awaiting || revoking) return;
+    next_us = now_us + LEDGER_CHECK_US;
+    int *held = malloc(sizeof(int) * (size_t)consumer.slot_count);
+    if (!held) abort();
+    size_t n = 0;
+    for (int s = 0; s < consumer.slot_count; s++) {
+        const bw_partition_t *p = &consumer.partitions[s];
+        if (p->assigned && !p->ledger_pending && !p->revoking && p->applied >= 0) held[n++] = s;
+    }
+    if (n) submit_reads(held, n, ledger_checked, &consumer.ledger_checks);
+    free(held);
 }

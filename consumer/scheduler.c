@@ -129,6 +129,7 @@ int64_t bw_scheduler_dispatch_at(int64_t now) {
         j->done = applied;
         j->shard = s;
         j->slot = slot;
+        j->applied = p->applied;
         j->server = consumer.conf->shard_server[s];
         j->probe = admit == BW_ADMIT_PROBE;
         /* every budget pays for the whole job; whichever binds first makes the next one wait */
@@ -216,12 +217,25 @@ static void retry_later(bw_job_t *j, bw_fail_t fail, int64_t now) {
 }
 
 /* @locality worker thread: the job's transaction. */
-static void run_apply(bw_job_t *j, bw_applier_t *ap) { bw_applier_apply(ap, j->slot, j->msgs, j->cnt, &j->res); }
+static void run_apply(bw_job_t *j, bw_applier_t *ap) {
+    bw_applier_apply(ap, j->slot, j->applied, j->msgs, j->cnt, &j->res);
+}
 
 /* Takes a finished apply job back. */
 static void applied(bw_job_t *j) {
     int64_t now = bw_now_us();
     bw_shard_t *p = &consumer.shards[j->shard];
+    if (j->res.status == BW_APPLY_REWIND) { /* the server answered; its ledger is the truth */
+        unsigned answered = bw_health_report(consumer.health, j->shard, BW_FAIL_NONE, j->probe, now);
+        bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "%s", j->res.error);
+        bw_partition_note_error(j->shard, "ledger", j->res.error);
+        bw_partition_rewind(j->slot, j->res.next_offset);
+        p->job = NULL;
+        bw_scheduler_on_health(j->shard, answered, BW_FAIL_NONE, "");
+        free(j->msgs);
+        free(j);
+        return;
+    }
     bw_fail_t fail = j->res.status == BW_APPLY_OK ? BW_FAIL_NONE : j->res.fail;
     if (j->res.reconnects) bw_metrics_shard_reconnects(consumer.metrics, j->shard, j->res.reconnects);
     if (fail == BW_FAIL_NONE && j->res.rows_coalesced)
@@ -253,7 +267,7 @@ static void applied(bw_job_t *j) {
 /* Waits until no job of the listed partitions' shards, and no ledger read, is in flight. */
 void bw_scheduler_drain(const int *slots, size_t n) {
     for (;;) {
-        int in_flight = consumer.ledger_reads > 0;
+        int in_flight = consumer.ledger_reads > 0 || consumer.ledger_checks > 0;
         for (size_t i = 0; i < n && !in_flight; i++)
             in_flight = consumer.shards[consumer.partitions[slots[i]].shard].job != NULL;
         if (!in_flight) return;

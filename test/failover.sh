@@ -12,11 +12,14 @@
 #      BulkwriteTrimHeld fires in Alertmanager; R1 back: it resolves, trimming goes on;
 #   3. R1 cut off (its IO thread stopped) mid-job: mysql-a applies 5,500 ops R1 never gets;
 #      Kafka's log start stays at or below R1's ledger on each shard;
-#   4. mysql-a killed -9, R1 promoted, bulkwrite restarted against it: every op applied
-#      once, every row (like counts included) as expected, no data lost, job statuses true;
-#   5. keep_applied_ms 20 s: shard 6's batches are kept 20 s after they are applied, then
+#   4. mysql-a killed -9, R1 promoted and moved to mysql-a's address (as a VIP or DNS flip
+#      does), bulkwrite left running: the consumer finds R1's ledger behind what it applied,
+#      fetches again from there; every op applied once, every row (like counts included) as
+#      expected, no data lost, job statuses true;
+#   5. keep_applied_ms 20 s by SIGHUP: shard 6's batches are kept 20 s after they are applied, then
 #      deleted; R2 (unlisted) cut off, mysql-b applies 220 ops R2 never gets, Kafka keeps
-#      them; mysql-b killed -9, R2 promoted, bulkwrite restarted: every row as expected.
+#      them; mysql-b killed -9, R2 promoted, bulkwrite restarted with mysql-b's address
+#      changed to R2's: every row as expected.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:?usage: test/failover.sh kafka}
@@ -108,31 +111,28 @@ for s in 0 1 2; do
         eval "[ $(log_start $s) -le $(ledger $DB_R $s) ] && [ $(ledger $DB_R $s) -lt $(ledger $DB_A $s) ]"
 done
 
-# ---- 4. the failover ------------------------------------------------------------------------
-echo "# mysql-a killed -9; R1 promoted; bulkwrite restarted against it"
+# ---- 4. the failover, behind an address that stays (a VIP, a DNS name) -----------------------
+echo "# mysql-a killed -9; R1 promoted and moved to mysql-a's address; bulkwrite keeps running"
 scripts/mariadb.sh kill "$WORK/mysql-a" >/dev/null
 check "R1 promoted" scripts/mariadb.sh promote "$WORK/mysql-a-replica"
-kill "$C1_PID" "$PROXY_PID" 2>/dev/null
-wait "$C1_PID" "$PROXY_PID" 2>/dev/null
-"$BIN/bwctl" config-set "$CONF" "shards.servers[0].port=$DB_R" 'shards.servers[0].replicas=[]' \
-    consumer.keep_applied_ms=20000 >/dev/null || exit 1
-"$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
-PROXY_PID=$!
-pids+=($PROXY_PID)
-start_consumer $C1
-C1_PID=$LAST_PID
-T_RESTART=$(date +%s)
-check "the proxy and the consumer start against R1" \
-    wait_for 60 eval 'curl -sf http://127.0.0.1:$PROXY/healthz && curl -sf http://127.0.0.1:$C1/readyz'
+scripts/mariadb.sh stop "$WORK/mysql-a-replica" >/dev/null
+check "R1 now answers on mysql-a's address (127.0.0.1:$DB_A)" scripts/mariadb.sh start "$WORK/mysql-a-replica" $DB_A
 check "every op is applied once: every row (likes and deletes too) as expected on every shard" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 \
     feed:3000:1 like:3000:1 cleanup:3000:1 feed:3000:2 feed:2000:0 like:2000:0 feed:3000:5
 sed 's/^/    /' "$WORK/check.out" | tail -3
+check "the consumer found R1's ledger behind what it applied and fetched again from there" \
+    grep -q "the ledger of partition 1 on mysql-a says offset [0-9]* comes next, behind [0-9]* this consumer applied" \
+    "$WORK/consumer-$C1.log"
 check "no data lost: no gap logged, no BulkwriteShardDataLost" \
     sh -c "! grep -h -e 'deleted from Kafka before' -e 'BulkwriteShardDataLost' '$WORK'/consumer-*.log"
 check "the job statuses are true: the first request of each job of the failover finished, 1,000 applied" \
-    eval 'job_done $(job_of "c/0:feed:3000:2/0") 1000 && job_done $(job_of "c/2:feed:2000:0/0") 1000 &&
+    wait_for 30 eval 'job_done $(job_of "c/0:feed:3000:2/0") 1000 && job_done $(job_of "c/2:feed:2000:0/0") 1000 &&
           job_done $(job_of "c/1:cleanup:3000:1/0") 300'
+"$BIN/bwctl" config-set "$CONF" consumer.keep_applied_ms=20000 >/dev/null || exit 1
+kill -HUP "$C1_PID"
+check "SIGHUP: consumer.keep_applied_ms 20 s applies without a restart" \
+    wait_for 10 grep -q "SIGHUP: reloaded .*: applied consumer.keep_applied_ms" "$WORK/consumer-$C1.log"
 
 # ---- 5. a replica nobody listed, within keep_applied_ms --------------------------------------
 check "2,000 pins for shard 6 (mysql-b) are accepted and applied" \
@@ -148,6 +148,12 @@ check "... and deletes them once they are 20 s old" \
 T_TRIMMED=$(date +%s)
 echo "# shard 6 trimmed $((T_TRIMMED - T_APPLIED)) s after it was applied"
 check "... never before (the margin is a floor): $((T_TRIMMED - T_APPLIED)) s >= 19 s" test $((T_TRIMMED - T_APPLIED)) -ge 19
+# a margin the failover below fits in, however slow this host is (it has no sample that
+# old yet: nothing of mysql-b's shards is deleted from here on)
+"$BIN/bwctl" config-set "$CONF" consumer.keep_applied_ms=600000 >/dev/null || exit 1
+kill -HUP "$C1_PID"
+check "SIGHUP: keep_applied_ms 10 minutes" \
+    wait_for 10 eval '[ "$(grep -c "SIGHUP: reloaded .*: applied consumer.keep_applied_ms" "$WORK/consumer-$C1.log")" = 2 ]'
 check "R2's IO thread stopped" scripts/mariadb.sh replica-io "$WORK/mysql-b-replica" stop
 B_HIGH5=$(high 5) B_HIGH6=$(high 6)
 check "20 pins with images for shard 5 and 200 likes on shard 6 (mysql-b) are accepted and applied" \
@@ -155,7 +161,7 @@ check "20 pins with images for shard 5 and 200 likes on shard 6 (mysql-b) are ac
            '$BIN/bw-workload' -c '$CONF' verify --wait 60 feed:3000:1 like:3000:1 cleanup:3000:1 feed:3000:2 \
                feed:2000:0 like:2000:0 feed:3000:5 feed:2000:6 image:20:5 like:2000:6"
 sleep 4
-check "... Kafka keeps them (within keep_applied_ms): log starts of shards 5 and 6 still $B_HIGH5 and $B_HIGH6" \
+check "... Kafka keeps them (within keep_applied_ms, 10 minutes now): log starts of shards 5 and 6 still $B_HIGH5 and $B_HIGH6" \
     eval '[ "$(log_start 5)" = $B_HIGH5 ] && [ "$(log_start 6)" = $B_HIGH6 ]'
 echo "# mysql-b killed -9; R2 promoted; bulkwrite restarted against it"
 scripts/mariadb.sh kill "$WORK/mysql-b" >/dev/null
@@ -163,7 +169,7 @@ check "R2 promoted" scripts/mariadb.sh promote "$WORK/mysql-b-replica"
 check "R2 lacks them" eval '[ "$(ledger $DB_R2 5)" -lt "$(high 5)" ] && [ "$(ledger $DB_R2 6)" -lt "$(high 6)" ]'
 kill "$C1_PID" "$PROXY_PID" 2>/dev/null
 wait "$C1_PID" "$PROXY_PID" 2>/dev/null
-"$BIN/bwctl" config-set "$CONF" "shards.servers[1].port=$DB_R2" >/dev/null || exit 1
+"$BIN/bwctl" config-set "$CONF" "shards.servers[1].port=$DB_R2" 'shards.servers[0].replicas=[]' >/dev/null || exit 1
 "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
 PROXY_PID=$!
 pids+=($PROXY_PID)

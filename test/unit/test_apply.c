@@ -121,7 +121,7 @@ static void make_msg(msg_t *out, int64_t offset, const char *job, uint32_t part,
 static void apply(msg_t *const *msgs, size_t n, bw_apply_result_t *res) {
     rd_kafka_message_t *ms[8];
     for (size_t i = 0; i < n; i++) ms[i] = &msgs[i]->m;
-    bw_applier_apply(&ap, 0, ms, n, res);
+    bw_applier_apply(&ap, 0, -1, ms, n, res);
     ck_assert_msg(res->status == BW_APPLY_OK, "apply failed: %s", res->error);
 }
 
@@ -272,7 +272,7 @@ START_TEST(offset_gap_stops_never_skips) {
     make_msg(&m0, 7, JOB_A, 0, BW_OP_CREATE, creates, 1, "a");
     make_msg(&m1, 9, JOB_A, 1, BW_OP_CREATE, more, 1, "b");
     ms[0] = &m0.m, ms[1] = &m1.m;
-    bw_applier_apply(&ap, 0, ms, 2, &res);
+    bw_applier_apply(&ap, 0, -1, ms, 2, &res);
     ck_assert_int_eq(res.status, BW_APPLY_RETRY);
     ck_assert_int_eq(res.fail, BW_FAIL_STOP);
     ck_assert_msg(strstr(res.error, "offset 9 of partition 0 was read where 8 comes next: offsets 8 to 8 were not read"),
@@ -282,16 +282,16 @@ START_TEST(offset_gap_stops_never_skips) {
     apply((msg_t *[]){&m0}, 1, &res);
     ck_assert_int_eq(res.next_offset, 8);
     /* the ledger says 8: a batch starting at 9, or a replay of 7 followed by 9, stops */
-    bw_applier_apply(&ap, 0, (rd_kafka_message_t *[]){&m1.m}, 1, &res);
+    bw_applier_apply(&ap, 0, -1, (rd_kafka_message_t *[]){&m1.m}, 1, &res);
     ck_assert_int_eq(res.fail, BW_FAIL_STOP);
     ck_assert_msg(strstr(res.error, "where 8 comes next (the shard's ledger): offsets 8 to 8"), "error: %s", res.error);
     ms[0] = &m0.m, ms[1] = &m1.m;
-    bw_applier_apply(&ap, 0, ms, 2, &res);
+    bw_applier_apply(&ap, 0, -1, ms, 2, &res);
     ck_assert_int_eq(res.status, BW_APPLY_RETRY);
     ck_assert_int_eq(res.fail, BW_FAIL_STOP);
     ck_assert_uint_eq(res.messages_skipped, 0);
     make_msg(&m2, 12, JOB_B, 0, BW_OP_CREATE, again, 1, "c");
-    bw_applier_apply(&ap, 0, (rd_kafka_message_t *[]){&m2.m}, 1, &res);
+    bw_applier_apply(&ap, 0, -1, (rd_kafka_message_t *[]){&m2.m}, 1, &res);
     ck_assert_msg(strstr(res.error, "offsets 8 to 11 were not read"), "error: %s", res.error);
     ck_assert_int_eq(scalar("SELECT next_offset FROM bwapply00000.bw_offsets"), 8);
     ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 1);
@@ -308,6 +308,38 @@ START_TEST(offset_gap_stops_never_skips) {
 }
 END_TEST
 
+/* A ledger behind what this consumer applied there (the database is an older copy: a
+ * promoted replica, a restored backup) commits nothing and answers where to fetch again;
+ * a ledger without the row at all sends it to the log's beginning. */
+START_TEST(ledger_behind_rewinds) {
+    if (!setup()) return;
+    static msg_t m0, m1;
+    uint64_t first[] = {pin(41)}, later[] = {pin(42)};
+    bw_apply_result_t res;
+    make_msg(&m0, 0, JOB_A, 0, BW_OP_CREATE, first, 1, "a");
+    apply((msg_t *[]){&m0}, 1, &res);
+    ck_assert_int_eq(res.next_offset, 1);
+    /* this consumer applied up to 5 elsewhere; the server it now reaches says 1 */
+    make_msg(&m1, 5, JOB_B, 0, BW_OP_CREATE, later, 1, "b");
+    bw_applier_apply(&ap, 0, 5, (rd_kafka_message_t *[]){&m1.m}, 1, &res);
+    ck_assert_int_eq(res.status, BW_APPLY_REWIND);
+    ck_assert_int_eq(res.next_offset, 1);
+    ck_assert_msg(strstr(res.error, "says offset 1 comes next, behind 5 this consumer applied"), "error: %s", res.error);
+    ck_assert_int_eq(scalar("SELECT COUNT(*) FROM bwapply00000.pins"), 1);
+    ck_assert_int_eq(scalar("SELECT next_offset FROM bwapply00000.bw_offsets"), 1);
+    /* the same ledger, asked with what it says itself: no rewind (the hole then stops it) */
+    bw_applier_apply(&ap, 0, 1, (rd_kafka_message_t *[]){&m1.m}, 1, &res);
+    ck_assert_int_eq(res.status, BW_APPLY_RETRY);
+    ck_assert_int_eq(res.fail, BW_FAIL_STOP);
+    /* no row at all: from the beginning */
+    ck_assert_msg(mysql_query(db, "DELETE FROM bwapply00000.bw_offsets") == 0, "%s", mysql_error(db));
+    bw_applier_apply(&ap, 0, 1, (rd_kafka_message_t *[]){&m1.m}, 1, &res);
+    ck_assert_int_eq(res.status, BW_APPLY_REWIND);
+    ck_assert_int_eq(res.next_offset, -1);
+    teardown();
+}
+END_TEST
+
 START_TEST(schema_drift_stops_not_dead_letters) {
     if (!setup()) return;
     static msg_t m0;
@@ -316,7 +348,7 @@ START_TEST(schema_drift_stops_not_dead_letters) {
     ck_assert_msg(mysql_query(db, "ALTER TABLE bwapply00000.pins DROP COLUMN title") == 0, "%s", mysql_error(db));
     bw_apply_result_t res;
     rd_kafka_message_t *ms[] = {&m0.m};
-    bw_applier_apply(&ap, 0, ms, 1, &res);
+    bw_applier_apply(&ap, 0, -1, ms, 1, &res);
     ck_assert_int_eq(res.status, BW_APPLY_RETRY);
     ck_assert_int_eq(res.fail, BW_FAIL_STOP);
     ck_assert_msg(strstr(res.error, "(1054)"), "error: %s", res.error);
@@ -544,7 +576,7 @@ START_TEST(statements_split_by_bytes_in_one_transaction) {
         ms[k] = &m[k];
     }
     bw_apply_result_t res;
-    bw_applier_apply(&ap, 0, ms, 4, &res);
+    bw_applier_apply(&ap, 0, -1, ms, 4, &res);
     set_max_packet(old);
     ck_assert_msg(res.status == BW_APPLY_OK, "apply failed: %s", res.error);
     ck_assert_uint_eq(res.rows_applied, 48);
@@ -569,7 +601,7 @@ START_TEST(split_statements_share_one_commit) {
     for (int r = 0; r < 20; r++) ids[r] = pin(200 + (uint64_t)r);
     make_image_msg(&m, 0, JOB_B, 0, ids, 20, 6000);
     bw_apply_result_t res;
-    bw_applier_apply(&ap, 0, ms, 1, &res);
+    bw_applier_apply(&ap, 0, -1, ms, 1, &res);
     ck_assert_msg(res.status == BW_APPLY_OK, "apply failed: %s", res.error);
     MYSQL *c = ap.conns[0].db;
     ck_assert_ptr_nonnull(c);
@@ -598,7 +630,7 @@ START_TEST(row_over_max_packet_fails_alone) {
     make_image_msg(&m[2], 2, JOB_A, 2, c, 1, 1000);
     for (int k = 0; k < 3; k++) ms[k] = &m[k];
     bw_apply_result_t res;
-    bw_applier_apply(&ap, 0, ms, 3, &res);
+    bw_applier_apply(&ap, 0, -1, ms, 3, &res);
     set_max_packet(old);
     ck_assert_msg(res.status == BW_APPLY_OK, "apply failed: %s", res.error);
     ck_assert_uint_eq(res.rows_applied, 3);
@@ -668,7 +700,7 @@ static void apply_one(uint64_t local, int64_t offset, bw_apply_result_t *res) {
     uint64_t ids[] = {pin(local)};
     make_msg(&m, offset, JOB_C, (uint32_t)offset, BW_OP_CREATE, ids, 1, "r");
     rd_kafka_message_t *ms[] = {&m.m};
-    bw_applier_apply(&ap, 0, ms, 1, res);
+    bw_applier_apply(&ap, 0, -1, ms, 1, res);
 }
 
 /* A connection the server closed under the applier (KILL, wait_timeout) is replaced at
@@ -840,6 +872,7 @@ Suite *apply_suite(void) {
     tcase_add_test(tc, dead_letter_keeps_empty_values_and_bad_text);
     tcase_add_test(tc, schema_drift_stops_not_dead_letters);
     tcase_add_test(tc, offset_gap_stops_never_skips);
+    tcase_add_test(tc, ledger_behind_rewinds);
     tcase_add_test(tc, error_table);
     tcase_add_test(tc, statements_split_by_bytes_in_one_transaction);
     tcase_add_test(tc, split_statements_share_one_commit);

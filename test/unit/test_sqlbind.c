@@ -248,7 +248,7 @@ static void make_msg(rd_kafka_message_t *m, int64_t offset, const char *job, uin
 static void apply(bw_applier_t *ap, rd_kafka_message_t *m, size_t n, bw_apply_result_t *res) {
     rd_kafka_message_t *ms[8];
     for (size_t i = 0; i < n; i++) ms[i] = &m[i];
-    bw_applier_apply(ap, 0, ms, n, res);
+    bw_applier_apply(ap, 0, -1, ms, n, res);
     ck_assert_msg(res->status == BW_APPLY_OK, "apply failed: %s", res->error);
     for (size_t i = 0; i < n; i++) free(m[i].payload);
 }
