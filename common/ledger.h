@@ -98,6 +98,9 @@ unsigned bw_ledger_write_parts(MYSQL *db, const bw_config_t *conf, int shard, co
  * rows of every part of a job are then one range of the primary key, which the reads
  * below scan when asked for a named job. */
 #define BW_LEDGER_JOB_PREFIX 20
+/* The highest part number a named job may have (a million parts): the proxy refuses a
+ * higher job_part (400), so no request can make a job's bookkeeping large. */
+#define BW_JOB_PART_MAX 999999
 void bw_ledger_part_id(const char job_id[33], uint32_t part, char out[33]);
 /* The part number of a part's id (its last 12 hex digits). */
 uint32_t bw_ledger_part_of(const char *part_id);

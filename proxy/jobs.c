@@ -10,6 +10,7 @@
 #include "db.h"
 #include "ledger.h"
 #include "log.h"
+#include "partset.h"
 #include "scrub.h"
 #include "shardtable.h"
 #include "tail.h"
@@ -32,14 +33,14 @@ typedef struct entry {
 #define ENTRY_BYTES(e) (sizeof(entry_t) + (e)->len)
 
 /* A named job (docs/jobs.md): which parts the tail has read, and the last part once
- * sealed. Kept for every named job read (a bit per part and its name: small), not
- * dropped with the records, since its parts' ids are found from it. */
+ * sealed. Kept for every named job read (its parts as ranges and its name: small, and a
+ * request adds at most a range, whatever part it names; counted in the index's bytes),
+ * not dropped with the records, since its parts' ids are found from it. */
 typedef struct named {
     char id[33];
-    uint8_t *parts;          /* bit p: part p's record was read */
-    uint8_t *done;           /* bit p: and every op of part p was taken or refused for good */
-    size_t parts_cap;        /* bytes of parts and of done */
-    uint32_t received;       /* bits of done */
+    bw_partset_t parts;      /* parts whose record was read */
+    bw_partset_t done;       /* of them, those whose every op was taken or refused for good */
+    uint32_t received;       /* parts in done */
     int64_t last;            /* the sealed job's last part; -1 while open */
     int64_t created_at_ms;   /* its first part's */
     char lane[40];
@@ -67,7 +68,7 @@ struct bw_jobs {
     uint8_t *seen;
     uint64_t evicted, found_in_topic;
     named_t *named[NAMED_BUCKETS];
-    size_t named_cnt;
+    size_t named_cnt, named_bytes; /* named_bytes: in bytes too (never dropped) */
     held_t *held[NAMED_BUCKETS];
     size_t held_cnt;
     bw_jobs_recent_t recent[BW_JOBS_RECENT_MAX]; /* a ring: the oldest is overwritten */
@@ -191,6 +192,8 @@ static void note_part(bw_jobs_t *j, const Bulkwrite__V1__JobRecord *r) {
         uint32_t w[4];
         id_words(r->job, w);
         if (!(n = calloc(1, sizeof(*n)))) abort();
+        j->named_bytes += sizeof(*n);
+        j->bytes += sizeof(*n);
         memcpy(n->id, r->job, 33);
         n->last = -1;
         n->created_at_ms = r->created_at_ms;
@@ -201,21 +204,12 @@ static void note_part(bw_jobs_t *j, const Bulkwrite__V1__JobRecord *r) {
         j->named[w[0] % NAMED_BUCKETS] = n;
         j->named_cnt++;
     }
-    size_t byte = r->job_part / 8;
-    if (byte >= n->parts_cap) {
-        size_t cap = n->parts_cap ? n->parts_cap : 16;
-        while (cap <= byte) cap *= 2;
-        if (!(n->parts = realloc(n->parts, cap)) || !(n->done = realloc(n->done, cap))) abort();
-        memset(n->parts + n->parts_cap, 0, cap - n->parts_cap);
-        memset(n->done + n->parts_cap, 0, cap - n->parts_cap);
-        n->parts_cap = cap;
-    }
-    uint8_t bit = (uint8_t)(1u << (r->job_part % 8));
-    n->parts[byte] |= bit;
-    if (r->complete && !(n->done[byte] & bit)) {
-        n->done[byte] |= bit;
-        n->received++;
-    }
+    size_t before = bw_partset_bytes(&n->parts) + bw_partset_bytes(&n->done);
+    bw_partset_add(&n->parts, r->job_part);
+    if (r->complete && bw_partset_add(&n->done, r->job_part)) n->received++;
+    size_t after = bw_partset_bytes(&n->parts) + bw_partset_bytes(&n->done);
+    j->named_bytes += after - before;
+    j->bytes += after - before;
     if (r->created_at_ms && r->created_at_ms < n->created_at_ms) n->created_at_ms = r->created_at_ms;
     if (r->job_last && n->last < 0) n->last = r->job_part; /* the first seal stands (the proxy refuses another) */
     if (r->replay_of && r->replay_of[0] && !n->replay_of[0]) snprintf(n->replay_of, sizeof(n->replay_of), "%s", r->replay_of);
@@ -354,7 +348,8 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
         j->bytes += ENTRY_BYTES(e);
         lru_push(j, e);
     }
-    while (j->bytes > j->max_bytes && j->oldest != j->newest) { /* the newest stays, whatever its size */
+    /* the newest stays, whatever its size; named jobs' entries are never dropped */
+    while (j->bytes > j->max_bytes && j->oldest != j->newest) {
         drop(j, j->oldest);
         j->evicted++;
     }
@@ -389,8 +384,8 @@ void bw_jobs_stop(bw_jobs_t *j) {
     for (size_t b = 0; b < NAMED_BUCKETS; b++)
         for (named_t *n = j->named[b], *next; n; n = next) {
             next = n->hnext;
-            free(n->parts);
-            free(n->done);
+            bw_partset_free(&n->parts);
+            bw_partset_free(&n->done);
             free(n);
         }
     free(j->buckets);
@@ -402,6 +397,8 @@ void bw_jobs_stop(bw_jobs_t *j) {
 }
 
 int bw_jobs_caught_up(bw_jobs_t *j) { return bw_tail_caught_up(j->tail); }
+
+int bw_jobs_sync(bw_jobs_t *j) { return bw_tail_sync(j->tail, 3000); }
 
 void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st) {
     pthread_mutex_lock(&j->mu);
@@ -446,10 +443,9 @@ int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out) {
     if (n) {
         out->received = n->received;
         out->last = n->last;
+        out->max_part = bw_partset_max(&n->parts);
         out->created_at_ms = n->created_at_ms;
-        uint32_t p = 0;
-        while ((size_t)p / 8 < n->parts_cap && n->done[p / 8] & (1u << (p % 8))) p++;
-        out->next_part = p;
+        out->next_part = bw_partset_first_missing(&n->done);
         snprintf(out->lane, sizeof(out->lane), "%s", n->lane);
         snprintf(out->client, sizeof(out->client), "%s", n->client);
         snprintf(out->name, sizeof(out->name), "%s", n->name);
@@ -473,16 +469,17 @@ static void merge_schedule(Bulkwrite__V1__JobRecord *rec, const Bulkwrite__V1__J
 }
 
 /* A named job's record: its parts' records merged (ops per shard summed, offsets the
- * first and last of any part), packed and malloc'd; -1 if no part of it was read. */
+ * first and last of any part), packed and malloc'd; -1 if no part of it was read, -2 if
+ * a part's record is not known now (its sums would be short). */
 static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
     bw_jobs_named_t info;
     if (bw_jobs_named(j, job_id, &info)) return -1;
     pthread_mutex_lock(&j->mu);
     named_t *n = find_named(j, job_id);
-    size_t cap = n->parts_cap;
-    uint8_t *bits = malloc(cap + 1);
-    if (!bits) abort();
-    memcpy(bits, n->parts, cap);
+    uint32_t nranges = n->parts.n;
+    bw_partset_range_t *ranges = malloc(sizeof(*ranges) * (nranges + 1));
+    if (!ranges) abort();
+    if (nranges) memcpy(ranges, n->parts.r, sizeof(*ranges) * nranges);
     pthread_mutex_unlock(&j->mu);
     int shard_count = j->conf->shard_count;
     Bulkwrite__V1__ShardOps *per = calloc((size_t)shard_count, sizeof(*per));
@@ -498,31 +495,39 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
     char *after_ptrs[BW_AFTER_MAX];
     for (int i = 0; i < BW_AFTER_MAX; i++) after_ptrs[i] = after_ids[i];
     rec.after = after_ptrs;
-    for (size_t p = 0; p < cap * 8; p++) {
-        if (!(bits[p / 8] & (1u << (p % 8)))) continue;
-        char pid[33];
-        void *raw;
-        size_t raw_len;
-        bw_ledger_part_id(job_id, (uint32_t)p, pid);
-        if (bw_jobs_record(j, pid, &raw, &raw_len)) continue;
-        Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
-        free(raw);
-        if (!r) continue;
-        rec.ops += r->ops;
-        rec.rejected += r->rejected;
-        for (size_t i = 0; i < r->n_shards; i++) {
-            const Bulkwrite__V1__ShardOps *o = r->shards[i];
-            if (o->shard >= (uint32_t)shard_count) continue;
-            Bulkwrite__V1__ShardOps *m = &per[o->shard];
-            m->ops += o->ops;
-            m->held_ops += o->held_ops;
-            if (m->first_offset < 0 || o->first_offset < m->first_offset) m->first_offset = o->first_offset;
-            if (o->last_offset > m->last_offset) m->last_offset = o->last_offset;
+    int unknown = 0;
+    for (uint32_t k = 0; k < nranges && !unknown; k++)
+        for (uint64_t p = ranges[k].lo; p <= ranges[k].hi && !unknown; p++) {
+            char pid[33];
+            void *raw;
+            size_t raw_len;
+            bw_ledger_part_id(job_id, (uint32_t)p, pid);
+            int rc = bw_jobs_record(j, pid, &raw, &raw_len);
+            if (rc == -2) unknown = 1; /* not known now: the sums would be short; no answer rather than a wrong one */
+            if (rc) continue;          /* -1: deleted by the topic's retention */
+            Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
+            free(raw);
+            if (!r) continue;
+            rec.ops += r->ops;
+            rec.rejected += r->rejected;
+            for (size_t i = 0; i < r->n_shards; i++) {
+                const Bulkwrite__V1__ShardOps *o = r->shards[i];
+                if (o->shard >= (uint32_t)shard_count) continue;
+                Bulkwrite__V1__ShardOps *m = &per[o->shard];
+                m->ops += o->ops;
+                m->held_ops += o->held_ops;
+                if (m->first_offset < 0 || o->first_offset < m->first_offset) m->first_offset = o->first_offset;
+                if (o->last_offset > m->last_offset) m->last_offset = o->last_offset;
+            }
+            merge_schedule(&rec, r, after_ids);
+            bulkwrite__v1__job_record__free_unpacked(r, NULL);
         }
-        merge_schedule(&rec, r, after_ids);
-        bulkwrite__v1__job_record__free_unpacked(r, NULL);
+    free(ranges);
+    if (unknown) {
+        free(per);
+        free(sop);
+        return -2;
     }
-    free(bits);
     for (int sh = 0; sh < shard_count; sh++)
         if (per[sh].ops) sop[rec.n_shards++] = &per[sh];
     rec.shards = sop;
@@ -547,7 +552,8 @@ int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
     int synced = bw_tail_sync(j->tail, 3000); /* a job just accepted by another proxy */
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
-    if (named_record(j, job_id, out, len) == 0) return 0;
+    int named = named_record(j, job_id, out, len);
+    if (named != -1) return named;
     pthread_mutex_lock(&j->mu);
     int maybe = seen_maybe(j, job_id);
     pthread_mutex_unlock(&j->mu);
@@ -794,7 +800,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         st->waiting = strdup("some ops were answered 429 or 503: finished once the same request (its request_id) is "
                              "sent again and taken whole");
     }
-    if (named) { /* finished: every part of it is in, the last one too */
+    if (named) { /* finished: every part of it is in, from 0 to the last (and any taken past it) */
         st->named = 1;
         free(st->job_name);
         st->job_name = strdup(named->name);
@@ -802,7 +808,8 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         st->next_part = named->next_part;
         st->sealed = named->last >= 0;
         st->last_part = named->last >= 0 ? (uint32_t)named->last : 0;
-        st->finished = st->finished && st->sealed && named->received == (uint32_t)named->last + 1;
+        int64_t end = named->last > named->max_part ? named->last : named->max_part;
+        st->finished = st->finished && st->sealed && (int64_t)named->next_part > end;
     }
     qsort(fails, fail_cnt, sizeof(*fails), failure_cmp);
     size_t keep = fail_cnt < BW_JOB_FAILURE_SAMPLE ? fail_cnt : BW_JOB_FAILURE_SAMPLE;

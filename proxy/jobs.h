@@ -29,6 +29,8 @@ typedef struct bw_jobs bw_jobs_t;
 bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *errstr, size_t errstr_size);
 void bw_jobs_stop(bw_jobs_t *j);
 int bw_jobs_caught_up(bw_jobs_t *j);
+/* Brings the index up to what the jobs topic holds now (up to 3 s); 1 if it did. */
+int bw_jobs_sync(bw_jobs_t *j);
 
 /* Puts a record this proxy just wrote into its index (the tail brings the same later). */
 void bw_jobs_put(bw_jobs_t *j, const char *job_id, const void *rec, size_t len);
@@ -52,6 +54,7 @@ typedef struct {
     uint32_t received;       /* distinct parts */
     uint32_t next_part;      /* the lowest part number not received */
     int64_t last;            /* the last part of a sealed job; -1 while it is open */
+    int64_t max_part;        /* the highest part number read (received or not); -1 none */
     int64_t created_at_ms;
     char lane[40], client[72], name[132];
     char replay_of[33];      /* the job its parts replay ("" none) */

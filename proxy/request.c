@@ -191,6 +191,10 @@ int bw_request_named_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const c
         return snprintf(errstr, errstr_size, "a part of a named job is named by job and job_part: leave request_id "
                                              "empty (a resent part is the same part)"), -1;
     if (check_name("job", req->job, len, errstr, errstr_size)) return -1;
+    if (req->job_part > BW_JOB_PART_MAX)
+        return snprintf(errstr, errstr_size, "job_part %u is over %d: a job has at most %d parts (send more ops per "
+                                             "part, or a second job)", req->job_part, BW_JOB_PART_MAX,
+                        BW_JOB_PART_MAX + 1), -1;
     derive_id("bulkwrite.v1.job/", client, key, key_len, req->job, len, job);
     bw_ledger_part_id(job, req->job_part, part);
     return 0;

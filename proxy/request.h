@@ -62,7 +62,8 @@ int bw_request_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *c
  * ("bulkwrite.v1.job/" instead of "bulkwrite.v1/", so a job and a request_id of the same
  * text are different jobs); part gets the part's own id, which its messages and record
  * carry (bw_ledger_part_id: the job's range of the ledgers). -1 with errstr if the name
- * is unusable (request_id's rules) or the request also has a request_id. */
+ * is unusable (request_id's rules), job_part is over BW_JOB_PART_MAX, or the request also
+ * has a request_id. */
 int bw_request_named_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const char *client, const void *key,
                             size_t key_len, char job[33], char part[33], char *errstr, size_t errstr_size);
 

@@ -151,12 +151,17 @@ static unsigned admit_request(submit_t *s) {
 static unsigned join_named(submit_t *s) {
     const Bulkwrite__V1__BatchWriteRequest *req = s->req;
     bw_jobs_named_t info;
+    /* a seal decides where the job ends: it first reads every part the other proxies took */
+    if (req->job_last) bw_jobs_sync(proxy.jobs);
     if (bw_jobs_named(proxy.jobs, s->named_job, &info)) return 0; /* its first part this proxy sees */
     const char *lane = req->lane && strcmp(req->lane, "default") ? req->lane : "";
     if (info.last >= 0 && (req->job_part > info.last || (req->job_last && req->job_part != info.last)))
         return stop(s, MHD_HTTP_CONFLICT, "job \"%s\" (%s) was sealed with part %lld as its last: part %u %s", req->job,
                     s->named_job, (long long)info.last, req->job_part,
                     req->job_part > info.last ? "is past its end; a new job needs a new name" : "cannot be its last too");
+    if (req->job_last && info.last < 0 && info.max_part > (int64_t)req->job_part)
+        return stop(s, MHD_HTTP_CONFLICT, "job \"%s\" (%s) has part %lld already: part %u cannot be its last (the last "
+                    "part is the highest)", req->job, s->named_job, (long long)info.max_part, req->job_part);
     if (strcmp(info.lane, lane))
         return stop(s, MHD_HTTP_CONFLICT, "job \"%s\" (%s) runs in lane \"%s\": every part of a job is in its lane",
                     req->job, s->named_job, info.lane[0] ? info.lane : "default");
@@ -236,9 +241,10 @@ static unsigned check_schedule(submit_t *s) {
                     "the two would wait for each other forever", own);
     /* a named job's part sent once its time has come still joins its parts held before
      * (this proxy's index): the release loop sends them out in part order, so the part's
-     * ops on an object do not pass theirs */
-    s->hold = req->not_before_ms > now || req->n_after > 0 || (s->named_job[0] && !s->prev &&
-                                                               bw_jobs_holds_job(proxy.jobs, s->named_job));
+     * ops on an object do not pass theirs. A resend too: it keeps its place behind them,
+     * and a resend of a request whose batches are still held stays held. */
+    s->hold = req->not_before_ms > now || req->n_after > 0 || (s->prev && s->prev->n_held) ||
+              (s->named_job[0] && bw_jobs_holds_job(proxy.jobs, s->named_job));
     return 0;
 }
 

@@ -340,6 +340,66 @@ schedule_tests() {
     check "a part sent with no time while an earlier part of its job is held is held too, and goes out after it: title b" \
         sched_cross
 
+    # -- the same, and the part sent again (a lost reply): the resend keeps its place behind
+    # part 0. Sent straight to its shard, the update would apply to nothing first.
+    local rpin=$((68719476736 + 23005100))
+    sched_resend() {
+        local at rjob
+        at=$(date -u -d '+6 seconds' +%FT%TZ)
+        curl -sf -o "$WORK/resend-0.json" -H 'Content-Type: application/json' "$URL" -d "{\"job\":\"resend\",\"job_part\":0,
+            \"not_before\":\"$at\",\"ops\":[{\"op\":\"create\",\"object_type\":\"pin\",\"id\":$rpin,\"shard_key\":\"42\",
+            \"fields\":{\"owner_id\":42,\"title\":\"original\"}}]}" || return 1
+        printf '{"job":"resend","job_part":1,"job_last":true,"ops":[{"op":"update","object_type":"pin","id":%s,"fields":{"title":"edited"}}]}' \
+            "$rpin" >"$WORK/resend-1.body"
+        for _ in 1 2; do
+            curl -sf -o /dev/null -H 'Content-Type: application/json' "$URL" --data-binary @"$WORK/resend-1.body" || return 1
+        done
+        rjob=$(jq -r .job_id "$WORK/resend-0.json")
+        job_json "$rjob" | tee "$WORK/resend-held.json" | jq -e '.scheduled == 2 and .applied == 0' >/dev/null || return 1
+        "${BWCTL[@]}" watch --timeout 60 "$rjob" >/dev/null 2>&1 || return 1
+        [ "$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e "SELECT title FROM db00000.pins WHERE id = $rpin")" = edited ]
+    }
+    check "a part held behind its job's held part 0, sent again, stays behind it: title edited" sched_resend
+
+    # -- a job ends at its highest part, and is finished only with every part up to it
+    local gpin=$((68719476736 + 23005200))
+    gap_part() { # gap_part PART [true]: a create of pin gpin + PART as part PART of job "gaps"
+        printf '{"job":"gaps","job_part":%d,"job_last":%s,"ops":[{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"title":"g"}}]}' \
+            "$1" "${2:-false}" $((gpin + $1))
+    }
+    gaps() {
+        local p gjob
+        for p in 0 1 5; do curl -sf -o "$WORK/gaps-$p.json" -H 'Content-Type: application/json' "$URL" -d "$(gap_part $p)" || return 1; done
+        post_refused 409 'has part 5 already: part 3 cannot be its last' "$(gap_part 3 true)" || return 1
+        curl -sf -o /dev/null -H 'Content-Type: application/json' "$URL" -d "$(gap_part 6 true)" || return 1
+        gjob=$(jq -r .job_id "$WORK/gaps-0.json")
+        sleep 2
+        job_json "$gjob" | tee "$WORK/gaps-open.json" |
+            jq -e '.sealed and .last_part == 6 and .parts == 4 and .next_part == 2 and .finished == false' >/dev/null || return 1
+        for p in 2 3 4; do curl -sf -o /dev/null -H 'Content-Type: application/json' "$URL" -d "$(gap_part $p)" || return 1; done
+        "${BWCTL[@]}" watch --timeout 60 "$gjob" >/dev/null 2>&1 &&
+            job_json "$gjob" | jq -e '.finished and .parts == 7 and .applied == 7' >/dev/null &&
+            [ "$(pins_in 23005200 23005206)" = 7 ]
+    }
+    check "a seal below a part taken is refused (409); sealed at 6 with parts 2-4 missing it is not finished, then it is" gaps
+
+    # -- part numbers are bounded; a far part costs the index a range, not a bitmap
+    index_bytes() { curl -sf "http://127.0.0.1:$PROXY/metrics" | awk '$1 == "bulkwrite_proxy_jobs_index_bytes" {print $2}'; }
+    part_bound() {
+        post_refused 400 'job_part 4294967295 is over 999999' \
+            '{"job":"far","job_part":4294967295,"ops":[{"op":"delete","object_type":"pin","id":68719476737,"fields":{"x":1}}]}' ||
+            return 1
+        local before after
+        before=$(index_bytes)
+        post_refused 422 'delete takes no fields' \
+            '{"job":"far","job_part":999999,"ops":[{"op":"delete","object_type":"pin","id":68719476737,"fields":{"x":1}}]}' ||
+            return 1
+        after=$(index_bytes)
+        echo "index bytes $before -> $after"
+        [ -n "$before" ] && [ $((after - before)) -lt 65536 ]
+    }
+    check "job_part over 999,999 is refused (400); part 999,999 of a refused request costs the index under 64 KiB" part_bound
+
     # -- a scheduled job cancelled while held: nothing of it is ever applied
     local far cjob
     far=$(date -u -d '+1 hour' +%FT%TZ)

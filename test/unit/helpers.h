@@ -104,6 +104,7 @@ Suite *scrub_suite(void);
 Suite *throttle_suite(void);
 Suite *handover_suite(void);
 Suite *retain_suite(void);
+Suite *partset_suite(void);
 Suite *gate_suite(void);
 Suite *notify_suite(void);
 
