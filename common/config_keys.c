@@ -477,8 +477,9 @@ const key_t_ bw_config_top_keys[] = {
     {"consumer.connection_idle_close_ms", K_INT, OFF(connection_idle_close_ms), 0, 1000, 86400000,
      "60000", NULL, NULL, 0,
      "A pooled connection idle longer than this is closed, so idle consumers (consumers x "
-     "workers x servers) do not hold server threads; keep it under the server's wait_timeout "
-     "and any load balancer's idle timeout.", CONSUMER_RESTART},
+     "workers x servers) do not hold server threads (each consumer keeps one connection per "
+     "server for its ledger check every 5 s); keep it under the server's wait_timeout and any "
+     "load balancer's idle timeout.", CONSUMER_RESTART},
     {"consumer.backlog_age_warn_pct", K_INT, OFF(backlog_age_warn_pct), 0, 1, 99, "50", NULL, NULL,
      0,
      "Where the batches topic has a retention.ms (kafka.allow_retention), a shard whose oldest "

@@ -594,24 +594,6 @@ rollback:
     res->rows_coalesced = res->ops_cancelled = 0;
 }
 
-unsigned bw_applier_read_offsets(bw_applier_t *ap, int server, const int *slots, size_t n, int64_t *offsets,
-                                 char *errstr, size_t errstr_size) {
-    bw_apply_conn_t *c = &ap->conns[server];
-    if (!c->db) {
-        if (conn_open(ap, server, errstr, errstr_size)) return CR_CONNECTION_ERROR;
-        c->used_us = bw_now_us(); /* a read does not keep it open: idle batches still close it */
-    }
-    unsigned err = bw_ledger_read_offsets(c->db, ap->conf, slots, n, offsets, &ap->sql);
-    if (err) {
-        snprintf(errstr, errstr_size, "reading bw_offsets on %s: %s (%u)", ap->conf->servers[server].name,
-                 mysql_error(c->db), err);
-        conn_close(c); /* whatever broke, the next batch starts on a fresh one */
-    } else {
-        mysql_rollback(c->db); /* end the read's snapshot */
-    }
-    return err;
-}
-
 int bw_applier_close_idle(bw_applier_t *ap, int64_t now_us) {
     int closed = 0;
     for (int i = 0; i < ap->conf->server_cnt; i++) {

@@ -105,12 +105,6 @@ void bw_applier_destroy(bw_applier_t *ap);
 void bw_applier_apply(bw_applier_t *ap, int slot, int64_t applied, rd_kafka_message_t *const *msgs, size_t cnt,
                       bw_apply_result_t *res);
 
-/* Reads the stored offsets of slots[0..n), all on `server`, on the applier's pooled
- * connection to it (opened if none; closed on an error): a worker's ledger check costs no
- * connection of its own. 0, or the MySQL error number with errstr. */
-unsigned bw_applier_read_offsets(bw_applier_t *ap, int server, const int *slots, size_t n, int64_t *offsets,
-                                 char *errstr, size_t errstr_size);
-
 /* Closes the connections idle for consumer.connection_idle_close_ms or longer at
  * `now_us` (bw_now_us). Returns how many it closed. A worker calls it when it wakes
  * without a job, so that an idle worker holds no server thread. */

@@ -215,7 +215,7 @@ void bw_partition_refresh_shard(int shard); /* every assigned lane of the shard 
 void bw_partition_drop_head(int slot, size_t cnt);
 void bw_partition_drop_all(int slot);
 /* The shard's ledger is behind what this consumer applied (apply.h, BW_APPLY_REWIND): the
- * buffer is dropped and fetching goes on from `offset` (-1: the log's beginning). */
+ * buffer is dropped and fetching goes on from the ledger's `offset` (-1, no row: from 0). */
 void bw_partition_rewind(int slot, int64_t offset);
 void bw_partition_note_error(int shard, const char *kind, const char *message);
 /* The slot of a message of one of our topics, or -1. */
@@ -235,6 +235,7 @@ void bw_rebalance_retry_ledgers(int64_t now_us);
 /* Every few seconds: the held partitions' ledgers read and compared with what was applied
  * (a failover behind an address that stays); one behind is fetched again from there. */
 void bw_rebalance_check_ledgers(int64_t now_us);
+void bw_rebalance_close_checks(void); /* after the pool stopped */
 
 /* pool.c */
 void bw_pool_start(void);
@@ -281,5 +282,6 @@ void bw_trim_stop(void);  /* waits up to 2 s for a DeleteRecords in flight */
 void bw_trim_round(void); /* every consumer.delete_applied_interval_ms */
 void bw_trim_collect(void); /* each turn: a DeleteRecords answer, without waiting */
 void bw_trim_report(int64_t now_ms); /* gauges and BulkwriteTrimHeld, once a second */
+void bw_trim_rewound(int slot, int64_t offset); /* the margin's samples follow a rewind down */
 
 #endif

@@ -265,6 +265,7 @@ static void stop(void) {
     if (consumer.awaiting) rd_kafka_topic_partition_list_destroy(consumer.awaiting);
     bw_trim_stop();
     bw_pool_stop();
+    bw_rebalance_close_checks();
     bw_signals_stop(consumer.signals);
     rd_kafka_queue_destroy(consumer.poll_q);
     consumer.poll_q = NULL;

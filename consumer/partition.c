@@ -52,6 +52,16 @@ static int message_shape(rd_kafka_message_t *m, const bw_object_type_t **ot, lon
     return *ot && *op >= BW_OP_CREATE && *op <= BW_OP_DELETE && *rows >= 0 && *rows <= INT32_MAX;
 }
 
+/* A message of a job cancelled on the control topic (its key is the job's, or a named
+ * job's part's, id): the applier skips it (apply.c), so it pays no rate. */
+static int cancelled(const rd_kafka_message_t *m) {
+    char id[33];
+    if (!consumer.table || m->key_len != 32) return 0;
+    memcpy(id, m->key, 32);
+    id[32] = '\0';
+    return bw_shard_table_job_cancelled(consumer.table, id);
+}
+
 static uint64_t limit_of(const bw_object_type_t *ot, long op) {
     return ot->batch_size[op] > 0 ? (uint64_t)ot->batch_size[op] : 1;
 }
@@ -66,7 +76,9 @@ static uint64_t run_statements(uint64_t rows, uint64_t limit) { return rows / li
  * at most `max_statements` such statements and `max_rows` rows (the first message always
  * goes, whatever it costs: the limiter then makes the next job wait longer), and
  * consumer.max_batch_bytes of payload. (The applier may cut more: at repeated ids of an
- * UPDATE or UPSERT, and where a statement would pass the server's packet limit.) */
+ * UPDATE or UPSERT, and where a statement would pass the server's packet limit.)
+ * Messages of cancelled jobs ride along for free: a job of only those costs nothing, so
+ * a cancelled backlog is passed at once, not one rate token at a time. */
 size_t bw_partition_plan_job(int slot, size_t max_messages, uint64_t max_statements, uint64_t max_rows,
                              bw_job_cost_t *cost) {
     const bw_partition_t *p = &consumer.partitions[slot];
@@ -76,10 +88,17 @@ size_t bw_partition_plan_job(int slot, size_t max_messages, uint64_t max_stateme
     size_t n = 0, bytes = 0;
     *cost = (bw_job_cost_t){0, 0};
     if (max_messages > p->len) max_messages = p->len;
+    int paid = 0; /* a message not cancelled is in the job */
     while (n < max_messages) {
         rd_kafka_message_t *m = p->buf[n];
         const bw_object_type_t *ot;
         long op, rows;
+        if (cancelled(m)) { /* skipped by the applier: it costs neither statements nor rows */
+            if (n > 0 && bytes + m->len > (size_t)consumer.conf->max_batch_bytes) break;
+            bytes += m->len;
+            n++;
+            continue;
+        }
         if (!message_shape(m, &ot, &op, &rows)) {
             if (n == 0) *cost = (bw_job_cost_t){1, 0}, n = 1; /* the applier dead-letters it, alone */
             break;
@@ -91,10 +110,11 @@ size_t bw_partition_plan_job(int slot, size_t max_messages, uint64_t max_stateme
             with = (uint64_t)rows;
         }
         uint64_t statements = before + run_statements(with, limit);
-        if (n > 0 && (statements > max_statements || cost->rows + (uint64_t)rows > max_rows ||
+        if (paid && (statements > max_statements || cost->rows + (uint64_t)rows > max_rows ||
                       bytes + m->len > (size_t)consumer.conf->max_batch_bytes))
             break;
         cost->statements = statements > 0 ? statements : 1; /* an empty message still costs its transaction */
+        paid = 1;
         cost->rows += (uint64_t)rows;
         done_statements = before;
         run_ot = ot, run_op = op, run_rows = with;
@@ -305,12 +325,17 @@ void bw_partition_drop_all(int slot) {
 
 void bw_partition_rewind(int slot, int64_t offset) {
     bw_partition_t *p = &consumer.partitions[slot];
+    /* a ledger without the row applied nothing: from offset 0 itself, not the log's start,
+     * so that messages Kafka deleted meanwhile are a gap (on_lost), never skipped */
+    int64_t from = offset >= 0 ? offset : 0;
     bw_partition_drop_all(slot);
-    p->applied = p->next_fetch = offset;
-    p->assigned_from = offset >= 0 ? offset : RD_KAFKA_OFFSET_BEGINNING;
-    p->commit_due = offset >= 0 ? offset : -1; /* Kafka's commit follows the ledger back */
+    p->applied = offset;
+    p->next_fetch = p->assigned_from = from;
+    p->commit_due = from; /* Kafka's commit follows the ledger back */
+    if (p->committed > from) p->committed = from;
     p->published_applied = -2; /* publish at once */
-    if (!p->fetch_paused) seek_to(slot, offset >= 0 ? offset : RD_KAFKA_OFFSET_BEGINNING);
+    bw_trim_rewound(slot, from);
+    if (!p->fetch_paused) seek_to(slot, from);
     bw_partition_refresh_fetch(slot); /* paused, it seeks to next_fetch when it resumes */
 }
 

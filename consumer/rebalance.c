@@ -390,11 +390,26 @@ void bw_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_par
  * be read is left to the batches and the health checks. */
 #define LEDGER_CHECK_US 5000000
 
-/* @locality worker thread: on its pooled connection (a check every few seconds must not
- * open one per server each time). */
+/* One connection per server for the checks, kept open (a check every few seconds must not
+ * connect each time). @locality the worker running the server's check: one in flight per
+ * server at a time (ledger_checks), handed over through the pool's mutex. */
+static MYSQL **check_conns;
+
+/* @locality worker thread */
 static void check_ledger(bw_job_t *j, bw_applier_t *ap) {
-    j->ledger_errno = bw_applier_read_offsets(ap, j->server, j->shards, j->cnt, j->offsets, j->res.error,
-                                              sizeof(j->res.error));
+    MYSQL **db = &check_conns[j->server];
+    bw_buf_t scratch;
+    bw_buf_init(&scratch);
+    if (!*db && !(*db = bw_db_connect(ap->conf, j->server, j->res.error, sizeof(j->res.error)))) {
+        j->ledger_errno = CR_CONNECTION_ERROR;
+    } else if ((j->ledger_errno = bw_ledger_read_offsets(*db, ap->conf, j->shards, j->cnt, j->offsets, &scratch))) {
+        snprintf(j->res.error, sizeof(j->res.error), "reading bw_offsets: %s (%u)", mysql_error(*db), j->ledger_errno);
+        mysql_close(*db);
+        *db = NULL;
+    } else {
+        mysql_rollback(*db); /* end the read's snapshot */
+    }
+    bw_buf_free(&scratch);
 }
 
 static void ledger_checked(bw_job_t *j) {
@@ -403,8 +418,9 @@ static void ledger_checked(bw_job_t *j) {
         bw_partition_t *p = &consumer.partitions[j->shards[i]];
         int64_t stored = j->offsets[i], asked = j->asked[i];
         if (asked < 0 || stored >= asked || !p->assigned || p->ledger_pending || p->revoking) continue;
-        /* a batch in flight finds it itself; one applied since asked: asked again next time */
-        if (consumer.shards[p->shard].job || p->applied != asked) continue;
+        /* a batch in flight or buffered since finds it itself; one applied since asked: asked
+         * again next time */
+        if (consumer.shards[p->shard].job || p->len || p->applied != asked) continue;
         char msg[400];
         snprintf(msg, sizeof(msg),
                  "the ledger of partition %d on %s says offset %lld comes next, behind %lld this consumer applied "
@@ -421,6 +437,13 @@ static void ledger_checked(bw_job_t *j) {
     free(j);
 }
 
+void bw_rebalance_close_checks(void) {
+    for (int v = 0; check_conns && v < consumer.conf->server_cnt; v++)
+        if (check_conns[v]) mysql_close(check_conns[v]);
+    free(check_conns);
+    check_conns = NULL;
+}
+
 void bw_rebalance_check_ledgers(int64_t now_us) {
     static int64_t next_us;
     if (now_us < next_us || consumer.ledger_checks || consumer.awaiting || revoking) return;
@@ -430,8 +453,13 @@ void bw_rebalance_check_ledgers(int64_t now_us) {
     size_t n = 0;
     for (int s = 0; s < consumer.slot_count; s++) {
         const bw_partition_t *p = &consumer.partitions[s];
-        if (p->assigned && !p->ledger_pending && !p->revoking && p->applied >= 0) held[n++] = s;
+        /* idle ones only: a batch finds it itself (apply.h), and a held shard's buffered
+         * batch is its probe; a gap, or a server down, is not this check's to judge */
+        if (p->assigned && !p->ledger_pending && !p->revoking && p->applied >= 0 && !p->len &&
+            !(bw_gate_slot(s, now_us) & (BW_GATE_BLOCKED | BW_GATE_BIT(BW_GATE_GAP))))
+            held[n++] = s;
     }
+    if (!check_conns && !(check_conns = calloc((size_t)consumer.conf->server_cnt, sizeof(*check_conns)))) abort();
     if (n) submit_reads(held, n, ledger_checked, &consumer.ledger_checks);
     free(held);
 }

@@ -35,6 +35,13 @@ int bw_retain_sample(bw_retain_t *r, const int64_t *applied, int64_t now_ms, int
     return 1;
 }
 
+void bw_retain_clamp(bw_retain_t *r, size_t slot, int64_t offset) {
+    for (int k = 0; k < r->cnt; k++) {
+        int64_t *v = &r->applied[(size_t)k * r->slots + slot];
+        if (*v > offset) *v = offset;
+    }
+}
+
 int64_t bw_retain_applied_before(const bw_retain_t *r, size_t slot, int64_t now_ms, int64_t keep_ms) {
     for (int i = 1; i <= r->cnt; i++) { /* newest first */
         int k = (r->next + BW_RETAIN_SAMPLES - i) % BW_RETAIN_SAMPLES;

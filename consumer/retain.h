@@ -38,6 +38,10 @@ void bw_retain_free(bw_retain_t *r);
  * none. Returns 1 if it took one. */
 int bw_retain_sample(bw_retain_t *r, const int64_t *applied, int64_t now_ms, int64_t keep_ms);
 
+/* The shard's database went back to `offset` (a failover, a restore): no sample of slot
+ * may say more was applied than that. */
+void bw_retain_clamp(bw_retain_t *r, size_t slot, int64_t offset);
+
 /* The offset slot had applied at least keep_ms before now_ms (every message below it was
  * applied that long ago): its newest sample that old; -1 when there is none. */
 int64_t bw_retain_applied_before(const bw_retain_t *r, size_t slot, int64_t now_ms, int64_t keep_ms);

@@ -121,7 +121,12 @@ static void *replica_main(void *arg) {
         trim.kicked = 0;
         pthread_mutex_unlock(&trim.mu);
         for (int v = 0; v < consumer.conf->server_cnt; v++)
-            for (int r = 0; r < consumer.conf->servers[v].replica_cnt; r++) read_replica(v, r, offsets, &scratch);
+            for (int r = 0; r < consumer.conf->servers[v].replica_cnt; r++) {
+                pthread_mutex_lock(&trim.mu);
+                int stopping = trim.stopping;
+                pthread_mutex_unlock(&trim.mu);
+                if (!stopping) read_replica(v, r, offsets, &scratch);
+            }
         pthread_mutex_lock(&trim.mu);
     }
     pthread_mutex_unlock(&trim.mu);
@@ -213,7 +218,7 @@ static void delete_next_lane(void) {
     int64_t *offsets = malloc(sizeof(int64_t) * (size_t)conf->shard_count);
     if (!partitions || !offsets) abort();
     size_t n = 0;
-    int64_t now_ms = bw_wall_ms();
+    int64_t now_ms = bw_now_us() / 1000; /* the samples' clock: monotonic */
     pthread_mutex_lock(&trim.mu);
     for (; trim.delete_round < conf->lane_cnt && !n; trim.delete_round++) {
         int lane = trim.delete_round;
@@ -247,7 +252,7 @@ void bw_trim_round(void) {
     /* the margin's sample first: what is applied now may be deleted keep_applied_ms later */
     for (int s = 0; s < consumer.slot_count; s++)
         trim.scratch[s] = consumer.partitions[s].assigned ? consumer.partitions[s].applied : -1;
-    bw_retain_sample(trim.retain, trim.scratch, bw_wall_ms(), consumer.conf->keep_applied_ms);
+    bw_retain_sample(trim.retain, trim.scratch, bw_now_us() / 1000, consumer.conf->keep_applied_ms);
     if (trim.delete_q) return; /* the last round is still going */
     trim.delete_round = 0;
     delete_next_lane();
@@ -286,6 +291,8 @@ static void collect(int wait_ms) {
     free(low);
 }
 
+void bw_trim_rewound(int slot, int64_t offset) { bw_retain_clamp(trim.retain, (size_t)slot, offset); }
+
 void bw_trim_collect(void) {
     int was = trim.delete_q != NULL;
     collect(0);
@@ -309,7 +316,12 @@ void bw_trim_report(int64_t now_ms) {
                 if (p->applied > p->low && p->low >= 0) kept += p->applied - p->low;
             }
         bw_metrics_server_kept(consumer.metrics, v, held && !consumer.retention.embedded ? kept : -1);
-        if (!trim.reader || !sv->replica_cnt) continue;
+        /* nothing is deleted (consumer.delete_applied_interval_ms 0): nothing is held back either */
+        if (!trim.reader || !sv->replica_cnt || !conf->delete_applied_interval_ms) {
+            for (int r = 0; r < sv->replica_cnt; r++) bw_metrics_replica_unread(consumer.metrics, v, r, -1);
+            bw_alerts_resolve(consumer.alerts, BW_ALERT_TRIM_HELD, v);
+            continue;
+        }
         char worst[600] = "";
         int64_t worst_ms = 0;
         pthread_mutex_lock(&trim.mu);

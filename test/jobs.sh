@@ -124,8 +124,40 @@ jobs_tests() {
     check "a cancelled job takes no more parts (409)" cancelled_takes_nothing
     watch_cancelled() { "${BWCTL[@]}" watch --timeout 30 "$cjob"; [ $? = 1 ]; }
     check "bwctl watch of the cancelled job ends with exit 1 (ops cancelled)" watch_cancelled
+    cancel_free_tests
     replay_tests
     schedule_tests
+}
+
+# -- a cancelled backlog costs the shard's rate nothing -----------------------------------
+# Shard 0 at 2 statements/s, paused; a job of 40 parts (40 messages) waits in Kafka and is
+# cancelled; a job of one op sent after it applies within seconds once the shard resumes.
+# Paid for, the 40 skipped messages would hold it 20 s (one rate token each).
+cancel_free_tests() {
+    pins_file "$WORK/cfree.jsonl" 23007000 40 create
+    pins_file "$WORK/cfree-after.jsonl" 23007100 1 create
+    check "shard 0 at 2 statements/s" "${BWCTL[@]}" set-rate 0 2 --reason "cancel cost test"
+    check "... and paused" "${BWCTL[@]}" pause 0 --reason "cancel cost test"
+    check "... its consumer pauses it" wait_for 10 eval '[ "$(paused_sum bulkwrite_consumer_paused 0)" = 1 ]'
+    local fjob
+    cfree_cancel() {
+        "${BWCTL[@]}" submit --batch 1 --job cancel-free "$WORK/cfree.jsonl" >"$WORK/cfree.out" 2>/dev/null || return 1
+        fjob=$(head -n 1 "$WORK/cfree.out")
+        "${BWCTL[@]}" cancel --reason "cancel cost test" "$fjob" >/dev/null
+    }
+    check "a job of 40 parts waits behind the pause and is cancelled" cfree_cancel
+    fjob=$(head -n 1 "$WORK/cfree.out")
+    "${BWCTL[@]}" submit "$WORK/cfree-after.jsonl" >"$WORK/cfree-after.out" 2>/dev/null
+    local t0 t1
+    t0=$(date +%s)
+    "${BWCTL[@]}" resume 0 >/dev/null
+    check "a job sent after it applies within 10 s of the resume (the 40 cancelled messages cost no rate)" \
+        wait_for 10 eval '[ "$(pins_in 23007100 23007100)" = 1 ]'
+    t1=$(date +%s)
+    echo "# applied $((t1 - t0)) s after the resume"
+    check "... none of the cancelled job's ops is in the database; it reports 40 cancelled" \
+        eval '[ "$(pins_in 23007000 23007039)" = 0 ] && wait_for 20 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$fjob | jq -e \".cancelled == 40\" >/dev/null"'
+    check "shard 0's rate back to its default" "${BWCTL[@]}" set-rate 0 default --reason "cancel cost test done"
 }
 
 # -- failures page by page, dead letters replayed after a fix ----------------------------

@@ -960,11 +960,16 @@ START_TEST(named_job_ids) {
     ck_assert_int_eq(memcmp(job, part, BW_LEDGER_JOB_PREFIX), 0);
     ck_assert_str_eq(part + BW_LEDGER_JOB_PREFIX, "000000000007");
     ck_assert_uint_eq(bw_ledger_part_of(part), 7);
-    r.job_part = 0x12345678;
+    r.job_part = BW_JOB_PART_MAX;
     ck_assert_int_eq(bw_request_named_job_id(&r, NULL, NULL, 0, job2, part2, err, sizeof(err)), 0);
     ck_assert_str_eq(job, job2); /* every part: one job */
     ck_assert_str_ne(part, part2);
-    ck_assert_uint_eq(bw_ledger_part_of(part2), 0x12345678);
+    ck_assert_uint_eq(bw_ledger_part_of(part2), BW_JOB_PART_MAX);
+    /* past the bound: refused, naming it (a part number must not size anything) */
+    r.job_part = BW_JOB_PART_MAX + 1;
+    ck_assert_int_eq(bw_request_named_job_id(&r, NULL, NULL, 0, job2, part2, err, sizeof(err)), -1);
+    ck_assert_msg(strstr(err, "job_part 1000000 is over 999999"), "%s", err);
+    r.job_part = BW_JOB_PART_MAX;
     /* another client's job of the same name is another job */
     ck_assert_int_eq(bw_request_named_job_id(&r, "team-b", "k", 1, job2, part2, err, sizeof(err)), 0);
     ck_assert_str_ne(job, job2);

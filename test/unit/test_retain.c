@@ -28,6 +28,9 @@ START_TEST(margin_keeps_what_was_applied_since) {
     ck_assert_int_eq(bw_retain_applied_before(r, 0, T0 + 56 * MIN_MS, keep), 500);
     ck_assert_int_eq(bw_retain_applied_before(r, 0, T0 + 57 * MIN_MS, keep), 500); /* a minute late, never early */
     ck_assert_int_eq(bw_retain_sample(r, applied, T0, 0), 0); /* keep 0 samples nothing */
+    bw_retain_clamp(r, 0, 150); /* slot 0's database went back to 150: no sample says more */
+    ck_assert_int_eq(bw_retain_applied_before(r, 0, T0 + 57 * MIN_MS, keep), 150);
+    ck_assert_int_eq(bw_retain_applied_before(r, 1, T0 + 57 * MIN_MS, keep), 200); /* the others' stay */
     bw_retain_free(r);
 }
 END_TEST
