@@ -269,12 +269,13 @@ const key_t_ bw_config_top_keys[] = {
      "retention.ms of a jobs topic bulkwrite creates (compact,delete): how long GET /v1/jobs/{id} "
      "can find a job after it was submitted (default 7 days).", RESTART},
     {"kafka.control_topic", K_STR, OFF(control_topic), 0, 0, 0, "\"bulkwrite.control\"", NULL, NULL,
-     0, "Compacted topic of per-shard operator settings, one record per field (keys shard/N/pause, "
-        "shard/N/rate, shard/N/row_rate, shard/N/pinned), and of every process's presence (member/ROLE/ID); "
-        "read by every proxy and consumer; it survives restarts.", RESTART},
+     0, "Compacted topic of the operators' settings, one record per field (keys shard/N/pause, "
+        "shard/N/rate, shard/N/row_rate, shard/N/pinned), of server budgets (server/NAME/budget) and of "
+        "job cancels (job/ID); read by every proxy and consumer; it survives restarts.", RESTART},
     {"kafka.status_topic", K_STR, OFF(status_topic), 0, 0, 0, "\"bulkwrite.status\"", NULL, NULL, 0,
      "Compacted topic where consumers publish each shard's lag, rate and recent errors (key = "
-     "shard/N), read by the proxy for GET /v1/shards.", RESTART},
+     "shard/N), read by the proxy for GET /v1/shards, and where every proxy and consumer writes "
+     "its presence every 2 s (member/ROLE/ID).", RESTART},
     {"kafka.create_topic", K_BOOL, OFF(create_topic), 0, 0, 0, "true", NULL, NULL, 0,
      "Create the topic at startup when it is missing.", RESTART},
     {"kafka.allow_retention", K_BOOL, OFF(allow_retention), 0, 0, 0, "false", NULL, NULL, 0,

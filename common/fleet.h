@@ -1,7 +1,9 @@
 /* fleet.h — the processes of one deployment agree on what they share.
  *
- * Every proxy and consumer writes a presence record (FleetMember) to the control topic
- * every BW_FLEET_INTERVAL_MS, keyed "member/<role>/<instance>", with a fingerprint of
+ * Every proxy and consumer writes a presence record (FleetMember) to the status topic
+ * every BW_FLEET_INTERVAL_MS (not the control topic: presence comes and goes, and on the
+ * embedded Kafka, which keeps only the newest 5 MiB of a partition, it would push the
+ * operators' settings out), keyed "member/<role>/<instance>", with a fingerprint of
  * each setting the processes of a deployment must share: the shard map, the object
  * types (columns, batch sizes), the lanes, the message size, and in proxies the job-id
  * secret, whether there is a clients file, and which client each credential is (a job

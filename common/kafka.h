@@ -36,6 +36,9 @@ typedef struct {
  * message sets) of each partition and drops older ones, applied or not; it cannot be
  * configured. */
 #define BW_KAFKA_EMBEDDED_PARTITION_BYTES (5LL * 1024 * 1024)
+#define BW_KAFKA_EMBEDDED_PARTITION_SETS 100000
+/* The embedded Kafka's control topic: the settings spread over this many partitions. */
+#define BW_EMBEDDED_CONTROL_PARTITIONS 16
 
 /* Makes sure the batches topic of every lane (conf->lanes[].topic; lane 0's is
  * conf->topic) exists with exactly conf->shard_count partitions and deletes nothing

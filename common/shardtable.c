@@ -266,7 +266,7 @@ static void on_control(void *ud, const void *key, size_t klen, const void *val, 
         store_job(t, key, klen, val, vlen);
         return;
     }
-    if (bw_fleet_is_key(key, klen)) { /* a presence, not a setting: the version stays */
+    if (bw_fleet_is_key(key, klen)) { /* a presence an older version wrote here: the version stays */
         store_member(t, key, klen, val, vlen);
         return;
     }
@@ -290,6 +290,10 @@ unsigned bw_shard_table_version(bw_shard_table_t *t) { return atomic_load(&t->ve
 
 static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
     bw_shard_table_t *t = ud;
+    if (bw_fleet_is_key(key, klen)) { /* a presence: written here, apart from the settings */
+        store_member(t, key, klen, val, vlen);
+        return;
+    }
     bw_control_key_t k;
     int s = bw_shard_key_parse(key, klen, t->shard_count, &k);
     if (s < 0 || k != BW_CONTROL_WHOLE) return;

@@ -186,7 +186,7 @@ static void run(bw_daemon_t *d) {
             m = rd_kafka_consumer_poll(consumer.rk, 0);
         }
         if (m) bw_partition_buffer(m);
-        if (bw_fleet_turn(&consumer.fleet, consumer.status_rk, conf->control_topic, consumer.table, bw_wall_ms()) &&
+        if (bw_fleet_turn(&consumer.fleet, consumer.status_rk, conf->status_topic, consumer.table, bw_wall_ms()) &&
             !consumer.subscribed && subscribe())
             atomic_store(&consumer.run, 0);
         bw_pool_collect(0);
@@ -278,7 +278,7 @@ static void stop(void) {
     bw_dead_letters_destroy(consumer.dead_letters);
     bw_alerts_destroy(consumer.alerts);
     bw_shard_table_stop(consumer.table);
-    bw_fleet_leave(&consumer.fleet, consumer.status_rk, consumer.conf->control_topic);
+    bw_fleet_leave(&consumer.fleet, consumer.status_rk, consumer.conf->status_topic);
     bw_fleet_self_free(&consumer.fleet);
     rd_kafka_flush(consumer.status_rk, 2000);
     rd_kafka_destroy(consumer.status_rk);

@@ -53,6 +53,7 @@ typedef struct named {
 /* A record holding batches (bw_jobs_held_t), chained by id. */
 typedef struct held {
     bw_jobs_held_t h;
+    uint64_t at_bytes, at_records; /* read_bytes, read_records when its record was read */
     struct held *hnext;
 } held_t;
 
@@ -69,6 +70,7 @@ struct bw_jobs {
     uint64_t evicted, found_in_topic;
     named_t *named[NAMED_BUCKETS];
     size_t named_cnt, named_bytes; /* named_bytes: in bytes too (never dropped) */
+    uint64_t read_bytes, read_records; /* what the tail (and this proxy's puts) took in, all told */
     held_t *held[NAMED_BUCKETS];
     size_t held_cnt;
     bw_jobs_recent_t recent[BW_JOBS_RECENT_MAX]; /* a ring: the oldest is overwritten */
@@ -235,6 +237,8 @@ static void note_held(bw_jobs_t *j, const char *id, const Bulkwrite__V1__JobReco
         if (!(*p = calloc(1, sizeof(**p)))) abort();
         j->held_cnt++;
     }
+    (*p)->at_bytes = j->read_bytes;
+    (*p)->at_records = j->read_records;
     bw_jobs_held_t *h = &(*p)->h;
     memcpy(h->id, id, 33);
     snprintf(h->job, sizeof(h->job), "%s", r->job && valid_id(r->job, strlen(r->job)) ? r->job : id);
@@ -252,7 +256,11 @@ size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out) {
     size_t n = 0;
     if (!(*out = malloc((j->held_cnt + 1) * sizeof(**out)))) abort();
     for (size_t b = 0; b < NAMED_BUCKETS; b++)
-        for (held_t *h = j->held[b]; h; h = h->hnext) (*out)[n++] = h->h;
+        for (held_t *h = j->held[b]; h; h = h->hnext) {
+            (*out)[n] = h->h;
+            (*out)[n].behind_bytes = j->read_bytes - h->at_bytes;
+            (*out)[n++].behind_records = j->read_records - h->at_records;
+        }
     pthread_mutex_unlock(&j->mu);
     return n;
 }
@@ -322,6 +330,8 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
     memcpy(copy, val, vlen);
     Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, vlen, val);
     pthread_mutex_lock(&j->mu);
+    j->read_bytes += klen + vlen + 100; /* a record's framing in its message set, about */
+    j->read_records++;
     if (r) note_part(j, r);
     if (r) note_recent(j, id, r);
     seen_set(j, id);

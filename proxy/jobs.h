@@ -74,6 +74,9 @@ typedef struct {
     int64_t written_at_ms;
     int64_t created_at_ms;   /* when it was accepted: releases keep acceptance order */
     uint32_t job_part;       /* a named job's part number (0 otherwise) */
+    /* what the jobs topic took after the record, as the tail read it: on the embedded
+     * Kafka, which keeps only a partition's newest 5 MiB, how close it is to being dropped */
+    uint64_t behind_bytes, behind_records;
     size_t n_after;
     char after[BW_AFTER_MAX][33];
 } bw_jobs_held_t;

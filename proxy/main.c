@@ -41,6 +41,7 @@ static int start(bw_daemon_t *d) {
     bw_topic_retention_t retention;
     if (bw_kafka_ensure_topic(proxy.rk, conf, 10000, &retention, err, sizeof(err)) != BW_OK)
         return bw_error(COMPONENT, "%s", err), -1;
+    proxy.embedded = retention.embedded;
     if (bw_kafka_ensure_side_topic(proxy.rk, conf, conf->jobs_topic, BW_TOPIC_EXPIRING, 10000, err, sizeof(err)) ||
         bw_kafka_ensure_side_topic(proxy.rk, conf, conf->control_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         bw_kafka_ensure_side_topic(proxy.rk, conf, conf->status_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
@@ -139,7 +140,7 @@ static void fleet_reprint(void) {
 static void stop(void) {
     if (proxy.httpd) MHD_stop_daemon(proxy.httpd);
     if (proxy.admin_httpd) MHD_stop_daemon(proxy.admin_httpd);
-    if (proxy.rk && proxy.fleet.instance[0]) bw_fleet_leave(&proxy.fleet, proxy.rk, proxy.conf->control_topic);
+    if (proxy.rk && proxy.fleet.instance[0]) bw_fleet_leave(&proxy.fleet, proxy.rk, proxy.conf->status_topic);
     bw_fleet_self_free(&proxy.fleet);
     bw_release_stop(); /* before the pollers: a release waits for its acks */
     bw_producers_stop_polling();
@@ -167,7 +168,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     join_fleet(started_at_ms);
-    atomic_store(&proxy.fleet_agrees, bw_fleet_turn(&proxy.fleet, proxy.rk, proxy.conf->control_topic, proxy.shards,
+    atomic_store(&proxy.fleet_agrees, bw_fleet_turn(&proxy.fleet, proxy.rk, proxy.conf->status_topic, proxy.shards,
                                                     bw_wall_ms()));
     if (listen_http(&d, status, sizeof(status))) {
         stop();
@@ -184,7 +185,7 @@ int main(int argc, char **argv) {
             bw_auth_reload(proxy.auth, proxy.conf); /* the file the running config names */
             fleet_reprint();
         }
-        atomic_store(&proxy.fleet_agrees, bw_fleet_turn(&proxy.fleet, proxy.rk, proxy.conf->control_topic, proxy.shards,
+        atomic_store(&proxy.fleet_agrees, bw_fleet_turn(&proxy.fleet, proxy.rk, proxy.conf->status_topic, proxy.shards,
                                                         bw_wall_ms()));
         bw_producers_recover(); /* a producer librdkafka raised a fatal error on */
     }

@@ -72,6 +72,7 @@ typedef struct {
     bw_jobs_t *jobs;
     bw_shard_table_t *shards;
     bw_backlog_t *backlog;
+    int embedded;             /* the embedded Kafka: its partitions keep only their newest 5 MiB */
     bw_auth_t *auth;
     bw_quota_t *quota; /* per client budgets (quota.h) */
     bw_fleet_self_t fleet;   /* this proxy's presence and prints (main loop only) */

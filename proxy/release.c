@@ -18,10 +18,14 @@
  * parts in `accepted_parts`). No lock: two proxies that release the same batch produce it
  * twice, and the shard applies its (job, part) once (docs/reliability.md).
  *
+ * The loop's first turn waits until the jobs and control topics are read to their end
+ * (a proxy just started knows every held record and every cancel first).
+ *
  * A cancelled job's held batches are never released: its record is written again without
  * them, and its status counts their ops cancelled;
  * a job whose prerequisite was cancelled is cancelled too, with that reason. A held
- * record is written again before kafka.jobs_retention_ms could delete it.
+ * record is written again before kafka.jobs_retention_ms could delete it, and on the
+ * embedded Kafka before its partition's 5 MiB bound could.
  *
  * @locality its own thread; it reads the index and the status tables through their locks
  * and produces through the pool (producers.c). */
@@ -273,6 +277,11 @@ static int release_one(const bw_jobs_held_t *h, int behind, prereqs_t *ps, int64
         return 1;
     }
     int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
+    /* the embedded Kafka drops a partition's oldest data past 5 MiB (or 100,000 message
+     * sets): a held record a quarter of that behind the topic's end is written again */
+    int pushed_out = proxy.embedded && (h->behind_bytes > BW_KAFKA_EMBEDDED_PARTITION_BYTES / 4 ||
+                                        h->behind_records > BW_KAFKA_EMBEDDED_PARTITION_SETS / 4);
+    if (pushed_out) refresh_after = 0;
     int due = h->not_before_ms <= now;
     const char *cancelled_by = prereq_cancelled(ps, h);
     if (cancelled_by) {
@@ -350,10 +359,24 @@ static void release_turn(bw_jobs_held_t *held, size_t n, uint8_t *refused) {
     free(by_part);
 }
 
+/* The jobs and control topics read to their end: before that, a held record or a cancel
+ * written before this proxy started may not be known yet, and a cancelled job's batches
+ * could go out again. */
+static int caught_up(void) { return bw_jobs_caught_up(proxy.jobs) && bw_shard_table_sync(proxy.shards, 1000); }
+
 static void *release_loop(void *arg) {
     (void)arg;
     uint8_t *refused = malloc((size_t)proxy.conf->shard_count * BW_LANES_MAX);
     if (!refused) abort();
+    int64_t waiting_since = bw_now_us(), warned = 0;
+    while (atomic_load(&release_run) && !caught_up()) {
+        if (!warned && bw_now_us() - waiting_since > 10000000) {
+            bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "the jobs and control topics are not read to their end after 10 s: "
+                   "no held batch is released until they are");
+            warned = 1;
+        }
+        usleep(100000);
+    }
     while (atomic_load(&release_run)) {
         bw_jobs_held_t *held;
         size_t n = bw_jobs_held_list(proxy.jobs, &held);

@@ -161,6 +161,55 @@ if [ "$MODE" = embedded ]; then
     check "... then the job after it is released and applied: its 8 deletes found the 8 pins, none is left" \
         wait_for 60 dep_done
 
+    # What the embedded default acknowledged outlives its 5 MiB per partition: a held job,
+    # a pause and a cancel, after 8 MiB of other records in each of the jobs, status and
+    # control topics (1 MiB at a time, as traffic comes) and a restart of every process.
+    KEEP=7 far=$(date -u -d '+1 hour' +%FT%TZ)
+    "$BIN/bw-workload" -c "$CONF" jsonl feed:300:$KEEP >"$WORK/keep-held.jsonl"
+    "$BIN/bw-workload" -c "$CONF" jsonl feed:100:1 >"$WORK/keep-cancel.jsonl"
+    BWCTL=("$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY")
+    check "a job of 300 ops held an hour ahead is accepted" \
+        sh -c "'${BWCTL[0]}' -c '$CONF' --url http://127.0.0.1:$PROXY submit --not-before $far '$WORK/keep-held.jsonl' >'$WORK/keep-held.out' 2>/dev/null"
+    HELD_JOB=$(head -n 1 "$WORK/keep-held.out")
+    check "shard 1 paused" "${BWCTL[@]}" pause 1 --reason "bound test"
+    check "... its consumer pauses it" \
+        wait_for 10 sh -c "curl -sf http://127.0.0.1:$C1/metrics | grep -q '^bulkwrite_consumer_paused{shard=\"1\"} 1$'"
+    check "a job of 100 ops for the paused shard is accepted and cancelled" \
+        sh -c "'${BWCTL[0]}' -c '$CONF' --url http://127.0.0.1:$PROXY submit '$WORK/keep-cancel.jsonl' >'$WORK/keep-cancel.out' 2>/dev/null &&
+               '${BWCTL[0]}' -c '$CONF' --url http://127.0.0.1:$PROXY cancel --reason 'bound test' \$(head -n 1 '$WORK/keep-cancel.out') >/dev/null"
+    CANCEL_JOB=$(head -n 1 "$WORK/keep-cancel.out")
+    flood_topics() {
+        local i t
+        for i in 1 2 3 4 5 6 7 8; do
+            for t in bulkwrite.jobs bulkwrite.status bulkwrite.control; do
+                "$BIN/bw-workload" -c "$CONF" flood-topic --brokers "$BROKERS" $t 1048576 >/dev/null 2>&1 || return 1
+            done
+            sleep 2 # a release turn and the tails between megabytes, as with real traffic
+        done
+    }
+    check "8 MiB of other records in each of the jobs, status and control topics" flood_topics
+    kill "$C1_PID" "$PROXY_PID" && wait "$C1_PID" "$PROXY_PID" 2>/dev/null
+    "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
+    PROXY_PID=$!
+    pids+=($PROXY_PID)
+    start_consumer $C1
+    C1_PID=$LAST_PID
+    check "the proxy and the consumer restart" \
+        wait_for 60 sh -c "curl -sf http://127.0.0.1:$PROXY/healthz && curl -sf http://127.0.0.1:$C1/readyz"
+    check "... the held job is still held, all 300 ops of it" \
+        wait_for 20 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$HELD_JOB | jq -e '.scheduled == 300 and .applied == 0' >/dev/null"
+    check "... shard 1 is still paused (GET /v1/shards and its consumer)" \
+        wait_for 20 sh -c "curl -sf http://127.0.0.1:$PROXY/v1/shards | jq -e '.shards[1].paused' >/dev/null &&
+            curl -sf http://127.0.0.1:$C1/metrics | grep -q '^bulkwrite_consumer_paused{shard=\"1\"} 1$'"
+    check "... the job is still cancelled" \
+        sh -c "curl -sf http://127.0.0.1:$PROXY/v1/jobs/$CANCEL_JOB | jq -e '.cancelled_at_ms > 0' >/dev/null"
+    check "shard 1 resumed: the cancelled job's 100 ops are skipped, none applied" \
+        sh -c "'${BWCTL[0]}' -c '$CONF' --url http://127.0.0.1:$PROXY resume 1 >/dev/null && sleep 3 &&
+            test \"\$(mariadb -h127.0.0.1 -P$DB_A -uroot -N -e 'SELECT COUNT(*) FROM db00001.pins')\" = 0"
+    check "the held job cancelled (it is an hour ahead): none of it applied" \
+        sh -c "'${BWCTL[0]}' -c '$CONF' --url http://127.0.0.1:$PROXY cancel --reason 'bound test done' $HELD_JOB >/dev/null &&
+            test \"\$(mariadb -h127.0.0.1 -P$DB_B -uroot -N -e 'SELECT COUNT(*) FROM db00007.pins')\" = 0"
+
     # The embedded Kafka keeps ~5 MiB per partition and deletes the oldest beyond. The
     # proxy's bound keeps its own writes under that; a producer that goes around it (here
     # bw-workload flood) makes a paused shard lose its backlog. On resume the consumer

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "kafka.h"
 
 static volatile sig_atomic_t run = 1;
 static void on_signal(int sig) {
@@ -64,7 +65,9 @@ int main(int argc, char **argv) {
         const char *name;
         int partitions;
     } topics[] = {{conf->topic, conf->shard_count}, {conf->dead_letter_topic, 1}, {conf->jobs_topic, 1},
-                  {conf->control_topic, 1}, {conf->status_topic, 1}};
+                  /* the mock keeps a partition's newest 5 MiB: the operators' settings and
+                   * cancels spread over 16 partitions keep 80 MiB of changes */
+                  {conf->control_topic, BW_EMBEDDED_CONTROL_PARTITIONS}, {conf->status_topic, 1}};
     for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) {
         rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, topics[i].name, topics[i].partitions, 1);
         if (e) {

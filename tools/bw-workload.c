@@ -36,6 +36,10 @@
  *                                            to the shard's partition, past the proxy and its
  *                                            backlog bound, as a runaway producer would; print
  *                                            the first and last offsets written
+ *   bw-workload flood-topic --brokers B TOPIC BYTES
+ *                                            produce at least BYTES of 1 KiB records under
+ *                                            random keys to a compacted topic, as other jobs
+ *                                            and processes would (the embedded bound's test)
  *
  * A JOB is NAME:COUNT[:ARG], generated the same way by submit and verify:
  *   feed:N:SHARD     N pin creates for one partner whose user id lives on SHARD (the hot shard)
@@ -772,28 +776,54 @@ static void *flood_message(int shard, long first_row, uint32_t part, uint8_t *im
     return payload;
 }
 
+/* A producer whose delivery reports count into f; NULL (said on stderr) if none. */
+static rd_kafka_t *flood_producer(const char *brokers, flood_t *f) {
+    char err[512];
+    rd_kafka_conf_t *kc = bw_kafka_conf(conf, BW_KAFKA_PRODUCER, brokers, err, sizeof(err));
+    if (!kc) return fprintf(stderr, "bw-workload: %s\n", err), NULL;
+    rd_kafka_conf_set_dr_msg_cb(kc, flood_delivered);
+    rd_kafka_conf_set_opaque(kc, f);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
+    if (!rk) {
+        rd_kafka_conf_destroy(kc);
+        fprintf(stderr, "bw-workload: %s\n", err);
+    }
+    return rk;
+}
+
+/* Waits for every message's report, prints the first and last offsets written (or says
+ * what was not acknowledged), frees rk. Exit code: 1 if any was not acknowledged. */
+static int flood_finish(rd_kafka_t *rk, flood_t *f, long msgs, long long sent, const char *topic, int partition) {
+    rd_kafka_flush(rk, 60000);
+    long unacked = msgs - f->delivered - f->failed;
+    if (f->failed || unacked)
+        fprintf(stderr, "bw-workload: flood: %ld of %ld messages not acknowledged: %s\n", f->failed + unacked, msgs,
+                f->failed ? f->error : "timed out");
+    else printf("%" PRId64 " %" PRId64 "\n", f->first, f->last);
+    fprintf(stderr, "flood: %ld messages, %lld bytes to %s [%d]\n", msgs, sent, topic, partition);
+    rd_kafka_destroy(rk);
+    return f->failed || unacked ? 1 : 0;
+}
+
+static long long flood_bytes(const char *arg) {
+    char *end;
+    long long want = strtoll(arg, &end, 10);
+    if (*end || end == arg || want <= 0) return fprintf(stderr, "bw-workload: \"%s\" is not a byte count\n", arg), -1;
+    return want;
+}
+
 /* Writes at least BYTES of valid pin creates to the shard's partition of the batches
  * topic, straight to Kafka (the proxy's backlog bound never sees them), and prints the
  * first and last offsets written. On the embedded Kafka, whose partitions keep ~5 MiB,
  * this deletes the oldest messages of the shard as a retention would. Exit 1 if any
  * message was not acknowledged. */
 static int flood(const char *brokers, const char *shard_arg, const char *bytes_arg) {
-    char *end, err[512];
-    long long want = strtoll(bytes_arg, &end, 10);
-    if (*end || end == bytes_arg || want <= 0)
-        return fprintf(stderr, "bw-workload: \"%s\" is not a byte count\n", bytes_arg), 2;
+    long long want = flood_bytes(bytes_arg);
     int shard = parse_shard(shard_arg);
-    if (shard < 0) return 2;
+    if (want < 0 || shard < 0) return 2;
     flood_t f = {.first = -1, .last = -1};
-    rd_kafka_conf_t *kc = bw_kafka_conf(conf, BW_KAFKA_PRODUCER, brokers, err, sizeof(err));
-    if (!kc) return fprintf(stderr, "bw-workload: %s\n", err), 1;
-    rd_kafka_conf_set_dr_msg_cb(kc, flood_delivered);
-    rd_kafka_conf_set_opaque(kc, &f);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
-    if (!rk) {
-        rd_kafka_conf_destroy(kc);
-        return fprintf(stderr, "bw-workload: %s\n", err), 1;
-    }
+    rd_kafka_t *rk = flood_producer(brokers, &f);
+    if (!rk) return 1;
     uint8_t *image = malloc((size_t)FLOOD_ROWS * IMAGE_BYTES);
     if (!image) abort();
     long long sent = 0;
@@ -821,16 +851,44 @@ static int flood(const char *brokers, const char *shard_arg, const char *bytes_a
         msgs++;
         rd_kafka_poll(rk, 0);
     }
-    rd_kafka_flush(rk, 60000);
     free(image);
-    long unacked = msgs - f.delivered - f.failed;
-    if (f.failed || unacked)
-        fprintf(stderr, "bw-workload: flood: %ld of %ld messages not acknowledged: %s\n", f.failed + unacked, msgs,
-                f.failed ? f.error : "timed out");
-    else printf("%" PRId64 " %" PRId64 "\n", f.first, f.last);
-    fprintf(stderr, "flood: %ld messages, %lld bytes to %s [%d]\n", msgs, sent, conf->topic, shard);
-    rd_kafka_destroy(rk);
-    return f.failed || unacked ? 1 : 0;
+    return flood_finish(rk, &f, msgs, sent, conf->topic, shard);
+}
+
+/* Writes at least BYTES of 1 KiB records under random 32-hex-digit keys to every
+ * partition of TOPIC (one of the compacted ones: jobs, control, status), as other jobs'
+ * records and other processes' would: on the embedded Kafka, which keeps a partition's
+ * newest 5 MiB, they push the oldest records out. The daemons ignore what they cannot
+ * read. */
+static int flood_topic(const char *brokers, const char *topic, const char *bytes_arg) {
+    long long want = flood_bytes(bytes_arg);
+    if (want < 0) return 2;
+    flood_t f = {.first = -1, .last = -1};
+    rd_kafka_t *rk = flood_producer(brokers, &f);
+    if (!rk) return 1;
+    char value[1024];
+    memset(value, 'x', sizeof(value));
+    long long sent = 0;
+    long msgs = 0;
+    while (sent < want) {
+        char key[33];
+        for (int i = 0; i < 32; i++) key[i] = "0123456789abcdef"[rand() % 16];
+        key[32] = '\0';
+        rd_kafka_resp_err_t e;
+        while ((e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, 32),
+                                      RD_KAFKA_V_VALUE(value, sizeof(value)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                      RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            rd_kafka_poll(rk, 100);
+        if (e) {
+            snprintf(f.error, sizeof(f.error), "%s", rd_kafka_err2str(e));
+            f.failed++;
+            break;
+        }
+        sent += (long long)sizeof(value) + 32;
+        msgs++;
+        rd_kafka_poll(rk, 0);
+    }
+    return flood_finish(rk, &f, msgs, sent, topic, -1);
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
@@ -941,6 +999,7 @@ static int usage(FILE *out, int code) {
           "       bw-workload [-c CONFIG] offsets --brokers LIST SHARD\n"
           "       bw-workload [-c CONFIG] delete-records --brokers LIST SHARD OFFSET|end\n"
           "       bw-workload [-c CONFIG] flood --brokers LIST SHARD BYTES\n"
+          "       bw-workload [-c CONFIG] flood-topic --brokers LIST TOPIC BYTES\n"
           "       bw-workload [-c CONFIG] hold FROM_ADDR HOST:PORT N SECONDS\n"
           "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD | image:N:SHARD\n"
           "submit: request ids are PREFIX/J:JOB/FIRST-OP (default PREFIX bw-workload-PID-EPOCHMS);\n"
@@ -954,7 +1013,9 @@ static int usage(FILE *out, int code) {
           "  --start-at when it began the first request (after its own start)\n"
           "flood: at least BYTES of pin creates with 60 KB images (local ids from 2,000,000,000)\n"
           "  produced straight to SHARD's partition, past the proxy's backlog bound; prints the\n"
-          "  first and last offsets written\n",
+          "  first and last offsets written\n"
+          "flood-topic: at least BYTES of 1 KiB records under random keys to TOPIC (a compacted\n"
+          "  one), as other jobs and processes would write them\n",
           out);
     return code;
 }
@@ -1023,6 +1084,8 @@ int main(int argc, char **argv) {
         ret = args == 4 ? hold(argv[optind], argv[optind + 1], argv[optind + 2], argv[optind + 3]) : usage(stderr, 2);
     else if (strcmp(cmd, "flood") == 0)
         ret = brokers && args == 2 ? flood(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
+    else if (strcmp(cmd, "flood-topic") == 0)
+        ret = brokers && args == 2 ? flood_topic(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
     else if (!(jobs = parse_jobs(args, argv + optind))) ret = usage(stderr, 2);
     else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, args, wait_s);
     else if (strcmp(cmd, "jsonl") == 0) ret = print_jsonl(jobs, args);
