@@ -112,7 +112,11 @@ static int find_job(struct MHD_Connection *c, const char *id, const bw_auth_clie
                -1;
     void *raw;
     size_t raw_len;
-    if (bw_jobs_record(proxy.jobs, id, &raw, &raw_len) == 0) {
+    int found = bw_jobs_record(proxy.jobs, id, &raw, &raw_len);
+    if (found == -2) /* not "no such job": the topic, or a part's record, cannot be read now */
+        return *ret = bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "job %s cannot be read now (%s is not read to "
+                                     "its end); ask again", id, proxy.conf->jobs_topic), -1;
+    if (found == 0) {
         *rec = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
         free(raw);
         if (!*rec) return *ret = bw_reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id), -1;

@@ -237,9 +237,12 @@ static unsigned check_schedule(submit_t *s) {
     }
     const char *own = s->named_job[0] ? s->named_job : s->job_id;
     /* every held record the other proxies took first: a cycle through one of them counts */
-    if (!s->prev && req->n_after && !bw_jobs_sync(proxy.jobs))
+    if (!s->prev && req->n_after && !bw_jobs_sync(proxy.jobs)) {
+        s->header = MHD_HTTP_HEADER_RETRY_AFTER;
+        snprintf(s->header_value, sizeof(s->header_value), "%d", 1);
         return stop(s, MHD_HTTP_SERVICE_UNAVAILABLE, "after: the jobs topic could not be read to its end, so whether "
                     "this job would wait for itself cannot be told now; send it again");
+    }
     if (!s->prev && req->n_after && bw_release_would_cycle(own, req->after, req->n_after))
         return stop(s, MHD_HTTP_CONFLICT, "after: a job named there waits, through its prerequisites, for job %s: "
                     "the two would wait for each other forever", own);
