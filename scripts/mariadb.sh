@@ -247,29 +247,21 @@ cmd_start_replica() {
     echo "mariadb: replica on 127.0.0.1:$port of 127.0.0.1:$primary, replicating ($DIR)"
 }
 
-cmd_replica_sql() {
+# cmd_replica_thread SQL|IO stop|start: one of the replica's two threads. Stopping SQL
+# makes its lag grow (relay logs keep growing); stopping IO cuts it off from its primary
+# (what it received it still applies). STOP returns once the thread stopped.
+cmd_replica_thread() {
+    local thread=$1 action=$2 wait=SQL
+    [[ $thread == IO ]] && wait="IO SQL"
     [[ -n $(server_pid) ]] || die "not running ($DIR)"
     [[ -n $(slave_status) ]] || die "$DIR is not a replica"
-    case $1 in
-        # STOP returns once the thread stopped; relay logs keep growing meanwhile
-        stop)  sock_sql 'STOP SLAVE SQL_THREAD' >/dev/null || die "STOP SLAVE SQL_THREAD failed on $DIR" ;;
-        start) sock_sql 'START SLAVE SQL_THREAD' >/dev/null || die "START SLAVE SQL_THREAD failed on $DIR"
-               wait_replicating SQL ;;
-        *)     usage ;;
+    case $action in
+        stop | start) sock_sql "${action^^} SLAVE ${thread}_THREAD" >/dev/null ||
+                          die "${action^^} SLAVE ${thread}_THREAD failed on $DIR"
+                      [[ $action == stop ]] || wait_replicating "$wait" ;;
+        *) usage ;;
     esac
-    echo "mariadb: replica SQL thread: $1 ($DIR)"
-}
-
-cmd_replica_io() {
-    [[ -n $(server_pid) ]] || die "not running ($DIR)"
-    [[ -n $(slave_status) ]] || die "$DIR is not a replica"
-    case $1 in
-        stop)  sock_sql 'STOP SLAVE IO_THREAD' >/dev/null || die "STOP SLAVE IO_THREAD failed on $DIR" ;;
-        start) sock_sql 'START SLAVE IO_THREAD' >/dev/null || die "START SLAVE IO_THREAD failed on $DIR"
-               wait_replicating "IO SQL" ;;
-        *)     usage ;;
-    esac
-    echo "mariadb: replica IO thread: $1 ($DIR)"
+    echo "mariadb: replica $thread thread: $action ($DIR)"
 }
 
 cmd_promote() {
@@ -331,8 +323,8 @@ case $cmd in
     kill)   [[ $# -eq 2 ]] || usage; cmd_kill ;;
     status) [[ $# -eq 2 ]] || usage; cmd_status ;;
     start-replica) [[ $# -eq 4 ]] || usage; cmd_start_replica "$3" "$4" ;;
-    replica-sql)   [[ $# -eq 3 ]] || usage; cmd_replica_sql "$3" ;;
-    replica-io)    [[ $# -eq 3 ]] || usage; cmd_replica_io "$3" ;;
+    replica-sql)   [[ $# -eq 3 ]] || usage; cmd_replica_thread SQL "$3" ;;
+    replica-io)    [[ $# -eq 3 ]] || usage; cmd_replica_thread IO "$3" ;;
     promote)       [[ $# -eq 2 ]] || usage; cmd_promote ;;
     *)      usage ;;
 esac
