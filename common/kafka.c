@@ -330,6 +330,21 @@ int bw_kafka_is_embedded(rd_kafka_t *rk, int timeout_ms) {
     return embedded;
 }
 
+int64_t bw_kafka_origin(const rd_kafka_message_t *m) {
+    rd_kafka_headers_t *h = NULL;
+    const void *v;
+    size_t len;
+    char digits[24];
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, BW_KAFKA_HEADER_ORIGIN, &v, &len) || !v ||
+        len == 0 || len >= sizeof(digits))
+        return m->offset;
+    memcpy(digits, v, len);
+    digits[len] = '\0';
+    char *end;
+    long long origin = strtoll(digits, &end, 10);
+    return *end || origin < 0 || origin > m->offset ? m->offset : origin; /* not ours: the record's own */
+}
+
 /* ---------------------------------------------------------------- the batches topic's retention */
 
 typedef struct {

@@ -39,6 +39,12 @@ typedef struct {
 #define BW_KAFKA_EMBEDDED_PARTITION_SETS 100000
 /* The embedded Kafka's control topic: the settings spread over this many partitions. */
 #define BW_EMBEDDED_CONTROL_PARTITIONS 16
+/* The header of a record written again by the embedded Kafka's compactor (a copy): the
+ * decimal offset its value was first written at (common/compactor.h). */
+#define BW_KAFKA_HEADER_ORIGIN "bw-origin"
+
+/* A record's version for a table's reader: its BW_KAFKA_HEADER_ORIGIN, or its offset. */
+int64_t bw_kafka_origin(const rd_kafka_message_t *m);
 
 /* Makes sure the batches topic of every lane (conf->lanes[].topic; lane 0's is
  * conf->topic) exists with exactly conf->shard_count partitions and deletes nothing

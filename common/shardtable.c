@@ -14,7 +14,8 @@
 typedef struct {
     void *data;
     size_t len;
-    uint64_t order; /* when it was read: the control topic's one partition is Kafka's order */
+    uint64_t order;  /* when it was read */
+    int64_t version; /* bw_tail_fn's: an older value read later (a compactor's copy) is ignored */
 } blob_t;
 
 /* A member's presence record (fleet.h), by its key. */
@@ -78,24 +79,36 @@ int bw_shard_key_parse(const void *key, size_t len, int shard_count, bw_control_
     return -1;
 }
 
-/* Replaces *slot with a copy of the value; an empty value (a tombstone) clears it. */
-static void store(bw_shard_table_t *t, blob_t *slot, const void *val, size_t vlen) {
+/* Replaces *slot with a copy of the value unless it is older than the slot's (0); an empty
+ * value (a tombstone) clears it and keeps its version. */
+static int store(bw_shard_table_t *t, blob_t *slot, const void *val, size_t vlen, int64_t version) {
     void *copy = NULL;
     if (vlen) {
         if (!(copy = malloc(vlen))) abort();
         memcpy(copy, val, vlen);
     }
     pthread_mutex_lock(&t->mu);
-    free(slot->data);
-    *slot = (blob_t){copy, vlen, ++t->reads};
+    int newer = version >= slot->version;
+    if (newer) {
+        free(slot->data);
+        *slot = (blob_t){copy, vlen, ++t->reads, version};
+    }
     pthread_mutex_unlock(&t->mu);
+    if (!newer) free(copy);
+    return newer;
 }
 
-/* A member's record: replaces its earlier one; an empty value (it stopped) removes it. */
-static void store_member(bw_shard_table_t *t, const void *key, size_t klen, const void *val, size_t vlen) {
+/* A member's record: replaces its earlier one unless older (version -1: one of the control
+ * topic's, unordered with the status topic's); an empty value (it stopped) removes it. */
+static void store_member(bw_shard_table_t *t, const void *key, size_t klen, const void *val, size_t vlen,
+                         int64_t version) {
     pthread_mutex_lock(&t->mu);
     size_t i = 0;
     while (i < t->member_cnt && (strlen(t->members[i].key) != klen || memcmp(t->members[i].key, key, klen))) i++;
+    if (i < t->member_cnt && version >= 0 && version < t->members[i].value.version) {
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
     if (i < t->member_cnt) free(t->members[i].value.data);
     if (i == t->member_cnt && vlen) {
         if (t->member_cnt == t->member_cap) {
@@ -109,7 +122,7 @@ static void store_member(bw_shard_table_t *t, const void *key, size_t klen, cons
         void *copy = malloc(vlen);
         if (!copy) abort();
         memcpy(copy, val, vlen);
-        t->members[i].value = (blob_t){copy, vlen, 0};
+        t->members[i].value = (blob_t){copy, vlen, 0, version};
     } else if (i < t->member_cnt) {
         free(t->members[i].key);
         t->members[i] = t->members[--t->member_cnt];
@@ -152,7 +165,8 @@ static job_ctl_t *find_job(bw_shard_table_t *t, const char *job_id) {
 }
 
 /* "job/" and 32 lower-case hex digits: a job's control record. */
-static void store_job(bw_shard_table_t *t, const char *key, size_t klen, const void *val, size_t vlen) {
+static void store_job(bw_shard_table_t *t, const char *key, size_t klen, const void *val, size_t vlen,
+                      int64_t version) {
     if (klen != 36 || strspn(key + 4, "0123456789abcdef") < 32) return;
     const char *id = key + 4;
     void *copy = NULL;
@@ -168,8 +182,13 @@ static void store_job(bw_shard_table_t *t, const char *key, size_t klen, const v
         t->jobs[b] = c;
         atomic_fetch_add(&t->jobs_cancelled, 1);
     }
+    if (version < c->value.version) { /* an older value, read again */
+        pthread_mutex_unlock(&t->mu);
+        free(copy);
+        return;
+    }
     free(c->value.data);
-    c->value = (blob_t){copy, vlen, ++t->reads};
+    c->value = (blob_t){copy, vlen, ++t->reads, version};
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -219,11 +238,11 @@ void bw_server_budget_from_record(const Bulkwrite__V1__ServerBudget *r, bw_serve
 
 /* A server budget's record: kept under its configured server; warned of when a rate is
  * out of bounds (it is clamped each time it is used). */
-static void store_budget(bw_shard_table_t *t, const char *name, const void *val, size_t vlen) {
+static void store_budget(bw_shard_table_t *t, const char *name, const void *val, size_t vlen, int64_t version) {
     int v = 0;
     while (v < t->server_cnt && strcmp(t->server_names[v], name)) v++;
     if (v == t->server_cnt) return; /* a server no longer (or not yet) in shards.servers */
-    store(t, &t->budgets[v], val, vlen);
+    if (!store(t, &t->budgets[v], val, vlen, version)) return;
     atomic_fetch_add(&t->version, 1);
     Bulkwrite__V1__ServerBudget *b = vlen ? bulkwrite__v1__server_budget__unpack(NULL, vlen, val) : NULL;
     char why[256];
@@ -255,25 +274,25 @@ Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_
     return r;
 }
 
-static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
+static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
     bw_shard_table_t *t = ud;
     char server[BW_SERVER_BUDGET_KEY_MAX];
     if (klen > 7 && memcmp(key, "server/", 7) == 0) { /* a whole server's budget */
-        if (bw_server_budget_key_parse(key, klen, server) == 0) store_budget(t, server, val, vlen);
+        if (bw_server_budget_key_parse(key, klen, server) == 0) store_budget(t, server, val, vlen, version);
         return;
     }
     if (klen > 4 && memcmp(key, "job/", 4) == 0) { /* a job's, not a shard's: the version stays */
-        store_job(t, key, klen, val, vlen);
+        store_job(t, key, klen, val, vlen, version);
         return;
     }
     if (bw_fleet_is_key(key, klen)) { /* a presence an older version wrote here: the version stays */
-        store_member(t, key, klen, val, vlen);
+        store_member(t, key, klen, val, vlen, -1);
         return;
     }
     bw_control_key_t k;
     int s = bw_shard_key_parse(key, klen, t->shard_count, &k);
     if (s < 0) return; /* not ours (another layout, a later version's field) */
-    store(t, &t->control[(size_t)s * BW_CONTROL_KEYS + k], val, vlen);
+    if (!store(t, &t->control[(size_t)s * BW_CONTROL_KEYS + k], val, vlen, version)) return;
     atomic_fetch_add(&t->version, 1);
     /* said once, when read: the record is clamped each time it is used */
     Bulkwrite__V1__ShardControl *c = vlen ? bulkwrite__v1__shard_control__unpack(NULL, vlen, val) : NULL;
@@ -288,17 +307,16 @@ static void on_control(void *ud, const void *key, size_t klen, const void *val, 
 
 unsigned bw_shard_table_version(bw_shard_table_t *t) { return atomic_load(&t->version); }
 
-static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
+static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
     bw_shard_table_t *t = ud;
     if (bw_fleet_is_key(key, klen)) { /* a presence: written here, apart from the settings */
-        store_member(t, key, klen, val, vlen);
+        store_member(t, key, klen, val, vlen, version);
         return;
     }
     bw_control_key_t k;
     int s = bw_shard_key_parse(key, klen, t->shard_count, &k);
     if (s < 0 || k != BW_CONTROL_WHOLE) return;
-    store(t, &t->status[s], val, vlen);
-    if (!t->hook.fn || !vlen) return;
+    if (!store(t, &t->status[s], val, vlen, version) || !t->hook.fn || !vlen) return;
     Bulkwrite__V1__ShardStatus *st = bulkwrite__v1__shard_status__unpack(NULL, vlen, val);
     if (!st) return;
     t->hook.fn(t->hook.ud, s, st);

@@ -52,7 +52,7 @@ static void *tail_main(void *arg) {
             continue;
         }
         if (!m->err) {
-            t->fn(t->ud, m->key, m->key_len, m->payload, m->len);
+            t->fn(t->ud, m->key, m->key_len, m->payload, m->len, bw_kafka_origin(m));
             if (m->partition >= 0 && m->partition < t->parts) atomic_store(&t->next[m->partition], m->offset + 1);
         } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             bw_log(BW_LOG_WARN, "kafka", -1, NULL, "reading %s: %s", t->topic, rd_kafka_message_errstr(m));

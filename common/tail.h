@@ -5,17 +5,24 @@
  * own thread; the caller keeps "latest per key" however it likes. It reads every
  * partition, joins no group and commits nothing.
  *
+ * A record's version orders the values of its key: the offset it was first written at
+ * (its BW_KAFKA_HEADER_ORIGIN when it is a copy the embedded Kafka's compactor wrote
+ * again, common/compactor.h; else its own offset). A record whose version is below the
+ * one the caller holds for its key is an older value: the caller ignores it.
+ *
  * @locality the callback runs on the tail's thread. */
 #ifndef BW_TAIL_H
 #define BW_TAIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
 typedef struct bw_tail bw_tail_t;
 
-typedef void (*bw_tail_fn)(void *ud, const void *key, size_t key_len, const void *value, size_t value_len);
+typedef void (*bw_tail_fn)(void *ud, const void *key, size_t key_len, const void *value, size_t value_len,
+                           int64_t version);
 
 /* Starts following `topic` (which must exist). NULL with errstr on failure. */
 bw_tail_t *bw_tail_start(const bw_config_t *conf, const char *brokers, const char *topic, bw_tail_fn fn,

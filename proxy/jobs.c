@@ -15,7 +15,7 @@
 #include "shardtable.h"
 #include "tail.h"
 
-static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen);
+static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version);
 
 /* The index: job id -> latest packed JobRecord, at most proxy.jobs_index_max_bytes of
  * records (with their entries), least recently used dropped first. Every id the tail has
@@ -167,7 +167,7 @@ static void grow(bw_jobs_t *j) {
 }
 
 void bw_jobs_put(bw_jobs_t *j, const char *job_id, const void *rec, size_t len) {
-    on_record(j, job_id, strlen(job_id), rec, len);
+    on_record(j, job_id, strlen(job_id), rec, len, -1);
 }
 
 /* Parts a record says were taken: they only grow from one attempt to the next. */
@@ -318,7 +318,11 @@ size_t bw_jobs_recent(bw_jobs_t *j, bw_jobs_recent_t *out, size_t max) {
     return n;
 }
 
-static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen) {
+/* A job's records are merged by what they say (parts only grow), not by their version:
+ * the embedded Kafka's compactor leaves the jobs topic alone; held records are written
+ * again by the proxy (bw_jobs_held_list, release.c). */
+static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
+    (void)version;
     bw_jobs_t *j = ud;
     if (!vlen || klen != 32) return;
     char id[33];
@@ -584,7 +588,7 @@ int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
                "job %s in %s, read in %.0f ms (not in the index, which keeps proxy.jobs_index_max_bytes)",
                f.rec ? "found" : "not found", j->conf->jobs_topic, (double)(bw_now_us() - t0) / 1000);
         if (f.rec) {
-            on_record(j, job_id, 32, f.rec, f.len);
+            on_record(j, job_id, 32, f.rec, f.len, -1);
             pthread_mutex_lock(&j->mu);
             j->found_in_topic++;
             pthread_mutex_unlock(&j->mu);

@@ -151,8 +151,10 @@ static unsigned admit_request(submit_t *s) {
 static unsigned join_named(submit_t *s) {
     const Bulkwrite__V1__BatchWriteRequest *req = s->req;
     bw_jobs_named_t info;
-    /* a seal decides where the job ends: it first reads every part the other proxies took */
-    if (req->job_last) bw_jobs_sync(proxy.jobs);
+    /* every part first reads the jobs topic to its end: a seal sees the parts the other
+     * proxies took, and a part the seal another proxy took (only requests in flight at the
+     * same moment pass each other) */
+    bw_jobs_sync(proxy.jobs);
     if (bw_jobs_named(proxy.jobs, s->named_job, &info)) return 0; /* its first part this proxy sees */
     const char *lane = req->lane && strcmp(req->lane, "default") ? req->lane : "";
     if (info.last >= 0 && (req->job_part > info.last || (req->job_last && req->job_part != info.last)))

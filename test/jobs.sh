@@ -404,6 +404,11 @@ schedule_tests() {
         for p in 0 1 5; do curl -sf -o "$WORK/gaps-$p.json" -H 'Content-Type: application/json' "$URL" -d "$(gap_part $p)" || return 1; done
         post_refused 409 'has part 5 already: part 3 cannot be its last' "$(gap_part 3 true)" || return 1
         curl -sf -o /dev/null -H 'Content-Type: application/json' "$URL" -d "$(gap_part 6 true)" || return 1
+        # the second proxy, asked right after the seal, reads it before it takes part 7
+        local code
+        code=$(curl -s -o "$WORK/gaps-7.json" -w '%{http_code}' -H 'Content-Type: application/json' "$FATAL/v1/batches" \
+            -d "$(gap_part 7)")
+        [ "$code" = 409 ] && grep -q 'sealed with part 6 as its last: part 7 is past its end' "$WORK/gaps-7.json" || return 1
         gjob=$(jq -r .job_id "$WORK/gaps-0.json")
         sleep 2
         job_json "$gjob" | tee "$WORK/gaps-open.json" |
@@ -413,7 +418,7 @@ schedule_tests() {
             job_json "$gjob" | jq -e '.finished and .parts == 7 and .applied == 7' >/dev/null &&
             [ "$(pins_in 23005200 23005206)" = 7 ]
     }
-    check "a seal below a part taken is refused (409); sealed at 6 with parts 2-4 missing it is not finished, then it is" gaps
+    check "a seal below a part taken is refused (409), a part past the seal at the other proxy too; sealed at 6 with parts 2-4 missing it is not finished, then it is" gaps
 
     # -- part numbers are bounded; a far part costs the index a range, not a bitmap
     index_bytes() { curl -sf "http://127.0.0.1:$PROXY/metrics" | awk '$1 == "bulkwrite_proxy_jobs_index_bytes" {print $2}'; }

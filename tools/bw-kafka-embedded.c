@@ -3,15 +3,25 @@
  *
  * It creates the configured topic with one partition per logical shard (the mock has
  * no CreateTopics call), prints the bootstrap address on stdout (and to --bootstrap-file),
- * and serves until SIGINT/SIGTERM. Everything it holds is lost when it exits. */
+ * and serves until SIGINT/SIGTERM. Everything it holds is lost when it exits.
+ *
+ * The mock keeps a partition's newest 5 MiB and has no compaction, so the control and
+ * status topics (tables: pauses, rates, budgets, cancels, shard statuses) are compacted
+ * here: a thread follows them and writes a live record again before the bound reaches it
+ * (common/compactor.h). A table too big for that is logged as an error. */
 #include <getopt.h>
+#include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "compactor.h"
 #include "config.h"
 #include "kafka.h"
 
@@ -19,6 +29,125 @@ static volatile sig_atomic_t run = 1;
 static void on_signal(int sig) {
     (void)sig;
     run = 0;
+}
+
+/* ---- the tables' compaction ------------------------------------------------------------------ */
+
+#define TABLES 2
+
+typedef struct {
+    const char *topic;
+    int parts;
+    bw_compactor_t **parts_c; /* one per partition */
+    char *too_big;            /* per partition: said so, until it fits again */
+} table_t;
+
+typedef struct {
+    rd_kafka_t *consumer, *producer;
+    table_t tables[TABLES];
+    pthread_t thread;
+    atomic_int run;
+} compaction_t;
+
+static void copy_failed(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk, (void)opaque;
+    if (m->err) /* its record is handed out again a quarter of the bound later */
+        fprintf(stderr, "bw-kafka-embedded: writing a live record of %s again: %s\n", rd_kafka_topic_name(m->rkt),
+                rd_kafka_err2str(m->err));
+}
+
+static void compact(compaction_t *k, table_t *t, const rd_kafka_message_t *m) {
+    bw_compactor_t *c = t->parts_c[m->partition];
+    int64_t origin = bw_kafka_origin(m);
+    bw_compactor_read(c, m->offset, origin == m->offset ? -1 : origin, m->key, m->key_len, m->payload, m->len);
+    const void *key, *value;
+    size_t klen, vlen;
+    while (bw_compactor_due(c, &key, &klen, &value, &vlen, &origin)) {
+        char digits[24];
+        snprintf(digits, sizeof(digits), "%" PRId64, origin);
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            k->producer, RD_KAFKA_V_TOPIC(t->topic), RD_KAFKA_V_PARTITION(m->partition), RD_KAFKA_V_KEY(key, klen),
+            RD_KAFKA_V_VALUE((void *)(vlen ? value : NULL), vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_HEADER(BW_KAFKA_HEADER_ORIGIN, digits, (ssize_t)strlen(digits)), RD_KAFKA_V_END);
+        if (e) fprintf(stderr, "bw-kafka-embedded: writing a live record of %s again: %s\n", t->topic, rd_kafka_err2str(e));
+    }
+    /* above a quarter of the bound, the copies push live records out: said, not silent */
+    int64_t live = bw_compactor_live_bytes(c);
+    int too_big = live > BW_KAFKA_EMBEDDED_PARTITION_BYTES / 4 ||
+                  (int64_t)bw_compactor_live_records(c) > BW_KAFKA_EMBEDDED_PARTITION_SETS / 4;
+    if (too_big && !t->too_big[m->partition])
+        fprintf(stderr,
+                "bw-kafka-embedded: ERROR: %s partition %d holds %" PRId64 " bytes in %zu live records, more than "
+                "the embedded Kafka can keep (a quarter of its %lld-byte, %d-record partitions): the oldest "
+                "may be lost; run a real Kafka (docs/deployment.md)\n",
+                t->topic, (int)m->partition, live, bw_compactor_live_records(c),
+                (long long)BW_KAFKA_EMBEDDED_PARTITION_BYTES, BW_KAFKA_EMBEDDED_PARTITION_SETS);
+    t->too_big[m->partition] = (char)too_big;
+}
+
+static void *compaction_main(void *arg) {
+    compaction_t *k = arg;
+    while (atomic_load(&k->run)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(k->consumer, 200);
+        rd_kafka_poll(k->producer, 0);
+        if (!m) continue;
+        if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            fprintf(stderr, "bw-kafka-embedded: compacting: %s\n", rd_kafka_message_errstr(m));
+        } else if (!m->err) {
+            for (int i = 0; i < TABLES; i++)
+                if (!strcmp(rd_kafka_topic_name(m->rkt), k->tables[i].topic) && m->partition >= 0 &&
+                    m->partition < k->tables[i].parts)
+                    compact(k, &k->tables[i], m);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    return NULL;
+}
+
+static int compaction_start(compaction_t *k, const bw_config_t *conf, const char *bootstrap, const char *topics[TABLES],
+                            const int parts[TABLES]) {
+    char err[512];
+    rd_kafka_conf_t *cc = bw_kafka_conf(conf, BW_KAFKA_CONSUMER, bootstrap, err, sizeof(err));
+    rd_kafka_conf_t *pc = bw_kafka_conf(conf, BW_KAFKA_PRODUCER, bootstrap, err, sizeof(err));
+    if (cc) rd_kafka_conf_set(cc, "auto.offset.reset", "earliest", NULL, 0);
+    if (pc) rd_kafka_conf_set_dr_msg_cb(pc, copy_failed);
+    if (!cc || !pc || !(k->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof(err))) ||
+        !(k->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err)))) {
+        fprintf(stderr, "bw-kafka-embedded: compacting the tables: %s\n", err);
+        return -1;
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(64);
+    for (int i = 0; i < TABLES; i++) {
+        table_t *t = &k->tables[i];
+        t->topic = topics[i];
+        t->parts = parts[i];
+        t->parts_c = calloc((size_t)parts[i], sizeof(*t->parts_c));
+        t->too_big = calloc((size_t)parts[i], 1);
+        if (!t->parts_c || !t->too_big) abort();
+        for (int p = 0; p < parts[i]; p++) {
+            if (!(t->parts_c[p] = bw_compactor_new(BW_KAFKA_EMBEDDED_PARTITION_BYTES, BW_KAFKA_EMBEDDED_PARTITION_SETS)))
+                abort();
+            rd_kafka_topic_partition_list_add(l, topics[i], p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+        }
+    }
+    rd_kafka_assign(k->consumer, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    atomic_init(&k->run, 1);
+    return pthread_create(&k->thread, NULL, compaction_main, k) ? -1 : 0;
+}
+
+static void compaction_stop(compaction_t *k) {
+    atomic_store(&k->run, 0);
+    pthread_join(k->thread, NULL);
+    rd_kafka_consumer_close(k->consumer);
+    rd_kafka_destroy(k->consumer);
+    rd_kafka_flush(k->producer, 1000);
+    rd_kafka_destroy(k->producer);
+    for (int i = 0; i < TABLES; i++) {
+        for (int p = 0; p < k->tables[i].parts; p++) bw_compactor_free(k->tables[i].parts_c[p]);
+        free(k->tables[i].parts_c);
+        free(k->tables[i].too_big);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -68,6 +197,7 @@ int main(int argc, char **argv) {
                   /* the mock keeps a partition's newest 5 MiB: the operators' settings and
                    * cancels spread over 16 partitions keep 80 MiB of changes */
                   {conf->control_topic, BW_EMBEDDED_CONTROL_PARTITIONS}, {conf->status_topic, 1}};
+    /* (the tables' partitions, as compaction_start is told below) */
     for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) {
         rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, topics[i].name, topics[i].partitions, 1);
         if (e) {
@@ -99,7 +229,12 @@ int main(int argc, char **argv) {
             conf->shard_count, bootstrap);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    compaction_t compaction = {0};
+    const char *tables[TABLES] = {conf->control_topic, conf->status_topic};
+    const int table_parts[TABLES] = {BW_EMBEDDED_CONTROL_PARTITIONS, 1};
+    if (compaction_start(&compaction, conf, bootstrap, tables, table_parts)) return 1;
     while (run) pause();
+    compaction_stop(&compaction);
     rd_kafka_destroy(rk);
     bw_config_destroy(conf);
     return 0;

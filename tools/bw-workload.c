@@ -36,10 +36,12 @@
  *                                            to the shard's partition, past the proxy and its
  *                                            backlog bound, as a runaway producer would; print
  *                                            the first and last offsets written
- *   bw-workload flood-topic --brokers B TOPIC BYTES
- *                                            produce at least BYTES of 1 KiB records under
- *                                            random keys to a compacted topic, as other jobs
- *                                            and processes would (the embedded bound's test)
+ *   bw-workload flood-topic --brokers B TOPIC BYTES [KEYS]
+ *                                            produce at least BYTES of 1 KiB records into each
+ *                                            partition of a compacted topic, under random keys
+ *                                            (new records) or KEYS keys written again in turn
+ *                                            (changed settings), as other jobs and processes
+ *                                            would (the embedded bound's test)
  *
  * A JOB is NAME:COUNT[:ARG], generated the same way by submit and verify:
  *   feed:N:SHARD     N pin creates for one partner whose user id lives on SHARD (the hot shard)
@@ -860,24 +862,50 @@ static int flood(const char *brokers, const char *shard_arg, const char *bytes_a
  * records and other processes' would: on the embedded Kafka, which keeps a partition's
  * newest 5 MiB, they push the oldest records out. The daemons ignore what they cannot
  * read. */
-static int flood_topic(const char *brokers, const char *topic, const char *bytes_arg) {
+static int flood_topic(const char *brokers, const char *topic, const char *bytes_arg, const char *keys_arg) {
     long long want = flood_bytes(bytes_arg);
+    long keys = keys_arg ? strtol(keys_arg, NULL, 10) : 0;
     if (want < 0) return 2;
+    if (keys_arg && keys <= 0) {
+        fprintf(stderr, "bw-workload: flood-topic: KEYS must be a positive count, not %s\n", keys_arg);
+        return 2;
+    }
     flood_t f = {.first = -1, .last = -1};
     rd_kafka_t *rk = flood_producer(brokers, &f);
     if (!rk) return 1;
+    const struct rd_kafka_metadata *md;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    rd_kafka_resp_err_t me = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+    rd_kafka_topic_destroy(rkt);
+    if (me || md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt < 1) {
+        fprintf(stderr, "bw-workload: flood-topic: topic %s: %s\n", topic,
+                rd_kafka_err2str(me ? me : md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC));
+        if (!me) rd_kafka_metadata_destroy(md);
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    int parts = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
     char value[1024];
-    memset(value, 'x', sizeof(value));
+    uint64_t noise = 0x9e3779b97f4a7c15ULL;
     long long sent = 0;
     long msgs = 0;
-    while (sent < want) {
+    while (sent < want * parts) { /* BYTES into each partition, in turn */
+        /* bytes that do not compress: the embedded Kafka bounds what it stores, compressed */
+        for (size_t i = 0; i < sizeof(value); i += 8) {
+            noise ^= noise << 13, noise ^= noise >> 7, noise ^= noise << 17;
+            memcpy(value + i, &noise, 8);
+        }
         char key[33];
-        for (int i = 0; i < 32; i++) key[i] = "0123456789abcdef"[rand() % 16];
+        if (keys) snprintf(key, sizeof(key), "%032lx", (long)(msgs % keys));
+        else
+            for (int i = 0; i < 32; i++) key[i] = "0123456789abcdef"[rand() % 16];
         key[32] = '\0';
         rd_kafka_resp_err_t e;
-        while ((e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, 32),
-                                      RD_KAFKA_V_VALUE(value, sizeof(value)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                      RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        while ((e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION((int32_t)(msgs % parts)),
+                                      RD_KAFKA_V_KEY(key, 32), RD_KAFKA_V_VALUE(value, sizeof(value)),
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
+               RD_KAFKA_RESP_ERR__QUEUE_FULL)
             rd_kafka_poll(rk, 100);
         if (e) {
             snprintf(f.error, sizeof(f.error), "%s", rd_kafka_err2str(e));
@@ -999,7 +1027,7 @@ static int usage(FILE *out, int code) {
           "       bw-workload [-c CONFIG] offsets --brokers LIST SHARD\n"
           "       bw-workload [-c CONFIG] delete-records --brokers LIST SHARD OFFSET|end\n"
           "       bw-workload [-c CONFIG] flood --brokers LIST SHARD BYTES\n"
-          "       bw-workload [-c CONFIG] flood-topic --brokers LIST TOPIC BYTES\n"
+          "       bw-workload [-c CONFIG] flood-topic --brokers LIST TOPIC BYTES [KEYS]\n"
           "       bw-workload [-c CONFIG] hold FROM_ADDR HOST:PORT N SECONDS\n"
           "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD | image:N:SHARD\n"
           "submit: request ids are PREFIX/J:JOB/FIRST-OP (default PREFIX bw-workload-PID-EPOCHMS);\n"
@@ -1014,8 +1042,9 @@ static int usage(FILE *out, int code) {
           "flood: at least BYTES of pin creates with 60 KB images (local ids from 2,000,000,000)\n"
           "  produced straight to SHARD's partition, past the proxy's backlog bound; prints the\n"
           "  first and last offsets written\n"
-          "flood-topic: at least BYTES of 1 KiB records under random keys to TOPIC (a compacted\n"
-          "  one), as other jobs and processes would write them\n",
+          "flood-topic: at least BYTES of 1 KiB records into each partition of TOPIC (a compacted\n"
+          "  one), under random keys, or KEYS keys written again in turn, as other jobs and\n"
+          "  processes would write them\n",
           out);
     return code;
 }
@@ -1085,7 +1114,9 @@ int main(int argc, char **argv) {
     else if (strcmp(cmd, "flood") == 0)
         ret = brokers && args == 2 ? flood(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
     else if (strcmp(cmd, "flood-topic") == 0)
-        ret = brokers && args == 2 ? flood_topic(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
+        ret = brokers && (args == 2 || args == 3)
+                  ? flood_topic(brokers, argv[optind], argv[optind + 1], args == 3 ? argv[optind + 2] : NULL)
+                  : usage(stderr, 2);
     else if (!(jobs = parse_jobs(args, argv + optind))) ret = usage(stderr, 2);
     else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, args, wait_s);
     else if (strcmp(cmd, "jsonl") == 0) ret = print_jsonl(jobs, args);

@@ -105,6 +105,7 @@ Suite *throttle_suite(void);
 Suite *handover_suite(void);
 Suite *retain_suite(void);
 Suite *partset_suite(void);
+Suite *compactor_suite(void);
 Suite *gate_suite(void);
 Suite *notify_suite(void);
 
