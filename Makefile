@@ -36,15 +36,18 @@ endif
 
 GEN := build/gen
 CFLAGS ?= -O2 -g
+# The library's folders, one per subsystem (docs/development.md's source tour): basics,
+# configuration, the wire codecs, the shard database store, the control plane (the
+# compacted topics), the batcher, and the daemons' own parts.
+SUBSYSTEMS := common config codec store control batcher proxy consumer
 CFLAGS += -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread \
-          -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer $(SANFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+          -I$(GEN) $(addprefix -I,$(SUBSYSTEMS)) $(SANFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 LDFLAGS += $(SANFLAGS)
 
 PROTO_C := $(GEN)/bulkwrite.pb-c.c
 UI_C := $(GEN)/ui_assets.c
-LIB_SRC := $(PROTO_C) $(UI_C) $(wildcard common/*.c) $(wildcard batcher/*.c) \
-           $(filter-out %/main.c,$(wildcard proxy/*.c consumer/*.c))
+LIB_SRC := $(PROTO_C) $(UI_C) $(filter-out %/main.c,$(foreach d,$(SUBSYSTEMS),$(wildcard $(d)/*.c)))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
 LIB := $(BUILD)/libbulkwrite.a
 
@@ -105,7 +108,7 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB) $(TSAN_OBJ)
 # (test/unit/forward_ref.c).
 FUZZ_SECONDS ?= 60
 FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -I$(GEN) -Icommon -Ibatcher -Iproxy -Iconsumer -Itest/unit \
+	  -fno-sanitize-recover=all -I$(GEN) $(addprefix -I,$(SUBSYSTEMS)) -Itest/unit \
 	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # (the consumer's files and the proxy's pipeline are not under test, and need their
 # main.c's state: consumer.h, proxy.h)

@@ -40,7 +40,7 @@ typedef struct {
 /* The embedded Kafka's control topic: the settings spread over this many partitions. */
 #define BW_EMBEDDED_CONTROL_PARTITIONS 16
 /* The header of a record written again by the embedded Kafka's compactor (a copy): the
- * decimal offset its value was first written at (common/compactor.h). */
+ * decimal offset its value was first written at (control/compactor.h). */
 #define BW_KAFKA_HEADER_ORIGIN "bw-origin"
 
 /* A record's version for a table's reader: its BW_KAFKA_HEADER_ORIGIN, or its offset. */

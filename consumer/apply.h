@@ -1,7 +1,7 @@
 /* apply.h — applying a run of Kafka messages of one partition to its shard.
  *
  * One call = one transaction on the shard's database, the ledger's protocol
- * (common/ledger.h, which owns every statement on the ledger's tables):
+ * (store/ledger.h, which owns every statement on the ledger's tables):
  *   1. read the partition's stored next offset (SELECT … FOR UPDATE on bw_offsets);
  *   2. skip messages below it (applied before a crash or a rebalance);
  *   3. skip messages whose (job_id, part) is in bw_job_parts (a request resubmitted
@@ -11,7 +11,7 @@
  *      where the object type sets coalesce_increments, consumer/coalesce.h), each under the server's packet limit
  *      (consumer.statement_packet_pct of its max_allowed_packet): CREATE and UPSERT as
  *      one prepared INSERT executed over arrays of the rows' values where the server can
- *      (consumer.array_binding, common/sqlbind.h), the rest as text (common/sql.h);
+ *      (consumer.array_binding, store/sqlbind.h), the rest as text (store/sql.h);
  *   5. record each message in bw_job_parts (its applied and failed counts) and each
  *      refused op in bw_job_failures; store the new next offset;
  *   6. send the refused ops to the dead-letter topic and wait for Kafka's ack; COMMIT.

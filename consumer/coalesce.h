@@ -3,7 +3,7 @@
  *
  * A counter-heavy load (view counts, like counts) names the same objects again and
  * again. One UPDATE statement cannot change a row twice in order, so without this every
- * repeat of an id ends a statement (common/sql.h) and the load runs as tiny statements.
+ * repeat of an id ends a statement (store/sql.h) and the load runs as tiny statements.
  * Within one transaction's UPDATE run of an object type that sets coalesce_increments,
  * a row that only increments numeric columns is added into the latest earlier row of the
  * same id when that row only increments too; the sum takes the earlier row's place.

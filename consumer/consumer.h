@@ -28,7 +28,11 @@
  *   retain.c     what Kafka must keep of an applied partition (no I/O; tested alone)
  *   trim.c       deleting the rest (DeleteRecords), the listed replicas' ledgers read
  *   apply.c      one job = one transaction on the shard's database (worker threads)
+ *   coalesce.c   a batch's increments of one object summed before apply (no I/O)
  *   alerts.c, deadletter.c
+ *
+ * The folders they build on (common/, config/, codec/, store/, control/) are toured in
+ * docs/development.md.
  *
  * @locality everything here belongs to the dispatcher thread (main.c's loop and the
  * librdkafka callbacks it serves), except the pool fields guarded by consumer.mu. */

@@ -28,7 +28,7 @@
 
 bw_consumer_t consumer;
 
-/* SIGHUP's hooks (the key table's reload column, common/config_keys.c): what applied keys
+/* SIGHUP's hooks (the key table's reload column, config/config_keys.c): what applied keys
  * re-derive. bw_daemon_reload runs them on this thread, the only reader of rates,
  * retry, pause and throttle settings. */
 static void apply_rates(const bw_config_t *c) {

@@ -2,7 +2,7 @@
  * the shard's database that lags behind its primary can still be brought level from
  * Kafka (no I/O; tested alone).
  *
- * The shard's ledger (common/ledger.h) moves in the same transaction as the rows, so a
+ * The shard's ledger (store/ledger.h) moves in the same transaction as the rows, so a
  * replica's bw_offsets says exactly what that replica has applied. A replica promoted
  * after a failover resumes from its own ledger; everything after it must still be in
  * Kafka. A partition is therefore trimmed (DeleteRecords, consumer/trim.c) only up to

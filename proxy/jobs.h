@@ -5,7 +5,7 @@
  * an in-memory index, so any proxy answers GET /v1/jobs/{id}, also after restarts. The
  * index is bounded (proxy.jobs_index_max_bytes, least recently used records dropped); a
  * dropped record is read back from the topic when asked for. The answer adds, per shard, the applied and failed counts from the shard's bw_job_parts
- * table and a sample of failures from bw_job_failures (read through common/ledger.h) —
+ * table and a sample of failures from bw_job_failures (read through store/ledger.h) —
  * written in the apply transaction, so they are exact.
  *
  * A named job (docs/jobs.md) is its parts: each part's record is keyed by the part's own

@@ -13,6 +13,9 @@
  *   ui.c         the SRE page: its files at /ui/, and GET /v1/whoami, /v1/fleet, /v1/jobs
  *   jobs.c, backlog.c, quota.c, auth.c, tls.c, admin.c
  *
+ * The folders they build on (common/, config/, codec/, store/, control/, batcher/) are
+ * toured in docs/development.md.
+ *
  * @locality the state is set up by main() before the listeners start and torn down
  * after they stop; HTTP threads read it and call the modules' own locking. */
 #ifndef BW_PROXY_H

@@ -15,7 +15,7 @@
  * each client used; the limits are read from the client at each request.
  *
  * The rates are the client's across the fleet: every live proxy takes a share of each,
- * and its buckets run at limit x share. Each proxy's presence record (common/fleet.h,
+ * and its buckets run at limit x share. Each proxy's presence record (control/fleet.h,
  * every 2 s) carries what each listed client asked of it lately, its demand (ops and
  * bytes per second, admitted or refused; it falls at once and rises smoothed); from the demands of the live,
  * agreeing proxies (its own as it just published it), each proxy takes the same max-min

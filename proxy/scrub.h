@@ -4,7 +4,7 @@
  * 'email'"), and bulkwrite's own messages name servers and hosts ("connect to mysql-a
  * (10.0.0.7:3306)"). GET /v1/jobs/{id} and GET /v1/shards answer admins (and every caller
  * of a proxy without a clients file) with everything; other callers get the error number
- * and a few words from the error table of common/db.c instead, and no server, host or
+ * and a few words from the error table of store/db.c instead, and no server, host or
  * consumer names. Pure functions.
  * @locality any thread. */
 #ifndef BW_SCRUB_H

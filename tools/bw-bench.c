@@ -2,10 +2,10 @@
  * when a client writes the same rows straight to them, without bulkwrite in between.
  *
  *   bw-bench insert  [--conns N] [--batch N] JOB...  multi-row INSERTs of the jobs' pins, built by
- *                                                  common/sql.c as the consumer builds them, one
+ *                                                  store/sql.c as the consumer builds them, one
  *                                                  transaction per statement
  *   bw-bench array   [--conns N] [--batch N] JOB...  the same rows through the consumer's array-bound
- *                                                  path (common/sqlbind.c: one prepared INSERT,
+ *                                                  path (store/sqlbind.c: one prepared INSERT,
  *                                                  STMT_ATTR_ARRAY_SIZE = batch)
  *   bw-bench rowwise [--sample N] JOB...             one autocommit INSERT per row, over the first N
  *                                                  rows (default 5,000)
@@ -101,7 +101,7 @@ typedef struct {
     Bulkwrite__V1__RowField **field_ptrs; /* [batch][FEED_COLS] */
     Bulkwrite__V1__Value *values;         /* [batch][FEED_COLS] */
     char (*titles)[TITLE_MAX];
-    /* array binding: the consumer's own path (common/sqlbind.h) */
+    /* array binding: the consumer's own path (store/sqlbind.h) */
     bw_sqlbind_cache_t *caches; /* [server_cnt] */
     bw_sqlbind_t bind;
 } worker_t;

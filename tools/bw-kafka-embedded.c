@@ -8,7 +8,7 @@
  * The mock keeps a partition's newest 5 MiB and has no compaction, so the control and
  * status topics (tables: pauses, rates, budgets, cancels, shard statuses) are compacted
  * here: a thread follows them and writes a live record again before the bound reaches it
- * (common/compactor.h). A table too big for that is logged as an error. */
+ * (control/compactor.h). A table too big for that is logged as an error. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>

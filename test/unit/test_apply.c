@@ -445,7 +445,7 @@ END_TEST
 
 /* What jansson refuses stays in the record: an empty string or bytes value as "" (or
  * base64 ""), whether its data is NULL (protobuf-c's unpack) or points at the message
- * with length 0 (the consumer's reader, common/pbdecode.c), and a server's message that
+ * with length 0 (the consumer's reader, codec/pbdecode.c), and a server's message that
  * quotes bytes that are not UTF-8 (a duplicate key in a binary column), those bytes as
  * '?'. Both used to vanish from the record. */
 START_TEST(dead_letter_keeps_empty_values_and_bad_text) {

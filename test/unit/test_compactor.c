@@ -1,4 +1,4 @@
-/* test_compactor.c — compaction for a log bounded by size (common/compactor.h): when a
+/* test_compactor.c — compaction for a log bounded by size (control/compactor.h): when a
  * live record is written again, a copy that races a newer value or a tombstone, a lost
  * copy; and a simulated bounded log under writers, the compactor's copies arriving late,
  * where a reader that starts at the end finds every key's newest value. */

@@ -889,7 +889,7 @@ START_TEST(response_reasons_quoting_client_text) {
 }
 END_TEST
 
-/* The test clients' JSON writer (common/apijson.h) writes what the proxy's decoder reads
+/* The test clients' JSON writer (codec/apijson.h) writes what the proxy's decoder reads
  * back to the same request, value kinds included: every kind, an increment, text that
  * needs escaping, a double without a fraction, bytes, empty text. */
 START_TEST(apijson_request_round_trip) {

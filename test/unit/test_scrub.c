@@ -1,5 +1,5 @@
 /* test_scrub.c — what callers without the admin role see of MySQL errors (proxy/scrub.h),
- * and the session charset decision of common/db.c. */
+ * and the session charset decision of store/db.c. */
 #include <string.h>
 
 #include "buf.h"

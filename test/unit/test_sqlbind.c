@@ -1,4 +1,4 @@
-/* test_sqlbind.c — array-bound statements (common/sqlbind.h) against a live MariaDB:
+/* test_sqlbind.c — array-bound statements (store/sqlbind.h) against a live MariaDB:
  * every value lands byte for byte as the text statement lands it (NULLs, DEFAULTs, all
  * 256 byte values, 4-byte UTF-8, embedded NULs, int and double extremes); through the
  * applier, values at a column's max length apply and one over fails alone, a duplicate

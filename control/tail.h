@@ -7,7 +7,7 @@
  *
  * A record's version orders the values of its key: the offset it was first written at
  * (its BW_KAFKA_HEADER_ORIGIN when it is a copy the embedded Kafka's compactor wrote
- * again, common/compactor.h; else its own offset). A record whose version is below the
+ * again, control/compactor.h; else its own offset). A record whose version is below the
  * one the caller holds for its key is an older value: the caller ignores it.
  *
  * @locality the callback runs on the tail's thread. */

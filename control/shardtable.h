@@ -14,7 +14,7 @@
  * The control topic also holds jobs' cancellations, under "job/<job id>" (JobControl,
  * written by DELETE /v1/jobs/{id}): consumers skip the messages of a cancelled job, and
  * proxies report it. A named job's parts share its id's first BW_JOB_CONTROL_PREFIX hex
- * digits (common/ledger.h), so one record covers them all.
+ * digits (store/ledger.h), so one record covers them all.
  *
  * The proxy writes control records (admin API) and reads both topics (GET /v1/shards);
  * consumers read the control topic and write status records. Kafka keeps the table, so

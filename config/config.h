@@ -1,7 +1,7 @@
 /* config.h — the one configuration of every bulkwrite daemon and tool.
  *
  * Read from a libconfig file. Every key is described once, in the key tables of
- * config.c; those tables drive parsing, validation (types, ranges, required keys,
+ * config_keys.c; those tables drive parsing, validation (types, ranges, required keys,
  * unknown keys), `--dump-config` and the generated docs/configuration.md. */
 #ifndef BW_CONFIG_H
 #define BW_CONFIG_H
@@ -149,7 +149,7 @@ typedef struct {
     int keep_applied_ms;          /* Kafka keeps an applied batch this long (consumer/retain.h) */
     int replica_unread_alert_ms;  /* BulkwriteTrimHeld after a listed replica is unread this long */
     int max_batch_bytes;
-    int transaction_max_statements; /* statements one job (transaction) may run; see config.c */
+    int transaction_max_statements; /* statements one job (transaction) may run; see config_keys.c */
     int statement_packet_pct;     /* statements stay under this % of max_allowed_packet */
     int array_binding;            /* CREATE and UPSERT array-bound where the server can (sqlbind.h) */
     int connection_check_idle_ms; /* ping a pooled connection idle this long before use */

@@ -25,7 +25,7 @@ typedef struct {
 } member_t;
 
 /* A job's cancellation (key "job/<id>"), by the id's first BW_JOB_CONTROL_PREFIX hex
- * digits: those of a named job's parts are its own (common/ledger.h). */
+ * digits: those of a named job's parts are its own (store/ledger.h). */
 typedef struct job_ctl {
     char prefix[BW_JOB_CONTROL_PREFIX + 1];
     blob_t value;

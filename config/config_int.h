@@ -1,4 +1,4 @@
-/* config_int.h — private to common/config_*.c: the key table's row and the parser's
+/* config_int.h — private to config/config_*.c: the key table's row and the parser's
  * helpers. config.h is the public header. */
 #ifndef BW_CONFIG_INT_H
 #define BW_CONFIG_INT_H
