@@ -5,8 +5,8 @@
 #   make check           install what is missing, run every test (unit, fuzz, e2e and fault
 #                        tests against the embedded Kafka and a real broker, the 4,096-shard
 #                        fleet on the real broker; then ASan+UBSan and TSan tiers)
-#   make docs            regenerate docs/configuration.md from the config key table and
-#                        the metric list of docs/api.md from the metrics table
+#   make docs            regenerate docs/configuration.md from the config key table, and
+#                        the metric list and endpoint table of docs/api.md from theirs
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
 #   make check-tsan                         the unit and embedded e2e tiers under ThreadSanitizer
 #   make fuzz [FUZZ_SECONDS=60]             the libFuzzer harnesses from the committed seeds
@@ -250,12 +250,15 @@ demo: deps
 docs: $(BIN)/bwctl
 	$(BIN)/bwctl config-doc > docs/configuration.md
 	$(BIN)/bwctl metrics-doc docs/api.md > $(BUILD)/api.md && mv $(BUILD)/api.md docs/api.md
+	$(BIN)/bwctl endpoints-doc docs/api.md > $(BUILD)/api.md && mv $(BUILD)/api.md docs/api.md
 
 docs-check: $(BIN)/bwctl
 	@$(BIN)/bwctl config-doc | diff -u docs/configuration.md - \
 	  || { echo "docs/configuration.md is stale: run 'make docs'"; exit 1; }
 	@$(BIN)/bwctl metrics-doc docs/api.md | diff -u docs/api.md - \
 	  || { echo "the metric list in docs/api.md is stale: run 'make docs'"; exit 1; }
+	@$(BIN)/bwctl endpoints-doc docs/api.md | diff -u docs/api.md - \
+	  || { echo "the endpoint table in docs/api.md is stale: run 'make docs'"; exit 1; }
 
 # ---- installation (docs/deployment.md) ------------------------------------------------
 # The daemons, bwctl, and bw-workload (its dead-letters command is in the runbook); the test

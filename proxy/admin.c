@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bw.h"
+#include "endpoints.h"
 #include "ratelimit.h"
 #include "scrub.h"
 
@@ -227,33 +228,23 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
 }
 
 int bw_admin_is_control(const char *method, const char *url) {
-    return strcmp(method, "POST") == 0 && (strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0);
+    const bw_endpoint_t *e = bw_endpoint_find(method, url);
+    return e && (e->id == BW_EP_SHARD_CONTROL || e->id == BW_EP_SERVER_CONTROL);
 }
 
 int bw_admin_served(const char *method, const char *url, bw_listener_t on, char *why, size_t why_size) {
-    int get = strcmp(method, "GET") == 0;
-    int control = bw_admin_is_control(method, url);
-    if (on == BW_LISTENER_DATA && control) {
-        snprintf(why, why_size, "%.8s %.200s: shard and server control are served on the admin listener only "
-                                "(proxy.admin_listen_address:proxy.admin_port), not on this port", method, url);
+    if (on == BW_LISTENER_ONLY) return 1;
+    const bw_endpoint_t *e = bw_endpoint_find(method, url);
+    if (on == BW_LISTENER_DATA) { /* unknown ones too: they answer 404 or 405 there */
+        if (!e || (e->listeners & BW_ON_DATA)) return 1;
+        snprintf(why, why_size, "%.8s %.200s: %s", method, url, e->admin_why);
         return 0;
     }
-    int page = get && (!strcmp(url, "/ui") || !strncmp(url, "/ui/", 4));
-    if (on == BW_LISTENER_DATA && page) {
-        snprintf(why, why_size, "the page is served on the admin listener (proxy.admin_listen_address:proxy.admin_port)");
-        return 0;
-    }
-    /* the page's own calls: what it shows, and cancelling a job */
-    int for_page = page || (get && (!strcmp(url, "/v1/fleet") || !strcmp(url, "/v1/whoami") || !strncmp(url, "/v1/jobs", 8))) ||
-                   (!strcmp(method, "DELETE") && !strncmp(url, "/v1/jobs/", 9));
-    if (on == BW_LISTENER_ADMIN && !control && !for_page &&
-        !(get && (!strcmp(url, "/v1/shards") || !strcmp(url, "/healthz") || !strcmp(url, "/metrics")))) {
-        snprintf(why, why_size, "%.8s %.200s is not served on the admin listener: it serves shard and server control, "
-                                "the page (/ui/) and what it reads, GET /v1/shards, /healthz and /metrics (the rest is "
-                                "on proxy.port)", method, url);
-        return 0;
-    }
-    return 1;
+    if (e && (e->listeners & BW_ON_ADMIN)) return 1;
+    snprintf(why, why_size, "%.8s %.200s is not served on the admin listener: it serves shard and server control, "
+                            "the page (/ui/) and what it reads, GET /v1/shards, /healthz and /metrics (the rest is "
+                            "on proxy.port)", method, url);
+    return 0;
 }
 
 int bw_admin_parse_url(const bw_config_t *conf, const char *url, bw_admin_target_t *t, char *err, size_t esz) {

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "endpoints.h"
 #include "log.h"
 
 #define COMPONENT "auth"
@@ -429,21 +430,6 @@ void bw_auth_lanes_text(const bw_auth_client_t *client, const bw_config_t *conf,
     if (!n) snprintf(out, size, "every lane");
 }
 
-unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_metrics) {
-    int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
-    if (get && strcmp(url, "/healthz") == 0) return 0;
-    if (get && (strcmp(url, "/ui") == 0 || strncmp(url, "/ui/", 4) == 0)) return 0; /* the page's files: no data */
-    if (get && (strcmp(url, "/v1/fleet") == 0 || strcmp(url, "/v1/jobs") == 0)) return BW_ROLE_READ | BW_ROLE_ADMIN;
-    if (get && (strcmp(url, "/metrics") == 0 || strcmp(url, "/readyz") == 0))
-        return open_metrics ? 0 : BW_ROLE_READ | BW_ROLE_ADMIN;
-    if (post && strcmp(url, "/v1/batches") == 0) return BW_ROLE_SUBMIT | BW_ROLE_ADMIN;
-    /* the job's owner (who had the submit role) or an admin: routes.c checks which */
-    if (strcmp(method, "DELETE") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return BW_ROLE_SUBMIT | BW_ROLE_ADMIN;
-    if (get && (strncmp(url, "/v1/jobs/", 9) == 0 || strcmp(url, "/v1/shards") == 0)) return BW_ROLE_READ | BW_ROLE_ADMIN;
-    if (post && (strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)) return BW_ROLE_ADMIN;
-    return BW_ROLE_ANY;
-}
-
 void bw_auth_roles_text(unsigned roles, char *out, size_t size) {
     size_t n = 0;
     out[0] = '\0';
@@ -468,7 +454,7 @@ unsigned bw_auth_decide(const bw_auth_set_t *set, const char *method, const char
                         const char *authorization, const char *cert_identity, int open_metrics, int64_t now,
                         const bw_auth_client_t **client, char *why, size_t why_size) {
     *client = NULL;
-    unsigned need = bw_auth_endpoint_roles(method, url, open_metrics);
+    unsigned need = bw_endpoint_roles(method, url, open_metrics);
     if (!set || !need) return 0;
     const bw_auth_client_t *by_cert = bw_auth_find_identity(set, cert_identity), *c = by_cert;
     if (authorization || !cert_identity) { /* a token presented must be valid, whatever the certificate says */

@@ -127,10 +127,6 @@ const char *bw_auth_bearer(const char *header, size_t *len);
  * its scopes. A NULL client (no clients file) may do everything. */
 int bw_auth_allows_op(const bw_auth_client_t *client, const char *type, int op);
 
-/* The roles, any of which lets a caller use method+url; 0 = open to anyone (no token).
- * Unknown endpoints need a client with any role (they answer 404 or 405 after). */
-unsigned bw_auth_endpoint_roles(const char *method, const char *url, int open_metrics);
-
 /* Refuses, one by one, the valid ops of req (routes[i].shard >= 0) outside the client's
  * scopes: routes[i].shard becomes -1, so the batcher leaves them out, and each gets a
  * rejection "forbidden: client "NAME" may not OP TYPE (its scopes: ...)" merged into

@@ -4,7 +4,9 @@
  *
  * The files, in reading order:
  *   main.c       startup, the loop (signals, SIGHUP), shutdown
- *   routes.c     HTTP: who is calling (authorize), which handler serves the URL, error
+ *   endpoints.c  the HTTP surface as one table: each endpoint's method, path, roles,
+ *                listeners and docs line (auth, the listener check, dispatch and 405s read it)
+ *   routes.c     HTTP: who is calling (authorize), the endpoint's handler by its row, error
  *                replies; GET /v1/jobs/{id}, the shard control POSTs, /readyz
  *   submit.c     POST /v1/batches: decode → validate → admit → batch → produce → record → reply
  *   producers.c  the producer pool, its pollers and delivery reports, send-at-once

@@ -1,6 +1,7 @@
 /* bw-proxy's HTTP routes: who is calling and may they call this (authorize: bearer
  * tokens and client certificates, auth.c and tls.c, on the listener that serves the
- * endpoint, admin.c), which handler serves the URL, and the error replies.
+ * endpoint, admin.c), the handler of the endpoint's row (endpoints.c: the one table of
+ * the HTTP surface), and the error replies.
  *
  * POST /v1/batches goes to submit.c; GET /v1/jobs/{id}, GET /v1/jobs/{id}/failures, GET /v1/shards, GET
  * /v1/check/{n} and the shard and server control POSTs are served here, with the ops
@@ -16,6 +17,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "endpoints.h"
 #include "log.h"
 #include "proxy.h"
 #include "utf8.h"
@@ -374,8 +376,8 @@ static int kafka_reachable(void) {
     return 1;
 }
 
-static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, const char *url,
-                                 const bw_auth_client_t *client);
+static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const char *url,
+                             const bw_auth_client_t *client, bw_upload_t *up);
 
 /* cls: the bw_listener_t of the listener */
 enum MHD_Result bw_routes_on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -390,7 +392,8 @@ enum MHD_Result bw_routes_on_request(void *cls, struct MHD_Connection *c, const 
             if (!up) return MHD_NO;
             up->refused = authorize(c, on, method, url, &up->auth, &up->client, up->why, sizeof(up->why));
             /* a refused caller holding a POST open must not keep the others' batches lingering */
-            if (!up->refused && strcmp(url, "/v1/batches") == 0) {
+            const bw_endpoint_t *e = bw_endpoint_find(method, url);
+            if (!up->refused && e && e->id == BW_EP_BATCHES) {
                 up->batch = 1;
                 atomic_fetch_add(&proxy.batches_open, 1);
             }
@@ -420,60 +423,74 @@ enum MHD_Result bw_routes_on_request(void *cls, struct MHD_Connection *c, const 
             return MHD_YES;
         }
         if (up->refused) return refuse(c, up->refused, up->why);
-        if (strcmp(url, "/v1/batches") == 0) return bw_submit(c, up);
-        if (bw_admin_is_control(method, url)) return handle_control(c, url, up);
-    } else {
-        bw_auth_set_t *set;
-        const bw_auth_client_t *client;
-        char why[320];
-        unsigned st = authorize(c, on, method, url, &set, &client, why, sizeof(why));
-        enum MHD_Result ret = st ? refuse(c, st, why) : serve_get(c, method, url, client);
-        bw_auth_release(set);
-        return ret;
+        return serve(c, method, url, up->client, up);
     }
-    return serve_get(c, method, url, NULL);
+    bw_auth_set_t *set;
+    const bw_auth_client_t *client;
+    char why[320];
+    unsigned st = authorize(c, on, method, url, &set, &client, why, sizeof(why));
+    enum MHD_Result ret = st ? refuse(c, st, why) : serve(c, method, url, client, NULL);
+    bw_auth_release(set);
+    return ret;
 }
 
-/* Every endpoint but the POSTs handled above; client (NULL when open) is authorized. */
-static enum MHD_Result serve_get(struct MHD_Connection *c, const char *method, const char *url,
-                                 const bw_auth_client_t *client) {
-    enum MHD_Result ret;
-    if (strcmp(url, "/metrics") == 0) {
+/* GET /v1/check/{shard}: any client may ask whether a shard takes writes now, and why not. */
+static enum MHD_Result handle_check(struct MHD_Connection *c, const char *arg, int admin) {
+    char *end;
+    long shard = strtol(arg, &end, 10);
+    if (end == arg || *end || shard < 0 || shard >= proxy.conf->shard_count)
+        return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "expected /v1/check/{shard}, a shard from 0 to %d",
+                              proxy.conf->shard_count - 1);
+    char *body = bw_admin_check_json(proxy.conf, proxy.shards, (int)shard, admin);
+    return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+}
+
+/* The endpoint's handler (endpoints.c's row); client (NULL when open) is authorized and
+ * the listener checked. up: a POST's body. */
+static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const char *url,
+                             const bw_auth_client_t *client, bw_upload_t *up) {
+    const bw_endpoint_t *e = bw_endpoint_find(method, url);
+    if (!e) {
+        char use[256];
+        if (bw_endpoint_other_methods(method, url, use, sizeof(use)))
+            return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s", use);
+        return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s %s", method, url);
+    }
+    const char *arg = url + strlen(e->path); /* a prefix row's argument */
+    int admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */
+    enum MHD_Result ret = MHD_NO;
+    switch (e->id) {
+    case BW_EP_BATCHES: return bw_submit(c, up);
+    case BW_EP_SHARD_CONTROL:
+    case BW_EP_SERVER_CONTROL: return handle_control(c, url, up);
+    case BW_EP_JOB_FAILURES: {
+        char id[33];
+        snprintf(id, sizeof(id), "%.32s", arg);
+        return handle_failures(c, id, client);
+    }
+    case BW_EP_JOB: return handle_job(c, arg, client);
+    case BW_EP_JOB_CANCEL: return handle_cancel(c, arg, client);
+    case BW_EP_SHARDS: {
+        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
+        return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    }
+    case BW_EP_CHECK: return handle_check(c, arg, admin);
+    case BW_EP_JOBS:
+    case BW_EP_FLEET:
+    case BW_EP_WHOAMI:
+    case BW_EP_UI_ROOT:
+    case BW_EP_UI: bw_ui_serve(c, method, url, client, &ret); return ret;
+    case BW_EP_METRICS: {
         bw_jobs_stats_t js;
         bw_jobs_stats(proxy.jobs, &js);
         bw_metrics_jobs_index(proxy.metrics, js.entries, js.bytes, js.max_bytes, js.evicted, js.found_in_topic);
         bw_metrics_held_records(proxy.metrics, js.held);
+    } /* fall through */
+    case BW_EP_HEALTHZ:
+    case BW_EP_READYZ: bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret); return ret;
+    case BW_EP_COUNT: break;
     }
-    if (bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret)) return ret;
-    if (bw_ui_serve(c, method, url, client, &ret)) return ret;
-    int admin = !client || (client->roles & BW_ROLE_ADMIN); /* others see errors scrubbed (scrub.h) */
-    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0 && strlen(url) == 9 + 32 + 9 &&
-        strcmp(url + 9 + 32, "/failures") == 0) {
-        char id[33];
-        snprintf(id, sizeof(id), "%.32s", url + 9);
-        return handle_failures(c, id, client);
-    }
-    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_job(c, url + 9, client);
-    if (strcmp(method, "DELETE") == 0 && strncmp(url, "/v1/jobs/", 9) == 0) return handle_cancel(c, url + 9, client);
-    if (strcmp(method, "GET") == 0 && strcmp(url, "/v1/shards") == 0) {
-        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
-        return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
-    }
-    if (strcmp(method, "GET") == 0 && strncmp(url, "/v1/check/", 10) == 0) { /* any client: am I throttled, and why */
-        char *end;
-        long shard = strtol(url + 10, &end, 10);
-        if (end == url + 10 || *end || shard < 0 || shard >= proxy.conf->shard_count)
-            return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "expected /v1/check/{shard}, a shard from 0 to %d",
-                               proxy.conf->shard_count - 1);
-        char *body = bw_admin_check_json(proxy.conf, proxy.shards, (int)shard, admin);
-        return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
-    }
-    if (strcmp(url, "/v1/batches") == 0 || strncmp(url, "/v1/shards/", 11) == 0 || strncmp(url, "/v1/servers/", 12) == 0)
-        return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST for %s", url);
-    if (strncmp(url, "/v1/jobs/", 9) == 0)
-        return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET (status) or DELETE (cancel) for %s", url);
-    if (strcmp(url, "/v1/shards") == 0) return bw_reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET for %s", url);
-    return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint: %s %s", method, url);
+    return MHD_NO;
 }
 
 void bw_routes_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

@@ -25,6 +25,7 @@
  *   config-doc           print docs/configuration.md
  *   metrics-doc [FILE]   print the metric list of docs/api.md; with FILE (docs/api.md), the
  *                        file with its generated list replaced
+ *   endpoints-doc FILE   print FILE (docs/api.md) with its endpoint table regenerated
  *
  * The URL defaults to the proxy of the configuration (proxy.listen_address:proxy.port,
  * https with proxy.tls.cert_file); set-rate, pause, resume and set-budget go to --admin-url, else to
@@ -55,6 +56,7 @@
 #include "buf.h"
 #include "config.h"
 #include "db.h"
+#include "endpoints.h"
 #include "metrics.h"
 #include "ratelimit.h"
 #include "tls.h"
@@ -1277,6 +1279,8 @@ static int usage(FILE *out, int code) {
           "  config-set FILE KEY=VALUE...  set keys in a config file, each checked against the key table\n"
           "  metrics-doc [FILE]   print the metric list (docs/api.md); with FILE, print FILE with\n"
           "                       the list between its markers regenerated (make docs)\n"
+          "  endpoints-doc FILE   print FILE (docs/api.md) with its endpoint table regenerated from\n"
+          "                       the proxy's endpoint table (make docs)\n"
           "options:\n"
           "  -c, --config FILE  configuration (default conf/bulkwrite.conf)\n"
           "  -u, --url URL      the proxy (default http://proxy.listen_address:proxy.port, https\n"
@@ -1386,6 +1390,20 @@ static int check_proxy_files(void) {
     return set ? 0 : 1;
 }
 
+/* FILE's text, NUL-terminated, into *text: 0, or -1 said on stderr. */
+static int read_text(const char *path, bw_buf_t *text) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "bwctl: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char chunk[8192];
+    for (size_t n; (n = fread(chunk, 1, sizeof(chunk), f)) > 0;) bw_buf_append(text, chunk, n);
+    bw_buf_append(text, "", 1); /* a string */
+    fclose(f);
+    return 0;
+}
+
 /* bwctl metrics-doc [FILE]: the metric list from the table in common/metrics.c. */
 static int metrics_doc(int argc, char **argv) {
     if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
@@ -1393,31 +1411,41 @@ static int metrics_doc(int argc, char **argv) {
               "  between its generated markers replaced\n", argc > 2 ? stderr : stdout);
         return argc > 2 ? 2 : 0;
     }
-    bw_buf_t out;
+    bw_buf_t out, text;
     bw_buf_init(&out);
+    bw_buf_init(&text);
     int rc = 0;
     if (argc == 1) {
         bw_metrics_doc(&out);
-    } else {
-        FILE *f = fopen(argv[1], "rb");
-        bw_buf_t text;
-        bw_buf_init(&text);
-        char chunk[8192];
-        for (size_t n; f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0;) bw_buf_append(&text, chunk, n);
-        bw_buf_append(&text, "", 1); /* a string */
-        if (!f) {
-            fprintf(stderr, "bwctl: %s: %s\n", argv[1], strerror(errno));
-            rc = 1;
-        } else if (bw_metrics_doc_splice(text.data, &out)) {
-            fprintf(stderr, "bwctl: %s: no generated metric list (its two marker lines) to replace\n", argv[1]);
-            rc = 1;
-        }
-        if (f) fclose(f);
-        bw_buf_free(&text);
+    } else if (read_text(argv[1], &text)) {
+        rc = 1;
+    } else if (bw_metrics_doc_splice(text.data, &out)) {
+        fprintf(stderr, "bwctl: %s: no generated metric list (its two marker lines) to replace\n", argv[1]);
+        rc = 1;
     }
     if (!rc) fwrite(out.data, 1, out.len, stdout);
     bw_buf_free(&out);
+    bw_buf_free(&text);
     return rc;
+}
+
+/* bwctl endpoints-doc FILE: FILE (docs/api.md) with its endpoint table written from the
+ * proxy's endpoint table (proxy/endpoints.c). */
+static int endpoints_doc(int argc, char **argv) {
+    if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fputs("usage: bwctl endpoints-doc FILE\n  prints FILE (docs/api.md) with its endpoint table between its "
+              "markers regenerated\n", argc != 2 ? stderr : stdout);
+        return argc != 2 ? 2 : 0;
+    }
+    bw_buf_t text;
+    bw_buf_init(&text);
+    char err[256];
+    char *out = read_text(argv[1], &text) ? NULL : bw_endpoints_doc(text.data, err, sizeof(err));
+    if (out) fputs(out, stdout);
+    else if (text.len) fprintf(stderr, "bwctl: %s: %s\n", argv[1], err);
+    free(out);
+    bw_buf_free(&text);
+    return out ? 0 : 1;
 }
 
 /* The config verbs' own options: [-c FILE] after the verb (as before it) and --help.
@@ -1499,6 +1527,7 @@ int main(int argc, char **argv) {
         if (code >= 0) return code;
     }
     if (strcmp(cmd, "metrics-doc") == 0) return metrics_doc(sub_argc, sub_argv);
+    if (strcmp(cmd, "endpoints-doc") == 0) return endpoints_doc(sub_argc, sub_argv);
     char err[512];
     if (bw_token_header(token_file, &auth_header, err, sizeof(err))) return fprintf(stderr, "bwctl: %s\n", err), 1;
     if (!(conf = bw_config_load(config_path, err, sizeof(err)))) {
