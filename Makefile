@@ -139,7 +139,7 @@ check: deps
 	$(MAKE) all $(BIN)/unit-tests
 	$(MAKE) docs-check install-check unit
 	$(MAKE) -j2 check-lane-embedded check-lane-kafka
-LANE = bash -o pipefail -c '$(MAKE) -j1 --no-print-directory $(2) 2>&1 | sed -u "s/^/[$(1)] /"'
+LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
 	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
@@ -148,7 +148,7 @@ check-lane-kafka:
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
-	$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 JOB_OPS=30000 all unit e2e-embedded auth-embedded throttle-embedded lanes-embedded fault-embedded backlog-embedded fairness-embedded
+	@test/lane.sh asan "$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 JOB_OPS=30000" all unit e2e-embedded auth-embedded throttle-embedded lanes-embedded fault-embedded backlog-embedded fairness-embedded
 
 # The unit tier, the embedded-Kafka e2e, auth, throttle and backlog tiers, and the failover tier (the
 # consumer's replica reader runs on a real broker only) under ThreadSanitizer: the daemons'
@@ -156,7 +156,7 @@ check-sanitize:
 # by test/tsan/c11threads.c. A report stops the program (halt_on_error).
 TSAN_OPTIONS_CHECK := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/test/tsan/suppressions.txt
 check-tsan:
-	TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" $(MAKE) SANITIZE=thread BACKLOG_FEED=200000 JOB_OPS=30000 all unit e2e-embedded auth-embedded throttle-embedded backlog-embedded failover-kafka
+	@TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" test/lane.sh tsan "$(MAKE) SANITIZE=thread BACKLOG_FEED=200000 JOB_OPS=30000" all unit e2e-embedded auth-embedded throttle-embedded backlog-embedded failover-kafka
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
