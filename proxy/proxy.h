@@ -13,7 +13,9 @@
  *   request.c, json.c   the request's decoding and validation; batcher/ splits it
  *   release.c    scheduled and dependent batches: held in their job's record, released when due
  *   ui.c         the SRE page: its files at /ui/, and GET /v1/whoami, /v1/fleet, /v1/jobs
- *   jobs.c, backlog.c, quota.c, auth.c, tls.c, admin.c
+ *   jobs.c       the jobs topic read into an index: receipts, named jobs, held records
+ *   job_status.c what the shards made of a job: its status, its failures
+ *   backlog.c, quota.c, auth.c, tls.c, admin.c
  *
  * The folders they build on (common/, config/, codec/, store/, control/, batcher/) are
  * toured in docs/development.md.
@@ -33,6 +35,7 @@
 #include "batcher.h"
 #include "config.h"
 #include "fleet.h"
+#include "job_status.h"
 #include "jobs.h"
 #include "kafka.h"
 #include "metrics.h"

@@ -63,6 +63,11 @@ typedef struct {
     size_t n, cap;
 } prereqs_t;
 
+/* A prerequisite's status is read from the shards' ledgers (bw_jobs_status), not from the
+ * consumers' status records: those carry a partition's applied offset, sampled every
+ * consumer.progress_interval_ms, and after a MySQL failover they still say what the old
+ * primary applied, while the promoted server's ledger is the truth (docs/reliability.md).
+ * Only held records with prerequisites cost a read, once per prerequisite per turn. */
 static void prereq_read(prereq_t *p) {
     void *raw;
     size_t len;

@@ -1,0 +1,72 @@
+/* job_status.h — what the shards made of a job: its status (the receipt of jobs.h with
+ * each shard's applied, failed, lost and cancelled ops, read from the shards' ledgers and
+ * the consumers' status records), whether it lets a job after it go, its JSON, and its
+ * failures a page at a time.
+ *
+ * @locality any thread; each call reads the ledgers on its own connections. */
+#ifndef BW_JOB_STATUS_H
+#define BW_JOB_STATUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bulkwrite.pb-c.h"
+#include "config.h"
+#include "jobs.h"
+#include "shardtable.h"
+
+/* Fills st from the record and the shards. job_id is the checked id (32 hex digits)
+ * the record was found under; shards out of range are dropped from rec. table (may be
+ * NULL) gives the consumers' status: pending ops in a range Kafka deleted before it was
+ * applied are reported lost. admin 0: failure reasons and shard errors are scrubbed of
+ * the server's text and names (scrub.h). The ledgers are read as the servers'
+ * proxy_user (read-only). named (NULL for a job of one request): rec is a named job's
+ * merged record (bw_jobs_record) and this the index's view of its parts: the ledgers are
+ * read over all its parts, and it is finished only once sealed with every part in. A
+ * cancelled job (table's JobControl) reports, per shard, the ops its consumer skipped
+ * (pending ops behind the shard's applied offset) as cancelled. Every string and array of st is malloc'd: free with
+ * bw_jobs_status_free. */
+void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
+                    bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st);
+void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
+/* Fills st->prerequisites: each job of st->after, as its own status says now (its
+ * ledgers read). Freed by bw_jobs_status_free. */
+void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st);
+/* 1 when a job with status st, named in another's `after`, lets that job's ops on `shard`
+ * go (-1: whether it can on some shard): it is not cancelled, every op of it is in (a
+ * named job sealed with all its parts; a request not awaiting a resend), and none of its
+ * ops on that shard is pending, held, lost (to be sent again) or unknown (a ledger that
+ * did not answer). */
+int bw_jobs_done_on(const Bulkwrite__V1__JobStatus *st, int shard);
+/* JSON text of a status (malloc'd). */
+char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);
+
+/* 1 if the shard's status names a range lost in Kafka that holds messages of the job
+ * (its first and last offsets on the shard). */
+int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const char *lane, const Bulkwrite__V1__ShardOps *ops);
+/* The range [*from, *to) of `lane`'s partition of the shard lost in Kafka (empty if equal). */
+void bw_jobs_lane_lost(const Bulkwrite__V1__ShardStatus *st, const char *lane, int64_t *from, int64_t *to);
+
+#define BW_JOB_FAILURE_SAMPLE 20
+
+/* Where a page of failures ends: the last failure it holds (shard, part, op_index). */
+typedef struct {
+    int set;
+    int shard;
+    uint32_t part, op_index;
+} bw_jobs_cursor_t;
+/* Reads a cursor as the API writes it ("SHARD-PART-OP_INDEX"). 0, or -1 if malformed. */
+int bw_jobs_cursor_parse(const char *text, bw_jobs_cursor_t *c);
+
+/* GET /v1/jobs/{id}/failures: one page (JSON, malloc'd) of at most `limit` failures of
+ * the job, by shard, part and op index, after the cursor `after` (set: the page goes on
+ * from there), each with its op as it was sent (for a replay: docs/jobs.md); of MySQL
+ * error `code` when not 0, whose reason (as the caller sees it: scrubbed unless admin)
+ * contains `reason` when not NULL. "next" is the cursor of the next page, null on the
+ * last one. The ledgers are read as proxy_user. NULL with err when a shard's ledger
+ * could not be read. */
+char *bw_jobs_failures_json(const bw_config_t *conf, const Bulkwrite__V1__JobRecord *rec, const char *job_id,
+                            int named, int admin, const bw_jobs_cursor_t *after, unsigned code, const char *reason,
+                            size_t limit, char *err, size_t esz);
+
+#endif
