@@ -274,28 +274,55 @@ Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_
     return r;
 }
 
-static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
-    bw_shard_table_t *t = ud;
+/* ---- the record kinds of the two topics ---------------------------------------------------- */
+
+/* A record read: its key and value (vlen 0: a tombstone) and its version (tail.h). */
+typedef struct {
+    const void *key, *val;
+    size_t klen, vlen;
+    int64_t version;
+} record_t;
+
+/* A server's budget, "server/<name>/budget" (ServerBudget): the last one wins. */
+static int budget_stored(bw_shard_table_t *t, const record_t *r) {
     char server[BW_SERVER_BUDGET_KEY_MAX];
-    if (klen > 7 && memcmp(key, "server/", 7) == 0) { /* a whole server's budget */
-        if (bw_server_budget_key_parse(key, klen, server) == 0) store_budget(t, server, val, vlen, version);
-        return;
-    }
-    if (klen > 4 && memcmp(key, "job/", 4) == 0) { /* a job's, not a shard's: the version stays */
-        store_job(t, key, klen, val, vlen, version);
-        return;
-    }
-    if (bw_fleet_is_key(key, klen)) { /* a presence an older version wrote here: the version stays */
-        store_member(t, key, klen, val, vlen, -1);
-        return;
-    }
+    if (bw_server_budget_key_parse(r->key, r->klen, server)) return 0;
+    store_budget(t, server, r->val, r->vlen, r->version);
+    return 1;
+}
+
+/* A job's cancellation, "job/<id>" (JobControl): not a shard's, the table's version stays. */
+static int cancel_stored(bw_shard_table_t *t, const record_t *r) {
+    if (r->klen <= 4 || memcmp(r->key, "job/", 4)) return 0;
+    store_job(t, r->key, r->klen, r->val, r->vlen, r->version);
+    return 1;
+}
+
+/* A process's presence, "member/<instance>" (FleetMember), on the status topic: it comes
+ * and goes with the process, apart from the durable settings. */
+static int presence_stored(bw_shard_table_t *t, const record_t *r) {
+    if (!bw_fleet_is_key(r->key, r->klen)) return 0;
+    store_member(t, r->key, r->klen, r->val, r->vlen, r->version);
+    return 1;
+}
+
+/* A presence an older version wrote to the control topic (a rolling upgrade): read, not
+ * ordered against the status topic's. */
+static int old_presence_stored(bw_shard_table_t *t, const record_t *r) {
+    if (!bw_fleet_is_key(r->key, r->klen)) return 0;
+    store_member(t, r->key, r->klen, r->val, r->vlen, -1);
+    return 1;
+}
+
+/* A field of a shard's setting, "shard/N[/field]" (ShardControl): folded per field. */
+static int setting_stored(bw_shard_table_t *t, const record_t *r) {
     bw_control_key_t k;
-    int s = bw_shard_key_parse(key, klen, t->shard_count, &k);
-    if (s < 0) return; /* not ours (another layout, a later version's field) */
-    if (!store(t, &t->control[(size_t)s * BW_CONTROL_KEYS + k], val, vlen, version)) return;
+    int s = bw_shard_key_parse(r->key, r->klen, t->shard_count, &k);
+    if (s < 0) return 0;
+    if (!store(t, &t->control[(size_t)s * BW_CONTROL_KEYS + k], r->val, r->vlen, r->version)) return 1;
     atomic_fetch_add(&t->version, 1);
     /* said once, when read: the record is clamped each time it is used */
-    Bulkwrite__V1__ShardControl *c = vlen ? bulkwrite__v1__shard_control__unpack(NULL, vlen, val) : NULL;
+    Bulkwrite__V1__ShardControl *c = r->vlen ? bulkwrite__v1__shard_control__unpack(NULL, r->vlen, r->val) : NULL;
     char why[256];
     if (c && c->has_rate && bw_ratelimit_check(c->rate, why, sizeof(why)))
         bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why, bw_ratelimit_clamp(c->rate));
@@ -303,25 +330,46 @@ static void on_control(void *ud, const void *key, size_t klen, const void *val, 
         bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why,
                bw_ratelimit_clamp_rows(c->row_rate));
     if (c) bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    return 1;
+}
+
+/* A shard's status, "shard/N" (ShardStatus), written by its consumer: the last one wins,
+ * and the hook (handover) hears of it. */
+static int status_stored(bw_shard_table_t *t, const record_t *r) {
+    bw_control_key_t k;
+    int s = bw_shard_key_parse(r->key, r->klen, t->shard_count, &k);
+    if (s < 0 || k != BW_CONTROL_WHOLE) return 0;
+    if (!store(t, &t->status[s], r->val, r->vlen, r->version) || !t->hook.fn || !r->vlen) return 1;
+    Bulkwrite__V1__ShardStatus *st = bulkwrite__v1__shard_status__unpack(NULL, r->vlen, r->val);
+    if (!st) return 1;
+    t->hook.fn(t->hook.ud, s, st);
+    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    return 1;
+}
+
+/* Each topic's kinds, tried in order: the first whose key format matches keeps the
+ * record; a key none knows is another layout's or a later version's, and is skipped. A
+ * new kind is a row here and its store function. */
+typedef int (*kind_fn)(bw_shard_table_t *t, const record_t *r);
+static const kind_fn control_kinds[] = {budget_stored, cancel_stored, old_presence_stored, setting_stored};
+static const kind_fn status_kinds[] = {presence_stored, status_stored};
+
+static void demux(bw_shard_table_t *t, const kind_fn *kinds, size_t n, const record_t *r) {
+    for (size_t i = 0; i < n && !kinds[i](t, r); i++) {
+    }
+}
+
+static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
+    record_t r = {key, val, klen, vlen, version};
+    demux(ud, control_kinds, sizeof(control_kinds) / sizeof(*control_kinds), &r);
+}
+
+static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
+    record_t r = {key, val, klen, vlen, version};
+    demux(ud, status_kinds, sizeof(status_kinds) / sizeof(*status_kinds), &r);
 }
 
 unsigned bw_shard_table_version(bw_shard_table_t *t) { return atomic_load(&t->version); }
-
-static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
-    bw_shard_table_t *t = ud;
-    if (bw_fleet_is_key(key, klen)) { /* a presence: written here, apart from the settings */
-        store_member(t, key, klen, val, vlen, version);
-        return;
-    }
-    bw_control_key_t k;
-    int s = bw_shard_key_parse(key, klen, t->shard_count, &k);
-    if (s < 0 || k != BW_CONTROL_WHOLE) return;
-    if (!store(t, &t->status[s], val, vlen, version) || !t->hook.fn || !vlen) return;
-    Bulkwrite__V1__ShardStatus *st = bulkwrite__v1__shard_status__unpack(NULL, vlen, val);
-    if (!st) return;
-    t->hook.fn(t->hook.ud, s, st);
-    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
-}
 
 bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brokers,
                                        const bw_status_hook_t *status, char *errstr, size_t errstr_size) {

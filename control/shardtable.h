@@ -1,25 +1,25 @@
-/* shardtable.h — the operator's settings and the consumers' status of every shard, as
- * the latest record per key of the compacted control and status topics.
+/* shardtable.h — the compacted control and status topics read into one table: the
+ * latest record per key, each key of one record kind (shardtable.c's kind rows):
  *
- * A shard's setting is kept per field, each under its own key of the control topic
- * (bw_control_key_t): a change writes only the fields it sets, so two changes made at
- * the same moment on two proxies (one pausing the shard, one setting its rate) both take
- * effect. The table folds the latest record of each key into one ShardControl; the whole
- * record "shard/N" that versions before per-field keys wrote is the base, each field
- * record overriding its field. The status topic has one record per shard ("shard/N").
+ *   control topic (durable: operators' changes, written by the proxy's admin API)
+ *     "shard/N/<field>"     ShardControl  one field of a shard's setting (bw_control_key_t),
+ *                                         folded into one setting per shard
+ *     "server/<name>/budget" ServerBudget a whole server's budget
+ *     "job/<id>"            JobControl    a job's cancellation: consumers skip its messages;
+ *                                         a named job's parts share its id's first
+ *                                         BW_JOB_CONTROL_PREFIX hex digits (store/ledger.h)
+ *   status topic (written by the processes themselves)
+ *     "shard/N"             ShardStatus   a shard's consumer's status
+ *     "member/<instance>"   FleetMember   a process's presence: it comes and goes with the
+ *                                         process, apart from the durable settings (fleet.h)
  *
- * The control topic also holds whole servers' budgets, under "server/<name>/budget"
- * (ServerBudget, below).
+ * A shard's setting is kept per field: a change writes only the fields it sets, so two
+ * changes made at the same moment on two proxies (one pausing the shard, one setting its
+ * rate) both take effect. The whole record "shard/N" that versions before per-field keys
+ * wrote is the base, each field record overriding its field.
  *
- * The control topic also holds jobs' cancellations, under "job/<job id>" (JobControl,
- * written by DELETE /v1/jobs/{id}): consumers skip the messages of a cancelled job, and
- * proxies report it. A named job's parts share its id's first BW_JOB_CONTROL_PREFIX hex
- * digits (store/ledger.h), so one record covers them all.
- *
- * The proxy writes control records (admin API) and reads both topics (GET /v1/shards);
- * consumers read the control topic and write status records. Kafka keeps the table, so
- * a setting survives restarts of every process and reaches each consumer as soon as
- * its tail reads it (well under a second on a healthy cluster).
+ * Kafka keeps the table, so a setting survives restarts of every process and reaches
+ * each reader as soon as its tail reads it (well under a second on a healthy cluster).
  *
  * @locality any thread (a mutex guards the table; the tails fill it). */
 #ifndef BW_SHARDTABLE_H
