@@ -15,6 +15,7 @@
  *   ui.c         the SRE page: its files at /ui/, and GET /v1/whoami, /v1/fleet, /v1/jobs
  *   jobs.c       the jobs topic read into an index: receipts, named jobs, held records
  *   job_status.c what the shards made of a job: its status, its failures
+ *   changes.c    every write to the control topic, one way (lock, read, build, produce, read back)
  *   backlog.c, quota.c, auth.c, tls.c, admin.c
  *
  * The folders they build on (common/, config/, codec/, store/, control/, batcher/) are
@@ -154,9 +155,36 @@ void bw_release_stop(void);
 /* 1 if job `id` (a job's id, named or not) is reachable from `after` through the
  * prerequisites of batches still held: holding `id` after them would make a cycle. */
 int bw_release_would_cycle(const char *id, char *const *after, size_t n_after);
-/* Writes job `id`'s cancellation to the control topic (key job/<id>) and waits for
- * Kafka; 0 or the error. The caller has checked who may. */
-rd_kafka_resp_err_t bw_release_cancel_send(const char *id, const char *by, const char *from, const char *reason);
+
+/* ---- changes.c ---- */
+/* The records of one control change: keys copied, values malloc'd and owned by it. */
+typedef struct {
+    size_t n, cap;
+    char **keys;
+    size_t *klens;
+    void **vals;
+    size_t *vlens;
+    rd_kafka_resp_err_t *errs; /* each record's answer from Kafka */
+} bw_change_t;
+void bw_change_add(bw_change_t *ch, const char *key, size_t klen, void *val, size_t vlen);
+void bw_change_free(bw_change_t *ch);
+/* Builds a change's records from the table as it is now: 0 (no record: nothing to
+ * write), or -1 with err (refused: the caller's mistake; nothing is written). */
+typedef int (*bw_change_build_fn)(void *ud, bw_change_t *ch, char *err, size_t esz);
+/* Once Kafka answered for the records (e: the first error, 0 when every one was
+ * acknowledged) and the table was read again (read: 1 if to its end). */
+typedef void (*bw_change_done_fn)(void *ud, const bw_change_t *ch, rd_kafka_resp_err_t e, int read);
+/* One change of the control topic: under the proxy's lock, the table read to its end,
+ * build, produce and wait for Kafka, the table read again, done (may be NULL). -1 if
+ * build refused it (err), else 0 with *kafka_err (0: stored). ch is the caller's
+ * (bw_change_free). */
+int bw_change_make(bw_change_build_fn build, bw_change_done_fn done, void *ud, bw_change_t *ch,
+                   rd_kafka_resp_err_t *kafka_err, char *err, size_t esz);
+/* Job `id`'s cancellation ("job/<id>", JobControl) as a change: *already when the job
+ * was cancelled before (its first cancellation stands; nothing written). 0 or Kafka's
+ * error. The caller has checked who may. */
+rd_kafka_resp_err_t bw_change_cancel(const char *id, const char *by, const char *from, const char *reason,
+                                     int *already);
 
 /* ---- ui.c ---- */
 /* The page's files (GET /ui/...) and its endpoints (GET /v1/whoami, /v1/fleet, /v1/jobs):

@@ -108,26 +108,6 @@ static void prereqs_free(prereqs_t *ps) {
     free(ps->p);
 }
 
-rd_kafka_resp_err_t bw_release_cancel_send(const char *id, const char *by, const char *from, const char *reason) {
-    Bulkwrite__V1__JobControl jc = BULKWRITE__V1__JOB_CONTROL__INIT;
-    jc.job_id = (char *)id;
-    jc.cancelled = 1;
-    jc.at_ms = bw_wall_ms();
-    jc.by = (char *)by;
-    jc.from = (char *)from;
-    jc.reason = (char *)reason;
-    size_t len = bulkwrite__v1__job_control__get_packed_size(&jc);
-    void *val = malloc(len + 1);
-    if (!val) abort();
-    bulkwrite__v1__job_control__pack(&jc, val);
-    char key[BW_JOB_CONTROL_KEY_MAX];
-    const char *key_ptr = key;
-    size_t key_len = (size_t)bw_job_control_key(id, key);
-    rd_kafka_resp_err_t e = bw_producers_send_records(proxy.conf->control_topic, 1, &key_ptr, &key_len, &val, &len, NULL);
-    free(val);
-    return e;
-}
-
 /* 1 when every prerequisite of the held record is finished on `shard` (-1: complete everywhere). */
 static int prereqs_done(prereqs_t *ps, const bw_jobs_held_t *h, int shard) {
     for (size_t i = 0; i < h->n_after; i++) {
@@ -292,10 +272,9 @@ static int release_one(const bw_jobs_held_t *h, int behind, prereqs_t *ps, int64
     if (cancelled_by) {
         char why[160];
         snprintf(why, sizeof(why), "prerequisite job %s was cancelled", cancelled_by);
-        if (bw_release_cancel_send(h->job, "(bulkwrite)", "proxy", why) == 0) {
+        int already;
+        if (bw_change_cancel(h->job, "(bulkwrite)", "proxy", why, &already) == 0 && !already)
             bw_log(BW_LOG_INFO, COMPONENT, -1, h->job, "job cancelled: %s", why);
-            bw_shard_table_sync(proxy.shards, 2000);
-        }
         return 0;
     }
     /* a prerequisite not complete anywhere holds every shard: no need to read the record */

@@ -201,73 +201,127 @@ static enum MHD_Result handle_cancel(struct MHD_Connection *c, const char *id, c
     enum MHD_Result ret;
     if (find_job(c, id, client, &rec, &ret)) return ret;
     bulkwrite__v1__job_record__free_unpacked(rec, NULL);
-    bw_shard_table_sync(proxy.shards, 2000);
-    if (!bw_shard_table_job_cancelled(proxy.shards, id)) {
-        char from[INET6_ADDRSTRLEN];
-        caller_address(c, from, sizeof(from));
-        const char *reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason");
-        char why[256];
-        if (reason && !bw_utf8_valid((const unsigned char *)reason, strlen(reason)))
-            return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "reason is not valid UTF-8");
-        snprintf(why, sizeof(why), "%s", reason ? reason : "");
-        for (size_t n = strlen(why); n && !bw_utf8_valid((const unsigned char *)why, n);) why[--n] = '\0'; /* cut whole */
-        const char *by = client ? client->name : "(open)";
-        rd_kafka_resp_err_t e = bw_release_cancel_send(id, by, from, why);
-        if (e)
-            return bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the cancellation was not stored: Kafka did not "
-                                  "acknowledge it (%s); send it again", rd_kafka_err2str(e));
+    char from[INET6_ADDRSTRLEN];
+    caller_address(c, from, sizeof(from));
+    const char *reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason");
+    char why[256];
+    if (reason && !bw_utf8_valid((const unsigned char *)reason, strlen(reason)))
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "reason is not valid UTF-8");
+    snprintf(why, sizeof(why), "%s", reason ? reason : "");
+    for (size_t n = strlen(why); n && !bw_utf8_valid((const unsigned char *)why, n);) why[--n] = '\0'; /* cut whole */
+    const char *by = client ? client->name : "(open)";
+    int already;
+    rd_kafka_resp_err_t e = bw_change_cancel(id, by, from, why, &already);
+    if (e)
+        return bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the cancellation was not stored: Kafka did not "
+                              "acknowledge it (%s); send it again", rd_kafka_err2str(e));
+    if (!already)
         bw_log(BW_LOG_INFO, COMPONENT, -1, id, "job cancelled by %s from %s%s%s", by, from, why[0] ? ": " : "", why);
-        bw_shard_table_sync(proxy.shards, 2000); /* the status below shows it */
-    }
     return handle_job(c, id, client);
 }
 
-/* Keeps this proxy's control changes in order, each continuing its key's history. */
-static pthread_mutex_t control_mu = PTHREAD_MUTEX_INITIALIZER;
+/* A server budget's change (bw_change_make's ud). */
+typedef struct {
+    const bw_admin_target_t *t;
+    const bw_upload_t *up;
+    const bw_admin_caller_t *caller;
+    int server;
+    const char *key;
+    size_t klen;
+    bw_server_budget_t b;
+    Bulkwrite__V1__ServerBudget *now; /* as read back, else as written */
+} budget_change_t;
+
+static int build_budget(void *ud, bw_change_t *ch, char *err, size_t esz) {
+    budget_change_t *bc = ud;
+    Bulkwrite__V1__ServerBudget *prev = bw_shard_table_server_budget_record(proxy.shards, bc->server);
+    void *data;
+    size_t dlen;
+    int bad = bw_admin_budget_update(bc->t->server, bc->up->body ? bc->up->body : "", bc->up->len, prev, bc->caller,
+                                     &bc->b, &data, &dlen, err, esz);
+    if (prev) bulkwrite__v1__server_budget__free_unpacked(prev, NULL);
+    if (bad) return -1;
+    bw_change_add(ch, bc->key, bc->klen, data, dlen);
+    return 0;
+}
+
+/* the reply shows the record as read back (a later change included), else the one written */
+static void budget_done(void *ud, const bw_change_t *ch, rd_kafka_resp_err_t e, int read) {
+    budget_change_t *bc = ud;
+    if (!e && !(read && (bc->now = bw_shard_table_server_budget_record(proxy.shards, bc->server))))
+        bc->now = bulkwrite__v1__server_budget__unpack(NULL, ch->vlens[0], ch->vals[0]);
+}
 
 /* POST /v1/servers/{name}/budget: the server's one budget record ("server/<name>/budget",
  * shardtable.h), acknowledged by Kafka before the reply, then the budget as this proxy
  * reads it after the change. */
 static enum MHD_Result handle_budget(struct MHD_Connection *c, const bw_admin_target_t *t, bw_upload_t *up) {
-    int v = proxy.conf->shard_server[t->first_shard];
     char err[512], key[BW_SERVER_BUDGET_KEY_MAX], from[INET6_ADDRSTRLEN];
     int klen = bw_server_budget_key(t->server, key);
     if (klen < 0) return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "the server's name is too long for a budget key");
     caller_address(c, from, sizeof(from));
     bw_admin_caller_t caller = {up->client ? up->client->name : "(open)", from, t->server};
-    bw_server_budget_t b;
-    void *data;
-    size_t dlen;
-    pthread_mutex_lock(&control_mu);
-    bw_shard_table_sync(proxy.shards, 2000); /* continue the latest record's history */
-    Bulkwrite__V1__ServerBudget *prev = bw_shard_table_server_budget_record(proxy.shards, v);
-    int bad = bw_admin_budget_update(t->server, up->body ? up->body : "", up->len, prev, &caller, &b, &data, &dlen, err,
-                                     sizeof(err));
-    if (prev) bulkwrite__v1__server_budget__free_unpacked(prev, NULL);
-    rd_kafka_resp_err_t e = 0, errs[1] = {0};
-    Bulkwrite__V1__ServerBudget *now = NULL;
-    if (!bad) {
-        const char *keys[1] = {key};
-        size_t klens[1] = {(size_t)klen};
-        e = bw_producers_send_records(proxy.conf->control_topic, 1, keys, klens, &data, &dlen, errs);
-        if (!e) e = errs[0];
-        /* the reply shows the record as read back (a later change included), else the one written */
-        if (!e && !(bw_shard_table_sync(proxy.shards, 2000) && (now = bw_shard_table_server_budget_record(proxy.shards, v))))
-            now = bulkwrite__v1__server_budget__unpack(NULL, dlen, data);
-        free(data);
-    }
-    pthread_mutex_unlock(&control_mu);
+    budget_change_t bc = {.t = t, .up = up, .caller = &caller, .server = proxy.conf->shard_server[t->first_shard],
+                          .key = key, .klen = (size_t)klen};
+    bw_change_t ch = {0};
+    rd_kafka_resp_err_t e;
+    int bad = bw_change_make(build_budget, budget_done, &bc, &ch, &e, err, sizeof(err));
+    bw_change_free(&ch);
     if (bad) return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
     if (e)
         return bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the budget was not stored: Kafka did not acknowledge it "
                               "(%s); send it again", rd_kafka_err2str(e));
     char setting[128];
-    bw_admin_budget_text(&b, setting, sizeof(setting));
+    bw_admin_budget_text(&bc.b, setting, sizeof(setting));
     bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "operator: budget of server %s (shards %d to %d) by %s from %s, now %s%s%s",
-           t->server, t->first_shard, t->last_shard, caller.by, from, setting, b.reason[0] ? ": " : "", b.reason);
-    char *body = bw_admin_budget_json(proxy.conf, v, now);
-    if (now) bulkwrite__v1__server_budget__free_unpacked(now, NULL);
+           t->server, t->first_shard, t->last_shard, caller.by, from, setting, bc.b.reason[0] ? ": " : "", bc.b.reason);
+    char *body = bw_admin_budget_json(proxy.conf, bc.server, bc.now);
+    if (bc.now) bulkwrite__v1__server_budget__free_unpacked(bc.now, NULL);
     return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+}
+
+/* A change of shards' settings (bw_change_make's ud): a change writes only the fields it
+ * sets, each under its own key, so a change of another field at the same moment, on this
+ * proxy or another, stands (Kafka's order decides between two changes of one field). */
+typedef struct {
+    const bw_admin_target_t *t;
+    const bw_upload_t *up;
+    const bw_admin_caller_t *caller;
+    size_t n;                  /* shards */
+    bw_shard_setting_t *sets;  /* each shard's setting after the change */
+    size_t *records;           /* each shard's records in the change */
+    char why[256];             /* the change's reason, for the log */
+} control_change_t;
+
+static int build_control(void *ud, bw_change_t *ch, char *err, size_t esz) {
+    control_change_t *cc = ud;
+    for (size_t i = 0; i < cc->n; i++) {
+        int shard = cc->t->first_shard + (int)i;
+        Bulkwrite__V1__ShardControl *prev[BW_CONTROL_KEYS];
+        for (int k = 0; k < BW_CONTROL_KEYS; k++) prev[k] = bw_shard_table_record(proxy.shards, shard, (bw_control_key_t)k);
+        bw_shard_table_setting(proxy.shards, shard, &cc->sets[i]);
+        bw_admin_records_t recs;
+        int bad = bw_admin_control_update(shard, cc->t->action, cc->up->body ? cc->up->body : "", cc->up->len, prev,
+                                          cc->caller, &cc->sets[i], &recs, err, esz);
+        for (int k = 0; k < BW_CONTROL_KEYS; k++)
+            if (prev[k]) bulkwrite__v1__shard_control__free_unpacked(prev[k], NULL);
+        if (bad) return -1;
+        for (size_t j = 0; j < recs.n; j++) {
+            char key[BW_CONTROL_KEY_MAX];
+            bw_change_add(ch, key, (size_t)bw_shard_control_key(shard, recs.key[j], key), recs.data[j], recs.len[j]);
+        }
+        cc->records[i] = recs.n; /* the values are the change's now */
+    }
+    snprintf(cc->why, sizeof(cc->why), "%s", cc->sets[0].reason);
+    return 0;
+}
+
+/* the reply shows the fold, another proxy's change of another field included once read */
+static void control_done(void *ud, const bw_change_t *ch, rd_kafka_resp_err_t e, int read) {
+    (void)ch;
+    control_change_t *cc = ud;
+    if (read && !e)
+        for (size_t i = 0; i < cc->n; i++) bw_shard_table_setting(proxy.shards, cc->t->first_shard + (int)i, &cc->sets[i]);
 }
 
 /* POST /v1/shards/{n}/ACTION and /v1/servers/{name}/ACTION: each shard's records of the
@@ -280,88 +334,48 @@ static enum MHD_Result handle_control(struct MHD_Connection *c, const char *url,
     if (bw_admin_parse_url(proxy.conf, url, &t, err, sizeof(err))) return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "%s", err);
     if (up->too_large) return bw_reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
     if (strcmp(t.action, "budget") == 0) return handle_budget(c, &t, up);
-    size_t n = (size_t)(t.last_shard - t.first_shard + 1), max = n * BW_CONTROL_KEYS, cnt = 0;
-    bw_shard_setting_t *sets = calloc(n, sizeof(*sets));
-    bw_admin_records_t *recs = calloc(n, sizeof(*recs));
-    void **vals = calloc(max, sizeof(*vals));
-    size_t *val_lens = calloc(max, sizeof(*val_lens)), *key_lens = calloc(max, sizeof(*key_lens));
-    char (*keys)[BW_CONTROL_KEY_MAX] = calloc(max, sizeof(*keys));
-    const char **key_ptrs = calloc(max, sizeof(*key_ptrs));
-    rd_kafka_resp_err_t *errs = calloc(max, sizeof(*errs));
+    size_t n = (size_t)(t.last_shard - t.first_shard + 1);
     char from[INET6_ADDRSTRLEN];
     caller_address(c, from, sizeof(from));
     bw_admin_caller_t caller = {up->client ? up->client->name : "(open)", from, t.server};
-    /* A change writes only the fields it sets, each under its own key: a change of
-     * another field at the same moment, on this proxy or another, stands (Kafka's order
-     * decides between two changes of one field). The lock keeps this proxy's changes of
-     * one field in order, each continuing the field's history. */
-    pthread_mutex_lock(&control_mu);
-    bw_shard_table_sync(proxy.shards, 2000); /* start from the latest settings */
-    int bad = 0;
-    for (size_t i = 0; i < n && !bad; i++) {
-        int shard = t.first_shard + (int)i;
-        Bulkwrite__V1__ShardControl *prev[BW_CONTROL_KEYS];
-        for (int k = 0; k < BW_CONTROL_KEYS; k++) prev[k] = bw_shard_table_record(proxy.shards, shard, (bw_control_key_t)k);
-        bw_shard_table_setting(proxy.shards, shard, &sets[i]);
-        bad = bw_admin_control_update(shard, t.action, up->body ? up->body : "", up->len, prev, &caller, &sets[i],
-                                      &recs[i], err, sizeof(err));
-        for (int k = 0; k < BW_CONTROL_KEYS; k++)
-            if (prev[k]) bulkwrite__v1__shard_control__free_unpacked(prev[k], NULL);
-        for (size_t j = 0; j < recs[i].n; j++, cnt++) {
-            key_lens[cnt] = (size_t)bw_shard_control_key(shard, recs[i].key[j], keys[cnt]);
-            key_ptrs[cnt] = keys[cnt];
-            vals[cnt] = recs[i].data[j];
-            val_lens[cnt] = recs[i].len[j];
-        }
-    }
-    rd_kafka_resp_err_t e = 0;
-    char why[sizeof(sets[0].reason)]; /* this change's reason, for the log */
-    snprintf(why, sizeof(why), "%s", sets[0].reason);
-    if (!bad) {
-        e = bw_producers_send_records(proxy.conf->control_topic, cnt, key_ptrs, key_lens, vals, val_lens, errs);
-        /* the next change starts from this one; the reply shows the fold, another
-         * proxy's change of another field included once it is read */
-        if (bw_shard_table_sync(proxy.shards, 2000) && !e)
-            for (size_t i = 0; i < n; i++) bw_shard_table_setting(proxy.shards, t.first_shard + (int)i, &sets[i]);
-    }
-    pthread_mutex_unlock(&control_mu);
+    control_change_t cc = {.t = &t, .up = up, .caller = &caller, .n = n, .sets = calloc(n, sizeof(bw_shard_setting_t)),
+                           .records = calloc(n, sizeof(size_t))};
+    if (!cc.sets || !cc.records) abort();
+    bw_change_t ch = {0};
+    rd_kafka_resp_err_t e;
+    int bad = bw_change_make(build_control, control_done, &cc, &ch, &e, err, sizeof(err));
     size_t stored = 0; /* shards all of whose records Kafka acknowledged */
-    for (size_t i = 0, r = 0; i < n; i++) {
-        int ok = !bad;
-        for (size_t j = 0; j < recs[i].n; j++, r++) ok = ok && !errs[r];
+    for (size_t i = 0, r = 0; i < n && !bad; i++) {
+        int ok = 1;
+        for (size_t j = 0; j < cc.records[i]; j++, r++) ok = ok && !ch.errs[r];
         stored += ok;
-        bw_admin_records_free(&recs[i]);
     }
+    bw_change_free(&ch);
+    const bw_shard_setting_t *set = &cc.sets[0];
     enum MHD_Result ret;
     char setting[160];
-    bw_admin_setting_text(&sets[0], setting, sizeof(setting));
+    bw_admin_setting_text(set, setting, sizeof(setting));
     if (bad) {
         ret = bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "%s", err);
     } else if (e) {
         /* the records are independent: say how many shards took the change (retrying is safe) */
         ret = bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-                          "the change was stored for %zu of %zu shards: Kafka did not acknowledge the rest (%s); "
-                          "send it again", stored, n, rd_kafka_err2str(e));
+                             "the change was stored for %zu of %zu shards: Kafka did not acknowledge the rest (%s); "
+                             "send it again", stored, n, rd_kafka_err2str(e));
     } else if (!t.server) {
         bw_log(BW_LOG_INFO, COMPONENT, t.first_shard, NULL, "operator: %s by %s from %s, now %s%s%s", t.action,
-               caller.by, from, setting, why[0] ? ": " : "", why);
-        char *body = bw_admin_setting_json(proxy.conf, t.first_shard, &sets[0]);
+               caller.by, from, setting, cc.why[0] ? ": " : "", cc.why);
+        char *body = bw_admin_setting_json(proxy.conf, t.first_shard, set);
         ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     } else {
         bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "operator: %s of server %s (shards %d to %d) by %s from %s, shard %d "
                "now %s: %s", t.action, t.server, t.first_shard, t.last_shard, caller.by, from, t.first_shard, setting,
-               why);
-        char *body = bw_admin_server_json(proxy.conf, &t, sets);
+               cc.why);
+        char *body = bw_admin_server_json(proxy.conf, &t, cc.sets);
         ret = bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
     }
-    free(sets);
-    free(recs);
-    free(vals);
-    free(val_lens);
-    free(key_lens);
-    free(keys);
-    free(key_ptrs);
-    free(errs);
+    free(cc.sets);
+    free(cc.records);
     return ret;
 }
 
