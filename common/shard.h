@@ -32,6 +32,20 @@ static inline uint64_t bw_id_local(uint64_t id) { return id & BW_ID_LOCAL_MASK; 
 /* The two top bits must be zero. */
 static inline int bw_id_well_formed(uint64_t id) { return id != 0 && (id >> 62) == 0; }
 
+/* 1 to 19 decimal digits, which every id is (its two top bits are zero): 1 with their
+ * value, read without strtoull; 0 for anything else (a JSON "id" string, a shard_key),
+ * left to strtoull and the caller's checks. */
+static inline int bw_id_digits(const char *s, size_t len, uint64_t *out) {
+    uint64_t v = 0;
+    if (len == 0 || len > 19) return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
 /* md5(key) mod shard_count, taking the digest's first 8 bytes as a big-endian integer. */
 unsigned bw_shard_of_key(const void *key, size_t len, unsigned shard_count);
 

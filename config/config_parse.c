@@ -13,21 +13,6 @@
 
 /* ---- parsing ------------------------------------------------------------------ */
 
-static int setting_line(const config_setting_t *s) {
-    return s ? (int)config_setting_source_line(s) : 0;
-}
-
-bw_err_t bw_config_fail_at(parse_ctx_t *ctx, const config_setting_t *s, const char *fmt,
-                        const char *a, const char *b) {
-    char what[512];
-    snprintf(what, sizeof(what), fmt, a, b);
-    int line = setting_line(s);
-    if (line <= 0) /* the root has no line */
-        return bw_seterr(ctx->errstr, ctx->errstr_size, BW_ERR_INVALID, "%s: %s", ctx->file, what);
-    return bw_seterr(ctx->errstr, ctx->errstr_size, BW_ERR_INVALID, "%s:%d: %s", ctx->file, line,
-                     what);
-}
-
 static bw_err_t parse_table(parse_ctx_t *ctx, const config_setting_t *group, const key_t_ *keys,
                             void *base, const char *prefix);
 
@@ -150,10 +135,6 @@ static bw_err_t parse_default(parse_ctx_t *ctx, const key_t_ *k, void *base, con
 }
 
 /* Looks `name` up under `group`, following dots ("kafka.brokers"). */
-const config_setting_t *bw_config_lookup(const config_setting_t *group, const char *name) {
-    return group ? config_setting_lookup((config_setting_t *)group, name) : NULL;
-}
-
 /* First dotted segment of every known key must match each member of `group`. */
 static bw_err_t check_unknown(parse_ctx_t *ctx, const config_setting_t *group, const key_t_ *keys,
                               const char *prefix) {

@@ -10,7 +10,9 @@
 #include <strings.h>
 #include <yajl/yajl_parse.h>
 
-#include "request.h"
+#include "bw.h"
+#include "config.h"
+#include "shard.h"
 #include "utf8.h"
 
 /* ---- op words and base64 values ----------------------------------------------------- */
@@ -306,7 +308,7 @@ static char *json_cstring(json_ctx_t *x, const unsigned char *s, size_t len) {
 static int json_id_string(json_ctx_t *x, const unsigned char *s, size_t len) {
     uint64_t v;
     x->expect = X_OP_KEY;
-    if (!bw_request_id_digits((const char *)s, len, &v)) { /* a 20-digit id, or not a number */
+    if (!bw_id_digits((const char *)s, len, &v)) { /* a 20-digit id, or not a number */
         const char *t = json_cstring(x, s, len);
         char *end;
         errno = 0;

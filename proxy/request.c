@@ -200,18 +200,6 @@ int bw_request_named_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const c
     return 0;
 }
 
-/* Anything but 1 to 19 digits is left to strtoull and the caller's checks. */
-int bw_request_id_digits(const char *s, size_t len, uint64_t *out) {
-    uint64_t v = 0;
-    if (len == 0 || len > 19) return 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9') return 0;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    *out = v;
-    return 1;
-}
-
 #define REJECT(...) do { snprintf(why, why_size, __VA_ARGS__); return -1; } while (0)
 
 /* Validates one field value against its column. */
@@ -303,7 +291,7 @@ static int validate_op(const bw_config_t *conf, const Bulkwrite__V1__Op *op, int
             routed = (int)bw_shard_of_key(key, strlen(key), (unsigned)conf->shard_count);
         } else {
             uint64_t owner;
-            int digits = bw_request_id_digits(key, strlen(key), &owner);
+            int digits = bw_id_digits(key, strlen(key), &owner);
             if (!digits) {
                 char *end;
                 owner = strtoull(key, &end, 10);

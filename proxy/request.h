@@ -40,9 +40,6 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode_bounded(bw_format_t fmt, con
 
 #define BW_REQUEST_ID_MAX 128
 
-/* 1 to 19 decimal digits, which every id is (its two top bits are zero): 1 with their
- * value, read without strtoull; 0 for anything else (a JSON "id" string, a shard_key). */
-int bw_request_id_digits(const char *s, size_t len, uint64_t *out);
 
 /* The request's job id (32 hex digits) into out. Without a request_id it is random.
  * With one it is derived from it, so a resubmitted request is the same job and its
