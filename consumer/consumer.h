@@ -47,7 +47,6 @@
 #include "apply.h"
 #include "deadletter.h"
 #include "fleet.h"
-#include "gate.h"
 #include "health.h"
 #include "kafka.h"
 #include "metrics.h"

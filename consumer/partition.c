@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "consumer.h"
+#include "gate.h"
 #include "log.h"
 
 /* What a buffered message costs besides its payload (librdkafka's message, headers and

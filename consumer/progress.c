@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "consumer.h"
+#include "gate.h"
 #include "log.h"
 
 /* A job was applied and committed in the shard: its counts, its offset, its errors. */

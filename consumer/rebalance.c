@@ -20,6 +20,7 @@
 #include <errmsg.h>
 
 #include "consumer.h"
+#include "gate.h"
 #include "db.h"
 #include "handover.h"
 #include "ledger.h"

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "consumer.h"
+#include "gate.h"
 #include "log.h"
 
 /* The most a job of a shard limited by rl may take: a tenth of a second of its rate (at

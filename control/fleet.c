@@ -70,12 +70,6 @@ void bw_fleet_host_id(int port, const char *fallback, char *out, size_t size) {
     else snprintf(out, size, "%.*s:pid%ld", n, host, (long)getpid());
 }
 
-int bw_fleet_key(const char *role, const char *instance, char *key, size_t size) {
-    int len = snprintf(key, size, "member/%s/%s", role, instance);
-    return len < 0 ? 0 : len >= (int)size ? (int)size - 1 : len;
-}
-
-int bw_fleet_is_key(const void *key, size_t klen) { return key && klen > 7 && memcmp(key, "member/", 7) == 0; }
 
 /* The lines of text (newline-separated) as pointers into a copy; *cnt of them. */
 static char **split_lines(const char *text, size_t *cnt, char **copy) {
@@ -199,7 +193,7 @@ void bw_fleet_self_free(bw_fleet_self_t *self) {
 
 static void produce(const bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, const void *val, size_t len) {
     char key[340];
-    int klen = bw_fleet_key(self->role, self->instance, key, sizeof(key));
+    int klen = bw_member_key(self->role, self->instance, key, sizeof(key));
     rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, (size_t)klen),
                                               RD_KAFKA_V_VALUE((void *)val, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                                               RD_KAFKA_V_END);

@@ -43,10 +43,6 @@ int bw_fleet_prints(const bw_config_t *conf, int proxy, bw_fleet_print_t out[BW_
  * "HOST:pidPID". Names a member, and a consumer's group.instance.id. */
 void bw_fleet_host_id(int port, const char *fallback, char *out, size_t size);
 
-/* "member/<role>/<instance>" into key (at most size bytes); its length. */
-int bw_fleet_key(const char *role, const char *instance, char *key, size_t size);
-/* 1 if key (klen bytes, not terminated) is a member record's key. */
-int bw_fleet_is_key(const void *key, size_t klen);
 
 /* The packed record (malloc'd, *len bytes); credentials: "CRED NAME" lines (NULL: none). */
 void *bw_fleet_pack(const char *role, const char *instance, int64_t started_at_ms, int64_t now_ms,

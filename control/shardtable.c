@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
 #include "log.h"
 #include "ratelimit.h"
 #include "tail.h"
@@ -147,6 +146,13 @@ void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n)
     for (size_t i = 0; i < n; i++) bulkwrite__v1__fleet_member__free_unpacked(members[i], NULL);
     free(members);
 }
+
+int bw_member_key(const char *role, const char *instance, char *key, size_t size) {
+    int len = snprintf(key, size, "member/%s/%s", role, instance);
+    return len < 0 ? 0 : len >= (int)size ? (int)size - 1 : len;
+}
+
+int bw_member_key_is(const void *key, size_t klen) { return key && klen > 7 && memcmp(key, "member/", 7) == 0; }
 
 int bw_job_control_key(const char *job_id, char key[BW_JOB_CONTROL_KEY_MAX]) {
     return snprintf(key, BW_JOB_CONTROL_KEY_MAX, "job/%.32s", job_id);
@@ -301,7 +307,7 @@ static int cancel_stored(bw_shard_table_t *t, const record_t *r) {
 /* A process's presence, "member/<instance>" (FleetMember), on the status topic: it comes
  * and goes with the process, apart from the durable settings. */
 static int presence_stored(bw_shard_table_t *t, const record_t *r) {
-    if (!bw_fleet_is_key(r->key, r->klen)) return 0;
+    if (!bw_member_key_is(r->key, r->klen)) return 0;
     store_member(t, r->key, r->klen, r->val, r->vlen, r->version);
     return 1;
 }
@@ -309,7 +315,7 @@ static int presence_stored(bw_shard_table_t *t, const record_t *r) {
 /* A presence an older version wrote to the control topic (a rolling upgrade): read, not
  * ordered against the status topic's. */
 static int old_presence_stored(bw_shard_table_t *t, const record_t *r) {
-    if (!bw_fleet_is_key(r->key, r->klen)) return 0;
+    if (!bw_member_key_is(r->key, r->klen)) return 0;
     store_member(t, r->key, r->klen, r->val, r->vlen, -1);
     return 1;
 }

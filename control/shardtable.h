@@ -25,6 +25,8 @@
 #ifndef BW_SHARDTABLE_H
 #define BW_SHARDTABLE_H
 
+#include <stddef.h>
+
 #include "bulkwrite.pb-c.h"
 #include "config.h"
 
@@ -145,6 +147,12 @@ int bw_shard_table_server_budget(bw_shard_table_t *t, int server, bw_server_budg
 /* Its latest record, unpacked (free with bulkwrite__v1__server_budget__free_unpacked), or
  * NULL: a change continues its history; GET /v1/shards shows it. */
 Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_t *t, int server);
+
+/* ---- members' presence (status topic; fleet.h reads and writes it) ---- */
+/* "member/<role>/<instance>" into key (at most size bytes); its length. */
+int bw_member_key(const char *role, const char *instance, char *key, size_t size);
+/* 1 if key (klen bytes, not terminated) is a member record's key. */
+int bw_member_key_is(const void *key, size_t klen);
 
 /* ---- jobs ---- */
 #define BW_JOB_CONTROL_PREFIX 20 /* = BW_LEDGER_JOB_PREFIX */

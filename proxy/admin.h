@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "endpoints.h" /* the listeners */
 #include "backlog.h"
 #include "shardtable.h"
 
@@ -28,9 +29,6 @@ char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int 
 /* JSON of one shard's setting (malloc'd). */
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 
-/* Which listener a request came in on: the only one (proxy.admin_port 0), or the data or
- * the admin listener of a proxy that has both. */
-typedef enum { BW_LISTENER_ONLY, BW_LISTENER_DATA, BW_LISTENER_ADMIN } bw_listener_t;
 
 /* 1 if method+url is shard or server control (POST /v1/shards/..., /v1/servers/...). */
 int bw_admin_is_control(const char *method, const char *url);

@@ -49,6 +49,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "endpoints.h" /* the roles */
 #include "quota.h"
 #include "request.h"
 
@@ -56,12 +57,6 @@
 #define BW_AUTH_NAME_MAX 64
 #define BW_AUTH_IDENTITY_MAX 255 /* a certificate identity: 1 to 255 of ASCII '!' to '~' */
 
-typedef enum {
-    BW_ROLE_SUBMIT = 1u << 0,
-    BW_ROLE_READ = 1u << 1,
-    BW_ROLE_ADMIN = 1u << 2,
-} bw_role_t;
-#define BW_ROLE_ANY (BW_ROLE_SUBMIT | BW_ROLE_READ | BW_ROLE_ADMIN)
 
 /* "pin:delete", "board:*", "*:create", "*:*" */
 typedef struct {

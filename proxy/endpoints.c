@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
 
 #define CONTROL_ONLY_THERE                                                                                     \
     "shard and server control are served on the admin listener only "                                          \

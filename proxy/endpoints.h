@@ -12,7 +12,17 @@
 
 #include <stddef.h>
 
-#include "admin.h"
+/* Who may call an endpoint: a client's roles (auth.h reads them from the clients file). */
+typedef enum {
+    BW_ROLE_SUBMIT = 1u << 0,
+    BW_ROLE_READ = 1u << 1,
+    BW_ROLE_ADMIN = 1u << 2,
+} bw_role_t;
+#define BW_ROLE_ANY (BW_ROLE_SUBMIT | BW_ROLE_READ | BW_ROLE_ADMIN)
+
+/* Which listener a request came in on: the only one (proxy.admin_port 0), or the data or
+ * the admin listener of a proxy that has both. */
+typedef enum { BW_LISTENER_ONLY, BW_LISTENER_DATA, BW_LISTENER_ADMIN } bw_listener_t;
 
 typedef enum {
     BW_EP_BATCHES,

@@ -139,11 +139,11 @@ END_TEST
 
 START_TEST(keys) {
     char key[64];
-    int len = bw_fleet_key("consumer", "host:18081", key, sizeof(key));
+    int len = bw_member_key("consumer", "host:18081", key, sizeof(key));
     ck_assert_str_eq(key, "member/consumer/host:18081");
     ck_assert_int_eq(len, (int)strlen(key));
-    ck_assert(bw_fleet_is_key(key, (size_t)len));
-    ck_assert(!bw_fleet_is_key("shard/3", 7));
+    ck_assert(bw_member_key_is(key, (size_t)len));
+    ck_assert(!bw_member_key_is("shard/3", 7));
 }
 END_TEST
 
