@@ -5,10 +5,15 @@
 #include <string.h>
 
 #include "db.h"
+#include "gate.h"
 
-static int has_reason(const Bulkwrite__V1__ShardStatus *st, const char *name) {
-    for (size_t i = 0; i < st->n_reasons; i++)
-        if (st->reasons[i] && !strcmp(st->reasons[i], name)) return 1;
+/* Whether the record names gate reason r: by its code, or by its name in a record of a
+ * consumer older than the codes. */
+static int has_reason(const Bulkwrite__V1__ShardStatus *st, bw_gate_reason_t r) {
+    for (size_t i = 0; i < st->n_reason_codes; i++)
+        if ((int)st->reason_codes[i] == (int)r + 1) return 1;
+    for (size_t i = 0; !st->n_reason_codes && i < st->n_reasons; i++)
+        if (st->reasons[i] && !strcmp(st->reasons[i], bw_gate_reason_name(r))) return 1;
     return 0;
 }
 
@@ -25,17 +30,20 @@ static const char *kind_of(const char *kind) {
 /* The throttle's state in the record, resumed: 1 if there is one to keep. */
 static int seed_throttle(const Bulkwrite__V1__ShardStatus *st, const bw_throttle_limits_t *tl, int64_t now_us,
                          bw_throttle_shard_t *t) {
-    if (tl->mode == BW_THROTTLE_OFF || !st->throttle_state) return 0;
-    int state = -1;
-    for (int k = BW_THROTTLE_THROTTLED; k <= BW_THROTTLE_CRITICAL; k++)
-        if (!strcmp(st->throttle_state, bw_throttle_state_names[k])) state = k;
-    if (state < 0) return 0; /* running (or a state this version does not know): afresh */
+    if (tl->mode == BW_THROTTLE_OFF) return 0;
+    int state = (int)st->throttle_state_code - 1, signal = (int)st->throttle_signal_code - 1;
+    if (!st->throttle_state_code) /* a consumer older than the codes wrote only the names */
+        for (int k = 0; k <= BW_THROTTLE_CRITICAL && st->throttle_state; k++) {
+            if (!strcmp(st->throttle_state, bw_throttle_state_names[k])) state = k;
+            for (int g = 0; g < BW_SIGNAL_KINDS && st->throttle_signal; g++)
+                if (!strcmp(st->throttle_signal, bw_signal_names[g])) signal = g;
+        }
+    /* running (or a state this version does not know): afresh */
+    if (state < BW_THROTTLE_THROTTLED || state > BW_THROTTLE_CRITICAL) return 0;
     memset(t, 0, sizeof(*t));
     t->initialised = 1; /* not "arriving": bw_throttle_step goes on from here */
     t->state = (bw_throttle_state_t)state;
-    t->signal = -1;
-    for (int k = 0; k < BW_SIGNAL_KINDS && st->throttle_signal; k++)
-        if (!strcmp(st->throttle_signal, bw_signal_names[k])) t->signal = k;
+    t->signal = signal >= 0 && signal < BW_SIGNAL_KINDS ? signal : -1;
     t->value = st->throttle_value;
     t->level = st->throttle_level;
     t->since_ms = st->throttle_since_ms;
@@ -59,13 +67,13 @@ bw_handover_result_t bw_handover_seed(const Bulkwrite__V1__ShardStatus *st, cons
     if (out->age_ms < 0) out->age_ms = 0; /* another host's clock a little ahead */
     if (!l->max_age_ms || st->updated_at_ms <= 0 || out->age_ms > l->max_age_ms) return BW_HANDOVER_STALE;
     out->throttle = seed_throttle(st, tl, now_us, &out->t);
-    out->stopped = has_reason(st, "stopped");
-    out->held = out->stopped || has_reason(st, "unhealthy");
+    out->stopped = has_reason(st, BW_GATE_STOPPED);
+    out->held = out->stopped || has_reason(st, BW_GATE_UNHEALTHY);
     if (out->held) {
         int64_t wait_ms = l->probe_every_ms - out->age_ms; /* as its holder would have probed */
         out->probe_at_us = now_us + (wait_ms > 0 ? wait_ms * 1000 : 0);
     }
-    if (has_reason(st, "backoff")) out->backoff_us = l->retry_initial_ms * 1000;
+    if (has_reason(st, BW_GATE_BACKOFF)) out->backoff_us = l->retry_initial_ms * 1000;
     size_t n = st->n_recent_errors < 5 ? st->n_recent_errors : 5;
     for (size_t i = 0; i < n; i++) { /* the record's are newest first */
         const Bulkwrite__V1__ShardError *e = st->recent_errors[n - 1 - i];

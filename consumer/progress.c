@@ -297,9 +297,14 @@ static void publish_shard_status(int s, int64_t now) {
     st.row_rate = p->rl_rows.rate;
     bw_gate_t reasons = bw_gate_shard(s, bw_now_us());
     char *reason_names[BW_GATE_REASONS];
+    Bulkwrite__V1__GateReason reason_codes[BW_GATE_REASONS];
     for (int r = 0; r < BW_GATE_REASONS; r++)
-        if (reasons & BW_GATE_BIT(r)) reason_names[st.n_reasons++] = (char *)bw_gate_reason_name((bw_gate_reason_t)r);
+        if (reasons & BW_GATE_BIT(r)) {
+            reason_codes[st.n_reason_codes++] = (Bulkwrite__V1__GateReason)(r + 1);
+            reason_names[st.n_reasons++] = (char *)bw_gate_reason_name((bw_gate_reason_t)r);
+        }
     st.reasons = reason_names;
+    st.reason_codes = reason_codes;
     st.paused = (reasons & BW_GATE_BIT(BW_GATE_PAUSED)) != 0;
     st.unhealthy = (reasons & BW_GATE_BLOCKED) != 0;
     st.rows_applied = p->rows_applied;
@@ -337,6 +342,8 @@ static void publish_shard_status(int s, int64_t now) {
         const bw_throttle_shard_t *t = &p->throttle;
         st.throttle_state = (char *)bw_throttle_state_names[t->state];
         st.throttle_signal = (char *)(t->signal >= 0 ? bw_signal_names[t->signal] : "");
+        st.throttle_state_code = (Bulkwrite__V1__ThrottleState)(t->state + 1);
+        st.throttle_signal_code = (Bulkwrite__V1__ThrottleSignal)(t->signal + 1); /* -1: none */
         st.throttle_value = t->value;
         st.throttle_level = t->level;
         st.throttle_since_ms = t->since_ms;

@@ -164,6 +164,34 @@ START_TEST(critical_stays_paused) {
 }
 END_TEST
 
+/* A record with the enums (ShardStatus.*_code) is read by them, not by its names: a
+ * newer consumer may name a state or reason this version spells differently. */
+START_TEST(codes_decide_over_names) {
+    bw_throttle_limits_t tl = tlimits();
+    bw_handover_t h;
+    Bulkwrite__V1__ShardStatus st = throttled(3000);
+    st.throttle_state = "a newer name";
+    st.throttle_signal = "";
+    st.throttle_state_code = BULKWRITE__V1__THROTTLE_STATE__THROTTLE_STATE_CRITICAL;
+    st.throttle_signal_code = BULKWRITE__V1__THROTTLE_SIGNAL__THROTTLE_SIGNAL_THREADS_RUNNING;
+    char *names[] = {"running"};
+    Bulkwrite__V1__GateReason codes[] = {BULKWRITE__V1__GATE_REASON__GATE_REASON_STOPPED};
+    st.reasons = names, st.n_reasons = 1;
+    st.reason_codes = codes, st.n_reason_codes = 1;
+    ck_assert_int_eq(bw_handover_seed(&st, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_SEEDED);
+    ck_assert_int_eq(h.throttle, 1);
+    ck_assert_int_eq(h.t.state, BW_THROTTLE_CRITICAL);
+    ck_assert_int_eq(h.t.signal, BW_SIGNAL_THREADS_RUNNING);
+    ck_assert_int_eq(h.stopped, 1);
+    ck_assert_int_eq(h.held, 1);
+    /* the same record with running as its code keeps no throttle, whatever its name says */
+    st.throttle_state = "critical";
+    st.throttle_state_code = BULKWRITE__V1__THROTTLE_STATE__THROTTLE_STATE_RUNNING;
+    ck_assert_int_eq(bw_handover_seed(&st, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_SEEDED);
+    ck_assert_int_eq(h.throttle, 0);
+}
+END_TEST
+
 START_TEST(held_stays_held_until_its_probe) {
     bw_throttle_limits_t tl = tlimits();
     bw_handover_t h;
@@ -220,6 +248,7 @@ Suite *handover_suite(void) {
     tcase_add_test(tc, running_or_throttle_off_keeps_no_throttle);
     tcase_add_test(tc, critical_stays_paused);
     tcase_add_test(tc, held_stays_held_until_its_probe);
+    tcase_add_test(tc, codes_decide_over_names);
     suite_add_tcase(s, tc);
     return s;
 }
