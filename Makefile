@@ -3,8 +3,8 @@
 #   make                 build every daemon and tool into bin/
 #   make demo            install what is missing, build, run the demo on embedded defaults
 #   make check           install what is missing, run every test (unit, fuzz, e2e and fault
-#                        tests against the embedded Kafka and a real broker, the 4,096-shard
-#                        fleet on the real broker; then ASan+UBSan and TSan tiers)
+#                        tests against the embedded Kafka and a real broker, 4,096
+#                        shards on the real broker; then ASan+UBSan and TSan tiers)
 #   make docs            regenerate docs/configuration.md from the config key table, and
 #                        the metric list and endpoint table of docs/api.md from theirs
 #   make SANITIZE=address,undefined check   the same suite under ASan + UBSan
@@ -59,7 +59,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: failover-kafka cluster-kafka scale-cluster members-kafka quotas-kafka control-embedded control-kafka lanes lanes-embedded lanes-kafka throttle throttle-embedded throttle-kafka sasl-kafka auth-embedded auth-kafka bench bench-smoke check-lane-embedded check-lane-kafka browser-embedded fuzz all deps check check-sanitize check-tsan unit e2e e2e-embedded e2e-kafka backlog backlog-embedded backlog-kafka fault fault-embedded fault-kafka fleet fleet-kafka fairness-embedded demo docs docs-check install uninstall install-check clean
+.PHONY: scale-cluster lanes throttle bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -143,7 +143,7 @@ LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
 	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka failover-kafka fleet-kafka check-sanitize)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
@@ -161,77 +161,46 @@ check-tsan:
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
 
+# ---- the tiers: test/tiers/NAME.sh MODE, each on the real servers it starts ----------
+# One rule runs any tier: `make NAME-embedded` (the embedded Kafka) or `make NAME-kafka`
+# (a real Apache Kafka broker). Each tier's head says what it proves:
+#   e2e        end to end through the documented interfaces (jobs.sh, doc-examples.sh in it)
+#   auth       clients, tokens, roles and certificates against hostile and ordinary callers
+#   backlog    a feed faster than its shard, a paused shard, what Kafka keeps and loses
+#   fault      one injected fault per run (FAULTS), every row compared after it
+#   throttle   the adaptive throttle against a primary and its replica
+#   lanes      an urgent lane's share behind a bulk feed on one shard
+#   control    shard control at the same moment through two proxies
+#   fairness   32 backlogged shards on 2 workers, each one's share
+#   browser    the SRE page in headless chromium
+#   sasl, members, quotas, failover, shards-4096   (real broker only)
+#   cluster, scale-cluster                         (three Kafka nodes: `make cluster-kafka`,
+#                                                   `make scale-cluster`)
+# The sizes: the late feed of backlog (BACKLOG_FEED) and e2e's one-job file (JOB_OPS,
+# 300 parts), smaller under the sanitizers, which run several times slower.
+BACKLOG_FEED ?= 1000000
+JOB_OPS ?= 300000
+TIER_ENV = BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) BW_JOB_OPS=$(JOB_OPS)
+%-embedded: all
+	$(TIER_ENV) test/tiers/$*.sh embedded
+%-kafka: all
+	$(TIER_ENV) test/tiers/$*.sh kafka
+FAULTS := consumer-kill proxy-kill mysql-down mysql-hang row-locks schema-drift big-rows idle-reaped
+fault-embedded: all
+	for s in $(FAULTS); do $(TIER_ENV) test/tiers/fault.sh embedded $$s || exit 1; done
+fault-kafka: all
+	for s in $(FAULTS) broker-restart; do $(TIER_ENV) test/tiers/fault.sh kafka $$s || exit 1; done
+cluster-kafka: all
+	$(TIER_ENV) test/tiers/cluster.sh cluster
+# opt-in, not in check: 4,096 partitions x 3 replicas on three nodes, measured, a setting at a time
+scale-cluster: all
+	$(TIER_ENV) test/tiers/scale-cluster.sh cluster
+# both modes of a tier
 e2e: e2e-embedded e2e-kafka
 backlog: backlog-embedded backlog-kafka
 fault: fault-embedded fault-kafka
-FAULTS := consumer-kill proxy-kill mysql-down mysql-hang row-locks schema-drift big-rows idle-reaped
-fault-embedded: all
-	for s in $(FAULTS); do BW_BIN=$(BIN) test/fault.sh embedded $$s || exit 1; done
-fault-kafka: all
-	for s in $(FAULTS) broker-restart; do BW_BIN=$(BIN) test/fault.sh kafka $$s || exit 1; done
-# the late feed's size: smaller under the sanitizers, which run several times slower
-BACKLOG_FEED ?= 1000000
-backlog-embedded: all
-	BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) test/backlog.sh embedded
-backlog-kafka: all
-	BW_BIN=$(BIN) test/backlog.sh kafka
-# a shard server's primary failing over to a lagging replica, listed or not (real broker only)
-failover-kafka: all
-	BW_BIN=$(BIN) test/failover.sh kafka
-# 4,096 shards exist only on the real broker: the embedded Kafka is no fleet
-fleet: fleet-kafka
-fleet-kafka: all
-	BW_BIN=$(BIN) test/fleet.sh kafka
-# the ops of e2e's one-job file (test/jobs.sh: 300 parts, 30,000 in the sanitizer lanes)
-JOB_OPS ?= 300000
-e2e-embedded: all
-	BW_BIN=$(BIN) BW_JOB_OPS=$(JOB_OPS) test/e2e.sh embedded
-e2e-kafka: all
-	BW_BIN=$(BIN) BW_JOB_OPS=$(JOB_OPS) test/e2e.sh kafka
-# the SRE page in headless chromium (test/browser.sh); BW_UI_SHOTS=docs/img refreshes the docs' screenshots
-browser-embedded: all
-	BW_BIN=$(BIN) test/browser.sh embedded
-# authentication and roles on the proxy's HTTP API (docs/security.md), hostile clients included
-auth-embedded: all
-	BW_BIN=$(BIN) test/auth.sh embedded
-auth-kafka: all
-	BW_BIN=$(BIN) test/auth.sh kafka
-# SASL/PLAIN between the daemons and a real broker started with a SASL_PLAINTEXT listener
-sasl-kafka: all
-	BW_BIN=$(BIN) test/sasl.sh kafka
-# three Kafka nodes, replication factor 3: a leader killed mid-job, too few replicas in sync
-cluster-kafka: all
-	BW_BIN=$(BIN) test/cluster.sh cluster
-# opt-in, not in check: 4,096 partitions x 3 replicas on three nodes, measured, a setting at a time
-scale-cluster: all
-	BW_BIN=$(BIN) test/scale-cluster.sh cluster
-# static membership: a quick restart is no rebalance, a twin id is fenced, a lost consumer's shards move
-members-kafka: all
-	BW_BIN=$(BIN) test/members.sh kafka
-# one client's quota across 2 and 3 proxies, measured (about 2.5 minutes)
-quotas-kafka: all
-	BW_BIN=$(BIN) test/quotas.sh kafka
-# two proxies, shard control at the same moment on both: a pause and a rate both stand (20 rounds)
-control-embedded: all
-	BW_BIN=$(BIN) test/control.sh embedded
-control-kafka: all
-	BW_BIN=$(BIN) test/control.sh kafka
-# 32 backlogged shards, 2 workers: every shard's applied batches within ±30 % of the mean
-fairness-embedded: all
-	BW_BIN=$(BIN) test/fairness.sh embedded
-
-# the adaptive throttle against a MariaDB primary and a replica (docs/throttling.md)
 throttle: throttle-embedded throttle-kafka
-throttle-embedded: all
-	BW_BIN=$(BIN) test/throttle.sh embedded
-throttle-kafka: all
-	BW_BIN=$(BIN) test/throttle.sh kafka
-# priority lanes: an urgent cleanup behind a bulk feed on one shard gets its weight's share
 lanes: lanes-embedded lanes-kafka
-lanes-embedded: all
-	BW_BIN=$(BIN) test/lanes.sh embedded
-lanes-kafka: all
-	BW_BIN=$(BIN) test/lanes.sh kafka
 
 # make bench: every case BENCH_RUNS (3) times against its baseline, on servers it starts
 # itself; the table goes to stdout and build/bench/results.md (test/bench.sh lists the
@@ -301,7 +270,7 @@ uninstall:
 # make install into temp dirs (PREFIX=/usr and /opt/bulkwrite), the tree checked,
 # the units verified by systemd-analyze; needs no root and starts no server
 install-check: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
-	test/install.sh
+	test/tiers/install.sh
 
 clean:
 	rm -rf build bin

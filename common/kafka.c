@@ -102,7 +102,7 @@ rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, co
             set(kc, "queued.max.messages.kbytes", "65536", errstr, errstr_size) ||
             /* librdkafka lowers fetch.max.bytes to that bound; at 64 MiB one response could
              * carry a few partitions' whole backlogs and the rest came later, so those few
-             * ran alone at start-up (test/fairness.sh: two shards of 32 done before the
+             * ran alone at start-up (test/tiers/fairness.sh: two shards of 32 done before the
              * others' first sample). 4 MiB per response keeps the partitions abreast. */
             set(kc, "fetch.max.bytes", "4194304", errstr, errstr_size) ||
             /* a shard whose buffer is full pauses its fetching; the fetch in flight then

@@ -68,7 +68,7 @@ static void on_status_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void
  * name and the consumer's port, the same across restarts; "" (or "auto" with port 0: no
  * stable identity): a dynamic member. Dynamic is the default because librdkafka 2.0.2
  * fences its own static members after a broker restart (both consumers of
- * test/fault.sh broker-restart stopped with FENCED_INSTANCE_ID). */
+ * test/tiers/fault.sh broker-restart stopped with FENCED_INSTANCE_ID). */
 static void instance_id(const bw_config_t *conf, char *out, size_t size) {
     if (!strcmp(conf->consumer_instance_id, "auto") && conf->consumer_port)
         bw_fleet_host_id(conf->consumer_port, conf->consumer_listen_address, out, size);

@@ -21,8 +21,8 @@ PKGS=(
     prometheus prometheus-alertmanager
     clang libclang-rt-14-dev
     curl jq openssl
-    protobuf-compiler   # protoc: test/doc-examples.sh runs the protobuf example of docs/api.md
-    chromium            # the page's browser tier (test/browser.sh), headless
+    protobuf-compiler   # protoc: test/tiers/doc-examples.sh runs the protobuf example of docs/api.md
+    chromium            # the page's browser tier (test/tiers/browser.sh), headless
 )
 
 # A Java/Maven installed some other way (sdkman, tarball) is good enough.

@@ -962,7 +962,7 @@ static int submit(sender_t *s, const job_t *jobs, int job_cnt) {
     }
     fprintf(stderr, "submit: sent from %" PRId64 " to %" PRId64 " (epoch ms)\n", started_ms, bw_wall_ms());
     double secs = (double)(bw_now_us() - t0) / 1e6;
-    /* "N requests resent, in T s" stays last: test/fault.sh reads the count from the end */
+    /* "N requests resent, in T s" stays last: test/tiers/fault.sh reads the count from the end */
     fprintf(stderr, "submit: %ld ops sent, %ld accepted, %ld not accepted, %ld backlog waits (%.1f s), "
                     "%ld requests resent, in %.2f s\n",
             s->sent, s->accepted, s->rejected, s->backlog_waits, (double)s->backlog_us / 1e6, s->retries, secs);

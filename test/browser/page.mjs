@@ -1,4 +1,4 @@
-// The SRE page in headless chromium (test/browser.sh sets the stack up first: shard 2
+// The SRE page in headless chromium (test/tiers/browser.sh sets the stack up first: shard 2
 // paused, mysql-b down with work for shard 5, a finished job on shard 1; tokens
 // admin-token and read-token). One "ok - NAME" or "not ok - NAME" line per check, then
 // "page: done". Screenshots of each view go to BW_UI_SHOTS.

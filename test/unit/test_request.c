@@ -84,7 +84,7 @@ START_TEST(request_id_names_the_job) {
     r.request_id = "\xc3\x28";
     ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), -1);
     ck_assert_str_eq(err, "request_id is not valid UTF-8");
-    /* without clients: md5("bulkwrite.v1/" request_id), which test/backlog.sh computes too */
+    /* without clients: md5("bulkwrite.v1/" request_id), which test/tiers/backlog.sh computes too */
     r.request_id = "feed-17";
     ck_assert_int_eq(bw_request_job_id(&r, NULL, NULL, 0, a, err, sizeof(err)), 0);
     ck_assert_str_eq(a, "51e2c34a82efee0a09301795d76936fe");

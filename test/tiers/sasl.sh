@@ -6,13 +6,13 @@
 # MariaDB; a wrong password fails with librdkafka's clear error; no password is in a dump
 # or a log.
 #
-#   test/sasl.sh kafka
+#   test/tiers/sasl.sh kafka
 #
 # Each check prints "ok - …" or "not ok - …"; the last line is "N passed, N failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/sasl.sh kafka}
-[ "$MODE" = kafka ] || { echo "test/sasl.sh: SASL needs the real broker (kafka)"; exit 2; }
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/sasl.sh kafka}
+[ "$MODE" = kafka ] || { echo "test/tiers/sasl.sh: SASL needs the real broker (kafka)"; exit 2; }
 . test/lib.sh
 
 SASL_PW=Kafka-Sasl-$RANDOM$RANDOM

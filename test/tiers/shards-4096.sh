@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Fleet test: Pinterest's 4,096 logical shards (one Kafka partition each) on the real
+# 4,096 shards: Pinterest's 4,096 logical shards (one Kafka partition each) on the real
 # broker, two MariaDB servers holding 2,048 shard databases each.
 #
-#   test/fleet.sh kafka
+#   test/tiers/shards-4096.sh kafka
 #
 # 0. While the schema is created, a proxy with no broker waits on the metadata until its
 #    deadline (60 s) and exits with an error naming the topic and the reason.
@@ -17,9 +17,9 @@
 #    timed-out heartbeat, no revoked partitions. The elapsed time and the consumers'
 #    memory are printed; only a generous bound (BW_FLEET_WAIT, 600 s) is asserted.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/fleet.sh kafka}
-[ "$MODE" = kafka ] || { echo "usage: test/fleet.sh kafka (the fleet needs the real broker)" >&2; exit 2; }
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/shards-4096.sh kafka}
+[ "$MODE" = kafka ] || { echo "usage: test/tiers/shards-4096.sh kafka (4,096 partitions need the real broker)" >&2; exit 2; }
 . test/lib.sh
 SHARDS=4096
 OPS=${BW_FLEET_OPS:-51200}
@@ -37,7 +37,7 @@ cp conf/bulkwrite.conf "$CONF"
     kafka.consumer_group="bw-fleet-$MODE" kafka.replication_factor=1 kafka.min_insync_replicas=1 || exit 1
 "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
 
-echo "# fleet ($MODE): $SHARDS shards; MariaDB on $DB_A and $DB_B"
+echo "# 4,096 shards ($MODE): $SHARDS shards; MariaDB on $DB_A and $DB_B"
 scripts/mariadb.sh start "$WORK/mysql-a" $DB_A >/dev/null || exit 1
 scripts/mariadb.sh start "$WORK/mysql-b" $DB_B >/dev/null || exit 1
 BROKERS=127.0.0.1:$KAFKA

@@ -3,7 +3,7 @@
 # clients: real MariaDB servers, one consumer, the proxy with a clients file
 # (proxy.auth.clients_file), and the embedded Kafka (or a real broker).
 #
-#   test/auth.sh embedded|kafka
+#   test/tiers/auth.sh embedded|kafka
 #
 # The clients (tokens for this test only): sre (admin), feed (submit pin:create and
 # board:*, read), spam-cleanup (submit pin:delete), dash (read). Each check prints
@@ -14,8 +14,8 @@
 # its certificate and the clients' (feed.internal, ops.internal; one unknown to the
 # clients file; one for servers only); a self-signed one plays the stranger.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/auth.sh embedded|kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/auth.sh embedded|kafka}
 . test/lib.sh
 
 rotated() { # rotated NAME OLD_TOKEN NEW_TOKEN ROLES [SCOPES]: a rotation, the old token expired in 2020

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/control.sh embedded|kafka: shard control from two proxies at the same moment.
+# test/tiers/control.sh embedded|kafka: shard control from two proxies at the same moment.
 # Two proxies (A on proxy.port, B on a port of its own) share one Kafka; for $ROUNDS
 # rounds, a pause of shard $S sent to A and a rate of the same shard sent to B leave at
 # the same moment (two background requests, then wait). Both changes must stand, as both
@@ -16,8 +16,8 @@
 # On a version whose control record was one whole record per shard (read, modified and
 # written back by each proxy), some rounds lose one of the two changes.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/control.sh embedded|kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/control.sh embedded|kafka}
 . test/lib.sh
 ROUNDS=${BW_CONTROL_ROUNDS:-20} S=2 OTHER=6
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/members.sh kafka: quiet deploys. Three consumers of one group on a real broker,
+# test/tiers/members.sh kafka: quiet deploys. Three consumers of one group on a real broker,
 # each a static member (consumer.instance_id "auto": group.instance.id HOST:PORT), shards
 # at a gentle rate so that a stall shows:
 #   - a consumer stopped and started again within session.timeout.ms (10 s) gets its
@@ -15,8 +15,8 @@
 #     consumer at the rate it had, not at its cap, as its last status record said;
 #   - every row exact at the end.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/members.sh kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/members.sh kafka}
 . test/lib.sh
 C3=$((28083 + off)) OPS=${BW_MEMBERS_OPS:-64000}
 

@@ -3,7 +3,7 @@
 # loopback, scripts/mariadb.sh start-replica), the consumer writes the heartbeat on
 # mysql-b and reads it on the replica every 500 ms; Threads_running is read on both.
 #
-#   test/throttle.sh embedded|kafka
+#   test/tiers/throttle.sh embedded|kafka
 #
 #   1. the replica's SQL thread stopped during a job: shard 6's rate falls within seconds,
 #      GET /v1/check/6 and the log name replication lag with its value; a shard of
@@ -22,8 +22,8 @@
 #      metrics, the rate in force unchanged;
 # then every row of every job is compared, row by row.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/throttle.sh embedded|kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/throttle.sh embedded|kafka}
 . test/lib.sh
 CAP=100 # shard 6's rate: the throttle's cap there
 

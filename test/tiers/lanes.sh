@@ -2,7 +2,7 @@
 # Priority lanes: a spam cleanup sent as "urgent" behind a bulk ingestion on the same
 # shard gets its lane's weight of the shard's statements, not the ingestion's leftovers.
 #
-#   test/lanes.sh embedded|kafka
+#   test/tiers/lanes.sh embedded|kafka
 #
 # Lanes "urgent" (weight 4) and "bulk" (weight 1); shard $HOT limited to $RATE
 # statements/s, pin deletes cut in statements of $DELETE_BATCH rows (so the 2,000-op
@@ -16,8 +16,8 @@
 # consumer joins (each must hold whole shards: every lane of a shard), the rest of the
 # feed drains and every row is compared, row by row.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/lanes.sh embedded|kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/lanes.sh embedded|kafka}
 . test/lib.sh
 RATE=20 DELETE_BATCH=10 FEED=200000 CLEANUP=20000 FROM=20 TO=160 WEIGHT_URGENT=4 WEIGHT_BULK=1
 

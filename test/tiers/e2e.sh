@@ -2,12 +2,12 @@
 # End-to-end tests: real MariaDB servers, the proxy, two consumer processes, and either
 # the embedded Kafka (librdkafka mock cluster) or a real Apache Kafka broker.
 #
-#   test/e2e.sh embedded|kafka
+#   test/tiers/e2e.sh embedded|kafka
 #
 # Each check prints "ok - …" or "not ok - …"; the last line is "N passed, N failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/e2e.sh embedded|kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/e2e.sh embedded|kafka}
 . test/lib.sh
 bw_stack_start e2e "$MODE"
 # the audit below reads every message back from Kafka: the consumers must not delete what
@@ -684,11 +684,11 @@ fatal_rows() {
 check "each of its pins is in place, once" wait_for 60 fatal_rows
 
 # README's and api.md's request examples, as written, get the replies the docs show
-. test/doc-examples.sh
+. test/tiers/doc-examples.sh
 doc_examples
 
 # one job across many requests, resumed after a kill; a job cancelled half-way
-. test/jobs.sh
+. test/tiers/jobs.sh
 jobs_tests
 
 # what the page reads besides GET /v1/shards: the fleet, the latest jobs, the caller

@@ -2,7 +2,7 @@
 # Backlog tests: "accepted" means durable until applied. Each scenario ends by comparing
 # every shard with the expected state row by row.
 #
-#   test/backlog.sh embedded|kafka
+#   test/tiers/backlog.sh embedded|kafka
 #
 # embedded  a 1,000,000-row feed (BW_BACKLOG_FEED) on one shard with the consumer started 10 s late: the
 #           proxy answers 429 with Retry-After once the shard's backlog reaches the bound
@@ -24,8 +24,8 @@
 #           startup, accepted with kafka.allow_retention (warned), and a shard whose
 #           unapplied messages near that retention raises BulkwriteShardBacklogAging
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/backlog.sh embedded|kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/backlog.sh embedded|kafka}
 . test/lib.sh
 bw_stack_start backlog "$MODE"
 # applied records are freed quickly, so the test can see it

@@ -2,7 +2,7 @@
 # Fairness: with backlog on every shard and fewer workers than shards, every shard gets
 # its turn. 32 shards on two MariaDB servers, one consumer with 2 workers.
 #
-#   test/fairness.sh embedded|kafka
+#   test/tiers/fairness.sh embedded|kafka
 #
 # Every shard gets a backlog of 250 batches (a spread job of 20-row batches, submitted
 # before the consumer starts). The consumer's /metrics is scraped twice: when the shards
@@ -18,8 +18,8 @@
 # with debug=fetch); unlimited, they drained all 250 batches alone before the window.
 # Then the backlog drains and every row is compared, row by row.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/fairness.sh embedded|kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/fairness.sh embedded|kafka}
 . test/lib.sh
 SHARDS=32 PER_SHARD=250 BATCH=20 FIRST_MEAN=20 SAMPLE_MEAN=80 TOLERANCE=30 RATE=100
 ROWS=$((SHARDS * PER_SHARD * BATCH))

@@ -2,15 +2,15 @@
 # The SRE page in a real browser: Debian's chromium, headless, driven by playwright-core
 # (scripts/install-browser.sh) against the real stack with a clients file.
 #
-#   test/browser.sh embedded|kafka
+#   test/tiers/browser.sh embedded|kafka
 #
 # The stack is set up here (a paused shard, a server down, a finished job); the page is
 # then checked by test/browser/page.mjs, one "ok - …" line per check, which also saves a
 # screenshot of each view under $WORK/screens (BW_KEEP=1 keeps them; BW_UI_SHOTS=DIR
 # copies them there too, as docs/img has them). The last line is "N passed, N failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/browser.sh embedded|kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/browser.sh embedded|kafka}
 . test/lib.sh
 NODE_MODULES=$(scripts/install-browser.sh) || exit 1
 

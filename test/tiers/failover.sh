@@ -2,7 +2,7 @@
 # A shard server's primary fails over to a lagging replica, on a real broker (DeleteRecords
 # exists there): nothing accepted is lost (docs/deployment.md, failover).
 #
-#   test/failover.sh kafka
+#   test/tiers/failover.sh kafka
 #
 # mysql-a has a replica listed in shards.servers[0].replicas (R1); mysql-b has one nobody
 # listed (R2). DeleteRecords runs every second.
@@ -21,8 +21,8 @@
 #      them; mysql-b killed -9, R2 promoted, bulkwrite restarted with mysql-b's address
 #      changed to R2's: every row as expected.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/failover.sh kafka}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/failover.sh kafka}
 [ "$MODE" = kafka ] || { echo "failover.sh needs a real broker (kafka): the embedded Kafka deletes nothing"; exit 2; }
 . test/lib.sh
 DB_R2=$((24310 + off)) # mysql-b's replica, not listed

@@ -2,7 +2,7 @@
 # Fault tests: a fault injected while real jobs run; each ends by comparing every shard
 # with the expected state row by row (nothing lost, nothing applied twice).
 #
-#   test/fault.sh embedded|kafka SCENARIO
+#   test/tiers/fault.sh embedded|kafka SCENARIO
 #
 # consumer-kill   (a) kill -9 of a consumer at random moments, 10 times, during a
 #                     222,000-op job that includes non-idempotent increments, and
@@ -29,9 +29,9 @@
 # idle-reaped     (h) wait_timeout=2 on both servers: work, 5 s idle, work again; the
 #                     reaped connections are replaced without an error, a retry or an alert
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/fault.sh embedded|kafka SCENARIO}
-SCENARIO=${2:?usage: test/fault.sh embedded|kafka SCENARIO}
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/fault.sh embedded|kafka SCENARIO}
+SCENARIO=${2:?usage: test/tiers/fault.sh embedded|kafka SCENARIO}
 . test/lib.sh
 bw_stack_start "fault-$SCENARIO" "$MODE"
 

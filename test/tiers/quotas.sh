@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/quotas.sh kafka: one client's quota held across the fleet's proxies, measured.
+# test/tiers/quotas.sh kafka: one client's quota held across the fleet's proxies, measured.
 #
 # A real broker, two MariaDB servers, one consumer, and proxies with one clients file in
 # which the client "feed" has ops_per_second = QUOTA (2,000). The client offers four times its
@@ -12,9 +12,9 @@
 # Then every accepted op is applied exactly once and nothing refused reached MariaDB,
 # request by request. The measured rates are printed; about 2.5 minutes in all.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/quotas.sh kafka}
-[ "$MODE" = kafka ] || { echo "usage: test/quotas.sh kafka (proxies share quotas through a real broker)" >&2; exit 2; }
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/quotas.sh kafka}
+[ "$MODE" = kafka ] || { echo "usage: test/tiers/quotas.sh kafka (proxies share quotas through a real broker)" >&2; exit 2; }
 . test/lib.sh
 P2=$((28085 + off)) P3=$((28086 + off))
 QUOTA=2000 OPS=200 OFFER=40 WARM=${BW_QUOTAS_WARM:-6} WINDOW=${BW_QUOTAS_WINDOW:-20} SHORT=15

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/install.sh — `make install` into throwaway trees, checked (make install-check).
+# test/tiers/install.sh — `make install` into throwaway trees, checked (make install-check).
 #
 # For PREFIX=/usr and PREFIX=/opt/bulkwrite, into a fresh DESTDIR: the programs run, the
 # config lands where SYSCONFDIR says and validates, the docs, units and sysusers file are
@@ -11,7 +11,7 @@
 # verification (it is not blind). A second install keeps an edited config; uninstall
 # removes the rest. Needs no root and starts no server.
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 WORK=$(mktemp -d /tmp/bw-install.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/cluster.sh cluster: durable by default on a replicated Kafka. Three KRaft nodes
+# test/tiers/cluster.sh cluster: durable by default on a replicated Kafka. Three KRaft nodes
 # (scripts/kafka.sh start-cluster), the reference config's durability untouched
 # (kafka.replication_factor 3, kafka.min_insync_replicas 2), 64 shards on two MariaDB
 # servers, two consumers.
@@ -13,9 +13,9 @@
 #     once a node is back.
 # Three JVMs on two cores are slow: 64 partitions, not 4,096.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/cluster.sh cluster}
-[ "$MODE" = cluster ] || { echo "usage: test/cluster.sh cluster"; exit 2; }
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/cluster.sh cluster}
+[ "$MODE" = cluster ] || { echo "usage: test/tiers/cluster.sh cluster"; exit 2; }
 . test/lib.sh
 SHARDS=64 OPS=${BW_CLUSTER_OPS:-200000}
 

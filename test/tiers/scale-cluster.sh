@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# test/scale-cluster.sh cluster: 4,096 partitions x replication factor 3 on three KRaft
+# test/tiers/scale-cluster.sh cluster: 4,096 partitions x replication factor 3 on three KRaft
 # nodes, measured (make scale-cluster; opt-in, never part of make check). The stack is
 # test/lib.sh's MODE=cluster one (scripts/kafka.sh start-cluster, the reference config's
-# durability: 3 replicas, min.insync.replicas 2) with fleet.sh's layout: BW_SCALE_SHARDS
+# durability: 3 replicas, min.insync.replicas 2) with shards-4096.sh's layout: BW_SCALE_SHARDS
 # (4,096) shards split over the two MariaDB servers, no rate limit.
 #
 # 1. The proxy creates its topics: the time to the batches topic created, to listening and
@@ -31,9 +31,9 @@
 # Timings are printed, never asserted; what is checked is that every op is accepted and
 # every row of the main job is exact. BW_SCALE_WAIT (1800) s bounds each wait.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-MODE=${1:?usage: test/scale-cluster.sh cluster}
-[ "$MODE" = cluster ] || { echo "usage: test/scale-cluster.sh cluster (three Kafka nodes)" >&2; exit 2; }
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/scale-cluster.sh cluster}
+[ "$MODE" = cluster ] || { echo "usage: test/tiers/scale-cluster.sh cluster (three Kafka nodes)" >&2; exit 2; }
 . test/lib.sh
 SHARDS=${BW_SCALE_SHARDS:-4096} OPS=${BW_SCALE_OPS:-51200} PER_REQUEST=${BW_SCALE_PER_REQUEST:-51200}
 VARIANT_OPS=${BW_SCALE_VARIANT_OPS:-4096} VARIANT_PER_REQUEST=${BW_SCALE_VARIANT_PER_REQUEST:-5000}
@@ -42,7 +42,7 @@ VARIANTS=${BW_SCALE_VARIANTS-base proxy:proxy.producers=32 broker:num.replica.fe
 BW_STACK_PROXY_WAIT=$WAIT
 export BW_KAFKA_JVM_OPTS=${BW_KAFKA_JVM_OPTS--Xms1g -Xmx1g}
 
-bw_stack_conf() { # fleet.sh's layout; a request may wait long for 4,096 partitions' acks
+bw_stack_conf() { # shards-4096.sh's layout; a request may wait long for 4,096 partitions' acks
     "$BIN/bwctl" config-set "$1" shards.count=$SHARDS "shards.servers[0].last_shard=$((SHARDS / 2 - 1))" \
         "shards.servers[1].first_shard=$((SHARDS / 2))" "shards.servers[1].last_shard=$((SHARDS - 1))" \
         shards.default_rate=0.0 'shards.rate_overrides=( { shard = 7; rate = 0.0; } )' \
