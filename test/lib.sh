@@ -1,4 +1,4 @@
-# test/lib.sh — shared by the shell test tiers (e2e.sh, fault.sh): a stack of two real
+# test/lib.sh — shared by every tier (test/tiers/): a stack of two real
 # MariaDB servers, Kafka (embedded or a real broker) and the proxy; consumers are
 # started by each test. Sourced, not run.
 #
@@ -24,6 +24,13 @@
 #                               binlog: define BW_STACK_PRIMARY=1 before bw_stack_start to
 #                               start mysql-a and mysql-b that way (off by default: it costs)
 #   kafka_topics ARGS...        Kafka's TopicCommand against $BROKERS (real brokers)
+#   bw_metric WHERE SERIES      the value of one series (name{labels} as /metrics writes it)
+#                               of the process at WHERE (a port, or a /metrics URL); empty
+#                               when it has none
+#   bw_metric_sum NAME SHARD WHERE...
+#                               a metric's samples summed over the processes (every label
+#                               set, or only shard SHARD's when not ""); 0 when none
+#   bw_metrics_text WHERE       the whole /metrics text
 #   BW_STACK_PROXY_WAIT         seconds bw_stack_start waits for the proxy to listen (60; it
 #                               makes its topics first: 4,096 partitions x 3 replicas take
 #                               longer); a proxy that exits meanwhile fails the start at once
@@ -37,6 +44,17 @@ KAFKA=$((29092 + off)) ALERTMANAGER=$((29095 + off)) # Kafka's controller takes 
 KAFKA_CLUSTER=$((29100 + off)) # MODE=cluster: node n on KAFKA_CLUSTER + 2(n-1), its controller + 1
 DB_R=$((24309 + off)) # a replica (start_replica); 24308 + off is auth.sh's DB_L
 HOT=5 HOT_RATE=5
+
+bw_metrics_text() { local at=$1; [[ $at == http* ]] || at="http://127.0.0.1:$at/metrics"; curl -sf "$at"; }
+bw_metric() { bw_metrics_text "$1" | awk -v m="$2" '$1 == m {print $2}'; }
+bw_metric_sum() {
+    local name=$1 shard=$2 at
+    shift 2
+    for at in "$@"; do bw_metrics_text "$at"; done |
+        awk -v name="$name" -v shard="$shard" '($1 == name || index($1, name "{") == 1) &&
+            (shard == "" || index($1, "shard=\"" shard "\"")) {s += $2} END {print s + 0}'
+}
+
 pids=()
 replicas=() # dirs of start_replica's servers
 passed=0 failed=0

@@ -52,7 +52,7 @@ umask 077
 for t in admin feed spam dash; do printf '%s-token\n' $t >"$WORK/$t.token"; done
 
 BASE=http://127.0.0.1:$PROXY
-metric() { curl -sf "$BASE/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+metric() { bw_metric "$BASE/metrics" "$1"; }
 # req TOKEN METHOD PATH [JSON]: prints the status; the body goes to $WORK/body, headers to $WORK/headers
 req() {
     local auth=()

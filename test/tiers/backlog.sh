@@ -32,11 +32,7 @@ bw_stack_start backlog "$MODE"
 "$BIN/bwctl" config-set "$CONF" consumer.delete_applied_interval_ms=1000 consumer.keep_applied_ms=0 || exit 1
 start_alertmanager
 
-metric() { # metric URL NAME [SHARD]: sum of a series
-    curl -sf "$1" | awk -v name="$2" -v shard="${3:-}" \
-        '($1 == name || $1 ~ "^" name "[{]") && (shard == "" || index($1, "shard=\"" shard "\"")) {s += $2}
-         END {print s + 0}'
-}
+metric() { bw_metric_sum "$2" "${3:-}" "$1"; } # metric URL NAME [SHARD]: sum of a series
 shard_json() { curl -sf "http://127.0.0.1:$PROXY/v1/shards" | jq ".shards[] | select(.shard == $1)"; }
 no_loss_logged() { ! grep -h "deleted from Kafka before" "$WORK"/consumer-*.log; }
 alert_named() { # alert_named NAME SHARD: the active alert's error annotation, or nothing

@@ -103,7 +103,7 @@ check "shard $S's history on both proxies holds the last round's pause and rate,
 
 # ---- the consumer obeys the merged setting ----------------------------------------------------
 last_rate=$((10 + ROUNDS))
-metric_of() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="$1{shard=\"$2\"}" '$1 == m {print $2}'; }
+metric_of() { bw_metric $C1 "$1{shard=\"$2\"}"; }
 obeys() { [ "$(metric_of bulkwrite_consumer_paused $S)" = 1 ] &&
     [ "$(metric_of bulkwrite_consumer_rate_batches_per_second $S)" = "$last_rate" ]; }
 check "the consumer holds shard $S paused at $last_rate statements/s" wait_for 10 obeys
@@ -151,7 +151,7 @@ check "bwctl refuses a budget out of bounds before sending it (exit 2)" \
     eval 'bwctl_a set-budget --server mysql-b 1e-13 --reason x 2>/dev/null; [ $? = 2 ]'
 post "$A" /v1/servers/mysql-b/budget '{"rate": 1e-13}' "$WORK/budget.json"
 check "the proxy refuses it too (400)" test "$(cat "$WORK/budget.json.code")" = 400
-budget_gauge() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="bulkwrite_consumer_server_budget{server=\"mysql-b\",kind=\"$1\"}" '$1 == m {print $2}'; }
+budget_gauge() { bw_metric $C1 "bulkwrite_consumer_server_budget{server=\"mysql-b\",kind=\"$1\"}"; }
 check "the consumer's gauge shows its share: all $BUDGET statements/s (it holds every shard), no rows kind" \
     eval 'wait_for 10 eval "[ \"\$(budget_gauge statements)\" = $BUDGET ]" && [ -z "$(budget_gauge rows)" ]'
 statements_b() { curl -sf "http://127.0.0.1:$C1/metrics" | awk '

@@ -115,7 +115,7 @@ topic_partitions() {
 }
 [ "$MODE" = kafka ] && check "the proxy created the topic with one partition per shard" topic_partitions
 
-proxy_metric() { curl -sf "http://127.0.0.1:$PROXY/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+proxy_metric() { bw_metric $PROXY "$1"; }
 requests_before=$(proxy_metric bulkwrite_proxy_accept_latency_seconds_count)
 flushes_before=$(proxy_metric bulkwrite_proxy_linger_flushes_total)
 check "100,000 creates over 8 shards are accepted (protobuf)" \
@@ -144,11 +144,7 @@ echo "# rate-limited shard: 40 statements at $HOT_RATE/s took ${elapsed}s"
 check "the rate-limited shard took at least 5 s and at most 120 s (${elapsed}s)" \
     awk -v e="$elapsed" 'BEGIN {exit !(e >= 5 && e <= 120)}'
 
-metric_sum() { # metric_sum NAME [SHARD]: summed over both consumers (and shards)
-    for port in $C1 $C2; do curl -sf "http://127.0.0.1:$port/metrics"; done |
-        awk -v name="$1" -v shard="${2:-}" '$1 ~ "^" name "[{]" && (shard == "" || index($1, "shard=\"" shard "\"")) {s += $2}
-            END {print s + 0}'
-}
+metric_sum() { bw_metric_sum "$1" "${2:-}" $C1 $C2; } # metric_sum NAME [SHARD]: over both consumers
 batches_before=$(metric_sum bulkwrite_consumer_batches_applied_total $HOT)
 check "JSON: a spam cleanup is accepted" \
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" cleanup:20000:$HOT
@@ -287,7 +283,7 @@ check "after restarting the consumer and the proxy the job's counts are unchange
     test "$(job_counts "$dup_job")" = "$counts"
 
 # ---- runtime control -------------------------------------------------------------------------
-metric_of() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="$1{shard=\"$2\"}" '$1 == m {print $2}'; }
+metric_of() { bw_metric $C1 "$1{shard=\"$2\"}"; }
 metric_is() { [ "$(metric_of "$1" "$2")" = "$3" ]; }
 check "bwctl set-rate: shard 3 to 2.5 statements/s" "${BWCTL[@]}" set-rate 3 2.5 --reason "e2e"
 check "the running consumer (another process) applies it within 5 s" \

@@ -41,7 +41,7 @@ start_consumer $C1
 C1_PID=$LAST_PID
 check "the consumer joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
 
-metric() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+metric() { bw_metric $C1 "$1"; }
 unread() { metric "bulkwrite_consumer_replica_unread_seconds{server=\"mysql-a\",replica=\"127.0.0.1:$DB_R\"}"; }
 log_start() { "$BIN/bw-workload" -c "$CONF" offsets --brokers "$BROKERS" "$1" | cut -d' ' -f1; }
 high() { "$BIN/bw-workload" -c "$CONF" offsets --brokers "$BROKERS" "$1" | cut -d' ' -f2; }

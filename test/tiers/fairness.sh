@@ -41,7 +41,7 @@ check "$ROWS creates over $SHARDS shards are accepted before any consumer runs" 
 start_consumer $C1
 C1_PID=$LAST_PID
 
-metrics() { curl -sf "http://127.0.0.1:$C1/metrics"; }
+metrics() { bw_metrics_text $C1; }
 series() { # series NAME < metrics: "SHARD VALUE" for every shard
     awk -v name="$1" 'index($1, name "{shard=\"") == 1 {
         s = substr($1, length(name) + 9); sub(/".*/, "", s); print s, $2 }'

@@ -43,11 +43,7 @@ rows_on() { # rows_on PORT [DB_PATTERN]: pins on one server
     echo $n
 }
 rows_now() { echo $(($(rows_on $DB_A) + $(rows_on $DB_B))); }
-metric_sum() { # metric_sum NAME [SHARD] over both consumers
-    for port in $C1 $C2; do curl -sf "http://127.0.0.1:$port/metrics"; done |
-        awk -v name="$1" -v shard="${2:-}" '$1 ~ "^" name "[{]" && (shard == "" || index($1, "shard=\"" shard "\"")) {s += $2}
-            END {print s + 0}'
-}
+metric_sum() { bw_metric_sum "$1" "${2:-}" $C1 $C2; } # metric_sum NAME [SHARD] over both consumers
 alert_is() { [ "$(alert_state "$1")" = "$2" ]; } # alert_is SHARD active|none
 random_sleep() { sleep "$(awk -v s=$RANDOM -v lo="$1" -v hi="$2" 'BEGIN {printf "%.2f", lo + (s % 1000) / 1000 * (hi - lo)}')"; }
 # tighter failure handling, so that alerts, pauses and probes happen within a test's time

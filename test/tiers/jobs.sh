@@ -15,10 +15,7 @@ post_refused() {
     [ "$code" = "$1" ] && grep -qF -- "$2" "$WORK/refused.json"
 }
 # the sum of a metric over both consumers
-consumers_metric() {
-    for port in $C1 $C2; do curl -sf "http://127.0.0.1:$port/metrics"; done |
-        awk -v name="$1" '$1 ~ "^" name "[{]" {s += $2} END {print s + 0}'
-}
+consumers_metric() { bw_metric_sum "$1" "" $C1 $C2; }
 pins_in() { # pins_in FIRST LAST: pins of shard 0 with local ids FIRST..LAST in the database
     mariadb -h127.0.0.1 -P$DB_A -uroot -N -e \
         "SELECT COUNT(*) FROM db00000.pins WHERE id BETWEEN $(( (1 << 36) | $1 )) AND $(( (1 << 36) | $2 ))"
@@ -533,7 +530,7 @@ schedule_tests() {
             '{"not_before":"tomorrow","ops":[{"op":"delete","object_type":"pin","id":68719476737}]}'
     }
     check "a not_before that is not a time is refused, saying what a time is (400)" bad_time
-    proxy_metric() { curl -sf "http://127.0.0.1:$PROXY/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+    proxy_metric() { bw_metric $PROXY "$1"; }
     held_gone() { [ "$(proxy_metric bulkwrite_proxy_held_job_records)" = 0 ]; }
     check "the proxy holds no record now (all released or cancelled): bulkwrite_proxy_held_job_records 0" wait_for 10 held_gone
     # e2e runs a second proxy too ($FATAL), whose loop may release any of the batches first

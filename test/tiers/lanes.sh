@@ -30,7 +30,7 @@ bw_stack_start lanes "$MODE"
 start_consumer $C1
 C1_PID=$LAST_PID
 
-metrics() { curl -sf "http://127.0.0.1:$C1/metrics"; }
+metrics() { bw_metrics_text $C1; }
 lane_series() { # lane_series NAME LANE < metrics: the shard's value
     awk -v k="$1{shard=\"$HOT\",lane=\"$2\"}" '$1 == k {print $2}'
 }

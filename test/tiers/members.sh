@@ -160,7 +160,7 @@ check "its shards still have a backlog to apply (it must outlast the kill)" test
 # then between the recovery level (80) and the threshold, where the rate holds
 T=${lost%% *}
 set_signal() { mariadb -h127.0.0.1 -P"$(db_port $T)" -uroot -e "SET GLOBAL max_sp_recursion_depth = $1"; }
-metric_of() { curl -sf "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
+metric_of() { bw_metric "$1" "$2"; }
 rate_of() { metric_of "$1" "bulkwrite_consumer_rate_batches_per_second{shard=\"$T\"}"; }
 throttled_on() { [ "$(metric_of "$1" "bulkwrite_consumer_throttle_state{shard=\"$T\",state=\"throttled\"}")" = 1 ]; }
 below_cap() { awk -v r="$(rate_of "$1")" -v c=$CAP 'BEGIN {exit !(r != "" && r > 0 && r < c)}'; }

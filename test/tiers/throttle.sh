@@ -44,7 +44,7 @@ check "the consumer joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
 check "its heartbeat reaches the replica" wait_for 10 eval \
     '[ "$(mariadb -h127.0.0.1 -P$DB_R -uroot -N -e "SELECT COUNT(*) FROM db00004.bw_heartbeat" 2>/dev/null)" = 1 ]'
 URL=http://127.0.0.1:$PROXY/v1/batches
-metric() { curl -sf "http://127.0.0.1:$C1/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+metric() { bw_metric $C1 "$1"; }
 rate_of() { metric "bulkwrite_consumer_rate_batches_per_second{shard=\"$1\"}"; }
 state_is() { [ "$(metric "bulkwrite_consumer_throttle_state{shard=\"$1\",state=\"$2\"}")" = 1 ]; }
 check_json() { curl -sf "http://127.0.0.1:$PROXY/v1/check/$1" | tee "$WORK/check-$1.json" | jq -e "$2" >/dev/null; }
