@@ -25,6 +25,23 @@ struct bw_tail {
     int64_t asked_us;             /* when unknown ends were last asked for */
 };
 
+/* The end (which: RD_KAFKA_OFFSET_END, the high watermark) or the start
+ * (RD_KAFKA_OFFSET_BEGINNING) of each of the topic's first `parts` partitions into out[],
+ * in one ListOffsets request per broker, not one round trip per partition: the embedded
+ * control topic has 16. 0, or -1 if any is not known. */
+static int query_ends(rd_kafka_t *rk, const char *topic, int parts, int64_t which, int64_t *out, int timeout_ms) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(parts);
+    for (int p = 0; p < parts; p++) rd_kafka_topic_partition_list_add(l, topic, p)->offset = which;
+    int rc = rd_kafka_offsets_for_times(rk, l, timeout_ms) ? -1 : 0;
+    for (int i = 0; !rc && i < l->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &l->elems[i];
+        if (tp->err || tp->offset < 0 || tp->partition < 0 || tp->partition >= parts) rc = -1;
+        else out[tp->partition] = tp->offset;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return rc;
+}
+
 /* Caught up: every partition read to the end it had at startup. An end that could not be
  * asked yet is asked again (at most once a second): a tail never counts as caught up on a
  * failed query, so operators' pauses are read before anyone relies on them. */
@@ -91,12 +108,13 @@ bw_tail_t *bw_tail_start(const bw_config_t *conf, const char *brokers, const cha
                   t->parts, MAX_PARTS);
         goto fail;
     }
+    int64_t lo[MAX_PARTS], hi[MAX_PARTS];
+    int known = !query_ends(t->rk, topic, t->parts, RD_KAFKA_OFFSET_BEGINNING, lo, 10000) &&
+                !query_ends(t->rk, topic, t->parts, RD_KAFKA_OFFSET_END, hi, 10000);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(t->parts);
     for (int p = 0; p < t->parts; p++) {
-        int64_t lo = 0, hi = -1;
-        if (rd_kafka_query_watermark_offsets(t->rk, topic, p, &lo, &hi, 10000)) lo = 0, hi = -1;
-        t->start_end[p] = hi;
-        atomic_init(&t->next[p], lo);
+        t->start_end[p] = known ? hi[p] : -1; /* unknown: asked again until it is known */
+        atomic_init(&t->next[p], known ? lo[p] : 0);
         rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
     }
     rd_kafka_assign(t->rk, l);
@@ -117,10 +135,7 @@ int bw_tail_caught_up(bw_tail_t *t) { return atomic_load(&t->caught_up); }
 
 int bw_tail_sync(bw_tail_t *t, int timeout_ms) {
     int64_t hi[MAX_PARTS];
-    for (int p = 0; p < t->parts; p++) {
-        int64_t lo;
-        if (rd_kafka_query_watermark_offsets(t->rk, t->topic, p, &lo, &hi[p], timeout_ms)) return 0;
-    }
+    if (query_ends(t->rk, t->topic, t->parts, RD_KAFKA_OFFSET_END, hi, timeout_ms)) return 0;
     int64_t deadline = bw_now_us() + (int64_t)timeout_ms * 1000;
     for (;;) {
         int done = 1;
