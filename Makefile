@@ -59,7 +59,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: scale-cluster lanes throttle bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
+.PHONY: fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -181,10 +181,13 @@ unit: $(BIN)/unit-tests
 BACKLOG_FEED ?= 1000000
 JOB_OPS ?= 300000
 TIER_ENV = BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) BW_JOB_OPS=$(JOB_OPS)
-%-embedded: all
+TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser
+TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096
+$(addsuffix -embedded,$(TIERS_EMBEDDED)): %-embedded: all
 	$(TIER_ENV) test/tiers/$*.sh embedded
-%-kafka: all
+$(addsuffix -kafka,$(TIERS_KAFKA)): %-kafka: all
 	$(TIER_ENV) test/tiers/$*.sh kafka
+.PHONY: $(addsuffix -embedded,$(TIERS_EMBEDDED)) $(addsuffix -kafka,$(TIERS_KAFKA))
 FAULTS := consumer-kill proxy-kill mysql-down mysql-hang row-locks schema-drift big-rows idle-reaped
 fault-embedded: all
 	for s in $(FAULTS); do $(TIER_ENV) test/tiers/fault.sh embedded $$s || exit 1; done

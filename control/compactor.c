@@ -142,6 +142,7 @@ void bw_compactor_read(bw_compactor_t *c, int64_t offset, int64_t origin, const 
                        const void *value, size_t vlen) {
     c->written_bytes += record_size(klen, vlen);
     c->written_records++;
+    if (!key || !klen) return; /* no key: nothing to compact it by (Kafka refuses those too) */
     entry_t **slot = find(c, key, klen), *e = *slot;
     if (origin >= 0) { /* a copy: of what this compactor holds, or stale */
         if (!e) return;

@@ -27,7 +27,8 @@ bw_compactor_t *bw_compactor_new(int64_t bound_bytes, int64_t bound_records);
 void bw_compactor_free(bw_compactor_t *c);
 
 /* A record read at `offset`. `origin` is its BW_KAFKA_HEADER_ORIGIN (a copy), or -1 (an
- * original: its origin is its offset). An empty value is a tombstone. */
+ * original: its origin is its offset). An empty value is a tombstone; a record without a
+ * key counts towards the bound and is not kept. */
 void bw_compactor_read(bw_compactor_t *c, int64_t offset, int64_t origin, const void *key, size_t klen,
                        const void *value, size_t vlen);
 

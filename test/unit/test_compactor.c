@@ -16,7 +16,8 @@ static int due(bw_compactor_t *c, char *key, char *value, int64_t *origin) {
     size_t kl, vl;
     if (!bw_compactor_due(c, &k, &kl, &v, &vl, origin)) return 0;
     memcpy(key, k, kl), key[kl] = '\0';
-    memcpy(value, v, vl), value[vl] = '\0';
+    if (vl) memcpy(value, v, vl); /* a tombstone's value is NULL */
+    value[vl] = '\0';
     return 1;
 }
 
@@ -180,7 +181,8 @@ START_TEST(bounded_log_keeps_every_newest_value) {
         while (queued < 64 && bw_compactor_due(c, &k, &kl, &v, &vl, &origin)) {
             rec_t *q = &queue[queued++];
             memset(q, 0, sizeof(*q));
-            memcpy(q->key, k, kl), memcpy(q->value, v, vl);
+            memcpy(q->key, k, kl);
+            if (vl) memcpy(q->value, v, vl);
             q->origin = origin;
         }
     }
