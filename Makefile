@@ -59,7 +59,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke check-lane-embedded check-lane-kafka fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
+.PHONY: fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke check-lane-embedded check-lane-kafka check-lane-sanitizers fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -131,19 +131,21 @@ fuzz: build/fuzz/fuzz-request build/fuzz/fuzz-forward
 	build/fuzz/fuzz-forward $(FUZZ_RUN) build/fuzz/corpus-forward test/fuzz/corpus-forward
 
 # ---- tests ------------------------------------------------------------------------
-# The tiers run in two lanes side by side (a tier mostly waits on servers, rate limits and
-# timeouts, not on the CPU): the embedded-Kafka tiers and then ThreadSanitizer in one, the
-# real-broker tiers and then ASan+UBSan in the other, on their own ports
-# (BW_TEST_PORT_OFFSET). Each line says its lane; a failure in either fails the check.
+# The tiers run in three lanes side by side (a tier mostly waits on servers, rate limits
+# and timeouts, not on the CPU): the embedded-Kafka tiers, the real-broker tiers, and
+# ThreadSanitizer then ASan+UBSan, each on its own ports (BW_TEST_PORT_OFFSET). Each line
+# says its lane and each tier's time (test/lane.sh); a failure in any fails the check.
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
 	$(MAKE) docs-check install-check unit
-	$(MAKE) -j2 check-lane-embedded check-lane-kafka
+	$(MAKE) -j3 check-lane-embedded check-lane-kafka check-lane-sanitizers
 LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded check-tsan)
+	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka check-sanitize)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
+check-lane-sanitizers:
+	@BW_TEST_PORT_OFFSET=2000 $(call LANE,sanitizers,check-tsan check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
