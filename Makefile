@@ -209,7 +209,7 @@ lanes: lanes-embedded lanes-kafka
 
 # make bench: every case BENCH_RUNS (3) times against its baseline, on servers it starts
 # itself; the table goes to stdout and build/bench/results.md (test/bench.sh lists the
-# knobs). bench-smoke runs every case once at tiny sizes (under a minute, the real-broker
+# knobs). bench-smoke runs every case once at tiny sizes (about 3 minutes, the real-broker
 # case left out): it asserts the rows, never the speed, so the harness cannot rot.
 bench: deps
 	$(MAKE) all
