@@ -201,5 +201,16 @@ int bw_compactor_due(bw_compactor_t *c, const void **key, size_t *klen, const vo
     return 1;
 }
 
+void bw_compactor_lost(bw_compactor_t *c, const void *key, size_t klen, int64_t origin) {
+    if (!key || !klen) return;
+    entry_t *e = *find(c, key, klen);
+    if (!e) return;
+    if (e->pending > 0) e->pending--;
+    if (origin == e->origin) { /* still the newest: write it again at once */
+        e->forced = 1;
+        list_first(c, e);
+    }
+}
+
 int64_t bw_compactor_live_bytes(const bw_compactor_t *c) { return c->live_bytes; }
 size_t bw_compactor_live_records(const bw_compactor_t *c) { return c->live_records; }

@@ -33,10 +33,15 @@ void bw_compactor_read(bw_compactor_t *c, int64_t offset, int64_t origin, const 
                        const void *value, size_t vlen);
 
 /* The next record to write again, if any: its key, value (vlen 0: a tombstone) and origin,
- * valid until the next call. It counts as written from now on; if its copy is not read
- * back within another quarter of the bound it is handed out again. 1 if one is due. */
+ * valid until the next call. It counts as written from now on; a value whose copy is not
+ * read back within another quarter of the bound is handed out again, and a copy Kafka
+ * refused is reported with bw_compactor_lost. 1 if one is due. */
 int bw_compactor_due(bw_compactor_t *c, const void **key, size_t *klen, const void **value, size_t *vlen,
                      int64_t *origin);
+
+/* A copy bw_compactor_due handed out that Kafka did not take (its delivery failed): it is
+ * not coming, and if it is still the key's newest it is handed out again at once. */
+void bw_compactor_lost(bw_compactor_t *c, const void *key, size_t klen, int64_t origin);
 
 /* What the live records take, as the bound counts them: above a quarter of the bound the
  * copies themselves push live records out; the caller says so loudly. */

@@ -78,8 +78,9 @@ int bw_shard_key_parse(const void *key, size_t len, int shard_count, bw_control_
     return -1;
 }
 
-/* Replaces *slot with a copy of the value unless it is older than the slot's (0); an empty
- * value (a tombstone) clears it and keeps its version. */
+/* Replaces *slot with a copy of the value unless it is not newer than the slot's (0: the
+ * same record read again, or an older value); an empty value (a tombstone) clears it and
+ * keeps its version. Slots start at version -1. */
 static int store(bw_shard_table_t *t, blob_t *slot, const void *val, size_t vlen, int64_t version) {
     void *copy = NULL;
     if (vlen) {
@@ -87,7 +88,7 @@ static int store(bw_shard_table_t *t, blob_t *slot, const void *val, size_t vlen
         memcpy(copy, val, vlen);
     }
     pthread_mutex_lock(&t->mu);
-    int newer = version >= slot->version;
+    int newer = version > slot->version;
     if (newer) {
         free(slot->data);
         *slot = (blob_t){copy, vlen, ++t->reads, version};
@@ -97,35 +98,33 @@ static int store(bw_shard_table_t *t, blob_t *slot, const void *val, size_t vlen
     return newer;
 }
 
-/* A member's record: replaces its earlier one unless older (version -1: one of the control
- * topic's, unordered with the status topic's); an empty value (it stopped) removes it. */
+/* A member's record: replaces its earlier one unless not newer (version -1: one of the
+ * control topic's, unordered with the status topic's); an empty value (it stopped) is
+ * kept as an entry without data, so a copy of its presence read after it is known old. */
 static void store_member(bw_shard_table_t *t, const void *key, size_t klen, const void *val, size_t vlen,
                          int64_t version) {
+    void *copy = NULL;
+    if (vlen && !(copy = malloc(vlen))) abort();
+    if (vlen) memcpy(copy, val, vlen);
     pthread_mutex_lock(&t->mu);
     size_t i = 0;
     while (i < t->member_cnt && (strlen(t->members[i].key) != klen || memcmp(t->members[i].key, key, klen))) i++;
-    if (i < t->member_cnt && version >= 0 && version < t->members[i].value.version) {
+    if (i < t->member_cnt && version >= 0 && version <= t->members[i].value.version) {
         pthread_mutex_unlock(&t->mu);
+        free(copy);
         return;
     }
-    if (i < t->member_cnt) free(t->members[i].value.data);
-    if (i == t->member_cnt && vlen) {
+    if (i == t->member_cnt) {
         if (t->member_cnt == t->member_cap) {
             t->member_cap = t->member_cap ? t->member_cap * 2 : 8;
             t->members = realloc(t->members, t->member_cap * sizeof(*t->members));
             if (!t->members) abort();
         }
         t->members[t->member_cnt++].key = strndup(key, klen);
+    } else {
+        free(t->members[i].value.data);
     }
-    if (vlen) {
-        void *copy = malloc(vlen);
-        if (!copy) abort();
-        memcpy(copy, val, vlen);
-        t->members[i].value = (blob_t){copy, vlen, 0, version};
-    } else if (i < t->member_cnt) {
-        free(t->members[i].key);
-        t->members[i] = t->members[--t->member_cnt];
-    }
+    t->members[i].value = (blob_t){copy, vlen, 0, version};
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -134,6 +133,7 @@ size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__V1__FleetMember **
     *out = calloc(t->member_cnt + 1, sizeof(**out));
     size_t n = 0;
     for (size_t i = 0; *out && i < t->member_cnt; i++) {
+        if (!t->members[i].value.len) continue; /* it stopped */
         Bulkwrite__V1__FleetMember *m =
             bulkwrite__v1__fleet_member__unpack(NULL, t->members[i].value.len, t->members[i].value.data);
         if (m) (*out)[n++] = m;
@@ -173,6 +173,8 @@ static job_ctl_t *find_job(bw_shard_table_t *t, const char *job_id) {
 /* "job/" and 32 lower-case hex digits: a job's control record. */
 static void store_job(bw_shard_table_t *t, const char *key, size_t klen, const void *val, size_t vlen,
                       int64_t version) {
+    /* not ordered by version: the keys of one prefix may sit in different partitions of the
+     * control topic, and a cancellation is one in whichever order they are read */
     if (klen != 36 || strspn(key + 4, "0123456789abcdef") < 32) return;
     const char *id = key + 4;
     void *copy = NULL;
@@ -187,11 +189,6 @@ static void store_job(bw_shard_table_t *t, const char *key, size_t klen, const v
         c->next = t->jobs[b];
         t->jobs[b] = c;
         atomic_fetch_add(&t->jobs_cancelled, 1);
-    }
-    if (version < c->value.version) { /* an older value, read again */
-        pthread_mutex_unlock(&t->mu);
-        free(copy);
-        return;
     }
     free(c->value.data);
     c->value = (blob_t){copy, vlen, ++t->reads, version};
@@ -391,6 +388,11 @@ bw_shard_table_t *bw_shard_table_start(const bw_config_t *conf, const char *brok
     pthread_mutex_init(&t->mu, NULL);
     t->control = calloc((size_t)conf->shard_count * BW_CONTROL_KEYS, sizeof(blob_t));
     t->status = calloc((size_t)conf->shard_count, sizeof(blob_t));
+    if (!t->control || !t->status) abort();
+    /* before any record: the first one read, at offset 0 too, is newer (store) */
+    for (size_t i = 0; i < (size_t)conf->shard_count * BW_CONTROL_KEYS; i++) t->control[i].version = -1;
+    for (int s = 0; s < conf->shard_count; s++) t->status[s].version = -1;
+    for (int v = 0; v < conf->server_cnt; v++) t->budgets[v].version = -1;
     if (!(t->control_tail = bw_tail_start(conf, brokers, conf->control_topic, on_control, t, errstr, errstr_size)) ||
         (status &&
          !(t->status_tail = bw_tail_start(conf, brokers, conf->status_topic, on_status, t, errstr, errstr_size)))) {

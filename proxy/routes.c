@@ -205,7 +205,9 @@ static enum MHD_Result handle_cancel(struct MHD_Connection *c, const char *id, c
     caller_address(c, from, sizeof(from));
     const char *reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason");
     char why[256];
-    if (reason && !bw_utf8_valid((const unsigned char *)reason, strlen(reason)))
+    /* a job cancelled before keeps its first cancellation: its status, whatever the reason */
+    if (reason && !bw_utf8_valid((const unsigned char *)reason, strlen(reason)) &&
+        !bw_shard_table_job_cancelled(proxy.shards, id))
         return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "reason is not valid UTF-8");
     snprintf(why, sizeof(why), "%s", reason ? reason : "");
     for (size_t n = strlen(why); n && !bw_utf8_valid((const unsigned char *)why, n);) why[--n] = '\0'; /* cut whole */

@@ -49,11 +49,24 @@ typedef struct {
     atomic_int run;
 } compaction_t;
 
-static void copy_failed(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+/* A copy on its way: which compactor handed it out, and what (for bw_compactor_lost). */
+typedef struct {
+    bw_compactor_t *c;
+    int64_t origin;
+    size_t klen;
+    char key[];
+} copy_t;
+
+/* Every copy's delivery report (on the compaction thread: it polls the producer). */
+static void copy_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     (void)rk, (void)opaque;
-    if (m->err) /* its record is handed out again a quarter of the bound later */
-        fprintf(stderr, "bw-kafka-embedded: writing a live record of %s again: %s\n", rd_kafka_topic_name(m->rkt),
-                rd_kafka_err2str(m->err));
+    copy_t *cp = m->_private;
+    if (m->err) {
+        fprintf(stderr, "bw-kafka-embedded: writing a live record of %s again: %s; trying again\n",
+                rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
+        if (cp) bw_compactor_lost(cp->c, cp->key, cp->klen, cp->origin);
+    }
+    free(cp);
 }
 
 static void compact(compaction_t *k, table_t *t, const rd_kafka_message_t *m) {
@@ -65,11 +78,21 @@ static void compact(compaction_t *k, table_t *t, const rd_kafka_message_t *m) {
     while (bw_compactor_due(c, &key, &klen, &value, &vlen, &origin)) {
         char digits[24];
         snprintf(digits, sizeof(digits), "%" PRId64, origin);
+        copy_t *cp = malloc(sizeof(*cp) + klen);
+        if (!cp) abort();
+        *cp = (copy_t){c, origin, klen};
+        memcpy(cp->key, key, klen);
         rd_kafka_resp_err_t e = rd_kafka_producev(
             k->producer, RD_KAFKA_V_TOPIC(t->topic), RD_KAFKA_V_PARTITION(m->partition), RD_KAFKA_V_KEY(key, klen),
             RD_KAFKA_V_VALUE((void *)(vlen ? value : NULL), vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_HEADER(BW_KAFKA_HEADER_ORIGIN, digits, (ssize_t)strlen(digits)), RD_KAFKA_V_END);
-        if (e) fprintf(stderr, "bw-kafka-embedded: writing a live record of %s again: %s\n", t->topic, rd_kafka_err2str(e));
+            RD_KAFKA_V_HEADER(BW_KAFKA_HEADER_ORIGIN, digits, (ssize_t)strlen(digits)), RD_KAFKA_V_OPAQUE(cp),
+            RD_KAFKA_V_END);
+        if (e) { /* not queued: no report comes; the next record read hands it out again */
+            fprintf(stderr, "bw-kafka-embedded: writing a live record of %s again: %s\n", t->topic, rd_kafka_err2str(e));
+            bw_compactor_lost(c, cp->key, cp->klen, cp->origin);
+            free(cp);
+            break;
+        }
     }
     /* above a quarter of the bound, the copies push live records out: said, not silent */
     int64_t live = bw_compactor_live_bytes(c);
@@ -110,7 +133,7 @@ static int compaction_start(compaction_t *k, const bw_config_t *conf, const char
     rd_kafka_conf_t *cc = bw_kafka_conf(conf, BW_KAFKA_CONSUMER, bootstrap, err, sizeof(err));
     rd_kafka_conf_t *pc = bw_kafka_conf(conf, BW_KAFKA_PRODUCER, bootstrap, err, sizeof(err));
     if (cc) rd_kafka_conf_set(cc, "auto.offset.reset", "earliest", NULL, 0);
-    if (pc) rd_kafka_conf_set_dr_msg_cb(pc, copy_failed);
+    if (pc) rd_kafka_conf_set_dr_msg_cb(pc, copy_delivered);
     if (!cc || !pc || !(k->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof(err))) ||
         !(k->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err)))) {
         fprintf(stderr, "bw-kafka-embedded: compacting the tables: %s\n", err);

@@ -92,6 +92,12 @@ START_TEST(stale_copy_after_a_tombstone) {
     ck_assert_str_eq(key, "k");
     ck_assert_str_eq(value, "");
     ck_assert_int_eq(origin, tomb);
+    /* Kafka refused that copy: it is handed out again at once, then read back */
+    bw_compactor_lost(c, "k", 1, tomb);
+    ck_assert(due(c, key, value, &origin));
+    ck_assert_str_eq(key, "k");
+    ck_assert_str_eq(value, "");
+    ck_assert_int_eq(origin, tomb);
     bw_compactor_read(c, off++, tomb, "k", 1, NULL, 0);
     /* then k is forgotten: nothing of it is due however much is written */
     for (int i = 0; i < 20; i++) {
@@ -119,6 +125,13 @@ START_TEST(lost_copy_is_handed_out_again) {
         traffic(c, &off, 300);
     }
     ck_assert_int_eq(times, 3);
+    /* a copy Kafka refused is handed out again at once, not a quarter later */
+    traffic(c, &off, 300);
+    while (due(c, key, value, &origin))
+        if (strcmp(key, "k")) bw_compactor_read(c, off++, origin, key, strlen(key), value, strlen(value));
+    ck_assert(!due(c, key, value, &origin));
+    bw_compactor_lost(c, "k", 1, 0);
+    ck_assert(due(c, key, value, &origin) && !strcmp(key, "k") && origin == 0);
     /* the record bound counts too: 40 records of a 100-record bound are past a quarter */
     bw_compactor_t *r = bw_compactor_new(INT64_MAX, 100);
     off = 0;
