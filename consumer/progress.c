@@ -379,15 +379,10 @@ static void publish_shard_status(int s, int64_t now) {
     st.dead_letters = p->dead_letters;
     st.statements = p->statements_done;
     latency_percentiles(p, &st.statement_p50_ms, &st.statement_p99_ms);
-    uint8_t buf[8192];
-    size_t len = bulkwrite__v1__shard_status__get_packed_size(&st);
-    if (len > sizeof(buf)) return;
-    bulkwrite__v1__shard_status__pack(&st, buf);
     char key[24];
     int klen = bw_shard_key(s, key);
-    rd_kafka_producev(consumer.status_rk, RD_KAFKA_V_TOPIC(consumer.conf->status_topic),
-                      RD_KAFKA_V_KEY(key, (size_t)klen), RD_KAFKA_V_VALUE(buf, len),
-                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    bw_record_produce(consumer.status_rk, consumer.conf->status_topic, BW_RECORD_SHARD_STATUS, key, (size_t)klen,
+                      &st.base);
 }
 
 int bw_progress_publish_shard(int shard) {

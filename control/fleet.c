@@ -85,38 +85,50 @@ static char **split_lines(const char *text, size_t *cnt, char **copy) {
 }
 
 /* bw_fleet_pack, with what hook (may be NULL) fills in. */
-static void *pack(const char *role, const char *instance, int64_t started_at_ms, int64_t now_ms,
-                  const bw_fleet_print_t *prints, int n, const char *credentials, int agrees,
-                  const bw_fleet_hook_t *hook, size_t *len) {
-    Bulkwrite__V1__FleetMember m = BULKWRITE__V1__FLEET_MEMBER__INIT;
+/* The member record of this process into *m, pointing into ps, pp and *copy (free
+ * m->credentials and *copy after use). */
+typedef struct {
+    Bulkwrite__V1__FleetMember m;
     Bulkwrite__V1__SettingPrint ps[BW_FLEET_PRINTS_MAX], *pp[BW_FLEET_PRINTS_MAX];
-    for (int i = 0; i < n && i < BW_FLEET_PRINTS_MAX; i++) {
-        bulkwrite__v1__setting_print__init(&ps[i]);
-        ps[i].key = (char *)prints[i].key;
-        ps[i].print = (char *)prints[i].print;
-        pp[i] = &ps[i];
-    }
-    m.role = (char *)role;
-    m.instance = (char *)instance;
-    m.started_at_ms = started_at_ms;
-    m.seen_at_ms = now_ms;
-    m.agrees = agrees != 0;
-    m.settings = pp;
-    m.n_settings = (size_t)(n < BW_FLEET_PRINTS_MAX ? n : BW_FLEET_PRINTS_MAX);
     char *copy;
-    m.credentials = split_lines(credentials, &m.n_credentials, &copy);
-    if (hook && hook->fill) hook->fill(hook->arg, &m, now_ms);
-    *len = bulkwrite__v1__fleet_member__get_packed_size(&m);
-    void *buf = malloc(*len ? *len : 1);
-    if (buf) bulkwrite__v1__fleet_member__pack(&m, buf);
-    free(m.credentials);
-    free(copy);
-    return buf;
+} member_rec_t;
+
+static void member_fill(member_rec_t *r, const char *role, const char *instance, int64_t started_at_ms, int64_t now_ms,
+                        const bw_fleet_print_t *prints, int n, const char *credentials, int agrees,
+                        const bw_fleet_hook_t *hook) {
+    Bulkwrite__V1__FleetMember *m = &r->m;
+    bulkwrite__v1__fleet_member__init(m);
+    for (int i = 0; i < n && i < BW_FLEET_PRINTS_MAX; i++) {
+        bulkwrite__v1__setting_print__init(&r->ps[i]);
+        r->ps[i].key = (char *)prints[i].key;
+        r->ps[i].print = (char *)prints[i].print;
+        r->pp[i] = &r->ps[i];
+    }
+    m->role = (char *)role;
+    m->instance = (char *)instance;
+    m->started_at_ms = started_at_ms;
+    m->seen_at_ms = now_ms;
+    m->agrees = agrees != 0;
+    m->settings = r->pp;
+    m->n_settings = (size_t)(n < BW_FLEET_PRINTS_MAX ? n : BW_FLEET_PRINTS_MAX);
+    m->credentials = split_lines(credentials, &m->n_credentials, &r->copy);
+    if (hook && hook->fill) hook->fill(hook->arg, m, now_ms);
+}
+
+static void member_release(member_rec_t *r) {
+    free(r->m.credentials);
+    free(r->copy);
 }
 
 void *bw_fleet_pack(const char *role, const char *instance, int64_t started_at_ms, int64_t now_ms,
                     const bw_fleet_print_t *prints, int n, const char *credentials, int agrees, size_t *len) {
-    return pack(role, instance, started_at_ms, now_ms, prints, n, credentials, agrees, NULL, len);
+    member_rec_t r;
+    member_fill(&r, role, instance, started_at_ms, now_ms, prints, n, credentials, agrees, NULL);
+    *len = bulkwrite__v1__fleet_member__get_packed_size(&r.m);
+    void *buf = malloc(*len ? *len : 1);
+    if (buf) bulkwrite__v1__fleet_member__pack(&r.m, buf);
+    member_release(&r);
+    return buf;
 }
 
 /* Whether member m started before this process (ties: by instance name). */
@@ -191,12 +203,11 @@ void bw_fleet_self_free(bw_fleet_self_t *self) {
     self->credentials = NULL;
 }
 
-static void produce(const bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, const void *val, size_t len) {
+/* This process's presence (NULL: a tombstone, it leaves). */
+static void produce(const bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, const Bulkwrite__V1__FleetMember *m) {
     char key[340];
     int klen = bw_member_key(self->role, self->instance, key, sizeof(key));
-    rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, (size_t)klen),
-                                              RD_KAFKA_V_VALUE((void *)val, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                              RD_KAFKA_V_END);
+    rd_kafka_resp_err_t e = bw_record_produce(rk, topic, BW_RECORD_PRESENCE, key, (size_t)klen, m ? &m->base : NULL);
     if (e) bw_log(BW_LOG_DEBUG, "fleet", -1, NULL, "presence record not sent: %s", rd_kafka_err2str(e));
 }
 
@@ -216,11 +227,11 @@ int bw_fleet_turn(bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, bw_s
                self->instance);
     snprintf(self->why, sizeof(self->why), "%s", agrees ? "" : why);
     self->agrees = agrees;
-    size_t len;
-    void *rec = pack(self->role, self->instance, self->started_at_ms, now_ms, self->prints, self->print_cnt,
-                     self->credentials, agrees, self->hook, &len);
-    if (rec) produce(self, rk, topic, rec, len);
-    free(rec);
+    member_rec_t rec;
+    member_fill(&rec, self->role, self->instance, self->started_at_ms, now_ms, self->prints, self->print_cnt,
+                self->credentials, agrees, self->hook);
+    produce(self, rk, topic, &rec.m);
+    member_release(&rec);
     if (self->hook && self->hook->read) self->hook->read(self->hook->arg, self->instance, members, n, now_ms);
     bw_shard_table_members_free(members, n);
     rd_kafka_poll(rk, 0);
@@ -228,6 +239,6 @@ int bw_fleet_turn(bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, bw_s
 }
 
 void bw_fleet_leave(const bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic) {
-    produce(self, rk, topic, NULL, 0);
+    produce(self, rk, topic, NULL);
     rd_kafka_flush(rk, 2000);
 }

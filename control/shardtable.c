@@ -52,32 +52,6 @@ struct bw_shard_table {
     bw_status_hook_t hook;
 };
 
-/* Each key's suffix after "shard/N" (bw_control_key_t's order). */
-static const char *const key_suffix[BW_CONTROL_KEYS] = {"", "/pause", "/rate", "/row_rate", "/pinned"};
-
-int bw_shard_key(int shard, char key[24]) { return snprintf(key, 24, "shard/%d", shard); }
-
-int bw_shard_control_key(int shard, bw_control_key_t k, char key[BW_CONTROL_KEY_MAX]) {
-    return snprintf(key, BW_CONTROL_KEY_MAX, "shard/%d%s", shard, key_suffix[k]);
-}
-
-int bw_shard_key_parse(const void *key, size_t len, int shard_count, bw_control_key_t *k) {
-    char buf[BW_CONTROL_KEY_MAX];
-    if (!key || len < 7 || len >= sizeof(buf) || memchr(key, '\0', len)) return -1;
-    memcpy(buf, key, len);
-    buf[len] = '\0';
-    if (strncmp(buf, "shard/", 6) || buf[6] < '0' || buf[6] > '9') return -1;
-    char *end;
-    long s = strtol(buf + 6, &end, 10);
-    if (s < 0 || s >= shard_count) return -1;
-    for (int i = 0; i < BW_CONTROL_KEYS; i++)
-        if (strcmp(end, key_suffix[i]) == 0) {
-            *k = (bw_control_key_t)i;
-            return (int)s;
-        }
-    return -1;
-}
-
 /* Replaces *slot with a copy of the value unless it is not newer than the slot's (0: the
  * same record read again, or an older value); an empty value (a tombstone) clears it and
  * keeps its version. Slots start at version -1. */
@@ -147,17 +121,6 @@ void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n)
     free(members);
 }
 
-int bw_member_key(const char *role, const char *instance, char *key, size_t size) {
-    int len = snprintf(key, size, "member/%s/%s", role, instance);
-    return len < 0 ? 0 : len >= (int)size ? (int)size - 1 : len;
-}
-
-int bw_member_key_is(const void *key, size_t klen) { return key && klen > 7 && memcmp(key, "member/", 7) == 0; }
-
-int bw_job_control_key(const char *job_id, char key[BW_JOB_CONTROL_KEY_MAX]) {
-    return snprintf(key, BW_JOB_CONTROL_KEY_MAX, "job/%.32s", job_id);
-}
-
 static size_t job_bucket(const char *prefix) {
     size_t h = 5381;
     for (int i = 0; i < BW_JOB_CONTROL_PREFIX; i++) h = h * 33 + (unsigned char)prefix[i];
@@ -170,13 +133,10 @@ static job_ctl_t *find_job(bw_shard_table_t *t, const char *job_id) {
     return NULL;
 }
 
-/* "job/" and 32 lower-case hex digits: a job's control record. */
-static void store_job(bw_shard_table_t *t, const char *key, size_t klen, const void *val, size_t vlen,
-                      int64_t version) {
-    /* not ordered by version: the keys of one prefix may sit in different partitions of the
-     * control topic, and a cancellation is one in whichever order they are read */
-    if (klen != 36 || strspn(key + 4, "0123456789abcdef") < 32) return;
-    const char *id = key + 4;
+/* A job's control record (BW_FOLD_ONCE): not ordered by version, the keys of one prefix
+ * may sit in different partitions of the control topic, and a cancellation is one in
+ * whichever order they are read. */
+static void store_job(bw_shard_table_t *t, const char *id, const void *val, size_t vlen, int64_t version) {
     void *copy = NULL;
     if (vlen && !(copy = malloc(vlen))) abort();
     if (vlen) memcpy(copy, val, vlen);
@@ -211,22 +171,6 @@ Bulkwrite__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *j
     Bulkwrite__V1__JobControl *jc = c && c->value.len ? bulkwrite__v1__job_control__unpack(NULL, c->value.len, c->value.data) : NULL;
     pthread_mutex_unlock(&t->mu);
     return jc;
-}
-
-int bw_server_budget_key(const char *server, char key[BW_SERVER_BUDGET_KEY_MAX]) {
-    int n = snprintf(key, BW_SERVER_BUDGET_KEY_MAX, "server/%s/budget", server);
-    return n < BW_SERVER_BUDGET_KEY_MAX ? n : -1;
-}
-
-int bw_server_budget_key_parse(const void *key, size_t len, char name[BW_SERVER_BUDGET_KEY_MAX]) {
-    static const char prefix[] = "server/", suffix[] = "/budget";
-    size_t pl = sizeof(prefix) - 1, sl = sizeof(suffix) - 1;
-    if (!key || len <= pl + sl || len - pl - sl >= BW_SERVER_BUDGET_KEY_MAX || memchr(key, '\0', len) ||
-        memcmp(key, prefix, pl) || memcmp((const char *)key + len - sl, suffix, sl))
-        return -1;
-    memcpy(name, (const char *)key + pl, len - pl - sl);
-    name[len - pl - sl] = '\0';
-    return 0;
 }
 
 void bw_server_budget_from_record(const Bulkwrite__V1__ServerBudget *r, bw_server_budget_t *out) {
@@ -277,52 +221,41 @@ Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_
     return r;
 }
 
-/* ---- the record kinds of the two topics ---------------------------------------------------- */
+/* ---- each kind's values --------------------------------------------------------------
+ * One store function per kind of records.h, the table's half of the registry: where the
+ * kind's values are kept. The topics' callbacks ask the registry which kind a key is. */
 
-/* A record read: its key and value (vlen 0: a tombstone) and its version (tail.h). */
+/* A record read: its key and value (vlen 0: a tombstone), its version (tail.h) and what
+ * its key says. */
 typedef struct {
     const void *key, *val;
     size_t klen, vlen;
     int64_t version;
+    bw_record_topic_t topic;
+    bw_record_key_t k;
 } record_t;
 
-/* A server's budget, "server/<name>/budget" (ServerBudget): the last one wins. */
-static int budget_stored(bw_shard_table_t *t, const record_t *r) {
+/* A server's budget (last wins), under its configured server. */
+static void budget_stored(bw_shard_table_t *t, const record_t *r) {
     char server[BW_SERVER_BUDGET_KEY_MAX];
-    if (bw_server_budget_key_parse(r->key, r->klen, server)) return 0;
-    store_budget(t, server, r->val, r->vlen, r->version);
-    return 1;
+    if (bw_server_budget_key_parse(r->key, r->klen, server) == 0) store_budget(t, server, r->val, r->vlen, r->version);
 }
 
-/* A job's cancellation, "job/<id>" (JobControl): not a shard's, the table's version stays. */
-static int cancel_stored(bw_shard_table_t *t, const record_t *r) {
-    if (r->klen <= 4 || memcmp(r->key, "job/", 4)) return 0;
-    store_job(t, r->key, r->klen, r->val, r->vlen, r->version);
-    return 1;
+/* A job's cancellation: not a shard's, the table's version stays. */
+static void cancel_stored(bw_shard_table_t *t, const record_t *r) {
+    store_job(t, bw_job_control_key_parse(r->key, r->klen), r->val, r->vlen, r->version);
 }
 
-/* A process's presence, "member/<instance>" (FleetMember), on the status topic: it comes
- * and goes with the process, apart from the durable settings. */
-static int presence_stored(bw_shard_table_t *t, const record_t *r) {
-    if (!bw_member_key_is(r->key, r->klen)) return 0;
-    store_member(t, r->key, r->klen, r->val, r->vlen, r->version);
-    return 1;
+/* A process's presence. One an older version wrote to the control topic (a rolling
+ * upgrade) is read, not ordered against the status topic's. */
+static void presence_stored(bw_shard_table_t *t, const record_t *r) {
+    store_member(t, r->key, r->klen, r->val, r->vlen, r->topic == BW_TOPIC_CONTROL ? -1 : r->version);
 }
 
-/* A presence an older version wrote to the control topic (a rolling upgrade): read, not
- * ordered against the status topic's. */
-static int old_presence_stored(bw_shard_table_t *t, const record_t *r) {
-    if (!bw_member_key_is(r->key, r->klen)) return 0;
-    store_member(t, r->key, r->klen, r->val, r->vlen, -1);
-    return 1;
-}
-
-/* A field of a shard's setting, "shard/N[/field]" (ShardControl): folded per field. */
-static int setting_stored(bw_shard_table_t *t, const record_t *r) {
-    bw_control_key_t k;
-    int s = bw_shard_key_parse(r->key, r->klen, t->shard_count, &k);
-    if (s < 0) return 0;
-    if (!store(t, &t->control[(size_t)s * BW_CONTROL_KEYS + k], r->val, r->vlen, r->version)) return 1;
+/* A field of a shard's setting (per field: the fold reads every key's latest). */
+static void setting_stored(bw_shard_table_t *t, const record_t *r) {
+    int s = r->k.shard;
+    if (!store(t, &t->control[(size_t)s * BW_CONTROL_KEYS + r->k.field], r->val, r->vlen, r->version)) return;
     atomic_fetch_add(&t->version, 1);
     /* said once, when read: the record is clamped each time it is used */
     Bulkwrite__V1__ShardControl *c = r->vlen ? bulkwrite__v1__shard_control__unpack(NULL, r->vlen, r->val) : NULL;
@@ -333,43 +266,38 @@ static int setting_stored(bw_shard_table_t *t, const record_t *r) {
         bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why,
                bw_ratelimit_clamp_rows(c->row_rate));
     if (c) bulkwrite__v1__shard_control__free_unpacked(c, NULL);
-    return 1;
 }
 
-/* A shard's status, "shard/N" (ShardStatus), written by its consumer: the last one wins,
- * and the hook (handover) hears of it. */
-static int status_stored(bw_shard_table_t *t, const record_t *r) {
-    bw_control_key_t k;
-    int s = bw_shard_key_parse(r->key, r->klen, t->shard_count, &k);
-    if (s < 0 || k != BW_CONTROL_WHOLE) return 0;
-    if (!store(t, &t->status[s], r->val, r->vlen, r->version) || !t->hook.fn || !r->vlen) return 1;
+/* A shard's status (last wins), written by its consumer: the hook (handover) hears of it. */
+static void status_stored(bw_shard_table_t *t, const record_t *r) {
+    int s = r->k.shard;
+    if (!store(t, &t->status[s], r->val, r->vlen, r->version) || !t->hook.fn || !r->vlen) return;
     Bulkwrite__V1__ShardStatus *st = bulkwrite__v1__shard_status__unpack(NULL, r->vlen, r->val);
-    if (!st) return 1;
+    if (!st) return;
     t->hook.fn(t->hook.ud, s, st);
     bulkwrite__v1__shard_status__free_unpacked(st, NULL);
-    return 1;
 }
 
-/* Each topic's kinds, tried in order: the first whose key format matches keeps the
- * record; a key none knows is another layout's or a later version's, and is skipped. A
- * new kind is a row here and its store function. */
-typedef int (*kind_fn)(bw_shard_table_t *t, const record_t *r);
-static const kind_fn control_kinds[] = {budget_stored, cancel_stored, old_presence_stored, setting_stored};
-static const kind_fn status_kinds[] = {presence_stored, status_stored};
+static void (*const stored[BW_RECORD_KINDS])(bw_shard_table_t *t, const record_t *r) = {
+    [BW_RECORD_SHARD_SETTING] = setting_stored, [BW_RECORD_SERVER_BUDGET] = budget_stored,
+    [BW_RECORD_JOB_CANCEL] = cancel_stored,     [BW_RECORD_SHARD_STATUS] = status_stored,
+    [BW_RECORD_PRESENCE] = presence_stored,
+};
 
-static void demux(bw_shard_table_t *t, const kind_fn *kinds, size_t n, const record_t *r) {
-    for (size_t i = 0; i < n && !kinds[i](t, r); i++) {
-    }
+/* A record of topic: kept as its kind says; a key of no kind (another layout's, or a
+ * later version's) is skipped. */
+static void demux(bw_shard_table_t *t, bw_record_topic_t topic, const void *key, size_t klen, const void *val,
+                  size_t vlen, int64_t version) {
+    record_t r = {key, val, klen, vlen, version, topic, {0}};
+    if (bw_record_key_parse(topic, key, klen, t->shard_count, &r.k) == 0) stored[r.k.kind](t, &r);
 }
 
 static void on_control(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
-    record_t r = {key, val, klen, vlen, version};
-    demux(ud, control_kinds, sizeof(control_kinds) / sizeof(*control_kinds), &r);
+    demux(ud, BW_TOPIC_CONTROL, key, klen, val, vlen, version);
 }
 
 static void on_status(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
-    record_t r = {key, val, klen, vlen, version};
-    demux(ud, status_kinds, sizeof(status_kinds) / sizeof(*status_kinds), &r);
+    demux(ud, BW_TOPIC_STATUS, key, klen, val, vlen, version);
 }
 
 unsigned bw_shard_table_version(bw_shard_table_t *t) { return atomic_load(&t->version); }
@@ -502,6 +430,20 @@ static size_t merge_history(const Bulkwrite__V1__ShardControl *const recs[BW_CON
     return n;
 }
 
+/* Copies the scalar ShardControl field `name` from src to dst, where protobuf-c's
+ * descriptor says it is: the fold names fields as records.c's key rows do. */
+static void copy_field(Bulkwrite__V1__ShardControl *dst, const Bulkwrite__V1__ShardControl *src, const char *name) {
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field_by_name(&bulkwrite__v1__shard_control__descriptor, name);
+    size_t size = !f ? 0
+                  : f->type == PROTOBUF_C_TYPE_BOOL ? sizeof(protobuf_c_boolean)
+                  : f->type == PROTOBUF_C_TYPE_DOUBLE || f->type == PROTOBUF_C_TYPE_INT64 ? 8
+                  : f->type == PROTOBUF_C_TYPE_UINT32 ? 4
+                                                       : 0;
+    if (!size || f->label == PROTOBUF_C_LABEL_REPEATED) abort(); /* records.c names a field the fold cannot copy */
+    memcpy((char *)dst + f->offset, (const char *)src + f->offset, size);
+}
+
 /* The fold of bw_shard_control_fold() into *out, pointing into recs (which must outlive
  * it) and hist (BW_CONTROL_HISTORY places). 0 when every recs[k] is NULL. */
 static int fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
@@ -519,16 +461,9 @@ static int fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONT
         if (recs[k] && (newest < 0 || later(recs[k]->updated_at_ms, k, recs[newest]->updated_at_ms, newest, order)))
             newest = k;
     if (newest < 0) return 0;
-    if ((r = recs[BW_CONTROL_PAUSE] ? recs[BW_CONTROL_PAUSE] : base)) out->paused = r->paused;
-    if ((r = recs[BW_CONTROL_RATE] ? recs[BW_CONTROL_RATE] : base)) {
-        out->has_rate = r->has_rate;
-        out->rate = r->rate;
-    }
-    if ((r = recs[BW_CONTROL_ROW_RATE] ? recs[BW_CONTROL_ROW_RATE] : base)) {
-        out->has_row_rate = r->has_row_rate;
-        out->row_rate = r->row_rate;
-    }
-    if ((r = recs[BW_CONTROL_PINNED] ? recs[BW_CONTROL_PINNED] : base)) out->pinned = r->pinned;
+    for (int k = BW_CONTROL_WHOLE + 1; k < BW_CONTROL_KEYS; k++)
+        if ((r = recs[k] ? recs[k] : base))
+            for (const char *const *f = bw_control_key_fields((bw_control_key_t)k); *f; f++) copy_field(out, r, *f);
     out->updated_at_ms = recs[newest]->updated_at_ms;
     out->reason = (char *)str(recs[newest]->reason);
     out->changed_by = (char *)str(recs[newest]->changed_by);

@@ -1,22 +1,15 @@
 /* shardtable.h — the compacted control and status topics read into one table: the
- * latest record per key, each key of one record kind (shardtable.c's kind rows):
+ * latest value of every key, folded as its kind says (records.h lists the kinds, their
+ * keys, messages and folds; this table keeps each kind's values and answers for them):
  *
  *   control topic (durable: operators' changes, written by the proxy's admin API)
- *     "shard/N/<field>"     ShardControl  one field of a shard's setting (bw_control_key_t),
- *                                         folded into one setting per shard
- *     "server/<name>/budget" ServerBudget a whole server's budget
- *     "job/<id>"            JobControl    a job's cancellation: consumers skip its messages;
- *                                         a named job's parts share its id's first
- *                                         BW_JOB_CONTROL_PREFIX hex digits (store/ledger.h)
+ *     a shard's setting, one key per field, folded into one setting per shard (the whole
+ *     record "shard/N" that versions before per-field keys wrote is the base); a server's
+ *     budget; a job's cancellation (a named job's parts share its id's first
+ *     BW_JOB_CONTROL_PREFIX hex digits, store/ledger.h)
  *   status topic (written by the processes themselves)
- *     "shard/N"             ShardStatus   a shard's consumer's status
- *     "member/<instance>"   FleetMember   a process's presence: it comes and goes with the
- *                                         process, apart from the durable settings (fleet.h)
- *
- * A shard's setting is kept per field: a change writes only the fields it sets, so two
- * changes made at the same moment on two proxies (one pausing the shard, one setting its
- * rate) both take effect. The whole record "shard/N" that versions before per-field keys
- * wrote is the base, each field record overriding its field.
+ *     a shard's status (its consumer's); a process's presence, which comes and goes with
+ *     the process, apart from the durable settings (fleet.h)
  *
  * Kafka keeps the table, so a setting survives restarts of every process and reaches
  * each reader as soon as its tail reads it (well under a second on a healthy cluster).
@@ -29,20 +22,9 @@
 
 #include "bulkwrite.pb-c.h"
 #include "config.h"
+#include "records.h"
 
 typedef struct bw_shard_table bw_shard_table_t;
-
-/* The control topic's keys of one shard. An SRE sets each field independently (a rate
- * change may set the statement rate, the row rate, the pin, or several), so each has its
- * own key; the last record under a key wins (Kafka's order), as for any compacted key. */
-typedef enum {
-    BW_CONTROL_WHOLE,    /* "shard/N": every field; written by versions before per-field keys, read only */
-    BW_CONTROL_PAUSE,    /* "shard/N/pause": paused (pause, resume) */
-    BW_CONTROL_RATE,     /* "shard/N/rate": has_rate, rate */
-    BW_CONTROL_ROW_RATE, /* "shard/N/row_rate": has_row_rate, row_rate */
-    BW_CONTROL_PINNED,   /* "shard/N/pinned": pinned */
-    BW_CONTROL_KEYS
-} bw_control_key_t;
 
 #define BW_CONTROL_HISTORY 20 /* changes a shard keeps, newest first (each key's record, and the fold) */
 
@@ -133,11 +115,6 @@ typedef struct {
     char changed_from[64];
 } bw_server_budget_t;
 
-#define BW_SERVER_BUDGET_KEY_MAX 320
-/* "server/<name>/budget" into key; returns its length (-1: the name does not fit). */
-int bw_server_budget_key(const char *server, char key[BW_SERVER_BUDGET_KEY_MAX]);
-/* The server name of a budget key into name (NUL-terminated), or -1: not a budget key. */
-int bw_server_budget_key_parse(const void *key, size_t len, char name[BW_SERVER_BUDGET_KEY_MAX]);
 /* The budget a record holds; rates outside the bounds are clamped (bw_ratelimit_clamp,
  * bw_ratelimit_clamp_rows), 0 stays "none". */
 void bw_server_budget_from_record(const Bulkwrite__V1__ServerBudget *r, bw_server_budget_t *out);
@@ -148,34 +125,12 @@ int bw_shard_table_server_budget(bw_shard_table_t *t, int server, bw_server_budg
  * NULL: a change continues its history; GET /v1/shards shows it. */
 Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_t *t, int server);
 
-/* ---- members' presence (status topic; fleet.h reads and writes it) ---- */
-/* "member/<role>/<instance>" into key (at most size bytes); its length. */
-int bw_member_key(const char *role, const char *instance, char *key, size_t size);
-/* 1 if key (klen bytes, not terminated) is a member record's key. */
-int bw_member_key_is(const void *key, size_t klen);
-
 /* ---- jobs ---- */
-#define BW_JOB_CONTROL_PREFIX 20 /* = BW_LEDGER_JOB_PREFIX */
-#define BW_JOB_CONTROL_KEY_MAX 40
-/* "job/<job id>" into key; returns its length. */
-int bw_job_control_key(const char *job_id, char key[BW_JOB_CONTROL_KEY_MAX]);
 /* 1 if the job of a message (its job_id: a job's, or a named job's part's) was cancelled.
  * Cheap when nothing was ever cancelled (the consumer asks for every message). */
 int bw_shard_table_job_cancelled(bw_shard_table_t *t, const char *job_id);
 /* The job's cancellation, unpacked (free with bulkwrite__v1__job_control__free_unpacked),
  * or NULL. */
 Bulkwrite__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *job_id);
-
-/* "shard/N" into key; returns its length. The status topic's key, and the control
- * topic's whole record. */
-int bw_shard_key(int shard, char key[24]);
-#define BW_CONTROL_KEY_MAX 40
-/* The control topic's key of one of the shard's fields ("shard/N/rate") into key;
- * returns its length. */
-int bw_shard_control_key(int shard, bw_control_key_t k, char key[BW_CONTROL_KEY_MAX]);
-/* The shard a control or status key is for (0 to shard_count - 1) and which of its keys
- * (*k), or -1: not a shard's key (a presence "member/...", a key of another layout or of a
- * later version's field). */
-int bw_shard_key_parse(const void *key, size_t len, int shard_count, bw_control_key_t *k);
 
 #endif

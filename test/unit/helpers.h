@@ -106,6 +106,7 @@ Suite *handover_suite(void);
 Suite *retain_suite(void);
 Suite *partset_suite(void);
 Suite *compactor_suite(void);
+Suite *records_suite(void);
 Suite *endpoints_suite(void);
 Suite *jobs_suite(void);
 Suite *gate_suite(void);
