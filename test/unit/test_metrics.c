@@ -1,7 +1,7 @@
 /* test_metrics.c — the daemons' metric tables: every row rendered (one HELP and TYPE,
  * samples with its labels) and in docs/api.md, the text accepted by promtool; the
  * consumer's per-shard budget series; the clients' bounded labels; the failure classes'
- * kind labels. */
+ * kind labels; the engine's rules for which series show. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +349,83 @@ START_TEST(error_kinds_by_failure_class) {
 }
 END_TEST
 
+/* The engine alone, on a table of its own: which series each showing rule lets out, how
+ * values print, what a shard's revocation leaves, and groups. */
+enum { T_SEEN, T_MARK, T_GAUGE, T_NONZERO, T_SET, T_STATE, T_GROUPED, T_ROWS };
+static const char *const t_states[3] = {"a", "b", "c"};
+static const bw_metric_row_t t_rows[T_ROWS] = {
+    [T_SEEN] = {.name = "t_seen_total", .type = BW_METRIC_COUNTER, .labels = "shard", .per = BW_METRIC_PER_SHARD,
+                .show = BW_METRIC_SHOW_SEEN, .help = "h", .doc = "d"},
+    [T_MARK] = {.name = "t_mark", .type = BW_METRIC_GAUGE, .labels = "shard", .per = BW_METRIC_PER_SHARD,
+                .show = BW_METRIC_SHOW_ASSIGNED, .seen = 1, .help = "h", .doc = "d"},
+    [T_GAUGE] = {.name = "t_gauge", .type = BW_METRIC_GAUGE, .labels = "server", .per = BW_METRIC_PER_SERVER,
+                 .real = 1, .help = "h", .doc = "d"},
+    [T_NONZERO] = {.name = "t_nonzero_total", .type = BW_METRIC_COUNTER, .labels = "code", .per = BW_METRIC_PER_CODE,
+                   .show = BW_METRIC_SHOW_NONZERO, .help = "h", .doc = "d"},
+    [T_SET] = {.name = "t_set", .type = BW_METRIC_GAUGE, .labels = "server", .per = BW_METRIC_PER_SERVER,
+               .show = BW_METRIC_SHOW_SET, .help = "h", .doc = "d"},
+    [T_STATE] = {.name = "t_state", .type = BW_METRIC_GAUGE, .labels = "shard,state", .per = BW_METRIC_PER_SHARD,
+                 .subs = t_states, .sub_cnt = 3, .one_of = 1, .show = BW_METRIC_SHOW_ASSIGNED, .help = "h", .doc = "d"},
+    [T_GROUPED] = {.name = "t_grouped", .type = BW_METRIC_GAUGE, .groups = 2, .help = "h", .doc = "d"},
+};
+static const bw_metrics_table_t t_table = {"t.c", "T:", t_rows, T_ROWS};
+
+START_TEST(engine_showing_rules) {
+    bw_config_t *conf = t_ref_config();
+    bw_metrics_t *m = bw_metrics_new(conf, &t_table);
+    char *text = render(m);
+    ck_assert_ptr_null(strstr(text, "{shard=")); /* no shard seen or assigned */
+    ck_assert_ptr_null(strstr(text, "t_set{"));  /* unset */
+    ck_assert_ptr_null(strstr(text, "t_nonzero_total{"));
+    ck_assert_ptr_null(strstr(text, "t_grouped"));
+    ck_assert_ptr_nonnull(strstr(text, "\nt_gauge{server=\"mysql-a\"} 0\nt_gauge{server=\"mysql-b\"} 0\n"));
+    free(text);
+
+    bw_metrics_add(m, T_SEEN, 3, 0, 2); /* a counter alone does not make a shard seen */
+    bw_metrics_add(m, T_NONZERO, 503, 0, 1);
+    bw_metrics_add(m, T_NONZERO, 600, 0, 1); /* out of range: ignored */
+    bw_metrics_set(m, T_SET, 1, 0, NAN);    /* set, though not a number */
+    bw_metrics_set(m, T_GAUGE, 0, 0, 1234567.5);
+    bw_metrics_set(m, T_MARK, 4, 0, 1); /* a marked row nonzero: shard 4 is seen */
+    bw_metrics_switch(m, 3, 1);
+    text = render(m);
+    ck_assert_ptr_null(strstr(text, "t_seen_total{shard=\"3\"}"));
+    ck_assert_ptr_nonnull(strstr(text, "\nt_seen_total{shard=\"4\"} 0\n"));
+    ck_assert_ptr_null(strstr(text, "t_mark{")); /* not assigned */
+    ck_assert_ptr_nonnull(strstr(text, "\nt_nonzero_total{code=\"503\"} 1\n# HELP t_set"));
+    ck_assert_ptr_nonnull(strstr(text, "\nt_set{server=\"mysql-b\"} NaN\n# HELP t_state"));
+    ck_assert_ptr_nonnull(strstr(text, "\nt_gauge{server=\"mysql-a\"} 1.23457e+06\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nt_grouped 0\n"));
+    free(text);
+
+    /* assigned: its gauges show, a one_of row as one 1 among its subs */
+    bw_metrics_set(m, T_STATE, 3, 0, 2);
+    bw_metrics_assigned(m, BW_METRIC_PER_SHARD, 3, 1);
+    text = render(m);
+    ck_assert_ptr_nonnull(strstr(text, "\nt_seen_total{shard=\"3\"} 2\nt_seen_total{shard=\"4\"} 0\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nt_state{shard=\"3\",state=\"a\"} 0\nt_state{shard=\"3\",state=\"b\"} 0\n"
+                                       "t_state{shard=\"3\",state=\"c\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nt_mark{shard=\"3\"} 0\n"));
+    free(text);
+
+    /* revoked: its gauges leave and start again from 0, its counter stays; a group off hides */
+    bw_metrics_assigned(m, BW_METRIC_PER_SHARD, 3, 0);
+    bw_metrics_switch(m, 2, 0);
+    text = render(m);
+    ck_assert_ptr_null(strstr(text, "{shard=\"3\",state="));
+    ck_assert_ptr_null(strstr(text, "t_grouped"));
+    free(text);
+    bw_metrics_set(m, T_SET, 1, 0, BW_METRICS_UNSET);
+    bw_metrics_assigned(m, BW_METRIC_PER_SHARD, 3, 1);
+    text = render(m);
+    ck_assert_ptr_nonnull(strstr(text, "\nt_state{shard=\"3\",state=\"a\"} 1\n"));
+    ck_assert_ptr_null(strstr(text, "t_set{"));
+    free(text);
+    bw_metrics_destroy(m);
+    bw_config_destroy(conf);
+}
+END_TEST
+
 Suite *metrics_suite(void) {
     Suite *s = suite_create("metrics");
     TCase *tc = tcase_create("metrics");
@@ -359,6 +436,7 @@ Suite *metrics_suite(void) {
     tcase_add_test(tc, doc_lists_every_row);
     tcase_add_test(tc, promtool_accepts_both);
     tcase_add_test(tc, error_kinds_by_failure_class);
+    tcase_add_test(tc, engine_showing_rules);
     suite_add_tcase(s, tc);
     return s;
 }
