@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "consumer_metrics.h"
 #include "log.h"
 
 #define COMPONENT "alerts"
@@ -182,7 +183,7 @@ static void *sender_main(void *arg) {
                 if (rc == 0) al->unsent = 0;
                 al->next_post_ms = now + (rc == 0 ? a->conf->alert_resend_ms : RETRY_MS);
             }
-            bw_metrics_alert_post(a->metrics, rc == 0);
+            bw_metrics_add(a->metrics, BW_CM_ALERT_POSTS, 0, rc == 0 ? 0 : 1, 1); /* ok, failed */
             if (rc) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "posting %zu alerts to %s failed: %s", n,
                            a->conf->alert_webhook_url, err);
         }
@@ -248,7 +249,7 @@ static void fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char *er
     }
     pthread_mutex_unlock(&a->mu);
     if (!was) {
-        if (kind == BW_ALERT_UNHEALTHY) bw_metrics_shard_alert(a->metrics, shard, 1);
+        if (kind == BW_ALERT_UNHEALTHY) bw_metrics_set(a->metrics, BW_CM_ALERT_FIRING, shard, 0, 1);
         if (kinds[kind].per_server)
             bw_log(BW_LOG_ERROR, COMPONENT, -1, NULL, "ALERT %s firing for server %s: %s", kinds[kind].name,
                    a->conf->servers[shard].name, error);
@@ -281,7 +282,7 @@ static void resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard, int64_t lap
     }
     pthread_mutex_unlock(&a->mu);
     if (was) {
-        if (kind == BW_ALERT_UNHEALTHY) bw_metrics_shard_alert(a->metrics, shard, 0);
+        if (kind == BW_ALERT_UNHEALTHY) bw_metrics_set(a->metrics, BW_CM_ALERT_FIRING, shard, 0, 0);
         if (kinds[kind].per_server && lapse_ms)
             bw_log(BW_LOG_INFO, COMPONENT, -1, NULL,
                    "ALERT %s for server %s handed over: it lapses in %lld ms unless its shards' new holder fires it",

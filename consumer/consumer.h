@@ -29,6 +29,8 @@
  *   trim.c       deleting the rest (DeleteRecords), the listed replicas' ledgers read
  *   apply.c      one job = one transaction on the shard's database (worker threads)
  *   coalesce.c   a batch's increments of one object summed before apply (no I/O)
+ *   consumer_metrics.c  the consumer's metric families, one row each (common/metrics.h
+ *                renders them)
  *   alerts.c, deadletter.c
  *
  * The folders they build on (common/, config/, codec/, store/, control/) are toured in
@@ -49,7 +51,7 @@
 #include "fleet.h"
 #include "health.h"
 #include "kafka.h"
-#include "metrics.h"
+#include "consumer_metrics.h"
 #include "ratelimit.h"
 #include "shardtable.h"
 #include "signals.h"

@@ -120,7 +120,7 @@ static int start(bw_daemon_t *d) {
         consumer.partitions[slot].shard = slot % conf->shard_count;
         consumer.partitions[slot].lane = slot / conf->shard_count;
     }
-    consumer.metrics = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    consumer.metrics = bw_consumer_metrics_new(conf);
     consumer.health = bw_health_new(conf->shard_count, conf->server_cnt, conf->shard_server);
     bw_health_set_limits(consumer.health, conf->pause_after_timeouts, (int64_t)conf->pause_ms * 1000);
     bw_throttle_limits_from_config(conf, &consumer.throttle);

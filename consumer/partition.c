@@ -255,7 +255,7 @@ static void on_lost(int slot, int64_t failed, const char *why) {
         const bw_partition_t *q = &consumer.partitions[bw_config_slot(consumer.conf, lane, shard)];
         if (q->assigned && q->lost_to > q->lost_from) lost += q->lost_to - q->lost_from;
     }
-    bw_metrics_shard_lost(consumer.metrics, shard, lost);
+    bw_metrics_set(consumer.metrics, BW_CM_LOST_MESSAGES, shard, 0, (double)lost);
     bw_alerts_fire(consumer.alerts, BW_ALERT_DATA_LOST, shard, msg);
     bw_partition_refresh_fetch(slot);
     p->published_applied = -2; /* publish at once */

@@ -36,7 +36,7 @@ void bw_progress_applied(bw_job_t *j, int64_t now) {
                  (unsigned long long)res->rows_failed);
         bw_partition_note_error(j->shard, bw_fail_name(BW_FAIL_DATA), msg);
         /* counted once committed: a rolled-back attempt is not counted twice */
-        bw_metrics_shard_error(consumer.metrics, j->shard, BW_FAIL_DATA, res->rows_failed);
+        bw_metrics_add(consumer.metrics, BW_CM_ERRORS, j->shard, BW_FAIL_DATA, res->rows_failed);
     }
     sh->dead_letters += res->rows_failed + res->messages_undecodable;
     if (res->rows_failed) { /* the status's recent dead letters: the job to look at */
@@ -49,10 +49,10 @@ void bw_progress_applied(bw_job_t *j, int64_t now) {
         snprintf(d->reason, sizeof(d->reason), "%s", res->failure_reason);
     }
     if (res->messages_undecodable)
-        bw_metrics_shard_error(consumer.metrics, j->shard, BW_FAIL_DECODE, res->messages_undecodable);
-    bw_metrics_shard_statements(consumer.metrics, j->shard, res->statements);
-    bw_metrics_shard_applied(consumer.metrics, j->shard, res->rows_applied, res->rows_failed, res->messages_skipped,
-                             res->messages_duplicate, res->dead_letters, now - j->started_us);
+        bw_metrics_add(consumer.metrics, BW_CM_ERRORS, j->shard, BW_FAIL_DECODE, res->messages_undecodable);
+    bw_metrics_add(consumer.metrics, BW_CM_STATEMENTS, j->shard, 0, res->statements);
+    bw_consumer_metrics_applied(consumer.metrics, j->shard, res->rows_applied, res->rows_failed, res->messages_skipped,
+                                res->messages_duplicate, res->dead_letters, now - j->started_us);
     /* progress resolves the stall at once; with lanes, check_stall decides (another lane
      * of the shard may still be stuck) */
     if (consumer.conf->lane_cnt == 1) bw_alerts_resolve(consumer.alerts, BW_ALERT_NO_PROGRESS, j->shard);
@@ -221,7 +221,7 @@ void bw_progress_update_gauges(void) {
     for (int s = 0; s < consumer.slot_count; s++) { /* each lane's partition: its lag */
         bw_partition_t *p = &consumer.partitions[s];
         if (!p->assigned) {
-            if (consumer.conf->lane_cnt > 1) bw_metrics_lane(consumer.metrics, s, 0, 0, 0);
+            if (consumer.conf->lane_cnt > 1) bw_consumer_metrics_lane(consumer.metrics, s, 0, 0, 0);
             continue;
         }
         int64_t lo = -1, hi = -1, lag = (int64_t)p->len;
@@ -238,7 +238,7 @@ void bw_progress_update_gauges(void) {
         else if (!p->lagging_since_ms) p->lagging_since_ms = now_ms;
         if (hi >= 0) p->high = hi;
         if (lo >= 0) p->low = lo;
-        if (consumer.conf->lane_cnt > 1) bw_metrics_lane(consumer.metrics, s, 1, lag, p->statements);
+        if (consumer.conf->lane_cnt > 1) bw_consumer_metrics_lane(consumer.metrics, s, 1, lag, p->statements);
     }
     pthread_mutex_unlock(&watermarks.mu);
     for (int s = 0; s < consumer.conf->shard_count; s++) { /* each shard: over its lanes */
@@ -251,10 +251,9 @@ void bw_progress_update_gauges(void) {
         }
         /* each gauge reads its own reason: a shard paused by the throttle is not "buffer full" */
         bw_gate_t reasons = bw_gate_shard(s, now_us);
-        bw_metrics_shard_state(consumer.metrics, s, sh->rl.rate, (reasons & BW_GATE_BIT(BW_GATE_PAUSED)) != 0,
-                               (reasons & BW_GATE_BIT(BW_GATE_BUFFER_FULL)) != 0, lag);
-        bw_metrics_shard_held(consumer.metrics, s, (reasons & BW_GATE_HELD) != 0);
-        bw_metrics_shard_row_rate(consumer.metrics, s, sh->rl_rows.rate);
+        bw_consumer_metrics_shard(consumer.metrics, s, sh->rl.rate, sh->rl_rows.rate,
+                                  (reasons & BW_GATE_BIT(BW_GATE_PAUSED)) != 0,
+                                  (reasons & BW_GATE_BIT(BW_GATE_BUFFER_FULL)) != 0, (reasons & BW_GATE_HELD) != 0, lag);
         check_backlog_age(s, now_ms);
         check_stall(s, reasons, now_ms);
     }

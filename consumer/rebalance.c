@@ -195,7 +195,7 @@ static void forget_servers_not_held(void) {
         for (int s = sv->first_shard; s <= sv->last_shard && !held; s++) held = consumer.shards[s].assigned_lanes > 0;
         if (held || !bw_health_forget_server(consumer.health, v)) continue;
         bw_info(COMPONENT, "server %s: none of its shards is held here any more; no longer reported down here", sv->name);
-        bw_metrics_server_down(consumer.metrics, v, 0);
+        bw_metrics_set(consumer.metrics, BW_CM_SERVER_DOWN, v, 0, 0);
         /* as long as the new holder takes to fire it: its failed ledger reads, pause_ms
          * apart, each up to a connect timeout, after the group settles */
         const bw_config_t *c = consumer.conf;
@@ -227,7 +227,7 @@ static void seed_from_status(int shard, int64_t now_us) {
     if (h.throttle) {
         sh->throttle = h.t;
         sh->throttle_paused = bw_throttle_paused(&consumer.throttle, &sh->throttle);
-        bw_metrics_shard_throttle(consumer.metrics, shard, (int)h.t.state, h.t.rate);
+        bw_consumer_metrics_throttle(consumer.metrics, shard, (int)h.t.state, h.t.rate);
         char since[32];
         time_t secs = (time_t)(h.t.since_ms / 1000);
         struct tm tm;
@@ -237,7 +237,7 @@ static void seed_from_status(int shard, int64_t now_us) {
     }
     if (h.held) {
         bw_health_seed_shard(consumer.health, shard, h.stopped, h.probe_at_us);
-        bw_metrics_shard_held(consumer.metrics, shard, 1);
+        bw_metrics_set(consumer.metrics, BW_CM_UNHEALTHY, shard, 0, 1);
         const char *last = h.n_errors ? h.errors[h.n_errors - 1].message : "held by its previous consumer";
         bw_alerts_fire(consumer.alerts, h.stopped ? BW_ALERT_STOPPED : BW_ALERT_UNHEALTHY, shard, last);
         SAY("%sstays held (%s); its probe in %lld ms", n ? "; " : "", h.stopped ? "stopped" : "unhealthy",
@@ -277,7 +277,7 @@ static void assign_partitions(rd_kafka_topic_partition_list_t *l) {
                 sh->assigned_lanes = 1;
                 bw_ratelimit_init(&sh->rl, consumer.conf->shard_rate[p->shard], now);
                 bw_ratelimit_init(&sh->rl_rows, consumer.conf->shard_row_rate[p->shard], now);
-                bw_metrics_shard_lost(consumer.metrics, p->shard, 0);
+                bw_metrics_set(consumer.metrics, BW_CM_LOST_MESSAGES, p->shard, 0, 0);
                 seed_from_status(p->shard, now); /* ... but for what its last holder handed over */
             }
         }
@@ -362,7 +362,7 @@ static void revoke_partitions(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *l
         for (int k = 0; k < BW_ALERT_KINDS; k++)
             if (k != BW_ALERT_SERVER_DOWN && k != BW_ALERT_SIGNAL_UNKNOWN && k != BW_ALERT_TRIM_HELD) /* per server */
                 bw_alerts_resolve(consumer.alerts, (bw_alert_kind_t)k, p->shard);
-        bw_metrics_shard_forget(consumer.metrics, p->shard);
+        bw_metrics_assigned(consumer.metrics, BW_METRIC_PER_SHARD, p->shard, 0);
     }
     free(shards);
     bw_scheduler_apply_budgets(bw_now_us()); /* fewer shards held: smaller shares of their servers' budgets */

@@ -180,7 +180,7 @@ void bw_scheduler_on_health(int shard, unsigned changed, bw_fail_t fail, const c
         bw_alerts_fire(consumer.alerts, BW_ALERT_UNHEALTHY, shard, error); /* again: it carries the latest error */
     if (changed & BW_HEALTH_SHARD_STOPPED) bw_alerts_fire(consumer.alerts, BW_ALERT_STOPPED, shard, error);
     if (changed & (BW_HEALTH_SHARD_HELD | BW_HEALTH_SHARD_STOPPED | BW_HEALTH_SHARD_FREED)) /* at once, not at the next gauges */
-        bw_metrics_shard_held(consumer.metrics, shard, (bw_gate_shard(shard, bw_now_us()) & BW_GATE_HELD) != 0);
+        bw_metrics_set(consumer.metrics, BW_CM_UNHEALTHY, shard, 0, (bw_gate_shard(shard, bw_now_us()) & BW_GATE_HELD) != 0);
     if (changed & BW_HEALTH_SHARD_FREED) {
         bw_alerts_resolve(consumer.alerts, BW_ALERT_UNHEALTHY, shard);
         bw_alerts_resolve(consumer.alerts, BW_ALERT_STOPPED, shard);
@@ -193,7 +193,7 @@ void bw_scheduler_on_health(int shard, unsigned changed, bw_fail_t fail, const c
         bw_alerts_fire_server(consumer.alerts, server, error);
     if (changed & (BW_HEALTH_SERVER_DOWN | BW_HEALTH_SERVER_UP)) {
         int down = (changed & BW_HEALTH_SERVER_DOWN) != 0;
-        bw_metrics_server_down(consumer.metrics, server, down);
+        bw_metrics_set(consumer.metrics, BW_CM_SERVER_DOWN, server, 0, down);
         if (!down) bw_alerts_resolve_server(consumer.alerts, server);
         for (int s = sv->first_shard; s <= sv->last_shard; s++) bw_partition_refresh_shard(s);
     }
@@ -209,8 +209,8 @@ static void retry_later(bw_job_t *j, bw_fail_t fail, int64_t now) {
     if (p->backoff_us > max) p->backoff_us = max;
     int64_t jitter = (int64_t)(rand() % 1000) * p->backoff_us / 4000; /* up to +25% */
     p->ready_at_us = now + p->backoff_us + jitter;
-    bw_metrics_shard_error(consumer.metrics, j->shard, fail, 1);
-    bw_metrics_shard_retry(consumer.metrics, j->shard);
+    bw_metrics_add(consumer.metrics, BW_CM_ERRORS, j->shard, (int)fail, 1);
+    bw_metrics_add(consumer.metrics, BW_CM_RETRIES, j->shard, 0, 1);
     bw_partition_note_error(j->shard, bw_fail_name(fail), j->res.error);
     if (fail != BW_FAIL_STOP)
         bw_log(BW_LOG_WARN, COMPONENT, j->shard, NULL, "batch not applied, retrying in %lld ms: %s",
@@ -238,11 +238,11 @@ static void applied(bw_job_t *j) {
         return;
     }
     bw_fail_t fail = j->res.status == BW_APPLY_OK ? BW_FAIL_NONE : j->res.fail;
-    if (j->res.reconnects) bw_metrics_shard_reconnects(consumer.metrics, j->shard, j->res.reconnects);
+    if (j->res.reconnects) bw_metrics_add(consumer.metrics, BW_CM_RECONNECTS, j->shard, 0, j->res.reconnects);
     if (fail == BW_FAIL_NONE && j->res.rows_coalesced)
-        bw_metrics_shard_coalesced(consumer.metrics, j->shard, j->res.rows_coalesced);
+        bw_metrics_add(consumer.metrics, BW_CM_INCREMENTS_COALESCED, j->shard, 0, j->res.rows_coalesced);
     if (fail == BW_FAIL_NONE && j->res.ops_cancelled)
-        bw_metrics_shard_cancelled(consumer.metrics, j->shard, j->res.ops_cancelled);
+        bw_metrics_add(consumer.metrics, BW_CM_OPS_CANCELLED, j->shard, 0, j->res.ops_cancelled);
     unsigned changed = bw_health_report(consumer.health, j->shard, fail, j->probe, now);
     if (fail == BW_FAIL_NONE) {
         bw_partition_drop_head(j->slot, j->cnt);
@@ -361,7 +361,8 @@ void bw_scheduler_server_budget(int v, double rate, double row_rate, int64_t now
     consumer.budgeted += limited - sv->limited;
     sv->limited = limited;
     if (consumer.metrics) /* only the kinds of budget the server has */
-        bw_metrics_server_budget(consumer.metrics, v, rate > 0 ? share : -1, row_rate > 0 ? share_rows : -1);
+        bw_consumer_metrics_budget(consumer.metrics, v, rate > 0 ? share : BW_METRICS_UNSET,
+                                   row_rate > 0 ? share_rows : BW_METRICS_UNSET);
 }
 
 void bw_scheduler_apply_budgets(int64_t now) {
@@ -390,7 +391,7 @@ static void throttle_off(int64_t now) {
         if (was_paused) bw_partition_refresh_shard(s);
     }
     for (int v = 0; v < consumer.conf->server_cnt; v++) bw_alerts_resolve(consumer.alerts, BW_ALERT_SIGNAL_UNKNOWN, v);
-    bw_metrics_throttle_off(consumer.metrics);
+    bw_metrics_switch(consumer.metrics, BW_CONSUMER_METRICS_THROTTLE, 0);
 }
 
 void bw_scheduler_throttle_tick(int64_t now) {
@@ -453,8 +454,8 @@ void bw_scheduler_throttle_tick(int64_t now) {
             int known = server[v][k].at_us && now - server[v][k].at_us <= l->stale_us;
             /* no replicas, no lag signal: not shown, rather than unknown forever */
             int used = k != BW_SIGNAL_REPLICATION_LAG || consumer.conf->servers[v].replica_cnt;
-            bw_metrics_server_signal(consumer.metrics, v, k, known ? server[v][k].value : NAN,
-                                     used ? l->limits[k].threshold : 0);
+            bw_consumer_metrics_signal(consumer.metrics, v, k, known ? server[v][k].value : NAN,
+                                       used ? l->limits[k].threshold : 0);
         }
     }
     for (int s = 0; s < consumer.conf->shard_count; s++) {
@@ -491,11 +492,11 @@ void bw_scheduler_throttle_tick(int64_t now) {
             p->throttle_paused = paused;
             bw_partition_refresh_shard(s);
         }
-        bw_metrics_shard_throttle(consumer.metrics, s, (int)p->throttle.state,
+        bw_consumer_metrics_throttle(consumer.metrics, s, (int)p->throttle.state,
                                   p->throttle.state == BW_THROTTLE_RUNNING ? p->cap_rate : p->throttle.rate);
     }
     for (int v = 0; v < nsv; v++)
-        bw_metrics_server_signal(consumer.metrics, v, BW_SIGNAL_LATENCY, latency[v], l->limits[BW_SIGNAL_LATENCY].threshold);
+        bw_consumer_metrics_signal(consumer.metrics, v, BW_SIGNAL_LATENCY, latency[v], l->limits[BW_SIGNAL_LATENCY].threshold);
     free(server);
     free(latency);
 }

@@ -315,10 +315,12 @@ void bw_trim_report(int64_t now_ms) {
                 held = 1;
                 if (p->applied > p->low && p->low >= 0) kept += p->applied - p->low;
             }
-        bw_metrics_server_kept(consumer.metrics, v, held && !consumer.retention.embedded ? kept : -1);
+        bw_metrics_set(consumer.metrics, BW_CM_KEPT_MESSAGES, v, 0,
+                       held && !consumer.retention.embedded ? (double)kept : BW_METRICS_UNSET);
         /* nothing is deleted (consumer.delete_applied_interval_ms 0): nothing is held back either */
         if (!trim.reader || !sv->replica_cnt || !conf->delete_applied_interval_ms) {
-            for (int r = 0; r < sv->replica_cnt; r++) bw_metrics_replica_unread(consumer.metrics, v, r, -1);
+            for (int r = 0; r < sv->replica_cnt; r++)
+                bw_metrics_set(consumer.metrics, BW_CM_REPLICA_UNREAD_SECONDS, v, r, BW_METRICS_UNSET);
             bw_alerts_resolve(consumer.alerts, BW_ALERT_TRIM_HELD, v);
             continue;
         }
@@ -328,7 +330,8 @@ void bw_trim_report(int64_t now_ms) {
         for (int r = 0; r < sv->replica_cnt; r++) {
             const replica_t *rp = &trim.servers[v].replicas[r];
             int64_t unread_ms = rp->failing_since_ms ? now_ms - (rp->read_ms ? rp->read_ms : rp->failing_since_ms) : 0;
-            bw_metrics_replica_unread(consumer.metrics, v, r, held ? (double)unread_ms / 1000.0 : -1);
+            bw_metrics_set(consumer.metrics, BW_CM_REPLICA_UNREAD_SECONDS, v, r,
+                           held ? (double)unread_ms / 1000.0 : BW_METRICS_UNSET);
             if (rp->failing_since_ms && unread_ms > worst_ms) {
                 worst_ms = unread_ms;
                 snprintf(worst, sizeof(worst), "the ledger of replica %s has not been read for %" PRId64 " s (%s): "

@@ -50,7 +50,7 @@ static int start(bw_daemon_t *d) {
         !(proxy.shards = bw_shard_table_start(conf, d->brokers, &(bw_status_hook_t){bw_backlog_on_status, proxy.backlog},
                                               err, sizeof(err))))
         return bw_error(COMPONENT, "jobs, control and status topics: %s", err), -1;
-    proxy.metrics = bw_metrics_new(conf, BW_METRICS_PROXY);
+    proxy.metrics = bw_metrics_new(conf, &bw_proxy_metrics);
     bw_quota_set_metrics(proxy.quota, proxy.metrics); /* before the first fleet turn */
     bw_producers_run();
     bw_release_start(); /* held (scheduled, dependent) batches, when they are due */

@@ -56,7 +56,7 @@ static void *poller_main(void *arg) {
     bw_producer_t *pr = arg;
     while (atomic_load(&proxy.run_poller) && !atomic_load(&pr->stop)) {
         if (atomic_exchange(&pr->send_now, 0)) {
-            bw_metrics_linger_flush(proxy.metrics);
+            bw_metrics_add(proxy.metrics, BW_PM_LINGER_FLUSHES, 0, 0, 1);
             rd_kafka_flush(pr->rk, pr->linger_ms);
         } else {
             rd_kafka_poll(pr->rk, 100);
@@ -195,7 +195,7 @@ int bw_producers_recover(void) {
         producer_run(i);
         atomic_store(&pr->fatal, 0);
         pthread_rwlock_unlock(&proxy.producers_lock);
-        bw_metrics_producer_rebuilt(proxy.metrics);
+        bw_metrics_add(proxy.metrics, BW_PM_PRODUCERS_REBUILT, 0, 0, 1);
         bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "producer %d rebuilt after its fatal error (%lld ms)", i,
                (long long)(bw_now_us() - started) / 1000);
         rebuilt++;

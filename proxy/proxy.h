@@ -16,6 +16,7 @@
  *   jobs.c       the jobs topic read into an index: receipts, named jobs, held records
  *   job_status.c what the shards made of a job: its status, its failures
  *   changes.c    every write to the control topic, one way (lock, read, build, produce, read back)
+ *   proxy_metrics.c  the proxy's metric families, one row each (common/metrics.h renders them)
  *   backlog.c, quota.c, auth.c, tls.c, admin.c
  *
  * The folders they build on (common/, config/, codec/, store/, control/, batcher/) are
@@ -39,7 +40,7 @@
 #include "job_status.h"
 #include "jobs.h"
 #include "kafka.h"
-#include "metrics.h"
+#include "proxy_metrics.h"
 #include "quota.h"
 #include "shardtable.h"
 #include "tls.h"

@@ -8,6 +8,7 @@
 
 #include "fleet.h"
 #include "log.h"
+#include "proxy_metrics.h"
 #include "ratelimit.h"
 
 /* One rate of a client: ops or bytes. */
@@ -30,6 +31,8 @@ typedef struct budget {
 } budget_t;
 
 #define BUCKETS 256
+
+const char *const bw_quota_kind_names[BW_QUOTA_KINDS] = {"ops_per_second", "bytes_per_second", "jobs_in_flight"};
 
 /* @locks mu guards every budget; the demand records: the fleet turn's thread only */
 struct bw_quota {
@@ -279,9 +282,16 @@ void bw_quota_fleet_read(bw_quota_t *q, const char *self, Bulkwrite__V1__FleetMe
                 bw_log(BW_LOG_INFO, "quota", -1, NULL, "client \"%s\": its quota is shared by %zu live prox%s", b->client,
                        cnt, cnt == 1 ? "y (this one: all of it)" : "ies");
             b->sharers = (int)cnt;
-            if (q->metrics) /* lock order: quota, then metrics */
-                bw_metrics_client_quota_share(q->metrics, b->client, b->ops.limit > 0 ? b->ops.share : -1,
-                                              b->bytes.limit > 0 ? b->bytes.share : -1);
+            if (q->metrics) { /* lock order: quota, then metrics */
+                int i = bw_metrics_client(q->metrics, b->client);
+                bw_metrics_change_t c[] = {
+                    {BW_PM_CLIENT_QUOTA_SHARE, i, BW_QUOTA_OPS, BW_METRICS_SET,
+                     b->ops.limit > 0 ? b->ops.share : BW_METRICS_UNSET},
+                    {BW_PM_CLIENT_QUOTA_SHARE, i, BW_QUOTA_BYTES, BW_METRICS_SET,
+                     b->bytes.limit > 0 ? b->bytes.share : BW_METRICS_UNSET},
+                };
+                bw_metrics_change(q->metrics, c, 2);
+            }
         }
     pthread_mutex_unlock(&q->mu);
     free(ops);

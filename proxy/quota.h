@@ -46,6 +46,10 @@ typedef struct {
 
 typedef struct bw_quota bw_quota_t;
 
+/* The quotas of a client, as the label quota="..." of its metrics names them. */
+typedef enum { BW_QUOTA_OPS, BW_QUOTA_BYTES, BW_QUOTA_JOBS, BW_QUOTA_KINDS } bw_quota_kind_t;
+extern const char *const bw_quota_kind_names[BW_QUOTA_KINDS]; /* "ops_per_second", … */
+
 bw_quota_t *bw_quota_new(void);
 /* Each fleet read sets bulkwrite_proxy_client_quota_share in m (NULL: none). */
 void bw_quota_set_metrics(bw_quota_t *q, bw_metrics_t *m);

@@ -227,7 +227,7 @@ static size_t release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, 
     for (size_t k = 0; k < n; k++)
         if (!out_of_held[k]) out.held[out.n_held++] = rec->held[k];
     if (!out.n_held) out.released_at_ms = bw_wall_ms();
-    if (released) bw_metrics_batches_released(proxy.metrics, released);
+    if (released) bw_metrics_add(proxy.metrics, BW_PM_HELD_BATCHES_RELEASED, 0, 0, released);
     if (released && write_record(rec->job_id, &out) == 0 && !out.n_held) *emptied = 1;
     if (released && !out.n_held)
         bw_log(BW_LOG_INFO, COMPONENT, -1, rec->job_id, "released %zu held batches into their shards%s", released,

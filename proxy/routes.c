@@ -34,7 +34,7 @@ enum MHD_Result bw_reply_error_with(struct MHD_Connection *c, unsigned status, c
         else bw_buf_append(&b, p, 1);
     }
     bw_buf_puts(&b, "\"}\n");
-    bw_metrics_count_status(proxy.metrics, status);
+    bw_metrics_add(proxy.metrics, BW_PM_REQUESTS, (int)status, 0, 1);
     return bw_daemon_reply_with(c, status, "application/json", b.data, b.len, 1, header, value);
 }
 
@@ -86,7 +86,7 @@ static unsigned authorize(struct MHD_Connection *c, bw_listener_t on, const char
     caller_address(c, from, sizeof(from));
     bw_log(st == 403 ? BW_LOG_INFO : BW_LOG_DEBUG, COMPONENT, -1, NULL, "%u for %s %.200s from %s: %s", st, method, url,
            from, why);
-    if (st == 403) bw_metrics_client_refused(proxy.metrics, (*client)->name, 1, 0);
+    if (st == 403) bw_proxy_metrics_client_refused(proxy.metrics, (*client)->name, 1, 0);
     return st;
 }
 
@@ -499,8 +499,7 @@ static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const
     case BW_EP_METRICS: {
         bw_jobs_stats_t js;
         bw_jobs_stats(proxy.jobs, &js);
-        bw_metrics_jobs_index(proxy.metrics, js.entries, js.bytes, js.max_bytes, js.evicted, js.found_in_topic);
-        bw_metrics_held_records(proxy.metrics, js.held);
+        bw_proxy_metrics_jobs(proxy.metrics, &js);
     } /* fall through */
     case BW_EP_HEALTHZ:
     case BW_EP_READYZ: bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret); return ret;

@@ -129,7 +129,7 @@ static unsigned admit_request(submit_t *s) {
     if (!bw_auth_allows_lane(client, s->lane)) {
         char lanes[BW_LANES_MAX * 36];
         bw_auth_lanes_text(client, proxy.conf, lanes, sizeof(lanes));
-        bw_metrics_client_refused(proxy.metrics, client->name, 1, 0);
+        bw_proxy_metrics_client_refused(proxy.metrics, client->name, 1, 0);
         return stop(s, MHD_HTTP_FORBIDDEN, "forbidden: client \"%s\" may not use lane \"%s\" (its lanes: %s)",
                     client->name, proxy.conf->lanes[s->lane].name, lanes);
     }
@@ -138,7 +138,7 @@ static unsigned admit_request(submit_t *s) {
     int retry_after_s;
     if (bw_quota_admit(proxy.quota, client->name, &client->quota, (double)req->n_ops, (double)s->up->len, bw_now_us(),
                        &kind, &retry_after_s, s->err, sizeof(s->err))) {
-        bw_metrics_client_over_quota(proxy.metrics, client->name, kind);
+        bw_metrics_add(proxy.metrics, BW_PM_CLIENT_OVER_QUOTA, bw_metrics_client(proxy.metrics, client->name), (int)kind, 1);
         s->header = MHD_HTTP_HEADER_RETRY_AFTER;
         snprintf(s->header_value, sizeof(s->header_value), "%d", retry_after_s);
         return s->status = MHD_HTTP_TOO_MANY_REQUESTS;
@@ -305,7 +305,7 @@ static void validate(submit_t *s) {
     s->routes = bw_arena_alloc(&s->arena, s->req->n_ops * sizeof(*s->routes));
     s->rejected_cnt = bw_request_validate(proxy.conf, s->req, s->fmt, &s->arena, s->routes, &s->rejected);
     s->scope_cnt = bw_auth_refuse_ops(s->up->client, s->req, s->routes, &s->rejected, &s->rejected_cnt, &s->arena);
-    if (s->scope_cnt) bw_metrics_client_refused(proxy.metrics, s->client, 0, s->scope_cnt);
+    if (s->scope_cnt) bw_proxy_metrics_client_refused(proxy.metrics, s->client, 0, s->scope_cnt);
 }
 
 /* The valid ops, as one message per (shard, op type) run (batcher.h). */
@@ -355,7 +355,7 @@ static void admit_messages(submit_t *s) {
         s->full_reason[i] = NULL;
         if (taken[i]) {
             s->fate[i] = BW_MSG_TAKEN_BEFORE;
-            bw_metrics_parts_taken_before(proxy.metrics, 1);
+            bw_metrics_add(proxy.metrics, BW_PM_PARTS_TAKEN_BEFORE, 0, 0, 1);
         } else if (!refused[m->shard] && bw_backlog_admit(proxy.backlog, bw_config_slot(proxy.conf, lane, m->shard),
                                                           bw_producers_message_bytes(m), deadline, &v)) {
             s->fate[i] = BW_MSG_PRODUCE;
@@ -373,7 +373,7 @@ static void admit_messages(submit_t *s) {
             s->fate[i] = BW_MSG_BACKLOG_FULL;
             s->full_reason[i] = refused[m->shard];
             s->backlog_ops += m->op_cnt;
-            bw_metrics_backlog_refused(proxy.metrics, m->shard, m->op_cnt);
+            bw_metrics_add(proxy.metrics, BW_PM_BACKLOG_REFUSED_OPS, m->shard, 0, m->op_cnt);
         }
     }
 }
@@ -588,11 +588,11 @@ static enum MHD_Result reply(submit_t *s) {
                       : s->accepted                   ? MHD_HTTP_ACCEPTED
                       : s->scope_cnt == s->req->n_ops ? MHD_HTTP_FORBIDDEN
                                                       : MHD_HTTP_UNPROCESSABLE_CONTENT;
-    if (s->client) bw_metrics_client_accepted(proxy.metrics, s->client, s->accepted, s->up->len);
+    if (s->client) bw_proxy_metrics_client_accepted(proxy.metrics, s->client, s->accepted, s->up->len);
     char *body;
     size_t body_len;
     bw_response_encode(s->fmt, s->named_job[0] ? s->named_job : s->job_id, s->accepted, s->all, s->all_cnt, &body, &body_len);
-    bw_metrics_count_request(proxy.metrics, status, s->accepted, s->all_cnt - s->failed_ops - s->backlog_ops,
+    bw_proxy_metrics_request(proxy.metrics, status, s->accepted, s->all_cnt - s->failed_ops - s->backlog_ops,
                              s->failed_ops, s->set.msg_cnt, bw_now_us() - s->started_us);
     bw_log(BW_LOG_DEBUG, COMPONENT, -1, s->job_id, "%zu ops: %u accepted in %zu messages, %zu rejected, %zu for a full "
            "backlog", s->req->n_ops, s->accepted, s->set.msg_cnt, s->all_cnt, s->backlog_ops);

@@ -199,13 +199,12 @@ const char *bw_db_error_what(unsigned int err) {
     return bw_db_error_is_client(err) ? "connection error" : "server error";
 }
 
-const char *bw_fail_name(bw_fail_t f) {
-    static const char *const names[BW_FAIL_CLASSES] = {
-        [BW_FAIL_NONE] = "none", [BW_FAIL_RETRY] = "retryable", [BW_FAIL_TIMEOUT] = "timeout",
-        [BW_FAIL_CONNECTION] = "connection", [BW_FAIL_DATA] = "data", [BW_FAIL_DECODE] = "decode",
-        [BW_FAIL_STOP] = "stop"};
-    return (unsigned)f < BW_FAIL_CLASSES ? names[f] : "unknown";
-}
+const char *const bw_fail_names[BW_FAIL_CLASSES] = {
+    [BW_FAIL_NONE] = "none", [BW_FAIL_RETRY] = "retryable", [BW_FAIL_TIMEOUT] = "timeout",
+    [BW_FAIL_CONNECTION] = "connection", [BW_FAIL_DATA] = "data", [BW_FAIL_DECODE] = "decode",
+    [BW_FAIL_STOP] = "stop"};
+
+const char *bw_fail_name(bw_fail_t f) { return (unsigned)f < BW_FAIL_CLASSES ? bw_fail_names[f] : "unknown"; }
 
 static void column_sql(const bw_column_t *c, bw_buf_t *out) {
     bw_buf_printf(out, ", `%s` ", c->name);

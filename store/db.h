@@ -61,6 +61,7 @@ typedef enum {
 } bw_fail_t;
 
 /* "none", "retryable", "timeout", "connection", "data", "decode", "stop". */
+extern const char *const bw_fail_names[BW_FAIL_CLASSES];
 const char *bw_fail_name(bw_fail_t f);
 /* The class of a MySQL error number (never BW_FAIL_NONE or BW_FAIL_DECODE). */
 bw_fail_t bw_db_error_class(unsigned int err);

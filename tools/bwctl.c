@@ -57,7 +57,9 @@
 #include "config.h"
 #include "db.h"
 #include "endpoints.h"
+#include "consumer_metrics.h"
 #include "metrics.h"
+#include "proxy_metrics.h"
 #include "ratelimit.h"
 #include "tls.h"
 #include "token.h"
@@ -1404,22 +1406,23 @@ static int read_text(const char *path, bw_buf_t *text) {
     return 0;
 }
 
-/* bwctl metrics-doc [FILE]: the metric list from the table in common/metrics.c. */
+/* bwctl metrics-doc [FILE]: the metric list from the daemons' tables (proxy_metrics.c, consumer_metrics.c). */
 static int metrics_doc(int argc, char **argv) {
     if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
         fputs("usage: bwctl metrics-doc [FILE]\n  prints the metric list of docs/api.md; with FILE, FILE with the list\n"
               "  between its generated markers replaced\n", argc > 2 ? stderr : stdout);
         return argc > 2 ? 2 : 0;
     }
+    static const bw_metrics_table_t *const tables[] = {&bw_proxy_metrics, &bw_consumer_metrics};
     bw_buf_t out, text;
     bw_buf_init(&out);
     bw_buf_init(&text);
     int rc = 0;
     if (argc == 1) {
-        bw_metrics_doc(&out);
+        bw_metrics_doc(tables, 2, &out);
     } else if (read_text(argv[1], &text)) {
         rc = 1;
-    } else if (bw_metrics_doc_splice(text.data, &out)) {
+    } else if (bw_metrics_doc_splice(text.data, tables, 2, &out)) {
         fprintf(stderr, "bwctl: %s: no generated metric list (its two marker lines) to replace\n", argv[1]);
         rc = 1;
     }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "alerts.h"
+#include "consumer_metrics.h"
 #include "helpers.h"
 
 static json_t *body_of(bw_alerts_t *a, int shard) {
@@ -27,9 +28,9 @@ static int is_rfc3339(const char *s) {
 
 START_TEST(firing_then_resolved) {
     bw_config_t *conf = t_ref_config(); /* no webhook: no thread, the body is built all the same */
-    bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    bw_metrics_t *m = bw_consumer_metrics_new(conf);
     bw_alerts_t *a = bw_alerts_new(conf, m, "http://127.0.0.1:18081/metrics");
-    bw_metrics_shard_state(m, 5, 0, 0, 0, 0); /* the consumer holds shard 5: its gauges show */
+    bw_metrics_assigned(m, BW_METRIC_PER_SHARD, 5, 1); /* the consumer holds shard 5: its gauges show */
     ck_assert(!bw_alerts_firing(a, BW_ALERT_UNHEALTHY, 5));
     bw_alerts_fire(a, BW_ALERT_UNHEALTHY, 5, "statement on db00005: Lock wait timeout exceeded (1205)");
     ck_assert(bw_alerts_firing(a, BW_ALERT_UNHEALTHY, 5));
@@ -161,7 +162,7 @@ START_TEST(concurrent_alerts_reach_the_webhook) {
     char url[128];
     snprintf(url, sizeof(url), "webhook_url = \"http://127.0.0.1:%u/api/v2/alerts\";", port);
     bw_config_t *conf = t_conf_variant_load("webhook_url = \"\";", url);
-    bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    bw_metrics_t *m = bw_consumer_metrics_new(conf);
     racing = bw_alerts_new(conf, m, "http://127.0.0.1:1/metrics");
     pthread_t th[4];
     for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, flapper, (void *)(intptr_t)(i + 2));
@@ -197,7 +198,7 @@ static long seconds_of(const char *rfc3339) { /* 2026-11-30T09:13:21.757Z, UTC *
  * no shard; it goes with the same metrics and the same firing/resolved contract. */
 START_TEST(server_alert_names_the_server) {
     bw_config_t *conf = t_ref_config();
-    bw_metrics_t *m = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    bw_metrics_t *m = bw_consumer_metrics_new(conf);
     bw_alerts_t *a = bw_alerts_new(conf, m, "http://127.0.0.1:18081/metrics");
     bw_alerts_fire_server(a, 1, "connect to mysql-b (127.0.0.1:13307): Connection refused");
     ck_assert(bw_alerts_firing(a, BW_ALERT_SERVER_DOWN, 1));

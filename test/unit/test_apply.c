@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "apply.h"
+#include "consumer_metrics.h"
 #include "db.h"
 #include "deadletter.h"
 #include "helpers.h"
@@ -41,7 +42,7 @@ static int setup(void) {
         snprintf(q, sizeof(q), "TRUNCATE TABLE bwapply00000.%s", tables[i]);
         ck_assert_msg(mysql_query(db, q) == 0, "%s: %s", q, mysql_error(db));
     }
-    metrics = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    metrics = bw_consumer_metrics_new(conf);
     bw_applier_init(&ap, conf, metrics, NULL);
     return 1;
 }

@@ -160,7 +160,7 @@ static int gauge(const bw_buf_t *out, const char *name, int shard) {
 START_TEST(buffer_full_reads_the_buffer_alone) {
     setup();
     consumer.rk = mock_consumer();
-    consumer.metrics = bw_metrics_new(consumer.conf, BW_METRICS_CONSUMER);
+    consumer.metrics = bw_consumer_metrics_new(consumer.conf);
     consumer.alerts = bw_alerts_new(consumer.conf, consumer.metrics, "http://127.0.0.1:1/metrics");
     bw_progress_start();
     consumer.shards[1].throttle_paused = 1; /* a signal over its critical level */

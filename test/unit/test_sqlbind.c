@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "apply.h"
+#include "consumer_metrics.h"
 #include "db.h"
 #include "helpers.h"
 #include "shard.h"
@@ -262,7 +263,7 @@ static long long part_count(const char *job, uint32_t part, const char *what) {
  * bytes would fit its MEDIUMBLOB: the proxy's validation refuses it, not the table.) */
 START_TEST(bound_max_lengths_fail_alone) {
     if (!setup()) return;
-    bw_metrics_t *metrics = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    bw_metrics_t *metrics = bw_consumer_metrics_new(conf);
     bw_applier_t ap;
     bw_applier_init(&ap, conf, metrics, NULL);
     size_t emoji_n = 256 * 4, desc_n = 2001, img_n = 65535;
@@ -329,7 +330,7 @@ END_TEST
 START_TEST(bound_duplicate_and_upsert_counts) {
     if (!setup()) return;
     ck_assert(mysql_query(db, "INSERT INTO bwbind00000.pins (id, owner_id, title) VALUES (68719476739, 9, 'old')") == 0);
-    bw_metrics_t *metrics = bw_metrics_new(conf, BW_METRICS_CONSUMER);
+    bw_metrics_t *metrics = bw_consumer_metrics_new(conf);
     bw_applier_t ap;
     bw_applier_init(&ap, conf, metrics, NULL);
     bw_sql_row_t rows[6];
