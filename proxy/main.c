@@ -51,7 +51,7 @@ static int start(bw_daemon_t *d) {
                                               err, sizeof(err))))
         return bw_error(COMPONENT, "jobs, control and status topics: %s", err), -1;
     proxy.metrics = bw_metrics_new(conf, &bw_proxy_metrics);
-    bw_quota_set_metrics(proxy.quota, proxy.metrics); /* before the first fleet turn */
+    bw_quota_on_share(proxy.quota, bw_proxy_metrics_quota_share, proxy.metrics); /* before the first fleet turn */
     bw_producers_run();
     bw_release_start(); /* held (scheduled, dependent) batches, when they are due */
     return 0;

@@ -173,3 +173,13 @@ void bw_proxy_metrics_jobs(bw_metrics_t *m, const bw_jobs_stats_t *js) {
     };
     bw_metrics_change(m, c, sizeof(c) / sizeof(c[0]));
 }
+
+void bw_proxy_metrics_quota_share(void *ud, const char *client, double ops_share, double bytes_share) {
+    bw_metrics_t *m = ud;
+    int i = bw_metrics_client(m, client);
+    bw_metrics_change_t c[] = {
+        {BW_PM_CLIENT_QUOTA_SHARE, i, BW_QUOTA_OPS, BW_METRICS_SET, ops_share >= 0 ? ops_share : BW_METRICS_UNSET},
+        {BW_PM_CLIENT_QUOTA_SHARE, i, BW_QUOTA_BYTES, BW_METRICS_SET, bytes_share >= 0 ? bytes_share : BW_METRICS_UNSET},
+    };
+    bw_metrics_change(m, c, 2);
+}

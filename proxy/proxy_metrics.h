@@ -51,6 +51,9 @@ void bw_proxy_metrics_client_accepted(bw_metrics_t *m, const char *client, uint6
  * outside its scopes. */
 void bw_proxy_metrics_client_refused(bw_metrics_t *m, const char *client, uint64_t requests, uint64_t ops);
 /* The job index (proxy/jobs.h) as of now, and the records that hold batches. */
+/* This proxy's share of a client's ops and bytes quotas (a bw_quota_share_fn; ud is the
+ * bw_metrics_t): negative hides the series. */
+void bw_proxy_metrics_quota_share(void *ud, const char *client, double ops_share, double bytes_share);
 void bw_proxy_metrics_jobs(bw_metrics_t *m, const bw_jobs_stats_t *js);
 
 #endif

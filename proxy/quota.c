@@ -8,7 +8,6 @@
 
 #include "fleet.h"
 #include "log.h"
-#include "proxy_metrics.h"
 #include "ratelimit.h"
 
 /* One rate of a client: ops or bytes. */
@@ -41,10 +40,14 @@ struct bw_quota {
     int64_t filled_us; /* the last demand interval's end; 0: none yet */
     Bulkwrite__V1__ClientDemand *demand, **demand_ptrs; /* the last fill's, rec points at them */
     size_t demand_cap;
-    bw_metrics_t *metrics; /* the shares go there, or NULL */
+    bw_quota_share_fn share_fn; /* told each share, or NULL */
+    void *share_ud;
 };
 
-void bw_quota_set_metrics(bw_quota_t *q, bw_metrics_t *m) { q->metrics = m; }
+void bw_quota_on_share(bw_quota_t *q, bw_quota_share_fn fn, void *ud) {
+    q->share_fn = fn;
+    q->share_ud = ud;
+}
 
 bw_quota_t *bw_quota_new(void) {
     bw_quota_t *q = calloc(1, sizeof(*q));
@@ -282,16 +285,9 @@ void bw_quota_fleet_read(bw_quota_t *q, const char *self, Bulkwrite__V1__FleetMe
                 bw_log(BW_LOG_INFO, "quota", -1, NULL, "client \"%s\": its quota is shared by %zu live prox%s", b->client,
                        cnt, cnt == 1 ? "y (this one: all of it)" : "ies");
             b->sharers = (int)cnt;
-            if (q->metrics) { /* lock order: quota, then metrics */
-                int i = bw_metrics_client(q->metrics, b->client);
-                bw_metrics_change_t c[] = {
-                    {BW_PM_CLIENT_QUOTA_SHARE, i, BW_QUOTA_OPS, BW_METRICS_SET,
-                     b->ops.limit > 0 ? b->ops.share : BW_METRICS_UNSET},
-                    {BW_PM_CLIENT_QUOTA_SHARE, i, BW_QUOTA_BYTES, BW_METRICS_SET,
-                     b->bytes.limit > 0 ? b->bytes.share : BW_METRICS_UNSET},
-                };
-                bw_metrics_change(q->metrics, c, 2);
-            }
+            if (q->share_fn) /* lock order: quota, then the hook's */
+                q->share_fn(q->share_ud, b->client, b->ops.limit > 0 ? b->ops.share : -1,
+                            b->bytes.limit > 0 ? b->bytes.share : -1);
         }
     pthread_mutex_unlock(&q->mu);
     free(ops);

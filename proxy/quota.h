@@ -36,7 +36,6 @@
 #include <stdint.h>
 
 #include "bulkwrite.pb-c.h"
-#include "metrics.h"
 
 typedef struct {
     double ops_per_second;   /* 0 = no limit */
@@ -51,8 +50,10 @@ typedef enum { BW_QUOTA_OPS, BW_QUOTA_BYTES, BW_QUOTA_JOBS, BW_QUOTA_KINDS } bw_
 extern const char *const bw_quota_kind_names[BW_QUOTA_KINDS]; /* "ops_per_second", … */
 
 bw_quota_t *bw_quota_new(void);
-/* Each fleet read sets bulkwrite_proxy_client_quota_share in m (NULL: none). */
-void bw_quota_set_metrics(bw_quota_t *q, bw_metrics_t *m);
+/* Each fleet read tells fn this proxy's share (0..1] of each client's ops and bytes quotas
+ * (negative: the client has no such quota), under the quota's lock. */
+typedef void (*bw_quota_share_fn)(void *ud, const char *client, double ops_share, double bytes_share);
+void bw_quota_on_share(bw_quota_t *q, bw_quota_share_fn fn, void *ud);
 void bw_quota_free(bw_quota_t *q);
 
 /* Admits a request of `ops` ops and `bytes` bytes from `client` at now_us (monotonic).
