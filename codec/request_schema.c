@@ -61,16 +61,26 @@ static void schema_resolve(bw_schema_t *sc, const ProtobufCMessageDescriptor *pb
     sc->members = members;
     sc->n = n;
     memset(sc->by_number, -1, sizeof(sc->by_number));
+    memset(sc->by_first, -1, sizeof(sc->by_first));
+    sc->lists = 0;
     if (n > BW_SCHEMA_MEMBERS_MAX) abort();
     for (size_t i = 0; i < n; i++) {
         const char *proto = members[i].proto_name ? members[i].proto_name : members[i].name;
         const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field_by_name(pb, proto);
-        if (!fd || !kind_fits(members[i].kind, fd) || fd->id >= BW_SCHEMA_NUMBER_MAX || sc->by_number[fd->id] >= 0) {
+        if (!fd || !kind_fits(members[i].kind, fd) || fd->id >= BW_SCHEMA_NUMBER_MAX || sc->by_number[fd->id] >= 0 ||
+            strlen(members[i].name) > UINT8_MAX) {
             fprintf(stderr, "request_schema.c: member \"%s\" has no fitting field \"%s\" in %s\n", members[i].name,
                     proto, pb->name);
             abort();
         }
         sc->field[i] = fd;
+        sc->offset[i] = fd->offset;
+        sc->name_len[i] = (uint8_t)strlen(members[i].name);
+        sc->next_first[i] = -1;
+        int8_t *last = &sc->by_first[members[i].name[0] & 31]; /* rows of one first byte, in order */
+        while (*last >= 0) last = &sc->next_first[*last];
+        *last = (int8_t)i;
+        if (members[i].kind == BW_MEMBER_NAMES) sc->lists |= 1u << i;
         sc->by_number[fd->id] = (int8_t)i;
     }
 }

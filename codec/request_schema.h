@@ -83,7 +83,13 @@ typedef struct {
     const bw_member_t *members;
     size_t n;
     const ProtobufCFieldDescriptor *field[BW_SCHEMA_MEMBERS_MAX]; /* members[i]'s field of pb */
-    int8_t by_number[BW_SCHEMA_NUMBER_MAX]; /* a field number's row, -1: none (skipped as unknown) */
+    /* for the decoders' hot paths */
+    uint32_t offset[BW_SCHEMA_MEMBERS_MAX];   /* field[i]->offset */
+    uint8_t name_len[BW_SCHEMA_MEMBERS_MAX];  /* strlen(members[i].name) */
+    int8_t by_first[32];                      /* the first row whose name starts with byte c, at c & 31; -1: none */
+    int8_t next_first[BW_SCHEMA_MEMBERS_MAX]; /* the next row after i whose name starts so, -1: none */
+    int8_t by_number[BW_SCHEMA_NUMBER_MAX];   /* a field number's row, -1: none (skipped as unknown) */
+    unsigned lists;                           /* the BW_MEMBER_NAMES rows (bit i: row i) */
 } bw_schema_t;
 
 /* The tables of BatchWriteRequest and of Op (looked up in the descriptors the first time). */
@@ -93,11 +99,9 @@ const bw_schema_t *bw_schema_op(void);
 /* The row named [s, s + len) (JSON), or -1. */
 static inline int bw_schema_lookup(const bw_schema_t *sc, const unsigned char *s, size_t len) {
     if (len == 0) return -1;
-    for (size_t i = 0; i < sc->n; i++) {
-        const char *name = sc->members[i].name;
-        if (name[0] == (char)s[0] && strncmp(name, (const char *)s, len) == 0 && name[len] == '\0') return (int)i;
-    }
-    return -1;
+    int i = sc->by_first[s[0] & 31]; /* then the rows of the same first byte */
+    while (i >= 0 && !(sc->name_len[i] == len && memcmp(sc->members[i].name, s, len) == 0)) i = sc->next_first[i];
+    return i;
 }
 
 /* The row of protobuf field number `number`, or NULL (an unknown field). */
@@ -109,7 +113,7 @@ static inline const bw_member_t *bw_schema_member_of(const bw_schema_t *sc, uint
 
 /* Where message msg (of sc's type) keeps row i's value, and for a repeated member its count. */
 static inline void *bw_schema_value(const bw_schema_t *sc, void *msg, int i) {
-    return (char *)msg + sc->field[i]->offset;
+    return (char *)msg + sc->offset[i];
 }
 static inline size_t *bw_schema_count(const bw_schema_t *sc, void *msg, int i) {
     return (size_t *)((char *)msg + sc->field[i]->quantifier_offset);
