@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+#include "request_schema.h"
+
 /* base64 of data into o (room for 4 * ((len + 2) / 3) + 1), NUL-terminated; returns the end. */
 static char *base64_into(char *o, const void *data, size_t len) {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -50,6 +53,15 @@ static void put_string(bw_buf_t *b, const char *s, size_t len) {
     bw_buf_append(b, "\"", 1);
 }
 
+/* sep, then a member's name of sc's row i and the colon: `,"lane":`. (Names need no
+ * escapes: they are protobuf field names.) */
+static void put_member(bw_buf_t *b, const char *sep, const bw_schema_t *sc, int i) {
+    bw_buf_puts(b, sep);
+    bw_buf_append(b, "\"", 1);
+    bw_buf_puts(b, sc->members[i].name);
+    bw_buf_append(b, "\":", 2);
+}
+
 /* A value as bw_value_json writes it (a double keeps a ".0" as jansson writes it, so it
  * reads back as a double). */
 static void put_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
@@ -68,7 +80,7 @@ static void put_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
         break;
     case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE: {
         size_t room = 4 * ((v->bytes_value.len + 2) / 3) + 1;
-        bw_buf_puts(b, "{\"base64\":\"");
+        bw_buf_puts(b, "{\"" BW_JSON_BASE64 "\":\"");
         bw_buf_reserve(b, room + 2);
         b->len = (size_t)(base64_into(b->data + b->len, v->bytes_value.data, v->bytes_value.len) - b->data);
         bw_buf_puts(b, "\"}");
@@ -80,13 +92,15 @@ static void put_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
 
 void bw_apijson_request(bw_buf_t *out, const char *request_id, const char *lane, Bulkwrite__V1__Op *const *ops,
                         size_t n) {
-    bw_buf_puts(out, "{\"request_id\":");
+    const bw_schema_t *sc = bw_schema_request();
+    put_member(out, "{", sc, BW_REQ_REQUEST_ID);
     put_string(out, request_id, strlen(request_id));
     if (lane && *lane) {
-        bw_buf_puts(out, ",\"lane\":");
+        put_member(out, ",", sc, BW_REQ_LANE);
         put_string(out, lane, strlen(lane));
     }
-    bw_buf_puts(out, ",\"ops\":[");
+    put_member(out, ",", sc, BW_REQ_OPS);
+    bw_buf_append(out, "[", 1);
     for (size_t i = 0; i < n; i++) {
         if (i) bw_buf_append(out, ",", 1);
         bw_apijson_op(out, ops[i]);
@@ -95,22 +109,26 @@ void bw_apijson_request(bw_buf_t *out, const char *request_id, const char *lane,
 }
 
 void bw_apijson_op(bw_buf_t *out, const Bulkwrite__V1__Op *op) {
-    static const char *const words[] = {"?", "create", "update", "upsert", "delete"};
-    bw_buf_puts(out, "{\"op\":\"");
-    bw_buf_puts(out, (unsigned)op->op < 5 ? words[op->op] : "?");
-    bw_buf_puts(out, "\",\"object_type\":");
+    const bw_schema_t *sc = bw_schema_op();
+    put_member(out, "{", sc, BW_OP_OP);
+    bw_buf_append(out, "\"", 1);
+    bw_buf_puts(out, bw_op_name((int)op->op));
+    bw_buf_append(out, "\"", 1);
+    put_member(out, ",", sc, BW_OP_OBJECT_TYPE);
     put_string(out, op->object_type, strlen(op->object_type));
-    bw_buf_printf(out, ",\"id\":%" PRIu64, op->id);
+    put_member(out, ",", sc, BW_OP_ID);
+    bw_buf_printf(out, "%" PRIu64, op->id);
     if (op->shard_key && *op->shard_key) {
-        bw_buf_puts(out, ",\"shard_key\":");
+        put_member(out, ",", sc, BW_OP_SHARD_KEY);
         put_string(out, op->shard_key, strlen(op->shard_key));
     }
-    bw_buf_puts(out, ",\"fields\":{");
+    put_member(out, ",", sc, BW_OP_FIELDS);
+    bw_buf_append(out, "{", 1);
     for (size_t k = 0; k < op->n_fields; k++) {
         if (k) bw_buf_append(out, ",", 1);
         put_string(out, op->fields[k]->name, strlen(op->fields[k]->name));
         bw_buf_append(out, ":", 1);
-        if (op->fields[k]->increment) bw_buf_puts(out, "{\"increment\":");
+        if (op->fields[k]->increment) bw_buf_puts(out, "{\"" BW_JSON_INCREMENT "\":");
         put_value(out, op->fields[k]->value);
         if (op->fields[k]->increment) bw_buf_append(out, "}", 1);
     }
@@ -127,7 +145,7 @@ json_t *bw_value_json(const Bulkwrite__V1__Value *v) {
         return json_stringn(v->string_value.len ? (const char *)v->string_value.data : "", v->string_value.len);
     case BULKWRITE__V1__VALUE__KIND_BYTES_VALUE: {
         char *b = bw_base64(v->bytes_value.data, v->bytes_value.len);
-        json_t *j = json_pack("{s:s}", "base64", b);
+        json_t *j = json_pack("{s:s}", BW_JSON_BASE64, b);
         free(b);
         return j;
     }

@@ -1,6 +1,7 @@
 /* apijson.h — values in the API's JSON encoding (docs/api.md), for the writers of that
  * encoding outside the proxy: dead-letter records (so an op can be resubmitted as it
- * is) and the test clients. The proxy's decoder in proxy/request.c reads the same. */
+ * is) and the test clients. The members' names are request_schema.h's, which the
+ * decoders read (request_decode.h). */
 #ifndef BW_APIJSON_H
 #define BW_APIJSON_H
 

@@ -5,10 +5,10 @@
  * every string, row, field and value on its own. These readers take one pass with the
  * rules protobuf-c applies (a later scalar wins, a message given twice is merged, unknown
  * fields are skipped, a wrong wire type refuses the whole message) and fill the same
- * structs, so the code that reads them does not change. Strings read as C strings
- * (names, ids) are copied with a terminating NUL, so an embedded NUL cuts them where
- * protobuf-c's did; text and bytes values are not copied: they point into the input,
- * which must outlive the struct. The fuzz harness (test/fuzz/fuzz_forward.c) checks
+ * structs, so the code that reads them does not change (the request's reader, built on
+ * them, is request_pb.c). Strings read as C strings (names, ids) are copied with a
+ * terminating NUL, so an embedded NUL cuts them where protobuf-c's did; text and bytes
+ * values are not copied: they point into the input, which must outlive the struct. The fuzz harness (test/fuzz/fuzz_forward.c) checks
  * every reader against protobuf-c's unpack.
  * @locality any thread; the arena's owner. */
 #ifndef BW_PBDECODE_H
@@ -34,10 +34,6 @@ int bw_pbd_value(const uint8_t *d, size_t n, Bulkwrite__V1__Value **slot, Bulkwr
 static inline char *bw_pbd_string(bw_arena_t *a, const uint8_t *d, size_t n) {
     return bw_arena_strndup(a, (const char *)d, n);
 }
-
-/* An Op of a BatchWriteRequest (the proxy's decode_protobuf reads the request around
- * it) into *op; -1 where protobuf-c would refuse it. */
-int bw_pbd_op(bw_wire_reader_t r, Bulkwrite__V1__Op *op, bw_arena_t *a);
 
 /* A ShardBatch (what the consumer reads from Kafka), or NULL where protobuf-c's
  * bulkwrite__v1__shard_batch__unpack would refuse the bytes. */

@@ -10,7 +10,8 @@
  *                replies; GET /v1/jobs/{id}, the shard control POSTs, /readyz
  *   submit.c     POST /v1/batches: decode → validate → admit → batch → produce → record → reply
  *   producers.c  the producer pool, its pollers and delivery reports, send-at-once
- *   request.c, json.c   the request's decoding and validation; batcher/ splits it
+ *   request.c    a decoded request (codec/request_decode.h) validated op by op against the
+ *                configuration, its job id, the reply; batcher/ splits it
  *   release.c    scheduled and dependent batches: held in their job's record, released when due
  *   ui.c         the SRE page: its files at /ui/, and GET /v1/whoami, /v1/fleet, /v1/jobs
  *   jobs.c       the jobs topic read into an index: receipts, named jobs, held records

@@ -1,6 +1,6 @@
+/* request.c — a decoded request checked against the configuration: job ids, validation
+ * and routing of each op, and the reply (request.h). */
 #include "request.h"
-
-#include "ledger.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -12,125 +12,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "json.h"
 #include "ledger.h"
-#include "pbdecode.h"
 #include "shard.h"
 #include "utf8.h"
-#include "wire.h"
-
-/* ---- protobuf -> protobuf-c structs, by hand ---------------------------------------- */
-
-/* protobuf-c's unpack walks every message twice through its descriptors and allocates
- * each string, field and value on its own; this reads the request once with the rules
- * protobuf-c applies (wire.h, pbdecode.h) into the same structs, carved from the arena in few
- * blocks. Text and bytes values are not copied: they point into the body. Strings that
- * the validator reads as C strings (names, object type, shard key, request_id) are
- * copied with a terminating NUL, so an embedded NUL cuts them where protobuf-c's did. */
-
-static Bulkwrite__V1__BatchWriteRequest *decode_protobuf(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
-                                                         char *err, size_t esz, int *too_many) {
-    bw_wire_reader_t r = {body, (const uint8_t *)body + len};
-    size_t n_ops;
-    snprintf(err, esz, "malformed protobuf: not a bulkwrite.v1.BatchWriteRequest");
-    if (bw_pbd_count(r, 2, &n_ops)) return NULL;
-    /* counted on the wire, before any op's struct exists */
-    if ((*too_many = n_ops > max_ops)) {
-        snprintf(err, esz, "the request has %zu ops; proxy.max_ops is %zu", n_ops, max_ops);
-        return NULL;
-    }
-    Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
-    bulkwrite__v1__batch_write_request__init(req);
-    req->request_id = "";
-    req->lane = "";
-    req->job = "";
-    req->replay_of = "";
-    Bulkwrite__V1__Op *ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*ops));
-    req->ops = bw_arena_alloc(a, (n_ops + 1) * sizeof(*req->ops));
-    size_t n_after;
-    if (bw_pbd_count(r, 9, &n_after)) return NULL;
-    req->after = bw_arena_alloc(a, (n_after + 1) * sizeof(*req->after));
-    while (r.p < r.end) {
-        uint32_t field;
-        int wt;
-        const uint8_t *d;
-        size_t n;
-        if (bw_wire_tag(&r, &field, &wt)) return NULL;
-        if (field == 5) { /* job_part: a uint32 varint (protobuf-c keeps its low 32 bits) */
-            uint64_t v;
-            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &v, NULL)) return NULL;
-            req->job_part = (uint32_t)v;
-        } else if (field == 6) {
-            int b;
-            if (bw_wire_bool(&r, wt, &b)) return NULL;
-            req->job_last = b;
-        } else if (field == 4) {
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
-            const uint8_t *nul = memchr(d, 0, n); /* it would cut the name short: two names, one job */
-            if (nul) {
-                snprintf(err, esz, "job contains a control character (NUL) at byte %zu", (size_t)(nul - d));
-                return NULL;
-            }
-            req->job = bw_pbd_string(a, d, n);
-        } else if (field == 8) { /* not_before_ms: an int64 varint */
-            uint64_t v;
-            if (wt != BW_WIRE_VARINT || bw_wire_varint(&r, &v, NULL)) return NULL;
-            req->not_before_ms = (int64_t)v;
-        } else if (field == 9) {
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
-            const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
-            if (nul) {
-                snprintf(err, esz, "after contains a control character (NUL) at byte %zu", (size_t)(nul - d));
-                return NULL;
-            }
-            req->after[req->n_after++] = bw_pbd_string(a, d, n);
-        } else if (field == 7) {
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
-            const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
-            if (nul) {
-                snprintf(err, esz, "replay_of contains a control character (NUL) at byte %zu", (size_t)(nul - d));
-                return NULL;
-            }
-            req->replay_of = bw_pbd_string(a, d, n);
-        } else if (field == 1 || field == 2 || field == 3) {
-            if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
-            if (field == 3) {
-                /* checked against the config by the proxy; a NUL would cut the name short,
-                 * so such a lane reads as one no configuration has (and the proxy answers
-                 * 400). Not refused here: this reader accepts what protobuf-c accepts. */
-                req->lane = memchr(d, 0, n) ? (char *)"\x7f" : bw_pbd_string(a, d, n);
-            } else if (field == 1) {
-                const uint8_t *nul = memchr(d, 0, n); /* it would cut the id short */
-                if (nul) {
-                    snprintf(err, esz, "request_id contains a control character (NUL) at byte %zu", (size_t)(nul - d));
-                    return NULL;
-                }
-                req->request_id = bw_pbd_string(a, d, n);
-            } else {
-                if (bw_pbd_op((bw_wire_reader_t){d, d + n}, &ops[req->n_ops], a)) return NULL;
-                req->ops[req->n_ops] = &ops[req->n_ops];
-                req->n_ops++;
-            }
-        } else if (bw_wire_skip(&r, wt)) {
-            return NULL;
-        }
-    }
-    return req;
-}
-
-Bulkwrite__V1__BatchWriteRequest *bw_request_decode_bounded(bw_format_t fmt, const void *body, size_t len,
-                                                            size_t max_ops, bw_arena_t *arena, char *errstr,
-                                                            size_t errstr_size, int *too_many) {
-    if (fmt == BW_FMT_JSON) return bw_json_request_decode(body, len, max_ops, arena, errstr, errstr_size, too_many);
-    return decode_protobuf(body, len, max_ops, arena, errstr, errstr_size, too_many);
-}
-
-Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void *body, size_t len,
-                                                    bw_arena_t *arena, char *errstr,
-                                                    size_t errstr_size) {
-    int too_many;
-    return bw_request_decode_bounded(fmt, body, len, SIZE_MAX, arena, errstr, errstr_size, &too_many);
-}
 
 /* ---- validation -------------------------------------------------------------------- */
 

@@ -1,11 +1,6 @@
-/* request.h — turning an HTTP body into validated, routed ops, and the reply back.
- *
- * Both encodings decode into the same protobuf-c structs (JSON is mapped field for
- * field), so validation and batching have one path: protobuf by a hand-written reader
- * of the wire format (here), JSON by yajl's streaming parser (json.h), neither through a
- * document tree or protobuf-c's unpack. Everything is allocated from the caller's arena, except that
- * text and bytes values of a protobuf body point into the body: it must outlive the
- * request's structs and the batches made from them. @locality any thread. */
+/* request.h — a decoded request (codec/request_decode.h: either encoding into the same
+ * protobuf-c structs) checked against the configuration: its job id, each op validated and
+ * routed, and the reply back. @locality any thread. */
 #ifndef BW_REQUEST_H
 #define BW_REQUEST_H
 
@@ -13,30 +8,13 @@
 #include "batcher.h"
 #include "bulkwrite.pb-c.h"
 #include "config.h"
-
-typedef enum { BW_FMT_PROTOBUF, BW_FMT_JSON } bw_format_t;
+#include "request_decode.h"
 
 typedef struct {
     uint32_t index;
     const char *reason;
     int retryable; /* valid, not taken now (backlog full): resend the request later */
 } bw_rejection_t;
-
-/* Decodes a request body (see above for what points into it). NULL with errstr saying
- * what is malformed: the same bodies as protobuf-c's unpack and jansson refused. */
-Bulkwrite__V1__BatchWriteRequest *bw_request_decode(bw_format_t fmt, const void *body, size_t len,
-                                                    bw_arena_t *arena, char *errstr,
-                                                    size_t errstr_size);
-
-/* The same, refusing a request of more than max_ops ops while it is decoded, before the
- * ops' structs are built (protobuf: counted on the wire first; JSON: the parse stops at
- * op max_ops + 1), with *too_many set (the proxy answers 413). The arena then holds
- * O(body) bytes whatever the body holds: a 16 MiB body of empty ops no longer becomes
- * gigabytes of structs (docs/security.md). A NUL in request_id is refused by both
- * decoders (it would cut the id short: two ids, one job). */
-Bulkwrite__V1__BatchWriteRequest *bw_request_decode_bounded(bw_format_t fmt, const void *body, size_t len,
-                                                            size_t max_ops, bw_arena_t *arena, char *errstr,
-                                                            size_t errstr_size, int *too_many);
 
 #define BW_REQUEST_ID_MAX 128
 
@@ -67,7 +45,7 @@ int bw_request_named_job_id(const Bulkwrite__V1__BatchWriteRequest *req, const c
 /* Validates every op against the config and routes the valid ones. routes[i] gets the
  * shard (or -1); each invalid op gets a rejection with its reason. Returns the number of
  * rejections, stored in *rejected (arena). fmt is what req was decoded from: a JSON
- * body's strings were all checked as UTF-8 by bw_request_decode, which refuses the body
+ * body's strings were all checked as UTF-8 by bw_request_decode (request_decode.h), which refuses the body
  * otherwise, so its text values are not checked twice, and an op whose JSON held a value
  * protobuf could not carry is rejected with the decoder's reason (bw_json_op_t);
  * protobuf's are checked here (pass BW_FMT_PROTOBUF for structs built any other way). */

@@ -12,7 +12,7 @@
 
 #include "arena.h"
 #include "batcher.h"
-#include "json.h"
+#include "request_decode.h"
 #include "request.h"
 #include "utf8.h"
 

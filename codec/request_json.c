@@ -1,6 +1,6 @@
-/* json.c — the JSON request decoder (json.h): yajl's callbacks build the structs token
- * by token. */
-#include "json.h"
+/* request_json.c — the JSON request decoder (request_decode.h): yajl's callbacks build
+ * the structs token by token, each member as its row in request_schema.h says. */
+#include "request_decode.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,16 +12,15 @@
 
 #include "bw.h"
 #include "config.h"
+#include "request_schema.h"
 #include "shard.h"
 #include "utf8.h"
 
 /* ---- op words and base64 values ----------------------------------------------------- */
 
-static const char *const op_words[] = {NULL, "create", "update", "upsert", "delete"};
-
 static int parse_op_word(const char *s) {
     for (int i = 1; i < BW_OP_MAX; i++)
-        if (strcasecmp(s, op_words[i]) == 0) return i;
+        if (strcasecmp(s, bw_op_name(i)) == 0) return i;
     return -1;
 }
 
@@ -60,25 +59,13 @@ static long base64_decode(const char *in, size_t len, uint8_t *out) {
  * integers within 64 bits. */
 
 typedef enum {
-    X_ROOT,       /* the body's value */
-    X_TOP_KEY,    /* a member of the request, or its end */
-    X_REQUEST_ID, /* request_id's value */
-    X_LANE,       /* lane's value */
-    X_OPS,        /* ops' value */
-    X_JOB,        /* job's value */
-    X_JOB_PART,   /* job_part's value */
-    X_JOB_LAST,   /* job_last's value */
-    X_REPLAY_OF,  /* replay_of's value */
-    X_NOT_BEFORE, /* not_before's value */
-    X_AFTER,      /* after's value: an array */
-    X_AFTER_ITEM, /* a job id in after, or its end */
-    X_OP_ITEM,    /* an op, or the end of ops */
-    X_OP_KEY,     /* a member of an op, or its end */
-    X_OP_OP,      /* values of the op's members */
-    X_OP_TYPE,
-    X_OP_ID,
-    X_OP_SHARD_KEY,
-    X_OP_FIELDS,
+    X_ROOT,        /* the body's value */
+    X_TOP_KEY,     /* a member of the request, or its end */
+    X_TOP_VALUE,   /* the value of the request's member x->member */
+    X_TOP_ITEM,    /* a string in that member's array (BW_MEMBER_NAMES), or its end */
+    X_OP_ITEM,     /* an op, or the end of ops */
+    X_OP_KEY,      /* a member of an op, or its end */
+    X_OP_VALUE,    /* the value of the op's member x->member */
     X_FIELD_KEY,   /* a field's name, or the end of fields */
     X_FIELD_VALUE, /* a field's value */
     X_WRAP_KEY,    /* the one member of {"base64": ...} or {"increment": ...} */
@@ -88,15 +75,15 @@ typedef enum {
     X_DONE,
 } json_expect_t;
 
-enum { SEEN_REQUEST_ID = 1, SEEN_OPS = 2, SEEN_LANE = 4, SEEN_JOB = 8, SEEN_JOB_PART = 16, SEEN_JOB_LAST = 32, SEEN_REPLAY_OF = 64, SEEN_NOT_BEFORE = 128, SEEN_AFTER = 256, SEEN_OP = 1, SEEN_TYPE = 2, SEEN_ID = 4, SEEN_SHARD_KEY = 8, SEEN_FIELDS = 16 };
-
 typedef struct {
     bw_arena_t *a;
+    const bw_schema_t *top, *ops; /* the request's members, an op's */
     Bulkwrite__V1__BatchWriteRequest *req;
     json_expect_t expect;
-    unsigned seen_top, seen_op;
+    int member; /* the row (of top or ops) whose value is read */
+    unsigned seen_top, seen_op; /* the rows given so far (bit i: row i), to refuse duplicates */
     size_t ops_cap;
-    size_t after_cap;
+    size_t list_cap; /* room in the BW_MEMBER_NAMES list being read */
     Bulkwrite__V1__Op *op; /* the op being read */
     Bulkwrite__V1__Field *field; /* the field whose value is read */
     Bulkwrite__V1__Field **fields; /* the current op's fields, grown by doubling */
@@ -115,34 +102,43 @@ typedef struct {
     Bulkwrite__V1__Value v;
 } json_field_block_t;
 
-#define TOP_MEMBERS "(expected request_id: string, lane: string, job: string, job_part: integer, job_last: boolean, replay_of: string, not_before: string or integer, after: array, ops: array)"
 #define JFAIL(...) do { snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
 #define JMALFORMED(...) do { x->malformed = 1; snprintf(x->err, x->esz, __VA_ARGS__); return 0; } while (0)
 
 static size_t json_op_index(const json_ctx_t *x) { return x->req->n_ops ? x->req->n_ops - 1 : 0; }
+
+/* The row whose value is read, and what it is. */
+static const bw_member_t *json_member(const json_ctx_t *x) {
+    return &(x->expect == X_OP_VALUE ? x->ops : x->top)->members[x->member];
+}
+static bw_member_kind_t json_kind(const json_ctx_t *x) { return json_member(x)->kind; }
+
+/* Where the struct keeps the value of the row being read. */
+static void *json_slot(const json_ctx_t *x) {
+    if (x->expect == X_OP_VALUE) return bw_schema_value(x->ops, x->op, x->member);
+    return bw_schema_value(x->top, x->req, x->member);
+}
+
+/* "unknown or mistyped member "name" (what it should be)", for a request's member. */
+static int json_top_refused(json_ctx_t *x, const unsigned char *name, size_t len, const char *mistyped) {
+    char expected[512] = "";
+    if (mistyped) snprintf(expected, sizeof(expected), "(%s)", mistyped);
+    else bw_schema_expected(x->top, expected, sizeof(expected));
+    JFAIL("unknown or mistyped member \"%.*s\" %s", (int)(len > 100 ? 100 : len), (const char *)name, expected);
+}
 
 /* A value where it does not belong: the message names the member at fault. */
 static int json_mistyped(json_ctx_t *x, const char *what) {
     size_t i = json_op_index(x);
     switch (x->expect) {
     case X_ROOT: JFAIL("the body must be a JSON object {\"ops\": [...]}");
-    case X_REQUEST_ID: JFAIL("unknown or mistyped member \"request_id\" " TOP_MEMBERS);
-    case X_LANE: JFAIL("unknown or mistyped member \"lane\" " TOP_MEMBERS);
-    case X_JOB: JFAIL("unknown or mistyped member \"job\" " TOP_MEMBERS);
-    case X_REPLAY_OF: JFAIL("unknown or mistyped member \"replay_of\" (a job id: 32 hex digits)");
-    case X_NOT_BEFORE:
-        JFAIL("unknown or mistyped member \"not_before\" (a UTC time \"YYYY-MM-DDTHH:MM:SSZ\", or ms since the Unix epoch)");
-    case X_AFTER:
-    case X_AFTER_ITEM: JFAIL("unknown or mistyped member \"after\" (an array of job ids)");
-    case X_JOB_PART: JFAIL("unknown or mistyped member \"job_part\" (an integer from 0 to 4294967295)");
-    case X_JOB_LAST: JFAIL("unknown or mistyped member \"job_last\" (true or false)");
-    case X_OPS: JFAIL("unknown or mistyped member \"ops\" " TOP_MEMBERS);
+    case X_TOP_VALUE:
+    case X_TOP_ITEM: {
+        const bw_member_t *m = json_member(x);
+        return json_top_refused(x, (const unsigned char *)m->name, strlen(m->name), m->mistyped);
+    }
     case X_OP_ITEM: JFAIL("ops[%zu]: not an object", x->req->n_ops);
-    case X_OP_OP: JFAIL("ops[%zu].op: not a string", i);
-    case X_OP_TYPE: JFAIL("ops[%zu].object_type: not a string", i);
-    case X_OP_ID: JFAIL("ops[%zu].id: not an unsigned 64-bit integer", i);
-    case X_OP_SHARD_KEY: JFAIL("ops[%zu].shard_key: not a string", i);
-    case X_OP_FIELDS: JFAIL("ops[%zu].fields: not an object", i);
+    case X_OP_VALUE: JFAIL("ops[%zu].%s: not %s", i, json_member(x)->name, json_member(x)->type);
     case X_FIELD_VALUE: JFAIL("ops[%zu].fields: field \"%s\": %s are not values", i, x->field->name, what);
     case X_WRAP_KEY:
     case X_WRAP_B64:
@@ -191,8 +187,8 @@ static int j_null(void *ctx) {
 
 static int j_bool(void *ctx, int b) {
     json_ctx_t *x = ctx;
-    if (x->expect == X_JOB_LAST) {
-        x->req->job_last = b != 0;
+    if (x->expect == X_TOP_VALUE && json_kind(x) == BW_MEMBER_BOOL) {
+        *(protobuf_c_boolean *)json_slot(x) = b != 0;
         x->expect = X_TOP_KEY;
         return 1;
     }
@@ -225,8 +221,8 @@ static int j_number(void *ctx, const char *s, size_t len) {
     json_ctx_t *x = ctx;
     long long iv = 0;
     double dv = 0;
-    int is_int = short_decimal(s, len, &iv), in_op = x->expect == X_OP_ID || x->expect == X_FIELD_VALUE ||
-                                                   x->expect == X_WRAP_INC;
+    int is_id = x->expect == X_OP_VALUE && json_kind(x) == BW_MEMBER_ID;
+    int is_int = short_decimal(s, len, &iv), in_op = is_id || x->expect == X_FIELD_VALUE || x->expect == X_WRAP_INC;
     if (!is_int) {
         char small[64], *text = len < sizeof(small) ? small : bw_arena_alloc(x->a, len + 1);
         memcpy(text, s, len);
@@ -235,14 +231,14 @@ static int j_number(void *ctx, const char *s, size_t len) {
         errno = 0;
         if (is_int) {
             iv = strtoll(text, NULL, 10);
-            if (errno == ERANGE && x->expect == X_OP_ID) {
+            if (errno == ERANGE && is_id) {
                 /* 2^63 and up: an id as protobuf's uint64 carries it (validation then
                  * names its top bits); past 2^64 - 1 the op is rejected here */
                 errno = 0;
                 unsigned long long uv = text[0] == '-' ? 0 : strtoull(text, NULL, 10);
                 if (text[0] == '-' || errno == ERANGE)
-                    JOP_FAULT("id %.40s is not an unsigned 64-bit integer", text);
-                else x->op->id = (uint64_t)uv;
+                    JOP_FAULT("%s %.40s is not an unsigned 64-bit integer", json_member(x)->name, text);
+                else *(uint64_t *)json_slot(x) = (uint64_t)uv;
                 x->expect = X_OP_KEY;
                 return 1;
             }
@@ -260,28 +256,32 @@ static int j_number(void *ctx, const char *s, size_t len) {
                     (void)json_field_value(x);
                     return 1;
                 }
-                if (x->expect != X_OP_ID) JMALFORMED("real number overflow near '%.40s'", text);
+                if (!is_id) JMALFORMED("real number overflow near '%.40s'", text);
             }
         }
     }
     Bulkwrite__V1__Value *v;
+    int shown = (int)(len > 40 ? 40 : len);
     switch (x->expect) {
-    case X_NOT_BEFORE:
-        if (!is_int || iv < 0)
-            JFAIL("not_before %.*s is not a time (ms since the Unix epoch, or \"YYYY-MM-DDTHH:MM:SSZ\")",
-                  (int)(len > 40 ? 40 : len), s);
-        x->req->not_before_ms = iv;
+    case X_TOP_VALUE:
+        if (json_kind(x) == BW_MEMBER_TIME_MS) {
+            if (!is_int || iv < 0)
+                JFAIL("%s %.*s is not a time (ms since the Unix epoch, or \"YYYY-MM-DDTHH:MM:SSZ\")",
+                      json_member(x)->name, shown, s);
+            *(int64_t *)json_slot(x) = iv;
+        } else if (json_kind(x) == BW_MEMBER_UINT32) {
+            if (!is_int || iv < 0 || iv > (long long)UINT32_MAX)
+                JFAIL("%s %.*s is not an integer from 0 to 4294967295", json_member(x)->name, shown, s);
+            *(uint32_t *)json_slot(x) = (uint32_t)iv;
+        } else {
+            return json_mistyped(x, "numbers");
+        }
         x->expect = X_TOP_KEY;
         return 1;
-    case X_JOB_PART:
-        if (!is_int || iv < 0 || iv > (long long)UINT32_MAX)
-            JFAIL("job_part %.*s is not an integer from 0 to 4294967295", (int)(len > 40 ? 40 : len), s);
-        x->req->job_part = (uint32_t)iv;
-        x->expect = X_TOP_KEY;
-        return 1;
-    case X_OP_ID:
-        if (!is_int || iv < 0) JOP_FAULT("id %.*s is not an unsigned 64-bit integer", (int)(len > 40 ? 40 : len), s);
-        else x->op->id = (uint64_t)iv;
+    case X_OP_VALUE:
+        if (!is_id) return json_mistyped(x, "numbers");
+        if (!is_int || iv < 0) JOP_FAULT("%s %.*s is not an unsigned 64-bit integer", json_member(x)->name, shown, s);
+        else *(uint64_t *)json_slot(x) = (uint64_t)iv;
         x->expect = X_OP_KEY;
         return 1;
     case X_WRAP_INC:
@@ -303,11 +303,10 @@ static char *json_cstring(json_ctx_t *x, const unsigned char *s, size_t len) {
     return bw_arena_strndup(x->a, (const char *)s, strnlen((const char *)s, len));
 }
 
-/* "id" may also be a decimal string (for clients whose numbers are doubles); any other
- * string rejects the op. */
+/* An id (BW_MEMBER_ID) may also be a decimal string (for clients whose numbers are
+ * doubles); any other string rejects the op. */
 static int json_id_string(json_ctx_t *x, const unsigned char *s, size_t len) {
     uint64_t v;
-    x->expect = X_OP_KEY;
     if (!bw_id_digits((const char *)s, len, &v)) { /* a 20-digit id, or not a number */
         const char *t = json_cstring(x, s, len);
         char *end;
@@ -315,70 +314,68 @@ static int json_id_string(json_ctx_t *x, const unsigned char *s, size_t len) {
         v = *t >= '0' && *t <= '9' ? strtoull(t, &end, 10) : 0;
         if (*t < '0' || *t > '9' || *end || errno == ERANGE || strlen(t) < len) {
             /* cut at 40 bytes; the rejection's text is made UTF-8 again (bw_utf8_sanitize) */
-            JOP_FAULT("id \"%.40s\" is not an unsigned 64-bit integer", t);
+            JOP_FAULT("%s \"%.40s\" is not an unsigned 64-bit integer", json_member(x)->name, t);
+            x->expect = X_OP_KEY;
             return 1;
         }
     }
-    x->op->id = v;
+    *(uint64_t *)json_slot(x) = v;
+    x->expect = X_OP_KEY;
     return 1;
 }
 
-static int j_string(void *ctx, const unsigned char *s, size_t len) {
-    json_ctx_t *x = ctx;
-    if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
-    switch (x->expect) {
-    case X_REQUEST_ID: {
-        /* a NUL would cut it short: two different ids, one job */
-        const unsigned char *nul = memchr(s, 0, len);
-        if (nul) JFAIL("request_id contains a control character (NUL) at byte %zu", (size_t)(nul - s));
-        x->req->request_id = json_cstring(x, s, len);
-        x->expect = X_TOP_KEY;
-        return 1;
-    }
-    case X_JOB: {
-        const unsigned char *nul = memchr(s, 0, len); /* two different names, one job */
-        if (nul) JFAIL("job contains a control character (NUL) at byte %zu", (size_t)(nul - s));
-        x->req->job = json_cstring(x, s, len); /* checked with request_id's rules (request.h) */
-        x->expect = X_TOP_KEY;
-        return 1;
-    }
-    case X_NOT_BEFORE: {
-        int64_t secs;
-        const char *t = json_cstring(x, s, len);
+/* A name (BW_MEMBER_NAME, or one of a BW_MEMBER_NAMES list) as a C string, or NULL with
+ * the request refused: a NUL would cut it short (two different names, one job). */
+static char *json_name(json_ctx_t *x, const unsigned char *s, size_t len) {
+    const unsigned char *nul = memchr(s, 0, len);
+    if (!nul) return json_cstring(x, s, len);
+    snprintf(x->err, x->esz, "%s contains a control character (NUL) at byte %zu", json_member(x)->name,
+             (size_t)(nul - s));
+    return NULL;
+}
+
+/* A string value of the request's member being read. */
+static int json_top_string(json_ctx_t *x, const unsigned char *s, size_t len) {
+    char *t;
+    int64_t secs;
+    switch (json_kind(x)) {
+    case BW_MEMBER_NAME:
+        if (!(t = json_name(x, s, len))) return 0;
+        *(char **)json_slot(x) = t;
+        break;
+    case BW_MEMBER_TIME_MS:
+        t = json_cstring(x, s, len);
         if (strlen(t) != len || bw_utc_time_parse(t, &secs))
-            JFAIL("not_before \"%.40s\" is not a UTC time \"YYYY-MM-DDTHH:MM:SSZ\" (or ms since the Unix epoch)", t);
-        x->req->not_before_ms = secs * 1000;
-        x->expect = X_TOP_KEY;
-        return 1;
+            JFAIL("%s \"%.40s\" is not a UTC time \"YYYY-MM-DDTHH:MM:SSZ\" (or ms since the Unix epoch)",
+                  json_member(x)->name, t);
+        *(int64_t *)json_slot(x) = secs * 1000;
+        break;
+    default: return json_mistyped(x, "strings");
     }
-    case X_AFTER_ITEM: {
-        const unsigned char *nul = memchr(s, 0, len); /* it would cut the id short */
-        if (nul) JFAIL("after contains a control character (NUL) at byte %zu", (size_t)(nul - s));
-        Bulkwrite__V1__BatchWriteRequest *req = x->req;
-        if (req->n_after == x->after_cap) {
-            x->after_cap = x->after_cap ? x->after_cap * 2 : 4;
-            char **grown = bw_arena_alloc(x->a, x->after_cap * sizeof(*grown));
-            if (req->n_after) memcpy(grown, req->after, req->n_after * sizeof(*grown));
-            req->after = grown;
-        }
-        req->after[req->n_after++] = json_cstring(x, s, len); /* job ids: checked by the proxy */
-        return 1;
+    x->expect = X_TOP_KEY;
+    return 1;
+}
+
+/* A string in the list (BW_MEMBER_NAMES) being read, appended to it. */
+static int json_list_string(json_ctx_t *x, const unsigned char *s, size_t len) {
+    char *t = json_name(x, s, len);
+    if (!t) return 0;
+    char ***list = json_slot(x);
+    size_t *n = bw_schema_count(x->top, x->req, x->member);
+    if (*n == x->list_cap) {
+        x->list_cap = x->list_cap ? x->list_cap * 2 : 4;
+        char **grown = bw_arena_alloc(x->a, x->list_cap * sizeof(*grown));
+        if (*n) memcpy(grown, *list, *n * sizeof(*grown));
+        *list = grown;
     }
-    case X_REPLAY_OF: {
-        const unsigned char *nul = memchr(s, 0, len); /* it would cut the id short */
-        if (nul) JFAIL("replay_of contains a control character (NUL) at byte %zu", (size_t)(nul - s));
-        x->req->replay_of = json_cstring(x, s, len); /* a job id: checked by the proxy */
-        x->expect = X_TOP_KEY;
-        return 1;
-    }
-    case X_LANE: {
-        const unsigned char *nul = memchr(s, 0, len); /* it would cut the name short */
-        if (nul) JFAIL("lane contains a control character (NUL) at byte %zu", (size_t)(nul - s));
-        x->req->lane = json_cstring(x, s, len); /* checked against the config by the proxy */
-        x->expect = X_TOP_KEY;
-        return 1;
-    }
-    case X_OP_OP: {
+    (*list)[(*n)++] = t;
+    return 1;
+}
+
+/* A string value of the op's member being read. */
+static int json_op_string(json_ctx_t *x, const unsigned char *s, size_t len) {
+    switch (json_kind(x)) {
+    case BW_MEMBER_OP_WORD: {
         char word[16];
         size_t n = strnlen((const char *)s, len);
         int w = -1;
@@ -388,19 +385,25 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
             w = parse_op_word(word);
         }
         /* unknown words decode to OP_TYPE_UNSPECIFIED so validation rejects the op alone */
-        x->op->op = w > 0 ? (Bulkwrite__V1__OpType)w : BULKWRITE__V1__OP_TYPE__OP_TYPE_UNSPECIFIED;
-        x->expect = X_OP_KEY;
-        return 1;
+        *(Bulkwrite__V1__OpType *)json_slot(x) = w > 0 ? (Bulkwrite__V1__OpType)w
+                                                       : BULKWRITE__V1__OP_TYPE__OP_TYPE_UNSPECIFIED;
+        break;
     }
-    case X_OP_TYPE:
-        x->op->object_type = json_cstring(x, s, len);
-        x->expect = X_OP_KEY;
-        return 1;
-    case X_OP_SHARD_KEY:
-        x->op->shard_key = json_cstring(x, s, len);
-        x->expect = X_OP_KEY;
-        return 1;
-    case X_OP_ID: return json_id_string(x, s, len);
+    case BW_MEMBER_TEXT: *(char **)json_slot(x) = json_cstring(x, s, len); break;
+    case BW_MEMBER_ID: return json_id_string(x, s, len);
+    default: return json_mistyped(x, "strings");
+    }
+    x->expect = X_OP_KEY;
+    return 1;
+}
+
+static int j_string(void *ctx, const unsigned char *s, size_t len) {
+    json_ctx_t *x = ctx;
+    if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
+    switch (x->expect) {
+    case X_TOP_VALUE: return json_top_string(x, s, len);
+    case X_TOP_ITEM: return json_list_string(x, s, len);
+    case X_OP_VALUE: return json_op_string(x, s, len);
     case X_WRAP_INC:
     case X_FIELD_VALUE: {
         Bulkwrite__V1__Value *v = json_field_value(x);
@@ -445,14 +448,13 @@ static int j_start_map(void *ctx) {
         jo->fault = NULL;
         Bulkwrite__V1__Op *op = &jo->op;
         bulkwrite__v1__op__init(op);
-        op->object_type = "";
-        op->shard_key = "";
         req->ops[req->n_ops++] = x->op = op;
         x->seen_op = 0;
         x->expect = X_OP_KEY;
         return 1;
     }
-    case X_OP_FIELDS:
+    case X_OP_VALUE:
+        if (json_kind(x) != BW_MEMBER_FIELDS) return json_mistyped(x, "objects");
         x->names_cap = 0; /* a new op: a new name set */
         x->expect = X_FIELD_KEY;
         return 1;
@@ -497,6 +499,14 @@ static int json_field_unique(json_ctx_t *x, size_t n) {
     return json_names_add(x, n - 1);
 }
 
+/* Whether the member just named (x->member) is new in its object (seen: its rows so far);
+ * jansson refused duplicate keys. */
+static int json_first_time(json_ctx_t *x, unsigned *seen, const unsigned char *s, size_t len) {
+    if (*seen & 1u << x->member) JMALFORMED("duplicate object key \"%.*s\"", (int)len, (const char *)s);
+    *seen |= 1u << x->member;
+    return 1;
+}
+
 static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
     json_ctx_t *x = ctx;
     size_t plain = 0; /* names are short ASCII: one pass rules out NUL and needs no UTF-8 check */
@@ -505,34 +515,18 @@ static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
         if (memchr(s, '\0', len)) JMALFORMED("NUL byte in object key not supported");
         if (!bw_utf8_valid(s, len)) JMALFORMED("invalid UTF-8 in a string");
     }
-#define KEY_IS(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, len) == 0)
-#define MEMBER(set, bit, next)                                                                 \
-    do {                                                                                       \
-        if (x->set & (bit)) JMALFORMED("duplicate object key \"%.*s\"", (int)len, (const char *)s); \
-        x->set |= (bit);                                                                       \
-        x->expect = (next);                                                                    \
-        return 1;                                                                              \
-    } while (0)
     switch (x->expect) {
     case X_TOP_KEY:
-        if (KEY_IS("request_id")) MEMBER(seen_top, SEEN_REQUEST_ID, X_REQUEST_ID);
-        if (KEY_IS("ops")) MEMBER(seen_top, SEEN_OPS, X_OPS);
-        if (KEY_IS("lane")) MEMBER(seen_top, SEEN_LANE, X_LANE);
-        if (KEY_IS("job")) MEMBER(seen_top, SEEN_JOB, X_JOB);
-        if (KEY_IS("job_part")) MEMBER(seen_top, SEEN_JOB_PART, X_JOB_PART);
-        if (KEY_IS("job_last")) MEMBER(seen_top, SEEN_JOB_LAST, X_JOB_LAST);
-        if (KEY_IS("replay_of")) MEMBER(seen_top, SEEN_REPLAY_OF, X_REPLAY_OF);
-        if (KEY_IS("not_before")) MEMBER(seen_top, SEEN_NOT_BEFORE, X_NOT_BEFORE);
-        if (KEY_IS("after")) MEMBER(seen_top, SEEN_AFTER, X_AFTER);
-        JFAIL("unknown or mistyped member \"%.*s\" " TOP_MEMBERS, (int)(len > 100 ? 100 : len),
-              (const char *)s);
+        if ((x->member = bw_schema_lookup(x->top, s, len)) < 0) return json_top_refused(x, s, len, NULL);
+        if (!json_first_time(x, &x->seen_top, s, len)) return 0;
+        x->expect = X_TOP_VALUE;
+        return 1;
     case X_OP_KEY:
-        if (KEY_IS("op")) MEMBER(seen_op, SEEN_OP, X_OP_OP);
-        if (KEY_IS("object_type")) MEMBER(seen_op, SEEN_TYPE, X_OP_TYPE);
-        if (KEY_IS("id")) MEMBER(seen_op, SEEN_ID, X_OP_ID);
-        if (KEY_IS("shard_key")) MEMBER(seen_op, SEEN_SHARD_KEY, X_OP_SHARD_KEY);
-        if (KEY_IS("fields")) MEMBER(seen_op, SEEN_FIELDS, X_OP_FIELDS);
-        JFAIL("ops[%zu]: unknown member \"%.*s\"", json_op_index(x), (int)(len > 100 ? 100 : len), (const char *)s);
+        if ((x->member = bw_schema_lookup(x->ops, s, len)) < 0)
+            JFAIL("ops[%zu]: unknown member \"%.*s\"", json_op_index(x), (int)(len > 100 ? 100 : len), (const char *)s);
+        if (!json_first_time(x, &x->seen_op, s, len)) return 0;
+        x->expect = X_OP_VALUE;
+        return 1;
     case X_FIELD_KEY: {
         Bulkwrite__V1__Op *op = x->op;
         if (op->n_fields == x->fields_cap) {
@@ -553,19 +547,17 @@ static int j_map_key(void *ctx, const unsigned char *s, size_t len) {
         return 1;
     }
     case X_WRAP_KEY:
-        if (KEY_IS("base64")) {
+        if (len == strlen(BW_JSON_BASE64) && memcmp(s, BW_JSON_BASE64, len) == 0) {
             x->expect = X_WRAP_B64;
             return 1;
         }
-        if (KEY_IS("increment")) {
+        if (len == strlen(BW_JSON_INCREMENT) && memcmp(s, BW_JSON_INCREMENT, len) == 0) {
             x->expect = X_WRAP_INC;
             return 1;
         }
         return json_mistyped(x, "objects");
     default: return json_mistyped(x, "objects");
     }
-#undef KEY_IS
-#undef MEMBER
 }
 
 static int j_end_map(void *ctx) {
@@ -588,12 +580,14 @@ static int j_end_map(void *ctx) {
 
 static int j_start_array(void *ctx) {
     json_ctx_t *x = ctx;
-    if (x->expect == X_OPS) {
+    if (x->expect != X_TOP_VALUE) return json_mistyped(x, "arrays");
+    if (json_kind(x) == BW_MEMBER_OPS) {
         x->expect = X_OP_ITEM;
         return 1;
     }
-    if (x->expect == X_AFTER) {
-        x->expect = X_AFTER_ITEM;
+    if (json_kind(x) == BW_MEMBER_NAMES) {
+        x->list_cap = 0;
+        x->expect = X_TOP_ITEM;
         return 1;
     }
     return json_mistyped(x, "arrays");
@@ -601,7 +595,7 @@ static int j_start_array(void *ctx) {
 
 static int j_end_array(void *ctx) {
     json_ctx_t *x = ctx;
-    if (x->expect != X_OP_ITEM && x->expect != X_AFTER_ITEM) return json_mistyped(x, "arrays");
+    if (x->expect != X_OP_ITEM && x->expect != X_TOP_ITEM) return json_mistyped(x, "arrays");
     x->expect = X_TOP_KEY;
     return 1;
 }
@@ -668,15 +662,19 @@ static size_t json_lone_surrogate(const char *body, size_t len) {
     return len;
 }
 
-Bulkwrite__V1__BatchWriteRequest *bw_json_request_decode(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
+Bulkwrite__V1__BatchWriteRequest *bw_request_decode_json(const void *body, size_t len, size_t max_ops, bw_arena_t *a,
                                                          char *err, size_t esz, int *too_many) {
     Bulkwrite__V1__BatchWriteRequest *req = bw_arena_alloc(a, sizeof(*req));
-    bulkwrite__v1__batch_write_request__init(req);
-    req->request_id = "";
-    req->lane = "";
-    req->job = "";
+    bulkwrite__v1__batch_write_request__init(req); /* its texts "", as protobuf-c's are */
     char cb_err[512] = "";
-    json_ctx_t x = {.a = a, .req = req, .expect = X_ROOT, .max_ops = max_ops, .err = cb_err, .esz = sizeof(cb_err)};
+    json_ctx_t x = {.a = a,
+                    .top = bw_schema_request(),
+                    .ops = bw_schema_op(),
+                    .req = req,
+                    .expect = X_ROOT,
+                    .max_ops = max_ops,
+                    .err = cb_err,
+                    .esz = sizeof(cb_err)};
     yajl_handle h = yajl_alloc(&json_callbacks, NULL, &x);
     if (!h) abort();
     yajl_config(h, yajl_dont_validate_strings, 1); /* bw_utf8_valid checks them, strictly */
