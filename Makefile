@@ -143,7 +143,7 @@ LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
 	@$(call LANE,embedded,fuzz e2e-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka timers-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
 check-lane-sanitizers:
 	@BW_TEST_PORT_OFFSET=2000 $(call LANE,sanitizers,check-tsan check-sanitize)
 
@@ -175,6 +175,7 @@ unit: $(BIN)/unit-tests
 #   control    shard control at the same moment through two proxies
 #   fairness   32 backlogged shards on 2 workers, each one's share
 #   browser    the SRE page in headless chromium
+#   timers     the delay queue: scheduled one-op jobs on time through a proxy's kill -9
 #   sasl, members, quotas, failover, shards-4096   (real broker only)
 #   cluster, scale-cluster                         (three Kafka nodes: `make cluster-kafka`,
 #                                                   `make scale-cluster`)
@@ -183,8 +184,8 @@ unit: $(BIN)/unit-tests
 BACKLOG_FEED ?= 1000000
 JOB_OPS ?= 300000
 TIER_ENV = BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) BW_JOB_OPS=$(JOB_OPS)
-TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser
-TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096
+TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers
+TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096 timers
 $(addsuffix -embedded,$(TIERS_EMBEDDED)): %-embedded: all
 	$(TIER_ENV) test/tiers/$*.sh embedded
 $(addsuffix -kafka,$(TIERS_KAFKA)): %-kafka: all

@@ -50,13 +50,6 @@ typedef struct named {
     struct named *hnext;
 } named_t;
 
-/* A record holding batches (bw_jobs_held_t), chained by id. */
-typedef struct held {
-    bw_jobs_held_t h;
-    uint64_t at_bytes, at_records; /* read_bytes, read_records when its record was read */
-    struct held *hnext;
-} held_t;
-
 #define NAMED_BUCKETS 4096
 #define SEEN_BITS (1u << 26) /* 8 MiB: 1 % false positives at ~7 million jobs */
 
@@ -71,8 +64,7 @@ struct bw_jobs {
     named_t *named[NAMED_BUCKETS];
     size_t named_cnt, named_bytes; /* named_bytes: in bytes too (never dropped) */
     uint64_t read_bytes, read_records; /* what the tail (and this proxy's puts) took in, all told */
-    held_t *held[NAMED_BUCKETS];
-    size_t held_cnt;
+    bw_timers_t *timers; /* the records that hold batches */
     bw_jobs_recent_t recent[BW_JOBS_RECENT_MAX]; /* a ring: the oldest is overwritten */
     size_t recent_next, recent_cnt;
     pthread_mutex_t find_mu; /* one topic read at a time */
@@ -217,85 +209,6 @@ static void note_part(bw_jobs_t *j, const Bulkwrite__V1__JobRecord *r) {
     if (r->replay_of && r->replay_of[0] && !n->replay_of[0]) snprintf(n->replay_of, sizeof(n->replay_of), "%s", r->replay_of);
 }
 
-/* Keeps the held list in step with the record kept for `id`: an entry while it holds
- * batches, none once they are all released. @locks mu MUST be held */
-static void note_held(bw_jobs_t *j, const char *id, const Bulkwrite__V1__JobRecord *r) {
-    uint32_t w[4];
-    id_words(id, w);
-    held_t **p = &j->held[w[0] % NAMED_BUCKETS];
-    while (*p && memcmp((*p)->h.id, id, 32)) p = &(*p)->hnext;
-    if (!r || !r->n_held) {
-        if (*p) {
-            held_t *gone = *p;
-            *p = gone->hnext;
-            free(gone);
-            j->held_cnt--;
-        }
-        return;
-    }
-    if (!*p) {
-        if (!(*p = calloc(1, sizeof(**p)))) abort();
-        j->held_cnt++;
-    }
-    (*p)->at_bytes = j->read_bytes;
-    (*p)->at_records = j->read_records;
-    bw_jobs_held_t *h = &(*p)->h;
-    memcpy(h->id, id, 33);
-    snprintf(h->job, sizeof(h->job), "%s", r->job && valid_id(r->job, strlen(r->job)) ? r->job : id);
-    h->not_before_ms = r->not_before_ms;
-    h->written_at_ms = r->written_at_ms;
-    h->created_at_ms = r->created_at_ms;
-    h->job_part = r->job_part;
-    h->n_after = 0;
-    for (size_t i = 0; i < r->n_after && h->n_after < BW_AFTER_MAX; i++)
-        if (valid_id(r->after[i], strlen(r->after[i]))) memcpy(h->after[h->n_after++], r->after[i], 33);
-}
-
-size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out) {
-    pthread_mutex_lock(&j->mu);
-    size_t n = 0;
-    if (!(*out = malloc((j->held_cnt + 1) * sizeof(**out)))) abort();
-    for (size_t b = 0; b < NAMED_BUCKETS; b++)
-        for (held_t *h = j->held[b]; h; h = h->hnext) {
-            (*out)[n] = h->h;
-            (*out)[n].behind_bytes = j->read_bytes - h->at_bytes;
-            (*out)[n++].behind_records = j->read_records - h->at_records;
-        }
-    pthread_mutex_unlock(&j->mu);
-    return n;
-}
-
-int bw_jobs_holds_job(bw_jobs_t *j, const char *job) {
-    int found = 0;
-    pthread_mutex_lock(&j->mu);
-    for (size_t b = 0; j->held_cnt && b < NAMED_BUCKETS && !found; b++)
-        for (held_t *h = j->held[b]; h && !found; h = h->hnext) found = strcmp(h->h.job, job) == 0;
-    pthread_mutex_unlock(&j->mu);
-    return found;
-}
-
-int bw_jobs_held_cycle(const bw_jobs_held_t *held, size_t n, const char *id, char *const *after, size_t n_after) {
-    size_t cap = n * BW_AFTER_MAX + n_after + 1, cnt = 0;
-    char (*seen)[33] = malloc(cap * sizeof(*seen));
-    if (!seen) abort();
-    for (size_t i = 0; i < n_after; i++) snprintf(seen[cnt++], 33, "%s", after[i]);
-    int cycle = 0;
-    /* breadth first over "waits for": seen[0..cnt) grows as prerequisites are found */
-    for (size_t q = 0; q < cnt && !cycle; q++) {
-        if (strcmp(seen[q], id) == 0) cycle = 1;
-        for (size_t i = 0; i < n && !cycle; i++) {
-            if (strcmp(held[i].job, seen[q])) continue;
-            for (size_t a = 0; a < held[i].n_after; a++) {
-                size_t k = 0;
-                while (k < cnt && strcmp(seen[k], held[i].after[a])) k++;
-                if (k == cnt && cnt < cap) snprintf(seen[cnt++], 33, "%s", held[i].after[a]);
-            }
-        }
-    }
-    free(seen);
-    return cycle;
-}
-
 /* Notes a job first read now at the head of the recent ring. @locks mu MUST be held */
 static void note_recent(bw_jobs_t *j, const char *id, const Bulkwrite__V1__JobRecord *r) {
     const char *job = r->job && valid_id(r->job, strlen(r->job)) ? r->job : id;
@@ -320,7 +233,7 @@ size_t bw_jobs_recent(bw_jobs_t *j, bw_jobs_recent_t *out, size_t max) {
 
 /* A job's records are merged by what they say (parts only grow), not by their version:
  * the embedded Kafka's compactor leaves the jobs topic alone; held records are written
- * again by the proxy (bw_jobs_held_list, release.c). */
+ * again by the proxy (timers.h, release.c). */
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
     (void)version;
     bw_jobs_t *j = ud;
@@ -358,7 +271,7 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
         }
         e->rec = copy;
         e->len = vlen;
-        note_held(j, id, r);
+        bw_timers_note(j->timers, id, r, copy, vlen, j->read_bytes, j->read_records);
         j->bytes += ENTRY_BYTES(e);
         lru_push(j, e);
     }
@@ -367,6 +280,7 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
         drop(j, j->oldest);
         j->evicted++;
     }
+    bw_timers_position(j->timers, j->read_bytes, j->read_records);
     pthread_mutex_unlock(&j->mu);
     if (r) bulkwrite__v1__job_record__free_unpacked(r, NULL);
 }
@@ -378,6 +292,7 @@ bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *err
     pthread_mutex_init(&j->find_mu, NULL);
     j->conf = conf;
     j->max_bytes = (size_t)conf->proxy_jobs_index_max_bytes;
+    j->timers = bw_timers_new();
     grow(j);
     if (!(j->tail = bw_tail_start(conf, brokers, conf->jobs_topic, on_record, j, errstr, errstr_size))) {
         bw_jobs_stop(j);
@@ -390,11 +305,7 @@ void bw_jobs_stop(bw_jobs_t *j) {
     if (!j) return;
     bw_tail_stop(j->tail);
     while (j->oldest) drop(j, j->oldest);
-    for (size_t b = 0; b < NAMED_BUCKETS; b++)
-        for (held_t *h = j->held[b], *next; h; h = next) {
-            next = h->hnext;
-            free(h);
-        }
+    bw_timers_free(j->timers);
     for (size_t b = 0; b < NAMED_BUCKETS; b++)
         for (named_t *n = j->named[b], *next; n; n = next) {
             next = n->hnext;
@@ -410,13 +321,15 @@ void bw_jobs_stop(bw_jobs_t *j) {
     free(j);
 }
 
+bw_timers_t *bw_jobs_timers(bw_jobs_t *j) { return j->timers; }
+
 int bw_jobs_caught_up(bw_jobs_t *j) { return bw_tail_caught_up(j->tail); }
 
 int bw_jobs_sync(bw_jobs_t *j) { return bw_tail_sync(j->tail, 3000); }
 
 void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st) {
     pthread_mutex_lock(&j->mu);
-    *st = (bw_jobs_stats_t){j->cnt, j->bytes, j->max_bytes, j->evicted, j->found_in_topic, j->held_cnt};
+    *st = (bw_jobs_stats_t){j->cnt, j->bytes, j->max_bytes, j->evicted, j->found_in_topic};
     pthread_mutex_unlock(&j->mu);
 }
 

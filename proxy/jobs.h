@@ -25,12 +25,15 @@
 #include "bulkwrite.pb-c.h"
 #include "config.h"
 #include "shardtable.h"
+#include "timers.h"
 
 typedef struct bw_jobs bw_jobs_t;
 
 bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *errstr, size_t errstr_size);
 void bw_jobs_stop(bw_jobs_t *j);
 int bw_jobs_caught_up(bw_jobs_t *j);
+/* The records that hold batches (scheduled, dependent), as the index reads them. */
+bw_timers_t *bw_jobs_timers(bw_jobs_t *j);
 /* Brings the index up to what the jobs topic holds now (up to 3 s); 1 if it did. */
 int bw_jobs_sync(bw_jobs_t *j);
 
@@ -64,33 +67,6 @@ typedef struct {
 /* 0 with *out filled, -1 if no part of the named job `job_id` was read. */
 int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out);
 
-/* At most this many prerequisites per request (BatchWriteRequest.after). */
-#define BW_AFTER_MAX 16
-
-/* A record that still holds batches (scheduled or dependent: JobRecord.held), as the
- * index read it last: what proxy/release.c needs to decide when to release them. */
-typedef struct {
-    char id[33];             /* the record's key: the request's job id (a named job's part's) */
-    char job[33];            /* the job it belongs to: the named job's id, or id */
-    int64_t not_before_ms;
-    int64_t written_at_ms;
-    int64_t created_at_ms;   /* when it was accepted: releases keep acceptance order */
-    uint32_t job_part;       /* a named job's part number (0 otherwise) */
-    /* what the jobs topic took after the record, as the tail read it: on the embedded
-     * Kafka, which keeps only a partition's newest 5 MiB, how close it is to being dropped */
-    uint64_t behind_bytes, behind_records;
-    size_t n_after;
-    char after[BW_AFTER_MAX][33];
-} bw_jobs_held_t;
-/* Every held record's entry (malloc'd array in *out, free it); returns the count. */
-size_t bw_jobs_held_list(bw_jobs_t *j, bw_jobs_held_t **out);
-/* 1 if a held record of job `job` (a named job's part) is in the index. */
-int bw_jobs_holds_job(bw_jobs_t *j, const char *job);
-/* 1 if job `id` is reachable from the jobs in `after` through the prerequisites of the
- * held records (a record's job waits for its after): holding `id` after them would make
- * the two wait for each other. */
-int bw_jobs_held_cycle(const bw_jobs_held_t *held, size_t n, const char *id, char *const *after, size_t n_after);
-
 /* The latest jobs the index read (a named job once, by its id), newest first. */
 typedef struct {
     char id[33];
@@ -106,7 +82,6 @@ typedef struct {
     size_t entries, bytes, max_bytes;
     uint64_t evicted;        /* records dropped, least recently used first */
     uint64_t found_in_topic; /* records read back from the topic for a lookup */
-    size_t held;             /* records that hold batches (bw_jobs_held_list) */
 } bw_jobs_stats_t;
 void bw_jobs_stats(bw_jobs_t *j, bw_jobs_stats_t *st);
 

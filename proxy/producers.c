@@ -231,8 +231,8 @@ void bw_producers_destroy(void) {
  * linger.ms 5, 6 ms without; docs/performance.md). With another batch request open,
  * even one still uploading its body, that request's messages may join the batch, and
  * lingering pays (4 and 16 clients lost a third of their rate with linger.ms 0). */
-static void send_now(const uint8_t *used) {
-    if (atomic_load(&proxy.batches_open) != 1) return;
+static void send_now(const uint8_t *used, int always) {
+    if (!always && atomic_load(&proxy.batches_open) != 1) return;
     for (int i = 0; i < proxy.conf->proxy_producers; i++) {
         bw_producer_t *pr = &proxy.producers[i];
         if (!used[i] || pr->linger_ms <= 0) continue;
@@ -248,7 +248,7 @@ size_t bw_producers_message_bytes(const bw_batch_msg_t *m) {
 }
 
 void bw_producers_send_batches(bw_batch_set_t *set, int lane, const bw_msg_fate_t *fate, const char *job_id,
-                               rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena) {
+                               const char *const *keys, rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena) {
     bw_kafka_acks_t acks; /* the pollers serve the reports */
     pthread_rwlock_rdlock(&proxy.producers_lock); /* no rebuild until the acks are in */
     bw_kafka_acks_init(&acks, NULL, 0, proxy.conf->produce_timeout_ms, errs, offsets);
@@ -261,7 +261,8 @@ void bw_producers_send_batches(bw_batch_set_t *set, int lane, const bw_msg_fate_
         ds[i] = (delivery_t){&acks, i, slot, bw_producers_message_bytes(m)};
         const char *headers[] = {"bw-type", m->type_name, "bw-op", m->op_header, "bw-rows", m->rows_header};
         const bw_producer_t *pr = &proxy.producers[m->shard % proxy.conf->proxy_producers];
-        bw_kafka_msg_t km = {.rk = pr->rk, .rkt = pr->rkt[lane], .partition = m->shard, .key = job_id, .key_len = strlen(job_id),
+        const char *key = keys ? keys[i] : job_id;
+        bw_kafka_msg_t km = {.rk = pr->rk, .rkt = pr->rkt[lane], .partition = m->shard, .key = key, .key_len = strlen(key),
                              .value = m->payload, .value_len = m->len, .msgflags = RD_KAFKA_MSG_F_FREE,
                              .headers = headers, .header_cnt = 3};
         if (bw_kafka_acks_produce(&acks, &km, i, &ds[i]) == 0) {
@@ -271,7 +272,7 @@ void bw_producers_send_batches(bw_batch_set_t *set, int lane, const bw_msg_fate_
             bw_backlog_settle(proxy.backlog, slot, ds[i].bytes, -1);
         }
     }
-    send_now(used);
+    send_now(used, keys != NULL);
     bw_kafka_acks_wait(&acks);
     pthread_rwlock_unlock(&proxy.producers_lock);
     bw_batcher_free_payloads(set); /* those never handed over */

@@ -132,10 +132,13 @@ void bw_producers_destroy(void);
 /* What a message counts for in its shard's backlog (admission and settling agree). */
 size_t bw_producers_message_bytes(const bw_batch_msg_t *m);
 /* Produces the messages of `set` marked BW_MSG_PRODUCE to their shards' partitions,
- * keyed by job_id, waits for all acknowledgements and fills errs[] and offsets[].
- * Payload ownership passes to librdkafka on a successful produce call. */
+ * keyed by job_id (or, with keys, message i by keys[i]: the release loop's, many jobs'
+ * batches at once, sent without waiting out linger.ms), waits for all acknowledgements
+ * and fills errs[] and offsets[]. Payload ownership passes to librdkafka on a successful
+ * produce call. */
 void bw_producers_send_batches(bw_batch_set_t *set, int lane, const bw_msg_fate_t *fate, const char *job_id,
-                               rd_kafka_resp_err_t *errs, int64_t *offsets, bw_arena_t *arena);
+                               const char *const *keys, rd_kafka_resp_err_t *errs, int64_t *offsets,
+                               bw_arena_t *arena);
 /* Produces n records to a side topic and waits for all of them together; errs[i] (may
  * be NULL) gets each one's error. Returns the first error, 0 when Kafka acknowledged
  * every one. */

@@ -122,11 +122,27 @@ static const bw_metric_row_t rows[BW_PM_ROWS] = {
         .help = "Job records that hold scheduled or dependent batches not yet released.",
         .doc = "job records (requests) that hold scheduled or dependent batches not yet released into their "
                "shards (`not_before` ahead, or `after` jobs not finished), as this proxy's index knows them"},
+    [BW_PM_HELD_JOB_RECORDS_DUE] = {
+        .name = "bulkwrite_proxy_held_job_records_due", .type = BW_METRIC_GAUGE,
+        .help = "Of the held job records, those due now (not_before passed) and not released yet.",
+        .doc = "of those records, the ones due now (`not_before` passed) and not released yet: waiting for "
+               "their turn, their `after` jobs, an earlier part of their job, or a full shard backlog"},
+    [BW_PM_HELD_BYTES] = {
+        .name = "bulkwrite_proxy_held_bytes", .type = BW_METRIC_GAUGE,
+        .help = "Memory the held job records take in this proxy (their records and entries).",
+        .doc = "memory those records take in this proxy: each is kept whole until released (about 400 bytes "
+               "for a one-op request)"},
     [BW_PM_HELD_BATCHES_RELEASED] = {
         .name = "bulkwrite_proxy_held_batches_released_total", .type = BW_METRIC_COUNTER,
         .help = "Held batches this proxy released into their shards' partitions.",
         .doc = "held (scheduled or dependent) batches this proxy released into their shards' partitions "
                "(another proxy may release the same batch: its shard applies it once)"},
+    [BW_PM_HELD_RELEASE_LATENESS] = {
+        .name = "bulkwrite_proxy_held_release_lateness_seconds", .type = BW_METRIC_HISTOGRAM,
+        .help = "How long after its not_before a held record's batches were released (produced and acknowledged).",
+        .doc = "per held record this proxy released: the time from its `not_before` (or, for a dependent "
+               "job, from its acceptance) to its batches acknowledged by Kafka; the shard applies them "
+               "after that at its rate"},
 };
 
 const bw_metrics_table_t bw_proxy_metrics = {"proxy/proxy_metrics.c", "Proxy:", rows, BW_PM_ROWS};
@@ -162,14 +178,16 @@ void bw_proxy_metrics_client_refused(bw_metrics_t *m, const char *client, uint64
     bw_metrics_change(m, c, 2);
 }
 
-void bw_proxy_metrics_jobs(bw_metrics_t *m, const bw_jobs_stats_t *js) {
+void bw_proxy_metrics_jobs(bw_metrics_t *m, const bw_jobs_stats_t *js, const bw_timers_stats_t *ts) {
     bw_metrics_change_t c[] = {
         {BW_PM_JOBS_INDEX_ENTRIES, 0, 0, BW_METRICS_SET, (double)js->entries},
         {BW_PM_JOBS_INDEX_BYTES, 0, 0, BW_METRICS_SET, (double)js->bytes},
         {BW_PM_JOBS_INDEX_MAX_BYTES, 0, 0, BW_METRICS_SET, (double)js->max_bytes},
         {BW_PM_JOBS_INDEX_EVICTED, 0, 0, BW_METRICS_SET, (double)js->evicted},
         {BW_PM_JOBS_READ_FROM_TOPIC, 0, 0, BW_METRICS_SET, (double)js->found_in_topic},
-        {BW_PM_HELD_JOB_RECORDS, 0, 0, BW_METRICS_SET, (double)js->held},
+        {BW_PM_HELD_JOB_RECORDS, 0, 0, BW_METRICS_SET, (double)ts->held},
+        {BW_PM_HELD_JOB_RECORDS_DUE, 0, 0, BW_METRICS_SET, (double)ts->due},
+        {BW_PM_HELD_BYTES, 0, 0, BW_METRICS_SET, (double)ts->bytes},
     };
     bw_metrics_change(m, c, sizeof(c) / sizeof(c[0]));
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "jobs.h"
+#include "timers.h"
 #include "metrics.h"
 
 typedef enum {
@@ -34,7 +35,10 @@ typedef enum {
     BW_PM_JOBS_INDEX_EVICTED,
     BW_PM_JOBS_READ_FROM_TOPIC,
     BW_PM_HELD_JOB_RECORDS,
+    BW_PM_HELD_JOB_RECORDS_DUE,
+    BW_PM_HELD_BYTES,
     BW_PM_HELD_BATCHES_RELEASED,
+    BW_PM_HELD_RELEASE_LATENESS,
     BW_PM_ROWS
 } bw_proxy_metric_t;
 
@@ -54,6 +58,6 @@ void bw_proxy_metrics_client_refused(bw_metrics_t *m, const char *client, uint64
 /* This proxy's share of a client's ops and bytes quotas (a bw_quota_share_fn; ud is the
  * bw_metrics_t): negative hides the series. */
 void bw_proxy_metrics_quota_share(void *ud, const char *client, double ops_share, double bytes_share);
-void bw_proxy_metrics_jobs(bw_metrics_t *m, const bw_jobs_stats_t *js);
+void bw_proxy_metrics_jobs(bw_metrics_t *m, const bw_jobs_stats_t *js, const bw_timers_stats_t *ts);
 
 #endif

@@ -3,9 +3,9 @@
  * A request with a not_before still ahead, or with prerequisites (after), is held whole
  * in its job record in the jobs topic (submit.c): its batches are durable there, and the
  * shards' partitions carry nothing of it, so other work on those shards goes on. Every
- * proxy runs this loop about once a second over the held records its index knows
- * (bw_jobs_held_list). A held batch is released, as the batcher made it and under its
- * own (job, part) name, once:
+ * proxy's index keeps the records that hold batches in its delay queue (timers.h), and
+ * this loop sleeps until the next one is due (or a record due sooner arrives). A held
+ * batch is released, as the batcher made it and under its own (job, part) name, once:
  *  - not_before has come, and
  *  - on its shard, every prerequisite is finished (bw_jobs_done_on): all its ops in
  *    (sealed, for a named job; no resend awaited, for a request) and nothing of it
@@ -13,10 +13,14 @@
  *    longer has (its retention) counts as finished.
  * A named job's part goes only once the part before it holds nothing (submit.c holds a
  * part that arrives while an earlier one of its job is held, whatever its not_before).
- * Batches are released in part order per shard, through the shard's backlog admission,
- * and the record is then written again without them (their offsets in `shards`, their
- * parts in `accepted_parts`). No lock: two proxies that release the same batch produce it
- * twice, and the shard applies its (job, part) once (docs/reliability.md).
+ *
+ * A turn takes what is due (at most TURN_MAX records, in release order: due, then
+ * accepted, then part), admits each batch to its shard's backlog, produces all of them
+ * at once (a shard's in order, through one producer) and waits for their acks together;
+ * then writes every record again without what Kafka took (their offsets in `shards`,
+ * their parts in `accepted_parts`) in one go, and says what it did in one log line. No
+ * lock between proxies: two that release the same batch produce it twice, and the shard
+ * applies its (job, part) once (docs/reliability.md).
  *
  * The loop's first turn waits until the jobs and control topics are read to their end
  * (a proxy just started knows every held record and every cancel first).
@@ -29,6 +33,7 @@
  *
  * @locality its own thread; it reads the index and the status tables through their locks
  * and produces through the pool (producers.c). */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,7 +44,9 @@
 #include "log.h"
 #include "proxy.h"
 
-#define RELEASE_INTERVAL_MS 1000
+#define TURN_MAX 20000        /* records a turn looks at; more due: the next turn at once */
+#define IDLE_MS 1000          /* a turn at least this often: prerequisites, full backlogs */
+#define REFRESH_EVERY_MS 5000 /* how often records not due yet are checked for a rewrite */
 
 static pthread_t release_thread;
 static atomic_int release_run;
@@ -109,7 +116,7 @@ static void prereqs_free(prereqs_t *ps) {
 }
 
 /* 1 when every prerequisite of the held record is finished on `shard` (-1: complete everywhere). */
-static int prereqs_done(prereqs_t *ps, const bw_jobs_held_t *h, int shard) {
+static int prereqs_done(prereqs_t *ps, const bw_timer_t *h, int shard) {
     for (size_t i = 0; i < h->n_after; i++) {
         prereq_t *p = prereq_get(ps, h->after[i]);
         if (p->state == PREREQ_UNKNOWN || (p->state == PREREQ_READ && !bw_jobs_done_on(&p->st, shard))) return 0;
@@ -119,7 +126,7 @@ static int prereqs_done(prereqs_t *ps, const bw_jobs_held_t *h, int shard) {
 
 /* The id of a cancelled prerequisite of the held record, or NULL. Every one is looked at,
  * whether the record is due or not: the waiting job is cancelled at once. */
-static const char *prereq_cancelled(prereqs_t *ps, const bw_jobs_held_t *h) {
+static const char *prereq_cancelled(prereqs_t *ps, const bw_timer_t *h) {
     for (size_t i = 0; i < h->n_after; i++) {
         prereq_t *p = prereq_get(ps, h->after[i]);
         if (p->state == PREREQ_READ && p->st.cancelled_at_ms) return p->id;
@@ -127,52 +134,100 @@ static const char *prereq_cancelled(prereqs_t *ps, const bw_jobs_held_t *h) {
     return NULL;
 }
 
-/* Writes `out` (a held record changed by the caller) to the jobs topic and the index. */
-static int write_record(const char *id, Bulkwrite__V1__JobRecord *out) {
-    out->written_at_ms = bw_wall_ms();
-    size_t len = bulkwrite__v1__job_record__get_packed_size(out);
-    void *buf = malloc(len + 1);
-    if (!buf) abort();
-    bulkwrite__v1__job_record__pack(out, buf);
-    size_t key_len = 32;
-    rd_kafka_resp_err_t e = bw_producers_send_records(proxy.conf->jobs_topic, 1, &id, &key_len, &buf, &len, NULL);
-    if (e) bw_log(BW_LOG_WARN, COMPONENT, -1, id, "held job record not written (%s): tried again", rd_kafka_err2str(e));
-    else bw_jobs_put(proxy.jobs, id, buf, len);
-    free(buf);
-    return e ? -1 : 0;
+/* A record's part in a turn. */
+typedef struct {
+    const bw_timer_t *h;
+    Bulkwrite__V1__JobRecord *rec; /* unpacked when it is released, dropped or rewritten */
+    int lane;
+    size_t first, count;           /* its messages in its lane's set */
+    int drop;                      /* its job was cancelled: written without its held batches */
+    int stale;                     /* written again even if nothing goes: retention, the embedded bound */
+} pick_t;
+
+/* One lane's messages of a turn; message i is batch batch[i] of picks[pick[i]]. */
+typedef struct {
+    bw_batch_set_t set;
+    const char **keys;
+    size_t *pick, *batch;
+    size_t cap;
+} lane_out_t;
+
+static bw_batch_msg_t *lane_add(lane_out_t *lo, const char *key, size_t pick, size_t batch) {
+    if (lo->set.msg_cnt == lo->cap) {
+        lo->cap = lo->cap ? lo->cap * 2 : 256;
+        if (!(lo->set.msgs = realloc(lo->set.msgs, lo->cap * sizeof(*lo->set.msgs))) ||
+            !(lo->keys = realloc(lo->keys, lo->cap * sizeof(*lo->keys))) ||
+            !(lo->pick = realloc(lo->pick, lo->cap * sizeof(*lo->pick))) ||
+            !(lo->batch = realloc(lo->batch, lo->cap * sizeof(*lo->batch))))
+            abort();
+    }
+    size_t i = lo->set.msg_cnt++;
+    lo->keys[i] = key;
+    lo->pick[i] = pick;
+    lo->batch[i] = batch;
+    memset(&lo->set.msgs[i], 0, sizeof(lo->set.msgs[i]));
+    return &lo->set.msgs[i];
 }
 
-/* Produces the record's releasable batches (go[k] set) in part order, each shard's until
- * its backlog refuses one, and writes the record again without those Kafka took.
- * refused (slot = lane x shards + shard: the turn's, shared by every record) marks the
- * slots whose backlog refused a batch this turn: later records wait behind it too.
- * Returns how many batches Kafka took (0: the record was not written); *emptied is set
- * when the record holds none now. */
-static size_t release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, uint8_t *refused, int *emptied) {
-    int lane = bw_config_lane(proxy.conf, rec->lane && rec->lane[0] ? rec->lane : "default");
-    if (lane < 0) {
-        bw_log(BW_LOG_ERROR, COMPONENT, -1, rec->job_id, "held batches of lane \"%s\", which the configuration no "
-               "longer has: kept until it has", rec->lane);
-        return 0;
-    }
-    bw_arena_t arena;
-    bw_arena_init(&arena, 1 << 12);
-    size_t n = rec->n_held, shards = (size_t)proxy.conf->shard_count;
-    bw_batch_set_t set = {bw_arena_alloc(&arena, (n + 1) * sizeof(bw_batch_msg_t)), 0};
-    bw_msg_fate_t *fate = bw_arena_alloc(&arena, (n + 1) * sizeof(*fate));
-    size_t *from = bw_arena_alloc(&arena, (n + 1) * sizeof(*from)); /* message -> rec->held index */
-    uint8_t *waits = bw_arena_alloc(&arena, shards); /* this record's shards with a batch held back */
-    memset(waits, 0, shards);
-    for (size_t k = 0; k < n; k++) {
+/* What a turn did, for its log line and the metrics. */
+typedef struct {
+    size_t released, records, emptied, waiting, dropped, rewritten, not_written;
+    size_t shards;           /* shards released into */
+    int64_t worst_late_ms;   /* the latest record's lateness */
+} turn_sum_t;
+
+/* Adds a turn's work to the summary and says it in one line once a second has passed
+ * since the last (or at once, when `now`): a delay queue at 10,000 timers a second logs
+ * one line a second, not one per job. */
+static void summarize(const turn_sum_t *t, int now) {
+    static turn_sum_t acc;
+    static int64_t said_us, turns;
+    acc.released += t->released;
+    acc.records += t->records;
+    acc.emptied += t->emptied;
+    acc.dropped += t->dropped;
+    acc.rewritten += t->rewritten;
+    acc.not_written += t->not_written;
+    acc.waiting = t->waiting; /* as of the last turn */
+    acc.shards = t->shards > acc.shards ? t->shards : acc.shards;
+    if (t->worst_late_ms > acc.worst_late_ms) acc.worst_late_ms = t->worst_late_ms;
+    turns++;
+    int64_t at = bw_now_us();
+    if (!now && at - said_us < 1000000) return;
+    if (acc.released || acc.dropped || acc.not_written)
+        bw_log(BW_LOG_INFO, COMPONENT, -1, NULL,
+               "released %zu held batches of %zu job records in %" PRId64 " turns over %.1f s (%zu hold nothing "
+               "now; at most %zu shards a turn; the latest %.3f s after its time); %zu due wait%s%s%s",
+               acc.released, acc.records, turns, said_us ? (double)(at - said_us) / 1e6 : 0.0, acc.emptied, acc.shards,
+               (double)acc.worst_late_ms / 1000, acc.waiting, acc.waiting == 1 ? "s" : "",
+               acc.dropped ? "; cancelled jobs' records dropped their held batches" : "",
+               acc.not_written ? "; some records not written: tried again" : "");
+    if (acc.rewritten)
+        bw_log(BW_LOG_DEBUG, COMPONENT, -1, NULL, "%zu held job records written again to stay in the jobs topic",
+               acc.rewritten);
+    memset(&acc, 0, sizeof(acc));
+    turns = 0;
+    said_us = at;
+}
+
+/* Decides which of the held batches of pick p go now, into its lane's set: a shard's
+ * batches in part order, each through its shard's backlog admission; a batch whose
+ * shard waits (a prerequisite not finished there, an earlier batch held back, the
+ * backlog full: `refused`, shared by the turn's records) holds back its shard's later
+ * ones. waits: shard_count bytes, all 0, left so. */
+static void pick_batches(pick_t *p, size_t pi, prereqs_t *ps, lane_out_t *lo, uint8_t *refused, uint8_t *waits) {
+    const Bulkwrite__V1__JobRecord *rec = p->rec;
+    size_t shards = (size_t)proxy.conf->shard_count;
+    p->first = lo->set.msg_cnt;
+    for (size_t k = 0; k < rec->n_held; k++) {
         const Bulkwrite__V1__HeldBatch *h = rec->held[k];
         if (h->shard >= shards) continue; /* a record from another layout: never released */
-        uint8_t *slot_refused = &refused[bw_config_slot(proxy.conf, lane, (int)h->shard)];
-        if (!go[k] || waits[h->shard] || *slot_refused) {
+        uint8_t *slot_refused = &refused[bw_config_slot(proxy.conf, p->lane, (int)h->shard)];
+        if (waits[h->shard] || *slot_refused || !prereqs_done(ps, p->h, (int)h->shard)) {
             waits[h->shard] = 1; /* a shard's later batches wait for its earlier ones */
             continue;
         }
-        bw_batch_msg_t *m = &set.msgs[set.msg_cnt];
-        memset(m, 0, sizeof(*m));
+        bw_batch_msg_t *m = lane_add(lo, p->h->id, pi, k);
         m->shard = (int32_t)h->shard;
         m->type_name = h->object_type;
         snprintf(m->op_header, sizeof(m->op_header), "%u", h->op % 10);
@@ -181,40 +236,41 @@ static size_t release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, 
         if (!(m->payload = malloc(h->payload.len + 1))) abort();
         memcpy(m->payload, h->payload.data, h->payload.len);
         m->len = h->payload.len;
-        if (!bw_backlog_admit(proxy.backlog, bw_config_slot(proxy.conf, lane, m->shard), bw_producers_message_bytes(m),
+        if (!bw_backlog_admit(proxy.backlog, bw_config_slot(proxy.conf, p->lane, m->shard), bw_producers_message_bytes(m),
                               bw_now_us(), NULL)) {
             waits[h->shard] = *slot_refused = 1;
             free(m->payload);
-            continue;
+            lo->set.msg_cnt--;
         }
-        fate[set.msg_cnt] = BW_MSG_PRODUCE;
-        from[set.msg_cnt++] = k;
     }
-    if (!set.msg_cnt) {
-        bw_arena_destroy(&arena);
-        return 0;
-    }
-    rd_kafka_resp_err_t *errs = bw_arena_alloc(&arena, set.msg_cnt * sizeof(*errs));
-    int64_t *offsets = bw_arena_alloc(&arena, set.msg_cnt * sizeof(*offsets));
-    memset(errs, 0, set.msg_cnt * sizeof(*errs));
-    bw_producers_send_batches(&set, lane, fate, rec->job_id, errs, offsets, &arena);
-    /* the record again: what Kafka took leaves `held` for `accepted_parts` and `shards` */
-    uint8_t *out_of_held = bw_arena_alloc(&arena, n + 1);
+    p->count = lo->set.msg_cnt - p->first;
+    for (size_t k = 0; k < rec->n_held; k++)
+        if (rec->held[k]->shard < shards) waits[rec->held[k]->shard] = 0;
+}
+
+/* The record p written again: what Kafka took (errs, offsets of its lane's messages)
+ * leaves `held` for `accepted_parts` and `shards`; a cancelled job's record keeps none.
+ * Packed into *out (malloc'd); how many of its batches Kafka took; *empty: it holds
+ * none now. */
+static size_t pick_record(const pick_t *p, const lane_out_t *lo, const rd_kafka_resp_err_t *errs,
+                          const int64_t *offsets, bw_arena_t *arena, void **out, size_t *out_len, int *empty) {
+    const Bulkwrite__V1__JobRecord *rec = p->rec;
+    Bulkwrite__V1__JobRecord o = *rec;
+    size_t n = rec->n_held, released = 0;
+    uint8_t *out_of_held = bw_arena_alloc(arena, n + 1);
     memset(out_of_held, 0, n + 1);
-    Bulkwrite__V1__JobRecord out = *rec;
-    out.accepted_parts = bw_arena_alloc(&arena, (rec->n_accepted_parts + set.msg_cnt) * sizeof(uint32_t));
-    if (rec->n_accepted_parts) memcpy(out.accepted_parts, rec->accepted_parts, rec->n_accepted_parts * sizeof(uint32_t));
-    Bulkwrite__V1__ShardOps *so = bw_arena_alloc(&arena, (rec->n_shards + 1) * sizeof(*so));
-    out.shards = bw_arena_alloc(&arena, (rec->n_shards + 1) * sizeof(*out.shards));
-    for (size_t i = 0; i < rec->n_shards; i++) so[i] = *rec->shards[i], out.shards[i] = &so[i];
-    size_t released = 0;
-    for (size_t i = 0; i < set.msg_cnt; i++) {
+    o.accepted_parts = bw_arena_alloc(arena, (rec->n_accepted_parts + p->count + 1) * sizeof(uint32_t));
+    if (rec->n_accepted_parts) memcpy(o.accepted_parts, rec->accepted_parts, rec->n_accepted_parts * sizeof(uint32_t));
+    Bulkwrite__V1__ShardOps *so = bw_arena_alloc(arena, (rec->n_shards + 1) * sizeof(*so));
+    o.shards = bw_arena_alloc(arena, (rec->n_shards + 1) * sizeof(*o.shards));
+    for (size_t i = 0; i < rec->n_shards; i++) so[i] = *rec->shards[i], o.shards[i] = &so[i];
+    for (size_t i = p->first; i < p->first + p->count; i++) {
         if (errs[i]) continue;
-        const Bulkwrite__V1__HeldBatch *h = rec->held[from[i]];
-        out_of_held[from[i]] = 1;
-        out.accepted_parts[out.n_accepted_parts++] = h->part;
+        const Bulkwrite__V1__HeldBatch *h = rec->held[lo->batch[i]];
+        out_of_held[lo->batch[i]] = 1;
+        o.accepted_parts[o.n_accepted_parts++] = h->part;
         released++;
-        for (size_t s = 0; s < out.n_shards; s++) {
+        for (size_t s = 0; s < o.n_shards; s++) {
             if (so[s].shard != h->shard) continue;
             int first = so[s].held_ops == so[s].ops; /* nothing of this shard in Kafka before */
             so[s].held_ops -= h->rows < so[s].held_ops ? h->rows : so[s].held_ops;
@@ -222,125 +278,169 @@ static size_t release_batches(Bulkwrite__V1__JobRecord *rec, const uint8_t *go, 
             if (first || offsets[i] > so[s].last_offset) so[s].last_offset = offsets[i];
         }
     }
-    out.held = bw_arena_alloc(&arena, (n + 1) * sizeof(*out.held));
-    out.n_held = 0;
-    for (size_t k = 0; k < n; k++)
-        if (!out_of_held[k]) out.held[out.n_held++] = rec->held[k];
-    if (!out.n_held) out.released_at_ms = bw_wall_ms();
-    if (released) bw_metrics_add(proxy.metrics, BW_PM_HELD_BATCHES_RELEASED, 0, 0, released);
-    if (released && write_record(rec->job_id, &out) == 0 && !out.n_held) *emptied = 1;
-    if (released && !out.n_held)
-        bw_log(BW_LOG_INFO, COMPONENT, -1, rec->job_id, "released %zu held batches into their shards%s", released,
-               out.n_held ? "" : ": none is held now");
-    bw_arena_destroy(&arena);
+    o.held = bw_arena_alloc(arena, (n + 1) * sizeof(*o.held));
+    o.n_held = 0;
+    for (size_t k = 0; !p->drop && k < n; k++)
+        if (!out_of_held[k]) o.held[o.n_held++] = rec->held[k];
+    if (released && !o.n_held) o.released_at_ms = bw_wall_ms();
+    o.written_at_ms = bw_wall_ms();
+    *empty = !o.n_held;
+    *out_len = bulkwrite__v1__job_record__get_packed_size(&o);
+    if (!(*out = malloc(*out_len + 1))) abort();
+    bulkwrite__v1__job_record__pack(&o, *out);
     return released;
 }
 
-/* A cancelled job's held batches will never go out: its record is written again without
- * them (its shards' held_ops stay, so the status counts those ops cancelled). */
-static void drop_held(const char *id) {
-    void *raw;
-    size_t len;
-    if (bw_jobs_lookup(proxy.jobs, id, &raw, &len) && bw_jobs_record(proxy.jobs, id, &raw, &len)) return;
-    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
-    free(raw);
-    if (!rec) return;
-    size_t n_held = rec->n_held;
-    rec->n_held = 0;
-    if (n_held && write_record(id, rec) == 0)
-        bw_log(BW_LOG_INFO, COMPONENT, -1, id, "job cancelled: its %zu held batches are dropped", n_held);
-    rec->n_held = n_held; /* freed with the record */
-    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+/* The records a turn changed, written to the jobs topic together and put in the index
+ * (which leaves those that hold nothing now out of the delay queue). */
+static void write_records(pick_t *picks, size_t n, lane_out_t *lanes, rd_kafka_resp_err_t *const *errs,
+                          int64_t *const *offsets, bw_arena_t *arena, turn_sum_t *sum) {
+    const char **keys = bw_arena_alloc(arena, (n + 1) * sizeof(*keys));
+    size_t *klens = bw_arena_alloc(arena, (n + 1) * sizeof(*klens)), *vlens = bw_arena_alloc(arena, (n + 1) * sizeof(*vlens));
+    void **vals = bw_arena_alloc(arena, (n + 1) * sizeof(*vals));
+    size_t *which = bw_arena_alloc(arena, (n + 1) * sizeof(*which)), cnt = 0;
+    uint8_t *empty = bw_arena_alloc(arena, n + 1);
+    bw_metrics_change_t *late = bw_arena_alloc(arena, (n + 1) * sizeof(*late));
+    size_t late_cnt = 0;
+    int64_t now = bw_wall_ms();
+    for (size_t i = 0; i < n; i++) {
+        pick_t *p = &picks[i];
+        if (!p->rec) continue;
+        int emptied;
+        size_t released =
+            pick_record(p, &lanes[p->lane], errs[p->lane], offsets[p->lane], arena, &vals[cnt], &vlens[cnt], &emptied);
+        if (!released && !p->drop && !p->stale) {
+            free(vals[cnt]);
+            continue;
+        }
+        if (released) {
+            sum->released += released;
+            sum->records++;
+            int64_t since = p->h->not_before_ms > p->h->created_at_ms ? p->h->not_before_ms : p->h->created_at_ms;
+            int64_t late_ms = now - since > 0 ? now - since : 0;
+            if (late_ms > sum->worst_late_ms) sum->worst_late_ms = late_ms;
+            late[late_cnt++] = (bw_metrics_change_t){BW_PM_HELD_RELEASE_LATENESS, 0, 0, BW_METRICS_OBSERVE, (double)late_ms * 1000};
+        }
+        sum->dropped += p->drop;
+        sum->rewritten += !released && !p->drop;
+        keys[cnt] = p->h->id;
+        klens[cnt] = 32;
+        empty[cnt] = (uint8_t)emptied;
+        which[cnt++] = i;
+    }
+    if (late_cnt) bw_metrics_change(proxy.metrics, late, late_cnt);
+    if (sum->released) bw_metrics_add(proxy.metrics, BW_PM_HELD_BATCHES_RELEASED, 0, 0, (double)sum->released);
+    rd_kafka_resp_err_t *werrs = bw_arena_alloc(arena, (cnt + 1) * sizeof(*werrs));
+    memset(werrs, 0, (cnt + 1) * sizeof(*werrs));
+    if (cnt) bw_producers_send_records(proxy.conf->jobs_topic, cnt, keys, klens, vals, vlens, werrs);
+    for (size_t c = 0; c < cnt; c++) {
+        pick_t *p = &picks[which[c]];
+        if (werrs[c]) {
+            sum->not_written++; /* its batches go out again next turn: applied once */
+            if (sum->not_written == 1)
+                bw_log(BW_LOG_WARN, COMPONENT, -1, p->h->id, "held job record not written (%s): tried again",
+                       rd_kafka_err2str(werrs[c]));
+        } else {
+            if (p->drop) /* one line per job: cancels are operators' acts, not a flood */
+                bw_log(BW_LOG_INFO, COMPONENT, -1, p->h->id, "job cancelled: its %zu held batches are dropped",
+                       p->rec->n_held);
+            bw_jobs_put(proxy.jobs, p->h->id, vals[c], vlens[c]);
+            sum->emptied += empty[c];
+        }
+        free(vals[c]);
+    }
 }
 
-/* One held record: cancelled, not due, waiting for prerequisites or for an earlier part
- * of its job (behind), or (some of) it released; or written again to outlive the
- * topic's retention. 1 when it holds nothing now. */
-static int release_one(const bw_jobs_held_t *h, int behind, prereqs_t *ps, int64_t now, uint8_t *refused) {
-    if (bw_shard_table_job_cancelled(proxy.shards, h->job)) {
-        drop_held(h->id);
-        return 1;
-    }
+/* One turn: the due records (and, when refresh is set, the records not due yet that
+ * must be written again to stay in the topic), released as far as they may go. Returns
+ * how many due records it looked at. */
+static size_t release_turn(uint8_t *refused, uint8_t *waits, int refresh) {
+    int64_t now = bw_wall_ms();
+    bw_timers_t *timers = bw_jobs_timers(proxy.jobs);
+    bw_timer_t *due, *stale = NULL;
+    size_t n_due = bw_timers_due(timers, now, TURN_MAX, &due), n_stale = 0;
     int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
     /* the embedded Kafka drops a partition's oldest data past 5 MiB (or 100,000 message
      * sets): a held record a quarter of that behind the topic's end is written again */
-    int pushed_out = proxy.embedded && (h->behind_bytes > BW_KAFKA_EMBEDDED_PARTITION_BYTES / 4 ||
-                                        h->behind_records > BW_KAFKA_EMBEDDED_PARTITION_SETS / 4);
-    if (pushed_out) refresh_after = 0;
-    int due = h->not_before_ms <= now;
-    const char *cancelled_by = prereq_cancelled(ps, h);
-    if (cancelled_by) {
-        char why[160];
-        snprintf(why, sizeof(why), "prerequisite job %s was cancelled", cancelled_by);
-        int already;
-        if (bw_change_cancel(h->job, "(bulkwrite)", "proxy", why, &already) == 0 && !already)
-            bw_log(BW_LOG_INFO, COMPONENT, -1, h->job, "job cancelled: %s", why);
-        return 0;
-    }
-    /* a prerequisite not complete anywhere holds every shard: no need to read the record */
-    int maybe = due && !behind && prereqs_done(ps, h, -1);
-    if (!maybe && h->written_at_ms > now - refresh_after) return 0;
-    void *raw;
-    size_t len;
-    if (bw_jobs_lookup(proxy.jobs, h->id, &raw, &len) && bw_jobs_record(proxy.jobs, h->id, &raw, &len)) return 0;
-    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
-    free(raw);
-    if (!rec) return 0;
-    uint8_t *go = calloc(rec->n_held + 1, 1);
-    if (!go) abort();
-    size_t cnt = 0;
-    for (size_t k = 0; maybe && k < rec->n_held; k++)
-        cnt += go[k] = rec->held[k]->shard < (uint32_t)proxy.conf->shard_count &&
-                       prereqs_done(ps, h, (int)rec->held[k]->shard);
-    /* kept past the retention whatever holds it: not due, prerequisites, a full backlog, a lane gone */
-    int emptied = 0;
-    if (!(cnt && release_batches(rec, go, refused, &emptied)) && rec->written_at_ms <= now - refresh_after)
-        write_record(h->id, rec);
-    free(go);
-    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
-    return emptied;
-}
-
-/* Due first, then in the order they were accepted (a named job's parts by number): ops
- * on one object in two held requests go out in the order the client sent them. */
-static int held_cmp(const void *a, const void *b) {
-    const bw_jobs_held_t *x = a, *y = b;
-    if (x->not_before_ms != y->not_before_ms) return x->not_before_ms < y->not_before_ms ? -1 : 1;
-    if (x->created_at_ms != y->created_at_ms) return x->created_at_ms < y->created_at_ms ? -1 : 1;
-    if (x->job_part != y->job_part) return x->job_part < y->job_part ? -1 : 1;
-    return strcmp(x->id, y->id);
-}
-
-/* By job, then part: a named job's parts side by side, in part order. */
-static int part_cmp(const void *a, const void *b) {
-    const bw_jobs_held_t *x = *(const bw_jobs_held_t *const *)a, *y = *(const bw_jobs_held_t *const *)b;
-    int c = strcmp(x->job, y->job);
-    return c ? c : x->job_part < y->job_part ? -1 : x->job_part > y->job_part;
-}
-
-/* One turn over the held records. A named job's part goes out only once the part before
- * it (of those held) holds nothing: ops on one object in two parts keep their order,
- * whatever each part's not_before or arrival. A part after one still held waits for a
- * later turn. */
-static void release_turn(bw_jobs_held_t *held, size_t n, uint8_t *refused) {
-    qsort(held, n, sizeof(*held), held_cmp);
-    const bw_jobs_held_t **by_part = malloc((n + 1) * sizeof(*by_part));
-    size_t *before = malloc((n + 1) * sizeof(*before)); /* held index of the part before, or n */
-    uint8_t *emptied = calloc(n + 1, 1);
-    if (!by_part || !before || !emptied) abort();
-    for (size_t i = 0; i < n; i++) by_part[i] = &held[i];
-    qsort(by_part, n, sizeof(*by_part), part_cmp);
-    for (size_t k = 0; k < n; k++)
-        before[by_part[k] - held] = k && !strcmp(by_part[k - 1]->job, by_part[k]->job) ? (size_t)(by_part[k - 1] - held) : n;
-    prereqs_t ps = {0};
-    int64_t now = bw_wall_ms();
+    uint64_t bound_bytes = proxy.embedded ? BW_KAFKA_EMBEDDED_PARTITION_BYTES / 4 : 0;
+    uint64_t bound_records = proxy.embedded ? BW_KAFKA_EMBEDDED_PARTITION_SETS / 4 : 0;
+    if (refresh) n_stale = bw_timers_stale(timers, now - refresh_after, bound_bytes, bound_records, TURN_MAX, &stale);
+    size_t n = n_due + n_stale;
+    bw_arena_t arena;
+    bw_arena_init(&arena, 1 << 16);
+    pick_t *picks = bw_arena_alloc(&arena, (n + 1) * sizeof(*picks));
+    memset(picks, 0, (n + 1) * sizeof(*picks));
+    lane_out_t lanes[BW_LANES_MAX];
+    memset(lanes, 0, sizeof(lanes));
     memset(refused, 0, (size_t)proxy.conf->shard_count * BW_LANES_MAX);
-    for (size_t i = 0; i < n && atomic_load(&release_run); i++)
-        emptied[i] = (uint8_t)release_one(&held[i], before[i] < n && !emptied[before[i]], &ps, now, refused);
+    prereqs_t ps = {0};
+    turn_sum_t sum = {0};
+    for (size_t i = 0; i < n && atomic_load(&release_run); i++) {
+        pick_t *p = &picks[i];
+        p->h = i < n_due ? &due[i] : &stale[i - n_due];
+        const bw_timer_t *h = p->h;
+        p->drop = bw_shard_table_job_cancelled(proxy.shards, h->job);
+        p->stale = h->written_at_ms <= now - refresh_after || (bound_bytes && h->behind_bytes > bound_bytes) ||
+                   (bound_records && h->behind_records > bound_records);
+        const char *cancelled_by = p->drop ? NULL : prereq_cancelled(&ps, h);
+        if (cancelled_by) {
+            char why[160];
+            snprintf(why, sizeof(why), "prerequisite job %s was cancelled", cancelled_by);
+            int already;
+            if (bw_change_cancel(h->job, "(bulkwrite)", "proxy", why, &already) == 0 && !already)
+                bw_log(BW_LOG_INFO, COMPONENT, -1, h->job, "job cancelled: %s", why);
+            continue; /* dropped next turn, as the cancel is read */
+        }
+        /* a prerequisite not complete anywhere holds every shard: no need to read the record */
+        int maybe = i < n_due && !p->drop && !h->part_before_held && prereqs_done(&ps, h, -1);
+        if (!maybe && !p->drop && !p->stale) {
+            sum.waiting++;
+            continue;
+        }
+        if (!(p->rec = bulkwrite__v1__job_record__unpack(NULL, h->len, h->rec))) continue;
+        p->lane = bw_config_lane(proxy.conf, p->rec->lane && p->rec->lane[0] ? p->rec->lane : "default");
+        if (p->lane < 0) {
+            bw_log(BW_LOG_ERROR, COMPONENT, -1, h->id, "held batches of lane \"%s\", which the configuration no "
+                   "longer has: kept until it has", p->rec->lane);
+            p->lane = 0;
+            maybe = 0;
+        }
+        if (maybe) pick_batches(p, i, &ps, &lanes[p->lane], refused, waits);
+        if (maybe && p->count < p->rec->n_held) sum.waiting++;
+    }
+    /* every lane's batches produced at once, their acks awaited together */
+    rd_kafka_resp_err_t *errs[BW_LANES_MAX] = {0};
+    int64_t *offsets[BW_LANES_MAX] = {0};
+    for (int l = 0; l < BW_LANES_MAX; l++) {
+        lane_out_t *lo = &lanes[l];
+        size_t cnt = lo->set.msg_cnt;
+        errs[l] = bw_arena_alloc(&arena, (cnt + 1) * sizeof(**errs));
+        offsets[l] = bw_arena_alloc(&arena, (cnt + 1) * sizeof(**offsets));
+        memset(errs[l], 0, (cnt + 1) * sizeof(**errs));
+        if (!cnt) continue;
+        bw_msg_fate_t *fate = bw_arena_alloc(&arena, cnt * sizeof(*fate));
+        for (size_t i = 0; i < cnt; i++) fate[i] = BW_MSG_PRODUCE;
+        bw_producers_send_batches(&lo->set, l, fate, NULL, lo->keys, errs[l], offsets[l], &arena);
+        uint8_t *seen = waits; /* borrowed: shards released into */
+        for (size_t i = 0; i < cnt; i++)
+            if (!errs[l][i] && !seen[lo->set.msgs[i].shard]) seen[lo->set.msgs[i].shard] = 1, sum.shards++;
+        memset(seen, 0, (size_t)proxy.conf->shard_count);
+    }
+    write_records(picks, n, lanes, errs, offsets, &arena, &sum);
+    summarize(&sum, 0);
+    for (size_t i = 0; i < n; i++)
+        if (picks[i].rec) bulkwrite__v1__job_record__free_unpacked(picks[i].rec, NULL);
+    for (int l = 0; l < BW_LANES_MAX; l++) {
+        free(lanes[l].set.msgs);
+        free(lanes[l].keys);
+        free(lanes[l].pick);
+        free(lanes[l].batch);
+    }
     prereqs_free(&ps);
-    free(emptied);
-    free(before);
-    free(by_part);
+    bw_timers_copies_free(due, n_due);
+    bw_timers_copies_free(stale, n_stale);
+    bw_arena_destroy(&arena);
+    return n_due;
 }
 
 /* The jobs and control topics read to their end: before that, a held record or a cancel
@@ -351,7 +451,9 @@ static int caught_up(void) { return bw_jobs_caught_up(proxy.jobs) && bw_shard_ta
 static void *release_loop(void *arg) {
     (void)arg;
     uint8_t *refused = malloc((size_t)proxy.conf->shard_count * BW_LANES_MAX);
-    if (!refused) abort();
+    uint8_t *waits = calloc((size_t)proxy.conf->shard_count, 1);
+    if (!refused || !waits) abort();
+    bw_timers_t *timers = bw_jobs_timers(proxy.jobs);
     int64_t waiting_since = bw_now_us(), warned = 0;
     while (atomic_load(&release_run) && !caught_up()) {
         if (!warned && bw_now_us() - waiting_since > 10000000) {
@@ -361,13 +463,19 @@ static void *release_loop(void *arg) {
         }
         usleep(100000);
     }
+    int64_t refreshed_ms = 0;
     while (atomic_load(&release_run)) {
-        bw_jobs_held_t *held;
-        size_t n = bw_jobs_held_list(proxy.jobs, &held);
-        release_turn(held, n, refused);
-        free(held);
-        for (int t = 0; t < RELEASE_INTERVAL_MS / 100 && atomic_load(&release_run); t++) usleep(100000);
+        int64_t now = bw_wall_ms();
+        int refresh = now - refreshed_ms >= REFRESH_EVERY_MS;
+        if (refresh) refreshed_ms = now;
+        if (release_turn(refused, waits, refresh) >= TURN_MAX) continue; /* more are due */
+        /* asleep until the next record is due, one arrives due sooner, or a second passed
+         * (records waiting for prerequisites or a full backlog are looked at again) */
+        int64_t next = bw_timers_next_due(timers), idle = bw_wall_ms() + IDLE_MS;
+        if (atomic_load(&release_run)) bw_timers_wait(timers, next < idle ? next : idle);
     }
+    summarize(&(turn_sum_t){0}, 1);
+    free(waits);
     free(refused);
     return NULL;
 }
@@ -380,14 +488,11 @@ void bw_release_start(void) {
 
 void bw_release_stop(void) {
     atomic_store(&release_run, 0);
+    bw_timers_wake(bw_jobs_timers(proxy.jobs));
     if (release_started) pthread_join(release_thread, NULL);
     release_started = 0;
 }
 
 int bw_release_would_cycle(const char *id, char *const *after, size_t n_after) {
-    bw_jobs_held_t *held;
-    size_t n = bw_jobs_held_list(proxy.jobs, &held);
-    int cycle = bw_jobs_held_cycle(held, n, id, after, n_after);
-    free(held);
-    return cycle;
+    return bw_timers_would_cycle(bw_jobs_timers(proxy.jobs), id, after, n_after);
 }

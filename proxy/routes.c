@@ -498,8 +498,10 @@ static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const
     case BW_EP_UI: bw_ui_serve(c, method, url, client, &ret); return ret;
     case BW_EP_METRICS: {
         bw_jobs_stats_t js;
+        bw_timers_stats_t ts;
         bw_jobs_stats(proxy.jobs, &js);
-        bw_proxy_metrics_jobs(proxy.metrics, &js);
+        bw_timers_stats(bw_jobs_timers(proxy.jobs), &ts);
+        bw_proxy_metrics_jobs(proxy.metrics, &js, &ts);
     } /* fall through */
     case BW_EP_HEALTHZ:
     case BW_EP_READYZ: bw_daemon_serve_ops(c, method, url, proxy.metrics, kafka_reachable, &ret); return ret;

@@ -253,7 +253,7 @@ static unsigned check_schedule(submit_t *s) {
      * ops on an object do not pass theirs. A resend too: it keeps its place behind them,
      * and a resend of a request whose batches are still held stays held. */
     s->hold = req->not_before_ms > now || req->n_after > 0 || (s->prev && s->prev->n_held) ||
-              (s->named_job[0] && bw_jobs_holds_job(proxy.jobs, s->named_job));
+              (s->named_job[0] && bw_timers_holds_job(bw_jobs_timers(proxy.jobs), s->named_job));
     return 0;
 }
 
@@ -395,7 +395,7 @@ static void hold_messages(submit_t *s) {
 
 static void produce(submit_t *s) {
     if (s->set.msg_cnt)
-        bw_producers_send_batches(&s->set, s->lane, s->fate, s->job_id, s->errs, s->offsets, &s->arena);
+        bw_producers_send_batches(&s->set, s->lane, s->fate, s->job_id, NULL, s->errs, s->offsets, &s->arena);
     for (size_t i = 0; i < s->set.msg_cnt; i++)
         if (s->errs[i]) s->failed_ops += s->set.msgs[i].op_cnt;
 }

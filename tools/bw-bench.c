@@ -139,7 +139,7 @@ static void fill_batch(worker_t *w, const batch_t *b) {
     for (long k = 0; k < b->count; k++) {
         long i = b->first + k * b->stride;
         if (jb->kind == JOB_CLEANUP) {
-            w->rows_buf[k] = (bw_sql_row_t){.id = touched_pin(jb, i), .colmap = feed_colmap};
+            w->rows_buf[k] = (bw_sql_row_t){.id = touched_pin(conf->shard_count, jb, i), .colmap = feed_colmap};
         } else {
             pin_t p = created_pin(conf->shard_count, jb, i);
             fill_pin(w, (size_t)k, &p);

@@ -132,8 +132,9 @@ static pinset_t *expected_state(const job_t *jobs, int job_cnt) {
         if (sets[s].len) qsort(sets[s].pins, sets[s].len, sizeof(pin_t), pin_cmp); /* pins is NULL when empty */
     for (int j = 0; j < job_cnt; j++) {
         const job_t *jb = &jobs[j];
-        for (long i = 0; jb->kind == JOB_COUNTER && i < jb->count; i++) {
-            pin_t *p = pin_find(&sets[jb->shard], touched_pin(jb, i));
+        for (long i = 0; (jb->kind == JOB_COUNTER || jb->kind == JOB_BUMP) && i < jb->count; i++) {
+            uint64_t id = touched_pin(conf->shard_count, jb, i);
+            pin_t *p = pin_find(&sets[bw_id_shard(id)], id);
             if (p) p->likes++; /* a pin no feed made: the update is a no-op */
         }
         if (jb->kind != JOB_CLEANUP && jb->kind != JOB_LIKE) continue;
@@ -169,8 +170,15 @@ typedef struct {
         void *body;
         size_t len;
         long ops;
+        int64_t not_before_ms;
     } *queue;
     size_t queued, queue_cap;
+    /* --not-before FROM:WINDOW: a job's request r of R is scheduled at FROM + r * WINDOW / R
+     * (ms since the epoch), so two jobs of one size pair up their requests' times */
+    int64_t not_before_from_ms, not_before_window_ms;
+    int part_k, part_m;   /* --part K/M: only a job's requests r with r % M == K */
+    FILE *jobs_out;       /* --jobs-out: "JOB_ID NOT_BEFORE_MS" per request accepted */
+    int64_t not_before_ms; /* of the request being encoded or sent; 0: none */
 } sender_t;
 
 /* One answer of the proxy. */
@@ -179,6 +187,7 @@ typedef struct {
     long accepted;      /* -1: no reply body */
     long retry_after_s; /* Retry-After; 0 when absent */
     char backlog[256];  /* a 429's reason: its first retryable rejection */
+    char job_id[33];    /* the reply's */
 } answer_t;
 
 static size_t collect_body(char *p, size_t sz, size_t n, void *ud) {
@@ -201,6 +210,7 @@ static void read_reply(int protobuf, const bw_buf_t *resp, answer_t *a, int prin
             bulkwrite__v1__batch_write_response__unpack(NULL, resp->len, (const uint8_t *)resp->data);
         if (!r) return;
         a->accepted = r->accepted;
+        snprintf(a->job_id, sizeof(a->job_id), "%s", r->job_id ? r->job_id : "");
         for (size_t i = 0; i < r->n_rejected; i++)
             note_rejection(a, r->rejected[i]->index, r->rejected[i]->reason, r->rejected[i]->retryable, print);
         bulkwrite__v1__batch_write_response__free_unpacked(r, NULL);
@@ -208,6 +218,8 @@ static void read_reply(int protobuf, const bw_buf_t *resp, answer_t *a, int prin
     }
     json_t *j = json_loadb(resp->data, resp->len, 0, NULL), *rej;
     size_t i;
+    if (json_is_string(json_object_get(j, "job_id")))
+        snprintf(a->job_id, sizeof(a->job_id), "%s", json_string_value(json_object_get(j, "job_id")));
     if (json_is_integer(json_object_get(j, "accepted")))
         a->accepted = (long)json_integer_value(json_object_get(j, "accepted"));
     json_array_foreach(json_object_get(j, "rejected"), i, rej) {
@@ -289,6 +301,7 @@ static int send_request(sender_t *s, const void *body, size_t len, long ops) {
     }
     /* the final answer counts every op of the request that is durable, earlier attempts' too */
     long acc = a.accepted > 0 ? a.accepted : 0;
+    if (s->jobs_out && acc && a.job_id[0]) fprintf(s->jobs_out, "%s %" PRId64 "\n", a.job_id, s->not_before_ms);
     s->sent += ops;
     s->accepted += acc;
     s->rejected += ops - acc;
@@ -349,10 +362,10 @@ static void make_op(const job_t *jb, long i, op_buf_t *o) {
         }
     } else if (jb->kind == JOB_CLEANUP) {
         o->op.op = BULKWRITE__V1__OP_TYPE__DELETE;
-        o->op.id = touched_pin(jb, i);
+        o->op.id = touched_pin(conf->shard_count, jb, i);
     } else {
         o->op.op = BULKWRITE__V1__OP_TYPE__UPDATE;
-        o->op.id = touched_pin(jb, i);
+        o->op.id = touched_pin(conf->shard_count, jb, i);
         add_int(o, "like_count", 1);
         o->f[0].increment = 1;
     }
@@ -364,6 +377,7 @@ static void *encode_request(const sender_t *s, char *rid, Bulkwrite__V1__Op **op
         Bulkwrite__V1__BatchWriteRequest req = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
         req.request_id = rid;
         req.lane = (char *)(s->lane ? s->lane : "");
+        req.not_before_ms = s->not_before_ms;
         req.n_ops = (size_t)n;
         req.ops = ops;
         *len = bulkwrite__v1__batch_write_request__get_packed_size(&req);
@@ -386,8 +400,12 @@ static int submit_job(sender_t *s, const job_t *jb, int j) {
     op_buf_t *bufs = calloc((size_t)per, sizeof(*bufs));
     Bulkwrite__V1__Op **ops = calloc((size_t)per, sizeof(*ops));
     int ret = 0;
+    long requests = (total + per - 1) / per;
     for (long start = 0; start < total && !ret; start += per) {
-        long n = total - start < per ? total - start : per;
+        long n = total - start < per ? total - start : per, r = start / per;
+        if (s->part_m && r % s->part_m != s->part_k) continue;
+        if (s->not_before_window_ms || s->not_before_from_ms)
+            s->not_before_ms = s->not_before_from_ms + r * s->not_before_window_ms / requests;
         for (long k = 0; k < n; k++) {
             make_op(jb, start + k, &bufs[k]);
             ops[k] = &bufs[k].op;
@@ -403,7 +421,7 @@ static int submit_job(sender_t *s, const job_t *jb, int j) {
                 s->queue_cap = s->queue_cap ? 2 * s->queue_cap : 16;
                 if (!(s->queue = realloc(s->queue, s->queue_cap * sizeof(*s->queue)))) abort();
             }
-            s->queue[s->queued++] = (struct encoded){body, len, n};
+            s->queue[s->queued++] = (struct encoded){body, len, n, s->not_before_ms};
             continue;
         }
         ret = send_request(s, body, len, n);
@@ -554,6 +572,107 @@ done:
     free(conns);
     free(res);
     return ok ? 0 : 1;
+}
+
+/* ---- lateness: scheduled jobs against the shards' ledgers ------------------------------ */
+
+typedef struct {
+    char id[33];
+    int64_t not_before_ms, applied_ms;
+    int parts; /* ledger rows of the job: a one-op job has one */
+} scheduled_t;
+
+static int scheduled_cmp(const void *a, const void *b) {
+    return strcmp(((const scheduled_t *)a)->id, ((const scheduled_t *)b)->id);
+}
+
+static int int64_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Reads the ledger rows of the jobs in sch (sorted by id) from every shard. */
+static int read_ledgers(MYSQL **conns, scheduled_t *sch, size_t n) {
+    for (size_t i = 0; i < n; i++) sch[i].parts = 0, sch[i].applied_ms = 0;
+    for (int s = 0; s < conf->shard_count; s++) {
+        char dbname[80], q[256];
+        bw_config_shard_db(conf, s, dbname, sizeof(dbname));
+        snprintf(q, sizeof(q), "SELECT job_id, CAST(UNIX_TIMESTAMP(applied_at) * 1000 AS SIGNED) FROM `%s`.`bw_job_parts`",
+                 dbname);
+        MYSQL *db = conns[conf->shard_server[s]];
+        if (mysql_query(db, q)) return fprintf(stderr, "bw-workload: shard %d: %s\n", s, mysql_error(db)), -1;
+        MYSQL_RES *r = mysql_use_result(db);
+        for (MYSQL_ROW row; r && (row = mysql_fetch_row(r));) {
+            scheduled_t key;
+            if (!row[0] || !row[1] || strlen(row[0]) != 32) continue;
+            memcpy(key.id, row[0], sizeof(key.id));
+            scheduled_t *t = bsearch(&key, sch, n, sizeof(*sch), scheduled_cmp);
+            if (!t) continue; /* another test's job */
+            int64_t at = strtoll(row[1], NULL, 10);
+            if (!t->parts++ || at < t->applied_ms) t->applied_ms = at;
+        }
+        if (r) mysql_free_result(r);
+        mysql_commit(db);
+    }
+    return 0;
+}
+
+/* The jobs of the --jobs-out files against the shards' ledgers, waiting up to wait_s for
+ * the last ones: none missing, none applied before its not_before, none applied twice,
+ * and the lateness (applied_at - not_before) of those applied. 0 when all is well. */
+static int lateness(char **paths, int path_cnt, int wait_s) {
+    scheduled_t *sch = NULL;
+    size_t n = 0, cap = 0;
+    for (int f = 0; f < path_cnt; f++) {
+        FILE *in = fopen(paths[f], "r");
+        if (!in) return fprintf(stderr, "bw-workload: %s: %s\n", paths[f], strerror(errno)), 1;
+        char id[33];
+        long long nb;
+        while (fscanf(in, "%32s %lld", id, &nb) == 2) {
+            if (n == cap && !(sch = realloc(sch, (cap = cap ? cap * 2 : 4096) * sizeof(*sch)))) abort();
+            memcpy(sch[n].id, id, sizeof(id));
+            sch[n++].not_before_ms = nb;
+        }
+        fclose(in);
+    }
+    if (n) qsort(sch, n, sizeof(*sch), scheduled_cmp);
+    MYSQL **conns = calloc((size_t)conf->server_cnt, sizeof(*conns));
+    int64_t *late = malloc((n + 1) * sizeof(*late));
+    char err[512];
+    int ret = 1;
+    for (int i = 0; i < conf->server_cnt; i++)
+        if (!(conns[i] = bw_db_connect(conf, i, err, sizeof(err)))) {
+            fprintf(stderr, "bw-workload: %s\n", err);
+            goto done;
+        }
+    size_t applied = 0;
+    for (int t = 0;; t++) {
+        if (read_ledgers(conns, sch, n)) goto done;
+        applied = 0;
+        for (size_t i = 0; i < n; i++) applied += sch[i].parts > 0;
+        if (applied == n || t >= wait_s) break;
+        if (t % 10 == 0) fprintf(stderr, "lateness: %zu of %zu jobs applied\n", applied, n);
+        sleep(1);
+    }
+    size_t early = 0, twice = 0, k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!sch[i].parts) continue;
+        early += sch[i].applied_ms < sch[i].not_before_ms;
+        twice += sch[i].parts > 1;
+        late[k++] = sch[i].applied_ms - sch[i].not_before_ms;
+    }
+    if (k) qsort(late, k, sizeof(*late), int64_cmp);
+    printf("lateness: %zu jobs, %zu applied, %zu missing, %zu early, %zu twice; applied_at - not_before ms: "
+           "p50 %" PRId64 ", p99 %" PRId64 ", max %" PRId64 "\n",
+           n, applied, n - applied, early, twice, k ? late[k / 2] : 0, k ? late[k * 99 / 100] : 0, k ? late[k - 1] : 0);
+    ret = n && applied == n && !early && !twice ? 0 : 1;
+done:
+    for (int i = 0; i < conf->server_cnt; i++)
+        if (conns[i]) mysql_close(conns[i]);
+    free(conns);
+    free(late);
+    free(sch);
+    return ret;
 }
 
 /* ---- audit ------------------------------------------------------------------------------- */
@@ -954,6 +1073,7 @@ static int submit(sender_t *s, const job_t *jobs, int job_cnt) {
         else fprintf(stderr, "submit: encoding ended %" PRId64 " ms after --start-at\n", -wait_ms);
         t0 = bw_now_us();
         for (size_t i = 0; i < s->queued; i++) {
+            s->not_before_ms = s->queue[i].not_before_ms;
             if (!ret) ret = send_request(s, s->queue[i].body, s->queue[i].len, s->queue[i].ops);
             free(s->queue[i].body);
         }
@@ -1019,8 +1139,10 @@ static int hold(const char *from, const char *target, const char *count_s, const
 static int usage(FILE *out, int code) {
     fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
           "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE] [--lane LANE]\n"
-          "                          [--cacert FILE] [--cert FILE --key FILE] [--start-at EPOCH_MS] JOB...\n"
+          "                          [--cacert FILE] [--cert FILE --key FILE] [--start-at EPOCH_MS]\n"
+          "                          [--not-before FROM_MS:WINDOW_MS] [--part K/M] [--jobs-out FILE] JOB...\n"
           "       bw-workload [-c CONFIG] verify [--wait SECONDS] JOB...\n"
+          "       bw-workload [-c CONFIG] lateness [--wait SECONDS] FILE...\n"
           "       bw-workload [-c CONFIG] jsonl JOB...   (the ops as JSON lines, for bwctl submit)\n"
           "       bw-workload [-c CONFIG] audit --brokers LIST\n"
           "       bw-workload [-c CONFIG] dead-letters --brokers LIST\n"
@@ -1029,7 +1151,7 @@ static int usage(FILE *out, int code) {
           "       bw-workload [-c CONFIG] flood --brokers LIST SHARD BYTES\n"
           "       bw-workload [-c CONFIG] flood-topic --brokers LIST TOPIC BYTES [KEYS]\n"
           "       bw-workload [-c CONFIG] hold FROM_ADDR HOST:PORT N SECONDS\n"
-          "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD | image:N:SHARD\n"
+          "JOB: feed:N:SHARD | spread:N | cleanup:N:SHARD | like:N:SHARD | image:N:SHARD | counter:N:SHARD | bump:N\n"
           "submit: request ids are PREFIX/J:JOB/FIRST-OP (default PREFIX bw-workload-PID-EPOCHMS);\n"
           "  no answer or a 5xx is resent for up to --retry-for seconds (default 0), a 429 (a\n"
           "  shard's backlog is full) after Retry-After until it is taken; the proxy's bearer token\n"
@@ -1039,6 +1161,13 @@ static int usage(FILE *out, int code) {
           "  (benchmarks: clients that start together, their encoding untimed); it prints\n"
           "  \"submit: sent from START to END (epoch ms)\", START the agreed moment, or without\n"
           "  --start-at when it began the first request (after its own start)\n"
+          "  --not-before FROM_MS:WINDOW_MS schedules a job's request r of R at FROM + r * WINDOW / R\n"
+          "  (protobuf only; spread:N bump:N pair each create with its bump at one time);\n"
+          "  --part K/M sends only a job's requests r with r % M == K (M clients share a job);\n"
+          "  --jobs-out FILE writes \"JOB_ID NOT_BEFORE_MS\" per request accepted\n"
+          "lateness: the jobs of the FILEs against the shards' ledgers (bw_job_parts): fails when\n"
+          "  one is missing after --wait, applied before its not_before, or applied twice; prints\n"
+          "  the p50, p99 and max of applied_at - not_before\n"
           "flood: at least BYTES of pin creates with 60 KB images (local ids from 2,000,000,000)\n"
           "  produced straight to SHARD's partition, past the proxy's backlog bound; prints the\n"
           "  first and last offsets written\n"
@@ -1053,8 +1182,9 @@ int main(int argc, char **argv) {
     const char *config_path = "conf/bulkwrite.conf", *url = NULL, *brokers = NULL;
     long per_request = 5000;
     int protobuf = 0, wait_s = 0, retry_for = 0;
-    int64_t start_at_ms = 0;
-    const char *request_id = NULL, *token_file = NULL, *lane = NULL;
+    int64_t start_at_ms = 0, nb_from = 0, nb_window = 0;
+    int part_k = 0, part_m = 0;
+    const char *request_id = NULL, *token_file = NULL, *lane = NULL, *jobs_out = NULL;
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"token-file", required_argument, 0, 'T'},
                                          {"url", required_argument, 0, 'u'},
@@ -1069,6 +1199,9 @@ int main(int argc, char **argv) {
                                          {"cert", required_argument, 0, 'E'},
                                          {"key", required_argument, 0, 'K'},
                                          {"start-at", required_argument, 0, 'S'},
+                                         {"not-before", required_argument, 0, 'N'},
+                                         {"part", required_argument, 0, 'p'},
+                                         {"jobs-out", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "c:u:n:w:b:h", opts, NULL)) != -1;) {
@@ -1092,10 +1225,20 @@ int main(int argc, char **argv) {
             if (*end || start_at_ms <= 0) return fprintf(stderr, "bw-workload: --start-at wants epoch ms, not \"%s\"\n", optarg), 2;
             break;
         }
+        case 'N':
+            if (sscanf(optarg, "%" SCNd64 ":%" SCNd64, &nb_from, &nb_window) != 2 || nb_from <= 0 || nb_window < 0)
+                return fprintf(stderr, "bw-workload: --not-before wants FROM_MS:WINDOW_MS, not \"%s\"\n", optarg), 2;
+            break;
+        case 'p':
+            if (sscanf(optarg, "%d/%d", &part_k, &part_m) != 2 || part_m < 1 || part_k < 0 || part_k >= part_m)
+                return fprintf(stderr, "bw-workload: --part wants K/M with 0 <= K < M, not \"%s\"\n", optarg), 2;
+            break;
+        case 'o': jobs_out = optarg; break;
         case 'h': return usage(stdout, 0);
         default: return usage(stderr, 2);
         }
     }
+    if (nb_from && !protobuf) return fprintf(stderr, "bw-workload: --not-before needs --protobuf\n"), 2;
     if (optind >= argc || per_request < 1) return usage(stderr, 2);
     char err[512];
     conf = bw_config_load(config_path, err, sizeof(err));
@@ -1111,6 +1254,8 @@ int main(int argc, char **argv) {
         ret = brokers && args == 2 ? delete_records(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
     else if (strcmp(cmd, "hold") == 0)
         ret = args == 4 ? hold(argv[optind], argv[optind + 1], argv[optind + 2], argv[optind + 3]) : usage(stderr, 2);
+    else if (strcmp(cmd, "lateness") == 0)
+        ret = args >= 1 ? lateness(argv + optind, args, wait_s) : usage(stderr, 2);
     else if (strcmp(cmd, "flood") == 0)
         ret = brokers && args == 2 ? flood(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
     else if (strcmp(cmd, "flood-topic") == 0)
@@ -1131,8 +1276,16 @@ int main(int argc, char **argv) {
         } else {
             sender_t s = {.url = url, .protobuf = protobuf, .per_request = per_request,
                           .request_id_prefix = request_id ? request_id : prefix, .lane = lane, .retry_for_s = retry_for,
-                          .auth_header = auth_header, .start_at_ms = start_at_ms};
-            ret = submit(&s, jobs, args);
+                          .auth_header = auth_header, .start_at_ms = start_at_ms,
+                          .not_before_from_ms = nb_from, .not_before_window_ms = nb_window,
+                          .part_k = part_k, .part_m = part_m};
+            if (jobs_out && !(s.jobs_out = fopen(jobs_out, "w"))) {
+                fprintf(stderr, "bw-workload: %s: %s\n", jobs_out, strerror(errno));
+                ret = 1;
+            } else {
+                ret = submit(&s, jobs, args);
+            }
+            if (s.jobs_out && fclose(s.jobs_out)) ret = 1;
             free(auth_header);
         }
     } else ret = usage(stderr, 2);

@@ -20,8 +20,10 @@
 #define USER_TYPE 0
 #define IMAGE_LOCAL_BASE 1000000000ULL
 
-typedef enum { JOB_FEED, JOB_SPREAD, JOB_CLEANUP, JOB_LIKE, JOB_IMAGE, JOB_COUNTER } job_kind_t;
-static const char *const job_names[] = {"feed", "spread", "cleanup", "like", "image", "counter"};
+/* bump:N adds 1 to the likes of spread:N's pin i (a delay queue's test: sent with the
+ * spread at the same not_before, it must apply after the create) */
+typedef enum { JOB_FEED, JOB_SPREAD, JOB_CLEANUP, JOB_LIKE, JOB_IMAGE, JOB_COUNTER, JOB_BUMP } job_kind_t;
+static const char *const job_names[] = {"feed", "spread", "cleanup", "like", "image", "counter", "bump"};
 #define COUNTER_PINS 1000 /* a counter job's increments fall on the feed's first 1,000 pins */
 typedef struct {
     job_kind_t kind;
@@ -85,8 +87,9 @@ static inline long counter_index(long i) {
     return (long)((x ^ x >> 31) % COUNTER_PINS);
 }
 
-/* The pin id that op i of a cleanup, like or counter job names. */
-static inline uint64_t touched_pin(const job_t *jb, long i) {
+/* The pin id that op i of a cleanup, like, counter or bump job names. */
+static inline uint64_t touched_pin(int shards, const job_t *jb, long i) {
+    if (jb->kind == JOB_BUMP) return spread_pin(shards, i);
     if (jb->kind == JOB_COUNTER) return feed_pin(jb->shard, counter_index(i));
     return feed_pin(jb->shard, jb->kind == JOB_CLEANUP ? i * 10 : i * 10 + 1);
 }
@@ -103,7 +106,7 @@ static inline int parse_job(const bw_config_t *conf, const char *s, job_t *jb) {
     while (k < kinds && strcmp(name, job_names[k]) != 0) k++;
     if (k == kinds) return -1;
     jb->kind = (job_kind_t)k;
-    if (jb->kind != JOB_SPREAD && (n < 3 || shard < 0 || shard >= conf->shard_count)) return -1;
+    if (jb->kind != JOB_SPREAD && jb->kind != JOB_BUMP && (n < 3 || shard < 0 || shard >= conf->shard_count)) return -1;
     return 0;
 }
 

@@ -107,6 +107,7 @@ Suite *retain_suite(void);
 Suite *partset_suite(void);
 Suite *compactor_suite(void);
 Suite *records_suite(void);
+Suite *timers_suite(void);
 Suite *endpoints_suite(void);
 Suite *jobs_suite(void);
 Suite *gate_suite(void);

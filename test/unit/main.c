@@ -32,6 +32,7 @@ int main(void) {
     srunner_add_suite(sr, partset_suite());
     srunner_add_suite(sr, compactor_suite());
     srunner_add_suite(sr, records_suite());
+    srunner_add_suite(sr, timers_suite());
     srunner_add_suite(sr, endpoints_suite());
     srunner_add_suite(sr, jobs_suite());
     srunner_add_suite(sr, gate_suite());

@@ -1,34 +1,12 @@
-/* test_jobs.c — jobs as the proxy keeps them (proxy/jobs.h, proxy/job_status.h): a held
- * job may not wait for itself through its prerequisites; when a prerequisite lets its
- * dependent's ops go, shard by shard. (A named job's parts as ranges: test_partset.c; a
+/* test_jobs.c — jobs as the proxy keeps them (proxy/jobs.h, proxy/job_status.h): when a
+ * prerequisite lets its dependent's ops go, shard by shard. (The held records and their
+ * prerequisites' cycles: test_timers.c; a named job's parts as ranges: test_partset.c; a
  * job's fields in both encodings: test_request.c.) */
 #include <stdio.h>
 
 #include "helpers.h"
 #include "job_status.h"
 #include "jobs.h"
-
-/* A job may not wait, through the held records' prerequisites, for itself. */
-START_TEST(after_cycles_are_found) {
-    static const char *a = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", *b = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
-                      *c = "cccccccccccccccccccccccccccccccc", *d = "dddddddddddddddddddddddddddddddd";
-    bw_jobs_held_t held[2] = {{.n_after = 1}, {.n_after = 1}};
-    /* b's part 1 waits for a; c waits for b */
-    snprintf(held[0].id, 33, "%s", "b000000000000000000000000000000a");
-    snprintf(held[0].job, 33, "%s", b);
-    snprintf(held[0].after[0], 33, "%s", a);
-    snprintf(held[1].id, 33, "%s", c);
-    snprintf(held[1].job, 33, "%s", c);
-    snprintf(held[1].after[0], 33, "%s", b);
-    char *after_c[] = {(char *)c}, *after_d[] = {(char *)d}, *after_b[] = {(char *)b};
-    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, a, after_c, 1), 1); /* a -> c -> b -> a */
-    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, b, after_c, 1), 1); /* b -> c -> b */
-    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, a, after_d, 1), 0); /* d waits for nothing */
-    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, d, after_c, 1), 0); /* c, b, a: none waits for d */
-    ck_assert_int_eq(bw_jobs_held_cycle(held, 2, c, after_b, 1), 0); /* b waits for a only */
-    ck_assert_int_eq(bw_jobs_held_cycle(held, 0, a, after_c, 1), 0); /* nothing held: nothing waits */
-}
-END_TEST
 
 /* When a prerequisite lets its dependent's ops go, shard by shard: only once every op of
  * it is in and none is pending, lost or unknown on that shard. A request some of whose
@@ -80,7 +58,6 @@ END_TEST
 Suite *jobs_suite(void) {
     Suite *s = suite_create("jobs");
     TCase *tc = tcase_create("jobs");
-    tcase_add_test(tc, after_cycles_are_found);
     tcase_add_test(tc, prerequisite_done_per_shard);
     suite_add_tcase(s, tc);
     return s;

@@ -117,7 +117,8 @@ static bw_metrics_t *filled(const bw_config_t *conf, const bw_metrics_table_t *t
         bw_metrics_set(m, BW_PM_CLIENT_QUOTA_SHARE, feed, BW_QUOTA_OPS, 0.5); /* an ops quota shared by two proxies */
         bw_proxy_metrics_client_accepted(m, "spam", 7, 900);
         bw_proxy_metrics_jobs(m, &(bw_jobs_stats_t){.entries = 1, .bytes = 2, .max_bytes = 3, .evicted = 4,
-                                                    .found_in_topic = 5, .held = 6});
+                                                    .found_in_topic = 5},
+                              &(bw_timers_stats_t){.held = 6, .due = 2, .bytes = 4096});
         bw_metrics_add(m, BW_PM_HELD_BATCHES_RELEASED, 0, 0, 7);
         return m;
     }

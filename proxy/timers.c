@@ -1,0 +1,387 @@
+/* timers.c — the held records in two heaps, by id and by job (timers.h). */
+#include "timers.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bw.h"
+
+typedef struct entry {
+    char id[33], job[33];
+    int64_t not_before_ms, written_at_ms, created_at_ms;
+    uint32_t job_part;
+    uint32_t n_after;
+    char (*after)[33];
+    void *rec;
+    size_t len;
+    uint64_t pos_bytes, pos_records; /* the tail's when the record was read */
+    int heap;                        /* PENDING or READY: which heap holds it */
+    size_t heap_at;                  /* its place there */
+    struct entry *id_next, *job_next;
+} entry_t;
+
+enum { PENDING, READY };
+
+typedef struct {
+    entry_t **at;
+    size_t n, cap;
+} heap_t;
+
+/* @locks mu guards everything */
+struct bw_timers {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    entry_t **by_id, **by_job; /* hash chains, `buckets` each */
+    size_t buckets, cnt, bytes;
+    heap_t heaps[2];
+    uint64_t pos_bytes, pos_records;
+    int64_t waiting_until; /* the release loop sleeps until then (INT64_MAX: it does not sleep) */
+    int woken;
+};
+
+#define ENTRY_BYTES(e) (sizeof(entry_t) + (e)->len + (e)->n_after * 33)
+
+/* ---- the heaps: release order --------------------------------------------------------- */
+
+/* Due first, then in the order they were accepted (a named job's parts by number): ops
+ * on one object in two held requests go out in the order the client sent them. */
+static int earlier(const entry_t *x, const entry_t *y) {
+    if (x->not_before_ms != y->not_before_ms) return x->not_before_ms < y->not_before_ms;
+    if (x->created_at_ms != y->created_at_ms) return x->created_at_ms < y->created_at_ms;
+    if (x->job_part != y->job_part) return x->job_part < y->job_part;
+    return strcmp(x->id, y->id) < 0;
+}
+
+static void heap_set(heap_t *h, size_t i, entry_t *e) {
+    h->at[i] = e;
+    e->heap_at = i;
+}
+
+static void sift_up(heap_t *h, size_t i) {
+    entry_t *e = h->at[i];
+    while (i && earlier(e, h->at[(i - 1) / 2])) {
+        heap_set(h, i, h->at[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(h, i, e);
+}
+
+static void sift_down(heap_t *h, size_t i) {
+    entry_t *e = h->at[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && earlier(h->at[c + 1], h->at[c])) c++;
+        if (!earlier(h->at[c], e)) break;
+        heap_set(h, i, h->at[c]);
+        i = c;
+    }
+    heap_set(h, i, e);
+}
+
+static void heap_push(bw_timers_t *t, int which, entry_t *e) {
+    heap_t *h = &t->heaps[which];
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 1024;
+        if (!(h->at = realloc(h->at, h->cap * sizeof(*h->at)))) abort();
+    }
+    e->heap = which;
+    heap_set(h, h->n++, e);
+    sift_up(h, h->n - 1);
+}
+
+static void heap_remove(bw_timers_t *t, entry_t *e) {
+    heap_t *h = &t->heaps[e->heap];
+    size_t i = e->heap_at;
+    entry_t *last = h->at[--h->n];
+    if (i == h->n) return;
+    heap_set(h, i, last);
+    sift_up(h, i);
+    sift_down(h, last->heap_at);
+}
+
+/* ---- the hash chains ---------------------------------------------------------------------- */
+
+/* FNV-1a over the id: ids are digests, but a test's or a client's may share a prefix. */
+static size_t id_hash(const char *id) {
+    uint64_t h = 1469598103934665603u;
+    for (int i = 0; i < 32 && id[i]; i++) h = (h ^ (unsigned char)id[i]) * 1099511628211u;
+    return (size_t)(h ^ h >> 29);
+}
+
+static entry_t **id_chain(bw_timers_t *t, const char *id) { return &t->by_id[id_hash(id) & (t->buckets - 1)]; }
+static entry_t **job_chain(bw_timers_t *t, const char *job) { return &t->by_job[id_hash(job) & (t->buckets - 1)]; }
+
+static void grow(bw_timers_t *t) {
+    size_t old = t->buckets;
+    entry_t **ids = t->by_id;
+    t->buckets = old ? old * 2 : 1024;
+    free(t->by_job); /* every entry is in by_id: both are made again from it */
+    if (!(t->by_id = calloc(t->buckets, sizeof(*t->by_id))) || !(t->by_job = calloc(t->buckets, sizeof(*t->by_job))))
+        abort();
+    for (size_t b = 0; b < old; b++)
+        for (entry_t *e = ids[b], *next; e; e = next) {
+            next = e->id_next;
+            entry_t **c = id_chain(t, e->id), **j = job_chain(t, e->job);
+            e->id_next = *c;
+            *c = e;
+            e->job_next = *j;
+            *j = e;
+        }
+    free(ids);
+}
+
+static entry_t *find(bw_timers_t *t, const char *id) {
+    for (entry_t *e = *id_chain(t, id); e; e = e->id_next)
+        if (strcmp(e->id, id) == 0) return e;
+    return NULL;
+}
+
+static void unlink_from(entry_t **chain, entry_t *e, int by_job) {
+    for (entry_t **p = chain; *p; p = by_job ? &(*p)->job_next : &(*p)->id_next)
+        if (*p == e) {
+            *p = by_job ? e->job_next : e->id_next;
+            return;
+        }
+}
+
+static void forget(bw_timers_t *t, entry_t *e) {
+    heap_remove(t, e);
+    unlink_from(id_chain(t, e->id), e, 0);
+    unlink_from(job_chain(t, e->job), e, 1);
+    t->bytes -= ENTRY_BYTES(e);
+    t->cnt--;
+    free(e->after);
+    free(e->rec);
+    free(e);
+}
+
+/* ---- the API ------------------------------------------------------------------------------ */
+
+bw_timers_t *bw_timers_new(void) {
+    bw_timers_t *t = calloc(1, sizeof(*t));
+    if (!t) abort();
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    t->waiting_until = INT64_MAX;
+    grow(t);
+    return t;
+}
+
+void bw_timers_free(bw_timers_t *t) {
+    if (!t) return;
+    while (t->heaps[PENDING].n) forget(t, t->heaps[PENDING].at[0]);
+    while (t->heaps[READY].n) forget(t, t->heaps[READY].at[0]);
+    free(t->heaps[PENDING].at);
+    free(t->heaps[READY].at);
+    free(t->by_id);
+    free(t->by_job);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static int valid_id(const char *s) { return s && strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32; }
+
+void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobRecord *r, const void *raw, size_t len,
+                    uint64_t pos_bytes, uint64_t pos_records) {
+    pthread_mutex_lock(&t->mu);
+    entry_t *e = find(t, id);
+    if (!r || !r->n_held) {
+        if (e) forget(t, e);
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
+    if (e) { /* the same record written again: it keeps its place unless its time moved */
+        heap_remove(t, e);
+        t->bytes -= ENTRY_BYTES(e);
+        free(e->rec);
+        free(e->after);
+    } else {
+        if (t->cnt + 1 > t->buckets) grow(t);
+        if (!(e = calloc(1, sizeof(*e)))) abort();
+        memcpy(e->id, id, 33);
+        snprintf(e->job, sizeof(e->job), "%s", valid_id(r->job) ? r->job : id);
+        entry_t **c = id_chain(t, e->id), **j = job_chain(t, e->job);
+        e->id_next = *c;
+        *c = e;
+        e->job_next = *j;
+        *j = e;
+        t->cnt++;
+    }
+    e->not_before_ms = r->not_before_ms;
+    e->written_at_ms = r->written_at_ms;
+    e->created_at_ms = r->created_at_ms;
+    e->job_part = r->job_part;
+    e->pos_bytes = pos_bytes;
+    e->pos_records = pos_records;
+    e->n_after = 0;
+    e->after = NULL;
+    if (r->n_after && !(e->after = malloc(r->n_after * sizeof(*e->after)))) abort();
+    for (size_t i = 0; i < r->n_after && e->n_after < BW_AFTER_MAX; i++)
+        if (valid_id(r->after[i])) memcpy(e->after[e->n_after++], r->after[i], 33);
+    if (!(e->rec = malloc(len ? len : 1))) abort();
+    memcpy(e->rec, raw, len);
+    e->len = len;
+    t->bytes += ENTRY_BYTES(e);
+    heap_push(t, e->not_before_ms <= bw_wall_ms() ? READY : PENDING, e);
+    if (e->not_before_ms < t->waiting_until) { /* the release loop sleeps past its time */
+        t->woken = 1;
+        pthread_cond_signal(&t->cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+void bw_timers_position(bw_timers_t *t, uint64_t pos_bytes, uint64_t pos_records) {
+    pthread_mutex_lock(&t->mu);
+    t->pos_bytes = pos_bytes;
+    t->pos_records = pos_records;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* An earlier part of e's named job holds batches. */
+static int part_before_held(bw_timers_t *t, const entry_t *e) {
+    if (!strcmp(e->job, e->id)) return 0; /* not a named job's part */
+    for (const entry_t *o = *job_chain(t, e->job); o; o = o->job_next)
+        if (o->job_part < e->job_part && !strcmp(o->job, e->job)) return 1;
+    return 0;
+}
+
+static void copy_out(bw_timers_t *t, const entry_t *e, bw_timer_t *c) {
+    memcpy(c->id, e->id, 33);
+    memcpy(c->job, e->job, 33);
+    c->not_before_ms = e->not_before_ms;
+    c->written_at_ms = e->written_at_ms;
+    c->created_at_ms = e->created_at_ms;
+    c->job_part = e->job_part;
+    c->part_before_held = part_before_held(t, e);
+    c->behind_bytes = t->pos_bytes - e->pos_bytes;
+    c->behind_records = t->pos_records - e->pos_records;
+    c->n_after = e->n_after;
+    c->after = NULL;
+    if (e->n_after && !(c->after = malloc(e->n_after * sizeof(*c->after)))) abort();
+    if (e->n_after) memcpy(c->after, e->after, e->n_after * sizeof(*c->after));
+    if (!(c->rec = malloc(e->len ? e->len : 1))) abort();
+    memcpy(c->rec, e->rec, e->len);
+    c->len = e->len;
+}
+
+size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, bw_timer_t **out) {
+    pthread_mutex_lock(&t->mu);
+    heap_t *pending = &t->heaps[PENDING], *ready = &t->heaps[READY];
+    while (pending->n && pending->at[0]->not_before_ms <= now_ms) {
+        entry_t *e = pending->at[0];
+        heap_remove(t, e);
+        heap_push(t, READY, e);
+    }
+    size_t n = ready->n < max ? ready->n : max;
+    entry_t **taken = malloc((n + 1) * sizeof(*taken));
+    if (!taken || !(*out = calloc(n + 1, sizeof(**out)))) abort();
+    for (size_t i = 0; i < n; i++) { /* the first n in order, then back in their heap */
+        taken[i] = ready->at[0];
+        heap_remove(t, taken[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        copy_out(t, taken[i], &(*out)[i]);
+        heap_push(t, READY, taken[i]);
+    }
+    pthread_mutex_unlock(&t->mu);
+    free(taken);
+    return n;
+}
+
+size_t bw_timers_stale(bw_timers_t *t, int64_t written_before_ms, uint64_t behind_bytes, uint64_t behind_records,
+                       size_t max, bw_timer_t **out) {
+    pthread_mutex_lock(&t->mu);
+    const heap_t *pending = &t->heaps[PENDING];
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    for (size_t i = 0; i < pending->n && n < max; i++) {
+        const entry_t *e = pending->at[i];
+        if (e->written_at_ms > written_before_ms && (!behind_bytes || t->pos_bytes - e->pos_bytes <= behind_bytes) &&
+            (!behind_records || t->pos_records - e->pos_records <= behind_records))
+            continue;
+        if (n == cap && !(*out = realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(**out)))) abort();
+        copy_out(t, e, &(*out)[n++]);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+void bw_timers_copies_free(bw_timer_t *copies, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(copies[i].after);
+        free(copies[i].rec);
+    }
+    free(copies);
+}
+
+int64_t bw_timers_next_due(bw_timers_t *t) {
+    pthread_mutex_lock(&t->mu);
+    int64_t next = t->heaps[PENDING].n ? t->heaps[PENDING].at[0]->not_before_ms : INT64_MAX;
+    pthread_mutex_unlock(&t->mu);
+    return next;
+}
+
+void bw_timers_wait(bw_timers_t *t, int64_t until_ms) {
+    pthread_mutex_lock(&t->mu);
+    t->waiting_until = until_ms;
+    while (!t->woken) {
+        struct timespec at = {(time_t)(until_ms / 1000), (long)(until_ms % 1000) * 1000000};
+        if (pthread_cond_timedwait(&t->cv, &t->mu, &at) == ETIMEDOUT) break;
+    }
+    t->woken = 0;
+    t->waiting_until = INT64_MAX;
+    pthread_mutex_unlock(&t->mu);
+}
+
+void bw_timers_wake(bw_timers_t *t) {
+    pthread_mutex_lock(&t->mu);
+    t->woken = 1;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+void bw_timers_stats(bw_timers_t *t, bw_timers_stats_t *st) {
+    pthread_mutex_lock(&t->mu);
+    *st = (bw_timers_stats_t){t->cnt, t->heaps[READY].n, t->bytes};
+    pthread_mutex_unlock(&t->mu);
+}
+
+int bw_timers_holds_job(bw_timers_t *t, const char *job) {
+    pthread_mutex_lock(&t->mu);
+    const entry_t *e = *job_chain(t, job);
+    while (e && strcmp(e->job, job)) e = e->job_next;
+    pthread_mutex_unlock(&t->mu);
+    return e != NULL;
+}
+
+int bw_timers_would_cycle(bw_timers_t *t, const char *id, char *const *after, size_t n_after) {
+    size_t cnt = 0, cap = n_after + BW_AFTER_MAX + 1;
+    char (*seen)[33] = malloc(cap * sizeof(*seen));
+    if (!seen) abort();
+    for (size_t i = 0; i < n_after; i++) snprintf(seen[cnt++], 33, "%s", after[i]);
+    int cycle = 0;
+    pthread_mutex_lock(&t->mu);
+    /* breadth first over "waits for": seen[0..cnt) grows as prerequisites are found */
+    for (size_t q = 0; q < cnt && !cycle; q++) {
+        if (strcmp(seen[q], id) == 0) cycle = 1;
+        for (const entry_t *e = *job_chain(t, seen[q]); e && !cycle; e = e->job_next) {
+            if (strcmp(e->job, seen[q])) continue;
+            for (size_t a = 0; a < e->n_after; a++) {
+                size_t k = 0;
+                while (k < cnt && strcmp(seen[k], e->after[a])) k++;
+                if (k < cnt) continue;
+                if (cnt == cap && !(seen = realloc(seen, (cap *= 2) * sizeof(*seen)))) abort();
+                memcpy(seen[cnt++], e->after[a], 33);
+            }
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    free(seen);
+    return cycle;
+}
