@@ -59,7 +59,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke check-lane-embedded check-lane-kafka check-lane-sanitizers fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
+.PHONY: fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke bench-timers check-lane-embedded check-lane-kafka check-lane-sanitizers fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -217,6 +217,11 @@ bench: deps
 	BW_BIN=$(BIN) test/bench.sh
 bench-smoke: all
 	BW_BIN=$(BIN) BENCH_SMOKE=1 BENCH_KAFKA=0 test/bench.sh
+# the delay queue: a million one-op timers held and released against the same writes
+# unscheduled, on a real broker (about 10 minutes; not in check)
+bench-timers: deps
+	$(MAKE) all
+	BW_BIN=$(BIN) test/bench-timers.sh
 
 demo: deps
 	$(MAKE) all

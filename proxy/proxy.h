@@ -12,6 +12,7 @@
  *   producers.c  the producer pool, its pollers and delivery reports, send-at-once
  *   request.c    a decoded request (codec/request_decode.h) validated op by op against the
  *                configuration, its job id, the reply; batcher/ splits it
+ *   timers.c     the delay queue: the records that hold batches, in two heaps by due time
  *   release.c    scheduled and dependent batches: held in their job's record, released when due
  *   ui.c         the SRE page: its files at /ui/, and GET /v1/whoami, /v1/fleet, /v1/jobs
  *   jobs.c       the jobs topic read into an index: receipts, named jobs, held records

@@ -46,7 +46,7 @@
 
 #define TURN_MAX 20000        /* records a turn looks at; more due: the next turn at once */
 #define IDLE_MS 1000          /* a turn at least this often: prerequisites, full backlogs */
-#define REFRESH_EVERY_MS 5000 /* how often records not due yet are checked for a rewrite */
+#define REFRESH_EVERY_MS 2000 /* how often records not due yet are checked: a rewrite, a cancel */
 
 static pthread_t release_thread;
 static atomic_int release_run;
@@ -351,21 +351,31 @@ static void write_records(pick_t *picks, size_t n, lane_out_t *lanes, rd_kafka_r
     }
 }
 
-/* One turn: the due records (and, when refresh is set, the records not due yet that
- * must be written again to stay in the topic), released as far as they may go. Returns
+static int job_cancelled(void *ud, const char *job) {
+    (void)ud;
+    return bw_shard_table_job_cancelled(proxy.shards, job);
+}
+
+/* One turn: the due records, released as far as they may go; the records not due yet
+ * with prerequisites, cancelled at once when one of those is; and, when refresh is set,
+ * the records not due yet that must be written again (to stay in the topic, or without
+ * their batches: their job was cancelled). Returns
  * how many due records it looked at. */
 static size_t release_turn(uint8_t *refused, uint8_t *waits, int refresh) {
     int64_t now = bw_wall_ms();
     bw_timers_t *timers = bw_jobs_timers(proxy.jobs);
-    bw_timer_t *due, *stale = NULL;
+    bw_timer_t *due, *stale = NULL, *deps;
     size_t n_due = bw_timers_due(timers, now, TURN_MAX, &due), n_stale = 0;
+    size_t n_deps = bw_timers_dependents(timers, TURN_MAX, &deps);
     int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
     /* the embedded Kafka drops a partition's oldest data past 5 MiB (or 100,000 message
      * sets): a held record a quarter of that behind the topic's end is written again */
     uint64_t bound_bytes = proxy.embedded ? BW_KAFKA_EMBEDDED_PARTITION_BYTES / 4 : 0;
     uint64_t bound_records = proxy.embedded ? BW_KAFKA_EMBEDDED_PARTITION_SETS / 4 : 0;
-    if (refresh) n_stale = bw_timers_stale(timers, now - refresh_after, bound_bytes, bound_records, TURN_MAX, &stale);
-    size_t n = n_due + n_stale;
+    if (refresh)
+        n_stale = bw_timers_stale(timers, now - refresh_after, bound_bytes, bound_records, job_cancelled, NULL, TURN_MAX,
+                                  &stale);
+    size_t n = n_due + n_stale + n_deps;
     bw_arena_t arena;
     bw_arena_init(&arena, 1 << 16);
     pick_t *picks = bw_arena_alloc(&arena, (n + 1) * sizeof(*picks));
@@ -377,9 +387,10 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, int refresh) {
     turn_sum_t sum = {0};
     for (size_t i = 0; i < n && atomic_load(&release_run); i++) {
         pick_t *p = &picks[i];
-        p->h = i < n_due ? &due[i] : &stale[i - n_due];
+        p->h = i < n_due ? &due[i] : i < n_due + n_stale ? &stale[i - n_due] : &deps[i - n_due - n_stale];
         const bw_timer_t *h = p->h;
-        p->drop = bw_shard_table_job_cancelled(proxy.shards, h->job);
+        int only_cancel = i >= n_due + n_stale; /* a dependent not due: only its prerequisites' cancels */
+        p->drop = !only_cancel && bw_shard_table_job_cancelled(proxy.shards, h->job);
         p->stale = h->written_at_ms <= now - refresh_after || (bound_bytes && h->behind_bytes > bound_bytes) ||
                    (bound_records && h->behind_records > bound_records);
         const char *cancelled_by = p->drop ? NULL : prereq_cancelled(&ps, h);
@@ -391,6 +402,7 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, int refresh) {
                 bw_log(BW_LOG_INFO, COMPONENT, -1, h->job, "job cancelled: %s", why);
             continue; /* dropped next turn, as the cancel is read */
         }
+        if (only_cancel) continue;
         /* a prerequisite not complete anywhere holds every shard: no need to read the record */
         int maybe = i < n_due && !p->drop && !h->part_before_held && prereqs_done(&ps, h, -1);
         if (!maybe && !p->drop && !p->stale) {
@@ -439,6 +451,7 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, int refresh) {
     prereqs_free(&ps);
     bw_timers_copies_free(due, n_due);
     bw_timers_copies_free(stale, n_stale);
+    bw_timers_copies_free(deps, n_deps);
     bw_arena_destroy(&arena);
     return n_due;
 }

@@ -15,6 +15,8 @@ typedef struct entry {
     int64_t not_before_ms, written_at_ms, created_at_ms;
     uint32_t job_part;
     uint32_t n_after;
+    uint32_t ops;                    /* the ops it holds */
+    uint32_t client;                 /* its client's place in clients[] */
     char (*after)[33];
     void *rec;
     size_t len;
@@ -22,6 +24,7 @@ typedef struct entry {
     int heap;                        /* PENDING or READY: which heap holds it */
     size_t heap_at;                  /* its place there */
     struct entry *id_next, *job_next;
+    struct entry *dep_prev, *dep_next; /* in the dependents' list while n_after > 0 */
 } entry_t;
 
 enum { PENDING, READY };
@@ -39,6 +42,9 @@ struct bw_timers {
     size_t buckets, cnt, bytes;
     heap_t heaps[2];
     uint64_t pos_bytes, pos_records;
+    entry_t *dependents;        /* the records with prerequisites, a few: looked at every turn */
+    bw_timers_client_t *clients; /* what each client holds: a few, found by name */
+    size_t client_cnt, client_cap, ops;
     int64_t waiting_until; /* the release loop sleeps until then (INT64_MAX: it does not sleep) */
     int woken;
 };
@@ -149,11 +155,50 @@ static void unlink_from(entry_t **chain, entry_t *e, int by_job) {
         }
 }
 
+/* The place of `name` in clients[], made on first use. */
+static uint32_t client_of(bw_timers_t *t, const char *name) {
+    if (!name) name = "";
+    for (size_t i = 0; i < t->client_cnt; i++)
+        if (strcmp(t->clients[i].client, name) == 0) return (uint32_t)i;
+    if (t->client_cnt >= BW_TIMERS_CLIENTS_MAX) {
+        name = "(other)";
+        for (size_t i = 0; i < t->client_cnt; i++)
+            if (strcmp(t->clients[i].client, name) == 0) return (uint32_t)i;
+    }
+    if (t->client_cnt == t->client_cap) {
+        t->client_cap = t->client_cap ? t->client_cap * 2 : 8;
+        if (!(t->clients = realloc(t->clients, t->client_cap * sizeof(*t->clients)))) abort();
+    }
+    bw_timers_client_t *c = &t->clients[t->client_cnt];
+    memset(c, 0, sizeof(*c));
+    snprintf(c->client, sizeof(c->client), "%s", name);
+    return (uint32_t)t->client_cnt++;
+}
+
+/* What e holds counted (sign 1) or no longer (-1), in the totals and its client's. */
+static void count(bw_timers_t *t, const entry_t *e, int sign) {
+    bw_timers_client_t *c = &t->clients[e->client];
+    if (sign > 0) {
+        t->bytes += ENTRY_BYTES(e), t->ops += e->ops, c->held++, c->ops += e->ops;
+    } else {
+        t->bytes -= ENTRY_BYTES(e), t->ops -= e->ops, c->held--, c->ops -= e->ops;
+    }
+}
+
+static void dependents_unlink(bw_timers_t *t, entry_t *e) {
+    if (!e->n_after) return;
+    if (e->dep_prev) e->dep_prev->dep_next = e->dep_next;
+    else t->dependents = e->dep_next;
+    if (e->dep_next) e->dep_next->dep_prev = e->dep_prev;
+    e->dep_prev = e->dep_next = NULL;
+}
+
 static void forget(bw_timers_t *t, entry_t *e) {
+    dependents_unlink(t, e);
     heap_remove(t, e);
     unlink_from(id_chain(t, e->id), e, 0);
     unlink_from(job_chain(t, e->job), e, 1);
-    t->bytes -= ENTRY_BYTES(e);
+    count(t, e, -1);
     t->cnt--;
     free(e->after);
     free(e->rec);
@@ -180,6 +225,7 @@ void bw_timers_free(bw_timers_t *t) {
     free(t->heaps[READY].at);
     free(t->by_id);
     free(t->by_job);
+    free(t->clients);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -198,7 +244,8 @@ void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobReco
     }
     if (e) { /* the same record written again: it keeps its place unless its time moved */
         heap_remove(t, e);
-        t->bytes -= ENTRY_BYTES(e);
+        dependents_unlink(t, e);
+        count(t, e, -1);
         free(e->rec);
         free(e->after);
     } else {
@@ -217,6 +264,9 @@ void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobReco
     e->written_at_ms = r->written_at_ms;
     e->created_at_ms = r->created_at_ms;
     e->job_part = r->job_part;
+    e->client = client_of(t, r->client);
+    e->ops = 0;
+    for (size_t i = 0; i < r->n_held; i++) e->ops += r->held[i]->rows;
     e->pos_bytes = pos_bytes;
     e->pos_records = pos_records;
     e->n_after = 0;
@@ -224,10 +274,15 @@ void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobReco
     if (r->n_after && !(e->after = malloc(r->n_after * sizeof(*e->after)))) abort();
     for (size_t i = 0; i < r->n_after && e->n_after < BW_AFTER_MAX; i++)
         if (valid_id(r->after[i])) memcpy(e->after[e->n_after++], r->after[i], 33);
+    if (e->n_after) {
+        e->dep_next = t->dependents;
+        if (t->dependents) t->dependents->dep_prev = e;
+        t->dependents = e;
+    }
     if (!(e->rec = malloc(len ? len : 1))) abort();
     memcpy(e->rec, raw, len);
     e->len = len;
-    t->bytes += ENTRY_BYTES(e);
+    count(t, e, 1);
     heap_push(t, e->not_before_ms <= bw_wall_ms() ? READY : PENDING, e);
     if (e->not_before_ms < t->waiting_until) { /* the release loop sleeps past its time */
         t->woken = 1;
@@ -294,18 +349,49 @@ size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, bw_timer_t **ou
     return n;
 }
 
-size_t bw_timers_stale(bw_timers_t *t, int64_t written_before_ms, uint64_t behind_bytes, uint64_t behind_records,
-                       size_t max, bw_timer_t **out) {
+/* Copies of the pending records `want` picks, at most max. */
+static size_t pending_where(bw_timers_t *t, int (*want)(const bw_timers_t *t, const entry_t *e, const void *arg),
+                            const void *arg, size_t max, bw_timer_t **out) {
     pthread_mutex_lock(&t->mu);
     const heap_t *pending = &t->heaps[PENDING];
     size_t n = 0, cap = 0;
     *out = NULL;
     for (size_t i = 0; i < pending->n && n < max; i++) {
         const entry_t *e = pending->at[i];
-        if (e->written_at_ms > written_before_ms && (!behind_bytes || t->pos_bytes - e->pos_bytes <= behind_bytes) &&
-            (!behind_records || t->pos_records - e->pos_records <= behind_records))
-            continue;
+        if (!want(t, e, arg)) continue;
         if (n == cap && !(*out = realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(**out)))) abort();
+        copy_out(t, e, &(*out)[n++]);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+typedef struct {
+    int64_t written_before_ms;
+    uint64_t behind_bytes, behind_records;
+    int (*gone)(void *ud, const char *job);
+    void *ud;
+} stale_t;
+
+static int is_stale(const bw_timers_t *t, const entry_t *e, const void *arg) {
+    const stale_t *s = arg;
+    return e->written_at_ms <= s->written_before_ms || (s->behind_bytes && t->pos_bytes - e->pos_bytes > s->behind_bytes) ||
+           (s->behind_records && t->pos_records - e->pos_records > s->behind_records) || (s->gone && s->gone(s->ud, e->job));
+}
+
+size_t bw_timers_stale(bw_timers_t *t, int64_t written_before_ms, uint64_t behind_bytes, uint64_t behind_records,
+                       int (*gone)(void *ud, const char *job), void *ud, size_t max, bw_timer_t **out) {
+    stale_t s = {written_before_ms, behind_bytes, behind_records, gone, ud};
+    return pending_where(t, is_stale, &s, max, out);
+}
+
+size_t bw_timers_dependents(bw_timers_t *t, size_t max, bw_timer_t **out) {
+    pthread_mutex_lock(&t->mu);
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    for (const entry_t *e = t->dependents; e && n < max; e = e->dep_next) {
+        if (e->heap != PENDING) continue; /* the due ones come with bw_timers_due */
+        if (n == cap && !(*out = realloc(*out, (cap = cap ? cap * 2 : 16) * sizeof(**out)))) abort();
         copy_out(t, e, &(*out)[n++]);
     }
     pthread_mutex_unlock(&t->mu);
@@ -348,8 +434,29 @@ void bw_timers_wake(bw_timers_t *t) {
 
 void bw_timers_stats(bw_timers_t *t, bw_timers_stats_t *st) {
     pthread_mutex_lock(&t->mu);
-    *st = (bw_timers_stats_t){t->cnt, t->heaps[READY].n, t->bytes};
+    *st = (bw_timers_stats_t){t->cnt, t->ops, t->heaps[READY].n, t->bytes,
+                              t->heaps[PENDING].n ? t->heaps[PENDING].at[0]->not_before_ms : 0};
     pthread_mutex_unlock(&t->mu);
+}
+
+static int most_held_first(const void *a, const void *b) {
+    const bw_timers_client_t *x = a, *y = b;
+    return x->held != y->held ? (x->held < y->held ? 1 : -1) : strcmp(x->client, y->client);
+}
+
+size_t bw_timers_clients(bw_timers_t *t, bw_timers_client_t *out, size_t max) {
+    pthread_mutex_lock(&t->mu);
+    bw_timers_client_t *all = malloc((t->client_cnt + 1) * sizeof(*all));
+    if (!all) abort();
+    size_t n = 0;
+    for (size_t i = 0; i < t->client_cnt; i++)
+        if (t->clients[i].held) all[n++] = t->clients[i];
+    pthread_mutex_unlock(&t->mu);
+    qsort(all, n, sizeof(*all), most_held_first);
+    if (n > max) n = max;
+    memcpy(out, all, n * sizeof(*out));
+    free(all);
+    return n;
 }
 
 int bw_timers_holds_job(bw_timers_t *t, const char *job) {

@@ -62,11 +62,15 @@ void bw_timers_position(bw_timers_t *t, uint64_t pos_bytes, uint64_t pos_records
  * among them once due, whatever the prerequisites say. *out is malloc'd; returns the
  * count. */
 size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, bw_timer_t **out);
-/* Copies of at most max records not due yet whose record must be written again to stay
- * in the topic: written at or before written_before_ms, or behind the topic's end by more
- * than behind_bytes or behind_records (0: no such bound). */
+/* Copies of at most max records not due yet that must be written again now: written
+ * at or before written_before_ms, or behind the topic's end by more than behind_bytes or
+ * behind_records (0: no such bound) — to stay in the topic —, or of a job `gone` says is
+ * gone (cancelled: its held batches are dropped at once, not when due). gone may be NULL. */
 size_t bw_timers_stale(bw_timers_t *t, int64_t written_before_ms, uint64_t behind_bytes, uint64_t behind_records,
-                       size_t max, bw_timer_t **out);
+                       int (*gone)(void *ud, const char *job), void *ud, size_t max, bw_timer_t **out);
+/* Copies of at most max records not due yet that have prerequisites: a cancelled
+ * prerequisite cancels them at once, whatever their time. */
+size_t bw_timers_dependents(bw_timers_t *t, size_t max, bw_timer_t **out);
 void bw_timers_copies_free(bw_timer_t *copies, size_t n);
 
 /* When the next record not yet due is due (INT64_MAX: none). */
@@ -77,11 +81,22 @@ void bw_timers_wait(bw_timers_t *t, int64_t until_ms);
 void bw_timers_wake(bw_timers_t *t);
 
 typedef struct {
-    size_t held;    /* records that hold batches */
-    size_t due;     /* of them, due now and not released yet */
-    size_t bytes;   /* their packed records and entries */
+    size_t held;         /* records that hold batches */
+    size_t ops;          /* the ops they hold */
+    size_t due;          /* of the records, those due now and not released yet */
+    size_t bytes;        /* their packed records and entries */
+    int64_t next_due_ms; /* when the next record not due yet is due (0: none) */
 } bw_timers_stats_t;
 void bw_timers_stats(bw_timers_t *t, bw_timers_stats_t *st);
+
+/* What one client holds (its records' JobRecord.client; "" without a clients file). */
+typedef struct {
+    char client[72];
+    size_t held, ops;
+} bw_timers_client_t;
+#define BW_TIMERS_CLIENTS_MAX 1000 /* past them, the rest add up under "(other)" */
+/* The clients that hold records now, at most max, those holding most first. */
+size_t bw_timers_clients(bw_timers_t *t, bw_timers_client_t *out, size_t max);
 
 /* 1 if a record of job `job` (a named job's part, or a request's) holds batches. */
 int bw_timers_holds_job(bw_timers_t *t, const char *job);

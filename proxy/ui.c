@@ -138,10 +138,39 @@ static enum MHD_Result fleet(struct MHD_Connection *c, int admin) {
                                    members, "servers", servers));
 }
 
+/* The delay queue as one thing: what the held records hold, when the next is due, and
+ * per client (a caller without the admin role: its own only). */
+static json_t *delay_queue(const bw_auth_client_t *client, int admin) {
+    bw_timers_t *timers = bw_jobs_timers(proxy.jobs);
+    bw_timers_stats_t st;
+    bw_timers_stats(timers, &st);
+    bw_timers_client_t *clients = malloc(BW_TIMERS_CLIENTS_MAX * sizeof(*clients));
+    if (!clients) abort();
+    size_t n = bw_timers_clients(timers, clients, BW_TIMERS_CLIENTS_MAX);
+    json_t *by_client = json_array();
+    size_t held = 0, ops = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!admin && strcmp(clients[i].client, client->name)) continue;
+        held += clients[i].held, ops += clients[i].ops;
+        if (json_array_size(by_client) < 20)
+            json_array_append_new(by_client, json_pack("{s:s, s:I, s:I}", "client", clients[i].client, "held_jobs",
+                                                       (json_int_t)clients[i].held, "held_ops", (json_int_t)clients[i].ops));
+    }
+    free(clients);
+    json_t *q = json_pack("{s:I, s:I, s:o}", "held_jobs", (json_int_t)(admin ? st.held : held), "held_ops",
+                          (json_int_t)(admin ? st.ops : ops), "clients", by_client);
+    if (admin) {
+        json_object_set_new(q, "due_now", json_integer((json_int_t)st.due));
+        json_object_set_new(q, "bytes", json_integer((json_int_t)st.bytes));
+        if (st.next_due_ms) json_object_set_new(q, "next_due_ms", json_integer(st.next_due_ms));
+    }
+    return q;
+}
+
 /* GET /v1/jobs[?limit=N]: the latest jobs this proxy read (its own, for a caller without
  * the admin role), newest first, each as its record says: name, client, when, ops
- * accepted, lane, schedule, cancel. The counts of what the shards did are in
- * GET /v1/jobs/{id}. */
+ * accepted, lane, schedule, cancel; and the delay queue in one object. The counts of
+ * what the shards did are in GET /v1/jobs/{id}. */
 static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_client_t *client) {
     const char *limit_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
     char *end;
@@ -185,7 +214,7 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
         json_array_append_new(jobs, o);
         bulkwrite__v1__job_record__free_unpacked(rec, NULL);
     }
-    return reply_json(c, json_pack("{s:o}", "jobs", jobs));
+    return reply_json(c, json_pack("{s:o, s:o}", "jobs", jobs, "delay_queue", delay_queue(client, admin)));
 }
 
 int bw_ui_serve(struct MHD_Connection *c, const char *method, const char *url, const bw_auth_client_t *client,

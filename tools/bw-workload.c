@@ -655,8 +655,11 @@ static int lateness(char **paths, int path_cnt, int wait_s) {
         sleep(1);
     }
     size_t early = 0, twice = 0, k = 0;
+    int64_t first = INT64_MAX, last = 0;
     for (size_t i = 0; i < n; i++) {
         if (!sch[i].parts) continue;
+        if (sch[i].applied_ms < first) first = sch[i].applied_ms;
+        if (sch[i].applied_ms > last) last = sch[i].applied_ms;
         early += sch[i].applied_ms < sch[i].not_before_ms;
         twice += sch[i].parts > 1;
         late[k++] = sch[i].applied_ms - sch[i].not_before_ms;
@@ -665,6 +668,7 @@ static int lateness(char **paths, int path_cnt, int wait_s) {
     printf("lateness: %zu jobs, %zu applied, %zu missing, %zu early, %zu twice; applied_at - not_before ms: "
            "p50 %" PRId64 ", p99 %" PRId64 ", max %" PRId64 "\n",
            n, applied, n - applied, early, twice, k ? late[k / 2] : 0, k ? late[k * 99 / 100] : 0, k ? late[k - 1] : 0);
+    if (k) printf("applied: from %" PRId64 " to %" PRId64 " (epoch ms)\n", first, last);
     ret = n && applied == n && !early && !twice ? 0 : 1;
 done:
     for (int i = 0; i < conf->server_cnt; i++)
@@ -1167,7 +1171,7 @@ static int usage(FILE *out, int code) {
           "  --jobs-out FILE writes \"JOB_ID NOT_BEFORE_MS\" per request accepted\n"
           "lateness: the jobs of the FILEs against the shards' ledgers (bw_job_parts): fails when\n"
           "  one is missing after --wait, applied before its not_before, or applied twice; prints\n"
-          "  the p50, p99 and max of applied_at - not_before\n"
+          "  the p50, p99 and max of applied_at - not_before, and when the first and last were applied\n"
           "flood: at least BYTES of pin creates with 60 KB images (local ids from 2,000,000,000)\n"
           "  produced straight to SHARD's partition, past the proxy's backlog bound; prints the\n"
           "  first and last offsets written\n"

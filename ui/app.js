@@ -16,6 +16,7 @@ const state = {
   samples: new Map(), // shard -> [{t, lag, rows}] for trends and rows/s
   selected: null, // shard number shown in the side panel
   jobs: [],
+  delayQueue: null, // GET /v1/jobs' delay_queue: the held (scheduled, dependent) jobs as one thing
   jobDetail: new Map(), // job id -> {status, t, done} for progress and ETA
   lastGood: 0,
 };
@@ -357,6 +358,7 @@ function confirmThen(what, action) {
 async function loadJobs() {
   const list = await api('/v1/jobs?limit=50');
   state.jobs = list.jobs;
+  state.delayQueue = list.delay_queue || null;
   // details (what the shards did) for the first 20 not yet finished
   const now = Date.now();
   await Promise.all(state.jobs.slice(0, 20).map(async (j) => {
@@ -370,7 +372,22 @@ async function loadJobs() {
   }));
 }
 
+// The delay queue in one line: however many timers are held, they are one thing here.
+function renderDelayQueue() {
+  const q = state.delayQueue;
+  if (!q || !q.held_jobs) {
+    $('delay-queue').replaceChildren('Delay queue: no job held (scheduled or waiting for another).');
+    return;
+  }
+  const next = q.next_due_ms ? `; the next due ${fmt.time(q.next_due_ms)}` : '';
+  const due = q.due_now ? `; ${fmt.n(q.due_now)} due now` : '';
+  const who = q.clients.slice(0, 5).map((c) => `${c.client || '(open)'} ${fmt.n(c.held_jobs)}`).join(', ');
+  $('delay-queue').replaceChildren(el('span', { 'data-testid': 'delay-queue-held', 'data-held': q.held_jobs },
+    `Delay queue: ${fmt.n(q.held_jobs)} jobs held (${fmt.n(q.held_ops)} ops)${due}${next}`), who ? ` — ${who}` : '');
+}
+
 function renderJobs() {
+  renderDelayQueue();
   const rows = state.jobs.map((j) => {
     const d = state.jobDetail.get(j.job_id);
     const st = d && d.status;

@@ -167,6 +167,11 @@ await check("the jobs view: the finished job's progress bar reaches 100 %", asyn
   await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="job-progress"]')]
     .some((p) => p.dataset.percent === '100'), null, { timeout: 30000 });
 });
+await check('the jobs view shows the 40 held one-op jobs as one delay queue', async () => {
+  await page.waitForSelector('[data-testid="delay-queue-held"][data-held="40"]', { timeout: 15000 });
+  const text = await page.textContent('[data-testid="delay-queue"]');
+  expect(text.includes('40 jobs held (40 ops)') && text.includes('feed 40'), text);
+});
 if (shots) await page.screenshot({ path: path.join(shots, 'ui-jobs.png'), fullPage: true });
 
 await check('no error in the page (console or script)', async () => {

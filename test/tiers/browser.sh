@@ -56,6 +56,10 @@ shard5_down() {
 }
 check "... and shard 5's consumer reports its server down" wait_for 90 shard5_down
 
+# 40 one-op jobs held an hour ahead: the jobs view shows them as one delay queue
+check "40 one-op jobs scheduled an hour ahead are held" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --token-file "$WORK/feed.token" --protobuf --per-request 1 \
+    --not-before "$(($(date +%s%3N) + 3600000)):0" spread:40
 mkdir -p "$WORK/screens"
 node_out=$WORK/page.out
 NODE_PATH=$NODE_MODULES BW_UI_URL="http://127.0.0.1:$PROXY/ui/" BW_UI_SHOTS="$WORK/screens" \

@@ -81,6 +81,8 @@ START_TEST(due_in_release_order)
 }
 END_TEST
 
+static int gone_if_other(void *ud, const char *job) { return strcmp(job, ud) == 0; }
+
 /* A named job's part waits while an earlier part of it holds batches; the job is known
  * held by its id; a record written long ago is found for its rewrite. */
 START_TEST(parts_and_rewrites)
@@ -106,11 +108,31 @@ START_TEST(parts_and_rewrites)
     bw_timers_copies_free(due, n);
 
     note(t, other, NULL, 0, now + 3600000, 1, 1, NULL, 0); /* written at 1 ms past the epoch */
-    n = bw_timers_stale(t, now - 1000, 0, 0, 10, &due);
+    n = bw_timers_stale(t, now - 1000, 0, 0, NULL, NULL, 10, &due);
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(due[0].id, other);
     bw_timers_copies_free(due, n);
-    n = bw_timers_stale(t, 0, 0, 0, 10, &due); /* nothing written at or before 0 */
+    n = bw_timers_stale(t, 0, 0, 0, NULL, NULL, 10, &due); /* nothing written at or before 0 */
+    ck_assert_int_eq(n, 0);
+    bw_timers_copies_free(due, n);
+    n = bw_timers_stale(t, 0, 0, 0, gone_if_other, other, 10, &due); /* other's job cancelled: dropped at once */
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(due[0].id, other);
+    bw_timers_copies_free(due, n);
+
+    /* a record with prerequisites, an hour ahead, is among the dependents; once it holds
+     * nothing it is not */
+    char dep[33], *after[] = {job};
+    id_of(dep, 104);
+    note(t, dep, NULL, 0, now + 3600000, 3, 1, after, 1);
+    n = bw_timers_dependents(t, 10, &due);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(due[0].id, dep);
+    ck_assert_int_eq(due[0].n_after, 1);
+    ck_assert_str_eq(due[0].after[0], job);
+    bw_timers_copies_free(due, n);
+    note(t, dep, NULL, 0, now + 3600000, 3, 0, after, 1);
+    n = bw_timers_dependents(t, 10, &due);
     ck_assert_int_eq(n, 0);
     bw_timers_copies_free(due, n);
     bw_timers_free(t);

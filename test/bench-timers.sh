@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# make bench-timers: the delay queue measured against the same writes unscheduled, in
+# one run, on a real broker (not in `make check`; docs/performance.md). One proxy, two
+# consumers, 8 shards on two MariaDB servers, no rate limit.
+#
+#   baseline  N one-op jobs (spread:N, one op per request) sent by C clients at once,
+#             unscheduled: ops/s from the first request to the last row committed (the
+#             shards' ledgers)
+#   timers    the same N one-op jobs, each with its own not_before spread over W s that
+#             start once every one is sent (so the proxy holds all N at once: a sales
+#             day's backlog): the proxy's RSS and held bytes with all N held, the release
+#             rate (N / (the last row committed - the first not_before)), and lateness
+#             (applied_at - not_before) p50, p99 and max; none missing, early or twice
+#             (bw-workload lateness fails the run otherwise), every row compared
+#
+# Knobs: BENCH_TIMERS (1000000) N, BENCH_TIMERS_WINDOW (100) W in seconds (N / W is the
+# rate asked for: 10,000/s by default), BENCH_TIMERS_CLIENTS (8) C. Output: the table on
+# stdout and in build/bench-timers/results.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. test/lib.sh
+N=${BENCH_TIMERS:-1000000} WINDOW=${BENCH_TIMERS_WINDOW:-100} CLIENTS=${BENCH_TIMERS_CLIENTS:-8}
+OUT=build/bench-timers
+mkdir -p "$OUT"
+
+bw_stack_conf() { # every shard unlimited; the records of a million held jobs fit in the index's default or not: it does not matter
+    "$BIN/bwctl" config-set "$1" 'shards.rate_overrides=()' || exit 1
+}
+bw_stack_start bench-timers kafka
+start_consumer $C1
+start_consumer $C2
+wait_for 60 sh -c "curl -sf http://127.0.0.1:$C1/readyz && curl -sf http://127.0.0.1:$C2/readyz" || { echo "consumers not ready"; exit 1; }
+
+send() { # send NAME [--not-before FROM:WINDOW]: the N one-op jobs from C clients at once, from SENT_FROM
+    local name=$1 k pids_send=()
+    shift
+    SENT_FROM=$(($(date +%s%3N) + 3000))
+    local start=$SENT_FROM
+    for ((k = 0; k < CLIENTS; k++)); do
+        "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --protobuf --per-request 1 --part $k/$CLIENTS \
+            --start-at $start --jobs-out "$WORK/$name-$k.jobs" "$@" spread:$N >"$WORK/$name-$k.log" 2>&1 &
+        pids_send+=($!)
+    done
+    for k in "${pids_send[@]}"; do wait "$k" || { echo "a client failed: $WORK/$name-*.log"; exit 1; }; done
+}
+applied() { # applied NAME: LAST, the epoch ms of the last commit of the jobs; exits on a missing, early or doubled one
+    "$BIN/bw-workload" -c "$CONF" lateness --wait 900 "$WORK/$1"-*.jobs >"$WORK/$1.lateness" || { cat "$WORK/$1.lateness"; exit 1; }
+    LAST=$(sed -n 's/^applied: from \([0-9]*\) to \([0-9]*\).*/\2/p' "$WORK/$1.lateness")
+}
+truncate_pins() {
+    local s port
+    for s in 0 1 2 3 4 5 6 7; do
+        port=$DB_A
+        [ $s -ge 4 ] && port=$DB_B
+        mariadb -h127.0.0.1 -P$port -uroot -e "TRUNCATE db0000$s.pins"
+    done
+}
+rss_kib() { awk '/^VmRSS/ {print $2}' /proc/$PROXY_PID/status; }
+
+echo "# baseline: $N one-op jobs, unscheduled, $CLIENTS clients"
+send base
+t0=$SENT_FROM sent=$(date +%s%3N)
+applied base
+base_rate=$(awk -v n=$N -v ms=$((LAST - t0)) 'BEGIN {printf "%.0f", n * 1000 / ms}')
+send_ms=$((sent - t0))
+"$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:$N >"$WORK/base.verify" || { cat "$WORK/base.verify"; exit 1; }
+echo "# baseline: sent in $((send_ms / 1000)) s, applied at $base_rate ops/s"
+truncate_pins
+
+# the window starts once every job is sent: the sending took send_ms unscheduled (the
+# proxy writes a held job's record instead of its batch: about the same work)
+from=$(($(date +%s%3N) + send_ms * 3 / 2 + 15000))
+echo "# timers: $N one-op jobs over $WINDOW s from $from"
+send timers --not-before "$from:$((WINDOW * 1000))"
+held_at=$(date +%s%3N)
+[ "$held_at" -lt "$from" ] || echo "# warning: sending ended $(((held_at - from) / 1000)) s after the window began"
+rss=$(rss_kib)
+held=$(bw_metric $PROXY bulkwrite_proxy_held_job_records)
+held_bytes=$(bw_metric $PROXY bulkwrite_proxy_held_bytes)
+echo "# all sent: the proxy holds $held job records ($((${held_bytes:-0} / 1048576)) MiB), RSS $((rss / 1024)) MiB"
+applied timers
+late=$(sed -n 's/.*p50 \([0-9-]*\), p99 \([0-9-]*\), max \([0-9-]*\)$/\1 \2 \3/p' "$WORK/timers.lateness")
+read -r p50 p99 max <<<"$late"
+rate=$(awk -v n=$N -v ms=$((LAST - from)) 'BEGIN {printf "%.0f", n * 1000 / ms}')
+peak=$(awk '/^VmHWM/ {print $2}' /proc/$PROXY_PID/status)
+"$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:$N >"$WORK/timers.verify" || { cat "$WORK/timers.verify"; exit 1; }
+
+{
+    echo "| case | N | asked | released | baseline (unscheduled) | ratio | lateness p50 / p99 / max | proxy RSS held (peak) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    awk -v n=$N -v w=$WINDOW -v r=$rate -v b=$base_rate -v p50=$p50 -v p99=$p99 -v mx=$max -v rss=$rss -v peak=$peak 'BEGIN {
+        printf "| delay queue: one-op jobs, each its own not_before | %d | %.0f/s | %d/s | %d ops/s | %.2f | %.2f / %.2f / %.2f s | %d MiB (%d MiB) |\n",
+            n, n / w, r, b, r / b, p50 / 1000, p99 / 1000, mx / 1000, rss / 1024, peak / 1024 }'
+} | tee "$OUT/results.md"
+echo "0 failed"
