@@ -47,6 +47,9 @@
 #define TURN_MAX 20000        /* records a turn looks at; more due: the next turn at once */
 #define IDLE_MS 1000          /* a turn at least this often: prerequisites, full backlogs */
 #define REFRESH_EVERY_MS 2000 /* how often records not due yet are checked: a rewrite, a cancel */
+#define TAKEOVER_MS 3000      /* a record this late is released by any proxy, its shard's owner or not */
+#define TURN_SPACING_MS 5     /* turns at most this often: timers due within it go out together */
+#define OWNERS_EVERY_MS 1000  /* how often the shards' owners are worked out again */
 
 static pthread_t release_thread;
 static atomic_int release_run;
@@ -356,16 +359,53 @@ static int job_cancelled(void *ud, const char *job) {
     return bw_shard_table_job_cancelled(proxy.shards, job);
 }
 
+/* The shards this proxy releases, into mine (a byte per shard). Each shard has one owner
+ * among the live proxies (their presence, fleet.h: fresh, and agreeing): the one that
+ * ranks highest for it (rendezvous hashing, so a proxy that comes or goes moves only its
+ * own shards). The others release the shard's records only once TAKEOVER_MS late: a proxy
+ * killed -9 delays its timers that long. One owner per shard keeps ops on one object in
+ * order (an object lives on one shard). Without presence (none read yet), every shard. */
+static void own_shards(uint8_t *mine, int64_t now_ms) {
+    const char *self = proxy.fleet.instance;
+    size_t shards = (size_t)proxy.conf->shard_count;
+    Bulkwrite__V1__FleetMember **members;
+    size_t n = bw_shard_table_members(proxy.shards, &members), live = 0;
+    const char **names = malloc((n + 1) * sizeof(*names));
+    if (!names) abort();
+    names[live++] = self;
+    for (size_t i = 0; i < n; i++) {
+        const Bulkwrite__V1__FleetMember *m = members[i];
+        if (m->role && !strcmp(m->role, "proxy") && m->instance && strcmp(m->instance, self) && m->agrees &&
+            now_ms - m->seen_at_ms <= BW_FLEET_STALE_MS)
+            names[live++] = m->instance;
+    }
+    for (size_t s = 0; s < shards; s++) {
+        uint64_t best = 0;
+        size_t owner = 0;
+        for (size_t i = 0; i < live; i++) {
+            uint64_t h = 1469598103934665603u;
+            for (const char *c = names[i]; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211u;
+            for (int k = 0; k < 4; k++) h = (h ^ ((s >> (8 * k)) & 0xff)) * 1099511628211u;
+            h ^= h >> 31;
+            if (i == 0 || h > best) best = h, owner = i;
+        }
+        mine[s] = !self[0] || owner == 0;
+    }
+    bw_shard_table_members_free(members, n);
+    free(names);
+}
+
 /* One turn: the due records, released as far as they may go; the records not due yet
  * with prerequisites, cancelled at once when one of those is; and, when refresh is set,
  * the records not due yet that must be written again (to stay in the topic, or without
  * their batches: their job was cancelled). Returns
  * how many due records it looked at. */
-static size_t release_turn(uint8_t *refused, uint8_t *waits, int refresh) {
+static size_t release_turn(uint8_t *refused, uint8_t *waits, const uint8_t *mine, int refresh) {
     int64_t now = bw_wall_ms();
     bw_timers_t *timers = bw_jobs_timers(proxy.jobs);
     bw_timer_t *due, *stale = NULL, *deps;
-    size_t n_due = bw_timers_due(timers, now, TURN_MAX, &due), n_stale = 0;
+    size_t n_due = bw_timers_due(timers, now, TURN_MAX, mine, (size_t)proxy.conf->shard_count, now - TAKEOVER_MS, &due);
+    size_t n_stale = 0;
     size_t n_deps = bw_timers_dependents(timers, TURN_MAX, &deps);
     int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
     /* the embedded Kafka drops a partition's oldest data past 5 MiB (or 100,000 message
@@ -403,6 +443,15 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, int refresh) {
             continue; /* dropped next turn, as the cancel is read */
         }
         if (only_cancel) continue;
+        if (i < n_due && !h->owned) { /* another proxy's, on several shards: later records on them wait for it */
+            Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, h->len, h->rec);
+            int lane = r ? bw_config_lane(proxy.conf, r->lane && r->lane[0] ? r->lane : "default") : -1;
+            for (size_t k = 0; lane >= 0 && k < r->n_held; k++)
+                if (r->held[k]->shard < (uint32_t)proxy.conf->shard_count)
+                    refused[bw_config_slot(proxy.conf, lane, (int)r->held[k]->shard)] = 1;
+            if (r) bulkwrite__v1__job_record__free_unpacked(r, NULL);
+            continue;
+        }
         /* a prerequisite not complete anywhere holds every shard: no need to read the record */
         int maybe = i < n_due && !p->drop && !h->part_before_held && prereqs_done(&ps, h, -1);
         if (!maybe && !p->drop && !p->stale) {
@@ -476,17 +525,26 @@ static void *release_loop(void *arg) {
         }
         usleep(100000);
     }
-    int64_t refreshed_ms = 0;
+    uint8_t *mine = malloc((size_t)proxy.conf->shard_count + 1);
+    if (!mine) abort();
+    int64_t refreshed_ms = 0, owners_ms = 0;
     while (atomic_load(&release_run)) {
         int64_t now = bw_wall_ms();
         int refresh = now - refreshed_ms >= REFRESH_EVERY_MS;
         if (refresh) refreshed_ms = now;
-        if (release_turn(refused, waits, refresh) >= TURN_MAX) continue; /* more are due */
-        /* asleep until the next record is due, one arrives due sooner, or a second passed
-         * (records waiting for prerequisites or a full backlog are looked at again) */
-        int64_t next = bw_timers_next_due(timers), idle = bw_wall_ms() + IDLE_MS;
+        if (now - owners_ms >= OWNERS_EVERY_MS) {
+            own_shards(mine, now);
+            owners_ms = now;
+        }
+        if (release_turn(refused, waits, mine, refresh) >= TURN_MAX) continue; /* more are due */
+        /* asleep until the next record is due (at least TURN_SPACING_MS on: those due
+         * meanwhile go out together), one arrives due sooner, or a second passed (records
+         * waiting for prerequisites, a full backlog or another proxy are looked at again) */
+        int64_t next = bw_timers_next_due(timers), soonest = now + TURN_SPACING_MS, idle = bw_wall_ms() + IDLE_MS;
+        if (next < soonest) next = soonest;
         if (atomic_load(&release_run)) bw_timers_wait(timers, next < idle ? next : idle);
     }
+    free(mine);
     summarize(&(turn_sum_t){0}, 1);
     free(waits);
     free(refused);

@@ -16,6 +16,8 @@ typedef struct entry {
     uint32_t job_part;
     uint32_t n_after;
     uint32_t ops;                    /* the ops it holds */
+    uint32_t shard;                  /* its first held batch's */
+    int multi;                       /* it holds batches for more than one shard */
     uint32_t client;                 /* its client's place in clients[] */
     char (*after)[33];
     void *rec;
@@ -266,7 +268,12 @@ void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobReco
     e->job_part = r->job_part;
     e->client = client_of(t, r->client);
     e->ops = 0;
-    for (size_t i = 0; i < r->n_held; i++) e->ops += r->held[i]->rows;
+    e->shard = r->held[0]->shard;
+    e->multi = 0;
+    for (size_t i = 0; i < r->n_held; i++) {
+        e->ops += r->held[i]->rows;
+        e->multi |= r->held[i]->shard != e->shard;
+    }
     e->pos_bytes = pos_bytes;
     e->pos_records = pos_records;
     e->n_after = 0;
@@ -314,6 +321,8 @@ static void copy_out(bw_timers_t *t, const entry_t *e, bw_timer_t *c) {
     c->created_at_ms = e->created_at_ms;
     c->job_part = e->job_part;
     c->part_before_held = part_before_held(t, e);
+    c->shard = e->shard;
+    c->owned = 1;
     c->behind_bytes = t->pos_bytes - e->pos_bytes;
     c->behind_records = t->pos_records - e->pos_records;
     c->n_after = e->n_after;
@@ -325,7 +334,8 @@ static void copy_out(bw_timers_t *t, const entry_t *e, bw_timer_t *c) {
     c->len = e->len;
 }
 
-size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, bw_timer_t **out) {
+size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, const uint8_t *mine, size_t shards,
+                     int64_t takeover_ms, bw_timer_t **out) {
     pthread_mutex_lock(&t->mu);
     heap_t *pending = &t->heaps[PENDING], *ready = &t->heaps[READY];
     while (pending->n && pending->at[0]->not_before_ms <= now_ms) {
@@ -333,17 +343,22 @@ size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, bw_timer_t **ou
         heap_remove(t, e);
         heap_push(t, READY, e);
     }
-    size_t n = ready->n < max ? ready->n : max;
-    entry_t **taken = malloc((n + 1) * sizeof(*taken));
-    if (!taken || !(*out = calloc(n + 1, sizeof(**out)))) abort();
-    for (size_t i = 0; i < n; i++) { /* the first n in order, then back in their heap */
-        taken[i] = ready->at[0];
-        heap_remove(t, taken[i]);
+    /* at most 2 max popped: records other proxies release are looked past, not copied */
+    size_t cap = ready->n < max ? ready->n : max, n = 0, popped = 0, pop_max = ready->n < 2 * max ? ready->n : 2 * max;
+    entry_t **taken = malloc((pop_max + 1) * sizeof(*taken));
+    if (!taken || !(*out = calloc(cap + 1, sizeof(**out)))) abort();
+    /* in order: the first ones popped, copied unless another proxy releases them, then
+     * all put back in their heap */
+    while (n < cap && popped < pop_max) {
+        entry_t *e = ready->at[0];
+        heap_remove(t, e);
+        taken[popped++] = e;
+        int owned = !mine || (e->shard < shards && mine[e->shard]) || e->not_before_ms <= takeover_ms;
+        if (!owned && !e->multi) continue;
+        copy_out(t, e, &(*out)[n]);
+        (*out)[n++].owned = owned;
     }
-    for (size_t i = 0; i < n; i++) {
-        copy_out(t, taken[i], &(*out)[i]);
-        heap_push(t, READY, taken[i]);
-    }
+    for (size_t i = 0; i < popped; i++) heap_push(t, READY, taken[i]);
     pthread_mutex_unlock(&t->mu);
     free(taken);
     return n;

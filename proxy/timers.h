@@ -36,6 +36,8 @@ typedef struct {
     int64_t created_at_ms;   /* when it was accepted: releases keep acceptance order */
     uint32_t job_part;       /* a named job's part number (0 otherwise) */
     int part_before_held;    /* an earlier part of its named job holds batches: it waits */
+    uint32_t shard;          /* the shard of its first held batch: whose owner releases it */
+    int owned;               /* this proxy releases it (it owns the shard, or the record is late) */
     /* what the jobs topic took after the record, as the tail read it: on the embedded
      * Kafka, which keeps only a partition's newest 5 MiB, how close it is to being dropped */
     uint64_t behind_bytes, behind_records;
@@ -59,9 +61,13 @@ void bw_timers_position(bw_timers_t *t, uint64_t pos_bytes, uint64_t pos_records
 
 /* Copies of at most max of the records due at now_ms (not_before_ms <= now_ms), in
  * release order: due, then accepted, then part, then id. Records with prerequisites are
- * among them once due, whatever the prerequisites say. *out is malloc'd; returns the
- * count. */
-size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, bw_timer_t **out);
+ * among them once due, whatever the prerequisites say. With mine (a byte per shard: the
+ * shards this proxy releases), a record whose first held batch is on another shard is
+ * left out, unless it was due at or before takeover_ms (its owner is late: gone, or
+ * held up) or it has batches on several shards (copied with owned 0: its shards wait
+ * for it). *out is malloc'd; returns the count. */
+size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, const uint8_t *mine, size_t shards,
+                     int64_t takeover_ms, bw_timer_t **out);
 /* Copies of at most max records not due yet that must be written again now: written
  * at or before written_before_ms, or behind the topic's end by more than behind_bytes or
  * behind_records (0: no such bound) — to stay in the topic —, or of a job `gone` says is

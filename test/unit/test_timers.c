@@ -13,19 +13,25 @@
 #include "helpers.h"
 #include "timers.h"
 
-/* Notes a record of job `job` (NULL: id) holding one batch (held 0: none). */
-static void note(bw_timers_t *t, const char *id, const char *job, uint32_t part, int64_t not_before, int64_t created,
-                 int held, char **after, size_t n_after) {
+/* Notes a record of job `job` (NULL: id) holding `held` batches, on shards `shards`
+ * (NULL: shard 0). */
+static void note_on(bw_timers_t *t, const char *id, const char *job, uint32_t part, int64_t not_before, int64_t created,
+                    int held, char **after, size_t n_after, const uint32_t *shards) {
     Bulkwrite__V1__JobRecord r = BULKWRITE__V1__JOB_RECORD__INIT;
-    Bulkwrite__V1__HeldBatch hb = BULKWRITE__V1__HELD_BATCH__INIT, *hbp = &hb;
+    Bulkwrite__V1__HeldBatch hb[4], *hbp[4];
+    for (int i = 0; i < 4; i++) {
+        bulkwrite__v1__held_batch__init(&hb[i]);
+        hb[i].shard = shards ? shards[i] : 0;
+        hbp[i] = &hb[i];
+    }
     r.job_id = (char *)id;
     r.job = (char *)(job ? job : "");
     r.job_part = part;
     r.not_before_ms = not_before;
     r.created_at_ms = created;
     r.written_at_ms = created;
-    r.held = held ? &hbp : NULL;
-    r.n_held = held ? 1 : 0;
+    r.held = held ? hbp : NULL;
+    r.n_held = (size_t)held;
     r.after = after;
     r.n_after = n_after;
     size_t len = bulkwrite__v1__job_record__get_packed_size(&r);
@@ -36,6 +42,11 @@ static void note(bw_timers_t *t, const char *id, const char *job, uint32_t part,
     bw_timers_note(t, id, u, buf, len, 100, 1);
     bulkwrite__v1__job_record__free_unpacked(u, NULL);
     free(buf);
+}
+
+static void note(bw_timers_t *t, const char *id, const char *job, uint32_t part, int64_t not_before, int64_t created,
+                 int held, char **after, size_t n_after) {
+    note_on(t, id, job, part, not_before, created, held, after, n_after, NULL);
 }
 
 static void id_of(char out[33], int n) { snprintf(out, 33, "%032x", n); }
@@ -53,7 +64,7 @@ START_TEST(due_in_release_order)
     note(t, c, NULL, 0, now - 20, 7, 1, NULL, 0);  /* as due as b, accepted before it */
     note(t, d, NULL, 0, now + 60000, 1, 1, NULL, 0); /* a minute ahead */
     bw_timer_t *due;
-    size_t n = bw_timers_due(t, now, 100, &due);
+    size_t n = bw_timers_due(t, now, 100, NULL, 0, 0, &due);
     ck_assert_int_eq(n, 3);
     ck_assert_str_eq(due[0].id, c);
     ck_assert_str_eq(due[1].id, b);
@@ -68,11 +79,11 @@ START_TEST(due_in_release_order)
     ck_assert_int_gt(st.bytes, 0);
 
     note(t, b, NULL, 0, now - 20, 9, 0, NULL, 0); /* released: holds nothing */
-    n = bw_timers_due(t, now, 1, &due);           /* at most one */
+    n = bw_timers_due(t, now, 1, NULL, 0, 0, &due);           /* at most one */
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(due[0].id, c);
     bw_timers_copies_free(due, n);
-    n = bw_timers_due(t, now + 60000, 100, &due); /* a minute on: d too, last */
+    n = bw_timers_due(t, now + 60000, 100, NULL, 0, 0, &due); /* a minute on: d too, last */
     ck_assert_int_eq(n, 3);
     ck_assert_str_eq(due[2].id, d);
     bw_timers_copies_free(due, n);
@@ -96,14 +107,14 @@ START_TEST(parts_and_rewrites)
     ck_assert(bw_timers_holds_job(t, job));
     ck_assert(!bw_timers_holds_job(t, other));
     bw_timer_t *due;
-    size_t n = bw_timers_due(t, now, 10, &due);
+    size_t n = bw_timers_due(t, now, 10, NULL, 0, 0, &due);
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(due[0].id, p1);
     ck_assert_str_eq(due[0].job, job);
     ck_assert_int_eq(due[0].part_before_held, 1);
     bw_timers_copies_free(due, n);
     note(t, p0, job, 0, now + 3600000, 1, 0, NULL, 0); /* part 0 released (or cancelled) */
-    n = bw_timers_due(t, now, 10, &due);
+    n = bw_timers_due(t, now, 10, NULL, 0, 0, &due);
     ck_assert_int_eq(due[0].part_before_held, 0);
     bw_timers_copies_free(due, n);
 
@@ -151,6 +162,36 @@ static void *note_later(void *arg) {
     note(n->t, n->id, NULL, 0, n->at, 1, 1, NULL, 0);
     return NULL;
 }
+
+/* With a shard owner each: this proxy gets the records of its shards, those of another's
+ * once late, and a record on several shards (copied, not owned) so its shards wait. */
+START_TEST(owned_shards_only)
+{
+    bw_timers_t *t = bw_timers_new();
+    int64_t now = bw_wall_ms();
+    char a[33], b[33], c[33];
+    id_of(a, 1), id_of(b, 2), id_of(c, 3);
+    const uint32_t on0[] = {0, 0, 0, 0}, on1[] = {1, 1, 1, 1}, on1and0[] = {1, 0, 0, 0};
+    note_on(t, a, NULL, 0, now - 100, 1, 1, NULL, 0, on0);
+    note_on(t, b, NULL, 0, now - 50, 2, 1, NULL, 0, on1);
+    note_on(t, c, NULL, 0, now - 10, 3, 2, NULL, 0, on1and0);
+    const uint8_t mine[2] = {1, 0};
+    bw_timer_t *due;
+    size_t n = bw_timers_due(t, now, 10, mine, 2, now - 5000, &due);
+    ck_assert_int_eq(n, 2); /* a (shard 0), c (shards 1 and 0: copied, not owned); b is another's */
+    ck_assert_str_eq(due[0].id, a);
+    ck_assert_int_eq(due[0].owned, 1);
+    ck_assert_str_eq(due[1].id, c);
+    ck_assert_int_eq(due[1].owned, 0);
+    bw_timers_copies_free(due, n);
+    n = bw_timers_due(t, now, 10, mine, 2, now - 50, &due); /* b 50 ms late: taken over */
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(due[1].id, b);
+    ck_assert_int_eq(due[1].owned, 1);
+    bw_timers_copies_free(due, n);
+    bw_timers_free(t);
+}
+END_TEST
 
 /* The loop sleeping until a minute from now wakes when a record due now arrives. */
 START_TEST(an_earlier_record_wakes_the_loop)
@@ -205,7 +246,7 @@ START_TEST(many_timers_in_order)
         note(t, id, NULL, 0, base + k, 1, 0, NULL, 0);
     }
     bw_timer_t *due;
-    size_t n = bw_timers_due(t, bw_wall_ms(), N, &due);
+    size_t n = bw_timers_due(t, bw_wall_ms(), N, NULL, 0, 0, &due);
     ck_assert_int_eq(n, N - (N + 2) / 3);
     for (size_t i = 1; i < n; i++) ck_assert_int_lt(due[i - 1].not_before_ms, due[i].not_before_ms);
     for (size_t i = 0; i < n; i++) ck_assert_int_ne((due[i].not_before_ms - base) % 3, 0);
@@ -220,6 +261,7 @@ Suite *timers_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, due_in_release_order);
     tcase_add_test(tc, parts_and_rewrites);
+    tcase_add_test(tc, owned_shards_only);
     tcase_add_test(tc, an_earlier_record_wakes_the_loop);
     tcase_add_test(tc, after_cycles_are_found);
     tcase_add_test(tc, many_timers_in_order);
