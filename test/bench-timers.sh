@@ -3,15 +3,18 @@
 # one run, on a real broker (not in `make check`; docs/performance.md). One proxy, two
 # consumers, 8 shards on two MariaDB servers, no rate limit.
 #
-#   baseline  N one-op jobs (spread:N, one op per request) sent by C clients at once,
-#             unscheduled: ops/s from the first request to the last row committed (the
-#             shards' ledgers)
+#   baseline  N one-op jobs (spread:N, one op per request) sent unscheduled by C clients
+#             while the consumers are stopped, then applied from the moment the consumers
+#             start to the last row committed (the shards' ledgers): the writes themselves,
+#             in ops/s (the clients' send rate is printed too)
 #   timers    the same N one-op jobs, each with its own not_before spread over W s that
 #             start once every one is sent (so the proxy holds all N at once: a sales
 #             day's backlog): the proxy's RSS and held bytes with all N held, the release
 #             rate (N / (the last row committed - the first not_before)), and lateness
 #             (applied_at - not_before) p50, p99 and max; none missing, early or twice
 #             (bw-workload lateness fails the run otherwise), every row compared
+# The ratio is the timers' rate over the baseline's: what holding and releasing on time
+# costs over the writes (1.0: nothing; the asked rate N / W caps it).
 #
 # Knobs: BENCH_TIMERS (1000000) N, BENCH_TIMERS_WINDOW (100) W in seconds (N / W is the
 # rate asked for: 10,000/s by default), BENCH_TIMERS_CLIENTS (8) C. Output: the table on
@@ -27,9 +30,6 @@ bw_stack_conf() { # every shard unlimited; the records of a million held jobs fi
     "$BIN/bwctl" config-set "$1" 'shards.rate_overrides=()' || exit 1
 }
 bw_stack_start bench-timers kafka
-start_consumer $C1
-start_consumer $C2
-wait_for 60 sh -c "curl -sf http://127.0.0.1:$C1/readyz && curl -sf http://127.0.0.1:$C2/readyz" || { echo "consumers not ready"; exit 1; }
 
 send() { # send NAME [--not-before FROM:WINDOW]: the N one-op jobs from C clients at once, from SENT_FROM
     local name=$1 k pids_send=()
@@ -57,14 +57,16 @@ truncate_pins() {
 }
 rss_kib() { awk '/^VmRSS/ {print $2}' /proc/$PROXY_PID/status; }
 
-echo "# baseline: $N one-op jobs, unscheduled, $CLIENTS clients"
+echo "# baseline: $N one-op jobs, unscheduled, $CLIENTS clients, the consumers stopped"
 send base
-t0=$SENT_FROM sent=$(date +%s%3N)
+send_ms=$(($(date +%s%3N) - SENT_FROM))
+t0=$(date +%s%3N)
+start_consumer $C1
+start_consumer $C2
 applied base
 base_rate=$(awk -v n=$N -v ms=$((LAST - t0)) 'BEGIN {printf "%.0f", n * 1000 / ms}')
-send_ms=$((sent - t0))
 "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:$N >"$WORK/base.verify" || { cat "$WORK/base.verify"; exit 1; }
-echo "# baseline: sent in $((send_ms / 1000)) s, applied at $base_rate ops/s"
+echo "# baseline: sent in $((send_ms / 1000)) s ($((N * 1000 / send_ms)) requests/s), applied at $base_rate ops/s"
 truncate_pins
 
 # the window starts once every job is sent: the sending took send_ms unscheduled (the

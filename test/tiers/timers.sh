@@ -74,5 +74,17 @@ lines=$(cat "$WORK/proxy.log" "$WORK/proxy-b.log" | grep -c 'released')
 check "the release is told in summary lines, not one per job ($lines lines for $((2 * N)) jobs)" \
     test "$lines" -le $((2 * N / 20))
 
+if [ "$MODE" = embedded ]; then
+    # the embedded Kafka keeps about 5 MiB of the jobs topic: held jobs past a quarter of it
+    # are refused (503, saying why), and none of those taken is lost
+    "$BIN/bw-workload" -c "$CONF" submit --url "$A/v1/batches" --protobuf --per-request 1 \
+        --not-before "$(($(date +%s%3N) + 3600000)):0" --jobs-out "$WORK/full.jobs" spread:20000 >"$WORK/full.log" 2>&1
+    check "held jobs past the embedded Kafka's room are refused with 503, saying why" \
+        grep -q 'HTTP 503.*the embedded Kafka keeps 5 MiB of the jobs topic' "$WORK/full.log"
+    taken=$(wc -l <"$WORK/full.jobs")
+    held_a() { [ "$(bw_metric $PROXY bulkwrite_proxy_held_job_records)" = "$taken" ]; }
+    check "... and every one taken before ($taken) is held" wait_for 10 held_a
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
