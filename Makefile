@@ -218,7 +218,7 @@ bench: deps
 bench-smoke: all
 	BW_BIN=$(BIN) BENCH_SMOKE=1 BENCH_KAFKA=0 test/bench.sh
 # the delay queue: a million one-op timers held and released against the same writes
-# unscheduled, on a real broker (about 10 minutes; not in check)
+# unscheduled, on a real broker (about half an hour on 2 cores; not in check)
 bench-timers: deps
 	$(MAKE) all
 	BW_BIN=$(BIN) test/bench-timers.sh

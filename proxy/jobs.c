@@ -63,7 +63,7 @@ struct bw_jobs {
     uint64_t evicted, found_in_topic;
     named_t *named[NAMED_BUCKETS];
     size_t named_cnt, named_bytes; /* named_bytes: in bytes too (never dropped) */
-    uint64_t read_bytes, read_records; /* what the tail (and this proxy's puts) took in, all told */
+    uint64_t read_bytes, read_records; /* what the tail read from the topic, all told */
     bw_timers_t *timers; /* the records that hold batches */
     bw_jobs_recent_t recent[BW_JOBS_RECENT_MAX]; /* a ring: the oldest is overwritten */
     size_t recent_next, recent_cnt;
@@ -235,7 +235,6 @@ size_t bw_jobs_recent(bw_jobs_t *j, bw_jobs_recent_t *out, size_t max) {
  * the embedded Kafka's compactor leaves the jobs topic alone; held records are written
  * again by the proxy (timers.h, release.c). */
 static void on_record(void *ud, const void *key, size_t klen, const void *val, size_t vlen, int64_t version) {
-    (void)version;
     bw_jobs_t *j = ud;
     if (!vlen || klen != 32) return;
     char id[33];
@@ -247,8 +246,10 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
     memcpy(copy, val, vlen);
     Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, vlen, val);
     pthread_mutex_lock(&j->mu);
-    j->read_bytes += klen + vlen + 100; /* a record's framing in its message set, about */
-    j->read_records++;
+    if (version >= 0) { /* read from the topic: this proxy's own puts (-1) are counted when read back */
+        j->read_bytes += klen + vlen + 100; /* a record's framing in its message set, about */
+        j->read_records++;
+    }
     if (r) note_part(j, r);
     if (r) note_recent(j, id, r);
     seen_set(j, id);

@@ -53,7 +53,6 @@ static int start(bw_daemon_t *d) {
     proxy.metrics = bw_metrics_new(conf, &bw_proxy_metrics);
     bw_quota_on_share(proxy.quota, bw_proxy_metrics_quota_share, proxy.metrics); /* before the first fleet turn */
     bw_producers_run();
-    bw_release_start(); /* held (scheduled, dependent) batches, when they are due */
     return 0;
 }
 
@@ -170,6 +169,7 @@ int main(int argc, char **argv) {
     join_fleet(started_at_ms);
     atomic_store(&proxy.fleet_agrees, bw_fleet_turn(&proxy.fleet, proxy.rk, proxy.conf->status_topic, proxy.shards,
                                                     bw_wall_ms()));
+    bw_release_start(); /* held (scheduled, dependent) batches, when due; after join_fleet: it reads the instance */
     if (listen_http(&d, status, sizeof(status))) {
         stop();
         return 1;

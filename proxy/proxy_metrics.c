@@ -130,7 +130,7 @@ static const bw_metric_row_t rows[BW_PM_ROWS] = {
     [BW_PM_HELD_BYTES] = {
         .name = "bulkwrite_proxy_held_bytes", .type = BW_METRIC_GAUGE,
         .help = "Memory the held job records take in this proxy (their records and entries).",
-        .doc = "memory those records take in this proxy: each is kept whole until released (about 400 bytes "
+        .doc = "memory those records take in this proxy: each is kept whole until released (about 560 bytes "
                "for a one-op request)"},
     [BW_PM_HELD_BATCHES_RELEASED] = {
         .name = "bulkwrite_proxy_held_batches_released_total", .type = BW_METRIC_COUNTER,

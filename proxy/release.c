@@ -18,8 +18,10 @@
  * accepted, then part), admits each batch to its shard's backlog, produces all of them
  * at once (a shard's in order, through one producer) and waits for their acks together;
  * then writes every record again without what Kafka took (their offsets in `shards`,
- * their parts in `accepted_parts`) in one go, and says what it did in one log line. No
- * lock between proxies: two that release the same batch produce it twice, and the shard
+ * their parts in `accepted_parts`) in one go, and sums its work in one log line a second.
+ * Records that cannot go yet are parked for a second (timers.h). Each shard's records are
+ * released by one owner among the live proxies (own_shards); no lock between proxies:
+ * two that release the same batch (owners changing) produce it twice, and the shard
  * applies its (job, part) once (docs/reliability.md).
  *
  * The loop's first turn waits until the jobs and control topics are read to their end
@@ -47,7 +49,8 @@
 #define TURN_MAX 20000        /* records a turn looks at; more due: the next turn at once */
 #define IDLE_MS 1000          /* a turn at least this often: prerequisites, full backlogs */
 #define REFRESH_EVERY_MS 2000 /* how often records not due yet are checked: a rewrite, a cancel */
-#define TAKEOVER_MS 3000      /* a record this late is released by any proxy, its shard's owner or not */
+#define OWNER_FRESH_MS 5000   /* a proxy whose presence is older is gone: its shards get other owners */
+#define TAKEOVER_MS 30000     /* a record this late is released by any proxy (owners that disagree, a stuck one) */
 #define TURN_SPACING_MS 5     /* turns at most this often: timers due within it go out together */
 #define OWNERS_EVERY_MS 1000  /* how often the shards' owners are worked out again */
 
@@ -362,9 +365,11 @@ static int job_cancelled(void *ud, const char *job) {
 /* The shards this proxy releases, into mine (a byte per shard). Each shard has one owner
  * among the live proxies (their presence, fleet.h: fresh, and agreeing): the one that
  * ranks highest for it (rendezvous hashing, so a proxy that comes or goes moves only its
- * own shards). The others release the shard's records only once TAKEOVER_MS late: a proxy
- * killed -9 delays its timers that long. One owner per shard keeps ops on one object in
- * order (an object lives on one shard). Without presence (none read yet), every shard. */
+ * own shards). A proxy killed -9 delays its shards' timers until its presence is
+ * OWNER_FRESH_MS old (it writes one every 2 s) and the others have worked the owners out
+ * again (OWNERS_EVERY_MS): 4 to 6 s. One owner per shard keeps ops on one object in
+ * order (an object lives on one shard). Without presence (none read yet), every shard.
+ * Any proxy releases a record TAKEOVER_MS late, whoever owns its shard. */
 static void own_shards(uint8_t *mine, int64_t now_ms) {
     const char *self = proxy.fleet.instance;
     size_t shards = (size_t)proxy.conf->shard_count;
@@ -376,7 +381,7 @@ static void own_shards(uint8_t *mine, int64_t now_ms) {
     for (size_t i = 0; i < n; i++) {
         const Bulkwrite__V1__FleetMember *m = members[i];
         if (m->role && !strcmp(m->role, "proxy") && m->instance && strcmp(m->instance, self) && m->agrees &&
-            now_ms - m->seen_at_ms <= BW_FLEET_STALE_MS)
+            now_ms - m->seen_at_ms <= OWNER_FRESH_MS)
             names[live++] = m->instance;
     }
     for (size_t s = 0; s < shards; s++) {
@@ -403,18 +408,18 @@ static void own_shards(uint8_t *mine, int64_t now_ms) {
 static size_t release_turn(uint8_t *refused, uint8_t *waits, const uint8_t *mine, int refresh) {
     int64_t now = bw_wall_ms();
     bw_timers_t *timers = bw_jobs_timers(proxy.jobs);
-    bw_timer_t *due, *stale = NULL, *deps;
-    size_t n_due = bw_timers_due(timers, now, TURN_MAX, mine, (size_t)proxy.conf->shard_count, now - TAKEOVER_MS, &due);
-    size_t n_stale = 0;
-    size_t n_deps = bw_timers_dependents(timers, TURN_MAX, &deps);
+    bw_timer_t *due, *stale = NULL, *deps = NULL;
+    size_t shards = (size_t)proxy.conf->shard_count;
+    size_t n_due = bw_timers_due(timers, now, TURN_MAX, mine, shards, now - TAKEOVER_MS, OWNERS_EVERY_MS, &due);
+    size_t n_stale = 0, n_deps = refresh ? bw_timers_dependents(timers, &deps) : 0;
     int64_t refresh_after = proxy.conf->jobs_retention_ms / 4;
     /* the embedded Kafka drops a partition's oldest data past 5 MiB (or 100,000 message
      * sets): a held record a quarter of that behind the topic's end is written again */
     uint64_t bound_bytes = proxy.embedded ? BW_KAFKA_EMBEDDED_PARTITION_BYTES / 4 : 0;
     uint64_t bound_records = proxy.embedded ? BW_KAFKA_EMBEDDED_PARTITION_SETS / 4 : 0;
     if (refresh)
-        n_stale = bw_timers_stale(timers, now - refresh_after, bound_bytes, bound_records, job_cancelled, NULL, TURN_MAX,
-                                  &stale);
+        n_stale = bw_timers_stale(timers, now - refresh_after, bound_bytes, bound_records, job_cancelled, NULL, mine,
+                                  shards, TURN_MAX, &stale);
     size_t n = n_due + n_stale + n_deps;
     bw_arena_t arena;
     bw_arena_init(&arena, 1 << 16);
@@ -489,6 +494,13 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, const uint8_t *mine
     }
     write_records(picks, n, lanes, errs, offsets, &arena, &sum);
     summarize(&sum, 0);
+    /* due records that could not go (prerequisites, an earlier part, a full backlog, a
+     * cancel just made) are looked at again in a second, out of the due ones' way */
+    const char **parked = bw_arena_alloc(&arena, (n_due + 1) * sizeof(*parked));
+    size_t n_parked = 0;
+    for (size_t i = 0; i < n_due; i++)
+        if (picks[i].h && picks[i].h->owned && !picks[i].drop && !picks[i].count) parked[n_parked++] = picks[i].h->id;
+    if (n_parked) bw_timers_park(timers, parked, n_parked, bw_wall_ms() + IDLE_MS);
     for (size_t i = 0; i < n; i++)
         if (picks[i].rec) bulkwrite__v1__job_record__free_unpacked(picks[i].rec, NULL);
     for (int l = 0; l < BW_LANES_MAX; l++) {
@@ -529,7 +541,7 @@ static void *release_loop(void *arg) {
     if (!mine) abort();
     int64_t refreshed_ms = 0, owners_ms = 0;
     while (atomic_load(&release_run)) {
-        int64_t now = bw_wall_ms();
+        int64_t now = bw_wall_ms(), turn_ms = now;
         int refresh = now - refreshed_ms >= REFRESH_EVERY_MS;
         if (refresh) refreshed_ms = now;
         if (now - owners_ms >= OWNERS_EVERY_MS) {
@@ -540,7 +552,7 @@ static void *release_loop(void *arg) {
         /* asleep until the next record is due (at least TURN_SPACING_MS on: those due
          * meanwhile go out together), one arrives due sooner, or a second passed (records
          * waiting for prerequisites, a full backlog or another proxy are looked at again) */
-        int64_t next = bw_timers_next_due(timers), soonest = now + TURN_SPACING_MS, idle = bw_wall_ms() + IDLE_MS;
+        int64_t next = bw_timers_next_due(timers), soonest = turn_ms + TURN_SPACING_MS, idle = bw_wall_ms() + IDLE_MS;
         if (next < soonest) next = soonest;
         if (atomic_load(&release_run)) bw_timers_wait(timers, next < idle ? next : idle);
     }

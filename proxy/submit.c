@@ -558,10 +558,12 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
     if (n_held && proxy.embedded) { /* held records must fit where the embedded Kafka keeps them */
         bw_timers_stats_t ts;
         bw_timers_stats(bw_jobs_timers(proxy.jobs), &ts);
-        if (ts.bytes + len > BW_KAFKA_EMBEDDED_PARTITION_BYTES / 4) {
+        /* an eighth of the partition: its held records are written again once a quarter
+         * of it came after them, so they must stay well under that to settle */
+        if (ts.bytes + len > BW_KAFKA_EMBEDDED_PARTITION_BYTES / 8) {
             err = RD_KAFKA_RESP_ERR__QUEUE_FULL;
             stop(s, MHD_HTTP_SERVICE_UNAVAILABLE, "the embedded Kafka keeps %lld MiB of the jobs topic, and the %zu "
-                 "scheduled or dependent jobs held now take %zu KiB of the quarter a held job may use: send this one "
+                 "scheduled or dependent jobs held now take %zu KiB of the eighth held jobs may use: send this one "
                  "again once some are released, or run a real broker for a larger delay queue (docs/jobs.md)",
                  BW_KAFKA_EMBEDDED_PARTITION_BYTES >> 20, ts.held, ts.bytes >> 10);
             goto done;

@@ -23,11 +23,22 @@ typedef struct entry {
     void *rec;
     size_t len;
     uint64_t pos_bytes, pos_records; /* the tail's when the record was read */
+    int64_t due_ms;                  /* in PENDING: when it comes due (its not_before, or parked until) */
     int heap;                        /* PENDING or READY: which heap holds it */
     size_t heap_at;                  /* its place there */
-    struct entry *id_next, *job_next;
+    struct entry *id_next;
+    struct job_node *jn;             /* its job's */
+    struct entry *jprev, *jnext;     /* its job's records, by part, lowest first */
     struct entry *dep_prev, *dep_next; /* in the dependents' list while n_after > 0 */
 } entry_t;
+
+/* A job that holds records: its records in part order (a named job's parts arrive about
+ * in order: an insert walks back from the tail a step or two). */
+typedef struct job_node {
+    char job[33];
+    entry_t *head, *tail;
+    struct job_node *next; /* hash chain */
+} job_node_t;
 
 enum { PENDING, READY };
 
@@ -40,15 +51,16 @@ typedef struct {
 struct bw_timers {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    entry_t **by_id, **by_job; /* hash chains, `buckets` each */
-    size_t buckets, cnt, bytes;
+    entry_t **by_id;           /* hash chains, `buckets` of them */
+    job_node_t **by_job;       /* the jobs', `buckets` too */
+    size_t buckets, cnt, jobs, bytes;
     heap_t heaps[2];
     uint64_t pos_bytes, pos_records;
     entry_t *dependents;        /* the records with prerequisites, a few: looked at every turn */
     bw_timers_client_t *clients; /* what each client holds: a few, found by name */
     size_t client_cnt, client_cap, ops;
     int64_t waiting_until; /* the release loop sleeps until then (INT64_MAX: it does not sleep) */
-    int woken;
+    int waiting, woken;
 };
 
 #define ENTRY_BYTES(e) (sizeof(entry_t) + (e)->len + (e)->n_after * 33)
@@ -64,27 +76,33 @@ static int earlier(const entry_t *x, const entry_t *y) {
     return strcmp(x->id, y->id) < 0;
 }
 
+/* A heap's order: PENDING by when it comes due, READY in release order. */
+static int before(int which, const entry_t *x, const entry_t *y) {
+    if (which == PENDING && x->due_ms != y->due_ms) return x->due_ms < y->due_ms;
+    return earlier(x, y);
+}
+
 static void heap_set(heap_t *h, size_t i, entry_t *e) {
     h->at[i] = e;
     e->heap_at = i;
 }
 
-static void sift_up(heap_t *h, size_t i) {
+static void sift_up(heap_t *h, int which, size_t i) {
     entry_t *e = h->at[i];
-    while (i && earlier(e, h->at[(i - 1) / 2])) {
+    while (i && before(which, e, h->at[(i - 1) / 2])) {
         heap_set(h, i, h->at[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
     heap_set(h, i, e);
 }
 
-static void sift_down(heap_t *h, size_t i) {
+static void sift_down(heap_t *h, int which, size_t i) {
     entry_t *e = h->at[i];
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= h->n) break;
-        if (c + 1 < h->n && earlier(h->at[c + 1], h->at[c])) c++;
-        if (!earlier(h->at[c], e)) break;
+        if (c + 1 < h->n && before(which, h->at[c + 1], h->at[c])) c++;
+        if (!before(which, h->at[c], e)) break;
         heap_set(h, i, h->at[c]);
         i = c;
     }
@@ -99,7 +117,7 @@ static void heap_push(bw_timers_t *t, int which, entry_t *e) {
     }
     e->heap = which;
     heap_set(h, h->n++, e);
-    sift_up(h, h->n - 1);
+    sift_up(h, which, h->n - 1);
 }
 
 static void heap_remove(bw_timers_t *t, entry_t *e) {
@@ -108,8 +126,8 @@ static void heap_remove(bw_timers_t *t, entry_t *e) {
     entry_t *last = h->at[--h->n];
     if (i == h->n) return;
     heap_set(h, i, last);
-    sift_up(h, i);
-    sift_down(h, last->heap_at);
+    sift_up(h, e->heap, i);
+    sift_down(h, e->heap, last->heap_at);
 }
 
 /* ---- the hash chains ---------------------------------------------------------------------- */
@@ -122,25 +140,31 @@ static size_t id_hash(const char *id) {
 }
 
 static entry_t **id_chain(bw_timers_t *t, const char *id) { return &t->by_id[id_hash(id) & (t->buckets - 1)]; }
-static entry_t **job_chain(bw_timers_t *t, const char *job) { return &t->by_job[id_hash(job) & (t->buckets - 1)]; }
+static job_node_t **job_chain(bw_timers_t *t, const char *job) { return &t->by_job[id_hash(job) & (t->buckets - 1)]; }
 
 static void grow(bw_timers_t *t) {
     size_t old = t->buckets;
     entry_t **ids = t->by_id;
+    job_node_t **jobs = t->by_job;
     t->buckets = old ? old * 2 : 1024;
-    free(t->by_job); /* every entry is in by_id: both are made again from it */
     if (!(t->by_id = calloc(t->buckets, sizeof(*t->by_id))) || !(t->by_job = calloc(t->buckets, sizeof(*t->by_job))))
         abort();
-    for (size_t b = 0; b < old; b++)
+    for (size_t b = 0; b < old; b++) {
         for (entry_t *e = ids[b], *next; e; e = next) {
             next = e->id_next;
-            entry_t **c = id_chain(t, e->id), **j = job_chain(t, e->job);
+            entry_t **c = id_chain(t, e->id);
             e->id_next = *c;
             *c = e;
-            e->job_next = *j;
-            *j = e;
         }
+        for (job_node_t *n = jobs[b], *next; n; n = next) {
+            next = n->next;
+            job_node_t **c = job_chain(t, n->job);
+            n->next = *c;
+            *c = n;
+        }
+    }
     free(ids);
+    free(jobs);
 }
 
 static entry_t *find(bw_timers_t *t, const char *id) {
@@ -149,10 +173,56 @@ static entry_t *find(bw_timers_t *t, const char *id) {
     return NULL;
 }
 
-static void unlink_from(entry_t **chain, entry_t *e, int by_job) {
-    for (entry_t **p = chain; *p; p = by_job ? &(*p)->job_next : &(*p)->id_next)
+static job_node_t *find_job(bw_timers_t *t, const char *job) {
+    for (job_node_t *n = *job_chain(t, job); n; n = n->next)
+        if (strcmp(n->job, job) == 0) return n;
+    return NULL;
+}
+
+/* e into its job's list, by part (made with its first record). */
+static void job_link(bw_timers_t *t, entry_t *e) {
+    job_node_t *n = find_job(t, e->job);
+    if (!n) {
+        if (!(n = calloc(1, sizeof(*n)))) abort();
+        memcpy(n->job, e->job, 33);
+        job_node_t **c = job_chain(t, n->job);
+        n->next = *c;
+        *c = n;
+        t->jobs++;
+    }
+    e->jn = n;
+    entry_t *after = n->tail;
+    while (after && after->job_part > e->job_part) after = after->jprev;
+    e->jprev = after;
+    e->jnext = after ? after->jnext : n->head;
+    if (e->jnext) e->jnext->jprev = e;
+    else n->tail = e;
+    if (after) after->jnext = e;
+    else n->head = e;
+}
+
+/* e out of its job's list; the job's node goes with its last record. */
+static void job_unlink(bw_timers_t *t, entry_t *e) {
+    job_node_t *n = e->jn;
+    if (e->jprev) e->jprev->jnext = e->jnext;
+    else n->head = e->jnext;
+    if (e->jnext) e->jnext->jprev = e->jprev;
+    else n->tail = e->jprev;
+    e->jprev = e->jnext = NULL;
+    if (n->head) return;
+    for (job_node_t **p = job_chain(t, n->job); *p; p = &(*p)->next)
+        if (*p == n) {
+            *p = n->next;
+            break;
+        }
+    free(n);
+    t->jobs--;
+}
+
+static void id_unlink(bw_timers_t *t, entry_t *e) {
+    for (entry_t **p = id_chain(t, e->id); *p; p = &(*p)->id_next)
         if (*p == e) {
-            *p = by_job ? e->job_next : e->id_next;
+            *p = e->id_next;
             return;
         }
 }
@@ -162,7 +232,12 @@ static uint32_t client_of(bw_timers_t *t, const char *name) {
     if (!name) name = "";
     for (size_t i = 0; i < t->client_cnt; i++)
         if (strcmp(t->clients[i].client, name) == 0) return (uint32_t)i;
-    if (t->client_cnt >= BW_TIMERS_CLIENTS_MAX) {
+    if (t->client_cnt >= BW_TIMERS_CLIENTS_MAX) { /* a place no record holds now, else "(other)" */
+        for (size_t i = 0; i < t->client_cnt; i++)
+            if (!t->clients[i].held && strcmp(t->clients[i].client, "(other)")) {
+                snprintf(t->clients[i].client, sizeof(t->clients[i].client), "%s", name);
+                return (uint32_t)i;
+            }
         name = "(other)";
         for (size_t i = 0; i < t->client_cnt; i++)
             if (strcmp(t->clients[i].client, name) == 0) return (uint32_t)i;
@@ -198,8 +273,8 @@ static void dependents_unlink(bw_timers_t *t, entry_t *e) {
 static void forget(bw_timers_t *t, entry_t *e) {
     dependents_unlink(t, e);
     heap_remove(t, e);
-    unlink_from(id_chain(t, e->id), e, 0);
-    unlink_from(job_chain(t, e->job), e, 1);
+    id_unlink(t, e);
+    job_unlink(t, e);
     count(t, e, -1);
     t->cnt--;
     free(e->after);
@@ -255,17 +330,17 @@ void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobReco
         if (!(e = calloc(1, sizeof(*e)))) abort();
         memcpy(e->id, id, 33);
         snprintf(e->job, sizeof(e->job), "%s", valid_id(r->job) ? r->job : id);
-        entry_t **c = id_chain(t, e->id), **j = job_chain(t, e->job);
+        e->job_part = r->job_part;
+        entry_t **c = id_chain(t, e->id);
         e->id_next = *c;
         *c = e;
-        e->job_next = *j;
-        *j = e;
+        job_link(t, e);
         t->cnt++;
     }
     e->not_before_ms = r->not_before_ms;
+    e->due_ms = r->not_before_ms;
     e->written_at_ms = r->written_at_ms;
     e->created_at_ms = r->created_at_ms;
-    e->job_part = r->job_part;
     e->client = client_of(t, r->client);
     e->ops = 0;
     e->shard = r->held[0]->shard;
@@ -274,8 +349,8 @@ void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobReco
         e->ops += r->held[i]->rows;
         e->multi |= r->held[i]->shard != e->shard;
     }
-    e->pos_bytes = pos_bytes;
-    e->pos_records = pos_records;
+    e->pos_bytes = t->pos_bytes = pos_bytes;
+    e->pos_records = t->pos_records = pos_records;
     e->n_after = 0;
     e->after = NULL;
     if (r->n_after && !(e->after = malloc(r->n_after * sizeof(*e->after)))) abort();
@@ -291,7 +366,7 @@ void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobReco
     e->len = len;
     count(t, e, 1);
     heap_push(t, e->not_before_ms <= bw_wall_ms() ? READY : PENDING, e);
-    if (e->not_before_ms < t->waiting_until) { /* the release loop sleeps past its time */
+    if (t->waiting && e->not_before_ms < t->waiting_until) { /* the release loop sleeps past its time */
         t->woken = 1;
         pthread_cond_signal(&t->cv);
     }
@@ -305,13 +380,11 @@ void bw_timers_position(bw_timers_t *t, uint64_t pos_bytes, uint64_t pos_records
     pthread_mutex_unlock(&t->mu);
 }
 
-/* An earlier part of e's named job holds batches. */
-static int part_before_held(bw_timers_t *t, const entry_t *e) {
-    if (!strcmp(e->job, e->id)) return 0; /* not a named job's part */
-    for (const entry_t *o = *job_chain(t, e->job); o; o = o->job_next)
-        if (o->job_part < e->job_part && !strcmp(o->job, e->job)) return 1;
-    return 0;
-}
+/* An earlier part of e's named job holds batches (its job's list is by part). */
+static int part_before_held(const entry_t *e) { return e->jn->head != e && e->jn->head->job_part < e->job_part; }
+
+/* How far the tail has read past what it had read at `at` (0 if not past it). */
+static uint64_t behind(uint64_t now, uint64_t at) { return now > at ? now - at : 0; }
 
 static void copy_out(bw_timers_t *t, const entry_t *e, bw_timer_t *c) {
     memcpy(c->id, e->id, 33);
@@ -320,11 +393,11 @@ static void copy_out(bw_timers_t *t, const entry_t *e, bw_timer_t *c) {
     c->written_at_ms = e->written_at_ms;
     c->created_at_ms = e->created_at_ms;
     c->job_part = e->job_part;
-    c->part_before_held = part_before_held(t, e);
+    c->part_before_held = part_before_held(e);
     c->shard = e->shard;
     c->owned = 1;
-    c->behind_bytes = t->pos_bytes - e->pos_bytes;
-    c->behind_records = t->pos_records - e->pos_records;
+    c->behind_bytes = behind(t->pos_bytes, e->pos_bytes);
+    c->behind_records = behind(t->pos_records, e->pos_records);
     c->n_after = e->n_after;
     c->after = NULL;
     if (e->n_after && !(c->after = malloc(e->n_after * sizeof(*c->after)))) abort();
@@ -334,51 +407,60 @@ static void copy_out(bw_timers_t *t, const entry_t *e, bw_timer_t *c) {
     c->len = e->len;
 }
 
+/* Room for one more copy in *out (n of *cap). */
+static bw_timer_t *next_copy(bw_timer_t **out, size_t n, size_t *cap) {
+    if (n == *cap && !(*out = realloc(*out, (*cap = *cap ? *cap * 2 : 64) * sizeof(**out)))) abort();
+    return &(*out)[n];
+}
+
+/* e waits in PENDING until until_ms, its place in release order kept for when it is due. */
+static void park(bw_timers_t *t, entry_t *e, int64_t until_ms) {
+    heap_remove(t, e);
+    e->due_ms = until_ms > e->not_before_ms ? until_ms : e->not_before_ms;
+    heap_push(t, PENDING, e);
+}
+
 size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, const uint8_t *mine, size_t shards,
-                     int64_t takeover_ms, bw_timer_t **out) {
+                     int64_t takeover_ms, int64_t park_ms, bw_timer_t **out) {
     pthread_mutex_lock(&t->mu);
     heap_t *pending = &t->heaps[PENDING], *ready = &t->heaps[READY];
-    while (pending->n && pending->at[0]->not_before_ms <= now_ms) {
+    while (pending->n && pending->at[0]->due_ms <= now_ms) {
         entry_t *e = pending->at[0];
         heap_remove(t, e);
         heap_push(t, READY, e);
     }
-    /* at most 2 max popped: records other proxies release are looked past, not copied */
-    size_t cap = ready->n < max ? ready->n : max, n = 0, popped = 0, pop_max = ready->n < 2 * max ? ready->n : 2 * max;
-    entry_t **taken = malloc((pop_max + 1) * sizeof(*taken));
-    if (!taken || !(*out = calloc(cap + 1, sizeof(**out)))) abort();
-    /* in order: the first ones popped, copied unless another proxy releases them, then
-     * all put back in their heap */
-    while (n < cap && popped < pop_max) {
+    /* in order, up to max copies: another proxy's records are parked for park_ms (their
+     * owner releases them meanwhile), the copied ones put back in READY after */
+    size_t n = 0, cap = 0, taken_cnt = 0, taken_cap = max < ready->n ? max : ready->n;
+    entry_t **taken = malloc((taken_cap + 1) * sizeof(*taken));
+    if (!taken) abort();
+    *out = NULL;
+    while (n < max && ready->n) {
         entry_t *e = ready->at[0];
+        int owned = !mine || (e->shard < shards && mine[e->shard]) ||
+                    (e->not_before_ms > 0 && e->not_before_ms <= takeover_ms);
+        if (!owned && !e->multi) {
+            park(t, e, now_ms + park_ms);
+            continue;
+        }
         heap_remove(t, e);
-        taken[popped++] = e;
-        int owned = !mine || (e->shard < shards && mine[e->shard]) || e->not_before_ms <= takeover_ms;
-        if (!owned && !e->multi) continue;
-        copy_out(t, e, &(*out)[n]);
+        taken[taken_cnt++] = e;
+        copy_out(t, e, next_copy(out, n, &cap));
         (*out)[n++].owned = owned;
     }
-    for (size_t i = 0; i < popped; i++) heap_push(t, READY, taken[i]);
+    for (size_t i = 0; i < taken_cnt; i++) heap_push(t, READY, taken[i]);
     pthread_mutex_unlock(&t->mu);
     free(taken);
     return n;
 }
 
-/* Copies of the pending records `want` picks, at most max. */
-static size_t pending_where(bw_timers_t *t, int (*want)(const bw_timers_t *t, const entry_t *e, const void *arg),
-                            const void *arg, size_t max, bw_timer_t **out) {
+void bw_timers_park(bw_timers_t *t, const char *const *ids, size_t n, int64_t until_ms) {
     pthread_mutex_lock(&t->mu);
-    const heap_t *pending = &t->heaps[PENDING];
-    size_t n = 0, cap = 0;
-    *out = NULL;
-    for (size_t i = 0; i < pending->n && n < max; i++) {
-        const entry_t *e = pending->at[i];
-        if (!want(t, e, arg)) continue;
-        if (n == cap && !(*out = realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(**out)))) abort();
-        copy_out(t, e, &(*out)[n++]);
+    for (size_t i = 0; i < n; i++) {
+        entry_t *e = find(t, ids[i]);
+        if (e && e->heap == READY) park(t, e, until_ms);
     }
     pthread_mutex_unlock(&t->mu);
-    return n;
 }
 
 typedef struct {
@@ -386,28 +468,47 @@ typedef struct {
     uint64_t behind_bytes, behind_records;
     int (*gone)(void *ud, const char *job);
     void *ud;
+    const uint8_t *mine;
+    size_t shards;
 } stale_t;
 
-static int is_stale(const bw_timers_t *t, const entry_t *e, const void *arg) {
-    const stale_t *s = arg;
-    return e->written_at_ms <= s->written_before_ms || (s->behind_bytes && t->pos_bytes - e->pos_bytes > s->behind_bytes) ||
-           (s->behind_records && t->pos_records - e->pos_records > s->behind_records) || (s->gone && s->gone(s->ud, e->job));
+static int is_stale(const bw_timers_t *t, const entry_t *e, const stale_t *s) {
+    if (s->mine && !(e->shard < s->shards && s->mine[e->shard])) return 0; /* its owner writes it */
+    return e->written_at_ms <= s->written_before_ms ||
+           (s->behind_bytes && behind(t->pos_bytes, e->pos_bytes) > s->behind_bytes) ||
+           (s->behind_records && behind(t->pos_records, e->pos_records) > s->behind_records) ||
+           (s->gone && s->gone(s->ud, e->job));
 }
 
 size_t bw_timers_stale(bw_timers_t *t, int64_t written_before_ms, uint64_t behind_bytes, uint64_t behind_records,
-                       int (*gone)(void *ud, const char *job), void *ud, size_t max, bw_timer_t **out) {
-    stale_t s = {written_before_ms, behind_bytes, behind_records, gone, ud};
-    return pending_where(t, is_stale, &s, max, out);
-}
-
-size_t bw_timers_dependents(bw_timers_t *t, size_t max, bw_timer_t **out) {
+                       int (*gone)(void *ud, const char *job), void *ud, const uint8_t *mine, size_t shards,
+                       size_t max, bw_timer_t **out) {
+    stale_t st = {written_before_ms, behind_bytes, behind_records, gone, ud, mine, shards};
     pthread_mutex_lock(&t->mu);
     size_t n = 0, cap = 0;
     *out = NULL;
-    for (const entry_t *e = t->dependents; e && n < max; e = e->dep_next) {
-        if (e->heap != PENDING) continue; /* the due ones come with bw_timers_due */
-        if (n == cap && !(*out = realloc(*out, (cap = cap ? cap * 2 : 16) * sizeof(**out)))) abort();
-        copy_out(t, e, &(*out)[n++]);
+    for (int h = PENDING; h <= READY; h++)
+        for (size_t i = 0; i < t->heaps[h].n && n < max; i++) {
+            const entry_t *e = t->heaps[h].at[i];
+            if (is_stale(t, e, &st)) copy_out(t, e, next_copy(out, n++, &cap));
+        }
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+size_t bw_timers_dependents(bw_timers_t *t, bw_timer_t **out) {
+    pthread_mutex_lock(&t->mu);
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    for (const entry_t *e = t->dependents; e; e = e->dep_next) {
+        if (e->heap != PENDING || e->due_ms > e->not_before_ms) continue; /* due (or parked): bw_timers_due's */
+        bw_timer_t *c = next_copy(out, n++, &cap);
+        memset(c, 0, sizeof(*c));
+        memcpy(c->id, e->id, 33);
+        memcpy(c->job, e->job, 33);
+        c->n_after = e->n_after;
+        if (!(c->after = malloc(e->n_after * sizeof(*c->after)))) abort();
+        memcpy(c->after, e->after, e->n_after * sizeof(*c->after));
     }
     pthread_mutex_unlock(&t->mu);
     return n;
@@ -423,7 +524,7 @@ void bw_timers_copies_free(bw_timer_t *copies, size_t n) {
 
 int64_t bw_timers_next_due(bw_timers_t *t) {
     pthread_mutex_lock(&t->mu);
-    int64_t next = t->heaps[PENDING].n ? t->heaps[PENDING].at[0]->not_before_ms : INT64_MAX;
+    int64_t next = t->heaps[PENDING].n ? t->heaps[PENDING].at[0]->due_ms : INT64_MAX;
     pthread_mutex_unlock(&t->mu);
     return next;
 }
@@ -431,11 +532,12 @@ int64_t bw_timers_next_due(bw_timers_t *t) {
 void bw_timers_wait(bw_timers_t *t, int64_t until_ms) {
     pthread_mutex_lock(&t->mu);
     t->waiting_until = until_ms;
+    t->waiting = 1;
     while (!t->woken) {
         struct timespec at = {(time_t)(until_ms / 1000), (long)(until_ms % 1000) * 1000000};
         if (pthread_cond_timedwait(&t->cv, &t->mu, &at) == ETIMEDOUT) break;
     }
-    t->woken = 0;
+    t->woken = t->waiting = 0;
     t->waiting_until = INT64_MAX;
     pthread_mutex_unlock(&t->mu);
 }
@@ -450,7 +552,7 @@ void bw_timers_wake(bw_timers_t *t) {
 void bw_timers_stats(bw_timers_t *t, bw_timers_stats_t *st) {
     pthread_mutex_lock(&t->mu);
     *st = (bw_timers_stats_t){t->cnt, t->ops, t->heaps[READY].n, t->bytes,
-                              t->heaps[PENDING].n ? t->heaps[PENDING].at[0]->not_before_ms : 0};
+                              t->heaps[PENDING].n ? t->heaps[PENDING].at[0]->due_ms : 0};
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -476,10 +578,9 @@ size_t bw_timers_clients(bw_timers_t *t, bw_timers_client_t *out, size_t max) {
 
 int bw_timers_holds_job(bw_timers_t *t, const char *job) {
     pthread_mutex_lock(&t->mu);
-    const entry_t *e = *job_chain(t, job);
-    while (e && strcmp(e->job, job)) e = e->job_next;
+    int held = find_job(t, job) != NULL;
     pthread_mutex_unlock(&t->mu);
-    return e != NULL;
+    return held;
 }
 
 int bw_timers_would_cycle(bw_timers_t *t, const char *id, char *const *after, size_t n_after) {
@@ -492,8 +593,8 @@ int bw_timers_would_cycle(bw_timers_t *t, const char *id, char *const *after, si
     /* breadth first over "waits for": seen[0..cnt) grows as prerequisites are found */
     for (size_t q = 0; q < cnt && !cycle; q++) {
         if (strcmp(seen[q], id) == 0) cycle = 1;
-        for (const entry_t *e = *job_chain(t, seen[q]); e && !cycle; e = e->job_next) {
-            if (strcmp(e->job, seen[q])) continue;
+        const job_node_t *jn = find_job(t, seen[q]);
+        for (const entry_t *e = jn ? jn->head : NULL; e && !cycle; e = e->jnext) {
             for (size_t a = 0; a < e->n_after; a++) {
                 size_t k = 0;
                 while (k < cnt && strcmp(seen[k], e->after[a])) k++;

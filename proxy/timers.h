@@ -59,24 +59,30 @@ void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobReco
 /* The jobs tail's position now, for the copies' behind_bytes and behind_records. */
 void bw_timers_position(bw_timers_t *t, uint64_t pos_bytes, uint64_t pos_records);
 
-/* Copies of at most max of the records due at now_ms (not_before_ms <= now_ms), in
- * release order: due, then accepted, then part, then id. Records with prerequisites are
- * among them once due, whatever the prerequisites say. With mine (a byte per shard: the
- * shards this proxy releases), a record whose first held batch is on another shard is
- * left out, unless it was due at or before takeover_ms (its owner is late: gone, or
- * held up) or it has batches on several shards (copied with owned 0: its shards wait
- * for it). *out is malloc'd; returns the count. */
+/* Copies of at most max of the records due at now_ms, in release order: due, then
+ * accepted, then part, then id. Records with prerequisites are among them once due,
+ * whatever the prerequisites say. With mine (a byte per shard: the shards this proxy
+ * releases), a record whose first held batch is on another proxy's shard is parked for
+ * park_ms instead (its owner releases it meanwhile) unless its not_before is at or
+ * before takeover_ms (its owner is late: gone, or held up); one with batches on several
+ * shards is copied with owned 0 (its shards wait for it). The copied records stay due
+ * until released or parked. *out is malloc'd (NULL when none); returns the count. */
 size_t bw_timers_due(bw_timers_t *t, int64_t now_ms, size_t max, const uint8_t *mine, size_t shards,
-                     int64_t takeover_ms, bw_timer_t **out);
-/* Copies of at most max records not due yet that must be written again now: written
- * at or before written_before_ms, or behind the topic's end by more than behind_bytes or
+                     int64_t takeover_ms, int64_t park_ms, bw_timer_t **out);
+/* The due records of ids that cannot go now (prerequisites, an earlier part, a full
+ * backlog) wait until until_ms: they keep no place among the due meanwhile. */
+void bw_timers_park(bw_timers_t *t, const char *const *ids, size_t n, int64_t until_ms);
+/* Copies of at most max records (due or not) this proxy must write again now: written at
+ * or before written_before_ms, or behind the topic's end by more than behind_bytes or
  * behind_records (0: no such bound) — to stay in the topic —, or of a job `gone` says is
- * gone (cancelled: its held batches are dropped at once, not when due). gone may be NULL. */
+ * gone (cancelled: its held batches are dropped). gone may be NULL. With mine, only the
+ * records of this proxy's shards (their owner writes the others). */
 size_t bw_timers_stale(bw_timers_t *t, int64_t written_before_ms, uint64_t behind_bytes, uint64_t behind_records,
-                       int (*gone)(void *ud, const char *job), void *ud, size_t max, bw_timer_t **out);
-/* Copies of at most max records not due yet that have prerequisites: a cancelled
- * prerequisite cancels them at once, whatever their time. */
-size_t bw_timers_dependents(bw_timers_t *t, size_t max, bw_timer_t **out);
+                       int (*gone)(void *ud, const char *job), void *ud, const uint8_t *mine, size_t shards,
+                       size_t max, bw_timer_t **out);
+/* Copies (id, job and prerequisites only: rec NULL) of the records not due yet that have
+ * prerequisites: a cancelled prerequisite cancels them at once, whatever their time. */
+size_t bw_timers_dependents(bw_timers_t *t, bw_timer_t **out);
 void bw_timers_copies_free(bw_timer_t *copies, size_t n);
 
 /* When the next record not yet due is due (INT64_MAX: none). */

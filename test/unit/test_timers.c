@@ -64,7 +64,7 @@ START_TEST(due_in_release_order)
     note(t, c, NULL, 0, now - 20, 7, 1, NULL, 0);  /* as due as b, accepted before it */
     note(t, d, NULL, 0, now + 60000, 1, 1, NULL, 0); /* a minute ahead */
     bw_timer_t *due;
-    size_t n = bw_timers_due(t, now, 100, NULL, 0, 0, &due);
+    size_t n = bw_timers_due(t, now, 100, NULL, 0, 0, 1000, &due);
     ck_assert_int_eq(n, 3);
     ck_assert_str_eq(due[0].id, c);
     ck_assert_str_eq(due[1].id, b);
@@ -79,11 +79,11 @@ START_TEST(due_in_release_order)
     ck_assert_int_gt(st.bytes, 0);
 
     note(t, b, NULL, 0, now - 20, 9, 0, NULL, 0); /* released: holds nothing */
-    n = bw_timers_due(t, now, 1, NULL, 0, 0, &due);           /* at most one */
+    n = bw_timers_due(t, now, 1, NULL, 0, 0, 1000, &due);           /* at most one */
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(due[0].id, c);
     bw_timers_copies_free(due, n);
-    n = bw_timers_due(t, now + 60000, 100, NULL, 0, 0, &due); /* a minute on: d too, last */
+    n = bw_timers_due(t, now + 60000, 100, NULL, 0, 0, 1000, &due); /* a minute on: d too, last */
     ck_assert_int_eq(n, 3);
     ck_assert_str_eq(due[2].id, d);
     bw_timers_copies_free(due, n);
@@ -107,26 +107,31 @@ START_TEST(parts_and_rewrites)
     ck_assert(bw_timers_holds_job(t, job));
     ck_assert(!bw_timers_holds_job(t, other));
     bw_timer_t *due;
-    size_t n = bw_timers_due(t, now, 10, NULL, 0, 0, &due);
+    size_t n = bw_timers_due(t, now, 10, NULL, 0, 0, 1000, &due);
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(due[0].id, p1);
     ck_assert_str_eq(due[0].job, job);
     ck_assert_int_eq(due[0].part_before_held, 1);
     bw_timers_copies_free(due, n);
     note(t, p0, job, 0, now + 3600000, 1, 0, NULL, 0); /* part 0 released (or cancelled) */
-    n = bw_timers_due(t, now, 10, NULL, 0, 0, &due);
+    n = bw_timers_due(t, now, 10, NULL, 0, 0, 1000, &due);
     ck_assert_int_eq(due[0].part_before_held, 0);
     bw_timers_copies_free(due, n);
 
     note(t, other, NULL, 0, now + 3600000, 1, 1, NULL, 0); /* written at 1 ms past the epoch */
-    n = bw_timers_stale(t, now - 1000, 0, 0, NULL, NULL, 10, &due);
-    ck_assert_int_eq(n, 1);
-    ck_assert_str_eq(due[0].id, other);
+    n = bw_timers_stale(t, now - 1000, 0, 0, NULL, NULL, NULL, 0, 10, &due); /* due or not: p1, other */
+    ck_assert_int_eq(n, 2);
+    ck_assert(!strcmp(due[0].id, other) || !strcmp(due[1].id, other));
+    ck_assert(!strcmp(due[0].id, p1) || !strcmp(due[1].id, p1));
     bw_timers_copies_free(due, n);
-    n = bw_timers_stale(t, 0, 0, 0, NULL, NULL, 10, &due); /* nothing written at or before 0 */
+    const uint8_t not_mine[1] = {0};
+    n = bw_timers_stale(t, now - 1000, 0, 0, NULL, NULL, not_mine, 1, 10, &due); /* their owner writes them */
     ck_assert_int_eq(n, 0);
     bw_timers_copies_free(due, n);
-    n = bw_timers_stale(t, 0, 0, 0, gone_if_other, other, 10, &due); /* other's job cancelled: dropped at once */
+    n = bw_timers_stale(t, 0, 0, 0, NULL, NULL, NULL, 0, 10, &due); /* nothing written at or before 0 */
+    ck_assert_int_eq(n, 0);
+    bw_timers_copies_free(due, n);
+    n = bw_timers_stale(t, 0, 0, 0, gone_if_other, other, NULL, 0, 10, &due); /* other's job cancelled: dropped at once */
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(due[0].id, other);
     bw_timers_copies_free(due, n);
@@ -136,14 +141,14 @@ START_TEST(parts_and_rewrites)
     char dep[33], *after[] = {job};
     id_of(dep, 104);
     note(t, dep, NULL, 0, now + 3600000, 3, 1, after, 1);
-    n = bw_timers_dependents(t, 10, &due);
+    n = bw_timers_dependents(t, &due);
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(due[0].id, dep);
     ck_assert_int_eq(due[0].n_after, 1);
     ck_assert_str_eq(due[0].after[0], job);
     bw_timers_copies_free(due, n);
     note(t, dep, NULL, 0, now + 3600000, 3, 0, after, 1);
-    n = bw_timers_dependents(t, 10, &due);
+    n = bw_timers_dependents(t, &due);
     ck_assert_int_eq(n, 0);
     bw_timers_copies_free(due, n);
     bw_timers_free(t);
@@ -163,6 +168,40 @@ static void *note_later(void *arg) {
     return NULL;
 }
 
+/* A named job's parts, noted out of order: only the lowest held part may go; 20,000
+ * parts cost a step each, not a walk of the job. */
+START_TEST(named_job_parts_in_order)
+{
+    bw_timers_t *t = bw_timers_new();
+    int64_t now = bw_wall_ms();
+    char job[33], id[33];
+    id_of(job, 900000);
+    static const int order[] = {3, 1, 2, 0};
+    for (int k = 0; k < 4; k++) {
+        id_of(id, 900001 + order[k]);
+        note(t, id, job, (uint32_t)order[k], now - 10, 1, 1, NULL, 0);
+    }
+    for (int p = 4; p < 20000; p++) {
+        id_of(id, 900001 + p);
+        note(t, id, job, (uint32_t)p, now - 10, 1, 1, NULL, 0);
+    }
+    bw_timer_t *due;
+    size_t n = bw_timers_due(t, now, 20000, NULL, 0, 0, 1000, &due);
+    ck_assert_int_eq(n, 20000);
+    for (size_t i = 0; i < n; i++) ck_assert_int_eq(due[i].part_before_held, due[i].job_part != 0);
+    bw_timers_copies_free(due, n);
+    id_of(id, 900001); /* part 0 released */
+    note(t, id, job, 0, now - 10, 1, 0, NULL, 0);
+    n = bw_timers_due(t, now, 3, NULL, 0, 0, 1000, &due);
+    ck_assert_int_eq(due[0].job_part, 1);
+    ck_assert_int_eq(due[0].part_before_held, 0);
+    ck_assert_int_eq(due[1].part_before_held, 1);
+    bw_timers_copies_free(due, n);
+    ck_assert(bw_timers_holds_job(t, job));
+    bw_timers_free(t);
+}
+END_TEST
+
 /* With a shard owner each: this proxy gets the records of its shards, those of another's
  * once late, and a record on several shards (copied, not owned) so its shards wait. */
 START_TEST(owned_shards_only)
@@ -177,17 +216,33 @@ START_TEST(owned_shards_only)
     note_on(t, c, NULL, 0, now - 10, 3, 2, NULL, 0, on1and0);
     const uint8_t mine[2] = {1, 0};
     bw_timer_t *due;
-    size_t n = bw_timers_due(t, now, 10, mine, 2, now - 5000, &due);
+    size_t n = bw_timers_due(t, now, 10, mine, 2, now - 5000, 1000, &due);
     ck_assert_int_eq(n, 2); /* a (shard 0), c (shards 1 and 0: copied, not owned); b is another's */
     ck_assert_str_eq(due[0].id, a);
     ck_assert_int_eq(due[0].owned, 1);
     ck_assert_str_eq(due[1].id, c);
     ck_assert_int_eq(due[1].owned, 0);
     bw_timers_copies_free(due, n);
-    n = bw_timers_due(t, now, 10, mine, 2, now - 50, &due); /* b 50 ms late: taken over */
+    n = bw_timers_due(t, now + 500, 10, mine, 2, now - 50, 1000, &due); /* b parked for a second */
+    ck_assert_int_eq(n, 2);
+    bw_timers_copies_free(due, n);
+    ck_assert_int_eq(bw_timers_next_due(t), now + 1000);
+    n = bw_timers_due(t, now + 1000, 10, mine, 2, now - 50, 1000, &due); /* back, 50 ms late: taken over */
     ck_assert_int_eq(n, 3);
     ck_assert_str_eq(due[1].id, b);
     ck_assert_int_eq(due[1].owned, 1);
+    bw_timers_copies_free(due, n);
+
+    /* a due record that cannot go waits a while out of the due ones' way */
+    const char *ids[] = {a};
+    bw_timers_park(t, ids, 1, now + 5000);
+    n = bw_timers_due(t, now + 1000, 10, NULL, 0, 0, 1000, &due);
+    ck_assert_int_eq(n, 2); /* b, c */
+    ck_assert_str_ne(due[0].id, a);
+    bw_timers_copies_free(due, n);
+    n = bw_timers_due(t, now + 5000, 10, NULL, 0, 0, 1000, &due);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(due[0].id, a); /* in its place again */
     bw_timers_copies_free(due, n);
     bw_timers_free(t);
 }
@@ -246,7 +301,7 @@ START_TEST(many_timers_in_order)
         note(t, id, NULL, 0, base + k, 1, 0, NULL, 0);
     }
     bw_timer_t *due;
-    size_t n = bw_timers_due(t, bw_wall_ms(), N, NULL, 0, 0, &due);
+    size_t n = bw_timers_due(t, bw_wall_ms(), N, NULL, 0, 0, 1000, &due);
     ck_assert_int_eq(n, N - (N + 2) / 3);
     for (size_t i = 1; i < n; i++) ck_assert_int_lt(due[i - 1].not_before_ms, due[i].not_before_ms);
     for (size_t i = 0; i < n; i++) ck_assert_int_ne((due[i].not_before_ms - base) % 3, 0);
@@ -261,6 +316,7 @@ Suite *timers_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, due_in_release_order);
     tcase_add_test(tc, parts_and_rewrites);
+    tcase_add_test(tc, named_job_parts_in_order);
     tcase_add_test(tc, owned_shards_only);
     tcase_add_test(tc, an_earlier_record_wakes_the_loop);
     tcase_add_test(tc, after_cycles_are_found);
