@@ -138,15 +138,15 @@ static enum MHD_Result fleet(struct MHD_Connection *c, int admin) {
                                    members, "servers", servers));
 }
 
+/* A client with more held jobs than this has them in the delay queue's line, not one by
+ * one in the list (a delay queue of 50,000 timers is one thing). */
+#define HELD_FOLD 10
+
 /* The delay queue as one thing: what the held records hold, when the next is due, and
- * per client (a caller without the admin role: its own only). */
-static json_t *delay_queue(const bw_auth_client_t *client, int admin) {
-    bw_timers_t *timers = bw_jobs_timers(proxy.jobs);
+ * per client (a caller without the admin role: its own only), from clients[n]. */
+static json_t *delay_queue(const bw_auth_client_t *client, int admin, const bw_timers_client_t *clients, size_t n) {
     bw_timers_stats_t st;
-    bw_timers_stats(timers, &st);
-    bw_timers_client_t *clients = malloc(BW_TIMERS_CLIENTS_MAX * sizeof(*clients));
-    if (!clients) abort();
-    size_t n = bw_timers_clients(timers, clients, BW_TIMERS_CLIENTS_MAX);
+    bw_timers_stats(bw_jobs_timers(proxy.jobs), &st);
     json_t *by_client = json_array();
     size_t held = 0, ops = 0;
     for (size_t i = 0; i < n; i++) {
@@ -156,7 +156,6 @@ static json_t *delay_queue(const bw_auth_client_t *client, int admin) {
             json_array_append_new(by_client, json_pack("{s:s, s:I, s:I}", "client", clients[i].client, "held_jobs",
                                                        (json_int_t)clients[i].held, "held_ops", (json_int_t)clients[i].ops));
     }
-    free(clients);
     json_t *q = json_pack("{s:I, s:I, s:o}", "held_jobs", (json_int_t)(admin ? st.held : held), "held_ops",
                           (json_int_t)(admin ? st.ops : ops), "clients", by_client);
     if (admin) {
@@ -167,10 +166,18 @@ static json_t *delay_queue(const bw_auth_client_t *client, int admin) {
     return q;
 }
 
+/* Whether `name` holds more than HELD_FOLD jobs (clients[n], most held first). */
+static int folded(const bw_timers_client_t *clients, size_t n, const char *name) {
+    for (size_t i = 0; i < n && clients[i].held > HELD_FOLD; i++)
+        if (strcmp(clients[i].client, name) == 0) return 1;
+    return 0;
+}
+
 /* GET /v1/jobs[?limit=N]: the latest jobs this proxy read (its own, for a caller without
  * the admin role), newest first, each as its record says: name, client, when, ops
- * accepted, lane, schedule, cancel; and the delay queue in one object. The counts of
- * what the shards did are in GET /v1/jobs/{id}. */
+ * accepted, lane, schedule, cancel; and the delay queue in one object. A client's held
+ * jobs are left out of the list while it holds more than HELD_FOLD: the delay queue
+ * counts them. The counts of what the shards did are in GET /v1/jobs/{id}. */
 static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_client_t *client) {
     const char *limit_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
     char *end;
@@ -179,6 +186,9 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
         return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "limit: an integer from 1 to %d, not \"%.32s\"", BW_JOBS_RECENT_MAX,
                               limit_s);
     int admin = !client || (client->roles & BW_ROLE_ADMIN);
+    bw_timers_client_t *clients = malloc(BW_TIMERS_CLIENTS_MAX * sizeof(*clients));
+    if (!clients) abort();
+    size_t n_clients = bw_timers_clients(bw_jobs_timers(proxy.jobs), clients, BW_TIMERS_CLIENTS_MAX);
     bw_jobs_recent_t recent[BW_JOBS_RECENT_MAX];
     size_t n = bw_jobs_recent(proxy.jobs, recent, BW_JOBS_RECENT_MAX);
     json_t *jobs = json_array();
@@ -198,6 +208,11 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
             json_array_append_new(shards, json_integer(rec->shards[k]->shard));
         }
         int cancelled = bw_shard_table_job_cancelled(proxy.shards, recent[i].id);
+        if (held && !cancelled && folded(clients, n_clients, recent[i].client)) {
+            json_decref(shards);
+            bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+            continue;
+        }
         json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:o, s:b}", "job_id", recent[i].id, "client",
                               recent[i].client, "created_at_ms", (json_int_t)recent[i].created_at_ms, "submitted",
                               (json_int_t)submitted, "scheduled", (json_int_t)(cancelled ? 0 : held), "lane",
@@ -214,7 +229,9 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
         json_array_append_new(jobs, o);
         bulkwrite__v1__job_record__free_unpacked(rec, NULL);
     }
-    return reply_json(c, json_pack("{s:o, s:o}", "jobs", jobs, "delay_queue", delay_queue(client, admin)));
+    json_t *q = delay_queue(client, admin, clients, n_clients);
+    free(clients);
+    return reply_json(c, json_pack("{s:o, s:o}", "jobs", jobs, "delay_queue", q));
 }
 
 int bw_ui_serve(struct MHD_Connection *c, const char *method, const char *url, const bw_auth_client_t *client,
