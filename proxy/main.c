@@ -92,10 +92,12 @@ static int listen_http(bw_daemon_t *d, char *status, size_t status_size) {
 }
 
 /* The fleet turn's part for quotas (quota.h): this proxy's demand into its record, then
- * its shares of each client's quota from every proxy's. */
-static void quota_fill(void *q, Bulkwrite__V1__FleetMember *rec, int64_t now_ms) {
+ * its shares of each client's quota from every proxy's; and whether it releases held
+ * batches yet (release.c: the proxies that do share the shards). */
+static void fleet_fill(void *q, Bulkwrite__V1__FleetMember *rec, int64_t now_ms) {
     (void)now_ms;
     bw_quota_fleet_fill(q, rec, bw_now_us());
+    rec->releases = bw_release_running();
 }
 static void quota_read(void *q, const char *self, Bulkwrite__V1__FleetMember *const *members, size_t n,
                        int64_t now_ms) {
@@ -116,7 +118,7 @@ static void quota_list(void) {
  * SIGHUP), its clients' demand (quotas shared by the proxies), and the first check,
  * before it listens. */
 static void join_fleet(int64_t started_at_ms) {
-    static bw_fleet_hook_t quota_hook = {quota_fill, quota_read, NULL};
+    static bw_fleet_hook_t quota_hook = {fleet_fill, quota_read, NULL};
     char self[300];
     bw_fleet_host_id(proxy.conf->proxy_port, proxy.conf->proxy_listen_address, self, sizeof(self));
     char *credentials = bw_auth_credentials(proxy.auth);

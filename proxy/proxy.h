@@ -158,6 +158,8 @@ enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up);
  * (every proxy runs one; a batch released twice is applied once by its shard). */
 void bw_release_start(void);
 void bw_release_stop(void);
+/* 1 once the release loop runs (the jobs and control topics read to their end). */
+int bw_release_running(void);
 /* 1 if job `id` (a job's id, named or not) is reachable from `after` through the
  * prerequisites of batches still held: holding `id` after them would make a cycle. */
 int bw_release_would_cycle(const char *id, char *const *after, size_t n_after);

@@ -56,6 +56,7 @@
 
 static pthread_t release_thread;
 static atomic_int release_run;
+static atomic_int release_running; /* past its first wait: it can own shards (own_shards) */
 static int release_started;
 
 /* A prerequisite as its status says now; one read per turn however many wait for it. */
@@ -363,7 +364,8 @@ static int job_cancelled(void *ud, const char *job) {
 }
 
 /* The shards this proxy releases, into mine (a byte per shard). Each shard has one owner
- * among the live proxies (their presence, fleet.h: fresh, and agreeing): the one that
+ * among the live proxies (their presence, fleet.h: fresh, agreeing, and releasing: a
+ * proxy still reading the topics after its start owns nothing yet): the one that
  * ranks highest for it (rendezvous hashing, so a proxy that comes or goes moves only its
  * own shards). A proxy killed -9 delays its shards' timers until its presence is
  * OWNER_FRESH_MS old (it writes one every 2 s) and the others have worked the owners out
@@ -381,7 +383,7 @@ static void own_shards(uint8_t *mine, int64_t now_ms) {
     for (size_t i = 0; i < n; i++) {
         const Bulkwrite__V1__FleetMember *m = members[i];
         if (m->role && !strcmp(m->role, "proxy") && m->instance && strcmp(m->instance, self) && m->agrees &&
-            now_ms - m->seen_at_ms <= OWNER_FRESH_MS)
+            m->releases && now_ms - m->seen_at_ms <= OWNER_FRESH_MS)
             names[live++] = m->instance;
     }
     for (size_t s = 0; s < shards; s++) {
@@ -539,6 +541,7 @@ static void *release_loop(void *arg) {
     }
     uint8_t *mine = malloc((size_t)proxy.conf->shard_count + 1);
     if (!mine) abort();
+    atomic_store(&release_running, 1);
     int64_t refreshed_ms = 0, owners_ms = 0;
     while (atomic_load(&release_run)) {
         int64_t now = bw_wall_ms(), turn_ms = now;
@@ -557,11 +560,14 @@ static void *release_loop(void *arg) {
         if (atomic_load(&release_run)) bw_timers_wait(timers, next < idle ? next : idle);
     }
     free(mine);
+    atomic_store(&release_running, 0);
     summarize(&(turn_sum_t){0}, 1);
     free(waits);
     free(refused);
     return NULL;
 }
+
+int bw_release_running(void) { return atomic_load(&release_running); }
 
 void bw_release_start(void) {
     atomic_store(&release_run, 1);

@@ -33,6 +33,11 @@ start_consumer $C1
 start_consumer $C2
 check "two consumers join" wait_for 60 sh -c "curl -sf http://127.0.0.1:$C1/readyz && curl -sf http://127.0.0.1:$C2/readyz"
 
+both_release() {
+    curl -sf "$A/v1/fleet" | jq -e '[.members[] | select(.role == "proxy" and .alive) | .releases] | length == 2 and all' >/dev/null
+}
+check "both proxies release held jobs (GET /v1/fleet: releases)" wait_for 30 both_release
+
 from=$(($(date +%s%3N) + LEAD * 1000))
 for k in 0 1; do
     url=$A
