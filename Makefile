@@ -45,7 +45,10 @@ CFLAGS += -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthrea
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 LDFLAGS += $(SANFLAGS)
 
-PROTO_C := $(GEN)/bulkwrite.pb-c.c
+# the client API (installed: what client teams generate from) and the daemons' own records
+PUBLIC_PROTO := proto/bulkwrite/v1/bulkwrite.proto
+RECORDS_PROTO := proto/bulkwrite/internal/v1/records.proto
+PROTO_C := $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c $(GEN)/bulkwrite/internal/v1/records.pb-c.c
 UI_C := $(GEN)/ui_assets.c
 LIB_SRC := $(PROTO_C) $(UI_C) $(filter-out %/main.c,$(foreach d,$(SUBSYSTEMS),$(wildcard $(d)/*.c)))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
@@ -70,9 +73,13 @@ $(UI_C): scripts/embed-ui.sh $(sort $(wildcard ui/*))
 	@mkdir -p $(GEN)
 	scripts/embed-ui.sh $@ $(sort $(wildcard ui/*))
 
-$(PROTO_C): proto/bulkwrite.proto
+$(GEN)/bulkwrite/v1/bulkwrite.pb-c.c: $(PUBLIC_PROTO)
 	@mkdir -p $(GEN)
-	protoc-c --c_out=$(GEN) --proto_path=proto proto/bulkwrite.proto
+	protoc-c --c_out=$(GEN) --proto_path=proto $(PUBLIC_PROTO)
+
+$(GEN)/bulkwrite/internal/v1/records.pb-c.c: $(RECORDS_PROTO) $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c
+	@mkdir -p $(GEN)
+	protoc-c --c_out=$(GEN) --proto_path=proto $(RECORDS_PROTO)
 
 # every object waits for the generated header
 $(BUILD)/%.o: %.c $(PROTO_C)
@@ -250,6 +257,7 @@ DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 DOCDIR ?= $(PREFIX)/share/doc/bulkwrite
+INCLUDEDIR ?= $(PREFIX)/include
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 INSTALL_PROGRAMS := bw-proxy bw-consumer bwctl bw-workload
@@ -263,6 +271,7 @@ install: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
 	  echo "kept $(CONF_DIR)/bulkwrite.conf; the new example is bulkwrite.conf.example next to it"; \
 	else install -D -m 0644 conf/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf; fi
 	install -D -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -D -m 0644 $(PUBLIC_PROTO) $(DESTDIR)$(INCLUDEDIR)/bulkwrite/v1/bulkwrite.proto
 	for f in docs/*.md; do install -D -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
 	install -D -m 0644 conf/bulkwrite.conf $(DESTDIR)$(DOCDIR)/examples/bulkwrite.conf
 	install -D -m 0644 conf/clients.example.conf $(DESTDIR)$(DOCDIR)/examples/clients.example.conf
@@ -276,7 +285,7 @@ install: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_PROGRAMS)) $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) \
 	      $(DESTDIR)$(SYSUSERSDIR)/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf.example
-	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(INCLUDEDIR)/bulkwrite
 	@echo "left $(CONF_DIR)/bulkwrite.conf and the bulkwrite user in place"
 
 # make install into temp dirs (PREFIX=/usr and /opt/bulkwrite), the tree checked,

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/v1/bulkwrite.pb-c.h"
 #include "config.h"
 
 /* What validation decided about one op. */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "buf.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/v1/bulkwrite.pb-c.h"
 
 /* RFC 4648 base64 with padding (malloc'd, NUL-terminated). */
 char *bw_base64(const void *data, size_t len);

@@ -100,12 +100,12 @@ int bw_pbd_value(const uint8_t *d, size_t n, Bulkwrite__V1__Value **slot, Bulkwr
 
 /* RowField and its Value share one arena block. */
 typedef struct {
-    Bulkwrite__V1__RowField f;
+    Bulkwrite__Internal__V1__RowField f;
     Bulkwrite__V1__Value v;
 } row_field_block_t;
 
 static int row_field_read(bw_wire_reader_t r, row_field_block_t *b) {
-    bulkwrite__v1__row_field__init(&b->f);
+    bulkwrite__internal__v1__row_field__init(&b->f);
     while (r.p < r.end) {
         uint32_t field;
         int wt, any;
@@ -130,10 +130,10 @@ static int row_field_read(bw_wire_reader_t r, row_field_block_t *b) {
     return 0;
 }
 
-static int row_read(bw_wire_reader_t r, Bulkwrite__V1__Row *row, bw_arena_t *a) {
+static int row_read(bw_wire_reader_t r, Bulkwrite__Internal__V1__Row *row, bw_arena_t *a) {
     size_t nf;
     if (bw_pbd_count(r, 3, &nf)) PB_FAIL();
-    bulkwrite__v1__row__init(row);
+    bulkwrite__internal__v1__row__init(row);
     row_field_block_t *blocks = NULL;
     if (nf) {
         row->fields = bw_arena_alloc(a, nf * sizeof(*row->fields));
@@ -166,7 +166,7 @@ static int row_read(bw_wire_reader_t r, Bulkwrite__V1__Row *row, bw_arena_t *a) 
     return 0;
 }
 
-Bulkwrite__V1__ShardBatch *bw_pbd_shard_batch(const void *data, size_t len, bw_arena_t *a) {
+Bulkwrite__Internal__V1__ShardBatch *bw_pbd_shard_batch(const void *data, size_t len, bw_arena_t *a) {
     const uint8_t *p = data ? data : (const uint8_t *)""; /* an empty Kafka message has no payload */
     bw_wire_reader_t r = {p, p + len};
     size_t n_columns = 0, n_rows = 0;
@@ -178,12 +178,12 @@ Bulkwrite__V1__ShardBatch *bw_pbd_shard_batch(const void *data, size_t len, bw_a
         n_columns += field == 5;
         n_rows += field == 6;
     }
-    Bulkwrite__V1__ShardBatch *sb = bw_arena_alloc(a, sizeof(*sb));
-    bulkwrite__v1__shard_batch__init(sb);
+    Bulkwrite__Internal__V1__ShardBatch *sb = bw_arena_alloc(a, sizeof(*sb));
+    bulkwrite__internal__v1__shard_batch__init(sb);
     sb->job_id = "";
     sb->object_type = "";
     if (n_columns) sb->columns = bw_arena_alloc(a, n_columns * sizeof(*sb->columns));
-    Bulkwrite__V1__Row *rows = NULL;
+    Bulkwrite__Internal__V1__Row *rows = NULL;
     if (n_rows) {
         sb->rows = bw_arena_alloc(a, n_rows * sizeof(*sb->rows));
         rows = bw_arena_alloc(a, n_rows * sizeof(*rows));

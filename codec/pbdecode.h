@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "wire.h"
 
 /* The occurrences of field `field` in a message (to allocate a repeated field once).
@@ -36,7 +36,7 @@ static inline char *bw_pbd_string(bw_arena_t *a, const uint8_t *d, size_t n) {
 }
 
 /* A ShardBatch (what the consumer reads from Kafka), or NULL where protobuf-c's
- * bulkwrite__v1__shard_batch__unpack would refuse the bytes. */
-Bulkwrite__V1__ShardBatch *bw_pbd_shard_batch(const void *data, size_t len, bw_arena_t *a);
+ * bulkwrite__internal__v1__shard_batch__unpack would refuse the bytes. */
+Bulkwrite__Internal__V1__ShardBatch *bw_pbd_shard_batch(const void *data, size_t len, bw_arena_t *a);
 
 #endif

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/v1/bulkwrite.pb-c.h"
 
 typedef enum { BW_FMT_PROTOBUF, BW_FMT_JSON } bw_format_t;
 

@@ -10,7 +10,7 @@
  * type, stops the program at its first request. The unit tests check that every field of
  * both messages has a row, so the two encodings cannot drift.
  *
- * Adding a member of a kind the decoders know is a field in proto/bulkwrite.proto and a
+ * Adding a member of a kind the decoders know is a field in proto/bulkwrite/v1/bulkwrite.proto and a
  * row in request_schema.c (with its constant below).
  * @locality any thread: the tables are constant once looked up (pthread_once). */
 #ifndef BW_REQUEST_SCHEMA_H
@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/v1/bulkwrite.pb-c.h"
 
 /* What a member's value is, and what the decoders do with it. The protobuf-c type each
  * kind needs is in request_schema.c (kind_fits). */

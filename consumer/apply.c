@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "coalesce.h"
 #include "db.h"
 #include "ledger.h"
@@ -47,7 +47,7 @@ void bw_applier_destroy(bw_applier_t *ap) {
 
 /* A message of the call, decoded, and what became of it. */
 typedef struct {
-    Bulkwrite__V1__ShardBatch *sb; /* NULL: below the stored offset, or undecodable */
+    Bulkwrite__Internal__V1__ShardBatch *sb; /* NULL: below the stored offset, or undecodable */
     const bw_object_type_t *ot;
     int *colmap;
     const char *unusable;          /* why its ops cannot be applied (config mismatch), or NULL */
@@ -56,7 +56,7 @@ typedef struct {
 /* Where a refused op came from (its ledger row is in failures[] at the same index). */
 typedef struct {
     uint32_t msg;
-    const Bulkwrite__V1__Row *row;
+    const Bulkwrite__Internal__V1__Row *row;
 } failure_src_t;
 
 /* The state of one apply call. */
@@ -104,9 +104,9 @@ static int query(apply_ctx_t *x, const char *sql, size_t len) {
     return mysql_real_query(x->db, sql, (unsigned long)len);
 }
 
-static void add_failure(apply_ctx_t *x, uint32_t msg, const Bulkwrite__V1__Row *row, unsigned code,
+static void add_failure(apply_ctx_t *x, uint32_t msg, const Bulkwrite__Internal__V1__Row *row, unsigned code,
                         const char *reason) {
-    const Bulkwrite__V1__ShardBatch *sb = x->dec[msg].sb;
+    const Bulkwrite__Internal__V1__ShardBatch *sb = x->dec[msg].sb;
     x->failure_src[x->failure_cnt] = (failure_src_t){msg, row};
     x->failures[x->failure_cnt++] = (bw_ledger_failure_t){
         .job_id = sb->job_id, .part = sb->part, .op_index = row->op_index, .object_id = row->id, .error_code = code,
@@ -175,7 +175,7 @@ static void fail_unusable(apply_ctx_t *x, size_t cnt) {
  * earlier message of this call (the ledger's dedup). */
 static int find_duplicates(apply_ctx_t *x, size_t cnt) {
     for (size_t i = 0; i < cnt; i++) {
-        const Bulkwrite__V1__ShardBatch *sb = x->dec[i].sb;
+        const Bulkwrite__Internal__V1__ShardBatch *sb = x->dec[i].sb;
         x->parts[i] = (bw_ledger_part_t){.job_id = sb ? sb->job_id : NULL, .part = sb ? sb->part : 0,
                                          .kafka_offset = x->msgs[i]->offset};
     }
@@ -191,7 +191,7 @@ typedef struct run {
     const bw_object_type_t *ot;
     int op;
     bw_sql_row_t *rows;
-    const Bulkwrite__V1__Row **src;
+    const Bulkwrite__Internal__V1__Row **src;
     uint32_t *msg;
     size_t n;
     const struct run *orig;
@@ -357,7 +357,7 @@ static bw_dead_letter_t dead_letter_of(apply_ctx_t *x, size_t i, char key[48]) {
     const bw_ledger_failure_t *f = &x->failures[i];
     const failure_src_t *src = &x->failure_src[i];
     const decoded_t *d = &x->dec[src->msg];
-    const Bulkwrite__V1__ShardBatch *sb = d->sb;
+    const Bulkwrite__Internal__V1__ShardBatch *sb = d->sb;
     rd_kafka_message_t *m = x->msgs[src->msg];
     int has_key = sb->op == BULKWRITE__V1__OP_TYPE__CREATE && d->ot &&
                   create_key(x, d->ot->create_route == BW_ROUTE_MD5, src->row->id, key) == 0;
@@ -562,7 +562,7 @@ static void apply_batch(bw_applier_t *ap, int slot, int64_t applied, rd_kafka_me
         run.ot = d->ot;
         run.op = (int)d->sb->op;
         for (size_t r = 0; r < d->sb->n_rows; r++) {
-            const Bulkwrite__V1__Row *row = d->sb->rows[r];
+            const Bulkwrite__Internal__V1__Row *row = d->sb->rows[r];
             run.rows[run.n] = (bw_sql_row_t){row->id, row->n_fields, row->fields, d->colmap};
             run.src[run.n] = row;
             run.msg[run.n] = (uint32_t)i;

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 
 #define NONE UINT32_MAX
 
@@ -10,7 +10,7 @@
 typedef struct {
     int pure;                          /* it only increments: later increments may join it */
     int owned;                         /* fields and colmap are this row's copies */
-    Bulkwrite__V1__RowField **fields;  /* [ot->column_cnt] once owned */
+    Bulkwrite__Internal__V1__RowField **fields;  /* [ot->column_cnt] once owned */
     int *colmap;                       /* [ot->column_cnt] once owned */
     uint32_t head, tail;               /* its members, linked through next[] */
 } sum_t;
@@ -20,7 +20,7 @@ typedef struct {
 static int pure_increment(const bw_sql_row_t *r) {
     if (!r->field_cnt) return 0;
     for (size_t f = 0; f < r->field_cnt; f++) {
-        const Bulkwrite__V1__RowField *rf = r->fields[f];
+        const Bulkwrite__Internal__V1__RowField *rf = r->fields[f];
         if (!rf->increment || !rf->value) return 0;
         if (rf->value->kind_case != BULKWRITE__V1__VALUE__KIND_INT_VALUE &&
             rf->value->kind_case != BULKWRITE__V1__VALUE__KIND_DOUBLE_VALUE)
@@ -32,16 +32,16 @@ static int pure_increment(const bw_sql_row_t *r) {
 }
 
 /* The field of row r on config column c, or NULL. */
-static Bulkwrite__V1__RowField *field_on(const bw_sql_row_t *r, int c) {
+static Bulkwrite__Internal__V1__RowField *field_on(const bw_sql_row_t *r, int c) {
     for (size_t f = 0; f < r->field_cnt; f++)
         if (r->colmap[r->fields[f]->column] == c) return r->fields[f];
     return NULL;
 }
 
-static Bulkwrite__V1__RowField *copy_field(bw_arena_t *a, const Bulkwrite__V1__RowField *from, uint32_t column) {
-    Bulkwrite__V1__RowField *f = bw_arena_alloc(a, sizeof(*f));
+static Bulkwrite__Internal__V1__RowField *copy_field(bw_arena_t *a, const Bulkwrite__Internal__V1__RowField *from, uint32_t column) {
+    Bulkwrite__Internal__V1__RowField *f = bw_arena_alloc(a, sizeof(*f));
     Bulkwrite__V1__Value *v = bw_arena_alloc(a, sizeof(*v));
-    *f = (Bulkwrite__V1__RowField)BULKWRITE__V1__ROW_FIELD__INIT;
+    *f = (Bulkwrite__Internal__V1__RowField)BULKWRITE__INTERNAL__V1__ROW_FIELD__INIT;
     *v = *from->value;
     f->column = column;
     f->value = v;
@@ -69,7 +69,7 @@ static void own(const bw_object_type_t *ot, bw_sql_row_t *r, sum_t *s, bw_arena_
 static int can_add(const bw_sql_row_t *into, const bw_sql_row_t *add) {
     for (size_t f = 0; f < add->field_cnt; f++) {
         const Bulkwrite__V1__Value *v = add->fields[f]->value;
-        const Bulkwrite__V1__RowField *have = field_on(into, add->colmap[add->fields[f]->column]);
+        const Bulkwrite__Internal__V1__RowField *have = field_on(into, add->colmap[add->fields[f]->column]);
         if (!have) continue;
         if (have->value->kind_case != v->kind_case) return 0;
         int64_t sum;
@@ -83,9 +83,9 @@ static int can_add(const bw_sql_row_t *into, const bw_sql_row_t *add) {
 /* Adds row `add` into sum row `into` (owned; can_add said yes). */
 static void add_into(bw_sql_row_t *into, sum_t *s, const bw_sql_row_t *add, bw_arena_t *a) {
     for (size_t f = 0; f < add->field_cnt; f++) {
-        const Bulkwrite__V1__RowField *rf = add->fields[f];
+        const Bulkwrite__Internal__V1__RowField *rf = add->fields[f];
         int c = add->colmap[rf->column];
-        Bulkwrite__V1__RowField *have = field_on(into, c);
+        Bulkwrite__Internal__V1__RowField *have = field_on(into, c);
         if (!have) {
             s->colmap[into->field_cnt] = c;
             s->fields[into->field_cnt] = copy_field(a, rf, (uint32_t)into->field_cnt);

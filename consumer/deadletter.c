@@ -102,7 +102,7 @@ static size_t keep_bytes(int level) { return level == KEEP_ALL ? SIZE_MAX : leve
 
 /* The refused op (r->row) as the API encodes it, its values kept as `level` says. */
 static json_t *op_json(const bw_dead_letter_t *r, int level, int *truncated) {
-    const Bulkwrite__V1__Row *row = r->row;
+    const Bulkwrite__Internal__V1__Row *row = r->row;
     char id[24];
     snprintf(id, sizeof(id), "%" PRIu64, row->id);
     json_t *op = json_pack("{s:s, s:s, s:s}", "op", bw_op_name(r->op), "object_type", r->object_type, "id", id);
@@ -110,7 +110,7 @@ static json_t *op_json(const bw_dead_letter_t *r, int level, int *truncated) {
     if (level == KEEP_NO_FIELDS) return *truncated = 1, op;
     json_t *fields = json_object();
     for (size_t f = 0; f < row->n_fields; f++) {
-        const Bulkwrite__V1__RowField *rf = row->fields[f];
+        const Bulkwrite__Internal__V1__RowField *rf = row->fields[f];
         if (rf->column >= r->n_columns) { /* no name to give it: the op is not whole */
             *truncated = 1;
             continue;

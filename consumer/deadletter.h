@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 
 typedef struct bw_dead_letters bw_dead_letters_t;
@@ -28,7 +28,7 @@ typedef struct {
     int op;                   /* bw_op_t */
     const char *object_type;
     const char *shard_key;    /* a create's: a key that routes to the shard (bw_shard_key_for); NULL otherwise */
-    const Bulkwrite__V1__Row *row;
+    const Bulkwrite__Internal__V1__Row *row;
     char *const *columns;     /* ShardBatch.columns the row's fields index */
     size_t n_columns;         /* a field indexing past them (a malformed batch) is left out */
     unsigned error_code;      /* MySQL error number; 0 if not from MySQL */

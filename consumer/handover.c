@@ -9,7 +9,7 @@
 
 /* Whether the record names gate reason r: by its code, or by its name in a record of a
  * consumer older than the codes. */
-static int has_reason(const Bulkwrite__V1__ShardStatus *st, bw_gate_reason_t r) {
+static int has_reason(const Bulkwrite__Internal__V1__ShardStatus *st, bw_gate_reason_t r) {
     for (size_t i = 0; i < st->n_reason_codes; i++)
         if ((int)st->reason_codes[i] == (int)r + 1) return 1;
     for (size_t i = 0; !st->n_reason_codes && i < st->n_reasons; i++)
@@ -28,7 +28,7 @@ static const char *kind_of(const char *kind) {
 }
 
 /* The throttle's state in the record, resumed: 1 if there is one to keep. */
-static int seed_throttle(const Bulkwrite__V1__ShardStatus *st, const bw_throttle_limits_t *tl, int64_t now_us,
+static int seed_throttle(const Bulkwrite__Internal__V1__ShardStatus *st, const bw_throttle_limits_t *tl, int64_t now_us,
                          bw_throttle_shard_t *t) {
     if (tl->mode == BW_THROTTLE_OFF) return 0;
     int state = (int)st->throttle_state_code - 1, signal = (int)st->throttle_signal_code - 1;
@@ -58,7 +58,7 @@ static int seed_throttle(const Bulkwrite__V1__ShardStatus *st, const bw_throttle
     return 1;
 }
 
-bw_handover_result_t bw_handover_seed(const Bulkwrite__V1__ShardStatus *st, const bw_handover_limits_t *l,
+bw_handover_result_t bw_handover_seed(const Bulkwrite__Internal__V1__ShardStatus *st, const bw_handover_limits_t *l,
                                       const bw_throttle_limits_t *tl, int64_t now_us, int64_t now_ms,
                                       bw_handover_t *out) {
     memset(out, 0, sizeof(*out));
@@ -76,7 +76,7 @@ bw_handover_result_t bw_handover_seed(const Bulkwrite__V1__ShardStatus *st, cons
     if (has_reason(st, BW_GATE_BACKOFF)) out->backoff_us = l->retry_initial_ms * 1000;
     size_t n = st->n_recent_errors < 5 ? st->n_recent_errors : 5;
     for (size_t i = 0; i < n; i++) { /* the record's are newest first */
-        const Bulkwrite__V1__ShardError *e = st->recent_errors[n - 1 - i];
+        const Bulkwrite__Internal__V1__ShardError *e = st->recent_errors[n - 1 - i];
         if (!e || !e->at_ms) continue;
         out->errors[out->n_errors].at_ms = e->at_ms;
         out->errors[out->n_errors].kind = kind_of(e->kind);

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "throttle.h"
 
 typedef struct {
@@ -56,7 +56,7 @@ typedef enum {
 
 /* The state st (NULL: none) hands over at now_us (monotonic) / now_ms (wall). tl: the
  * throttle as in force here; with throttle.mode off no throttle state is kept. */
-bw_handover_result_t bw_handover_seed(const Bulkwrite__V1__ShardStatus *st, const bw_handover_limits_t *l,
+bw_handover_result_t bw_handover_seed(const Bulkwrite__Internal__V1__ShardStatus *st, const bw_handover_limits_t *l,
                                       const bw_throttle_limits_t *tl, int64_t now_us, int64_t now_ms,
                                       bw_handover_t *out);
 

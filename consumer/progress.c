@@ -286,9 +286,9 @@ static void publish_shard_status(int s, int64_t now) {
      * default lane speaks for it, or two records would overwrite each other */
     if (!d->assigned) return;
     bw_shard_t *p = &consumer.shards[s];
-    Bulkwrite__V1__ShardStatus st = BULKWRITE__V1__SHARD_STATUS__INIT;
-    Bulkwrite__V1__ShardError errs[5], *errp[5];
-    Bulkwrite__V1__LaneStatus lanes[BW_LANES_MAX], *lanep[BW_LANES_MAX];
+    Bulkwrite__Internal__V1__ShardStatus st = BULKWRITE__INTERNAL__V1__SHARD_STATUS__INIT;
+    Bulkwrite__Internal__V1__ShardError errs[5], *errp[5];
+    Bulkwrite__Internal__V1__LaneStatus lanes[BW_LANES_MAX], *lanep[BW_LANES_MAX];
     st.shard = (uint32_t)s;
     st.consumer = consumer.instance;
     st.updated_at_ms = now;
@@ -296,10 +296,10 @@ static void publish_shard_status(int s, int64_t now) {
     st.row_rate = p->rl_rows.rate;
     bw_gate_t reasons = bw_gate_shard(s, bw_now_us());
     char *reason_names[BW_GATE_REASONS];
-    Bulkwrite__V1__GateReason reason_codes[BW_GATE_REASONS];
+    Bulkwrite__Internal__V1__GateReason reason_codes[BW_GATE_REASONS];
     for (int r = 0; r < BW_GATE_REASONS; r++)
         if (reasons & BW_GATE_BIT(r)) {
-            reason_codes[st.n_reason_codes++] = (Bulkwrite__V1__GateReason)(r + 1);
+            reason_codes[st.n_reason_codes++] = (Bulkwrite__Internal__V1__GateReason)(r + 1);
             reason_names[st.n_reasons++] = (char *)bw_gate_reason_name((bw_gate_reason_t)r);
         }
     st.reasons = reason_names;
@@ -322,8 +322,8 @@ static void publish_shard_status(int s, int64_t now) {
         st.lag += q->lag;
         q->published_applied = q->applied;
         if (consumer.conf->lane_cnt == 1) continue; /* no lanes: the fields above say it all */
-        Bulkwrite__V1__LaneStatus *l = &lanes[st.n_lanes];
-        bulkwrite__v1__lane_status__init(l);
+        Bulkwrite__Internal__V1__LaneStatus *l = &lanes[st.n_lanes];
+        bulkwrite__internal__v1__lane_status__init(l);
         l->lane = consumer.conf->lanes[lane].name;
         l->weight = (uint32_t)consumer.conf->lanes[lane].weight;
         l->lag = q->lag;
@@ -341,8 +341,8 @@ static void publish_shard_status(int s, int64_t now) {
         const bw_throttle_shard_t *t = &p->throttle;
         st.throttle_state = (char *)bw_throttle_state_names[t->state];
         st.throttle_signal = (char *)(t->signal >= 0 ? bw_signal_names[t->signal] : "");
-        st.throttle_state_code = (Bulkwrite__V1__ThrottleState)(t->state + 1);
-        st.throttle_signal_code = (Bulkwrite__V1__ThrottleSignal)(t->signal + 1); /* -1: none */
+        st.throttle_state_code = (Bulkwrite__Internal__V1__ThrottleState)(t->state + 1);
+        st.throttle_signal_code = (Bulkwrite__Internal__V1__ThrottleSignal)(t->signal + 1); /* -1: none */
         st.throttle_value = t->value;
         st.throttle_level = t->level;
         st.throttle_since_ms = t->since_ms;
@@ -353,7 +353,7 @@ static void publish_shard_status(int s, int64_t now) {
     for (int i = 0; i < 5; i++) { /* newest first */
         int k = (p->errors_next + 4 - i) % 5;
         if (!p->errors[k].at_ms) break;
-        bulkwrite__v1__shard_error__init(&errs[i]);
+        bulkwrite__internal__v1__shard_error__init(&errs[i]);
         errs[i].at_ms = p->errors[k].at_ms;
         errs[i].kind = (char *)p->errors[k].kind;
         errs[i].message = p->errors[k].message;
@@ -361,11 +361,11 @@ static void publish_shard_status(int s, int64_t now) {
         st.n_recent_errors++;
     }
     st.recent_errors = errp;
-    Bulkwrite__V1__DeadLetterNote notes[5], *notep[5];
+    Bulkwrite__Internal__V1__DeadLetterNote notes[5], *notep[5];
     for (int i = 0; i < 5; i++) { /* newest first */
         const bw_dead_note_t *d = &p->dead[(p->dead_next + 4 - i) % 5];
         if (!d->at_ms) break;
-        bulkwrite__v1__dead_letter_note__init(&notes[i]);
+        bulkwrite__internal__v1__dead_letter_note__init(&notes[i]);
         notes[i].at_ms = d->at_ms;
         notes[i].job_id = (char *)d->job_id;
         notes[i].ops = d->ops;

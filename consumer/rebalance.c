@@ -208,7 +208,7 @@ static void forget_servers_not_held(void) {
 /* The shard's state as its latest status record hands it over (handover.h), logged. */
 static void seed_from_status(int shard, int64_t now_us) {
     const bw_config_t *c = consumer.conf;
-    Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(consumer.table, shard);
+    Bulkwrite__Internal__V1__ShardStatus *st = bw_shard_table_status(consumer.table, shard);
     bw_handover_limits_t l = {c->handover_max_age_ms, c->pause_ms, c->retry_initial_ms};
     bw_handover_t h;
     bw_handover_result_t r = bw_handover_seed(st, &l, &consumer.throttle, now_us, bw_wall_ms(), &h);
@@ -217,7 +217,7 @@ static void seed_from_status(int shard, int64_t now_us) {
         bw_log(BW_LOG_DEBUG, COMPONENT, shard, NULL, "consumer %s's status is %.1f s old (consumer.handover_max_age_ms): "
                "the shard starts afresh", from, (double)h.age_ms / 1000);
     if (r != BW_HANDOVER_SEEDED) {
-        if (st) bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+        if (st) bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
         return;
     }
     bw_shard_t *sh = &consumer.shards[shard];
@@ -258,7 +258,7 @@ static void seed_from_status(int shard, int64_t now_us) {
 #undef SAY
     bw_info(COMPONENT, "shard %d: %s, from consumer %s's status (%.1f s old)", shard, what, from,
             (double)h.age_ms / 1000);
-    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
 }
 
 static void assign_partitions(rd_kafka_topic_partition_list_t *l) {

@@ -88,18 +88,18 @@ static char **split_lines(const char *text, size_t *cnt, char **copy) {
 /* The member record of this process into *m, pointing into ps, pp and *copy (free
  * m->credentials and *copy after use). */
 typedef struct {
-    Bulkwrite__V1__FleetMember m;
-    Bulkwrite__V1__SettingPrint ps[BW_FLEET_PRINTS_MAX], *pp[BW_FLEET_PRINTS_MAX];
+    Bulkwrite__Internal__V1__FleetMember m;
+    Bulkwrite__Internal__V1__SettingPrint ps[BW_FLEET_PRINTS_MAX], *pp[BW_FLEET_PRINTS_MAX];
     char *copy;
 } member_rec_t;
 
 static void member_fill(member_rec_t *r, const char *role, const char *instance, int64_t started_at_ms, int64_t now_ms,
                         const bw_fleet_print_t *prints, int n, const char *credentials, int agrees,
                         const bw_fleet_hook_t *hook) {
-    Bulkwrite__V1__FleetMember *m = &r->m;
-    bulkwrite__v1__fleet_member__init(m);
+    Bulkwrite__Internal__V1__FleetMember *m = &r->m;
+    bulkwrite__internal__v1__fleet_member__init(m);
     for (int i = 0; i < n && i < BW_FLEET_PRINTS_MAX; i++) {
-        bulkwrite__v1__setting_print__init(&r->ps[i]);
+        bulkwrite__internal__v1__setting_print__init(&r->ps[i]);
         r->ps[i].key = (char *)prints[i].key;
         r->ps[i].print = (char *)prints[i].print;
         r->pp[i] = &r->ps[i];
@@ -124,21 +124,21 @@ void *bw_fleet_pack(const char *role, const char *instance, int64_t started_at_m
                     const bw_fleet_print_t *prints, int n, const char *credentials, int agrees, size_t *len) {
     member_rec_t r;
     member_fill(&r, role, instance, started_at_ms, now_ms, prints, n, credentials, agrees, NULL);
-    *len = bulkwrite__v1__fleet_member__get_packed_size(&r.m);
+    *len = bulkwrite__internal__v1__fleet_member__get_packed_size(&r.m);
     void *buf = malloc(*len ? *len : 1);
-    if (buf) bulkwrite__v1__fleet_member__pack(&r.m, buf);
+    if (buf) bulkwrite__internal__v1__fleet_member__pack(&r.m, buf);
     member_release(&r);
     return buf;
 }
 
 /* Whether member m started before this process (ties: by instance name). */
-static int earlier(const Bulkwrite__V1__FleetMember *m, const char *instance, int64_t started_at_ms) {
+static int earlier(const Bulkwrite__Internal__V1__FleetMember *m, const char *instance, int64_t started_at_ms) {
     return m->started_at_ms < started_at_ms ||
            (m->started_at_ms == started_at_ms && strcmp(m->instance ? m->instance : "", instance) < 0);
 }
 
 /* A credential this process knows as another client than member m does: 1 with why. */
-static int credential_differs(const char *credentials, const Bulkwrite__V1__FleetMember *m, char *why, size_t why_size) {
+static int credential_differs(const char *credentials, const Bulkwrite__Internal__V1__FleetMember *m, char *why, size_t why_size) {
     for (const char *line = credentials; line && *line;) {
         const char *nl = strchr(line, '\n'), *sp = memchr(line, ' ', nl ? (size_t)(nl - line) : strlen(line));
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
@@ -159,16 +159,16 @@ static int credential_differs(const char *credentials, const Bulkwrite__V1__Flee
 }
 
 int bw_fleet_check(const char *instance, int64_t started_at_ms, const bw_fleet_print_t *prints, int n,
-                   const char *credentials, Bulkwrite__V1__FleetMember *const *members, size_t member_cnt,
+                   const char *credentials, Bulkwrite__Internal__V1__FleetMember *const *members, size_t member_cnt,
                    int64_t now_ms, char *why, size_t why_size) {
     for (size_t i = 0; i < member_cnt; i++) {
-        const Bulkwrite__V1__FleetMember *m = members[i];
+        const Bulkwrite__Internal__V1__FleetMember *m = members[i];
         if (!m->instance || !strcmp(m->instance, instance) || now_ms - m->seen_at_ms > BW_FLEET_STALE_MS || !m->agrees)
             continue;
         if (!earlier(m, instance, started_at_ms)) continue;
         for (int p = 0; p < n; p++)
             for (size_t s = 0; s < m->n_settings; s++) {
-                const Bulkwrite__V1__SettingPrint *sp = m->settings[s];
+                const Bulkwrite__Internal__V1__SettingPrint *sp = m->settings[s];
                 if (!sp->key || strcmp(sp->key, prints[p].key) || !sp->print || !strcmp(sp->print, prints[p].print))
                     continue;
                 snprintf(why, why_size, "%s differs from that of %s %s, running since before this one (print %s here, "
@@ -204,7 +204,7 @@ void bw_fleet_self_free(bw_fleet_self_t *self) {
 }
 
 /* This process's presence (NULL: a tombstone, it leaves). */
-static void produce(const bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, const Bulkwrite__V1__FleetMember *m) {
+static void produce(const bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, const Bulkwrite__Internal__V1__FleetMember *m) {
     char key[340];
     int klen = bw_member_key(self->role, self->instance, key, sizeof(key));
     rd_kafka_resp_err_t e = bw_record_produce(rk, topic, BW_RECORD_PRESENCE, key, (size_t)klen, m ? &m->base : NULL);
@@ -214,7 +214,7 @@ static void produce(const bw_fleet_self_t *self, rd_kafka_t *rk, const char *top
 int bw_fleet_turn(bw_fleet_self_t *self, rd_kafka_t *rk, const char *topic, bw_shard_table_t *table, int64_t now_ms) {
     if (now_ms < self->next_ms) return self->agrees;
     self->next_ms = now_ms + BW_FLEET_INTERVAL_MS;
-    Bulkwrite__V1__FleetMember **members;
+    Bulkwrite__Internal__V1__FleetMember **members;
     size_t n = bw_shard_table_members(table, &members);
     char why[sizeof(self->why)];
     int agrees = bw_fleet_check(self->instance, self->started_at_ms, self->prints, self->print_cnt, self->credentials,

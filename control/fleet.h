@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 
 #define BW_FLEET_INTERVAL_MS 2000
@@ -55,7 +55,7 @@ void *bw_fleet_pack(const char *role, const char *instance, int64_t started_at_m
  * no credential both know is another client's there; else -1 with why naming the
  * setting and the member. Its own record among members is skipped. */
 int bw_fleet_check(const char *instance, int64_t started_at_ms, const bw_fleet_print_t *prints, int n,
-                   const char *credentials, Bulkwrite__V1__FleetMember *const *members, size_t member_cnt,
+                   const char *credentials, Bulkwrite__Internal__V1__FleetMember *const *members, size_t member_cnt,
                    int64_t now_ms, char *why, size_t why_size);
 
 /* ---- this process in the fleet ------------------------------------------------------ */
@@ -70,8 +70,8 @@ int bw_fleet_check(const char *instance, int64_t started_at_ms, const bw_fleet_p
  * read (this process's own record among them, by instance), before they are freed.
  * @locality the turn's thread */
 typedef struct {
-    void (*fill)(void *arg, Bulkwrite__V1__FleetMember *rec, int64_t now_ms);
-    void (*read)(void *arg, const char *instance, Bulkwrite__V1__FleetMember *const *members, size_t n,
+    void (*fill)(void *arg, Bulkwrite__Internal__V1__FleetMember *rec, int64_t now_ms);
+    void (*read)(void *arg, const char *instance, Bulkwrite__Internal__V1__FleetMember *const *members, size_t n,
                  int64_t now_ms);
     void *arg;
 } bw_fleet_hook_t;

@@ -6,21 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 
 static const bw_record_def_t registry[BW_RECORD_KINDS] = {
     [BW_RECORD_SHARD_SETTING] = {"shard setting", BW_TOPIC_CONTROL, "shard/N[/pause|/rate|/row_rate|/pinned]",
-                                 &bulkwrite__v1__shard_control__descriptor, BW_FOLD_PER_FIELD,
+                                 &bulkwrite__internal__v1__shard_control__descriptor, BW_FOLD_PER_FIELD,
                                  "proxy: the shard admin API (changes.c)", 1},
     [BW_RECORD_SERVER_BUDGET] = {"server budget", BW_TOPIC_CONTROL, "server/<name>/budget",
-                                 &bulkwrite__v1__server_budget__descriptor, BW_FOLD_LAST_WINS,
+                                 &bulkwrite__internal__v1__server_budget__descriptor, BW_FOLD_LAST_WINS,
                                  "proxy: the server admin API (changes.c)", 1},
-    [BW_RECORD_JOB_CANCEL] = {"job cancellation", BW_TOPIC_CONTROL, "job/<id>", &bulkwrite__v1__job_control__descriptor,
+    [BW_RECORD_JOB_CANCEL] = {"job cancellation", BW_TOPIC_CONTROL, "job/<id>", &bulkwrite__internal__v1__job_control__descriptor,
                               BW_FOLD_ONCE, "proxy: DELETE /v1/jobs/{id}, the release loop (changes.c)", 1},
-    [BW_RECORD_SHARD_STATUS] = {"shard status", BW_TOPIC_STATUS, "shard/N", &bulkwrite__v1__shard_status__descriptor,
+    [BW_RECORD_SHARD_STATUS] = {"shard status", BW_TOPIC_STATUS, "shard/N", &bulkwrite__internal__v1__shard_status__descriptor,
                                 BW_FOLD_LAST_WINS, "consumer: the shard's owner, its main loop (progress.c)", 0},
     [BW_RECORD_PRESENCE] = {"presence", BW_TOPIC_STATUS, "member/<role>/<instance>",
-                            &bulkwrite__v1__fleet_member__descriptor, BW_FOLD_LAST_WINS,
+                            &bulkwrite__internal__v1__fleet_member__descriptor, BW_FOLD_LAST_WINS,
                             "every process: its main loop (fleet.c)", 0},
 };
 

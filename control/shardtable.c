@@ -102,22 +102,22 @@ static void store_member(bw_shard_table_t *t, const void *key, size_t klen, cons
     pthread_mutex_unlock(&t->mu);
 }
 
-size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__V1__FleetMember ***out) {
+size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__Internal__V1__FleetMember ***out) {
     pthread_mutex_lock(&t->mu);
     *out = calloc(t->member_cnt + 1, sizeof(**out));
     size_t n = 0;
     for (size_t i = 0; *out && i < t->member_cnt; i++) {
         if (!t->members[i].value.len) continue; /* it stopped */
-        Bulkwrite__V1__FleetMember *m =
-            bulkwrite__v1__fleet_member__unpack(NULL, t->members[i].value.len, t->members[i].value.data);
+        Bulkwrite__Internal__V1__FleetMember *m =
+            bulkwrite__internal__v1__fleet_member__unpack(NULL, t->members[i].value.len, t->members[i].value.data);
         if (m) (*out)[n++] = m;
     }
     pthread_mutex_unlock(&t->mu);
     return n;
 }
 
-void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n) {
-    for (size_t i = 0; i < n; i++) bulkwrite__v1__fleet_member__free_unpacked(members[i], NULL);
+void bw_shard_table_members_free(Bulkwrite__Internal__V1__FleetMember **members, size_t n) {
+    for (size_t i = 0; i < n; i++) bulkwrite__internal__v1__fleet_member__free_unpacked(members[i], NULL);
     free(members);
 }
 
@@ -164,16 +164,16 @@ int bw_shard_table_job_cancelled(bw_shard_table_t *t, const char *job_id) {
     return cancelled;
 }
 
-Bulkwrite__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *job_id) {
+Bulkwrite__Internal__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *job_id) {
     if (!job_id || strlen(job_id) < BW_JOB_CONTROL_PREFIX) return NULL;
     pthread_mutex_lock(&t->mu);
     job_ctl_t *c = find_job(t, job_id);
-    Bulkwrite__V1__JobControl *jc = c && c->value.len ? bulkwrite__v1__job_control__unpack(NULL, c->value.len, c->value.data) : NULL;
+    Bulkwrite__Internal__V1__JobControl *jc = c && c->value.len ? bulkwrite__internal__v1__job_control__unpack(NULL, c->value.len, c->value.data) : NULL;
     pthread_mutex_unlock(&t->mu);
     return jc;
 }
 
-void bw_server_budget_from_record(const Bulkwrite__V1__ServerBudget *r, bw_server_budget_t *out) {
+void bw_server_budget_from_record(const Bulkwrite__Internal__V1__ServerBudget *r, bw_server_budget_t *out) {
     memset(out, 0, sizeof(*out));
     out->rate = bw_ratelimit_clamp(r->rate);
     out->row_rate = bw_ratelimit_clamp_rows(r->row_rate);
@@ -191,32 +191,32 @@ static void store_budget(bw_shard_table_t *t, const char *name, const void *val,
     if (v == t->server_cnt) return; /* a server no longer (or not yet) in shards.servers */
     if (!store(t, &t->budgets[v], val, vlen, version)) return;
     atomic_fetch_add(&t->version, 1);
-    Bulkwrite__V1__ServerBudget *b = vlen ? bulkwrite__v1__server_budget__unpack(NULL, vlen, val) : NULL;
+    Bulkwrite__Internal__V1__ServerBudget *b = vlen ? bulkwrite__internal__v1__server_budget__unpack(NULL, vlen, val) : NULL;
     char why[256];
     if (b && bw_ratelimit_check(b->rate, why, sizeof(why)))
         bw_log(BW_LOG_WARN, "shards", -1, NULL, "server %s's budget: %s; using %g", name, why, bw_ratelimit_clamp(b->rate));
     if (b && bw_ratelimit_check_rows(b->row_rate, why, sizeof(why)))
         bw_log(BW_LOG_WARN, "shards", -1, NULL, "server %s's budget: %s; using %g", name, why,
                bw_ratelimit_clamp_rows(b->row_rate));
-    if (b) bulkwrite__v1__server_budget__free_unpacked(b, NULL);
+    if (b) bulkwrite__internal__v1__server_budget__free_unpacked(b, NULL);
 }
 
 int bw_shard_table_server_budget(bw_shard_table_t *t, int server, bw_server_budget_t *out) {
-    Bulkwrite__V1__ServerBudget *r = bw_shard_table_server_budget_record(t, server);
+    Bulkwrite__Internal__V1__ServerBudget *r = bw_shard_table_server_budget_record(t, server);
     if (!r) {
         memset(out, 0, sizeof(*out));
         return 0;
     }
     bw_server_budget_from_record(r, out);
-    bulkwrite__v1__server_budget__free_unpacked(r, NULL);
+    bulkwrite__internal__v1__server_budget__free_unpacked(r, NULL);
     return 1;
 }
 
-Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_t *t, int server) {
+Bulkwrite__Internal__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_t *t, int server) {
     if (server < 0 || server >= t->server_cnt) return NULL;
     pthread_mutex_lock(&t->mu);
     const blob_t *b = &t->budgets[server];
-    Bulkwrite__V1__ServerBudget *r = b->data ? bulkwrite__v1__server_budget__unpack(NULL, b->len, b->data) : NULL;
+    Bulkwrite__Internal__V1__ServerBudget *r = b->data ? bulkwrite__internal__v1__server_budget__unpack(NULL, b->len, b->data) : NULL;
     pthread_mutex_unlock(&t->mu);
     return r;
 }
@@ -258,24 +258,24 @@ static void setting_stored(bw_shard_table_t *t, const record_t *r) {
     if (!store(t, &t->control[(size_t)s * BW_CONTROL_KEYS + r->k.field], r->val, r->vlen, r->version)) return;
     atomic_fetch_add(&t->version, 1);
     /* said once, when read: the record is clamped each time it is used */
-    Bulkwrite__V1__ShardControl *c = r->vlen ? bulkwrite__v1__shard_control__unpack(NULL, r->vlen, r->val) : NULL;
+    Bulkwrite__Internal__V1__ShardControl *c = r->vlen ? bulkwrite__internal__v1__shard_control__unpack(NULL, r->vlen, r->val) : NULL;
     char why[256];
     if (c && c->has_rate && bw_ratelimit_check(c->rate, why, sizeof(why)))
         bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why, bw_ratelimit_clamp(c->rate));
     if (c && c->has_row_rate && bw_ratelimit_check_rows(c->row_rate, why, sizeof(why)))
         bw_log(BW_LOG_WARN, "shards", s, NULL, "control record: %s; using %g", why,
                bw_ratelimit_clamp_rows(c->row_rate));
-    if (c) bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    if (c) bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
 }
 
 /* A shard's status (last wins), written by its consumer: the hook (handover) hears of it. */
 static void status_stored(bw_shard_table_t *t, const record_t *r) {
     int s = r->k.shard;
     if (!store(t, &t->status[s], r->val, r->vlen, r->version) || !t->hook.fn || !r->vlen) return;
-    Bulkwrite__V1__ShardStatus *st = bulkwrite__v1__shard_status__unpack(NULL, r->vlen, r->val);
+    Bulkwrite__Internal__V1__ShardStatus *st = bulkwrite__internal__v1__shard_status__unpack(NULL, r->vlen, r->val);
     if (!st) return;
     t->hook.fn(t->hook.ud, s, st);
-    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
 }
 
 static void (*const stored[BW_RECORD_KINDS])(bw_shard_table_t *t, const record_t *r) = {
@@ -365,23 +365,23 @@ int bw_shard_table_sync(bw_shard_table_t *t, int timeout_ms) {
     return ok;
 }
 
-Bulkwrite__V1__ShardControl *bw_shard_table_record(bw_shard_table_t *t, int shard, bw_control_key_t key) {
+Bulkwrite__Internal__V1__ShardControl *bw_shard_table_record(bw_shard_table_t *t, int shard, bw_control_key_t key) {
     pthread_mutex_lock(&t->mu);
     const blob_t *b = &t->control[(size_t)shard * BW_CONTROL_KEYS + key];
-    Bulkwrite__V1__ShardControl *c = b->data ? bulkwrite__v1__shard_control__unpack(NULL, b->len, b->data) : NULL;
+    Bulkwrite__Internal__V1__ShardControl *c = b->data ? bulkwrite__internal__v1__shard_control__unpack(NULL, b->len, b->data) : NULL;
     pthread_mutex_unlock(&t->mu);
     return c;
 }
 
 /* The shard's record under every key, unpacked into recs[] (NULL for none), and the
  * order they were read in; how many. */
-static int records(bw_shard_table_t *t, int shard, Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS],
+static int records(bw_shard_table_t *t, int shard, Bulkwrite__Internal__V1__ShardControl *recs[BW_CONTROL_KEYS],
                    uint64_t order[BW_CONTROL_KEYS]) {
     int n = 0;
     pthread_mutex_lock(&t->mu);
     for (int k = 0; k < BW_CONTROL_KEYS; k++) {
         const blob_t *b = &t->control[(size_t)shard * BW_CONTROL_KEYS + k];
-        recs[k] = b->data ? bulkwrite__v1__shard_control__unpack(NULL, b->len, b->data) : NULL;
+        recs[k] = b->data ? bulkwrite__internal__v1__shard_control__unpack(NULL, b->len, b->data) : NULL;
         order[k] = b->order;
         n += recs[k] != NULL;
     }
@@ -389,14 +389,14 @@ static int records(bw_shard_table_t *t, int shard, Bulkwrite__V1__ShardControl *
     return n;
 }
 
-static void records_free(Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS]) {
+static void records_free(Bulkwrite__Internal__V1__ShardControl *recs[BW_CONTROL_KEYS]) {
     for (int k = 0; k < BW_CONTROL_KEYS; k++)
-        if (recs[k]) bulkwrite__v1__shard_control__free_unpacked(recs[k], NULL);
+        if (recs[k]) bulkwrite__internal__v1__shard_control__free_unpacked(recs[k], NULL);
 }
 
 static const char *str(const char *s) { return s ? s : ""; }
 
-static int same_change(const Bulkwrite__V1__ControlChange *a, const Bulkwrite__V1__ControlChange *b) {
+static int same_change(const Bulkwrite__Internal__V1__ControlChange *a, const Bulkwrite__Internal__V1__ControlChange *b) {
     return a->at_ms == b->at_ms && !strcmp(str(a->action), str(b->action)) && !strcmp(str(a->by), str(b->by)) &&
            !strcmp(str(a->from), str(b->from)) && !strcmp(str(a->reason), str(b->reason)) &&
            !strcmp(str(a->setting), str(b->setting));
@@ -411,8 +411,8 @@ static int later(int64_t at_a, int a, int64_t at_b, int b, const uint64_t order[
  * each record's list is newest first already, so the merge takes the newest head each
  * time (at a tie, the head of the record written later; one list's order kept); a change
  * already taken (the same change in two fields' records) is skipped. Returns how many. */
-static size_t merge_history(const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
-                            const uint64_t order[BW_CONTROL_KEYS], Bulkwrite__V1__ControlChange **hist) {
+static size_t merge_history(const Bulkwrite__Internal__V1__ShardControl *const recs[BW_CONTROL_KEYS],
+                            const uint64_t order[BW_CONTROL_KEYS], Bulkwrite__Internal__V1__ControlChange **hist) {
     size_t head[BW_CONTROL_KEYS] = {0}, n = 0;
     while (n < BW_CONTROL_HISTORY) {
         int best = -1;
@@ -422,7 +422,7 @@ static size_t merge_history(const Bulkwrite__V1__ShardControl *const recs[BW_CON
                                    order)))
                 best = k;
         if (best < 0) break;
-        Bulkwrite__V1__ControlChange *h = recs[best]->history[head[best]++];
+        Bulkwrite__Internal__V1__ControlChange *h = recs[best]->history[head[best]++];
         int seen = 0;
         for (size_t i = n; i-- > 0 && hist[i]->at_ms == h->at_ms && !seen;) seen = same_change(hist[i], h);
         if (!seen) hist[n++] = h;
@@ -432,9 +432,9 @@ static size_t merge_history(const Bulkwrite__V1__ShardControl *const recs[BW_CON
 
 /* Copies the scalar ShardControl field `name` from src to dst, where protobuf-c's
  * descriptor says it is: the fold names fields as records.c's key rows do. */
-static void copy_field(Bulkwrite__V1__ShardControl *dst, const Bulkwrite__V1__ShardControl *src, const char *name) {
+static void copy_field(Bulkwrite__Internal__V1__ShardControl *dst, const Bulkwrite__Internal__V1__ShardControl *src, const char *name) {
     const ProtobufCFieldDescriptor *f =
-        protobuf_c_message_descriptor_get_field_by_name(&bulkwrite__v1__shard_control__descriptor, name);
+        protobuf_c_message_descriptor_get_field_by_name(&bulkwrite__internal__v1__shard_control__descriptor, name);
     size_t size = !f ? 0
                   : f->type == PROTOBUF_C_TYPE_BOOL ? sizeof(protobuf_c_boolean)
                   : f->type == PROTOBUF_C_TYPE_DOUBLE || f->type == PROTOBUF_C_TYPE_INT64 ? 8
@@ -446,16 +446,16 @@ static void copy_field(Bulkwrite__V1__ShardControl *dst, const Bulkwrite__V1__Sh
 
 /* The fold of bw_shard_control_fold() into *out, pointing into recs (which must outlive
  * it) and hist (BW_CONTROL_HISTORY places). 0 when every recs[k] is NULL. */
-static int fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
-                const uint64_t order_in[BW_CONTROL_KEYS], Bulkwrite__V1__ShardControl *out,
-                Bulkwrite__V1__ControlChange **hist) {
+static int fold(int shard, const Bulkwrite__Internal__V1__ShardControl *const recs[BW_CONTROL_KEYS],
+                const uint64_t order_in[BW_CONTROL_KEYS], Bulkwrite__Internal__V1__ShardControl *out,
+                Bulkwrite__Internal__V1__ControlChange **hist) {
     uint64_t order[BW_CONTROL_KEYS];
     for (int k = 0; k < BW_CONTROL_KEYS; k++) order[k] = order_in ? order_in[k] : (uint64_t)k;
-    Bulkwrite__V1__ShardControl init = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    Bulkwrite__Internal__V1__ShardControl init = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
     *out = init;
     out->shard = (uint32_t)shard;
     out->reason = out->changed_by = out->changed_from = "";
-    const Bulkwrite__V1__ShardControl *base = recs[BW_CONTROL_WHOLE], *r;
+    const Bulkwrite__Internal__V1__ShardControl *base = recs[BW_CONTROL_WHOLE], *r;
     int newest = -1;
     for (int k = 0; k < BW_CONTROL_KEYS; k++)
         if (recs[k] && (newest < 0 || later(recs[k]->updated_at_ms, k, recs[newest]->updated_at_ms, newest, order)))
@@ -473,41 +473,41 @@ static int fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONT
     return 1;
 }
 
-Bulkwrite__V1__ShardControl *bw_shard_control_fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
+Bulkwrite__Internal__V1__ShardControl *bw_shard_control_fold(int shard, const Bulkwrite__Internal__V1__ShardControl *const recs[BW_CONTROL_KEYS],
                                                    const uint64_t order[BW_CONTROL_KEYS]) {
-    Bulkwrite__V1__ShardControl c;
-    Bulkwrite__V1__ControlChange *hist[BW_CONTROL_HISTORY];
+    Bulkwrite__Internal__V1__ShardControl c;
+    Bulkwrite__Internal__V1__ControlChange *hist[BW_CONTROL_HISTORY];
     if (!fold(shard, recs, order, &c, hist)) return NULL;
     /* packed and unpacked again: one allocation the caller frees as any unpacked record */
-    size_t len = bulkwrite__v1__shard_control__get_packed_size(&c);
+    size_t len = bulkwrite__internal__v1__shard_control__get_packed_size(&c);
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf) abort();
-    bulkwrite__v1__shard_control__pack(&c, buf);
-    Bulkwrite__V1__ShardControl *out = bulkwrite__v1__shard_control__unpack(NULL, len, buf);
+    bulkwrite__internal__v1__shard_control__pack(&c, buf);
+    Bulkwrite__Internal__V1__ShardControl *out = bulkwrite__internal__v1__shard_control__unpack(NULL, len, buf);
     free(buf);
     return out;
 }
 
-Bulkwrite__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard) {
-    Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS];
+Bulkwrite__Internal__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard) {
+    Bulkwrite__Internal__V1__ShardControl *recs[BW_CONTROL_KEYS];
     uint64_t order[BW_CONTROL_KEYS];
     if (!records(t, shard, recs, order)) return NULL;
-    Bulkwrite__V1__ShardControl *c = bw_shard_control_fold(shard, (const Bulkwrite__V1__ShardControl *const *)recs, order);
+    Bulkwrite__Internal__V1__ShardControl *c = bw_shard_control_fold(shard, (const Bulkwrite__Internal__V1__ShardControl *const *)recs, order);
     records_free(recs);
     return c;
 }
 
 void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out) {
     memset(out, 0, sizeof(*out));
-    Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS], c;
-    Bulkwrite__V1__ControlChange *hist[BW_CONTROL_HISTORY];
+    Bulkwrite__Internal__V1__ShardControl *recs[BW_CONTROL_KEYS], c;
+    Bulkwrite__Internal__V1__ControlChange *hist[BW_CONTROL_HISTORY];
     uint64_t order[BW_CONTROL_KEYS];
-    if (records(t, shard, recs, order) && fold(shard, (const Bulkwrite__V1__ShardControl *const *)recs, order, &c, hist))
+    if (records(t, shard, recs, order) && fold(shard, (const Bulkwrite__Internal__V1__ShardControl *const *)recs, order, &c, hist))
         bw_shard_setting_from_record(&c, out);
     records_free(recs);
 }
 
-void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard_setting_t *out) {
+void bw_shard_setting_from_record(const Bulkwrite__Internal__V1__ShardControl *c, bw_shard_setting_t *out) {
     memset(out, 0, sizeof(*out));
     out->paused = c->paused;
     out->has_rate = c->has_rate;
@@ -529,10 +529,10 @@ double bw_shard_effective_row_rate(const bw_config_t *conf, int shard, const bw_
     return set->has_row_rate ? set->row_rate : conf->shard_row_rate[shard];
 }
 
-Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard) {
+Bulkwrite__Internal__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard) {
     pthread_mutex_lock(&t->mu);
-    Bulkwrite__V1__ShardStatus *s =
-        t->status[shard].data ? bulkwrite__v1__shard_status__unpack(NULL, t->status[shard].len, t->status[shard].data)
+    Bulkwrite__Internal__V1__ShardStatus *s =
+        t->status[shard].data ? bulkwrite__internal__v1__shard_status__unpack(NULL, t->status[shard].len, t->status[shard].data)
                               : NULL;
     pthread_mutex_unlock(&t->mu);
     return s;

@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 #include "records.h"
 
@@ -47,7 +47,7 @@ typedef struct {
 /* Called on the status tail's thread with every status record read (st is freed after
  * the call). The proxy's backlog admission learns applied offsets this way, at once. */
 typedef struct {
-    void (*fn)(void *ud, int shard, const Bulkwrite__V1__ShardStatus *st);
+    void (*fn)(void *ud, int shard, const Bulkwrite__Internal__V1__ShardStatus *st);
     void *ud;
 } bw_status_hook_t;
 
@@ -66,19 +66,19 @@ void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *
  * bw_ratelimit_clamp_rows()): 1e-13 reads as the minimum, never as "unlimited"; the table
  * warns of such a record when it reads it. A record without has_row_rate (all records
  * older than row rates) leaves the configured row rate in force. */
-void bw_shard_setting_from_record(const Bulkwrite__V1__ShardControl *c, bw_shard_setting_t *out);
+void bw_shard_setting_from_record(const Bulkwrite__Internal__V1__ShardControl *c, bw_shard_setting_t *out);
 /* What the shard runs at: the operator's value when set, else the configured one. */
 double bw_shard_effective_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 double bw_shard_effective_row_rate(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 /* Bumped by every control record read: re-read the settings when it moves. */
 unsigned bw_shard_table_version(bw_shard_table_t *t);
 /* The shard's setting folded from its records under every key (bw_shard_control_fold),
- * unpacked (free with bulkwrite__v1__shard_control__free_unpacked(c, NULL)), or NULL when
+ * unpacked (free with bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL)), or NULL when
  * no operator ever changed it: its fields, the audit of its newest change, its history. */
-Bulkwrite__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard);
+Bulkwrite__Internal__V1__ShardControl *bw_shard_table_control(bw_shard_table_t *t, int shard);
 /* The latest record under one of the shard's keys, unpacked as above, or NULL: a change
  * continues that key's own history. */
-Bulkwrite__V1__ShardControl *bw_shard_table_record(bw_shard_table_t *t, int shard, bw_control_key_t key);
+Bulkwrite__Internal__V1__ShardControl *bw_shard_table_record(bw_shard_table_t *t, int shard, bw_control_key_t key);
 /* One ShardControl (malloc'd, unpacked, free as above) from the shard's latest record
  * under each key (recs[k], NULL for none; all NULL: returns NULL), read in the order
  * order[k] (a higher number read later; NULL: in key order). Each field comes from its
@@ -89,17 +89,17 @@ Bulkwrite__V1__ShardControl *bw_shard_table_record(bw_shard_table_t *t, int shar
  * tie, the one read later). The history merges every record's, newest first by at_ms (at
  * a tie the record read later first, one record's order kept), a change found in several
  * records (one rate change setting rate and row_rate) once, at most BW_CONTROL_HISTORY. */
-Bulkwrite__V1__ShardControl *bw_shard_control_fold(int shard, const Bulkwrite__V1__ShardControl *const recs[BW_CONTROL_KEYS],
+Bulkwrite__Internal__V1__ShardControl *bw_shard_control_fold(int shard, const Bulkwrite__Internal__V1__ShardControl *const recs[BW_CONTROL_KEYS],
                                                    const uint64_t order[BW_CONTROL_KEYS]);
 /* The latest status record of the shard, unpacked (free with
- * bulkwrite__v1__shard_status__free_unpacked(s, NULL)), or NULL. */
-Bulkwrite__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard);
+ * bulkwrite__internal__v1__shard_status__free_unpacked(s, NULL)), or NULL. */
+Bulkwrite__Internal__V1__ShardStatus *bw_shard_table_status(bw_shard_table_t *t, int shard);
 
 /* The presence records of the deployment's processes read from the control topic
  * (fleet.h), unpacked: *out gets a malloc'd array of them; returns how many. Free with
  * bw_shard_table_members_free. */
-size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__V1__FleetMember ***out);
-void bw_shard_table_members_free(Bulkwrite__V1__FleetMember **members, size_t n);
+size_t bw_shard_table_members(bw_shard_table_t *t, Bulkwrite__Internal__V1__FleetMember ***out);
+void bw_shard_table_members_free(Bulkwrite__Internal__V1__FleetMember **members, size_t n);
 
 /* ---- server budgets ----
  * Under "server/<name>/budget" (ServerBudget, written by POST /v1/servers/{name}/budget):
@@ -117,20 +117,20 @@ typedef struct {
 
 /* The budget a record holds; rates outside the bounds are clamped (bw_ratelimit_clamp,
  * bw_ratelimit_clamp_rows), 0 stays "none". */
-void bw_server_budget_from_record(const Bulkwrite__V1__ServerBudget *r, bw_server_budget_t *out);
+void bw_server_budget_from_record(const Bulkwrite__Internal__V1__ServerBudget *r, bw_server_budget_t *out);
 /* Server `server`'s (an index of conf->servers) budget into *out (zeroed when none was
  * ever set); 1 if it has a record. Cheap: the consumer asks on every settings change. */
 int bw_shard_table_server_budget(bw_shard_table_t *t, int server, bw_server_budget_t *out);
-/* Its latest record, unpacked (free with bulkwrite__v1__server_budget__free_unpacked), or
+/* Its latest record, unpacked (free with bulkwrite__internal__v1__server_budget__free_unpacked), or
  * NULL: a change continues its history; GET /v1/shards shows it. */
-Bulkwrite__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_t *t, int server);
+Bulkwrite__Internal__V1__ServerBudget *bw_shard_table_server_budget_record(bw_shard_table_t *t, int server);
 
 /* ---- jobs ---- */
 /* 1 if the job of a message (its job_id: a job's, or a named job's part's) was cancelled.
  * Cheap when nothing was ever cancelled (the consumer asks for every message). */
 int bw_shard_table_job_cancelled(bw_shard_table_t *t, const char *job_id);
-/* The job's cancellation, unpacked (free with bulkwrite__v1__job_control__free_unpacked),
+/* The job's cancellation, unpacked (free with bulkwrite__internal__v1__job_control__free_unpacked),
  * or NULL. */
-Bulkwrite__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *job_id);
+Bulkwrite__Internal__V1__JobControl *bw_shard_table_job(bw_shard_table_t *t, const char *job_id);
 
 #endif

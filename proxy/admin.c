@@ -33,10 +33,10 @@ static json_t *setting_obj(const bw_config_t *conf, int shard, const bw_shard_se
 }
 
 /* A record's changes, newest first: [{at_ms, action, by, from, reason, setting}]. */
-static json_t *changes_arr(Bulkwrite__V1__ControlChange *const *changes, size_t n) {
+static json_t *changes_arr(Bulkwrite__Internal__V1__ControlChange *const *changes, size_t n) {
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++) {
-        const Bulkwrite__V1__ControlChange *h = changes[i];
+        const Bulkwrite__Internal__V1__ControlChange *h = changes[i];
         json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s}", "at_ms", (json_int_t)h->at_ms, "action",
                                            h->action, "by", h->by, "from", h->from, "reason", h->reason, "setting",
                                            h->setting));
@@ -44,11 +44,11 @@ static json_t *changes_arr(Bulkwrite__V1__ControlChange *const *changes, size_t 
     return a;
 }
 
-static json_t *history_arr(const Bulkwrite__V1__ShardControl *c) { return changes_arr(c->history, c->n_history); }
+static json_t *history_arr(const Bulkwrite__Internal__V1__ShardControl *c) { return changes_arr(c->history, c->n_history); }
 
 /* A server's budget record as JSON: the budgets in force (0 = none) and the audit; null
  * when no operator ever set one. */
-static json_t *budget_obj(const Bulkwrite__V1__ServerBudget *r) {
+static json_t *budget_obj(const Bulkwrite__Internal__V1__ServerBudget *r) {
     if (!r) return json_null();
     bw_server_budget_t b;
     bw_server_budget_from_record(r, &b);
@@ -63,14 +63,14 @@ static json_t *budget_obj(const Bulkwrite__V1__ServerBudget *r) {
 static json_t *servers_arr(const bw_config_t *conf, bw_shard_table_t *table) {
     json_t *a = json_array();
     for (int v = 0; v < conf->server_cnt; v++) {
-        Bulkwrite__V1__ServerBudget *r = bw_shard_table_server_budget_record(table, v);
+        Bulkwrite__Internal__V1__ServerBudget *r = bw_shard_table_server_budget_record(table, v);
         json_array_append_new(a, json_pack("{s:s, s:o}", "name", conf->servers[v].name, "budget", budget_obj(r)));
-        if (r) bulkwrite__v1__server_budget__free_unpacked(r, NULL);
+        if (r) bulkwrite__internal__v1__server_budget__free_unpacked(r, NULL);
     }
     return a;
 }
 
-char *bw_admin_budget_json(const bw_config_t *conf, int server, const Bulkwrite__V1__ServerBudget *r) {
+char *bw_admin_budget_json(const bw_config_t *conf, int server, const Bulkwrite__Internal__V1__ServerBudget *r) {
     const bw_server_t *sv = &conf->servers[server];
     json_t *o = json_pack("{s:s, s:i, s:i, s:o}", "server", sv->name, "first_shard", sv->first_shard, "last_shard",
                           sv->last_shard, "budget", budget_obj(r));
@@ -88,7 +88,7 @@ char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_s
 
 /* What Kafka holds for the shard and whether the proxy admits more (backlog.h), and
  * offsets the consumer found deleted before they were applied. */
-static json_t *backlog_obj(bw_backlog_t *backlog, int shard, const Bulkwrite__V1__ShardStatus *st) {
+static json_t *backlog_obj(bw_backlog_t *backlog, int shard, const Bulkwrite__Internal__V1__ShardStatus *st) {
     bw_backlog_view_t v;
     bw_backlog_view(backlog, shard, &v);
     json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "messages", (json_int_t)v.messages, "bytes",
@@ -108,7 +108,7 @@ static double finite_or_0(double x) { return isfinite(x) ? x : 0; }
  * throttle is off there. "throttled": the shard runs below its cap now (never in dry
  * run, where nothing is applied). For a caller without the admin role an unknown
  * signal's error (hosts, users, the server's words) is cut off, as scrub.h does. */
-static json_t *throttle_obj(const Bulkwrite__V1__ShardStatus *st, int admin) {
+static json_t *throttle_obj(const Bulkwrite__Internal__V1__ShardStatus *st, int admin) {
     if (!st || !st->throttle_state || !*st->throttle_state) return NULL;
     char reason[300];
     snprintf(reason, sizeof(reason), "%s", st->throttle_reason ? st->throttle_reason : "");
@@ -128,7 +128,7 @@ static json_t *throttle_obj(const Bulkwrite__V1__ShardStatus *st, int admin) {
 
 char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard, int admin) {
     (void)conf;
-    Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(table, shard);
+    Bulkwrite__Internal__V1__ShardStatus *st = bw_shard_table_status(table, shard);
     bw_shard_setting_t set;
     bw_shard_table_setting(table, shard, &set);
     json_t *t = throttle_obj(st, admin);
@@ -137,7 +137,7 @@ char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int 
     json_object_set_new(o, "throttle", t ? t : json_null());
     if (!st) json_object_set_new(o, "note", json_string("no consumer has reported this shard yet"));
     else if (!t) json_object_set_new(o, "note", json_string("the adaptive throttle is off (throttle.mode)"));
-    if (st) bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    if (st) bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
     char *out = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return out;
@@ -148,20 +148,20 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
     int64_t now = bw_wall_ms();
     for (int s = 0; s < conf->shard_count; s++) {
         bw_shard_setting_t set;
-        Bulkwrite__V1__ShardControl *rec = bw_shard_table_control(table, s);
+        Bulkwrite__Internal__V1__ShardControl *rec = bw_shard_table_control(table, s);
         if (rec) bw_shard_setting_from_record(rec, &set);
         else memset(&set, 0, sizeof(set));
         json_t *o = setting_obj(conf, s, &set, admin);
         if (rec) { /* only shards an operator changed: 4,096 empty lists say nothing */
             json_object_set_new(o, "history", history_arr(rec));
-            bulkwrite__v1__shard_control__free_unpacked(rec, NULL);
+            bulkwrite__internal__v1__shard_control__free_unpacked(rec, NULL);
         }
-        Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(table, s);
+        Bulkwrite__Internal__V1__ShardStatus *st = bw_shard_table_status(table, s);
         if (backlog) json_object_set_new(o, "backlog", backlog_obj(backlog, s, st));
         if (st) {
             json_t *errs = json_array();
             for (size_t i = 0; i < st->n_recent_errors; i++) {
-                const Bulkwrite__V1__ShardError *e = st->recent_errors[i];
+                const Bulkwrite__Internal__V1__ShardError *e = st->recent_errors[i];
                 char scrubbed[160];
                 json_array_append_new(errs, json_pack("{s:I, s:s, s:s}", "at_ms", (json_int_t)e->at_ms, "kind", e->kind,
                                                       "message", admin ? e->message
@@ -184,7 +184,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
             json_object_set_new(c, "statements", json_integer((json_int_t)st->statements));
             json_t *dead = json_array(); /* the jobs to look at: their failures have every op */
             for (size_t i = 0; i < st->n_recent_dead_letters; i++) {
-                const Bulkwrite__V1__DeadLetterNote *d = st->recent_dead_letters[i];
+                const Bulkwrite__Internal__V1__DeadLetterNote *d = st->recent_dead_letters[i];
                 json_t *n = json_pack("{s:I, s:s, s:i, s:i}", "at_ms", (json_int_t)d->at_ms, "job_id",
                                       d->job_id ? d->job_id : "", "ops", (int)d->ops, "error_code", (int)d->error_code);
                 if (admin) json_object_set_new(n, "reason", json_string(d->reason ? d->reason : "")); /* holds values */
@@ -199,7 +199,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
             if (st->n_lanes) { /* priority lanes: each one's lag, share and backlog */
                 json_t *lanes = json_array();
                 for (size_t i = 0; i < st->n_lanes; i++) {
-                    const Bulkwrite__V1__LaneStatus *l = st->lanes[i];
+                    const Bulkwrite__Internal__V1__LaneStatus *l = st->lanes[i];
                     json_t *lo = json_pack("{s:s, s:i, s:I, s:I, s:I, s:I}", "lane", l->lane ? l->lane : "", "weight",
                                            (int)l->weight, "lag", (json_int_t)l->lag, "statements",
                                            (json_int_t)l->statements, "applied_offset", (json_int_t)l->applied_offset,
@@ -214,7 +214,7 @@ char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_
                 json_object_set_new(json_object_get(o, "consumer"), "lanes", lanes);
             }
             if (!admin) json_object_del(json_object_get(o, "consumer"), "instance"); /* a host name */
-            bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+            bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
         } else {
             json_object_set_new(o, "consumer", json_null()); /* no consumer has reported it yet */
         }
@@ -311,7 +311,7 @@ void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size
 }
 
 int bw_admin_control_update(int shard, const char *action, const char *body, size_t len,
-                            Bulkwrite__V1__ShardControl *const *prev, const bw_admin_caller_t *caller,
+                            Bulkwrite__Internal__V1__ShardControl *const *prev, const bw_admin_caller_t *caller,
                             bw_shard_setting_t *set, bw_admin_records_t *out, char *err, size_t esz) {
     memset(out, 0, sizeof(*out));
     json_t *j = NULL;
@@ -404,7 +404,7 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
 
     char setting[160];
     bw_admin_setting_text(set, setting, sizeof(setting));
-    Bulkwrite__V1__ControlChange now = BULKWRITE__V1__CONTROL_CHANGE__INIT;
+    Bulkwrite__Internal__V1__ControlChange now = BULKWRITE__INTERNAL__V1__CONTROL_CHANGE__INIT;
     now.at_ms = set->updated_at_ms;
     now.action = (char *)action;
     now.by = set->changed_by;
@@ -413,13 +413,13 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
     now.setting = setting;
     for (int k = 0; k < BW_CONTROL_KEYS; k++) {
         if (!writes[k]) continue;
-        const Bulkwrite__V1__ShardControl *was = prev ? prev[k] : NULL;
-        Bulkwrite__V1__ControlChange *history[BW_CONTROL_HISTORY];
+        const Bulkwrite__Internal__V1__ShardControl *was = prev ? prev[k] : NULL;
+        Bulkwrite__Internal__V1__ControlChange *history[BW_CONTROL_HISTORY];
         size_t n = 0;
         history[n++] = &now;
         for (size_t i = 0; was && i < was->n_history && n < BW_CONTROL_HISTORY; i++) history[n++] = was->history[i];
         /* the field's own members, and the audit; the other fields stay unset */
-        Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
+        Bulkwrite__Internal__V1__ShardControl c = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
         c.shard = (uint32_t)shard;
         if (k == BW_CONTROL_PAUSE) c.paused = set->paused;
         if (k == BW_CONTROL_RATE) {
@@ -439,9 +439,9 @@ int bw_admin_control_update(int shard, const char *action, const char *body, siz
         c.n_history = n;
         size_t i = out->n++;
         out->key[i] = (bw_control_key_t)k;
-        out->len[i] = bulkwrite__v1__shard_control__get_packed_size(&c);
+        out->len[i] = bulkwrite__internal__v1__shard_control__get_packed_size(&c);
         if (!(out->data[i] = malloc(out->len[i] ? out->len[i] : 1))) abort();
-        bulkwrite__v1__shard_control__pack(&c, out->data[i]);
+        bulkwrite__internal__v1__shard_control__pack(&c, out->data[i]);
     }
     return 0;
 }
@@ -486,7 +486,7 @@ static int budget_body_check(json_t *j, char *err, size_t esz) {
     return 0;
 }
 
-int bw_admin_budget_update(const char *server, const char *body, size_t len, const Bulkwrite__V1__ServerBudget *prev,
+int bw_admin_budget_update(const char *server, const char *body, size_t len, const Bulkwrite__Internal__V1__ServerBudget *prev,
                            const bw_admin_caller_t *caller, bw_server_budget_t *out, void **data, size_t *dlen,
                            char *err, size_t esz) {
     *data = NULL;
@@ -516,18 +516,18 @@ int bw_admin_budget_update(const char *server, const char *body, size_t len, con
     snprintf(b.changed_from, sizeof(b.changed_from), "%s", caller->from);
     char setting[128];
     bw_admin_budget_text(&b, setting, sizeof(setting));
-    Bulkwrite__V1__ControlChange now = BULKWRITE__V1__CONTROL_CHANGE__INIT;
+    Bulkwrite__Internal__V1__ControlChange now = BULKWRITE__INTERNAL__V1__CONTROL_CHANGE__INIT;
     now.at_ms = b.updated_at_ms;
     now.action = "budget";
     now.by = b.changed_by;
     now.from = b.changed_from;
     now.reason = b.reason;
     now.setting = setting;
-    Bulkwrite__V1__ControlChange *history[BW_CONTROL_HISTORY];
+    Bulkwrite__Internal__V1__ControlChange *history[BW_CONTROL_HISTORY];
     size_t n = 0;
     history[n++] = &now;
     for (size_t i = 0; prev && i < prev->n_history && n < BW_CONTROL_HISTORY; i++) history[n++] = prev->history[i];
-    Bulkwrite__V1__ServerBudget rec = BULKWRITE__V1__SERVER_BUDGET__INIT;
+    Bulkwrite__Internal__V1__ServerBudget rec = BULKWRITE__INTERNAL__V1__SERVER_BUDGET__INIT;
     rec.server = (char *)server;
     rec.rate = b.rate;
     rec.row_rate = b.row_rate;
@@ -537,9 +537,9 @@ int bw_admin_budget_update(const char *server, const char *body, size_t len, con
     rec.reason = b.reason;
     rec.history = history;
     rec.n_history = n;
-    *dlen = bulkwrite__v1__server_budget__get_packed_size(&rec);
+    *dlen = bulkwrite__internal__v1__server_budget__get_packed_size(&rec);
     if (!(*data = malloc(*dlen ? *dlen : 1))) abort();
-    bulkwrite__v1__server_budget__pack(&rec, *data);
+    bulkwrite__internal__v1__server_budget__pack(&rec, *data);
     *out = b;
     return 0;
 }

@@ -84,7 +84,7 @@ typedef struct {
  * NULL for none), at most BW_CONTROL_HISTORY. Into *out (free with
  * bw_admin_records_free). -1 with err (the client's mistake) otherwise, *out empty. */
 int bw_admin_control_update(int shard, const char *action, const char *body, size_t len,
-                            Bulkwrite__V1__ShardControl *const *prev, const bw_admin_caller_t *caller,
+                            Bulkwrite__Internal__V1__ShardControl *const *prev, const bw_admin_caller_t *caller,
                             bw_shard_setting_t *set, bw_admin_records_t *out, char *err, size_t esz);
 void bw_admin_records_free(bw_admin_records_t *r);
 
@@ -100,7 +100,7 @@ void bw_admin_setting_text(const bw_shard_setting_t *set, char *out, size_t size
  * its history is this change followed by prev's, at most BW_CONTROL_HISTORY. Packed
  * into *data (malloc'd, *dlen bytes), the budget it holds into *out. -1 with err (the
  * client's mistake: a rate out of bounds, an unknown member) otherwise, nothing made. */
-int bw_admin_budget_update(const char *server, const char *body, size_t len, const Bulkwrite__V1__ServerBudget *prev,
+int bw_admin_budget_update(const char *server, const char *body, size_t len, const Bulkwrite__Internal__V1__ServerBudget *prev,
                            const bw_admin_caller_t *caller, bw_server_budget_t *out, void **data, size_t *dlen,
                            char *err, size_t esz);
 /* The budget as one line: "40 stmt/s; no row budget". */
@@ -108,6 +108,6 @@ void bw_admin_budget_text(const bw_server_budget_t *b, char *out, size_t size);
 /* The reply to a budget change (malloc'd JSON): {"server", "first_shard", "last_shard",
  * "budget": {"rate", "row_rate", "changed_at_ms", "changed_by", "changed_from", "reason",
  * "history"} or null}, from the server's record r (NULL: none). */
-char *bw_admin_budget_json(const bw_config_t *conf, int server, const Bulkwrite__V1__ServerBudget *r);
+char *bw_admin_budget_json(const bw_config_t *conf, int server, const Bulkwrite__Internal__V1__ServerBudget *r);
 
 #endif

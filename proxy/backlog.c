@@ -166,12 +166,12 @@ void bw_backlog_observe(bw_backlog_t *b, int shard, int64_t applied, int64_t hig
     pthread_mutex_unlock(&b->mu);
 }
 
-void bw_backlog_on_status(void *ud, int shard, const Bulkwrite__V1__ShardStatus *st) {
+void bw_backlog_on_status(void *ud, int shard, const Bulkwrite__Internal__V1__ShardStatus *st) {
     bw_backlog_t *b = ud;
     /* a status record from before this field existed carries 0: not an offset we trust */
     if (st->applied_offset || st->high_watermark) bw_backlog_observe(b, shard, st->applied_offset, st->high_watermark, -1);
     for (size_t i = 0; i < st->n_lanes; i++) { /* the other lanes' partitions of the shard */
-        const Bulkwrite__V1__LaneStatus *l = st->lanes[i];
+        const Bulkwrite__Internal__V1__LaneStatus *l = st->lanes[i];
         int lane = bw_config_lane(b->conf, l->lane);
         if (lane > 0 && (l->applied_offset || l->high_watermark))
             bw_backlog_observe(b, bw_config_slot(b->conf, lane, shard), l->applied_offset, l->high_watermark, -1);

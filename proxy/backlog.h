@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 
 typedef struct bw_backlog bw_backlog_t;
@@ -66,7 +66,7 @@ void bw_backlog_settle(bw_backlog_t *b, int shard, size_t bytes, int64_t offset)
 /* Offsets learned elsewhere (status records, ListOffsets); -1 = not known. */
 void bw_backlog_observe(bw_backlog_t *b, int shard, int64_t applied, int64_t high, int64_t low);
 /* The status-record hook of the shard table (shardtable.h). */
-void bw_backlog_on_status(void *ud, int shard, const Bulkwrite__V1__ShardStatus *st);
+void bw_backlog_on_status(void *ud, int shard, const Bulkwrite__Internal__V1__ShardStatus *st);
 
 void bw_backlog_view(bw_backlog_t *b, int shard, bw_backlog_view_t *view);
 

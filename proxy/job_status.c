@@ -22,7 +22,7 @@ static int failure_cmp(const void *a, const void *b) {
 
 /* Reads the counts and failure sample of the record's shards on server sv from their
  * ledgers. `mine` has room for every shard of the record. */
-static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__V1__JobRecord *rec, int named,
+static void read_server(const bw_config_t *conf, int sv, const Bulkwrite__Internal__V1__JobRecord *rec, int named,
                         Bulkwrite__V1__JobShard **shards, bw_ledger_job_shard_t *mine, bw_ledger_failure_t *fails,
                         size_t *fail_cnt, int admin) {
     char err[512] = "";
@@ -65,7 +65,7 @@ done:
     bw_buf_free(&q);
 }
 
-void bw_jobs_lane_lost(const Bulkwrite__V1__ShardStatus *st, const char *lane, int64_t *from, int64_t *to) {
+void bw_jobs_lane_lost(const Bulkwrite__Internal__V1__ShardStatus *st, const char *lane, int64_t *from, int64_t *to) {
     *from = st->lost_from, *to = st->lost_to; /* the default lane's, also from consumers without lanes */
     if (!lane || !lane[0] || strcmp(lane, "default") == 0) return;
     *from = *to = 0;
@@ -73,7 +73,7 @@ void bw_jobs_lane_lost(const Bulkwrite__V1__ShardStatus *st, const char *lane, i
         if (st->lanes[i]->lane && strcmp(st->lanes[i]->lane, lane) == 0) *from = st->lanes[i]->lost_from, *to = st->lanes[i]->lost_to;
 }
 
-int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const char *lane, const Bulkwrite__V1__ShardOps *ops) {
+int bw_jobs_lost_here(const Bulkwrite__Internal__V1__ShardStatus *st, const char *lane, const Bulkwrite__Internal__V1__ShardOps *ops) {
     int64_t from, to;
     bw_jobs_lane_lost(st, lane, &from, &to);
     return to > from && ops->first_offset < to && ops->last_offset >= from;
@@ -83,9 +83,9 @@ int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const char *lane, co
  * Kafka before they were applied: lost where the job had messages in that gap (the ops
  * of its messages behind the gap are counted with them), blocked where all of them lie
  * behind it. */
-static void mark_lost(bw_shard_table_t *table, const char *lane, const Bulkwrite__V1__ShardOps *ops,
+static void mark_lost(bw_shard_table_t *table, const char *lane, const Bulkwrite__Internal__V1__ShardOps *ops,
                       Bulkwrite__V1__JobShard *js) {
-    Bulkwrite__V1__ShardStatus *st = table && js->pending ? bw_shard_table_status(table, (int)js->shard) : NULL;
+    Bulkwrite__Internal__V1__ShardStatus *st = table && js->pending ? bw_shard_table_status(table, (int)js->shard) : NULL;
     if (!st) return;
     int64_t lost_from, lost_to;
     bw_jobs_lane_lost(st, lane, &lost_from, &lost_to);
@@ -105,11 +105,11 @@ static void mark_lost(bw_shard_table_t *table, const char *lane, const Bulkwrite
         js->lost = js->pending;
         js->pending = 0;
     }
-    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
 }
 
 /* The next offset the shard applies in the lane (from its consumer's status), -1 unknown. */
-static int64_t lane_applied(const Bulkwrite__V1__ShardStatus *st, const char *lane) {
+static int64_t lane_applied(const Bulkwrite__Internal__V1__ShardStatus *st, const char *lane) {
     if (!lane || !lane[0] || strcmp(lane, "default") == 0) return st->applied_offset;
     for (size_t i = 0; i < st->n_lanes; i++)
         if (st->lanes[i]->lane && strcmp(st->lanes[i]->lane, lane) == 0) return st->lanes[i]->applied_offset;
@@ -118,20 +118,20 @@ static int64_t lane_applied(const Bulkwrite__V1__ShardStatus *st, const char *la
 
 /* A cancelled job's ops still pending on a shard whose consumer has passed the job's
  * last message there were skipped (not applied, not in the ledger): cancelled. */
-static void mark_cancelled(bw_shard_table_t *table, const char *lane, const Bulkwrite__V1__ShardOps *ops,
+static void mark_cancelled(bw_shard_table_t *table, const char *lane, const Bulkwrite__Internal__V1__ShardOps *ops,
                            Bulkwrite__V1__JobShard *js) {
-    Bulkwrite__V1__ShardStatus *st = table && js->pending ? bw_shard_table_status(table, (int)js->shard) : NULL;
+    Bulkwrite__Internal__V1__ShardStatus *st = table && js->pending ? bw_shard_table_status(table, (int)js->shard) : NULL;
     if (!st) return;
     if (lane_applied(st, lane) > ops->last_offset) {
         js->cancelled = js->pending;
         js->pending = 0;
     }
-    bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+    bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
 }
 
 /* The schedule of the job (not_before, after) and, while ops are held, what they wait
  * for in words. */
-static void describe_wait(const Bulkwrite__V1__JobRecord *rec, Bulkwrite__V1__JobStatus *st) {
+static void describe_wait(const Bulkwrite__Internal__V1__JobRecord *rec, Bulkwrite__V1__JobStatus *st) {
     st->not_before_ms = rec->not_before_ms;
     st->n_after = rec->n_after;
     st->after = calloc(rec->n_after + 1, sizeof(*st->after));
@@ -151,7 +151,7 @@ static void describe_wait(const Bulkwrite__V1__JobRecord *rec, Bulkwrite__V1__Jo
     bw_buf_free(&w);
 }
 
-void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
+void bw_jobs_status(const bw_config_t *conf, Bulkwrite__Internal__V1__JobRecord *rec, const char *job_id,
                     bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st) {
     /* the record comes from Kafka: trust only what was checked (the id from the URL,
      * shards in range) */
@@ -185,7 +185,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
     for (int sv = 0; sv < conf->server_cnt; sv++)
         read_server(conf, sv, rec, named != NULL, st->shards, mine, fails, &fail_cnt, admin);
     free(mine);
-    Bulkwrite__V1__JobControl *jc = table ? bw_shard_table_job(table, job_id) : NULL;
+    Bulkwrite__Internal__V1__JobControl *jc = table ? bw_shard_table_job(table, job_id) : NULL;
     if (jc && jc->cancelled) {
         st->cancelled_at_ms = jc->at_ms;
         free(st->cancelled_by);
@@ -215,7 +215,7 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, cons
         st->failed += js->failed;
         st->pending += js->pending;
     }
-    if (jc) bulkwrite__v1__job_control__free_unpacked(jc, NULL);
+    if (jc) bulkwrite__internal__v1__job_control__free_unpacked(jc, NULL);
     describe_wait(rec, st);
     /* ops answered 429 or 503 that the client is to send again under the request_id */
     st->resend_awaited = !named && !rec->complete && rec->request_id && rec->request_id[0] && !st->cancelled_at_ms;
@@ -275,7 +275,7 @@ void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table
         int rc = bw_jobs_record(j, st->after[i], &raw, &len);
         p->expired = rc == -1;
         if (rc) continue;
-        Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+        Bulkwrite__Internal__V1__JobRecord *rec = bulkwrite__internal__v1__job_record__unpack(NULL, len, raw);
         free(raw);
         if (!rec) continue;
         bw_jobs_named_t named;
@@ -284,7 +284,7 @@ void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table
         char *record_id = rec->job_id;
         bw_jobs_status(conf, rec, st->after[i], table, 1, is_named ? &named : NULL, &ps);
         rec->job_id = record_id;
-        bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+        bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
         p->found = 1;
         p->finished = ps.finished;
         p->submitted = ps.submitted;
@@ -443,7 +443,7 @@ static json_t *failure_json(const bw_ledger_failure_t *f, int named, const char 
     return o;
 }
 
-char *bw_jobs_failures_json(const bw_config_t *conf, const Bulkwrite__V1__JobRecord *rec, const char *job_id,
+char *bw_jobs_failures_json(const bw_config_t *conf, const Bulkwrite__Internal__V1__JobRecord *rec, const char *job_id,
                             int named, int admin, const bw_jobs_cursor_t *after, unsigned code, const char *reason,
                             size_t limit, char *err, size_t esz) {
     /* the shards of the job from the cursor's on, by number, with their failed counts */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 #include "jobs.h"
 #include "shardtable.h"
@@ -26,7 +26,7 @@
  * cancelled job (table's JobControl) reports, per shard, the ops its consumer skipped
  * (pending ops behind the shard's applied offset) as cancelled. Every string and array of st is malloc'd: free with
  * bw_jobs_status_free. */
-void bw_jobs_status(const bw_config_t *conf, Bulkwrite__V1__JobRecord *rec, const char *job_id,
+void bw_jobs_status(const bw_config_t *conf, Bulkwrite__Internal__V1__JobRecord *rec, const char *job_id,
                     bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st);
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
 /* Fills st->prerequisites: each job of st->after, as its own status says now (its
@@ -43,9 +43,9 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);
 
 /* 1 if the shard's status names a range lost in Kafka that holds messages of the job
  * (its first and last offsets on the shard). */
-int bw_jobs_lost_here(const Bulkwrite__V1__ShardStatus *st, const char *lane, const Bulkwrite__V1__ShardOps *ops);
+int bw_jobs_lost_here(const Bulkwrite__Internal__V1__ShardStatus *st, const char *lane, const Bulkwrite__Internal__V1__ShardOps *ops);
 /* The range [*from, *to) of `lane`'s partition of the shard lost in Kafka (empty if equal). */
-void bw_jobs_lane_lost(const Bulkwrite__V1__ShardStatus *st, const char *lane, int64_t *from, int64_t *to);
+void bw_jobs_lane_lost(const Bulkwrite__Internal__V1__ShardStatus *st, const char *lane, int64_t *from, int64_t *to);
 
 #define BW_JOB_FAILURE_SAMPLE 20
 
@@ -65,7 +65,7 @@ int bw_jobs_cursor_parse(const char *text, bw_jobs_cursor_t *c);
  * contains `reason` when not NULL. "next" is the cursor of the next page, null on the
  * last one. The ledgers are read as proxy_user. NULL with err when a shard's ledger
  * could not be read. */
-char *bw_jobs_failures_json(const bw_config_t *conf, const Bulkwrite__V1__JobRecord *rec, const char *job_id,
+char *bw_jobs_failures_json(const bw_config_t *conf, const Bulkwrite__Internal__V1__JobRecord *rec, const char *job_id,
                             int named, int admin, const bw_jobs_cursor_t *after, unsigned code, const char *reason,
                             size_t limit, char *err, size_t esz);
 

@@ -164,9 +164,9 @@ void bw_jobs_put(bw_jobs_t *j, const char *job_id, const void *rec, size_t len) 
 
 /* Parts a record says were taken: they only grow from one attempt to the next. */
 static size_t parts_taken(const void *rec, size_t len) {
-    Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, len, rec);
+    Bulkwrite__Internal__V1__JobRecord *r = bulkwrite__internal__v1__job_record__unpack(NULL, len, rec);
     size_t n = r ? r->n_accepted_parts : 0;
-    if (r) bulkwrite__v1__job_record__free_unpacked(r, NULL);
+    if (r) bulkwrite__internal__v1__job_record__free_unpacked(r, NULL);
     return n;
 }
 
@@ -179,7 +179,7 @@ static named_t *find_named(bw_jobs_t *j, const char *id) {
 }
 
 /* Notes a named job's part: the job's id, its number, whether it is the last. */
-static void note_part(bw_jobs_t *j, const Bulkwrite__V1__JobRecord *r) {
+static void note_part(bw_jobs_t *j, const Bulkwrite__Internal__V1__JobRecord *r) {
     if (!r->job || !valid_id(r->job, strlen(r->job))) return;
     named_t *n = find_named(j, r->job);
     if (!n) {
@@ -210,7 +210,7 @@ static void note_part(bw_jobs_t *j, const Bulkwrite__V1__JobRecord *r) {
 }
 
 /* Notes a job first read now at the head of the recent ring. @locks mu MUST be held */
-static void note_recent(bw_jobs_t *j, const char *id, const Bulkwrite__V1__JobRecord *r) {
+static void note_recent(bw_jobs_t *j, const char *id, const Bulkwrite__Internal__V1__JobRecord *r) {
     const char *job = r->job && valid_id(r->job, strlen(r->job)) ? r->job : id;
     for (size_t i = 0; i < j->recent_cnt; i++)
         if (memcmp(j->recent[i].id, job, 32) == 0) return;
@@ -244,7 +244,7 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
     void *copy = malloc(vlen);
     if (!copy) abort();
     memcpy(copy, val, vlen);
-    Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, vlen, val);
+    Bulkwrite__Internal__V1__JobRecord *r = bulkwrite__internal__v1__job_record__unpack(NULL, vlen, val);
     pthread_mutex_lock(&j->mu);
     if (version >= 0) { /* read from the topic: this proxy's own puts (-1) are counted when read back */
         j->read_bytes += klen + vlen + 100; /* a record's framing in its message set, about */
@@ -283,7 +283,7 @@ static void on_record(void *ud, const void *key, size_t klen, const void *val, s
     }
     bw_timers_position(j->timers, j->read_bytes, j->read_records);
     pthread_mutex_unlock(&j->mu);
-    if (r) bulkwrite__v1__job_record__free_unpacked(r, NULL);
+    if (r) bulkwrite__internal__v1__job_record__free_unpacked(r, NULL);
 }
 
 bw_jobs_t *bw_jobs_start(const bw_config_t *conf, const char *brokers, char *errstr, size_t errstr_size) {
@@ -385,7 +385,7 @@ int bw_jobs_named(bw_jobs_t *j, const char *job_id, bw_jobs_named_t *out) {
 
 /* Adds a held part's schedule to a named job's merged record: the earliest not_before,
  * and its prerequisites (each once, at most BW_AFTER_MAX; rec->after points into ids). */
-static void merge_schedule(Bulkwrite__V1__JobRecord *rec, const Bulkwrite__V1__JobRecord *part,
+static void merge_schedule(Bulkwrite__Internal__V1__JobRecord *rec, const Bulkwrite__Internal__V1__JobRecord *part,
                            char ids[][33]) {
     if (part->not_before_ms && (!rec->not_before_ms || part->not_before_ms < rec->not_before_ms))
         rec->not_before_ms = part->not_before_ms;
@@ -410,15 +410,15 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
     if (nranges) memcpy(ranges, n->parts.r, sizeof(*ranges) * nranges);
     pthread_mutex_unlock(&j->mu);
     int shard_count = j->conf->shard_count;
-    Bulkwrite__V1__ShardOps *per = calloc((size_t)shard_count, sizeof(*per));
-    Bulkwrite__V1__ShardOps **sop = calloc((size_t)shard_count + 1, sizeof(*sop));
+    Bulkwrite__Internal__V1__ShardOps *per = calloc((size_t)shard_count, sizeof(*per));
+    Bulkwrite__Internal__V1__ShardOps **sop = calloc((size_t)shard_count + 1, sizeof(*sop));
     if (!per || !sop) abort();
     for (int sh = 0; sh < shard_count; sh++) {
-        bulkwrite__v1__shard_ops__init(&per[sh]);
+        bulkwrite__internal__v1__shard_ops__init(&per[sh]);
         per[sh].shard = (uint32_t)sh;
         per[sh].first_offset = -1;
     }
-    Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
+    Bulkwrite__Internal__V1__JobRecord rec = BULKWRITE__INTERNAL__V1__JOB_RECORD__INIT;
     char after_ids[BW_AFTER_MAX][33];
     char *after_ptrs[BW_AFTER_MAX];
     for (int i = 0; i < BW_AFTER_MAX; i++) after_ptrs[i] = after_ids[i];
@@ -433,22 +433,22 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
             int rc = bw_jobs_record(j, pid, &raw, &raw_len);
             if (rc == -2) unknown = 1; /* not known now: the sums would be short; no answer rather than a wrong one */
             if (rc) continue;          /* -1: deleted by the topic's retention */
-            Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
+            Bulkwrite__Internal__V1__JobRecord *r = bulkwrite__internal__v1__job_record__unpack(NULL, raw_len, raw);
             free(raw);
             if (!r) continue;
             rec.ops += r->ops;
             rec.rejected += r->rejected;
             for (size_t i = 0; i < r->n_shards; i++) {
-                const Bulkwrite__V1__ShardOps *o = r->shards[i];
+                const Bulkwrite__Internal__V1__ShardOps *o = r->shards[i];
                 if (o->shard >= (uint32_t)shard_count) continue;
-                Bulkwrite__V1__ShardOps *m = &per[o->shard];
+                Bulkwrite__Internal__V1__ShardOps *m = &per[o->shard];
                 m->ops += o->ops;
                 m->held_ops += o->held_ops;
                 if (m->first_offset < 0 || o->first_offset < m->first_offset) m->first_offset = o->first_offset;
                 if (o->last_offset > m->last_offset) m->last_offset = o->last_offset;
             }
             merge_schedule(&rec, r, after_ids);
-            bulkwrite__v1__job_record__free_unpacked(r, NULL);
+            bulkwrite__internal__v1__job_record__free_unpacked(r, NULL);
         }
     free(ranges);
     if (unknown) {
@@ -468,9 +468,9 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
     rec.created_at_ms = info.created_at_ms;
     rec.job_last = info.last >= 0;
     rec.job_part = info.last >= 0 ? (uint32_t)info.last : 0;
-    *len = bulkwrite__v1__job_record__get_packed_size(&rec);
+    *len = bulkwrite__internal__v1__job_record__get_packed_size(&rec);
     if (!(*out = malloc(*len + 1))) abort();
-    bulkwrite__v1__job_record__pack(&rec, *out);
+    bulkwrite__internal__v1__job_record__pack(&rec, *out);
     free(per);
     free(sop);
     return 0;

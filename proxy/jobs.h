@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/v1/bulkwrite.pb-c.h"
 #include "config.h"
 #include "shardtable.h"
 #include "timers.h"

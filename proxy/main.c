@@ -94,12 +94,12 @@ static int listen_http(bw_daemon_t *d, char *status, size_t status_size) {
 /* The fleet turn's part for quotas (quota.h): this proxy's demand into its record, then
  * its shares of each client's quota from every proxy's; and whether it releases held
  * batches yet (release.c: the proxies that do share the shards). */
-static void fleet_fill(void *q, Bulkwrite__V1__FleetMember *rec, int64_t now_ms) {
+static void fleet_fill(void *q, Bulkwrite__Internal__V1__FleetMember *rec, int64_t now_ms) {
     (void)now_ms;
     bw_quota_fleet_fill(q, rec, bw_now_us());
     rec->releases = bw_release_running();
 }
-static void quota_read(void *q, const char *self, Bulkwrite__V1__FleetMember *const *members, size_t n,
+static void quota_read(void *q, const char *self, Bulkwrite__Internal__V1__FleetMember *const *members, size_t n,
                        int64_t now_ms) {
     bw_quota_fleet_read(q, self, members, n, now_ms, bw_now_us());
 }

@@ -38,7 +38,7 @@ struct bw_quota {
     pthread_mutex_t mu;
     budget_t *buckets[BUCKETS];
     int64_t filled_us; /* the last demand interval's end; 0: none yet */
-    Bulkwrite__V1__ClientDemand *demand, **demand_ptrs; /* the last fill's, rec points at them */
+    Bulkwrite__Internal__V1__ClientDemand *demand, **demand_ptrs; /* the last fill's, rec points at them */
     size_t demand_cap;
     bw_quota_share_fn share_fn; /* told each share, or NULL */
     void *share_ud;
@@ -211,7 +211,7 @@ static void smooth(rate_t *r, double seconds) {
     r->asked = 0;
 }
 
-void bw_quota_fleet_fill(bw_quota_t *q, Bulkwrite__V1__FleetMember *rec, int64_t now_us) {
+void bw_quota_fleet_fill(bw_quota_t *q, Bulkwrite__Internal__V1__FleetMember *rec, int64_t now_us) {
     pthread_mutex_lock(&q->mu);
     double seconds = (double)(now_us - q->filled_us) / 1e6;
     int close = q->filled_us && seconds >= BW_FLEET_INTERVAL_MS / 2000.0;
@@ -229,8 +229,8 @@ void bw_quota_fleet_fill(bw_quota_t *q, Bulkwrite__V1__FleetMember *rec, int64_t
                 q->demand_ptrs = realloc(q->demand_ptrs, q->demand_cap * sizeof(*q->demand_ptrs));
                 if (!q->demand || !q->demand_ptrs) abort();
             }
-            Bulkwrite__V1__ClientDemand *d = &q->demand[n++];
-            bulkwrite__v1__client_demand__init(d);
+            Bulkwrite__Internal__V1__ClientDemand *d = &q->demand[n++];
+            bulkwrite__internal__v1__client_demand__init(d);
             d->client = b->client;
             d->ops_per_second = b->ops.demand;
             d->bytes_per_second = b->bytes.demand;
@@ -243,10 +243,10 @@ void bw_quota_fleet_fill(bw_quota_t *q, Bulkwrite__V1__FleetMember *rec, int64_t
 
 /* The client's demand in member m's record: 1 with *ops and *bytes (0 when the record is
  * older than BW_QUOTA_DEMAND_FRESH_MS), 0 when m does not list it. */
-static int demand_of(const Bulkwrite__V1__FleetMember *m, const char *client, int64_t now_ms, double *ops,
+static int demand_of(const Bulkwrite__Internal__V1__FleetMember *m, const char *client, int64_t now_ms, double *ops,
                      double *bytes) {
     for (size_t i = 0; i < m->n_demand; i++) {
-        const Bulkwrite__V1__ClientDemand *d = m->demand[i];
+        const Bulkwrite__Internal__V1__ClientDemand *d = m->demand[i];
         if (!d->client || strcmp(d->client, client)) continue;
         int fresh = now_ms - m->seen_at_ms <= BW_QUOTA_DEMAND_FRESH_MS;
         *ops = fresh ? d->ops_per_second : 0;
@@ -257,12 +257,12 @@ static int demand_of(const Bulkwrite__V1__FleetMember *m, const char *client, in
 }
 
 /* Whether m's record counts: another live proxy that agrees. */
-static int sharer(const Bulkwrite__V1__FleetMember *m, const char *self, int64_t now_ms) {
+static int sharer(const Bulkwrite__Internal__V1__FleetMember *m, const char *self, int64_t now_ms) {
     return m->role && !strcmp(m->role, "proxy") && m->instance && strcmp(m->instance, self) && m->agrees &&
            now_ms - m->seen_at_ms <= BW_FLEET_STALE_MS;
 }
 
-void bw_quota_fleet_read(bw_quota_t *q, const char *self, Bulkwrite__V1__FleetMember *const *members, size_t n,
+void bw_quota_fleet_read(bw_quota_t *q, const char *self, Bulkwrite__Internal__V1__FleetMember *const *members, size_t n,
                          int64_t now_ms, int64_t now_us) {
     double *ops = malloc((n + 1) * sizeof(*ops)), *bytes = malloc((n + 1) * sizeof(*bytes));
     if (!ops || !bytes) abort();

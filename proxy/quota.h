@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 
 typedef struct {
     double ops_per_second;   /* 0 = no limit */
@@ -87,12 +87,12 @@ void bw_quota_list(bw_quota_t *q, const char *client, const bw_quota_limits_t *l
 /* Closes the demand interval at now_us (one shorter than half BW_FLEET_INTERVAL_MS is
  * left open) and sets rec's demand to every listed client's; rec points into q until
  * the next call or bw_quota_free. */
-void bw_quota_fleet_fill(bw_quota_t *q, Bulkwrite__V1__FleetMember *rec, int64_t now_us);
+void bw_quota_fleet_fill(bw_quota_t *q, Bulkwrite__Internal__V1__FleetMember *rec, int64_t now_us);
 /* Sets every listed client's shares from the members' records (wall clock now_ms:
  * proxies only, that agree, seen within BW_FLEET_STALE_MS, that list the client; self's
  * own record skipped, its demand from the last fill instead); the buckets follow at
  * now_us. Logs a client's count of proxies when it changes. */
-void bw_quota_fleet_read(bw_quota_t *q, const char *self, Bulkwrite__V1__FleetMember *const *members, size_t n,
+void bw_quota_fleet_read(bw_quota_t *q, const char *self, Bulkwrite__Internal__V1__FleetMember *const *members, size_t n,
                          int64_t now_ms, int64_t now_us);
 /* The client's shares now (ops, bytes; 1 for an unknown client). */
 void bw_quota_shares(bw_quota_t *q, const char *client, double *ops_share, double *bytes_share);

@@ -90,7 +90,7 @@ static void prereq_read(prereq_t *p) {
      * without it means its retention deleted it, not that it is still to come */
     if (rc == -1) p->state = PREREQ_EXPIRED;
     if (rc) return;
-    Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+    Bulkwrite__Internal__V1__JobRecord *rec = bulkwrite__internal__v1__job_record__unpack(NULL, len, raw);
     free(raw);
     if (!rec) return;
     bw_jobs_named_t named;
@@ -98,7 +98,7 @@ static void prereq_read(prereq_t *p) {
     char *record_id = rec->job_id; /* bw_jobs_status points it at p->id */
     bw_jobs_status(proxy.conf, rec, p->id, proxy.shards, 1, is_named ? &named : NULL, &p->st);
     rec->job_id = record_id;
-    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
     p->state = PREREQ_READ;
 }
 
@@ -144,7 +144,7 @@ static const char *prereq_cancelled(prereqs_t *ps, const bw_timer_t *h) {
 /* A record's part in a turn. */
 typedef struct {
     const bw_timer_t *h;
-    Bulkwrite__V1__JobRecord *rec; /* unpacked when it is released, dropped or rewritten */
+    Bulkwrite__Internal__V1__JobRecord *rec; /* unpacked when it is released, dropped or rewritten */
     int lane;
     size_t first, count;           /* its messages in its lane's set */
     int drop;                      /* its job was cancelled: written without its held batches */
@@ -223,11 +223,11 @@ static void summarize(const turn_sum_t *t, int now) {
  * backlog full: `refused`, shared by the turn's records) holds back its shard's later
  * ones. waits: shard_count bytes, all 0, left so. */
 static void pick_batches(pick_t *p, size_t pi, prereqs_t *ps, lane_out_t *lo, uint8_t *refused, uint8_t *waits) {
-    const Bulkwrite__V1__JobRecord *rec = p->rec;
+    const Bulkwrite__Internal__V1__JobRecord *rec = p->rec;
     size_t shards = (size_t)proxy.conf->shard_count;
     p->first = lo->set.msg_cnt;
     for (size_t k = 0; k < rec->n_held; k++) {
-        const Bulkwrite__V1__HeldBatch *h = rec->held[k];
+        const Bulkwrite__Internal__V1__HeldBatch *h = rec->held[k];
         if (h->shard >= shards) continue; /* a record from another layout: never released */
         uint8_t *slot_refused = &refused[bw_config_slot(proxy.conf, p->lane, (int)h->shard)];
         if (waits[h->shard] || *slot_refused || !prereqs_done(ps, p->h, (int)h->shard)) {
@@ -261,19 +261,19 @@ static void pick_batches(pick_t *p, size_t pi, prereqs_t *ps, lane_out_t *lo, ui
  * none now. */
 static size_t pick_record(const pick_t *p, const lane_out_t *lo, const rd_kafka_resp_err_t *errs,
                           const int64_t *offsets, bw_arena_t *arena, void **out, size_t *out_len, int *empty) {
-    const Bulkwrite__V1__JobRecord *rec = p->rec;
-    Bulkwrite__V1__JobRecord o = *rec;
+    const Bulkwrite__Internal__V1__JobRecord *rec = p->rec;
+    Bulkwrite__Internal__V1__JobRecord o = *rec;
     size_t n = rec->n_held, released = 0;
     uint8_t *out_of_held = bw_arena_alloc(arena, n + 1);
     memset(out_of_held, 0, n + 1);
     o.accepted_parts = bw_arena_alloc(arena, (rec->n_accepted_parts + p->count + 1) * sizeof(uint32_t));
     if (rec->n_accepted_parts) memcpy(o.accepted_parts, rec->accepted_parts, rec->n_accepted_parts * sizeof(uint32_t));
-    Bulkwrite__V1__ShardOps *so = bw_arena_alloc(arena, (rec->n_shards + 1) * sizeof(*so));
+    Bulkwrite__Internal__V1__ShardOps *so = bw_arena_alloc(arena, (rec->n_shards + 1) * sizeof(*so));
     o.shards = bw_arena_alloc(arena, (rec->n_shards + 1) * sizeof(*o.shards));
     for (size_t i = 0; i < rec->n_shards; i++) so[i] = *rec->shards[i], o.shards[i] = &so[i];
     for (size_t i = p->first; i < p->first + p->count; i++) {
         if (errs[i]) continue;
-        const Bulkwrite__V1__HeldBatch *h = rec->held[lo->batch[i]];
+        const Bulkwrite__Internal__V1__HeldBatch *h = rec->held[lo->batch[i]];
         out_of_held[lo->batch[i]] = 1;
         o.accepted_parts[o.n_accepted_parts++] = h->part;
         released++;
@@ -292,9 +292,9 @@ static size_t pick_record(const pick_t *p, const lane_out_t *lo, const rd_kafka_
     if (released && !o.n_held) o.released_at_ms = bw_wall_ms();
     o.written_at_ms = bw_wall_ms();
     *empty = !o.n_held;
-    *out_len = bulkwrite__v1__job_record__get_packed_size(&o);
+    *out_len = bulkwrite__internal__v1__job_record__get_packed_size(&o);
     if (!(*out = malloc(*out_len + 1))) abort();
-    bulkwrite__v1__job_record__pack(&o, *out);
+    bulkwrite__internal__v1__job_record__pack(&o, *out);
     return released;
 }
 
@@ -375,13 +375,13 @@ static int job_cancelled(void *ud, const char *job) {
 static void own_shards(uint8_t *mine, int64_t now_ms) {
     const char *self = proxy.fleet.instance;
     size_t shards = (size_t)proxy.conf->shard_count;
-    Bulkwrite__V1__FleetMember **members;
+    Bulkwrite__Internal__V1__FleetMember **members;
     size_t n = bw_shard_table_members(proxy.shards, &members), live = 0;
     const char **names = malloc((n + 1) * sizeof(*names));
     if (!names) abort();
     names[live++] = self;
     for (size_t i = 0; i < n; i++) {
-        const Bulkwrite__V1__FleetMember *m = members[i];
+        const Bulkwrite__Internal__V1__FleetMember *m = members[i];
         if (m->role && !strcmp(m->role, "proxy") && m->instance && strcmp(m->instance, self) && m->agrees &&
             m->releases && now_ms - m->seen_at_ms <= OWNER_FRESH_MS)
             names[live++] = m->instance;
@@ -451,12 +451,12 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, const uint8_t *mine
         }
         if (only_cancel) continue;
         if (i < n_due && !h->owned) { /* another proxy's, on several shards: later records on them wait for it */
-            Bulkwrite__V1__JobRecord *r = bulkwrite__v1__job_record__unpack(NULL, h->len, h->rec);
+            Bulkwrite__Internal__V1__JobRecord *r = bulkwrite__internal__v1__job_record__unpack(NULL, h->len, h->rec);
             int lane = r ? bw_config_lane(proxy.conf, r->lane && r->lane[0] ? r->lane : "default") : -1;
             for (size_t k = 0; lane >= 0 && k < r->n_held; k++)
                 if (r->held[k]->shard < (uint32_t)proxy.conf->shard_count)
                     refused[bw_config_slot(proxy.conf, lane, (int)r->held[k]->shard)] = 1;
-            if (r) bulkwrite__v1__job_record__free_unpacked(r, NULL);
+            if (r) bulkwrite__internal__v1__job_record__free_unpacked(r, NULL);
             continue;
         }
         /* a prerequisite not complete anywhere holds every shard: no need to read the record */
@@ -465,7 +465,7 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, const uint8_t *mine
             sum.waiting++;
             continue;
         }
-        if (!(p->rec = bulkwrite__v1__job_record__unpack(NULL, h->len, h->rec))) continue;
+        if (!(p->rec = bulkwrite__internal__v1__job_record__unpack(NULL, h->len, h->rec))) continue;
         p->lane = bw_config_lane(proxy.conf, p->rec->lane && p->rec->lane[0] ? p->rec->lane : "default");
         if (p->lane < 0) {
             bw_log(BW_LOG_ERROR, COMPONENT, -1, h->id, "held batches of lane \"%s\", which the configuration no "
@@ -504,7 +504,7 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, const uint8_t *mine
         if (picks[i].h && picks[i].h->owned && !picks[i].drop && !picks[i].count) parked[n_parked++] = picks[i].h->id;
     if (n_parked) bw_timers_park(timers, parked, n_parked, bw_wall_ms() + IDLE_MS);
     for (size_t i = 0; i < n; i++)
-        if (picks[i].rec) bulkwrite__v1__job_record__free_unpacked(picks[i].rec, NULL);
+        if (picks[i].rec) bulkwrite__internal__v1__job_record__free_unpacked(picks[i].rec, NULL);
     for (int l = 0; l < BW_LANES_MAX; l++) {
         free(lanes[l].set.msgs);
         free(lanes[l].keys);

@@ -6,7 +6,7 @@
 
 #include "arena.h"
 #include "batcher.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/v1/bulkwrite.pb-c.h"
 #include "config.h"
 #include "request_decode.h"
 

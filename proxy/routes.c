@@ -107,7 +107,7 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const c
  * without the admin role reaches only its own jobs; another's is "no job", as if it did
  * not exist. */
 static int find_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client,
-                    Bulkwrite__V1__JobRecord **rec, enum MHD_Result *ret) {
+                    Bulkwrite__Internal__V1__JobRecord **rec, enum MHD_Result *ret) {
     *rec = NULL;
     if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
         return *ret = bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "a job id is 32 lower-case hex digits, not \"%.64s\"", id),
@@ -119,11 +119,11 @@ static int find_job(struct MHD_Connection *c, const char *id, const bw_auth_clie
         return *ret = bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "job %s cannot be read now (%s is not read to "
                                      "its end); ask again", id, proxy.conf->jobs_topic), -1;
     if (found == 0) {
-        *rec = bulkwrite__v1__job_record__unpack(NULL, raw_len, raw);
+        *rec = bulkwrite__internal__v1__job_record__unpack(NULL, raw_len, raw);
         free(raw);
         if (!*rec) return *ret = bw_reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "job %s: unreadable record", id), -1;
         if (!client || (client->roles & BW_ROLE_ADMIN) || strcmp((*rec)->client, client->name) == 0) return 0;
-        bulkwrite__v1__job_record__free_unpacked(*rec, NULL);
+        bulkwrite__internal__v1__job_record__free_unpacked(*rec, NULL);
         *rec = NULL;
     }
     *ret = bw_reply_error(c, MHD_HTTP_NOT_FOUND, "no job %s (jobs are kept as long as %s keeps them)", id,
@@ -135,7 +135,7 @@ static int find_job(struct MHD_Connection *c, const char *id, const bw_auth_clie
  * owner's or an admin's (find_job). Others than admins see errors scrubbed (scrub.h). */
 static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
     int admin = !client || (client->roles & BW_ROLE_ADMIN);
-    Bulkwrite__V1__JobRecord *rec;
+    Bulkwrite__Internal__V1__JobRecord *rec;
     enum MHD_Result ret;
     if (find_job(c, id, client, &rec, &ret)) return ret;
     bw_jobs_named_t named;
@@ -144,7 +144,7 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
     char *record_id = rec->job_id; /* freed with the record */
     bw_jobs_status(proxy.conf, rec, id, proxy.shards, admin, is_named ? &named : NULL, &st);
     rec->job_id = record_id;
-    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
     bw_jobs_prerequisites(proxy.jobs, proxy.conf, proxy.shards, &st);
     const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     if (accept && strstr(accept, "application/x-protobuf")) {
@@ -179,7 +179,7 @@ static enum MHD_Result handle_failures(struct MHD_Connection *c, const char *id,
     bw_jobs_cursor_t after = {0};
     if (after_s && bw_jobs_cursor_parse(after_s, &after))
         return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "after: a cursor from a page's \"next\", not \"%.64s\"", after_s);
-    Bulkwrite__V1__JobRecord *rec;
+    Bulkwrite__Internal__V1__JobRecord *rec;
     enum MHD_Result ret;
     if (find_job(c, id, client, &rec, &ret)) return ret;
     bw_jobs_named_t named;
@@ -187,7 +187,7 @@ static enum MHD_Result handle_failures(struct MHD_Connection *c, const char *id,
     char err[512] = "";
     char *body = bw_jobs_failures_json(proxy.conf, rec, id, is_named, admin, &after, (unsigned)code,
                                        reason && reason[0] ? reason : NULL, (size_t)limit, err, sizeof(err));
-    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
     if (!body) return bw_reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "job %s: %s; ask again", id, err);
     return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
 }
@@ -197,10 +197,10 @@ static enum MHD_Result handle_failures(struct MHD_Connection *c, const char *id,
  * messages it has not applied (shardtable.h). Its owner or an admin may; a job already
  * cancelled keeps its first cancellation. The reply is the job's status. */
 static enum MHD_Result handle_cancel(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
-    Bulkwrite__V1__JobRecord *rec;
+    Bulkwrite__Internal__V1__JobRecord *rec;
     enum MHD_Result ret;
     if (find_job(c, id, client, &rec, &ret)) return ret;
-    bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+    bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
     char from[INET6_ADDRSTRLEN];
     caller_address(c, from, sizeof(from));
     const char *reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason");
@@ -231,17 +231,17 @@ typedef struct {
     const char *key;
     size_t klen;
     bw_server_budget_t b;
-    Bulkwrite__V1__ServerBudget *now; /* as read back, else as written */
+    Bulkwrite__Internal__V1__ServerBudget *now; /* as read back, else as written */
 } budget_change_t;
 
 static int build_budget(void *ud, bw_change_t *ch, char *err, size_t esz) {
     budget_change_t *bc = ud;
-    Bulkwrite__V1__ServerBudget *prev = bw_shard_table_server_budget_record(proxy.shards, bc->server);
+    Bulkwrite__Internal__V1__ServerBudget *prev = bw_shard_table_server_budget_record(proxy.shards, bc->server);
     void *data;
     size_t dlen;
     int bad = bw_admin_budget_update(bc->t->server, bc->up->body ? bc->up->body : "", bc->up->len, prev, bc->caller,
                                      &bc->b, &data, &dlen, err, esz);
-    if (prev) bulkwrite__v1__server_budget__free_unpacked(prev, NULL);
+    if (prev) bulkwrite__internal__v1__server_budget__free_unpacked(prev, NULL);
     if (bad) return -1;
     bw_change_add(ch, bc->key, bc->klen, data, dlen);
     return 0;
@@ -251,7 +251,7 @@ static int build_budget(void *ud, bw_change_t *ch, char *err, size_t esz) {
 static void budget_done(void *ud, const bw_change_t *ch, rd_kafka_resp_err_t e, int read) {
     budget_change_t *bc = ud;
     if (!e && !(read && (bc->now = bw_shard_table_server_budget_record(proxy.shards, bc->server))))
-        bc->now = bulkwrite__v1__server_budget__unpack(NULL, ch->vlens[0], ch->vals[0]);
+        bc->now = bulkwrite__internal__v1__server_budget__unpack(NULL, ch->vlens[0], ch->vals[0]);
 }
 
 /* POST /v1/servers/{name}/budget: the server's one budget record ("server/<name>/budget",
@@ -278,7 +278,7 @@ static enum MHD_Result handle_budget(struct MHD_Connection *c, const bw_admin_ta
     bw_log(BW_LOG_INFO, COMPONENT, -1, NULL, "operator: budget of server %s (shards %d to %d) by %s from %s, now %s%s%s",
            t->server, t->first_shard, t->last_shard, caller.by, from, setting, bc.b.reason[0] ? ": " : "", bc.b.reason);
     char *body = bw_admin_budget_json(proxy.conf, bc.server, bc.now);
-    if (bc.now) bulkwrite__v1__server_budget__free_unpacked(bc.now, NULL);
+    if (bc.now) bulkwrite__internal__v1__server_budget__free_unpacked(bc.now, NULL);
     return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
 }
 
@@ -299,14 +299,14 @@ static int build_control(void *ud, bw_change_t *ch, char *err, size_t esz) {
     control_change_t *cc = ud;
     for (size_t i = 0; i < cc->n; i++) {
         int shard = cc->t->first_shard + (int)i;
-        Bulkwrite__V1__ShardControl *prev[BW_CONTROL_KEYS];
+        Bulkwrite__Internal__V1__ShardControl *prev[BW_CONTROL_KEYS];
         for (int k = 0; k < BW_CONTROL_KEYS; k++) prev[k] = bw_shard_table_record(proxy.shards, shard, (bw_control_key_t)k);
         bw_shard_table_setting(proxy.shards, shard, &cc->sets[i]);
         bw_admin_records_t recs;
         int bad = bw_admin_control_update(shard, cc->t->action, cc->up->body ? cc->up->body : "", cc->up->len, prev,
                                           cc->caller, &cc->sets[i], &recs, err, esz);
         for (int k = 0; k < BW_CONTROL_KEYS; k++)
-            if (prev[k]) bulkwrite__v1__shard_control__free_unpacked(prev[k], NULL);
+            if (prev[k]) bulkwrite__internal__v1__shard_control__free_unpacked(prev[k], NULL);
         if (bad) return -1;
         for (size_t j = 0; j < recs.n; j++) {
             char key[BW_CONTROL_KEY_MAX];

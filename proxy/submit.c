@@ -43,7 +43,7 @@ typedef struct {
     int has_rid;             /* a request_id or a named job's part: a resend is the same request */
     int hold;                /* scheduled (not_before later) or dependent (after): held in the record */
     uint8_t body_sha256[SHA256_DIGEST_LENGTH];
-    Bulkwrite__V1__JobRecord *prev; /* an earlier attempt's record (same request_id), owned */
+    Bulkwrite__Internal__V1__JobRecord *prev; /* an earlier attempt's record (same request_id), owned */
     bw_op_route_t *routes;
     bw_rejection_t *rejected;       /* op by op: validation and scopes */
     size_t rejected_cnt, scope_cnt;
@@ -75,11 +75,11 @@ static unsigned stop(submit_t *s, unsigned status, const char *fmt, ...) {
 /* The job's earlier record when the request has a request_id (a resend) and this proxy
  * knows it already, else NULL: parts it lists are not produced again. Not knowing it
  * only costs duplicates, which the shards skip. */
-static Bulkwrite__V1__JobRecord *previous_record(const submit_t *s) {
+static Bulkwrite__Internal__V1__JobRecord *previous_record(const submit_t *s) {
     void *raw;
     size_t len;
     if (!s->has_rid || bw_jobs_lookup(proxy.jobs, s->job_id, &raw, &len)) return NULL;
-    Bulkwrite__V1__JobRecord *prev = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+    Bulkwrite__Internal__V1__JobRecord *prev = bulkwrite__internal__v1__job_record__unpack(NULL, len, raw);
     free(raw);
     return prev;
 }
@@ -172,7 +172,7 @@ static unsigned join_named(submit_t *s) {
 
 /* 1 if job `id` exists and this caller may read it (its own, or any for an admin). A named
  * job's part is found by its own id too: with part_of, its record is then handed there. */
-static int job_visible(const submit_t *s, const char *id, Bulkwrite__V1__JobRecord **part_of) {
+static int job_visible(const submit_t *s, const char *id, Bulkwrite__Internal__V1__JobRecord **part_of) {
     const bw_auth_client_t *caller = s->up->client;
     int admin = !caller || (caller->roles & BW_ROLE_ADMIN), found = 0;
     bw_jobs_named_t info;
@@ -181,10 +181,10 @@ static int job_visible(const submit_t *s, const char *id, Bulkwrite__V1__JobReco
     if (bw_jobs_named(proxy.jobs, id, &info) == 0) {
         found = admin || strcmp(info.client, s->client) == 0;
     } else if (bw_jobs_record(proxy.jobs, id, &raw, &len) == 0) {
-        Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+        Bulkwrite__Internal__V1__JobRecord *rec = bulkwrite__internal__v1__job_record__unpack(NULL, len, raw);
         found = rec && (admin || strcmp(rec->client, s->client) == 0);
         if (found && part_of && rec->job && rec->job[0] && strcmp(rec->job, id)) *part_of = rec, rec = NULL;
-        if (rec) bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+        if (rec) bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
         free(raw);
     }
     return found;
@@ -227,13 +227,13 @@ static unsigned check_schedule(submit_t *s) {
         for (size_t k = 0; k < i; k++)
             if (strcmp(req->after[k], req->after[i]) == 0)
                 return stop(s, MHD_HTTP_BAD_REQUEST, "after: job %s is named twice", req->after[i]);
-        Bulkwrite__V1__JobRecord *part = NULL;
+        Bulkwrite__Internal__V1__JobRecord *part = NULL;
         if (!s->prev && !job_visible(s, req->after[i], &part))
             return stop(s, MHD_HTTP_BAD_REQUEST, "after: no job %s (a prerequisite must be accepted first)", req->after[i]);
         if (part) { /* a part alone is not finished when its job is: its other parts, its cancel */
             stop(s, MHD_HTTP_BAD_REQUEST, "after: %s is part %u of job %s; name the job's id", req->after[i],
                  part->job_part, part->job);
-            bulkwrite__v1__job_record__free_unpacked(part, NULL);
+            bulkwrite__internal__v1__job_record__free_unpacked(part, NULL);
             return s->status;
         }
     }
@@ -279,7 +279,7 @@ static unsigned name_job(submit_t *s) {
     if (s->named_job[0] && join_named(s)) return s->status;
     if (s->has_rid) SHA256((const unsigned char *)(s->up->body ? s->up->body : ""), s->up->len, s->body_sha256);
     s->prev = previous_record(s);
-    const Bulkwrite__V1__JobRecord *prev = s->prev;
+    const Bulkwrite__Internal__V1__JobRecord *prev = s->prev;
     if (prev && prev->body_sha256.len == sizeof(s->body_sha256) &&
         memcmp(prev->body_sha256.data, s->body_sha256, sizeof(s->body_sha256))) {
         char when[32];
@@ -328,7 +328,7 @@ static void batch(submit_t *s) {
  * full_reason[i] is set for refused messages. */
 static void admit_messages(submit_t *s) {
     const bw_batch_set_t *set = &s->set;
-    const Bulkwrite__V1__JobRecord *prev = s->prev;
+    const Bulkwrite__Internal__V1__JobRecord *prev = s->prev;
     int shards = proxy.conf->shard_count, lane = s->lane;
     const char **refused = bw_arena_alloc(&s->arena, sizeof(*refused) * (size_t)shards);
     memset(refused, 0, sizeof(*refused) * (size_t)shards);
@@ -342,9 +342,9 @@ static void admit_messages(submit_t *s) {
     memset(requeue, 0, (size_t)shards);
     for (size_t k = 0; prev && k < prev->n_shards; k++) {
         if (prev->shards[k]->shard >= (uint32_t)shards) continue;
-        Bulkwrite__V1__ShardStatus *st = bw_shard_table_status(proxy.shards, (int)prev->shards[k]->shard);
+        Bulkwrite__Internal__V1__ShardStatus *st = bw_shard_table_status(proxy.shards, (int)prev->shards[k]->shard);
         if (st && bw_jobs_lost_here(st, prev->lane, prev->shards[k])) requeue[prev->shards[k]->shard] = 1;
-        if (st) bulkwrite__v1__shard_status__free_unpacked(st, NULL);
+        if (st) bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
     }
     for (size_t i = 0; i < set->msg_cnt; i++)
         if (requeue[set->msgs[i].shard]) taken[i] = 0;
@@ -382,7 +382,7 @@ static void admit_messages(submit_t *s) {
  * not in the shards' partitions. A resend's parts that an earlier attempt held or had
  * released are taken before. */
 static void hold_messages(submit_t *s) {
-    const Bulkwrite__V1__JobRecord *prev = s->prev;
+    const Bulkwrite__Internal__V1__JobRecord *prev = s->prev;
     for (size_t i = 0; i < s->set.msg_cnt; i++) {
         s->fate[i] = BW_MSG_HELD;
         s->full_reason[i] = NULL;
@@ -448,9 +448,9 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
     const Bulkwrite__V1__BatchWriteRequest *req = s->req;
     const bw_batch_set_t *set = &s->set;
     int shard_count = proxy.conf->shard_count;
-    Bulkwrite__V1__JobRecord *prev = previous_record(s); /* again: attempts may have raced */
+    Bulkwrite__Internal__V1__JobRecord *prev = previous_record(s); /* again: attempts may have raced */
     uint8_t *taken = bw_arena_alloc(&s->arena, set->msg_cnt + 1);
-    Bulkwrite__V1__HeldBatch **held_before = bw_arena_alloc(&s->arena, (set->msg_cnt + 1) * sizeof(*held_before));
+    Bulkwrite__Internal__V1__HeldBatch **held_before = bw_arena_alloc(&s->arena, (set->msg_cnt + 1) * sizeof(*held_before));
     memset(held_before, 0, (set->msg_cnt + 1) * sizeof(*held_before));
     for (size_t i = 0; i < set->msg_cnt; i++)
         taken[i] = s->fate[i] == BW_MSG_TAKEN_BEFORE || s->fate[i] == BW_MSG_HELD ||
@@ -459,20 +459,20 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
         if (prev->accepted_parts[k] < set->msg_cnt) taken[prev->accepted_parts[k]] = 1;
     for (size_t k = 0; prev && k < prev->n_held; k++)
         if (prev->held[k]->part < set->msg_cnt) held_before[prev->held[k]->part] = prev->held[k];
-    Bulkwrite__V1__ShardOps *per_shard = bw_arena_alloc(&s->arena, sizeof(*per_shard) * (size_t)shard_count);
+    Bulkwrite__Internal__V1__ShardOps *per_shard = bw_arena_alloc(&s->arena, sizeof(*per_shard) * (size_t)shard_count);
     for (int sh = 0; sh < shard_count; sh++) {
-        bulkwrite__v1__shard_ops__init(&per_shard[sh]);
+        bulkwrite__internal__v1__shard_ops__init(&per_shard[sh]);
         per_shard[sh].shard = (uint32_t)sh;
         per_shard[sh].first_offset = -1;
     }
     uint32_t *parts = bw_arena_alloc(&s->arena, sizeof(uint32_t) * (set->msg_cnt + 1));
     size_t n_parts = 0, n_held = 0;
-    Bulkwrite__V1__HeldBatch *fresh = bw_arena_alloc(&s->arena, sizeof(*fresh) * (set->msg_cnt + 1));
-    Bulkwrite__V1__HeldBatch **held = bw_arena_alloc(&s->arena, sizeof(*held) * (set->msg_cnt + 1));
+    Bulkwrite__Internal__V1__HeldBatch *fresh = bw_arena_alloc(&s->arena, sizeof(*fresh) * (set->msg_cnt + 1));
+    Bulkwrite__Internal__V1__HeldBatch **held = bw_arena_alloc(&s->arena, sizeof(*held) * (set->msg_cnt + 1));
     for (size_t i = 0; i < set->msg_cnt; i++) {
         if (!taken[i]) continue;
         const bw_batch_msg_t *m = &set->msgs[i];
-        Bulkwrite__V1__ShardOps *so = &per_shard[m->shard];
+        Bulkwrite__Internal__V1__ShardOps *so = &per_shard[m->shard];
         so->ops += (uint32_t)m->op_cnt;
         if (s->fate[i] == BW_MSG_HELD || held_before[i]) { /* waits in this record, not in Kafka's partition */
             so->held_ops += (uint32_t)m->op_cnt;
@@ -480,8 +480,8 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
                 held[n_held++] = held_before[i];
                 continue;
             }
-            Bulkwrite__V1__HeldBatch *h = &fresh[n_held];
-            bulkwrite__v1__held_batch__init(h);
+            Bulkwrite__Internal__V1__HeldBatch *h = &fresh[n_held];
+            bulkwrite__internal__v1__held_batch__init(h);
             h->shard = (uint32_t)m->shard;
             h->part = (uint32_t)i;
             h->payload = (ProtobufCBinaryData){m->len, m->payload};
@@ -498,16 +498,16 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
     }
     int64_t created = bw_wall_ms();
     for (size_t i = 0; prev && i < prev->n_shards; i++) {
-        const Bulkwrite__V1__ShardOps *p = prev->shards[i];
+        const Bulkwrite__Internal__V1__ShardOps *p = prev->shards[i];
         if (p->shard >= (uint32_t)shard_count) continue;
-        Bulkwrite__V1__ShardOps *so = &per_shard[p->shard];
+        Bulkwrite__Internal__V1__ShardOps *so = &per_shard[p->shard];
         if (p->ops > so->ops) so->ops = p->ops; /* a record from another split of the request */
         if (p->first_offset >= 0 && p->ops > p->held_ops && (so->first_offset < 0 || p->first_offset < so->first_offset))
             so->first_offset = p->first_offset;
         if (p->last_offset > so->last_offset) so->last_offset = p->last_offset;
     }
     if (prev && prev->created_at_ms) created = prev->created_at_ms;
-    Bulkwrite__V1__ShardOps **sop = bw_arena_alloc(&s->arena, sizeof(*sop) * ((size_t)shard_count + 1));
+    Bulkwrite__Internal__V1__ShardOps **sop = bw_arena_alloc(&s->arena, sizeof(*sop) * ((size_t)shard_count + 1));
     size_t n = 0;
     uint32_t total = 0;
     for (int sh = 0; sh < shard_count; sh++) {
@@ -516,7 +516,7 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
         if (per_shard[sh].first_offset < 0) per_shard[sh].first_offset = 0; /* not known: an old record, or held */
         sop[n++] = &per_shard[sh];
     }
-    Bulkwrite__V1__JobRecord rec = BULKWRITE__V1__JOB_RECORD__INIT;
+    Bulkwrite__Internal__V1__JobRecord rec = BULKWRITE__INTERNAL__V1__JOB_RECORD__INIT;
     rec.job_id = s->job_id;
     rec.request_id = req->request_id ? req->request_id : "";
     rec.lane = req->lane && strcmp(req->lane, "default") ? req->lane : "";
@@ -547,7 +547,7 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
         rec.body_sha256.data = s->body_sha256;
         rec.body_sha256.len = SHA256_DIGEST_LENGTH;
     }
-    size_t len = bulkwrite__v1__job_record__get_packed_size(&rec);
+    size_t len = bulkwrite__internal__v1__job_record__get_packed_size(&rec);
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
     if (n_held && len + 1024 > (size_t)proxy.conf->message_max_bytes) { /* held ops would not fit in their one record */
         stop(s, MHD_HTTP_CONTENT_TOO_LARGE, "a scheduled or dependent request is held whole in one Kafka record of the "
@@ -570,7 +570,7 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
         }
     }
     uint8_t *buf = bw_arena_alloc(&s->arena, len + 1);
-    bulkwrite__v1__job_record__pack(&rec, buf);
+    bulkwrite__internal__v1__job_record__pack(&rec, buf);
     const char *key = s->job_id;
     size_t key_len = strlen(key);
     void *val = buf;
@@ -581,7 +581,7 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
                rd_kafka_err2str(err), n_held ? ": its held ops are not accepted" : "");
     else bw_jobs_put(proxy.jobs, s->job_id, buf, len); /* a resend to this proxy sees it before the tail does */
 done:
-    if (prev) bulkwrite__v1__job_record__free_unpacked(prev, NULL);
+    if (prev) bulkwrite__internal__v1__job_record__free_unpacked(prev, NULL);
     return err;
 }
 
@@ -649,7 +649,7 @@ enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up) {
     ret = reply(&s);
 done:
     if (s.in_flight) bw_quota_done(proxy.quota, s.client);
-    if (s.prev) bulkwrite__v1__job_record__free_unpacked(s.prev, NULL);
+    if (s.prev) bulkwrite__internal__v1__job_record__free_unpacked(s.prev, NULL);
     bw_arena_destroy(&s.arena);
     return ret;
 }

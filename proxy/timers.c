@@ -310,7 +310,7 @@ void bw_timers_free(bw_timers_t *t) {
 
 static int valid_id(const char *s) { return s && strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32; }
 
-void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobRecord *r, const void *raw, size_t len,
+void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__Internal__V1__JobRecord *r, const void *raw, size_t len,
                     uint64_t pos_bytes, uint64_t pos_records) {
     pthread_mutex_lock(&t->mu);
     entry_t *e = find(t, id);

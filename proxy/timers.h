@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 
 #define BW_AFTER_MAX 16 /* prerequisites per request (BatchWriteRequest.after) */
 
@@ -54,7 +54,7 @@ void bw_timers_free(bw_timers_t *t);
  * batches, removed once it holds none (r NULL or r->n_held 0). pos_bytes, pos_records:
  * how far the jobs tail had read when it read the record. Wakes the waiting release
  * loop when the record is due before it meant to wake. */
-void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__V1__JobRecord *r, const void *raw, size_t len,
+void bw_timers_note(bw_timers_t *t, const char *id, const Bulkwrite__Internal__V1__JobRecord *r, const void *raw, size_t len,
                     uint64_t pos_bytes, uint64_t pos_records);
 /* The jobs tail's position now, for the copies' behind_bytes and behind_records. */
 void bw_timers_position(bw_timers_t *t, uint64_t pos_bytes, uint64_t pos_records);

@@ -97,7 +97,7 @@ static json_t *kafka_json(void) {
 
 /* 16 hex digits standing for every setting print of a member: two members with the same
  * one run the same shared settings. */
-static void fingerprint(const Bulkwrite__V1__FleetMember *m, char out[17]) {
+static void fingerprint(const Bulkwrite__Internal__V1__FleetMember *m, char out[17]) {
     bw_buf_t b;
     bw_buf_init(&b);
     for (size_t i = 0; i < m->n_settings; i++) bw_buf_printf(&b, "%s=%s;", m->settings[i]->key, m->settings[i]->print);
@@ -112,7 +112,7 @@ static void fingerprint(const Bulkwrite__V1__FleetMember *m, char out[17]) {
 static enum MHD_Result fleet(struct MHD_Connection *c, int admin) {
     int64_t now = bw_wall_ms();
     json_t *members = json_array(), *servers = json_array();
-    Bulkwrite__V1__FleetMember **ms;
+    Bulkwrite__Internal__V1__FleetMember **ms;
     size_t n = bw_shard_table_members(proxy.shards, &ms);
     for (size_t i = 0; i < n; i++) {
         char print[17];
@@ -198,7 +198,7 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
         void *raw;
         size_t len;
         if (bw_jobs_record(proxy.jobs, recent[i].id, &raw, &len)) continue;
-        Bulkwrite__V1__JobRecord *rec = bulkwrite__v1__job_record__unpack(NULL, len, raw);
+        Bulkwrite__Internal__V1__JobRecord *rec = bulkwrite__internal__v1__job_record__unpack(NULL, len, raw);
         free(raw);
         if (!rec) continue;
         uint32_t submitted = 0, held = 0;
@@ -211,7 +211,7 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
         int cancelled = bw_shard_table_job_cancelled(proxy.shards, recent[i].id);
         if (held && !cancelled && folded(clients, n_clients, recent[i].client)) {
             json_decref(shards);
-            bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+            bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
             continue;
         }
         json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:o, s:b}", "job_id", recent[i].id, "client",
@@ -228,7 +228,7 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
             json_object_set_new(o, "after", after);
         }
         json_array_append_new(jobs, o);
-        bulkwrite__v1__job_record__free_unpacked(rec, NULL);
+        bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
     }
     json_t *q = delay_queue(client, admin, clients, n_clients);
     free(clients);

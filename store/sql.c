@@ -85,7 +85,7 @@ void bw_sql_append_value(bw_buf_t *b, const Bulkwrite__V1__Value *v) {
 }
 
 /* The field of `row` that sets config column `col`, or NULL. */
-static const Bulkwrite__V1__RowField *row_field(const bw_sql_row_t *row, int col) {
+static const Bulkwrite__Internal__V1__RowField *row_field(const bw_sql_row_t *row, int col) {
     for (size_t i = 0; i < row->field_cnt; i++)
         if (row->colmap[row->fields[i]->column] == col) return row->fields[i];
     return NULL;
@@ -276,7 +276,7 @@ static void build_insert(bw_buf_t *out, const char *db, const bw_object_type_t *
         for (int c = 0; c < ot->column_cnt; c++) {
             if (!used[c]) continue;
             bw_buf_append(out, ",", 1);
-            const Bulkwrite__V1__RowField *f = row_field(&rows[r], c);
+            const Bulkwrite__Internal__V1__RowField *f = row_field(&rows[r], c);
             if (f) bw_sql_append_value(out, f->value);
             else PUTS(out, "DEFAULT");
         }
@@ -322,7 +322,7 @@ static void build_update(bw_buf_t *out, const char *db, const bw_object_type_t *
         PUTS(out, "=CASE ");
         append_ident(out, ot->id_column);
         for (size_t r = 0; r < n; r++) {
-            const Bulkwrite__V1__RowField *f = row_field(&rows[r], c);
+            const Bulkwrite__Internal__V1__RowField *f = row_field(&rows[r], c);
             if (!f) continue;
             PUTS(out, " WHEN ");
             bw_sql_append_u64(out, rows[r].id);

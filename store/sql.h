@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "buf.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 
 /* One row of a statement: the RowFields of a ShardBatch row and the map from the
@@ -22,7 +22,7 @@
 typedef struct {
     uint64_t id;
     size_t field_cnt;
-    Bulkwrite__V1__RowField *const *fields;
+    Bulkwrite__Internal__V1__RowField *const *fields;
     const int *colmap;
 } bw_sql_row_t;
 

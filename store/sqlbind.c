@@ -195,7 +195,7 @@ static int fill(bw_sqlbind_t *sb, const bw_object_type_t *ot, const bw_sql_row_t
         sb->inds[r] = rows[r].id ? STMT_INDICATOR_NONE : STMT_INDICATOR_DEFAULT;
         for (size_t p = 1; p < params; p++) sb->inds[p * rc + r] = STMT_INDICATOR_DEFAULT; /* left out */
         for (size_t i = 0; i < rows[r].field_cnt; i++) {
-            const Bulkwrite__V1__RowField *f = rows[r].fields[i];
+            const Bulkwrite__Internal__V1__RowField *f = rows[r].fields[i];
             int c = rows[r].colmap[f->column];
             size_t p = (size_t)param_of[c];
             int ind = put_value(&ot->columns[c], f->value, sb->cells + p * rc * CELL, sb->lens + p * rc, r);

@@ -12,7 +12,10 @@
 #             day's backlog): the proxy's RSS and held bytes with all N held, the release
 #             rate (N / (the last row committed - the first not_before)), and lateness
 #             (applied_at - not_before) p50, p99 and max; none missing, early or twice
-#             (bw-workload lateness fails the run otherwise), every row compared
+#             (bw-workload lateness fails the run otherwise), every row compared;
+#             before the window the proxy is killed -9 and started again: the seconds it
+#             takes to read the N held records back, and its RSS then (a restart's cost;
+#             the releases after it are the lateness measured)
 # The ratio is the timers' rate over the baseline's: what holding and releasing on time
 # costs over the writes (1.0: nothing; the asked rate N / W caps it).
 #
@@ -56,6 +59,17 @@ truncate_pins() {
     done
 }
 rss_kib() { awk '/^VmRSS/ {print $2}' /proc/$PROXY_PID/status; }
+held_is() { [ "$(bw_metric $PROXY bulkwrite_proxy_held_job_records)" = "$1" ]; }
+restart_proxy() { # kill -9 and start again; READ_BACK_S: until it holds the $held records again
+    kill -9 "$PROXY_PID"
+    wait "$PROXY_PID" 2>/dev/null
+    local t=$(date +%s%3N)
+    "$BIN/bw-proxy" -c "$CONF" -b "$BROKERS" >>"$WORK/proxy.log" 2>&1 &
+    PROXY_PID=$!
+    pids+=($PROXY_PID)
+    wait_for 300 held_is "$held" || { echo "the restarted proxy holds $(bw_metric $PROXY bulkwrite_proxy_held_job_records) of $held after 300 s"; exit 1; }
+    READ_BACK_S=$(awk -v ms=$(($(date +%s%3N) - t)) 'BEGIN {printf "%.1f", ms / 1000}')
+}
 
 echo "# baseline: $N one-op jobs, unscheduled, $CLIENTS clients, the consumers stopped"
 send base
@@ -80,6 +94,10 @@ rss=$(rss_kib)
 held=$(bw_metric $PROXY bulkwrite_proxy_held_job_records)
 held_bytes=$(bw_metric $PROXY bulkwrite_proxy_held_bytes)
 echo "# all sent: the proxy holds $held job records ($((${held_bytes:-0} / 1048576)) MiB), RSS $((rss / 1024)) MiB"
+restart_proxy
+rss_restart=$(rss_kib)
+echo "# killed -9 and started again: held records read back in $READ_BACK_S s, RSS $((rss_restart / 1024)) MiB"
+[ "$(date +%s%3N)" -lt "$from" ] || echo "# warning: the restart ended $((($(date +%s%3N) - from) / 1000)) s after the window began"
 # the ledgers are read once the window is over: reading them every second meanwhile
 # (bw-workload lateness --wait) would take the servers' time from the release measured
 sleep $(((from - $(date +%s%3N)) / 1000 + WINDOW + 2))
@@ -91,10 +109,11 @@ peak=$(awk '/^VmHWM/ {print $2}' /proc/$PROXY_PID/status)
 "$BIN/bw-workload" -c "$CONF" verify --wait 60 spread:$N >"$WORK/timers.verify" || { cat "$WORK/timers.verify"; exit 1; }
 
 {
-    echo "| case | N | asked | released | baseline (unscheduled) | ratio | lateness p50 / p99 / max | proxy RSS held (peak) |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-    awk -v n=$N -v w=$WINDOW -v r=$rate -v b=$base_rate -v p50=$p50 -v p99=$p99 -v mx=$max -v rss=$rss -v peak=$peak 'BEGIN {
-        printf "| delay queue: one-op jobs, each its own not_before | %d | %.0f/s | %d/s | %d ops/s | %.2f | %.2f / %.2f / %.2f s | %d MiB (%d MiB) |\n",
-            n, n / w, r, b, r / b, p50 / 1000, p99 / 1000, mx / 1000, rss / 1024, peak / 1024 }'
+    echo "| case | N | asked | released | baseline (unscheduled) | ratio | lateness p50 / p99 / max | proxy RSS held (peak) | restart: read back, RSS |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    awk -v n=$N -v w=$WINDOW -v r=$rate -v b=$base_rate -v p50=$p50 -v p99=$p99 -v mx=$max -v rss=$rss -v peak=$peak \
+        -v rb=$READ_BACK_S -v rr=$rss_restart 'BEGIN {
+        printf "| delay queue: one-op jobs, each its own not_before | %d | %.0f/s | %d/s | %d ops/s | %.2f | %.2f / %.2f / %.2f s | %d MiB (%d MiB) | %.1f s, %d MiB |\n",
+            n, n / w, r, b, r / b, p50 / 1000, p99 / 1000, mx / 1000, rss / 1024, peak / 1024, rb, rr / 1024 }'
 } | tee "$OUT/results.md"
 echo "0 failed"

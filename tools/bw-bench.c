@@ -97,8 +97,8 @@ typedef struct {
     /* text statements */
     bw_buf_t sql;
     bw_sql_row_t *rows_buf;
-    Bulkwrite__V1__RowField *fields;     /* [batch][FEED_COLS] */
-    Bulkwrite__V1__RowField **field_ptrs; /* [batch][FEED_COLS] */
+    Bulkwrite__Internal__V1__RowField *fields;     /* [batch][FEED_COLS] */
+    Bulkwrite__Internal__V1__RowField **field_ptrs; /* [batch][FEED_COLS] */
     Bulkwrite__V1__Value *values;         /* [batch][FEED_COLS] */
     char (*titles)[TITLE_MAX];
     /* array binding: the consumer's own path (store/sqlbind.h) */
@@ -113,10 +113,10 @@ static double now_s(void) { return (double)bw_now_us() / 1e6; }
 /* Fills row r of the worker's storage with pin p (and its fields, for text statements). */
 static void fill_pin(worker_t *w, size_t r, const pin_t *p) {
     pin_title(w->titles[r], TITLE_MAX, p->id);
-    Bulkwrite__V1__RowField *f = &w->fields[r * FEED_COLS];
+    Bulkwrite__Internal__V1__RowField *f = &w->fields[r * FEED_COLS];
     Bulkwrite__V1__Value *v = &w->values[r * FEED_COLS];
     for (int c = 0; c < FEED_COLS; c++) {
-        bulkwrite__v1__row_field__init(&f[c]);
+        bulkwrite__internal__v1__row_field__init(&f[c]);
         bulkwrite__v1__value__init(&v[c]);
         f[c].column = (uint32_t)c;
         f[c].value = &v[c];

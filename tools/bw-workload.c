@@ -69,7 +69,7 @@
 #include <unistd.h>
 
 #include "apijson.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 #include "db.h"
 #include "kafka.h"
@@ -730,7 +730,7 @@ typedef struct {
 
 static void audit_message(const rd_kafka_message_t *m, void *ud) {
     audit_t *a = ud;
-    Bulkwrite__V1__ShardBatch *sb = bulkwrite__v1__shard_batch__unpack(NULL, m->len, m->payload);
+    Bulkwrite__Internal__V1__ShardBatch *sb = bulkwrite__internal__v1__shard_batch__unpack(NULL, m->len, m->payload);
     a->msgs++;
     if (!sb || (int)sb->shard != m->partition) a->bad++;
     else {
@@ -738,7 +738,7 @@ static void audit_message(const rd_kafka_message_t *m, void *ud) {
             if (sb->rows[r]->id && (int)bw_id_shard(sb->rows[r]->id) != m->partition) a->bad++;
         a->rows += (long)sb->n_rows;
     }
-    if (sb) bulkwrite__v1__shard_batch__free_unpacked(sb, NULL);
+    if (sb) bulkwrite__internal__v1__shard_batch__free_unpacked(sb, NULL);
 }
 
 static int audit(const char *brokers) {
@@ -858,9 +858,9 @@ static void flood_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *o
 /* One message of the flood: a ShardBatch of FLOOD_ROWS pin creates, the way the batcher
  * makes them (its headers included), so a consumer that reached it would apply it. */
 static void *flood_message(int shard, long first_row, uint32_t part, uint8_t *image, size_t *len) {
-    Bulkwrite__V1__ShardBatch b = BULKWRITE__V1__SHARD_BATCH__INIT;
-    Bulkwrite__V1__Row rows[FLOOD_ROWS], *row_ptrs[FLOOD_ROWS];
-    Bulkwrite__V1__RowField fields[FLOOD_ROWS][2], *field_ptrs[FLOOD_ROWS][2];
+    Bulkwrite__Internal__V1__ShardBatch b = BULKWRITE__INTERNAL__V1__SHARD_BATCH__INIT;
+    Bulkwrite__Internal__V1__Row rows[FLOOD_ROWS], *row_ptrs[FLOOD_ROWS];
+    Bulkwrite__Internal__V1__RowField fields[FLOOD_ROWS][2], *field_ptrs[FLOOD_ROWS][2];
     Bulkwrite__V1__Value values[FLOOD_ROWS][2];
     char *columns[] = {"owner_id", "image"};
     b.job_id = "bw-workload-flood";
@@ -874,12 +874,12 @@ static void *flood_message(int shard, long first_row, uint32_t part, uint8_t *im
     b.n_rows = FLOOD_ROWS;
     b.rows = row_ptrs;
     for (int r = 0; r < FLOOD_ROWS; r++) {
-        bulkwrite__v1__row__init(&rows[r]);
+        bulkwrite__internal__v1__row__init(&rows[r]);
         rows[r].op_index = (uint32_t)(first_row + r);
         rows[r].id = bw_id_make((unsigned)shard, PIN_TYPE, FLOOD_LOCAL_BASE + (uint64_t)(first_row + r));
         pin_image(rows[r].id, image + (size_t)r * IMAGE_BYTES);
         for (int c = 0; c < 2; c++) {
-            bulkwrite__v1__row_field__init(&fields[r][c]);
+            bulkwrite__internal__v1__row_field__init(&fields[r][c]);
             bulkwrite__v1__value__init(&values[r][c]);
             fields[r][c].column = (uint32_t)c;
             fields[r][c].value = &values[r][c];
@@ -894,10 +894,10 @@ static void *flood_message(int shard, long first_row, uint32_t part, uint8_t *im
         rows[r].fields = field_ptrs[r];
         row_ptrs[r] = &rows[r];
     }
-    *len = bulkwrite__v1__shard_batch__get_packed_size(&b);
+    *len = bulkwrite__internal__v1__shard_batch__get_packed_size(&b);
     void *payload = malloc(*len);
     if (!payload) abort();
-    bulkwrite__v1__shard_batch__pack(&b, payload);
+    bulkwrite__internal__v1__shard_batch__pack(&b, payload);
     return payload;
 }
 

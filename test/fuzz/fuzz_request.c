@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "batcher.h"
 #include "request_decode.h"
 #include "request.h"
@@ -70,9 +71,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (set.msgs[m].len > (size_t)conf->message_max_bytes) abort();
         for (size_t k = 0; k < set.msgs[m].op_cnt; k++)
             if (routes[set.msgs[m].ops[k]].shard != set.msgs[m].shard) abort();
-        Bulkwrite__V1__ShardBatch *sb = bulkwrite__v1__shard_batch__unpack(NULL, set.msgs[m].len, set.msgs[m].payload);
+        Bulkwrite__Internal__V1__ShardBatch *sb = bulkwrite__internal__v1__shard_batch__unpack(NULL, set.msgs[m].len, set.msgs[m].payload);
         if (!sb || sb->n_rows != set.msgs[m].op_cnt || sb->part != m) abort();
-        bulkwrite__v1__shard_batch__free_unpacked(sb, NULL);
+        bulkwrite__internal__v1__shard_batch__free_unpacked(sb, NULL);
     }
     if (routed != carried) abort();
     char *body;

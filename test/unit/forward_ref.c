@@ -54,7 +54,7 @@ int fref_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__
 #undef DIFF
 }
 
-int fref_shard_batch_eq(const Bulkwrite__V1__ShardBatch *a, const Bulkwrite__V1__ShardBatch *b, char *why,
+int fref_shard_batch_eq(const Bulkwrite__Internal__V1__ShardBatch *a, const Bulkwrite__Internal__V1__ShardBatch *b, char *why,
                         size_t why_size) {
 #define DIFF(...) do { snprintf(why, why_size, __VA_ARGS__); return 0; } while (0)
     if (strcmp(nz(a->job_id), nz(b->job_id))) DIFF("job_id");
@@ -68,7 +68,7 @@ int fref_shard_batch_eq(const Bulkwrite__V1__ShardBatch *a, const Bulkwrite__V1_
         if (strcmp(nz(a->columns[c]), nz(b->columns[c]))) DIFF("columns[%zu]", c);
     if (a->n_rows != b->n_rows) DIFF("n_rows %zu vs %zu", a->n_rows, b->n_rows);
     for (size_t i = 0; i < a->n_rows; i++) {
-        const Bulkwrite__V1__Row *x = a->rows[i], *y = b->rows[i];
+        const Bulkwrite__Internal__V1__Row *x = a->rows[i], *y = b->rows[i];
         if (x->op_index != y->op_index) DIFF("rows[%zu].op_index", i);
         if (x->id != y->id) DIFF("rows[%zu].id", i);
         if (x->n_fields != y->n_fields) DIFF("rows[%zu].n_fields %zu vs %zu", i, x->n_fields, y->n_fields);
@@ -83,8 +83,8 @@ int fref_shard_batch_eq(const Bulkwrite__V1__ShardBatch *a, const Bulkwrite__V1_
 }
 
 int fref_shard_batch_agrees(const void *data, size_t len, bw_arena_t *a, int *accepted, char *why, size_t why_size) {
-    Bulkwrite__V1__ShardBatch *mine = bw_pbd_shard_batch(data, len, a);
-    Bulkwrite__V1__ShardBatch *pbc = bulkwrite__v1__shard_batch__unpack(&a->pb, len, data);
+    Bulkwrite__Internal__V1__ShardBatch *mine = bw_pbd_shard_batch(data, len, a);
+    Bulkwrite__Internal__V1__ShardBatch *pbc = bulkwrite__internal__v1__shard_batch__unpack(&a->pb, len, data);
     *accepted = mine != NULL;
     if (!mine != !pbc) {
         snprintf(why, why_size, "the ShardBatch reader %s what protobuf-c %s", mine ? "accepts" : "refuses",
@@ -109,15 +109,15 @@ static uint8_t *ref_pack(const bw_config_t *conf, const Bulkwrite__V1__BatchWrit
     int *batch_col = calloc((size_t)ot->column_cnt + 1, sizeof(int));
     size_t n_cols = 0, n_fields = 0;
     for (size_t r = 0; r < m->op_cnt; r++) n_fields += pbc->ops[m->ops[r]]->n_fields;
-    Bulkwrite__V1__Row *rows = calloc(m->op_cnt + 1, sizeof(*rows));
-    Bulkwrite__V1__Row **row_ptrs = calloc(m->op_cnt + 1, sizeof(*row_ptrs));
-    Bulkwrite__V1__RowField *rfs = calloc(n_fields + 1, sizeof(*rfs));
-    Bulkwrite__V1__RowField **rf_ptrs = calloc(n_fields + 1, sizeof(*rf_ptrs));
+    Bulkwrite__Internal__V1__Row *rows = calloc(m->op_cnt + 1, sizeof(*rows));
+    Bulkwrite__Internal__V1__Row **row_ptrs = calloc(m->op_cnt + 1, sizeof(*row_ptrs));
+    Bulkwrite__Internal__V1__RowField *rfs = calloc(n_fields + 1, sizeof(*rfs));
+    Bulkwrite__Internal__V1__RowField **rf_ptrs = calloc(n_fields + 1, sizeof(*rf_ptrs));
     Bulkwrite__V1__Value *vals = calloc(n_fields + 1, sizeof(*vals));
     size_t k = 0;
     for (size_t r = 0; r < m->op_cnt; r++) {
         const Bulkwrite__V1__Op *op = pbc->ops[m->ops[r]];
-        bulkwrite__v1__row__init(&rows[r]);
+        bulkwrite__internal__v1__row__init(&rows[r]);
         rows[r].op_index = m->ops[r];
         rows[r].id = op->id;
         rows[r].n_fields = op->n_fields;
@@ -129,7 +129,7 @@ static uint8_t *ref_pack(const bw_config_t *conf, const Bulkwrite__V1__BatchWrit
                 cols[n_cols] = ot->columns[c].name;
                 batch_col[c] = (int)++n_cols;
             }
-            bulkwrite__v1__row_field__init(&rfs[k]);
+            bulkwrite__internal__v1__row_field__init(&rfs[k]);
             rfs[k].column = (uint32_t)(batch_col[c] - 1);
             rfs[k].increment = op->fields[f]->increment;
             if (op->fields[f]->value) { /* unknown fields are not forwarded */
@@ -142,7 +142,7 @@ static uint8_t *ref_pack(const bw_config_t *conf, const Bulkwrite__V1__BatchWrit
         }
         row_ptrs[r] = &rows[r];
     }
-    Bulkwrite__V1__ShardBatch sb = BULKWRITE__V1__SHARD_BATCH__INIT;
+    Bulkwrite__Internal__V1__ShardBatch sb = BULKWRITE__INTERNAL__V1__SHARD_BATCH__INIT;
     sb.job_id = (char *)job_id;
     sb.shard = (uint32_t)m->shard;
     sb.object_type = ot->name;
@@ -153,9 +153,9 @@ static uint8_t *ref_pack(const bw_config_t *conf, const Bulkwrite__V1__BatchWrit
     sb.rows = row_ptrs;
     sb.enqueued_at_ms = now_ms;
     sb.part = part;
-    *len = bulkwrite__v1__shard_batch__get_packed_size(&sb);
+    *len = bulkwrite__internal__v1__shard_batch__get_packed_size(&sb);
     uint8_t *out = malloc(*len + 1);
-    bulkwrite__v1__shard_batch__pack(&sb, out);
+    bulkwrite__internal__v1__shard_batch__pack(&sb, out);
     free(cols);
     free(batch_col);
     free(rows);
@@ -179,9 +179,9 @@ int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteReq
                      m->shard, m->op_cnt, m->len, ref ? len : 0);
             return 0;
         }
-        Bulkwrite__V1__ShardBatch *sb = bulkwrite__v1__shard_batch__unpack(NULL, m->len, m->payload);
+        Bulkwrite__Internal__V1__ShardBatch *sb = bulkwrite__internal__v1__shard_batch__unpack(NULL, m->len, m->payload);
         int ok = sb && sb->n_rows == m->op_cnt && sb->part == i && (int)sb->shard == m->shard;
-        if (sb) bulkwrite__v1__shard_batch__free_unpacked(sb, NULL);
+        if (sb) bulkwrite__internal__v1__shard_batch__free_unpacked(sb, NULL);
         if (!ok) {
             snprintf(why, why_size, "message %zu does not unpack as its ShardBatch", i);
             return 0;

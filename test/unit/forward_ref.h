@@ -11,7 +11,7 @@
 
 #include "arena.h"
 #include "batcher.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 
 /* 1 if a and b hold the same request field for field (unknown fields aside; a field
@@ -21,7 +21,7 @@ int fref_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__
 
 /* 1 if a and b hold the same ShardBatch field for field (unknown fields aside); else 0
  * and why says where. */
-int fref_shard_batch_eq(const Bulkwrite__V1__ShardBatch *a, const Bulkwrite__V1__ShardBatch *b, char *why,
+int fref_shard_batch_eq(const Bulkwrite__Internal__V1__ShardBatch *a, const Bulkwrite__Internal__V1__ShardBatch *b, char *why,
                         size_t why_size);
 
 /* Reads data as a ShardBatch both ways, the consumer's reader (pbdecode.h) and

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "bulkwrite.pb-c.h"
+#include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 
 /* Path of the reference configuration (env BW_TEST_CONF, else conf/bulkwrite.conf

@@ -68,12 +68,12 @@ START_TEST(server_change) {
                                                      err, sizeof(err)), 0);
             /* a pause writes the shard's pause record only */
             ck_assert(out.n == 1 && out.key[0] == BW_CONTROL_PAUSE);
-            Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, out.len[0], out.data[0]);
+            Bulkwrite__Internal__V1__ShardControl *c = bulkwrite__internal__v1__shard_control__unpack(NULL, out.len[0], out.data[0]);
             bw_admin_records_free(&out);
             ck_assert(c && c->paused && c->shard == (uint32_t)s && !c->has_rate && !c->has_row_rate);
             ck_assert_str_eq(c->reason, k ? "server mysql-b" : "server mysql-b: kernel upgrade");
             ck_assert_str_eq(c->history[0]->reason, c->reason);
-            bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+            bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
         }
     char *text = bw_admin_server_json(conf, &t, sets);
     json_error_t je;
@@ -97,30 +97,30 @@ END_TEST
 /* One shard's records under each of its keys, as the shard table keeps them: a change's
  * records replace those under their keys (the latest record per key wins). */
 typedef struct {
-    Bulkwrite__V1__ShardControl *rec[BW_CONTROL_KEYS];
+    Bulkwrite__Internal__V1__ShardControl *rec[BW_CONTROL_KEYS];
     uint64_t order[BW_CONTROL_KEYS], reads; /* when each was read */
 } t_shard_t;
 
 static void t_shard_free(t_shard_t *sh) {
     for (int k = 0; k < BW_CONTROL_KEYS; k++)
-        if (sh->rec[k]) bulkwrite__v1__shard_control__free_unpacked(sh->rec[k], NULL);
+        if (sh->rec[k]) bulkwrite__internal__v1__shard_control__free_unpacked(sh->rec[k], NULL);
     memset(sh, 0, sizeof(*sh));
 }
 
 /* The records read, as the table reads them from the control topic (out is freed). */
 static void t_shard_apply(t_shard_t *sh, bw_admin_records_t *out) {
     for (size_t i = 0; i < out->n; i++) {
-        Bulkwrite__V1__ShardControl *c = bulkwrite__v1__shard_control__unpack(NULL, out->len[i], out->data[i]);
+        Bulkwrite__Internal__V1__ShardControl *c = bulkwrite__internal__v1__shard_control__unpack(NULL, out->len[i], out->data[i]);
         ck_assert_ptr_nonnull(c);
-        if (sh->rec[out->key[i]]) bulkwrite__v1__shard_control__free_unpacked(sh->rec[out->key[i]], NULL);
+        if (sh->rec[out->key[i]]) bulkwrite__internal__v1__shard_control__free_unpacked(sh->rec[out->key[i]], NULL);
         sh->rec[out->key[i]] = c;
         sh->order[out->key[i]] = ++sh->reads;
     }
     bw_admin_records_free(out);
 }
 
-static Bulkwrite__V1__ShardControl *t_shard_fold(const t_shard_t *sh, int shard) {
-    return bw_shard_control_fold(shard, (const Bulkwrite__V1__ShardControl *const *)sh->rec, sh->order);
+static Bulkwrite__Internal__V1__ShardControl *t_shard_fold(const t_shard_t *sh, int shard) {
+    return bw_shard_control_fold(shard, (const Bulkwrite__Internal__V1__ShardControl *const *)sh->rec, sh->order);
 }
 
 /* A change of shard 3 by caller, as a proxy makes it: from the shard's folded setting
@@ -141,11 +141,11 @@ static int t_change(t_shard_t *sh, const char *action, const char *body, const b
 static t_shard_t shard3; /* update()'s shard; each test starts and ends with t_shard_free */
 
 /* The change, then shard 3's folded record (free it), or NULL with err. */
-static Bulkwrite__V1__ShardControl *update(const char *action, const char *body, bw_shard_setting_t *set,
+static Bulkwrite__Internal__V1__ShardControl *update(const char *action, const char *body, bw_shard_setting_t *set,
                                            char *err) {
     static const bw_admin_caller_t caller = {"sre", "127.0.0.1", NULL};
     if (t_change(&shard3, action, body, &caller, set, err)) return NULL;
-    Bulkwrite__V1__ShardControl *c = t_shard_fold(&shard3, 3);
+    Bulkwrite__Internal__V1__ShardControl *c = t_shard_fold(&shard3, 3);
     ck_assert_ptr_nonnull(c);
     return c;
 }
@@ -156,7 +156,7 @@ START_TEST(control_audit_history) {
     t_shard_free(&shard3);
     bw_shard_setting_t set = {0};
     char err[256];
-    Bulkwrite__V1__ShardControl *prev = NULL;
+    Bulkwrite__Internal__V1__ShardControl *prev = NULL;
     const bw_admin_caller_t callers[] = {{"sre", "127.0.0.1", NULL}, {"oncall", "::1", NULL}};
     for (int i = 0; i < BW_CONTROL_HISTORY + 5; i++) {
         char body[64];
@@ -164,7 +164,7 @@ START_TEST(control_audit_history) {
         ck_assert_int_eq(t_change(&shard3, "rate", body, &callers[i % 2], &set, err), 0);
         ck_assert_ptr_nonnull(shard3.rec[BW_CONTROL_RATE]);
         ck_assert(!shard3.rec[BW_CONTROL_PAUSE] && !shard3.rec[BW_CONTROL_ROW_RATE] && !shard3.rec[BW_CONTROL_PINNED]);
-        if (prev) bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+        if (prev) bulkwrite__internal__v1__shard_control__free_unpacked(prev, NULL);
         prev = t_shard_fold(&shard3, 3);
         ck_assert_ptr_nonnull(prev);
         ck_assert_str_eq(prev->changed_by, callers[i % 2].by);
@@ -179,7 +179,7 @@ START_TEST(control_audit_history) {
     ck_assert_str_eq(prev->history[1]->from, "::1");
     ck_assert_str_eq(prev->history[BW_CONTROL_HISTORY - 1]->reason, "step 5");
     ck_assert(prev->history[0]->at_ms >= prev->history[1]->at_ms && prev->history[0]->at_ms > 0);
-    bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(prev, NULL);
     /* a pause says so, and the shard's history goes on behind it */
     const bw_admin_caller_t sre = {"sre", "10.0.0.7", NULL};
     ck_assert_int_eq(t_change(&shard3, "pause", "{\"reason\":\"incident 42\"}", &sre, &set, err), 0);
@@ -195,7 +195,7 @@ START_TEST(control_audit_history) {
     ck_assert_str_eq(read.changed_from, "10.0.0.7");
     ck_assert_str_eq(read.reason, "incident 42");
     ck_assert(read.paused && read.has_rate && read.rate == 25);
-    bulkwrite__v1__shard_control__free_unpacked(prev, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(prev, NULL);
     t_shard_free(&shard3);
 }
 END_TEST
@@ -204,36 +204,36 @@ START_TEST(control_bodies) {
     t_shard_free(&shard3);
     bw_shard_setting_t set = {0};
     char err[256];
-    Bulkwrite__V1__ShardControl *c = update("rate", "{\"rate\": 2.5, \"reason\": \"hot\"}", &set, err);
+    Bulkwrite__Internal__V1__ShardControl *c = update("rate", "{\"rate\": 2.5, \"reason\": \"hot\"}", &set, err);
     ck_assert(c && c->shard == 3 && c->has_rate && c->rate == 2.5 && !c->paused && strcmp(c->reason, "hot") == 0);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     /* a pause keeps the rate; a resume keeps it too */
     c = update("pause", "", &set, err);
     ck_assert(c && c->paused && c->has_rate && c->rate == 2.5 && c->updated_at_ms > 0);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("rate", "{\"rate\": null}", &set, err);
     ck_assert(c && !c->has_rate && c->paused);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("resume", "{}", &set, err);
     ck_assert(c && !c->paused);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     /* a pin comes and goes with the rate; a rate without it keeps it, a pause keeps it */
     c = update("rate", "{\"rate\": 20, \"pinned\": true}", &set, err);
     ck_assert(c && c->pinned && c->rate == 20 && set.pinned);
     ck_assert_ptr_nonnull(strstr(c->history[0]->setting, "20 stmt/s pinned"));
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("rate", "{\"rate\": 30}", &set, err);
     ck_assert(c && c->pinned && c->rate == 30);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("pause", "", &set, err);
     ck_assert(c && c->pinned && c->paused);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("rate", "{\"pinned\": false}", &set, err);
     ck_assert(c && !c->pinned && c->rate == 30 && c->paused && !set.pinned);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("resume", "{}", &set, err);
     ck_assert(c && !c->paused);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     /* the bounds and 0 (unlimited) are rates */
     const double edges[] = {0, BW_RATE_MIN, BW_RATE_MAX};
     for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
@@ -241,7 +241,7 @@ START_TEST(control_bodies) {
         snprintf(body, sizeof(body), "{\"rate\": %.17g}", edges[i]);
         c = update("rate", body, &set, err);
         ck_assert(c && c->has_rate && c->rate == edges[i]);
-        bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+        bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     }
 
     static const struct {
@@ -289,23 +289,23 @@ START_TEST(control_row_rate) {
     t_shard_free(&shard3);
     bw_shard_setting_t set = {0};
     char err[256];
-    Bulkwrite__V1__ShardControl *c = update("rate", "{\"row_rate\": 5000}", &set, err);
+    Bulkwrite__Internal__V1__ShardControl *c = update("rate", "{\"row_rate\": 5000}", &set, err);
     ck_assert_msg(c != NULL, "%s", err);
     ck_assert(c->has_row_rate && c->row_rate == 5000 && !c->has_rate);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("rate", "{\"rate\": 20}", &set, err); /* the row budget stays */
     ck_assert(c && c->has_rate && c->rate == 20 && c->has_row_rate && c->row_rate == 5000);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("pause", "{\"reason\": \"disk\"}", &set, err);
     ck_assert(c && c->paused && c->has_rate && c->rate == 20 && c->has_row_rate && c->row_rate == 5000);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("rate", "{\"rate\": null, \"row_rate\": 250.5, \"reason\": \"both\"}", &set, err);
     ck_assert(c && !c->has_rate && c->has_row_rate && c->row_rate == 250.5 && c->paused);
     ck_assert_str_eq(c->reason, "both");
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     c = update("resume", "", &set, err);
     ck_assert(c && !c->paused && c->has_row_rate && c->row_rate == 250.5);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     /* 0 (no row budget) and the bounds are row rates; 0 is the operator's, not the configured */
     const double edges[] = {0, BW_ROW_RATE_MIN, BW_ROW_RATE_MAX};
     for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
@@ -313,11 +313,11 @@ START_TEST(control_row_rate) {
         snprintf(body, sizeof(body), "{\"row_rate\": %.17g}", edges[i]);
         c = update("rate", body, &set, err);
         ck_assert_msg(c && c->has_row_rate && c->row_rate == edges[i], "%s: %s", body, err);
-        bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+        bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     }
     c = update("rate", "{\"row_rate\": null}", &set, err);
     ck_assert(c && !c->has_row_rate && c->row_rate == 0 && !c->has_rate);
-    bulkwrite__v1__shard_control__free_unpacked(c, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(c, NULL);
     ck_assert(!set.has_row_rate && !set.has_rate);
     t_shard_free(&shard3);
 }
@@ -360,7 +360,7 @@ START_TEST(control_record_rate_clamped) {
     } cases[] = {{1e-13, BW_RATE_MIN}, {-3, BW_RATE_MIN}, {NAN, BW_RATE_MIN}, {1e9, BW_RATE_MAX},
                  {INFINITY, BW_RATE_MAX}, {0, 0}, {2.5, 2.5}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
+        Bulkwrite__Internal__V1__ShardControl c = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
         c.has_rate = 1;
         c.rate = cases[i].rate;
         c.paused = 1;
@@ -377,7 +377,7 @@ START_TEST(control_record_rate_clamped) {
     } rows[] = {{0.5, BW_ROW_RATE_MIN}, {-3, BW_ROW_RATE_MIN}, {NAN, BW_ROW_RATE_MIN}, {1e9, BW_ROW_RATE_MAX},
                 {0, 0}, {7500, 7500}};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        Bulkwrite__V1__ShardControl c = BULKWRITE__V1__SHARD_CONTROL__INIT;
+        Bulkwrite__Internal__V1__ShardControl c = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
         c.has_row_rate = 1;
         c.row_rate = rows[i].row_rate;
         bw_shard_setting_t set;
@@ -393,11 +393,11 @@ END_TEST
 START_TEST(control_record_without_row_rate) {
     /* shard 3, has_rate, rate 40.0, reason "old", as the previous version packed it */
     static const uint8_t old[] = {0x08, 0x03, 0x10, 0x01, 0x19, 0, 0, 0, 0, 0, 0, 0x44, 0x40, 0x32, 0x03, 'o', 'l', 'd'};
-    Bulkwrite__V1__ShardControl *back = bulkwrite__v1__shard_control__unpack(NULL, sizeof(old), old);
+    Bulkwrite__Internal__V1__ShardControl *back = bulkwrite__internal__v1__shard_control__unpack(NULL, sizeof(old), old);
     ck_assert_ptr_nonnull(back);
     bw_shard_setting_t set;
     bw_shard_setting_from_record(back, &set);
-    bulkwrite__v1__shard_control__free_unpacked(back, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(back, NULL);
     ck_assert(set.has_rate && set.rate == 40 && !set.has_row_rate && set.row_rate == 0);
     ck_assert_str_eq(set.reason, "old");
     bw_config_t *conf = t_conf_variant_load("default_row_rate = 0.0;", "default_row_rate = 3000.0;");
@@ -453,8 +453,8 @@ END_TEST
 
 /* ---- per-field records and their fold (shardtable.h) ------------------------------------------ */
 
-static Bulkwrite__V1__ControlChange t_chg(int64_t at, const char *action, const char *reason) {
-    Bulkwrite__V1__ControlChange h = BULKWRITE__V1__CONTROL_CHANGE__INIT;
+static Bulkwrite__Internal__V1__ControlChange t_chg(int64_t at, const char *action, const char *reason) {
+    Bulkwrite__Internal__V1__ControlChange h = BULKWRITE__INTERNAL__V1__CONTROL_CHANGE__INIT;
     h.at_ms = at;
     h.action = (char *)action;
     h.by = "sre";
@@ -468,10 +468,10 @@ static Bulkwrite__V1__ControlChange t_chg(int64_t at, const char *action, const 
  * a field's own record overrides that field only, and a tombstone of it (the key
  * deleted) brings the whole record's value back. */
 START_TEST(fold_legacy_and_fields) {
-    const Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS] = {0};
+    const Bulkwrite__Internal__V1__ShardControl *recs[BW_CONTROL_KEYS] = {0};
     ck_assert_ptr_null(bw_shard_control_fold(3, recs, NULL)); /* never changed */
-    Bulkwrite__V1__ControlChange old_h = t_chg(1000, "rate", "old"), *old_hist[] = {&old_h};
-    Bulkwrite__V1__ShardControl whole = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    Bulkwrite__Internal__V1__ControlChange old_h = t_chg(1000, "rate", "old"), *old_hist[] = {&old_h};
+    Bulkwrite__Internal__V1__ShardControl whole = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
     whole.shard = 3;
     whole.has_rate = 1;
     whole.rate = 40;
@@ -485,15 +485,15 @@ START_TEST(fold_legacy_and_fields) {
     whole.history = old_hist;
     whole.n_history = 1;
     recs[BW_CONTROL_WHOLE] = &whole;
-    Bulkwrite__V1__ShardControl *f = bw_shard_control_fold(3, recs, NULL);
+    Bulkwrite__Internal__V1__ShardControl *f = bw_shard_control_fold(3, recs, NULL);
     ck_assert(f && f->shard == 3 && !f->paused && f->has_rate && f->rate == 40 && f->has_row_rate &&
               f->row_rate == 3000 && f->pinned && f->updated_at_ms == 1000 && f->n_history == 1);
     ck_assert_str_eq(f->reason, "old");
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
 
     /* a pause record: paused, the rest from the whole record, the audit of the pause */
-    Bulkwrite__V1__ControlChange p_h = t_chg(2000, "pause", "disk"), *p_hist[] = {&p_h};
-    Bulkwrite__V1__ShardControl pause = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    Bulkwrite__Internal__V1__ControlChange p_h = t_chg(2000, "pause", "disk"), *p_hist[] = {&p_h};
+    Bulkwrite__Internal__V1__ShardControl pause = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
     pause.shard = 3;
     pause.paused = 1;
     pause.updated_at_ms = 2000;
@@ -514,35 +514,35 @@ START_TEST(fold_legacy_and_fields) {
     bw_shard_setting_t set;
     bw_shard_setting_from_record(f, &set); /* what a consumer runs at */
     ck_assert(set.paused && set.has_rate && set.rate == 40 && set.has_row_rate && set.row_rate == 3000 && set.pinned);
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
 
     /* "back to the configured rate" in the rate record overrides the whole record's 40,
      * though its record is older than the pause: the pause's audit stays the newest */
-    Bulkwrite__V1__ShardControl rate = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    Bulkwrite__Internal__V1__ShardControl rate = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
     rate.has_rate = 0;
     rate.updated_at_ms = 1500;
     rate.reason = "configured";
     recs[BW_CONTROL_RATE] = &rate;
-    Bulkwrite__V1__ShardControl unpin = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    Bulkwrite__Internal__V1__ShardControl unpin = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
     unpin.pinned = 0;
     unpin.updated_at_ms = 1200;
     recs[BW_CONTROL_PINNED] = &unpin;
     f = bw_shard_control_fold(3, recs, NULL);
     ck_assert(f->paused && !f->has_rate && f->rate == 0 && f->has_row_rate && f->row_rate == 3000 && !f->pinned);
     ck_assert_str_eq(f->reason, "disk");
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
 
     /* the pause key's tombstone: the whole record's "running" again, the rate's audit newest */
     recs[BW_CONTROL_PAUSE] = NULL;
     f = bw_shard_control_fold(3, recs, NULL);
     ck_assert(!f->paused && !f->has_rate && f->updated_at_ms == 1500);
     ck_assert_str_eq(f->reason, "configured");
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
     /* field records without a whole record: an unset field is the configured value */
     recs[BW_CONTROL_WHOLE] = NULL;
     f = bw_shard_control_fold(3, recs, NULL);
     ck_assert(f && !f->paused && !f->has_rate && !f->has_row_rate && !f->pinned);
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
 }
 END_TEST
 
@@ -566,11 +566,11 @@ START_TEST(concurrent_fields_both_stand) {
         ck_assert(pa.n == 1 && pa.key[0] == BW_CONTROL_PAUSE && rb.n == 1 && rb.key[0] == BW_CONTROL_RATE);
         t_shard_apply(&sh, order ? &rb : &pa);
         t_shard_apply(&sh, order ? &pa : &rb);
-        Bulkwrite__V1__ShardControl *f = t_shard_fold(&sh, 3);
+        Bulkwrite__Internal__V1__ShardControl *f = t_shard_fold(&sh, 3);
         ck_assert_msg(f->paused && f->has_rate && f->rate == 2.5 && f->has_row_rate && f->row_rate == 500,
                       "order %d: paused %d rate %g row_rate %g", order, f->paused, f->rate, f->row_rate);
         ck_assert_uint_eq(f->n_history, 3);
-        bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+        bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
         /* a row rate alone leaves the statement rate's record as it is */
         bw_shard_setting_t set = on_b;
         ck_assert_int_eq(bw_admin_control_update(3, "rate", "{\"row_rate\": 900}", 17, sh.rec, &b, &set, &rb, err,
@@ -580,7 +580,7 @@ START_TEST(concurrent_fields_both_stand) {
         f = t_shard_fold(&sh, 3);
         ck_assert(f->paused && f->rate == 2.5 && f->row_rate == 900);
         bw_shard_setting_from_record(f, &set); /* a proxy's next change starts from the fold */
-        bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+        bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
         /* rate, row rate and pin at once: three records, one change in the history */
         ck_assert_int_eq(t_change(&sh, "rate", "{\"rate\": 4, \"row_rate\": null, \"pinned\": true}", &a, &set, err), 0);
         f = t_shard_fold(&sh, 3);
@@ -588,7 +588,7 @@ START_TEST(concurrent_fields_both_stand) {
         ck_assert_uint_eq(f->n_history, 5);
         ck_assert_str_eq(f->history[0]->setting, "paused; 4 stmt/s pinned; configured rows/s");
         ck_assert_str_ne(f->history[1]->setting, f->history[0]->setting);
-        bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+        bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
         t_shard_free(&sh);
     }
 }
@@ -598,29 +598,29 @@ END_TEST
  * to several keys once, one record's order kept among equal times, at most
  * BW_CONTROL_HISTORY; the whole record's (older versions') changes among them. */
 START_TEST(fold_history_merge) {
-    Bulkwrite__V1__ControlChange w1 = t_chg(100, "rate", "w1"), w2 = t_chg(400, "pause", "w2");
-    Bulkwrite__V1__ControlChange *w_hist[] = {&w2, &w1};
+    Bulkwrite__Internal__V1__ControlChange w1 = t_chg(100, "rate", "w1"), w2 = t_chg(400, "pause", "w2");
+    Bulkwrite__Internal__V1__ControlChange *w_hist[] = {&w2, &w1};
     /* one rate change at 500 set rate and row rate: it is in both records */
-    Bulkwrite__V1__ControlChange both = t_chg(500, "rate", "both"), r1 = t_chg(300, "rate", "r1");
-    Bulkwrite__V1__ControlChange *r_hist[] = {&both, &r1}, *rr_hist[] = {&both};
+    Bulkwrite__Internal__V1__ControlChange both = t_chg(500, "rate", "both"), r1 = t_chg(300, "rate", "r1");
+    Bulkwrite__Internal__V1__ControlChange *r_hist[] = {&both, &r1}, *rr_hist[] = {&both};
     /* a pause and a resume in the same millisecond: resume is the newer, as its record says */
-    Bulkwrite__V1__ControlChange res = t_chg(450, "resume", "res"), pau = t_chg(450, "pause", "pau"),
+    Bulkwrite__Internal__V1__ControlChange res = t_chg(450, "resume", "res"), pau = t_chg(450, "pause", "pau"),
                                  p0 = t_chg(200, "pause", "p0");
-    Bulkwrite__V1__ControlChange *p_hist[] = {&res, &pau, &p0};
-    Bulkwrite__V1__ShardControl w = BULKWRITE__V1__SHARD_CONTROL__INIT, p = w, r = w, rr = w;
+    Bulkwrite__Internal__V1__ControlChange *p_hist[] = {&res, &pau, &p0};
+    Bulkwrite__Internal__V1__ShardControl w = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT, p = w, r = w, rr = w;
     w.history = w_hist, w.n_history = 2, w.updated_at_ms = 400;
     p.history = p_hist, p.n_history = 3, p.updated_at_ms = 450;
     r.history = r_hist, r.n_history = 2, r.updated_at_ms = 500;
     rr.history = rr_hist, rr.n_history = 1, rr.updated_at_ms = 500;
-    const Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS] = {&w, &p, &r, &rr, NULL};
-    Bulkwrite__V1__ShardControl *f = bw_shard_control_fold(3, recs, NULL);
+    const Bulkwrite__Internal__V1__ShardControl *recs[BW_CONTROL_KEYS] = {&w, &p, &r, &rr, NULL};
+    Bulkwrite__Internal__V1__ShardControl *f = bw_shard_control_fold(3, recs, NULL);
     const char *want[] = {"both", "res", "pau", "w2", "r1", "p0", "w1"};
     ck_assert_uint_eq(f->n_history, 7);
     for (size_t i = 0; i < 7; i++) ck_assert_str_eq(f->history[i]->reason, want[i]);
     for (size_t i = 1; i < 7; i++) ck_assert(f->history[i - 1]->at_ms >= f->history[i]->at_ms);
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
     /* at most BW_CONTROL_HISTORY: the newest of 2 × 15 changes in two records */
-    Bulkwrite__V1__ControlChange many[2][15], *lists[2][15];
+    Bulkwrite__Internal__V1__ControlChange many[2][15], *lists[2][15];
     char reasons[2][15][16];
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < 15; i++) {
@@ -628,35 +628,35 @@ START_TEST(fold_history_merge) {
             many[k][i] = t_chg(1000 - 2 * i - k, k ? "rate" : "pause", reasons[k][i]);
             lists[k][i] = &many[k][i];
         }
-    Bulkwrite__V1__ShardControl p2 = BULKWRITE__V1__SHARD_CONTROL__INIT, r2 = p2;
+    Bulkwrite__Internal__V1__ShardControl p2 = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT, r2 = p2;
     p2.history = lists[0], p2.n_history = 15;
     r2.history = lists[1], r2.n_history = 15;
-    const Bulkwrite__V1__ShardControl *recs2[BW_CONTROL_KEYS] = {NULL, &p2, &r2, NULL, NULL};
+    const Bulkwrite__Internal__V1__ShardControl *recs2[BW_CONTROL_KEYS] = {NULL, &p2, &r2, NULL, NULL};
     f = bw_shard_control_fold(3, recs2, NULL);
     ck_assert_uint_eq(f->n_history, BW_CONTROL_HISTORY);
     ck_assert_str_eq(f->history[0]->reason, "p0");
     ck_assert_str_eq(f->history[1]->reason, "r0");
     ck_assert_str_eq(f->history[BW_CONTROL_HISTORY - 1]->reason, "r9");
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
     /* two changes in one millisecond under two keys: the record Kafka holds later is the
      * newer, for the history and for the audit */
-    Bulkwrite__V1__ControlChange x = t_chg(700, "pause", "x"), y = t_chg(700, "rate", "y");
-    Bulkwrite__V1__ControlChange *x_hist[] = {&x}, *y_hist[] = {&y};
-    Bulkwrite__V1__ShardControl px = BULKWRITE__V1__SHARD_CONTROL__INIT, ry = px;
+    Bulkwrite__Internal__V1__ControlChange x = t_chg(700, "pause", "x"), y = t_chg(700, "rate", "y");
+    Bulkwrite__Internal__V1__ControlChange *x_hist[] = {&x}, *y_hist[] = {&y};
+    Bulkwrite__Internal__V1__ShardControl px = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT, ry = px;
     px.history = x_hist, px.n_history = 1, px.updated_at_ms = 700, px.reason = "x", px.paused = 1;
     ry.history = y_hist, ry.n_history = 1, ry.updated_at_ms = 700, ry.reason = "y", ry.has_rate = 1, ry.rate = 3;
-    const Bulkwrite__V1__ShardControl *recs3[BW_CONTROL_KEYS] = {NULL, &px, &ry, NULL, NULL};
+    const Bulkwrite__Internal__V1__ShardControl *recs3[BW_CONTROL_KEYS] = {NULL, &px, &ry, NULL, NULL};
     const uint64_t pause_later[BW_CONTROL_KEYS] = {0, 9, 4, 0, 0}, rate_later[BW_CONTROL_KEYS] = {0, 4, 9, 0, 0};
     f = bw_shard_control_fold(3, recs3, pause_later);
     ck_assert(f->paused && f->rate == 3 && f->n_history == 2);
     ck_assert_str_eq(f->reason, "x");
     ck_assert_str_eq(f->history[0]->reason, "x");
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
     f = bw_shard_control_fold(3, recs3, rate_later);
     ck_assert_str_eq(f->reason, "y");
     ck_assert_str_eq(f->history[0]->reason, "y");
     ck_assert_str_eq(f->history[1]->reason, "x");
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
 }
 END_TEST
 
@@ -685,11 +685,11 @@ START_TEST(server_change_beside_shard_rate) {
     }
     t_shard_apply(&sh[1], &bob);
     for (int s = 4; s <= 7; s++) {
-        Bulkwrite__V1__ShardControl *f = t_shard_fold(&sh[s - 4], s);
+        Bulkwrite__Internal__V1__ShardControl *f = t_shard_fold(&sh[s - 4], s);
         ck_assert_msg(f->paused, "shard %d not paused", s);
         ck_assert(s == 5 ? f->has_rate && f->rate == 7 : !f->has_rate);
         ck_assert_uint_eq(f->n_history, s == 5 ? 2 : 1);
-        bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+        bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
         t_shard_free(&sh[s - 4]);
     }
     bw_config_destroy(conf);
@@ -727,7 +727,7 @@ END_TEST
 
 /* A budget change from *rec (replaced by the new record, which the caller frees), or NULL
  * with err. */
-static Bulkwrite__V1__ServerBudget *budget_change(Bulkwrite__V1__ServerBudget **rec, const char *body, char *err) {
+static Bulkwrite__Internal__V1__ServerBudget *budget_change(Bulkwrite__Internal__V1__ServerBudget **rec, const char *body, char *err) {
     static const bw_admin_caller_t caller = {"sre", "10.0.0.7", "mysql-a"};
     bw_server_budget_t b;
     void *data;
@@ -736,20 +736,20 @@ static Bulkwrite__V1__ServerBudget *budget_change(Bulkwrite__V1__ServerBudget **
         ck_assert_ptr_null(data);
         return NULL;
     }
-    Bulkwrite__V1__ServerBudget *next = bulkwrite__v1__server_budget__unpack(NULL, len, data);
+    Bulkwrite__Internal__V1__ServerBudget *next = bulkwrite__internal__v1__server_budget__unpack(NULL, len, data);
     free(data);
     ck_assert_ptr_nonnull(next);
     ck_assert(next->rate == b.rate && next->row_rate == b.row_rate);
-    if (*rec) bulkwrite__v1__server_budget__free_unpacked(*rec, NULL);
+    if (*rec) bulkwrite__internal__v1__server_budget__free_unpacked(*rec, NULL);
     return *rec = next;
 }
 
 /* A budget names who set it, from where and why; a member left out stays, null and 0 clear
  * that kind; each change goes first in the history, at most BW_CONTROL_HISTORY. */
 START_TEST(server_budget_changes) {
-    Bulkwrite__V1__ServerBudget *rec = NULL;
+    Bulkwrite__Internal__V1__ServerBudget *rec = NULL;
     char err[256];
-    Bulkwrite__V1__ServerBudget *r = budget_change(&rec, "{\"rate\": 40, \"reason\": \"2048 shards on one box\"}", err);
+    Bulkwrite__Internal__V1__ServerBudget *r = budget_change(&rec, "{\"rate\": 40, \"reason\": \"2048 shards on one box\"}", err);
     ck_assert_ptr_nonnull(r);
     ck_assert_str_eq(r->server, "mysql-a");
     ck_assert(r->rate == 40 && r->row_rate == 0 && r->updated_at_ms > 0);
@@ -789,7 +789,7 @@ START_TEST(server_budget_changes) {
         ck_assert_msg(strncmp(err, bad[i][1], strlen(bad[i][1])) == 0, "%s: %s", bad[i][0], err);
     }
     ck_assert(rec->rate == 7);
-    bulkwrite__v1__server_budget__free_unpacked(rec, NULL);
+    bulkwrite__internal__v1__server_budget__free_unpacked(rec, NULL);
 }
 END_TEST
 
@@ -826,8 +826,8 @@ START_TEST(server_budget_json) {
     ck_assert(json_is_null(json_object_get(j, "budget")));
     json_decref(j);
     free(text);
-    Bulkwrite__V1__ServerBudget r = BULKWRITE__V1__SERVER_BUDGET__INIT;
-    Bulkwrite__V1__ControlChange h = BULKWRITE__V1__CONTROL_CHANGE__INIT, *hist[1] = {&h};
+    Bulkwrite__Internal__V1__ServerBudget r = BULKWRITE__INTERNAL__V1__SERVER_BUDGET__INIT;
+    Bulkwrite__Internal__V1__ControlChange h = BULKWRITE__INTERNAL__V1__CONTROL_CHANGE__INIT, *hist[1] = {&h};
     h.at_ms = 1796031494264, h.action = "budget", h.by = "sre", h.from = "10.0.0.7", h.reason = "why", h.setting = "s";
     r.server = "mysql-b", r.rate = 1e-13, r.row_rate = 0.5, r.updated_at_ms = 1796031494264;
     r.changed_by = "sre", r.changed_from = "10.0.0.7", r.reason = "why", r.history = hist, r.n_history = 1;

@@ -66,16 +66,16 @@ typedef struct {
 static void make_msg(msg_t *out, int64_t offset, const char *job, uint32_t part, int op, const uint64_t *ids,
                      size_t n, const char *title) {
     Bulkwrite__V1__Value vals[16][3];
-    Bulkwrite__V1__RowField fields[16][3], *fp[16][3];
-    Bulkwrite__V1__Row rows[16], *rp[16];
+    Bulkwrite__Internal__V1__RowField fields[16][3], *fp[16][3];
+    Bulkwrite__Internal__V1__Row rows[16], *rp[16];
     char *cols_create[] = {"owner_id", "title", "like_count"};
     char *cols_update[] = {"like_count"};
     for (size_t i = 0; i < n; i++) {
-        bulkwrite__v1__row__init(&rows[i]);
+        bulkwrite__internal__v1__row__init(&rows[i]);
         rows[i].op_index = (uint32_t)i;
         rows[i].id = ids[i];
         for (int f = 0; f < 3; f++) {
-            bulkwrite__v1__row_field__init(&fields[i][f]);
+            bulkwrite__internal__v1__row_field__init(&fields[i][f]);
             bulkwrite__v1__value__init(&vals[i][f]);
             fields[i][f].value = &vals[i][f];
             fp[i][f] = &fields[i][f];
@@ -102,7 +102,7 @@ static void make_msg(msg_t *out, int64_t offset, const char *job, uint32_t part,
         rows[i].fields = fp[i];
         rp[i] = &rows[i];
     }
-    Bulkwrite__V1__ShardBatch sb = BULKWRITE__V1__SHARD_BATCH__INIT;
+    Bulkwrite__Internal__V1__ShardBatch sb = BULKWRITE__INTERNAL__V1__SHARD_BATCH__INIT;
     sb.job_id = (char *)job;
     sb.part = part;
     sb.shard = 0;
@@ -112,9 +112,9 @@ static void make_msg(msg_t *out, int64_t offset, const char *job, uint32_t part,
     sb.n_columns = op == BW_OP_CREATE ? 3 : 1;
     sb.rows = rp;
     sb.n_rows = n;
-    ck_assert_uint_le(bulkwrite__v1__shard_batch__get_packed_size(&sb), sizeof(out->buf));
+    ck_assert_uint_le(bulkwrite__internal__v1__shard_batch__get_packed_size(&sb), sizeof(out->buf));
     memset(&out->m, 0, sizeof(out->m));
-    out->m.len = bulkwrite__v1__shard_batch__pack(&sb, out->buf);
+    out->m.len = bulkwrite__internal__v1__shard_batch__pack(&sb, out->buf);
     out->m.payload = out->buf;
     out->m.offset = offset;
 }
@@ -393,10 +393,10 @@ END_TEST
 
 START_TEST(dead_letter_record_carries_op_and_reason) {
     Bulkwrite__V1__Value v[4];
-    Bulkwrite__V1__RowField f[4], *fp[4];
+    Bulkwrite__Internal__V1__RowField f[4], *fp[4];
     for (int i = 0; i < 4; i++) {
         bulkwrite__v1__value__init(&v[i]);
-        bulkwrite__v1__row_field__init(&f[i]);
+        bulkwrite__internal__v1__row_field__init(&f[i]);
         f[i].value = &v[i];
         f[i].column = (uint32_t)i;
         fp[i] = &f[i];
@@ -411,7 +411,7 @@ START_TEST(dead_letter_record_carries_op_and_reason) {
     v[2].int_value = -5;
     f[2].increment = 1;
     v[3].kind_case = BULKWRITE__V1__VALUE__KIND_NULL_VALUE;
-    Bulkwrite__V1__Row row = BULKWRITE__V1__ROW__INIT;
+    Bulkwrite__Internal__V1__Row row = BULKWRITE__INTERNAL__V1__ROW__INIT;
     row.op_index = 17;
     row.id = UINT64_MAX;
     row.fields = fp;
@@ -452,10 +452,10 @@ END_TEST
 START_TEST(dead_letter_keeps_empty_values_and_bad_text) {
     static const uint8_t payload[1] = {0};
     Bulkwrite__V1__Value v[4];
-    Bulkwrite__V1__RowField f[4], *fp[4];
+    Bulkwrite__Internal__V1__RowField f[4], *fp[4];
     for (int i = 0; i < 4; i++) {
         bulkwrite__v1__value__init(&v[i]);
-        bulkwrite__v1__row_field__init(&f[i]);
+        bulkwrite__internal__v1__row_field__init(&f[i]);
         f[i].value = &v[i];
         f[i].column = (uint32_t)i;
         fp[i] = &f[i];
@@ -465,7 +465,7 @@ START_TEST(dead_letter_keeps_empty_values_and_bad_text) {
     v[1].string_value = (ProtobufCBinaryData){0, (uint8_t *)payload};
     v[2].bytes_value = (ProtobufCBinaryData){0, NULL};
     v[3].bytes_value = (ProtobufCBinaryData){0, (uint8_t *)payload};
-    Bulkwrite__V1__Row row = BULKWRITE__V1__ROW__INIT;
+    Bulkwrite__Internal__V1__Row row = BULKWRITE__INTERNAL__V1__ROW__INIT;
     row.id = 5;
     row.fields = fp;
     row.n_fields = 4;
@@ -497,17 +497,17 @@ END_TEST
 static void make_image_msg(rd_kafka_message_t *m, int64_t offset, const char *job, uint32_t part,
                            const uint64_t *ids, size_t n, size_t image_len) {
     Bulkwrite__V1__Value own[64], img[64];
-    Bulkwrite__V1__RowField fo[64], fi[64], *fp[64][2];
-    Bulkwrite__V1__Row rows[64], *rp[64];
+    Bulkwrite__Internal__V1__RowField fo[64], fi[64], *fp[64][2];
+    Bulkwrite__Internal__V1__Row rows[64], *rp[64];
     uint8_t *images = malloc(n * image_len);
     ck_assert_uint_le(n, 64);
     for (size_t r = 0; r < n; r++) {
         for (size_t i = 0; i < image_len; i++) images[r * image_len + i] = (uint8_t)(r + i);
-        bulkwrite__v1__row__init(&rows[r]);
+        bulkwrite__internal__v1__row__init(&rows[r]);
         bulkwrite__v1__value__init(&own[r]);
         bulkwrite__v1__value__init(&img[r]);
-        bulkwrite__v1__row_field__init(&fo[r]);
-        bulkwrite__v1__row_field__init(&fi[r]);
+        bulkwrite__internal__v1__row_field__init(&fo[r]);
+        bulkwrite__internal__v1__row_field__init(&fi[r]);
         own[r].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
         own[r].int_value = 7;
         img[r].kind_case = BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
@@ -525,7 +525,7 @@ static void make_image_msg(rd_kafka_message_t *m, int64_t offset, const char *jo
         rp[r] = &rows[r];
     }
     char *cols[] = {"owner_id", "image"};
-    Bulkwrite__V1__ShardBatch sb = BULKWRITE__V1__SHARD_BATCH__INIT;
+    Bulkwrite__Internal__V1__ShardBatch sb = BULKWRITE__INTERNAL__V1__SHARD_BATCH__INIT;
     sb.job_id = (char *)job;
     sb.part = part;
     sb.object_type = "pin";
@@ -535,8 +535,8 @@ static void make_image_msg(rd_kafka_message_t *m, int64_t offset, const char *jo
     sb.rows = rp;
     sb.n_rows = n;
     memset(m, 0, sizeof(*m));
-    m->payload = malloc(bulkwrite__v1__shard_batch__get_packed_size(&sb));
-    m->len = bulkwrite__v1__shard_batch__pack(&sb, m->payload);
+    m->payload = malloc(bulkwrite__internal__v1__shard_batch__get_packed_size(&sb));
+    m->len = bulkwrite__internal__v1__shard_batch__pack(&sb, m->payload);
     m->offset = offset;
     free(images);
 }
@@ -660,12 +660,12 @@ START_TEST(statement_bound_covers_the_statement) {
     uint64_t ids[10];
     for (int r = 0; r < 10; r++) ids[r] = pin(400 + (uint64_t)r);
     make_image_msg(&m, 0, JOB_A, 0, ids, 10, 3000);
-    Bulkwrite__V1__ShardBatch *sb = bulkwrite__v1__shard_batch__unpack(NULL, m.len, m.payload);
+    Bulkwrite__Internal__V1__ShardBatch *sb = bulkwrite__internal__v1__shard_batch__unpack(NULL, m.len, m.payload);
     /* text full of what escapes doubles: quotes, backslashes, NULs */
     Bulkwrite__V1__Value title = BULKWRITE__V1__VALUE__INIT;
     title.kind_case = BULKWRITE__V1__VALUE__KIND_STRING_VALUE;
     title.string_value = (ProtobufCBinaryData){5, (uint8_t *)"'\\\"\0x"};
-    Bulkwrite__V1__RowField tf = BULKWRITE__V1__ROW_FIELD__INIT, *fields[10][3];
+    Bulkwrite__Internal__V1__RowField tf = BULKWRITE__INTERNAL__V1__ROW_FIELD__INIT, *fields[10][3];
     tf.column = 2;
     tf.value = &title;
     int colmap[] = {0, 5, 2};
@@ -690,7 +690,7 @@ START_TEST(statement_bound_covers_the_statement) {
         ck_assert_uint_eq(bound, one); /* the lone row's bound, for the caller's decision */
     }
     bw_buf_free(&b);
-    bulkwrite__v1__shard_batch__free_unpacked(sb, NULL);
+    bulkwrite__internal__v1__shard_batch__free_unpacked(sb, NULL);
     free(m.payload);
     teardown();
 }
@@ -754,10 +754,10 @@ END_TEST
  * marked truncated, since it cannot be sent again as it is. */
 START_TEST(dead_letter_skips_field_past_columns) {
     Bulkwrite__V1__Value v[2];
-    Bulkwrite__V1__RowField f[2], *fp[2];
+    Bulkwrite__Internal__V1__RowField f[2], *fp[2];
     for (int i = 0; i < 2; i++) {
         bulkwrite__v1__value__init(&v[i]);
-        bulkwrite__v1__row_field__init(&f[i]);
+        bulkwrite__internal__v1__row_field__init(&f[i]);
         v[i].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
         v[i].int_value = 10 + i;
         f[i].value = &v[i];
@@ -765,7 +765,7 @@ START_TEST(dead_letter_skips_field_past_columns) {
     }
     f[0].column = 1;
     f[1].column = 5;
-    Bulkwrite__V1__Row row = BULKWRITE__V1__ROW__INIT;
+    Bulkwrite__Internal__V1__Row row = BULKWRITE__INTERNAL__V1__ROW__INIT;
     row.id = 9;
     row.fields = fp;
     row.n_fields = 2;
@@ -798,10 +798,10 @@ START_TEST(dead_letter_truncated_to_fit) {
     uint8_t *ctl = malloc(n);
     memset(ctl, 1, n); /* each escapes to \u0001: 1.2 MB of JSON */
     Bulkwrite__V1__Value v[2];
-    Bulkwrite__V1__RowField f[2], *fp[2];
+    Bulkwrite__Internal__V1__RowField f[2], *fp[2];
     for (int i = 0; i < 2; i++) {
         bulkwrite__v1__value__init(&v[i]);
-        bulkwrite__v1__row_field__init(&f[i]);
+        bulkwrite__internal__v1__row_field__init(&f[i]);
         f[i].value = &v[i];
         f[i].column = (uint32_t)i;
         fp[i] = &f[i];
@@ -810,7 +810,7 @@ START_TEST(dead_letter_truncated_to_fit) {
     v[0].string_value = (ProtobufCBinaryData){n, ctl};
     v[1].kind_case = BULKWRITE__V1__VALUE__KIND_INT_VALUE;
     v[1].int_value = 7;
-    Bulkwrite__V1__Row row = BULKWRITE__V1__ROW__INIT;
+    Bulkwrite__Internal__V1__Row row = BULKWRITE__INTERNAL__V1__ROW__INIT;
     row.id = 42;
     row.fields = fp;
     row.n_fields = 2;

@@ -32,12 +32,12 @@ typedef struct {
     uint32_t *too_large;
     size_t too_large_cnt;
     pos_t *pos;
-    Bulkwrite__V1__ShardBatch **batches; /* unpacked, one per message */
+    Bulkwrite__Internal__V1__ShardBatch **batches; /* unpacked, one per message */
 } split_t;
 
 static void split_free(split_t *s) {
     for (size_t m = 0; m < s->set.msg_cnt; m++)
-        if (s->batches[m]) bulkwrite__v1__shard_batch__free_unpacked(s->batches[m], NULL);
+        if (s->batches[m]) bulkwrite__internal__v1__shard_batch__free_unpacked(s->batches[m], NULL);
     free(s->batches);
     free(s->pos);
     bw_batcher_free_payloads(&s->set);
@@ -70,7 +70,7 @@ static void split_and_check(const bw_config_t *conf, const Bulkwrite__V1__BatchW
         ck_assert_ptr_nonnull(msg->payload);
         ck_assert_msg(msg->len <= (size_t)conf->message_max_bytes, "message %zu: %zu bytes > %d", m, msg->len,
                       conf->message_max_bytes);
-        Bulkwrite__V1__ShardBatch *sb = bulkwrite__v1__shard_batch__unpack(NULL, msg->len, msg->payload);
+        Bulkwrite__Internal__V1__ShardBatch *sb = bulkwrite__internal__v1__shard_batch__unpack(NULL, msg->len, msg->payload);
         ck_assert_msg(sb != NULL, "message %zu does not unpack as a ShardBatch", m);
         s->batches[m] = sb;
         ck_assert_int_eq((int)sb->shard, msg->shard); /* payload shard = partition */
@@ -101,7 +101,7 @@ static void split_and_check(const bw_config_t *conf, const Bulkwrite__V1__BatchW
             for (size_t d = 0; d < c; d++) ck_assert_str_ne(sb->columns[c], sb->columns[d]);
         }
         for (size_t r = 0; r < sb->n_rows; r++) {
-            const Bulkwrite__V1__Row *row = sb->rows[r];
+            const Bulkwrite__Internal__V1__Row *row = sb->rows[r];
             uint32_t i = row->op_index;
             ck_assert_uint_eq(i, msg->ops[r]);
             ck_assert_uint_lt(i, n);
@@ -116,7 +116,7 @@ static void split_and_check(const bw_config_t *conf, const Bulkwrite__V1__BatchW
             ck_assert_uint_eq(row->id, op->id);
             ck_assert_uint_eq(row->n_fields, op->n_fields);
             for (size_t f = 0; f < row->n_fields; f++) {
-                const Bulkwrite__V1__RowField *rf = row->fields[f];
+                const Bulkwrite__Internal__V1__RowField *rf = row->fields[f];
                 ck_assert_uint_lt(rf->column, sb->n_columns);
                 used[rf->column] = 1;
                 ck_assert_str_eq(sb->columns[rf->column], op->fields[f]->name);
@@ -441,7 +441,7 @@ START_TEST(values_decode_back) {
     split_t s;
     split_and_check(c, r.req, &s); /* compares every value through the column map */
     ck_assert_uint_eq(s.set.msg_cnt, 2);
-    Bulkwrite__V1__ShardBatch *sb = s.batches[0];
+    Bulkwrite__Internal__V1__ShardBatch *sb = s.batches[0];
     /* columns in first-use order: owner_id, title, board_id, image, description, like_count */
     ck_assert_uint_eq(sb->n_columns, 6);
     ck_assert_str_eq(sb->columns[0], "owner_id");

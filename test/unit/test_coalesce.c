@@ -12,14 +12,14 @@ enum { OWNER = 0, TITLE = 2, LIKES = 4 };
 
 typedef struct {
     Bulkwrite__V1__Value v[3];
-    Bulkwrite__V1__RowField f[3], *fp[3];
+    Bulkwrite__Internal__V1__RowField f[3], *fp[3];
 } fields_t;
 
 /* One row of id with up to 3 (column, value, increment) fields; kinds: 'i' int, 'd' double. */
 static bw_sql_row_t row(fields_t *st, uint64_t id, const int *colmap, size_t n, const int *cols, const char *kinds,
                         const double *vals, const int *inc) {
     for (size_t k = 0; k < n; k++) {
-        bulkwrite__v1__row_field__init(&st->f[k]);
+        bulkwrite__internal__v1__row_field__init(&st->f[k]);
         bulkwrite__v1__value__init(&st->v[k]);
         st->f[k].column = (uint32_t)cols[k];
         st->f[k].increment = inc[k];

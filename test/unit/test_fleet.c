@@ -57,11 +57,11 @@ START_TEST(prints_follow_the_shared_settings) {
 }
 END_TEST
 
-static Bulkwrite__V1__FleetMember *member(const char *role, const char *instance, int64_t started, int64_t seen,
+static Bulkwrite__Internal__V1__FleetMember *member(const char *role, const char *instance, int64_t started, int64_t seen,
                                           const bw_fleet_print_t *p, int n, const char *creds) {
     size_t len;
     void *buf = bw_fleet_pack(role, instance, started, seen, p, n, creds, 1, &len);
-    Bulkwrite__V1__FleetMember *m = bulkwrite__v1__fleet_member__unpack(NULL, len, buf);
+    Bulkwrite__Internal__V1__FleetMember *m = bulkwrite__internal__v1__fleet_member__unpack(NULL, len, buf);
     free(buf);
     ck_assert_ptr_nonnull(m);
     return m;
@@ -77,7 +77,7 @@ START_TEST(the_earlier_member_decides) {
     int no = bw_fleet_prints(c, 1, other);
     c->proxy_auth_job_id_secret = old;
     int64_t now = 1000000;
-    Bulkwrite__V1__FleetMember *ms[4];
+    Bulkwrite__Internal__V1__FleetMember *ms[4];
     char why[700] = "";
     ms[0] = member("proxy", "a:1", 500, now - 1000, other, no, NULL);  /* earlier, live, another secret */
     ck_assert_int_eq(bw_fleet_check("b:1", 600, mine, n, NULL, ms, 1, now, why, sizeof(why)), -1);
@@ -86,7 +86,7 @@ START_TEST(the_earlier_member_decides) {
     ms[1] = member("proxy", "b:1", 600, now - 1000, mine, n, NULL);
     ck_assert_int_eq(bw_fleet_check("a:1", 500, other, no, NULL, ms, 2, now, why, sizeof(why)), 0);
     /* a member gone quiet (stale) or this process's own record count for nothing */
-    bulkwrite__v1__fleet_member__free_unpacked(ms[0], NULL);
+    bulkwrite__internal__v1__fleet_member__free_unpacked(ms[0], NULL);
     ms[0] = member("proxy", "a:1", 500, now - BW_FLEET_STALE_MS - 1, other, no, NULL);
     ck_assert_int_eq(bw_fleet_check("b:1", 600, mine, n, NULL, ms, 2, now, why, sizeof(why)), 0);
     /* same start: the smaller instance name is the earlier */
@@ -107,7 +107,7 @@ START_TEST(the_earlier_member_decides) {
     ck_assert_msg(strstr(why, "shards differs from that of proxy a:0"), "%s", why);
     c->shard_count = 8;
     c->servers[1].last_shard = 7;
-    for (int i = 0; i < 3; i++) bulkwrite__v1__fleet_member__free_unpacked(ms[i], NULL);
+    for (int i = 0; i < 3; i++) bulkwrite__internal__v1__fleet_member__free_unpacked(ms[i], NULL);
     bw_config_destroy(c);
 }
 END_TEST
@@ -118,7 +118,7 @@ START_TEST(a_credential_is_one_client) {
     bw_fleet_print_t p[BW_FLEET_PRINTS_MAX];
     int n = bw_fleet_prints(c, 1, p);
     int64_t now = 1000000;
-    Bulkwrite__V1__FleetMember *a = member("proxy", "a:1", 500, now, p, n, "c:0123456789abcdef ops\nt:1111111111111111 feed\n");
+    Bulkwrite__Internal__V1__FleetMember *a = member("proxy", "a:1", 500, now, p, n, "c:0123456789abcdef ops\nt:1111111111111111 feed\n");
     char why[700] = "";
     /* a subset, and another client the first does not know: fine */
     ck_assert_int_eq(bw_fleet_check("b:1", 600, p, n, "t:1111111111111111 feed\nt:2222222222222222 dash\n", &a, 1, now,
@@ -132,7 +132,7 @@ START_TEST(a_credential_is_one_client) {
     ck_assert_msg(strstr(why, "of client \"sre\" here is client \"ops\""), "%s", why);
     /* a prefix of a name is another name */
     ck_assert_int_eq(bw_fleet_check("b:1", 600, p, n, "t:1111111111111111 fee\n", &a, 1, now, why, sizeof(why)), -1);
-    bulkwrite__v1__fleet_member__free_unpacked(a, NULL);
+    bulkwrite__internal__v1__fleet_member__free_unpacked(a, NULL);
     bw_config_destroy(c);
 }
 END_TEST

@@ -465,7 +465,7 @@ START_TEST(shard_batch_reader_agrees) {
     int accepted;
     ck_assert_msg(fref_shard_batch_agrees(base.b, base.len, &A, &accepted, why, sizeof(why)), "%s", why);
     ck_assert(accepted);
-    const Bulkwrite__V1__ShardBatch *sb = bw_pbd_shard_batch(base.b, base.len, &A);
+    const Bulkwrite__Internal__V1__ShardBatch *sb = bw_pbd_shard_batch(base.b, base.len, &A);
     ck_assert_ptr_nonnull(sb);
     ck_assert_str_eq(sb->job_id, "0123456789abcdef0123456789abcdef");
     ck_assert_uint_eq(sb->shard, 3);
@@ -475,7 +475,7 @@ START_TEST(shard_batch_reader_agrees) {
     ck_assert_uint_eq(sb->n_columns, 3);
     ck_assert_str_eq(sb->columns[2], "image");
     ck_assert_uint_eq(sb->n_rows, 2);
-    const Bulkwrite__V1__Row *r0 = sb->rows[0], *r1 = sb->rows[1];
+    const Bulkwrite__Internal__V1__Row *r0 = sb->rows[0], *r1 = sb->rows[1];
     ck_assert_uint_eq(r0->op_index, 129);
     ck_assert_uint_eq(r0->id, PIN_ID(3, 7));
     ck_assert_uint_eq(r0->n_fields, 2);

@@ -33,8 +33,8 @@ static bw_throttle_limits_t tlimits(void) {
 static const bw_handover_limits_t hlimits = {.max_age_ms = 60000, .probe_every_ms = 30000, .retry_initial_ms = 100};
 
 /* A record written age_ms ago by another consumer: throttled at 12.5 of a cap of 100. */
-static Bulkwrite__V1__ShardStatus throttled(int64_t age_ms) {
-    Bulkwrite__V1__ShardStatus st = BULKWRITE__V1__SHARD_STATUS__INIT;
+static Bulkwrite__Internal__V1__ShardStatus throttled(int64_t age_ms) {
+    Bulkwrite__Internal__V1__ShardStatus st = BULKWRITE__INTERNAL__V1__SHARD_STATUS__INIT;
     st.shard = 5;
     st.consumer = "127.0.0.1:18082";
     st.updated_at_ms = NOW_MS - age_ms;
@@ -57,7 +57,7 @@ static void lag(bw_signal_reading_t r[BW_SIGNAL_KINDS], double v, int64_t at) {
 
 START_TEST(throttled_resumes_at_its_rate) {
     bw_throttle_limits_t tl = tlimits();
-    Bulkwrite__V1__ShardStatus st = throttled(3000);
+    Bulkwrite__Internal__V1__ShardStatus st = throttled(3000);
     bw_handover_t h;
     ck_assert_int_eq(bw_handover_seed(&st, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_SEEDED);
     ck_assert_int_eq(h.age_ms, 3000);
@@ -95,7 +95,7 @@ START_TEST(stale_or_absent_keeps_nothing) {
     bw_throttle_limits_t tl = tlimits();
     bw_handover_t h;
     ck_assert_int_eq(bw_handover_seed(NULL, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_NONE);
-    Bulkwrite__V1__ShardStatus st = throttled(60001); /* over max_age_ms */
+    Bulkwrite__Internal__V1__ShardStatus st = throttled(60001); /* over max_age_ms */
     ck_assert_int_eq(bw_handover_seed(&st, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_STALE);
     ck_assert_int_eq(h.throttle, 0);
     ck_assert_int_eq(h.age_ms, 60001);
@@ -115,7 +115,7 @@ END_TEST
 START_TEST(running_or_throttle_off_keeps_no_throttle) {
     bw_throttle_limits_t tl = tlimits();
     bw_handover_t h;
-    Bulkwrite__V1__ShardStatus st = throttled(1000);
+    Bulkwrite__Internal__V1__ShardStatus st = throttled(1000);
     st.throttle_state = "running";
     ck_assert_int_eq(bw_handover_seed(&st, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_NONE);
     st.throttle_state = NULL; /* its holder ran without the throttle */
@@ -133,7 +133,7 @@ END_TEST
 START_TEST(critical_stays_paused) {
     bw_throttle_limits_t tl = tlimits();
     bw_handover_t h;
-    Bulkwrite__V1__ShardStatus st = throttled(2000);
+    Bulkwrite__Internal__V1__ShardStatus st = throttled(2000);
     st.throttle_state = "critical";
     st.throttle_value = 40000;
     st.throttle_level = 30000;
@@ -169,13 +169,13 @@ END_TEST
 START_TEST(codes_decide_over_names) {
     bw_throttle_limits_t tl = tlimits();
     bw_handover_t h;
-    Bulkwrite__V1__ShardStatus st = throttled(3000);
+    Bulkwrite__Internal__V1__ShardStatus st = throttled(3000);
     st.throttle_state = "a newer name";
     st.throttle_signal = "";
-    st.throttle_state_code = BULKWRITE__V1__THROTTLE_STATE__THROTTLE_STATE_CRITICAL;
-    st.throttle_signal_code = BULKWRITE__V1__THROTTLE_SIGNAL__THROTTLE_SIGNAL_THREADS_RUNNING;
+    st.throttle_state_code = BULKWRITE__INTERNAL__V1__THROTTLE_STATE__THROTTLE_STATE_CRITICAL;
+    st.throttle_signal_code = BULKWRITE__INTERNAL__V1__THROTTLE_SIGNAL__THROTTLE_SIGNAL_THREADS_RUNNING;
     char *names[] = {"running"};
-    Bulkwrite__V1__GateReason codes[] = {BULKWRITE__V1__GATE_REASON__GATE_REASON_STOPPED};
+    Bulkwrite__Internal__V1__GateReason codes[] = {BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_STOPPED};
     st.reasons = names, st.n_reasons = 1;
     st.reason_codes = codes, st.n_reason_codes = 1;
     ck_assert_int_eq(bw_handover_seed(&st, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_SEEDED);
@@ -186,7 +186,7 @@ START_TEST(codes_decide_over_names) {
     ck_assert_int_eq(h.held, 1);
     /* the same record with running as its code keeps no throttle, whatever its name says */
     st.throttle_state = "critical";
-    st.throttle_state_code = BULKWRITE__V1__THROTTLE_STATE__THROTTLE_STATE_RUNNING;
+    st.throttle_state_code = BULKWRITE__INTERNAL__V1__THROTTLE_STATE__THROTTLE_STATE_RUNNING;
     ck_assert_int_eq(bw_handover_seed(&st, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_SEEDED);
     ck_assert_int_eq(h.throttle, 0);
 }
@@ -195,16 +195,16 @@ END_TEST
 START_TEST(held_stays_held_until_its_probe) {
     bw_throttle_limits_t tl = tlimits();
     bw_handover_t h;
-    Bulkwrite__V1__ShardStatus st = throttled(12000);
+    Bulkwrite__Internal__V1__ShardStatus st = throttled(12000);
     st.throttle_state = "running";
     char *reasons[] = {"unhealthy", "backoff"};
     st.reasons = reasons;
     st.n_reasons = 2;
     st.unhealthy = 1;
-    Bulkwrite__V1__ShardError e1 = BULKWRITE__V1__SHARD_ERROR__INIT, e2 = BULKWRITE__V1__SHARD_ERROR__INIT;
+    Bulkwrite__Internal__V1__ShardError e1 = BULKWRITE__INTERNAL__V1__SHARD_ERROR__INIT, e2 = BULKWRITE__INTERNAL__V1__SHARD_ERROR__INIT;
     e1.at_ms = NOW_MS - 13000, e1.kind = "timeout", e1.message = "Lock wait timeout exceeded (1205)";
     e2.at_ms = NOW_MS - 20000, e2.kind = "a kind from a newer version", e2.message = "older";
-    Bulkwrite__V1__ShardError *errs[] = {&e1, &e2}; /* newest first */
+    Bulkwrite__Internal__V1__ShardError *errs[] = {&e1, &e2}; /* newest first */
     st.recent_errors = errs;
     st.n_recent_errors = 2;
     ck_assert_int_eq(bw_handover_seed(&st, &hlimits, &tl, NOW_US, NOW_MS, &h), BW_HANDOVER_SEEDED);

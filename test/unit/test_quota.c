@@ -174,13 +174,13 @@ END_TEST
 typedef struct {
     bw_quota_t *q;
     char name[16];
-    Bulkwrite__V1__FleetMember rec;
+    Bulkwrite__Internal__V1__FleetMember rec;
 } sim_proxy_t;
 
 static void sim_init(sim_proxy_t *p, int i, const bw_quota_limits_t *lim, int64_t now_us) {
     p->q = bw_quota_new();
     snprintf(p->name, sizeof(p->name), "h:%d", 9000 + i);
-    bulkwrite__v1__fleet_member__init(&p->rec);
+    bulkwrite__internal__v1__fleet_member__init(&p->rec);
     p->rec.role = "proxy";
     p->rec.instance = p->name;
     p->rec.agrees = 1;
@@ -192,7 +192,7 @@ static void sim_init(sim_proxy_t *p, int i, const bw_quota_limits_t *lim, int64_
 static void sim_turn(sim_proxy_t *ps, int n, int i, int64_t now_us) {
     bw_quota_fleet_fill(ps[i].q, &ps[i].rec, now_us);
     ps[i].rec.seen_at_ms = now_us / 1000;
-    Bulkwrite__V1__FleetMember *members[8];
+    Bulkwrite__Internal__V1__FleetMember *members[8];
     int m = 0;
     for (int j = 0; j < n; j++)
         if (ps[j].rec.seen_at_ms) members[m++] = &ps[j].rec;
@@ -256,8 +256,8 @@ START_TEST(fleet_counts_live_proxies_only) {
     bw_quota_t *q = bw_quota_new();
     bw_quota_list(q, "feed", &lim, t);
     bw_quota_list(q, "free", &(bw_quota_limits_t){0}, t); /* no quota: not listed */
-    Bulkwrite__V1__FleetMember self;
-    bulkwrite__v1__fleet_member__init(&self);
+    Bulkwrite__Internal__V1__FleetMember self;
+    bulkwrite__internal__v1__fleet_member__init(&self);
     bw_quota_fleet_fill(q, &self, t);
     ck_assert_uint_eq(self.n_demand, 1);
     ck_assert_str_eq(self.demand[0]->client, "feed");
@@ -270,15 +270,15 @@ START_TEST(fleet_counts_live_proxies_only) {
     bw_quota_fleet_fill(q, &self, t + 2 * SEC);
     ck_assert_double_eq_tol(self.demand[0]->ops_per_second, BW_QUOTA_SMOOTHING * 1800, 1e-6);
 
-    Bulkwrite__V1__ClientDemand busy = BULKWRITE__V1__CLIENT_DEMAND__INIT, *busy_p = &busy;
+    Bulkwrite__Internal__V1__ClientDemand busy = BULKWRITE__INTERNAL__V1__CLIENT_DEMAND__INIT, *busy_p = &busy;
     busy.client = "feed";
     busy.ops_per_second = 1080; /* as much as this proxy's */
-    Bulkwrite__V1__FleetMember m[6];
+    Bulkwrite__Internal__V1__FleetMember m[6];
     const char *roles[6] = {"proxy", "consumer", "proxy", "proxy", "proxy", "proxy"};
     const char *names[6] = {"h:1", "h:2", "h:3", "h:4", "h:me", "h:6"};
     int64_t seen[6] = {now_ms, now_ms, now_ms - BW_FLEET_STALE_MS - 1, now_ms, now_ms, now_ms};
     for (int i = 0; i < 6; i++) {
-        bulkwrite__v1__fleet_member__init(&m[i]);
+        bulkwrite__internal__v1__fleet_member__init(&m[i]);
         m[i].role = (char *)roles[i];
         m[i].instance = (char *)names[i];
         m[i].seen_at_ms = seen[i];
@@ -286,7 +286,7 @@ START_TEST(fleet_counts_live_proxies_only) {
         m[i].demand = &busy_p;
         m[i].n_demand = i == 5 ? 0 : 1; /* h:6 does not list the client */
     }
-    Bulkwrite__V1__FleetMember *members[6] = {&m[0], &m[1], &m[2], &m[3], &m[4], &m[5]};
+    Bulkwrite__Internal__V1__FleetMember *members[6] = {&m[0], &m[1], &m[2], &m[3], &m[4], &m[5]};
     double ops_share, bytes_share;
     bw_quota_fleet_read(q, "h:me", members, 6, now_ms, t + 2 * SEC);
     bw_quota_shares(q, "feed", &ops_share, &bytes_share);

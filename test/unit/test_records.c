@@ -61,7 +61,7 @@ END_TEST
 START_TEST(every_setting_field_has_one_owner)
 {
     static const char *const fold_own[] = {"shard", "updated_at_ms", "reason", "changed_by", "changed_from", "history"};
-    const ProtobufCMessageDescriptor *d = &bulkwrite__v1__shard_control__descriptor;
+    const ProtobufCMessageDescriptor *d = &bulkwrite__internal__v1__shard_control__descriptor;
     for (unsigned i = 0; i < d->n_fields; i++) {
         const char *name = d->fields[i].name;
         int owners = 0;
@@ -77,24 +77,24 @@ END_TEST
 /* The fold takes each field from its own key's record, else from the whole record. */
 START_TEST(fold_takes_each_field_from_its_key)
 {
-    Bulkwrite__V1__ShardControl whole = BULKWRITE__V1__SHARD_CONTROL__INIT, rate = BULKWRITE__V1__SHARD_CONTROL__INIT,
-                                pause = BULKWRITE__V1__SHARD_CONTROL__INIT;
+    Bulkwrite__Internal__V1__ShardControl whole = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT, rate = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT,
+                                pause = BULKWRITE__INTERNAL__V1__SHARD_CONTROL__INIT;
     whole.paused = 1, whole.has_rate = 1, whole.rate = 5, whole.has_row_rate = 1, whole.row_rate = 70, whole.pinned = 1;
     whole.updated_at_ms = 100;
     rate.has_rate = 1, rate.rate = 20, rate.paused = 1; /* a key's record holds only its own fields */
     rate.updated_at_ms = 300;
     pause.paused = 0, pause.rate = 999;
     pause.updated_at_ms = 200;
-    const Bulkwrite__V1__ShardControl *recs[BW_CONTROL_KEYS] = {[BW_CONTROL_WHOLE] = &whole, [BW_CONTROL_RATE] = &rate,
+    const Bulkwrite__Internal__V1__ShardControl *recs[BW_CONTROL_KEYS] = {[BW_CONTROL_WHOLE] = &whole, [BW_CONTROL_RATE] = &rate,
                                                                 [BW_CONTROL_PAUSE] = &pause};
-    Bulkwrite__V1__ShardControl *f = bw_shard_control_fold(2, recs, NULL);
+    Bulkwrite__Internal__V1__ShardControl *f = bw_shard_control_fold(2, recs, NULL);
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(f->paused, 0);                 /* its key's */
     ck_assert(f->has_rate && f->rate == 20);        /* its key's, not the pause record's 999 */
     ck_assert(f->has_row_rate && f->row_rate == 70); /* the base's */
     ck_assert_int_eq(f->pinned, 1);                  /* the base's */
     ck_assert_int_eq(f->updated_at_ms, 300);         /* the newest record's */
-    bulkwrite__v1__shard_control__free_unpacked(f, NULL);
+    bulkwrite__internal__v1__shard_control__free_unpacked(f, NULL);
 }
 END_TEST
 

@@ -21,9 +21,9 @@ static void teardown(void) { bw_arena_destroy(&A); }
 
 #define S(lit) t_v_str(&A, lit, sizeof(lit) - 1)
 
-static Bulkwrite__V1__RowField *rf(unsigned col, Bulkwrite__V1__Value *v, int inc) {
-    Bulkwrite__V1__RowField *f = bw_arena_alloc(&A, sizeof(*f));
-    bulkwrite__v1__row_field__init(f);
+static Bulkwrite__Internal__V1__RowField *rf(unsigned col, Bulkwrite__V1__Value *v, int inc) {
+    Bulkwrite__Internal__V1__RowField *f = bw_arena_alloc(&A, sizeof(*f));
+    bulkwrite__internal__v1__row_field__init(f);
     f->column = col;
     f->value = v;
     f->increment = inc;
@@ -35,10 +35,10 @@ static const int IDENTITY[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 1
 
 static bw_sql_row_t row(uint64_t id, size_t n, ...) {
     bw_sql_row_t r = {id, n, NULL, IDENTITY};
-    Bulkwrite__V1__RowField **f = bw_arena_alloc(&A, (n + 1) * sizeof(*f));
+    Bulkwrite__Internal__V1__RowField **f = bw_arena_alloc(&A, (n + 1) * sizeof(*f));
     va_list ap;
     va_start(ap, n);
-    for (size_t i = 0; i < n; i++) f[i] = va_arg(ap, Bulkwrite__V1__RowField *);
+    for (size_t i = 0; i < n; i++) f[i] = va_arg(ap, Bulkwrite__Internal__V1__RowField *);
     va_end(ap);
     r.fields = f;
     return r;

@@ -69,12 +69,12 @@ static long long scalar(const char *fmt, ...) {
 /* A row setting batch columns (the identity map onto config columns) col_0, v_0, …. */
 static const int IDENTITY[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 static bw_sql_row_t row(uint64_t id, size_t n, ...) {
-    Bulkwrite__V1__RowField **f = bw_arena_alloc(&A, (n + 1) * sizeof(*f));
+    Bulkwrite__Internal__V1__RowField **f = bw_arena_alloc(&A, (n + 1) * sizeof(*f));
     va_list ap;
     va_start(ap, n);
     for (size_t i = 0; i < n; i++) {
         f[i] = bw_arena_alloc(&A, sizeof(**f));
-        bulkwrite__v1__row_field__init(f[i]);
+        bulkwrite__internal__v1__row_field__init(f[i]);
         f[i]->column = (uint32_t)va_arg(ap, int);
         f[i]->value = va_arg(ap, Bulkwrite__V1__Value *);
     }
@@ -222,16 +222,16 @@ static void make_msg(rd_kafka_message_t *m, int64_t offset, const char *job, uin
     const bw_object_type_t *ot = bw_config_object_type(conf, type);
     char **cols = bw_arena_alloc(&A, (size_t)ot->column_cnt * sizeof(*cols));
     for (int c = 0; c < ot->column_cnt; c++) cols[c] = ot->columns[c].name;
-    Bulkwrite__V1__Row **rp = bw_arena_alloc(&A, (n + 1) * sizeof(*rp));
+    Bulkwrite__Internal__V1__Row **rp = bw_arena_alloc(&A, (n + 1) * sizeof(*rp));
     for (size_t i = 0; i < n; i++) {
         rp[i] = bw_arena_alloc(&A, sizeof(**rp));
-        bulkwrite__v1__row__init(rp[i]);
+        bulkwrite__internal__v1__row__init(rp[i]);
         rp[i]->op_index = (uint32_t)i;
         rp[i]->id = rows[i].id;
         rp[i]->n_fields = rows[i].field_cnt;
-        rp[i]->fields = (Bulkwrite__V1__RowField **)rows[i].fields;
+        rp[i]->fields = (Bulkwrite__Internal__V1__RowField **)rows[i].fields;
     }
-    Bulkwrite__V1__ShardBatch sb = BULKWRITE__V1__SHARD_BATCH__INIT;
+    Bulkwrite__Internal__V1__ShardBatch sb = BULKWRITE__INTERNAL__V1__SHARD_BATCH__INIT;
     sb.job_id = (char *)job;
     sb.part = part;
     sb.object_type = (char *)type;
@@ -241,8 +241,8 @@ static void make_msg(rd_kafka_message_t *m, int64_t offset, const char *job, uin
     sb.rows = rp;
     sb.n_rows = n;
     memset(m, 0, sizeof(*m));
-    m->payload = malloc(bulkwrite__v1__shard_batch__get_packed_size(&sb));
-    m->len = bulkwrite__v1__shard_batch__pack(&sb, m->payload);
+    m->payload = malloc(bulkwrite__internal__v1__shard_batch__get_packed_size(&sb));
+    m->len = bulkwrite__internal__v1__shard_batch__pack(&sb, m->payload);
     m->offset = offset;
 }
 

@@ -17,10 +17,10 @@
  * (NULL: shard 0). */
 static void note_on(bw_timers_t *t, const char *id, const char *job, uint32_t part, int64_t not_before, int64_t created,
                     int held, char **after, size_t n_after, const uint32_t *shards) {
-    Bulkwrite__V1__JobRecord r = BULKWRITE__V1__JOB_RECORD__INIT;
-    Bulkwrite__V1__HeldBatch hb[4], *hbp[4];
+    Bulkwrite__Internal__V1__JobRecord r = BULKWRITE__INTERNAL__V1__JOB_RECORD__INIT;
+    Bulkwrite__Internal__V1__HeldBatch hb[4], *hbp[4];
     for (int i = 0; i < 4; i++) {
-        bulkwrite__v1__held_batch__init(&hb[i]);
+        bulkwrite__internal__v1__held_batch__init(&hb[i]);
         hb[i].shard = shards ? shards[i] : 0;
         hbp[i] = &hb[i];
     }
@@ -34,13 +34,13 @@ static void note_on(bw_timers_t *t, const char *id, const char *job, uint32_t pa
     r.n_held = (size_t)held;
     r.after = after;
     r.n_after = n_after;
-    size_t len = bulkwrite__v1__job_record__get_packed_size(&r);
+    size_t len = bulkwrite__internal__v1__job_record__get_packed_size(&r);
     uint8_t *buf = malloc(len + 1);
-    bulkwrite__v1__job_record__pack(&r, buf);
-    Bulkwrite__V1__JobRecord *u = bulkwrite__v1__job_record__unpack(NULL, len, buf);
+    bulkwrite__internal__v1__job_record__pack(&r, buf);
+    Bulkwrite__Internal__V1__JobRecord *u = bulkwrite__internal__v1__job_record__unpack(NULL, len, buf);
     ck_assert_ptr_nonnull(u);
     bw_timers_note(t, id, u, buf, len, 100, 1);
-    bulkwrite__v1__job_record__free_unpacked(u, NULL);
+    bulkwrite__internal__v1__job_record__free_unpacked(u, NULL);
     free(buf);
 }
 
