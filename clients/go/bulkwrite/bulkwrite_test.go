@@ -232,22 +232,6 @@ func TestFlightKeepsEachObjectsOrder(t *testing.T) {
 	}
 }
 
-func TestCompactJSONIsStable(t *testing.T) {
-	req := &bw.BatchWriteRequest{Job: "j", JobPart: 3, Ops: pins(1, 3)}
-	a, err := compactJSON{}.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := compactJSON{}.Marshal(req)
-	if string(a) != string(b) || strings.ContainsAny(string(a), " \n") {
-		t.Errorf("JSON bodies differ or hold white space: %s / %s", a, b)
-	}
-	var back bw.BatchWriteRequest
-	if err := (compactJSON{}).Unmarshal(a, &back); err != nil || back.JobPart != 3 || len(back.Ops) != 3 {
-		t.Errorf("round trip: %v %v", err, &back)
-	}
-}
-
 // recordSleeps makes the client's waits instant and remembers them.
 func recordSleeps(c *Client) *[]time.Duration {
 	var mu sync.Mutex

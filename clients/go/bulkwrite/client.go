@@ -6,16 +6,11 @@
 package bulkwrite
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	bw "github.com/bulkwrite/bulkwrite/clients/go/bulkwritev1"
 	"github.com/bulkwrite/bulkwrite/clients/go/bulkwritev1/bulkwritev1connect"
@@ -46,9 +41,9 @@ func WithHTTPClient(c connect.HTTPClient) Option { return func(s *settings) { s.
 func WithToken(token string) Option { return func(s *settings) { s.token = token } }
 
 // WithJSON sends and reads application/json (the proto3 JSON mapping) instead of
-// application/proto. The JSON is written without insignificant white space (protojson
-// adds some at random), so that a part resent after a crash is byte for byte the same
-// request, which the proxy requires of a resent part.
+// application/proto (connect.WithProtoJSON). The proxy packs a JSON request into protobuf
+// before it compares a resent part with the part it took, so a part sent as JSON and
+// resent as protobuf (or the other way round) is still the same part.
 func WithJSON() Option { return func(s *settings) { s.json = true } }
 
 // WithClientOptions passes options on to the generated client (interceptors, gzip, …).
@@ -68,7 +63,7 @@ func New(baseURL string, opts ...Option) *Client {
 	}
 	var copts []connect.ClientOption
 	if s.json {
-		copts = append(copts, connect.WithCodec(compactJSON{}))
+		copts = append(copts, connect.WithProtoJSON())
 	}
 	if s.token != "" {
 		copts = append(copts, connect.WithInterceptors(bearer(s.token)))
@@ -90,35 +85,6 @@ func bearer(token string) connect.UnaryInterceptorFunc {
 			return next(ctx, req)
 		}
 	}
-}
-
-// compactJSON is connect's "json" codec with a stable output: protojson's, compacted.
-type compactJSON struct{}
-
-func (compactJSON) Name() string { return "json" }
-
-func (compactJSON) Marshal(m any) ([]byte, error) {
-	msg, ok := m.(proto.Message)
-	if !ok {
-		return nil, fmt.Errorf("bulkwrite: %T is not a protobuf message", m)
-	}
-	raw, err := protojson.Marshal(msg)
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	if err := json.Compact(&out, raw); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
-}
-
-func (compactJSON) Unmarshal(data []byte, m any) error {
-	msg, ok := m.(proto.Message)
-	if !ok {
-		return fmt.Errorf("bulkwrite: %T is not a protobuf message", m)
-	}
-	return protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(data, msg)
 }
 
 // GetJob returns a job's status, asking again while the proxy answers 503 (a job record
