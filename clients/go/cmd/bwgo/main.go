@@ -2,7 +2,7 @@
 // program test/tiers/client-go.sh drives against a real stack.
 //
 //	bwgo [-url URL] [-json] [-token-file F] send -job NAME [-part-size N] [-in-flight K] [-lane L] FILE
-//	bwgo ... follow [-interval D] JOB_ID
+//	bwgo ... follow [-interval D] [-timeout D] JOB_ID
 //	bwgo ... cancel [-reason R] JOB_ID
 //	bwgo ... failures [-page-size N] [-code C] [-reason R] JOB_ID
 //	bwgo ... raw -request-id RID FILE
@@ -146,7 +146,13 @@ func send(ctx context.Context, c *bulkwrite.Client, args []string) int {
 func follow(ctx context.Context, c *bulkwrite.Client, args []string) int {
 	fs := flag.NewFlagSet("follow", flag.ExitOnError)
 	interval := fs.Duration("interval", time.Second, "between two looks")
+	timeout := fs.Duration("timeout", 0, "give up after this long (0: never)")
 	id := oneArg(fs, args, "JOB_ID")
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
 	var said []string
 	st, err := c.Follow(ctx, id, bulkwrite.FollowOptions{Interval: *interval, OnStatus: func(st *bw.JobStatus) {
 		fmt.Fprintf(os.Stderr, "job %s: %d submitted, %d applied, %d failed, %d cancelled, %d pending\n",
