@@ -201,10 +201,12 @@ busy_done() {
     wait $BUSY_PID
     local rc=$?
     tail -n 3 "$WORK/busy.err"
+    # the wait is the proxy's Retry-After (1 s), read from the Connect error's metadata
     [ $rc = 0 ] && grep -Eq '^part [0-9]+: taken after [1-9][0-9]* resends' "$WORK/busy.err" &&
+        grep -q "^waiting 1s (Retry-After: true): resource_exhausted: .*shard 0's backlog is full" "$WORK/busy.err" &&
         grep -q '"go-busy"): 40 parts, 40 sent, 0 skipped, 400 accepted, 0 rejected' "$WORK/busy.err"
 }
-check "... the client resends after Retry-After until the shard drains: 400 accepted, exit 0" busy_done
+check "... the client resends after Retry-After (1 s, as the proxy said) until the shard drains: 400 accepted, exit 0" busy_done
 check "... bwgo follow: every op applied" "${BWGO[@]}" follow -interval 200ms -timeout 300s "$(head -n 1 "$WORK/busy.out")"
 check "... every row as expected" same_rows 43000000 43000399 "$WORK/busy-expected.txt"
 

@@ -292,7 +292,15 @@ func TestSendJobWaitsRetryAfterAndResendsTheSamePart(t *testing.T) {
 		f := newFake()
 		f.busy[2] = 2
 		url := f.start(t)
-		c := New(url, opts...)
+		var heard []string
+		var mu sync.Mutex
+		r := DefaultRetry
+		r.OnWait = func(err error, d time.Duration) {
+			mu.Lock()
+			heard = append(heard, fmt.Sprintf("%s %v", d, connect.CodeOf(err)))
+			mu.Unlock()
+		}
+		c := New(url, append(opts, WithRetry(r))...)
 		slept := recordSleeps(c)
 		var resends []int
 		res, err := c.SendJob(context.Background(), "feed", Slice(pins(1, 40)), JobOptions{PartSize: 10,
@@ -306,6 +314,9 @@ func TestSendJobWaitsRetryAfterAndResendsTheSamePart(t *testing.T) {
 		}
 		if !slices.Equal(*slept, []time.Duration{2 * time.Second, 2 * time.Second}) {
 			t.Errorf("waits %v, want the Retry-After of 2 s twice", *slept)
+		}
+		if !slices.Equal(heard, []string{"2s resource_exhausted", "2s resource_exhausted"}) {
+			t.Errorf("OnWait heard %q", heard)
 		}
 	})
 }

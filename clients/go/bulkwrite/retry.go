@@ -28,6 +28,10 @@ type Retry struct {
 	// Backoff is the first wait when the answer has no Retry-After, doubled on each
 	// resend up to MaxBackoff.
 	Backoff, MaxBackoff time.Duration
+	// OnWait, if set, hears of each wait before a resend: the answer that caused it and
+	// how long (RetryAfter(err) says whether the proxy asked for it). Calls may overlap
+	// when parts are in flight together.
+	OnWait func(err error, wait time.Duration)
 
 	sleep func(context.Context, time.Duration) error // tests replace it
 }
@@ -116,7 +120,11 @@ func (r Retry) do(ctx context.Context, call func() error) error {
 		if connect.CodeOf(err) != connect.CodeResourceExhausted && time.Since(start) >= r.For {
 			return fmt.Errorf("still unavailable after %s: %w", r.For, err)
 		}
-		if serr := r.wait(ctx, r.delay(err, attempt)); serr != nil {
+		d := r.delay(err, attempt)
+		if r.OnWait != nil {
+			r.OnWait(err, d)
+		}
+		if serr := r.wait(ctx, d); serr != nil {
 			return errors.Join(serr, err)
 		}
 	}

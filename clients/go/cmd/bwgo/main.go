@@ -62,7 +62,12 @@ func main() {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	opts := []bulkwrite.Option{bulkwrite.WithToken(token)}
+	retry := bulkwrite.DefaultRetry
+	retry.OnWait = func(err error, d time.Duration) {
+		_, told := bulkwrite.RetryAfter(err)
+		fmt.Fprintf(os.Stderr, "waiting %s (Retry-After: %v): %v\n", d, told, err)
+	}
+	opts := []bulkwrite.Option{bulkwrite.WithToken(token), bulkwrite.WithRetry(retry)}
 	if *useJSON {
 		opts = append(opts, bulkwrite.WithJSON())
 	}
