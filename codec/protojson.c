@@ -270,7 +270,7 @@ static int decode_into(reader_t *r, const ProtobufCMessageDescriptor *d, json_t 
     json_object_foreach(o, key, v) {
         snprintf(r->path + path_len, sizeof(r->path) - path_len, "%s%s", path_len ? "." : "", key);
         const ProtobufCFieldDescriptor *f = field_named(d, key);
-        if (!f) return fail(r, "%s", "no such field");
+        if (!f) continue; /* a newer client's field: skipped, as protobuf skips an unknown number */
         if (json_is_null(v)) continue; /* the default */
         /* "jobPart" and "job_part" are one field: its value once */
         if (f->label == PROTOBUF_C_LABEL_REPEATED ? *(size_t *)((char *)m + f->quantifier_offset) != 0

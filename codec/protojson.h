@@ -6,8 +6,9 @@
  * Written: lowerCamelCase names, fields at their default left out, 64-bit integers as
  * strings, bytes as base64, enums by name. Read: either name form, 64-bit integers as
  * numbers or strings, enums by name or number, bytes in base64 or base64url with or
- * without padding, null as the default; an unknown field is an error (as protojson's
- * default). @locality any thread. */
+ * without padding, null as the default; an unknown field is skipped (as connect-go's
+ * servers do, and as protobuf skips an unknown field number: a client generated from a
+ * newer proto still talks to an older proxy). @locality any thread. */
 #ifndef BW_PROTOJSON_H
 #define BW_PROTOJSON_H
 
