@@ -25,6 +25,30 @@ static char *base64_into(char *o, const void *data, size_t len) {
     return o;
 }
 
+long bw_base64_decode(const char *in, size_t len, uint8_t *out) {
+    uint32_t acc = 0;
+    int bits = 0;
+    long n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = in[i];
+        int v;
+        if (c >= 'A' && c <= 'Z') v = c - 'A';
+        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9') v = c - '0' + 52;
+        else if (c == '+' || c == '-') v = 62;
+        else if (c == '/' || c == '_') v = 63;
+        else if (c == '=') break;
+        else return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return n;
+}
+
 char *bw_base64(const void *data, size_t len) {
     char *out = malloc(4 * ((len + 2) / 3) + 1);
     if (!out) abort();

@@ -7,12 +7,16 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "bulkwrite/v1/bulkwrite.pb-c.h"
 
 /* RFC 4648 base64 with padding (malloc'd, NUL-terminated). */
 char *bw_base64(const void *data, size_t len);
+/* Base64 or base64url (RFC 4648, padding optional) into out (room for len * 3 / 4 + 3
+ * bytes): the bytes written, or -1 on a character of neither alphabet. */
+long bw_base64_decode(const char *in, size_t len, uint8_t *out);
 
 /* A Value as JSON: numbers, booleans, text, null, {"base64": "..."} for bytes. NULL
  * (an absent value) is null. */

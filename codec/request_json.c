@@ -10,43 +10,19 @@
 #include <strings.h>
 #include <yajl/yajl_parse.h>
 
+#include "apijson.h"
 #include "bw.h"
 #include "config.h"
 #include "request_schema.h"
 #include "shard.h"
 #include "utf8.h"
 
-/* ---- op words and base64 values ----------------------------------------------------- */
+/* ---- op words ------------------------------------------------------------------------ */
 
 static int parse_op_word(const char *s) {
     for (int i = 1; i < BW_OP_MAX; i++)
         if (strcasecmp(s, bw_op_name(i)) == 0) return i;
     return -1;
-}
-
-/* Base64 (RFC 4648, padding optional) into the arena. -1 on a bad character. */
-static long base64_decode(const char *in, size_t len, uint8_t *out) {
-    uint32_t acc = 0;
-    int bits = 0;
-    long n = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = in[i];
-        int v;
-        if (c >= 'A' && c <= 'Z') v = c - 'A';
-        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-        else if (c >= '0' && c <= '9') v = c - '0' + 52;
-        else if (c == '+' || c == '-') v = 62;
-        else if (c == '/' || c == '_') v = 63;
-        else if (c == '=') break;
-        else return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[n++] = (uint8_t)(acc >> bits);
-        }
-    }
-    return n;
 }
 
 /* ---- JSON -> protobuf-c structs, streaming ----------------------------------------------
@@ -415,7 +391,7 @@ static int j_string(void *ctx, const unsigned char *s, size_t len) {
     case X_WRAP_B64: {
         Bulkwrite__V1__Value *v = x->field->value;
         uint8_t *data = bw_arena_alloc(x->a, len * 3 / 4 + 3);
-        long n = base64_decode((const char *)s, len, data);
+        long n = bw_base64_decode((const char *)s, len, data);
         if (n < 0) JFAIL("ops[%zu].fields: field \"%s\": invalid base64", json_op_index(x), x->field->name);
         v->kind_case = BULKWRITE__V1__VALUE__KIND_BYTES_VALUE;
         v->bytes_value.data = data;

@@ -129,8 +129,27 @@ enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const
     return bw_daemon_reply_with(c, status, type, body, len, free_body, NULL, NULL);
 }
 
+static _Thread_local bw_daemon_reply_t *capture;
+
+void bw_daemon_capture(bw_daemon_reply_t *into) { capture = into; }
+
 enum MHD_Result bw_daemon_reply_with(struct MHD_Connection *c, unsigned status, const char *type, void *body,
                                      size_t len, int free_body, const char *header, const char *value) {
+    if (capture) {
+        bw_daemon_reply_t *k = capture;
+        *k = (bw_daemon_reply_t){.status = status, .len = len};
+        snprintf(k->type, sizeof(k->type), "%s", type);
+        snprintf(k->header, sizeof(k->header), "%s", header ? header : "");
+        snprintf(k->value, sizeof(k->value), "%s", header && value ? value : "");
+        if (free_body && body) {
+            k->body = body;
+        } else {
+            k->body = malloc(len ? len : 1);
+            if (!k->body) abort();
+            if (len) memcpy(k->body, body, len);
+        }
+        return MHD_YES;
+    }
     struct MHD_Response *r = MHD_create_response_from_buffer(
         len, body ? body : (void *)"", free_body && body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);

@@ -64,6 +64,19 @@ struct MHD_Daemon *bw_daemon_listen(const bw_daemon_t *d, const char *address, i
                                     const bw_listen_limits_t *limits, const bw_listen_tls_t *tls,
                                     int *bound_port);
 
+/* A reply kept instead of sent: what a handler answered, for a caller that answers in
+ * another protocol (the proxy's Connect calls). */
+typedef struct {
+    unsigned status;
+    char type[64];
+    char *body; /* malloc'd: the taker frees it */
+    size_t len;
+    char header[32], value[128]; /* the one extra header, "" for none */
+} bw_daemon_reply_t;
+/* From now on, this thread's replies are kept in *into instead of sent (NULL: sent again).
+ * A handler answers synchronously on its thread, so a caller brackets it with two calls. */
+void bw_daemon_capture(bw_daemon_reply_t *into);
+
 /* Queues a response; with free_body the body (malloc'd) passes to libmicrohttpd. */
 enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const char *type, void *body,
                                 size_t len, int free_body);

@@ -45,6 +45,17 @@ const bw_endpoint_t bw_endpoints[BW_EP_COUNT] = {
      "200 when Kafka is reachable and the settings agree with the fleet's; 503 otherwise"},
     {BW_EP_METRICS, "GET", "/metrics", BW_PATH_EXACT, NULL, "/metrics", BW_EP_OPS_ROLES, BW_ON_BOTH, NULL, NULL,
      "Prometheus metrics"},
+    {BW_EP_RPC_WRITE_BATCH, "POST", "/bulkwrite.v1.BulkwriteService/WriteBatch", BW_PATH_EXACT, NULL,
+     "/bulkwrite.v1.BulkwriteService/WriteBatch", BW_ROLE_SUBMIT | BW_ROLE_ADMIN, BW_ON_DATA, NULL, NULL,
+     "`POST /v1/batches` as a Connect call (application/proto or application/json): [clients.md](clients.md)"},
+    {BW_EP_RPC_GET_JOB, "POST", "/bulkwrite.v1.BulkwriteService/GetJob", BW_PATH_EXACT, NULL,
+     "/bulkwrite.v1.BulkwriteService/GetJob", READERS, BW_ON_BOTH, NULL, NULL, "`GET /v1/jobs/{id}` as a Connect call"},
+    {BW_EP_RPC_CANCEL_JOB, "POST", "/bulkwrite.v1.BulkwriteService/CancelJob", BW_PATH_EXACT, NULL,
+     "/bulkwrite.v1.BulkwriteService/CancelJob", BW_ROLE_SUBMIT | BW_ROLE_ADMIN, BW_ON_BOTH, NULL, NULL,
+     "`DELETE /v1/jobs/{id}` as a Connect call"},
+    {BW_EP_RPC_LIST_FAILURES, "POST", "/bulkwrite.v1.BulkwriteService/ListFailures", BW_PATH_EXACT, NULL,
+     "/bulkwrite.v1.BulkwriteService/ListFailures", READERS, BW_ON_BOTH, NULL, NULL,
+     "`GET /v1/jobs/{id}/failures` as a Connect call"},
 };
 
 static int path_matches(const bw_endpoint_t *e, const char *url) {

@@ -41,6 +41,10 @@ typedef enum {
     BW_EP_HEALTHZ,
     BW_EP_READYZ,
     BW_EP_METRICS,
+    BW_EP_RPC_WRITE_BATCH, /* the Connect protocol's calls of bulkwrite.v1.BulkwriteService (connect.c) */
+    BW_EP_RPC_GET_JOB,
+    BW_EP_RPC_CANCEL_JOB,
+    BW_EP_RPC_LIST_FAILURES,
     BW_EP_COUNT
 } bw_endpoint_id_t;
 

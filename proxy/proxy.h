@@ -9,6 +9,8 @@
  *   routes.c     HTTP: who is calling (authorize), the endpoint's handler by its row, error
  *                replies; GET /v1/jobs/{id}, the shard control POSTs, /readyz
  *   submit.c     POST /v1/batches: decode → validate → admit → batch → produce → record → reply
+ *   connect.c    bulkwrite.v1.BulkwriteService's calls in the Connect protocol: the same
+ *                handlers, their replies answered as messages or Connect errors
  *   producers.c  the producer pool, its pollers and delivery reports, send-at-once
  *   request.c    a decoded request (codec/request_decode.h) validated op by op against the
  *                configuration, its job id, the reply; batcher/ splits it
@@ -102,6 +104,8 @@ typedef struct {
     const bw_auth_client_t *client; /* the caller (in auth), NULL when open */
     unsigned refused;               /* 401 or 403: the body is read and dropped, then refused */
     int batch;                      /* an admitted POST /v1/batches: counted in proxy.batches_open */
+    const char *content_type;       /* the body's, when not the request's header (a Connect call's) */
+    int rpc;                        /* a Connect call (connect.c): refused as a Connect error */
     char why[320];
 } bw_upload_t;
 
@@ -211,5 +215,30 @@ enum MHD_Result bw_reply_error_with(struct MHD_Connection *c, unsigned status, c
                                     const char *value, const char *msg);
 enum MHD_Result bw_reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The job endpoints' handlers, whichever protocol asked (REST here, Connect in
+ * connect.c): the job's status (JobStatus as protobuf, else JSON), its cancellation (the
+ * status after it), a page of its failures (JSON). */
+typedef struct {
+    long limit;         /* 1 to 1000 */
+    long code;          /* a MySQL error number, 0 for any */
+    const char *after;  /* a page's "next"; NULL or "": the first page */
+    const char *reason; /* only failures whose reason contains it; NULL: any */
+} bw_failures_query_t;
+enum MHD_Result bw_routes_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client, int protobuf);
+enum MHD_Result bw_routes_cancel(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client,
+                                 const char *reason, int protobuf);
+enum MHD_Result bw_routes_failures(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client,
+                                   const bw_failures_query_t *q);
+
+/* ---- connect.c ---- */
+/* A call of bulkwrite.v1.BulkwriteService (an endpoint row BW_EP_RPC_*) in the Connect
+ * protocol: the request message decoded (application/proto or application/json), the
+ * REST handler called with its reply kept, the reply answered as the response message
+ * or a Connect error. up: the POST's body. */
+enum MHD_Result bw_connect_serve(struct MHD_Connection *c, bw_endpoint_id_t id, const bw_auth_client_t *client,
+                                 bw_upload_t *up);
+/* A call refused before its handler (401, 403: routes.c's authorize), as a Connect error. */
+enum MHD_Result bw_connect_refuse(struct MHD_Connection *c, unsigned status, const char *why, const char *header,
+                                  const char *value);
 
 #endif

@@ -91,16 +91,17 @@ static unsigned authorize(struct MHD_Connection *c, bw_listener_t on, const char
 }
 
 /* The 401 or 403 of authorize(). */
-static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const char *why) {
+/* rpc: a Connect call's (answered as a Connect error) */
+static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const char *why, int rpc) {
+    const char *header = NULL, *value = NULL;
     if (status == MHD_HTTP_UNAUTHORIZED) {
         /* RFC 6750: a token presented and refused (unknown or expired) is invalid_token */
         int bad_token = strcmp(why, "unknown token") == 0 || strncmp(why, "the token expired", 17) == 0;
-        return bw_reply_error_with(c, status, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                bad_token ? "Bearer realm=\"bulkwrite\", error=\"invalid_token\""
-                                          : "Bearer realm=\"bulkwrite\"",
-                                why);
+        header = MHD_HTTP_HEADER_WWW_AUTHENTICATE;
+        value = bad_token ? "Bearer realm=\"bulkwrite\", error=\"invalid_token\"" : "Bearer realm=\"bulkwrite\"";
     }
-    return bw_reply_error_with(c, status, NULL, NULL, why);
+    if (rpc) return bw_connect_refuse(c, status, why, header, value);
+    return bw_reply_error_with(c, status, header, value, why);
 }
 
 /* The record of job `id` for this caller: 0, or -1 with the reply sent (*ret). A client
@@ -131,9 +132,9 @@ static int find_job(struct MHD_Connection *c, const char *id, const bw_auth_clie
     return -1;
 }
 
-/* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus) when the client accepts it; the
- * owner's or an admin's (find_job). Others than admins see errors scrubbed (scrub.h). */
-static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
+/* GET /v1/jobs/{id}: JSON, or protobuf (JobStatus); the owner's or an admin's
+ * (find_job). Others than admins see errors scrubbed (scrub.h). */
+enum MHD_Result bw_routes_job(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client, int protobuf) {
     int admin = !client || (client->roles & BW_ROLE_ADMIN);
     Bulkwrite__Internal__V1__JobRecord *rec;
     enum MHD_Result ret;
@@ -146,8 +147,7 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
     rec->job_id = record_id;
     bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
     bw_jobs_prerequisites(proxy.jobs, proxy.conf, proxy.shards, &st);
-    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-    if (accept && strstr(accept, "application/x-protobuf")) {
+    if (protobuf) {
         size_t len = bulkwrite__v1__job_status__get_packed_size(&st);
         uint8_t *body = malloc(len ? len : 1);
         bulkwrite__v1__job_status__pack(&st, body);
@@ -160,22 +160,33 @@ static enum MHD_Result handle_job(struct MHD_Connection *c, const char *id, cons
     return ret;
 }
 
-/* GET /v1/jobs/{id}/failures[?limit=N&after=CURSOR&code=N&reason=TEXT]: a page of the
- * job's refused ops with the ops themselves (bw_jobs_failures_json); the owner's or an
- * admin's, reasons scrubbed for others (as the status). */
+/* GET /v1/jobs/{id}/failures[?limit=N&after=CURSOR&code=N&reason=TEXT]: the query. */
 static enum MHD_Result handle_failures(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
-    int admin = !client || (client->roles & BW_ROLE_ADMIN);
     const char *limit_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-    const char *after_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
     const char *code_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "code");
-    const char *reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason");
+    bw_failures_query_t q = {.limit = 100,
+                             .after = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after"),
+                             .reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason")};
     char *end;
-    long limit = 100, code = 0;
-    if (limit_s && ((limit = strtol(limit_s, &end, 10)) < 1 || limit > 1000 || *end || end == limit_s))
+    if (limit_s && ((q.limit = strtol(limit_s, &end, 10)) < 1 || q.limit > 1000 || *end || end == limit_s))
         return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "limit: an integer from 1 to 1000, not \"%.32s\"", limit_s);
-    if (code_s && ((code = strtol(code_s, &end, 10)) < 1 || code > 65535 || *end || end == code_s))
+    if (code_s && ((q.code = strtol(code_s, &end, 10)) < 1 || q.code > 65535 || *end || end == code_s))
         return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "code: a MySQL error number (1 to 65535), not \"%.32s\"",
                               code_s);
+    return bw_routes_failures(c, id, client, &q);
+}
+
+/* A page of the job's refused ops with the ops themselves (bw_jobs_failures_json); the
+ * owner's or an admin's, reasons scrubbed for others (as the status). */
+enum MHD_Result bw_routes_failures(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client,
+                                   const bw_failures_query_t *q) {
+    int admin = !client || (client->roles & BW_ROLE_ADMIN);
+    long limit = q->limit, code = q->code;
+    const char *after_s = q->after && q->after[0] ? q->after : NULL, *reason = q->reason;
+    if (limit < 1 || limit > 1000)
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "limit: an integer from 1 to 1000, not %ld", limit);
+    if (code < 0 || code > 65535)
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "code: a MySQL error number (1 to 65535), not %ld", code);
     bw_jobs_cursor_t after = {0};
     if (after_s && bw_jobs_cursor_parse(after_s, &after))
         return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "after: a cursor from a page's \"next\", not \"%.64s\"", after_s);
@@ -196,14 +207,14 @@ static enum MHD_Result handle_failures(struct MHD_Connection *c, const char *id,
  * (key "job/<id>"), acknowledged before the reply; every consumer then skips the job's
  * messages it has not applied (shardtable.h). Its owner or an admin may; a job already
  * cancelled keeps its first cancellation. The reply is the job's status. */
-static enum MHD_Result handle_cancel(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client) {
+enum MHD_Result bw_routes_cancel(struct MHD_Connection *c, const char *id, const bw_auth_client_t *client,
+                                 const char *reason, int protobuf) {
     Bulkwrite__Internal__V1__JobRecord *rec;
     enum MHD_Result ret;
     if (find_job(c, id, client, &rec, &ret)) return ret;
     bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
     char from[INET6_ADDRSTRLEN];
     caller_address(c, from, sizeof(from));
-    const char *reason = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason");
     char why[256];
     /* a job cancelled before keeps its first cancellation: its status, whatever the reason */
     if (reason && !bw_utf8_valid((const unsigned char *)reason, strlen(reason)) &&
@@ -219,7 +230,7 @@ static enum MHD_Result handle_cancel(struct MHD_Connection *c, const char *id, c
                               "acknowledge it (%s); send it again", rd_kafka_err2str(e));
     if (!already)
         bw_log(BW_LOG_INFO, COMPONENT, -1, id, "job cancelled by %s from %s%s%s", by, from, why[0] ? ": " : "", why);
-    return handle_job(c, id, client);
+    return bw_routes_job(c, id, client, protobuf);
 }
 
 /* A server budget's change (bw_change_make's ud). */
@@ -409,7 +420,8 @@ enum MHD_Result bw_routes_on_request(void *cls, struct MHD_Connection *c, const 
             up->refused = authorize(c, on, method, url, &up->auth, &up->client, up->why, sizeof(up->why));
             /* a refused caller holding a POST open must not keep the others' batches lingering */
             const bw_endpoint_t *e = bw_endpoint_find(method, url);
-            if (!up->refused && e && e->id == BW_EP_BATCHES) {
+            up->rpc = e && e->id >= BW_EP_RPC_WRITE_BATCH && e->id <= BW_EP_RPC_LIST_FAILURES;
+            if (!up->refused && e && (e->id == BW_EP_BATCHES || e->id == BW_EP_RPC_WRITE_BATCH)) {
                 up->batch = 1;
                 atomic_fetch_add(&proxy.batches_open, 1);
             }
@@ -438,14 +450,14 @@ enum MHD_Result bw_routes_on_request(void *cls, struct MHD_Connection *c, const 
             *data_size = 0;
             return MHD_YES;
         }
-        if (up->refused) return refuse(c, up->refused, up->why);
+        if (up->refused) return refuse(c, up->refused, up->why, up->rpc);
         return serve(c, method, url, up->client, up);
     }
     bw_auth_set_t *set;
     const bw_auth_client_t *client;
     char why[320];
     unsigned st = authorize(c, on, method, url, &set, &client, why, sizeof(why));
-    enum MHD_Result ret = st ? refuse(c, st, why) : serve(c, method, url, client, NULL);
+    enum MHD_Result ret = st ? refuse(c, st, why, 0) : serve(c, method, url, client, NULL);
     bw_auth_release(set);
     return ret;
 }
@@ -484,8 +496,19 @@ static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const
         snprintf(id, sizeof(id), "%.32s", arg);
         return handle_failures(c, id, client);
     }
-    case BW_EP_JOB: return handle_job(c, arg, client);
-    case BW_EP_JOB_CANCEL: return handle_cancel(c, arg, client);
+    case BW_EP_JOB: {
+        const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        return bw_routes_job(c, arg, client, accept && strstr(accept, "application/x-protobuf"));
+    }
+    case BW_EP_JOB_CANCEL: {
+        const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        return bw_routes_cancel(c, arg, client, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "reason"),
+                                accept && strstr(accept, "application/x-protobuf"));
+    }
+    case BW_EP_RPC_WRITE_BATCH:
+    case BW_EP_RPC_GET_JOB:
+    case BW_EP_RPC_CANCEL_JOB:
+    case BW_EP_RPC_LIST_FAILURES: return bw_connect_serve(c, e->id, client, up);
     case BW_EP_SHARDS: {
         char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
         return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);

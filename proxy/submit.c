@@ -93,7 +93,8 @@ static unsigned decode(submit_t *s) {
                     "started before it (its log names the setting): it takes no batch until they agree; send to "
                     "another proxy");
     }
-    const char *ctype = MHD_lookup_connection_value(s->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *ctype = s->up->content_type ? s->up->content_type
+                                            : MHD_lookup_connection_value(s->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (ctype && strncmp(ctype, "application/x-protobuf", 22) == 0) s->fmt = BW_FMT_PROTOBUF;
     else if (ctype && strncmp(ctype, "application/json", 16) == 0) s->fmt = BW_FMT_JSON;
     else

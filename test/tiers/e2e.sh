@@ -687,6 +687,10 @@ doc_examples
 . test/tiers/jobs.sh
 jobs_tests
 
+# bulkwrite.v1.BulkwriteService over the Connect protocol, from curl and protoc
+. test/tiers/connect.sh
+connect_tests
+
 # what the page reads besides GET /v1/shards: the fleet, the latest jobs, the caller
 fleet_seen() {
     curl -sf "http://127.0.0.1:$PROXY/v1/fleet" | tee "$WORK/fleet.json" |

@@ -81,6 +81,7 @@ int t_request_eq(const Bulkwrite__V1__BatchWriteRequest *a, const Bulkwrite__V1_
 /* Suites. */
 Suite *shard_suite(void);
 Suite *fleet_suite(void);
+Suite *protojson_suite(void);
 Suite *ratelimit_suite(void);
 Suite *config_suite(void);
 Suite *sql_suite(void);
