@@ -31,6 +31,9 @@ command -v mvn  >/dev/null 2>&1 || PKGS+=(maven)
 # node and npm run the browser tier's driver (playwright-core, scripts/install-browser.sh)
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
 command -v npm  >/dev/null 2>&1 || PKGS+=(npm)
+# python3 with venv and pip: the Python client's tier (clients/python/scripts/venv.sh)
+command -v python3 >/dev/null 2>&1 || PKGS+=(python3)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || PKGS+=(python3-venv)
 
 installed() {
     # `dpkg -s` also succeeds for removed-but-not-purged packages, so check Status.

@@ -1,0 +1,16 @@
+"""The stack the live tests run against, as test/tiers/client-python.sh starts it: the
+proxy at BW_PROXY_URL, shards 0-3 on MariaDB at BW_DB_A and 4-7 at BW_DB_B (root, no
+password), consumers running."""
+
+import os
+import subprocess
+
+URL = os.environ.get("BW_PROXY_URL", "")
+
+
+def sql(shard: int, query: str) -> list[list[str]]:
+    """Rows of a query on a shard's MariaDB server, as text."""
+    port = os.environ["BW_DB_A"] if shard < 4 else os.environ["BW_DB_B"]
+    out = subprocess.run(["mariadb", "-h127.0.0.1", f"-P{port}", "-uroot", "-N", "-B", "-e", query],
+                         check=True, capture_output=True, text=True).stdout
+    return [line.split("\t") for line in out.splitlines()]

@@ -1,0 +1,164 @@
+"""The client against a real stack (test/tiers/client-python.sh): a job sent in parts, its
+sender killed -9 half-way and run again (every row compared), a cancel, and failures."""
+
+import json
+import re
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from bulkwrite import BulkwriteError, describe_waits, op_from_json, pb
+from stack import URL, sql
+
+pytestmark = pytest.mark.skipif(not URL, reason="no stack: BW_PROXY_URL is unset (test/tiers/client-python.sh)")
+
+PIN = 1  # the demo configuration's pin type_id
+SHARDS = 8
+
+
+def pin_id(shard: int, local: int) -> int:
+    return (shard << 46) | (PIN << 36) | local
+
+
+def db(shard: int) -> str:
+    return f"db{shard:05d}"
+
+
+def rows(ids_by_shard: dict[int, list[int]], cols: str) -> dict[int, tuple]:
+    got = {}
+    for shard, ids in ids_by_shard.items():
+        for r in sql(shard, f"SELECT id, {cols} FROM {db(shard)}.pins WHERE id IN ({','.join(map(str, ids))})"):
+            assert int(r[0]) not in got, f"pin {r[0]} twice"
+            got[int(r[0])] = tuple(r[1:])
+    return got
+
+
+def compare(expected: dict[int, tuple], got: dict[int, tuple]) -> None:
+    """Row by row: every expected row once with its values, nothing else."""
+    missing = sorted(set(expected) - set(got))
+    unexpected = sorted(set(got) - set(expected))
+    wrong = sorted(i for i in set(expected) & set(got) if expected[i] != got[i])
+    assert not (missing or unexpected or wrong), (
+        f"{len(missing)} missing {missing[:5]}, {len(unexpected)} unexpected {unexpected[:5]}, "
+        f"{len(wrong)} wrong {[(i, expected[i], got[i]) for i in wrong[:5]]}")
+
+
+def cli(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bulkwrite", "--url", URL, *args], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def test_a_job_resumed_after_kill_9_applies_every_op_once(client, tmp_path):
+    """6,000 ops (2,000 pins over 8 shards, each created, then bumped twice) as one job of
+    120 parts of 50; the sender is killed -9 after part 30 and run again."""
+    n, local0 = 2000, 7_000_000
+    ids = [pin_id(k % SHARDS, local0 + k) for k in range(n)]
+    lines = []
+    for k, i in enumerate(ids):
+        lines.append({"op": "create", "object_type": "pin", "id": i, "shard_key": str(i),
+                      "fields": {"owner_id": 42 + k, "title": f"py-{k}", "like_count": 0}})
+    for _ in range(2):  # later parts: an increment applied twice would show in like_count
+        lines += [{"op": "update", "object_type": "pin", "id": i, "fields": {"like_count": {"increment": 1}}}
+                  for i in ids]
+    f = tmp_path / "feed.jsonl"
+    f.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    args = ("submit", "--job", "py-resume", "--part-size", "50", "-v", str(f))
+
+    first = cli(*args)
+    job_id = first.stdout.readline().strip()
+    for line in first.stderr:  # one line a part: kill it half-way, wherever it is then
+        if line.startswith("part 30 "):
+            first.send_signal(signal.SIGKILL)
+            break
+    assert first.wait() == -signal.SIGKILL
+    st = client.status(job_id)
+    print(f"\n# killed with {st.parts} parts in, next_part {st.next_part}")
+    assert st.named and not st.sealed and 31 <= st.next_part < 120, "killed half-way: the job is not sealed"
+
+    second = cli(*args)
+    out, err = second.communicate(timeout=600)
+    assert second.returncode == 0, err
+    assert out.splitlines()[0] == job_id, "the same name is the same job"
+    m = re.search(r"job \w+: 120 parts \((\d+) sent, (\d+) taken before\), 6000 ops accepted, 0 rejected", err)
+    assert m, err
+    sent, skipped = int(m[1]), int(m[2])
+    print(f"\n# the second run: {sent} parts sent (part 0 again), {skipped} taken before")
+    assert skipped >= 30 and sent + skipped == 120  # parts 1-30 were answered before the kill
+
+    st = client.follow(job_id, interval=0.5, timeout=300)
+    assert (st.finished, st.sealed, st.parts, st.submitted, st.applied, st.failed, st.rejected) == \
+        (True, True, 120, 3 * n, 3 * n, 0, 0)
+    by_shard = {}
+    for i in ids:
+        by_shard.setdefault(i >> 46, []).append(i)
+    compare({i: (str(42 + k), f"py-{k}", "2") for k, i in enumerate(ids)},
+            rows(by_shard, "owner_id, title, like_count"))
+
+
+def post(path: str, body: dict) -> dict:
+    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)
+
+
+def test_a_cancelled_job_is_skipped_and_takes_no_more_parts(client):
+    """200 creates on paused shard 2, sealed, cancelled, the shard resumed: all 200
+    counted cancelled, none in the table; a further part is refused (aborted, 409)."""
+    ids = [pin_id(2, 8_000_000 + k) for k in range(200)]
+    ops = [{"op": "create", "object_type": "pin", "id": i, "shard_key": str(i), "fields": {"owner_id": 7}}
+           for i in ids]
+    post("/v1/shards/2/pause", {"reason": "python client cancel test"})
+    try:
+        r = client.submit(ops, "py-cancel", part_size=50)
+        assert (r.parts, r.accepted, r.ok) == (4, 200, True)
+        st = client.status(r.job_id)
+        assert st.pending == 200 and not st.finished
+        waits = describe_waits(st)
+        print(f"\n# while paused: {waits or 'no waits reported'}")
+        assert all(w.startswith("shard 2:") for w in waits)
+        st = client.cancel(r.job_id, "wrong list")
+        assert st.cancel_reason == "wrong list" and st.cancelled_at_ms > 0
+        with pytest.raises(BulkwriteError) as e:
+            client.write_batch(pb.BatchWriteRequest(job="py-cancel", job_part=4, ops=[op_from_json(ops[0])]))
+        assert (e.value.code, e.value.status) == ("aborted", 409), e.value
+    finally:
+        post("/v1/shards/2/resume", {"reason": "python client cancel test"})
+    st = client.follow(r.job_id, interval=0.5, timeout=120)
+    assert (st.submitted, st.applied, st.cancelled, st.pending) == (200, 0, 200, 0)
+    assert rows({2: ids}, "owner_id") == {}
+
+
+def test_failed_ops_are_listed_page_by_page(client):
+    """Shard 1's title column cut to 20 characters under the proxy's 255: 10 creates with
+    a 30-character title fail there (1406), 10 creates again of pins made in part 0 fail
+    as duplicates (1062), and a 300-character title is refused by the proxy itself."""
+    sql(1, f"ALTER TABLE {db(1)}.pins MODIFY title VARCHAR(20) NULL")
+    ids = [pin_id(1, 9_000_000 + k) for k in range(30)]
+
+    def create(i, title):
+        return {"op": "create", "object_type": "pin", "id": i, "shard_key": str(i),
+                "fields": {"owner_id": 42, "title": title}}
+
+    ops = [create(i, f"ok-{k}") for k, i in enumerate(ids[:10])]          # part 0: applied
+    ops += [create(i, f"again-{k}") for k, i in enumerate(ids[:10])]      # part 1: 1062
+    ops += [create(i, "x" * 30) for i in ids[10:20]]                      # part 2: 1406
+    ops += [create(ids[20], "y" * 300)]                                   # part 3: the proxy's
+    r = client.submit(ops, "py-failures", part_size=10)
+    assert [(x.part, x.index, x.op.id) for x in r.rejected] == [(3, 0, ids[20])]
+    assert "longer than its max_length 255" in r.rejected[0].reason
+    st = client.follow(r.job_id, interval=0.5, timeout=120)
+    assert (st.submitted, st.applied, st.failed, st.rejected) == (30, 10, 20, 1)
+
+    every = list(client.failures(r.job_id, page_size=7))  # three pages
+    assert sorted((f.job_part, f.op_index, f.id, f.error_code) for f in every) == \
+        [(1, k, ids[k], 1062) for k in range(10)] + [(2, k, ids[10 + k], 1406) for k in range(10)]
+    assert all(f.shard == 1 and json.loads(f.op_json)["object_type"] == "pin" for f in every)
+    long = list(client.failures(r.job_id, code=1406))
+    assert [f.id for f in long] == ids[10:20] and all("too long" in f.reason for f in long)
+    assert [f.id for f in client.failures(r.job_id, reason="Duplicate entry")] == ids[:10]
+    compare({i: (f"ok-{k}",) for k, i in enumerate(ids[:10])}, rows({1: ids}, "title"))
