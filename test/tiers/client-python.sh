@@ -5,7 +5,8 @@
 # the unit tests pass, and the live tests (clients/python/tests/live) pass against the
 # proxy's Connect endpoint: a 120-part job whose sender is killed -9 after part 30 and run
 # again (every op applied once, every row compared), a job cancelled on a paused shard
-# (none of its rows written, a later part refused), and failures read page by page.
+# (none of its rows written, a later part refused), failures read page by page, and a
+# job on a paused shard with a small backlog bound waited out through its 429s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODE=${1:?usage: test/tiers/client-python.sh embedded|kafka}
@@ -14,8 +15,9 @@ MODE=${1:?usage: test/tiers/client-python.sh embedded|kafka}
 VENV=$(clients/python/scripts/venv.sh client clients/python/requirements.txt --editable) || exit 1
 PY=$PWD/$VENV/bin/python
 
-bw_stack_conf() { # no rate limit: the hot shard would only make the job slow
-    "$BIN/bwctl" config-set "$1" 'shards.rate_overrides=()' || exit 1
+BACKLOG_MAX=20
+bw_stack_conf() { # no rate limit (the hot shard would only make jobs slow); a small backlog, so that a paused shard answers 429 soon
+    "$BIN/bwctl" config-set "$1" 'shards.rate_overrides=()' proxy.backlog_max_messages=$BACKLOG_MAX || exit 1
 }
 bw_stack_start client-python "$MODE"
 check "the generated code is what the pinned generators make of the proto" clients/python/scripts/generate.sh --check
@@ -25,7 +27,7 @@ start_consumer $C2
 check "two consumers are ready" wait_for 60 sh -c "curl -sf http://127.0.0.1:$C1/readyz && curl -sf http://127.0.0.1:$C2/readyz"
 
 live() {
-    BW_PROXY_URL=http://127.0.0.1:$PROXY BW_DB_A=$DB_A BW_DB_B=$DB_B \
+    BW_PROXY_URL=http://127.0.0.1:$PROXY BW_DB_A=$DB_A BW_DB_B=$DB_B BW_BACKLOG_MAX_MESSAGES=$BACKLOG_MAX \
         "$PY" -m pytest -v -s -p no:cacheprovider clients/python/tests/live
 }
 check "the live tests pass against the Connect endpoint" live

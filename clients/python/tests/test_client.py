@@ -69,6 +69,7 @@ def test_a_full_backlog_is_waited_out_per_retry_after_and_the_same_part_resent(f
     assert len(bodies) == 3 and bodies[0] == bodies[1] == bodies[2]  # the same part, byte for byte
     assert clock.sleeps == [3, 30]  # Retry-After, at most 30 s a wait; not bounded by retry_for
     assert (r.backlog_waits, r.accepted, r.ok) == (2, 10, True)
+    assert (r.last_backlog.status, r.last_backlog.retry_after, r.last_backlog.response) == (429, 300, partial)
 
 
 def test_unavailable_is_resent_until_retry_for_then_raised_with_its_reply(fake, clock):

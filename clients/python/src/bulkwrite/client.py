@@ -75,6 +75,7 @@ class SubmitResult:
     accepted: int = 0       # ops durably in Kafka (those of skipped parts included)
     rejected: list[Rejection] = field(default_factory=list)
     backlog_waits: int = 0  # 429 answers waited out
+    last_backlog: BulkwriteError | None = None  # the latest of them: which shard, Retry-After
     resent: int = 0         # requests sent again after no answer or a 5xx
 
     @property
@@ -205,12 +206,16 @@ class Client:
         the job's `next_part` says which parts a run before had taken whole: those are
         read past, not sent. Run it again with the same ops, name and part size after a
         crash, and no op is applied twice or missed. `on_progress(event, result)` is told
-        "job" once the job's id is known, then "part" after each part."""
+        "job" once the job's id is known, "part" after each part, and "backlog" on each 429
+        before it is waited out (`result.last_backlog` says why)."""
         result = SubmitResult()
         next_part = 0
 
-        def backlog(_: BulkwriteError) -> None:
+        def backlog(e: BulkwriteError) -> None:
             result.backlog_waits += 1
+            result.last_backlog = e
+            if on_progress:
+                on_progress("backlog", result)
 
         def resend(_: BulkwriteError) -> None:
             result.resent += 1

@@ -6,6 +6,8 @@ import os
 import subprocess
 
 URL = os.environ.get("BW_PROXY_URL", "")
+# proxy.backlog_max_messages as the tier sets it: a paused shard refuses (429) past it
+BACKLOG_MAX_MESSAGES = int(os.environ.get("BW_BACKLOG_MAX_MESSAGES", "20"))
 
 
 def sql(shard: int, query: str) -> list[list[str]]:

@@ -7,12 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 
 import pytest
 
-from bulkwrite import BulkwriteError, describe_waits, op_from_json, pb
-from stack import URL, sql
+from bulkwrite import BulkwriteError, Client, describe_waits, op_from_json, pb
+from stack import BACKLOG_MAX_MESSAGES, URL, sql
 
 pytestmark = pytest.mark.skipif(not URL, reason="no stack: BW_PROXY_URL is unset (test/tiers/client-python.sh)")
 
@@ -162,3 +164,47 @@ def test_failed_ops_are_listed_page_by_page(client):
     assert [f.id for f in long] == ids[10:20] and all("too long" in f.reason for f in long)
     assert [f.id for f in client.failures(r.job_id, reason="Duplicate entry")] == ids[:10]
     compare({i: (f"ok-{k}",) for k, i in enumerate(ids[:10])}, rows({1: ids}, "title"))
+
+
+def test_a_full_backlog_is_waited_out_and_each_part_taken_once(client):
+    """Shard 3 paused, its backlog bounded at BACKLOG_MAX_MESSAGES messages: a 40-part job
+    on it (a message a part) gets 429s half-way; the client waits them out per
+    Retry-After, sending the same part again, until the shard is resumed; then every
+    part goes in and each row is written once."""
+    ids = [pin_id(3, 10_000_000 + k) for k in range(200)]
+    ops = [{"op": "create", "object_type": "pin", "id": i, "shard_key": str(i), "fields": {"owner_id": k}}
+           for k, i in enumerate(ids)]
+    post("/v1/shards/3/pause", {"reason": "python client backlog test"})
+    job, out = {}, {}
+
+    def send() -> None:
+        out["r"] = client.submit(ops, "py-backlog", part_size=5,
+                                 on_progress=lambda event, r: job.setdefault("id", r.job_id))
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        with Client(URL) as watcher:
+            deadline = time.monotonic() + 60
+            def full() -> bool:
+                return "id" in job and watcher.status(job["id"]).parts >= BACKLOG_MAX_MESSAGES
+
+            while not full() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(4)  # a few rounds of 429 and Retry-After
+            st = watcher.status(job["id"])
+            print(f"\n# stuck at {st.parts} parts; waits: {describe_waits(st) or 'none reported'}")
+            assert sender.is_alive() and BACKLOG_MAX_MESSAGES <= st.parts < 40 and not st.sealed
+    finally:
+        post("/v1/shards/3/resume", {"reason": "python client backlog test"})
+    sender.join(120)
+    r = out["r"]
+    e = r.last_backlog
+    print(f"# {r.backlog_waits} backlog waits, the last: {e}")
+    assert (r.parts, r.sent, r.accepted, r.ok) == (40, 40, 200, True) and r.backlog_waits >= 1
+    assert (e.code, e.status, e.retry_after) == ("resource_exhausted", 429, 1)  # proxy.backlog_retry_after_s
+    assert e.response is not None and e.response.rejected and all(
+        x.retryable and "shard 3's backlog is full" in x.reason for x in e.response.rejected), e.response
+    st = client.follow(r.job_id, interval=0.5, timeout=120)
+    assert (st.submitted, st.applied, st.failed, st.parts) == (200, 200, 0, 40)
+    compare({i: (str(k),) for k, i in enumerate(ids)}, rows({3: ids}, "owner_id"))
