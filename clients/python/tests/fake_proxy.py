@@ -11,6 +11,8 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from google.protobuf import json_format
+
 PREFIX = "/bulkwrite.v1.BulkwriteService/"
 
 
@@ -58,6 +60,8 @@ class FakeProxy:
                         v = base64.b64encode(reply.detail.SerializeToString()).decode().rstrip("=")
                         e["details"] = [{"type": reply.detail.DESCRIPTOR.full_name, "value": v}]
                     return self._send(reply.status, "application/json", json.dumps(e).encode(), reply.headers)
+                if self.headers.get("content-type") == "application/json":
+                    return self._send(200, "application/json", json_format.MessageToJson(reply).encode())
                 self._send(200, "application/proto", reply.SerializeToString())
 
             def _send(self, status, ctype, data, headers=None) -> None:

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from bulkwrite import BulkwriteError, Client, describe_waits, pb, split_parts
@@ -147,3 +149,13 @@ def test_failures_are_read_page_by_page(fake, clock):
     assert [x.op_index for x in got] == [0, 1, 2, 3, 4]
     reqs = [pb.ListFailuresRequest.FromString(c.body) for c in fake.calls]
     assert [(r.after, r.limit, r.code) for r in reqs] == [("", 2, 1062), ("0-0-1", 2, 1062), ("0-0-3", 2, 1062)]
+
+
+def test_json_encoding_speaks_the_proto3_json_mapping(fake, clock):
+    fake.replies = {"GetJob": [pb.JobStatus(job_id="j1", submitted=3, failures=[pb.FailedOp(id=2**63 + 1)])]}
+    st = client(fake, clock, encoding="json").status("j1")
+    assert st.submitted == 3 and st.failures[0].id == 2**63 + 1
+    call = fake.calls[0]
+    assert call.headers["content-type"] == "application/json" and json.loads(call.body) == {"jobId": "j1"}
+    with pytest.raises(ValueError):
+        Client(fake.url, encoding="xml")

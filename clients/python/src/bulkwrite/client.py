@@ -15,6 +15,7 @@ from typing import Any
 
 from connectrpc.client import ResponseMetadata
 from connectrpc.code import Code
+from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
 from connectrpc.errors import ConnectError
 
 from .ops import op_from_json, read_ops
@@ -129,14 +130,18 @@ class Client:
     """The proxy at `url` (its data port: "http://127.0.0.1:18080"). `token` is a
     client's bearer token (none when the proxy has no clients file). `retry_for` bounds,
     in seconds, how long one request is sent again after no answer or a 5xx; a full
-    backlog (429) is waited out for as long as it takes, each wait as Retry-After says."""
+    backlog (429) is waited out for as long as it takes, each wait as Retry-After says.
+    `encoding` is "proto" (application/proto) or "json" (the proto3 JSON mapping)."""
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 60.0,
-                 retry_for: float = 60.0, sleep: Callable[[float], None] = time.sleep,
+                 retry_for: float = 60.0, encoding: str = "proto", sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        # No compression: the proxy reads identity bodies, and ops compress little anyway.
-        self._rpc = BulkwriteServiceClientSync(url.rstrip("/"), send_compression=None, accept_compression=(),
-                                               timeout_ms=int(timeout * 1000))
+        codecs = {"proto": google_protobuf_binary_codec, "json": google_protobuf_json_codec}
+        if encoding not in codecs:
+            raise ValueError(f'encoding is "proto" or "json", not {encoding!r}')
+        # No compression: the proxy takes no compressed request, and ops compress little anyway.
+        self._rpc = BulkwriteServiceClientSync(url.rstrip("/"), codec=codecs[encoding](), send_compression=None,
+                                               accept_compression=(), timeout_ms=int(timeout * 1000))
         self._headers = {"authorization": f"Bearer {token}"} if token else {}
         self.retry_for = retry_for
         self._sleep = sleep

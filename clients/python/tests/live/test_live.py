@@ -163,6 +163,9 @@ def test_failed_ops_are_listed_page_by_page(client):
     long = list(client.failures(r.job_id, code=1406))
     assert [f.id for f in long] == ids[10:20] and all("too long" in f.reason for f in long)
     assert [f.id for f in client.failures(r.job_id, reason="Duplicate entry")] == ids[:10]
+    with Client(URL, encoding="json") as as_json:  # the proto3 JSON mapping reads the same
+        assert list(as_json.failures(r.job_id, page_size=7)) == every
+        assert as_json.status(r.job_id) == client.status(r.job_id)
     compare({i: (f"ok-{k}",) for k, i in enumerate(ids[:10])}, rows({1: ids}, "title"))
 
 
