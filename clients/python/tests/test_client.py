@@ -159,3 +159,9 @@ def test_json_encoding_speaks_the_proto3_json_mapping(fake, clock):
     assert call.headers["content-type"] == "application/json" and json.loads(call.body) == {"jobId": "j1"}
     with pytest.raises(ValueError):
         Client(fake.url, encoding="xml")
+
+
+def test_a_job_the_proxy_does_not_know_after_part_0_is_sent_whole(fake, clock):
+    fake.replies = {"WriteBatch": [accept], "GetJob": [Err(404, "not_found", "no job j1")]}
+    r = client(fake, clock).submit(ops(3), "x", part_size=1)
+    assert [p.job_part for p in sent_parts(fake)] == [0, 1, 2] and r.skipped == 0

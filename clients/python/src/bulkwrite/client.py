@@ -241,10 +241,20 @@ class Client:
                 result.job_id = resp.job_id
                 if on_progress:
                     on_progress("job", result)
-                next_part = self.status(resp.job_id).next_part
+                next_part = self._next_part(resp.job_id)
             if on_progress:
                 on_progress("part", result)
         return result
+
+    def _next_part(self, job_id: str) -> int:
+        """Where a resumed upload goes on; 0 (send everything) for a job the proxy does not
+        know, as after a part 0 whose every op was refused."""
+        try:
+            return self.status(job_id).next_part
+        except BulkwriteError as e:
+            if e.code == Code.NOT_FOUND.value:
+                return 0
+            raise
 
     def submit_file(self, path: str, job: str, *, on_error: Callable[[Exception], None] | None = None,
                     **kwargs: Any) -> SubmitResult:
