@@ -6,6 +6,11 @@ import os
 import subprocess
 
 URL = os.environ.get("BW_PROXY_URL", "")
+# the tier's clients (test/tiers/client-python.sh): the tests send as a submit client;
+# shard control needs an admin; a read-only one may follow jobs, not send them
+TOKEN = os.environ.get("BW_TOKEN")
+ADMIN_TOKEN = os.environ.get("BW_ADMIN_TOKEN")
+READ_TOKEN = os.environ.get("BW_READ_TOKEN")
 # proxy.backlog_max_messages as the tier sets it: a paused shard refuses (429) past it
 BACKLOG_MAX_MESSAGES = int(os.environ.get("BW_BACKLOG_MAX_MESSAGES", "20"))
 

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from bulkwrite import BulkwriteError, Client, describe_waits, op_from_json, pb
-from stack import BACKLOG_MAX_MESSAGES, URL, sql
+from stack import ADMIN_TOKEN, BACKLOG_MAX_MESSAGES, READ_TOKEN, TOKEN, URL, sql
 
 pytestmark = pytest.mark.skipif(not URL, reason="no stack: BW_PROXY_URL is unset (test/tiers/client-python.sh)")
 
@@ -102,8 +102,10 @@ def test_a_job_resumed_after_kill_9_applies_every_op_once(client, tmp_path):
 
 
 def post(path: str, body: dict) -> dict:
-    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if ADMIN_TOKEN:  # shard control is the admin's
+        headers["Authorization"] = f"Bearer {ADMIN_TOKEN}"
+    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(), method="POST", headers=headers)
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)
 
@@ -162,8 +164,9 @@ def test_failed_ops_are_listed_page_by_page(client):
     assert all(f.shard == 1 and json.loads(f.op_json)["object_type"] == "pin" for f in every)
     long = list(client.failures(r.job_id, code=1406))
     assert [f.id for f in long] == ids[10:20] and all("too long" in f.reason for f in long)
-    assert [f.id for f in client.failures(r.job_id, reason="Duplicate entry")] == ids[:10]
-    with Client(URL, encoding="json") as as_json:  # the proto3 JSON mapping reads the same
+    # as a submit client sees it: "MySQL error 1062 (duplicate key)", no row values
+    assert [f.id for f in client.failures(r.job_id, reason="duplicate key")] == ids[:10]
+    with Client(URL, token=TOKEN, encoding="json") as as_json:  # the proto3 JSON mapping reads the same
         assert list(as_json.failures(r.job_id, page_size=7)) == every
         assert as_json.status(r.job_id) == client.status(r.job_id)
     compare({i: (f"ok-{k}",) for k, i in enumerate(ids[:10])}, rows({1: ids}, "title"))
@@ -187,7 +190,7 @@ def test_a_full_backlog_is_waited_out_and_each_part_taken_once(client):
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
     try:
-        with Client(URL) as watcher:
+        with Client(URL, token=TOKEN) as watcher:
             deadline = time.monotonic() + 60
             def full() -> bool:
                 return "id" in job and watcher.status(job["id"]).parts >= BACKLOG_MAX_MESSAGES
@@ -211,3 +214,23 @@ def test_a_full_backlog_is_waited_out_and_each_part_taken_once(client):
     st = client.follow(r.job_id, interval=0.5, timeout=120)
     assert (st.submitted, st.applied, st.failed, st.parts) == (200, 200, 0, 40)
     compare({i: (str(k),) for k, i in enumerate(ids)}, rows({3: ids}, "owner_id"))
+
+
+@pytest.mark.skipif(not READ_TOKEN, reason="the stack has no clients file")
+def test_tokens_and_roles(client):
+    """The token goes as a bearer token: a read-only client may not send (403), another
+    client's job is not found for it (404), no token or a wrong one is 401."""
+    i = pin_id(4, 11_000_000)
+    r = client.submit([{"op": "delete", "object_type": "pin", "id": i}], "py-auth")
+    assert r.ok and client.follow(r.job_id, interval=0.5, timeout=60).applied == 1
+    with Client(URL, token=READ_TOKEN) as reader:
+        with pytest.raises(BulkwriteError) as e:
+            reader.submit([{"op": "delete", "object_type": "pin", "id": i}], "py-auth-read")
+        assert (e.value.code, e.value.status) == ("permission_denied", 403), e.value
+        with pytest.raises(BulkwriteError) as e:
+            reader.status(r.job_id)
+        assert (e.value.code, e.value.status) == ("not_found", 404), e.value
+    for token in (None, "not-a-token"):
+        with Client(URL, token=token) as stranger, pytest.raises(BulkwriteError) as e:
+            stranger.status(r.job_id)
+        assert (e.value.code, e.value.status) == ("unauthenticated", 401), e.value
