@@ -23,6 +23,7 @@ PKGS=(
     curl jq openssl
     protobuf-compiler   # protoc: test/tiers/doc-examples.sh runs the protobuf example of docs/api.md
     chromium            # the page's browser tier (test/tiers/browser.sh), headless
+    python3-venv        # the Python client's tier: its venvs from PyPI (clients/python/scripts/venv.sh)
 )
 
 # A Java/Maven installed some other way (sdkman, tarball) is good enough.
@@ -31,9 +32,6 @@ command -v mvn  >/dev/null 2>&1 || PKGS+=(maven)
 # node and npm run the browser tier's driver (playwright-core, scripts/install-browser.sh)
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
 command -v npm  >/dev/null 2>&1 || PKGS+=(npm)
-# python3 with venv and pip: the Python client's tier (clients/python/scripts/venv.sh)
-command -v python3 >/dev/null 2>&1 || PKGS+=(python3)
-python3 -c 'import ensurepip' >/dev/null 2>&1 || PKGS+=(python3-venv)
 
 installed() {
     # `dpkg -s` also succeeds for removed-but-not-purged packages, so check Status.
