@@ -130,7 +130,7 @@ static int decode(apply_ctx_t *x, size_t i) {
     const rd_kafka_message_t *m = x->msgs[i];
     decoded_t *d = &x->dec[i];
     const char *why = NULL;
-    if (!d->sb) why = "not a bulkwrite.v1.ShardBatch";
+    if (!d->sb) why = "not a bulkwrite.internal.v1.ShardBatch";
     else if (!job_id_valid(d->sb->job_id)) why = "its job_id is not 1 to 32 lower-case hex digits";
     else if ((int)d->sb->shard != x->shard) why = "its shard differs from its partition";
     if (why) { /* no job to charge: the whole message goes to the dead-letter topic */

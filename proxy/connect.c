@@ -28,7 +28,8 @@ static const char *code_of(unsigned status, unsigned *http) {
     case MHD_HTTP_BAD_REQUEST:
     case MHD_HTTP_UNPROCESSABLE_CONTENT:
     case MHD_HTTP_CONTENT_TOO_LARGE: /* not resource_exhausted: that one is resent after Retry-After */
-    case MHD_HTTP_UNSUPPORTED_MEDIA_TYPE: return *http = 400, "invalid_argument";
+        return *http = 400, "invalid_argument";
+    case MHD_HTTP_UNSUPPORTED_MEDIA_TYPE: return *http = 415, "invalid_argument"; /* the protocol's status */
     case MHD_HTTP_UNAUTHORIZED: return *http = 401, "unauthenticated";
     case MHD_HTTP_FORBIDDEN: return *http = 403, "permission_denied";
     case MHD_HTTP_NOT_FOUND: return *http = 404, "not_found";

@@ -121,6 +121,29 @@ if [ "$MODE" = embedded ]; then
     }
     check "a request with 8 large creates for the full shard $FULL gets 429 for them: its job awaits the resend (resend_awaited)" probe_429
     PROBE_JOB=$(jq -r .job_id "$WORK/probe-429.json")
+    # the same refusal as a Connect call (docs/clients.md): resource_exhausted with
+    # Retry-After, and the BatchWriteResponse as its detail, each refused op retryable
+    connect_probe='{"requestId":"resend-probe-connect","ops":['
+    for k in 1 2 3 4 5 6 7 8; do
+        connect_probe+="$([ $k = 1 ] || echo ,){\"op\":\"CREATE\",\"objectType\":\"pin\",\"id\":\"$(pin_on "$FULL" $((77100 + k)))\",
+            \"shardKey\":\"$(( (FULL << 46) | 42 ))\",\"fields\":[{\"name\":\"owner_id\",\"value\":{\"intValue\":\"42\"}},
+            {\"name\":\"title\",\"value\":{\"stringValue\":\"$(printf probe-connect | base64 -w0)\"}},
+            {\"name\":\"image\",\"value\":{\"bytesValue\":\"$image\"}}]}"
+    done
+    printf '%s]}' "$connect_probe" >"$WORK/connect-probe.json"
+    connect_write() { # the probe as a Connect WriteBatch; the reply in $WORK/connect.json, the code printed
+        curl -s -o "$WORK/connect.json" -D "$WORK/connect.headers" -w '%{http_code}' -H 'Content-Type: application/json' \
+            --data-binary "@$WORK/connect-probe.json" "http://127.0.0.1:$PROXY/bulkwrite.v1.BulkwriteService/WriteBatch"
+    }
+    connect_429() {
+        [ "$(connect_write)" = 429 ] && jq -c 'del(.details)' "$WORK/connect.json" &&
+            jq -e '.code == "resource_exhausted" and .details[0].type == "bulkwrite.v1.BatchWriteResponse"' "$WORK/connect.json" >/dev/null &&
+            grep -qi '^retry-after: [0-9]' "$WORK/connect.headers" &&
+            jq -r '.details[0].value' "$WORK/connect.json" | awk '{ n = length($0) % 4; printf "%s%s", $0, (n ? substr("===", 1, 4 - n) : "") }' |
+            base64 -d | protoc -Iproto --decode=bulkwrite.v1.BatchWriteResponse proto/bulkwrite/v1/bulkwrite.proto >"$WORK/connect-detail.txt" &&
+            [ "$(grep -c 'retryable: true' "$WORK/connect-detail.txt")" = 8 ]
+    }
+    check "the same as a Connect WriteBatch: 429 resource_exhausted, Retry-After, its 8 ops retryable in the BatchWriteResponse detail" connect_429
     dep_held() { # the job after it deletes the 8 pins: run too early, it would find none
         local k ops=
         for k in 1 2 3 4 5 6 7 8; do ops+="${ops:+,}{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":$(pin_on "$FULL" $((77010 + k)))}"; done
@@ -131,6 +154,23 @@ if [ "$MODE" = embedded ]; then
     DEP_JOB=$(jq -r .job_id "$WORK/dep.json")
     for s in 0 1 2 3 4 5 6 7; do "$BIN/bwctl" -c "$CONF" resume $s >/dev/null; done
     check "then every board is accepted (exit 0)" wait $bwctl_pid
+    connect_pins() {
+        mariadb -h127.0.0.1 -P$([ "$FULL" -ge 4 ] && echo $DB_B || echo $DB_A) -uroot -N -e \
+            "SELECT COUNT(*) FROM db$(printf %05d "$FULL").pins WHERE title = 'probe-connect'"
+    }
+    connect_resent() { [ "$(connect_write)" = 200 ]; } # a 429 meanwhile is resent: nothing twice
+    check "... the Connect call sent again is taken (200; again while the shard still refuses)" wait_for 60 connect_resent
+    connect_applied() { [ "$(connect_pins)" = 8 ]; }
+    check "... its 8 pins are in place, once" wait_for 60 connect_applied
+    connect_delete() { # and deleted again, so the shards hold what the verification below expects
+        local k ops=
+        for k in 1 2 3 4 5 6 7 8; do ops+="${ops:+,}{\"op\":\"DELETE\",\"objectType\":\"pin\",\"id\":\"$(pin_on "$FULL" $((77100 + k)))\"}"; done
+        [ "$(curl -s -o "$WORK/connect.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "{\"ops\":[$ops]}" \
+            "http://127.0.0.1:$PROXY/bulkwrite.v1.BulkwriteService/WriteBatch")" = 200 ]
+    }
+    connect_gone() { [ "$(connect_pins)" = 0 ]; }
+    check "... and deleted by a Connect WriteBatch of 8 deletes" connect_delete
+    check "... none is left" wait_for 60 connect_gone
     boards() {
         for port in $DB_A $DB_B; do for db in $(mariadb -h127.0.0.1 -P$port -uroot -N -e "SHOW DATABASES LIKE 'db0%'"); do
             mariadb -h127.0.0.1 -P$port -uroot -N -e "SELECT COUNT(*) FROM $db.boards WHERE partner = 'acme-bulk'"

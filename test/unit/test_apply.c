@@ -848,7 +848,7 @@ START_TEST(dead_letter_truncated_to_fit) {
     free(s);
 
     uint8_t *payload = calloc(1, 900000); /* base64: 1.2 MB */
-    bw_dead_letter_t raw = {.shard = 1, .offset = 9, .error = "not a bulkwrite.v1.ShardBatch", .raw = payload,
+    bw_dead_letter_t raw = {.shard = 1, .offset = 9, .error = "not a bulkwrite.internal.v1.ShardBatch", .raw = payload,
                             .raw_len = 900000};
     s = bw_dead_letter_json(&raw, max);
     ck_assert_uint_le(strlen(s), max);
