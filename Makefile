@@ -62,7 +62,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: client-go-gen client-go-unit fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke bench-timers check-lane-embedded check-lane-kafka check-lane-sanitizers fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
+.PHONY: client-go-gen client-go-unit client-python-gen client-python-unit fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke bench-timers check-lane-embedded check-lane-kafka check-lane-sanitizers fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -144,13 +144,13 @@ fuzz: build/fuzz/fuzz-request build/fuzz/fuzz-forward
 # says its lane and each tier's time (test/lane.sh); a failure in any fails the check.
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
-	$(MAKE) docs-check install-check unit client-go-unit
+	$(MAKE) docs-check install-check unit client-go-unit client-python-unit
 	$(MAKE) -j3 check-lane-embedded check-lane-kafka check-lane-sanitizers
 LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded client-go-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded bench-smoke fault-embedded backlog-embedded)
+	@$(call LANE,embedded,fuzz e2e-embedded client-go-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded client-python-embedded bench-smoke fault-embedded backlog-embedded)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka client-go-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka timers-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka client-go-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka timers-kafka client-python-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
 check-lane-sanitizers:
 	@BW_TEST_PORT_OFFSET=2000 $(call LANE,sanitizers,check-tsan check-sanitize)
 
@@ -179,6 +179,17 @@ client-go-gen:
 client-go-unit:
 	scripts/go-client.sh test
 
+# The Python client (clients/python, docs/clients.md): its packages come from PyPI, pinned,
+# into venvs under build/python. client-python-gen regenerates its committed protobuf and
+# Connect code; client-python-unit fails when that code differs from a fresh generation,
+# then runs its unit tests. The client-python tier runs its live tests on a real stack.
+client-python-gen:
+	clients/python/scripts/generate.sh
+client-python-unit:
+	clients/python/scripts/generate.sh --check
+	"$$(clients/python/scripts/venv.sh client clients/python/requirements.txt --editable)/bin/python" -m pytest -q \
+	    -p no:cacheprovider clients/python/tests --ignore=clients/python/tests/live
+
 # ---- the tiers: test/tiers/NAME.sh MODE, each on the real servers it starts ----------
 # One rule runs any tier: `make NAME-embedded` (the embedded Kafka) or `make NAME-kafka`
 # (a real Apache Kafka broker). Each tier's head says what it proves:
@@ -194,6 +205,8 @@ client-go-unit:
 #   timers     the delay queue: scheduled one-op jobs on time through a proxy's kill -9
 #   client-go  the Go client over Connect (both codecs): a job killed -9 and resumed, a
 #              cancel, failures, a full backlog's Retry-After
+#   client-python  the Python client over Connect: a sender killed -9 and run again, a
+#              cancel, failures, a full backlog's Retry-After, tokens and roles
 #   sasl, members, quotas, failover, shards-4096   (real broker only)
 #   cluster, scale-cluster                         (three Kafka nodes: `make cluster-kafka`,
 #                                                   `make scale-cluster`)
@@ -202,8 +215,8 @@ client-go-unit:
 BACKLOG_FEED ?= 1000000
 JOB_OPS ?= 300000
 TIER_ENV = BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) BW_JOB_OPS=$(JOB_OPS)
-TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers client-go
-TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096 timers client-go
+TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers client-go client-python
+TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096 timers client-go client-python
 $(addsuffix -embedded,$(TIERS_EMBEDDED)): %-embedded: all
 	$(TIER_ENV) test/tiers/$*.sh embedded
 $(addsuffix -kafka,$(TIERS_KAFKA)): %-kafka: all
