@@ -50,7 +50,8 @@ PUBLIC_PROTO := proto/bulkwrite/v1/bulkwrite.proto
 RECORDS_PROTO := proto/bulkwrite/internal/v1/records.proto
 PROTO_C := $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c $(GEN)/bulkwrite/internal/v1/records.pb-c.c
 UI_C := $(GEN)/ui_assets.c
-LIB_SRC := $(PROTO_C) $(UI_C) $(filter-out %/main.c,$(foreach d,$(SUBSYSTEMS),$(wildcard $(d)/*.c)))
+API_C := $(GEN)/api_assets.c
+LIB_SRC := $(PROTO_C) $(UI_C) $(API_C) $(filter-out %/main.c,$(foreach d,$(SUBSYSTEMS),$(wildcard $(d)/*.c)))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
 LIB := $(BUILD)/libbulkwrite.a
 
@@ -72,6 +73,10 @@ deps:
 $(UI_C): scripts/embed-ui.sh $(sort $(wildcard ui/*))
 	@mkdir -p $(GEN)
 	scripts/embed-ui.sh $@ $(sort $(wildcard ui/*))
+# the OpenAPI document, served at GET /v1/openapi.yaml (proxy/ui.h)
+$(API_C): scripts/embed-ui.sh docs/openapi.yaml
+	@mkdir -p $(GEN)
+	scripts/embed-ui.sh $@ --table bw_api_assets docs/openapi.yaml
 
 $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c: $(PUBLIC_PROTO)
 	@mkdir -p $(GEN)
@@ -120,7 +125,7 @@ FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanit
 # (the consumer's files and the proxy's pipeline are not under test, and need their
 # main.c's state: consumer.h, proxy.h)
 PROXY_STATE_SRC := proxy/producers.c proxy/routes.c proxy/submit.c proxy/release.c proxy/ui.c proxy/changes.c
-FUZZ_LIB_SRC := $(filter-out $(PROTO_C) $(UI_C) consumer/% $(PROXY_STATE_SRC),$(LIB_SRC)) $(PROTO_C)
+FUZZ_LIB_SRC := $(filter-out $(PROTO_C) $(UI_C) $(API_C) consumer/% $(PROXY_STATE_SRC),$(LIB_SRC)) $(PROTO_C)
 build/fuzz/fuzz-request: test/fuzz/fuzz_request.c $(FUZZ_LIB_SRC)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $^ -o $@ $(LDLIBS)
@@ -148,7 +153,7 @@ check: deps
 	$(MAKE) -j3 check-lane-embedded check-lane-kafka check-lane-sanitizers
 LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded client-go-embedded auth-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded client-python-embedded bench-smoke fault-embedded backlog-embedded)
+	@$(call LANE,embedded,fuzz e2e-embedded client-go-embedded auth-embedded openapi-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded client-python-embedded bench-smoke fault-embedded backlog-embedded)
 check-lane-kafka:
 	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka client-go-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka timers-kafka client-python-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
 check-lane-sanitizers:
@@ -202,6 +207,7 @@ client-python-unit:
 #   control    shard control at the same moment through two proxies
 #   fairness   32 backlogged shards on 2 workers, each one's share
 #   browser    the SRE page in headless chromium
+#   openapi    docs/openapi.yaml: valid, docs/api.md's endpoints, every answer as it says
 #   timers     the delay queue: scheduled one-op jobs on time through a proxy's kill -9
 #   client-go  the Go client over Connect (both codecs): a job killed -9 and resumed, a
 #              cancel, failures, a full backlog's Retry-After
@@ -215,7 +221,7 @@ client-python-unit:
 BACKLOG_FEED ?= 1000000
 JOB_OPS ?= 300000
 TIER_ENV = BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) BW_JOB_OPS=$(JOB_OPS)
-TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers client-go client-python
+TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers client-go client-python openapi
 TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096 timers client-go client-python
 $(addsuffix -embedded,$(TIERS_EMBEDDED)): %-embedded: all
 	$(TIER_ENV) test/tiers/$*.sh embedded
@@ -296,7 +302,7 @@ install: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
 	else install -D -m 0644 conf/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf; fi
 	install -D -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -D -m 0644 $(PUBLIC_PROTO) $(DESTDIR)$(INCLUDEDIR)/bulkwrite/v1/bulkwrite.proto
-	for f in docs/*.md; do install -D -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
+	for f in docs/*.md docs/openapi.yaml; do install -D -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
 	install -D -m 0644 conf/bulkwrite.conf $(DESTDIR)$(DOCDIR)/examples/bulkwrite.conf
 	install -D -m 0644 conf/clients.example.conf $(DESTDIR)$(DOCDIR)/examples/clients.example.conf
 	@mkdir -p $(BUILD)/systemd

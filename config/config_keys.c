@@ -207,7 +207,7 @@ static const key_t_ auth_keys[] = {
     {"clients_file", K_STR, OFF(proxy_auth_clients_file), 0, 0, 0, "\"\"", NULL, NULL, 0,
      "libconfig file of the API's clients: name, token_sha256, roles, scopes (docs/security.md; "
      "conf/clients.example.conf). A relative path is read from the configuration file's "
-     "folder. Every endpoint but /healthz (and /metrics, /readyz with open_metrics) then needs "
+     "folder. Every endpoint but /healthz and /v1/openapi.yaml (and /metrics, /readyz with open_metrics) then needs "
      "`Authorization: Bearer TOKEN`. SIGHUP re-reads it; a file that does not parse keeps the "
      "clients loaded before. \"\" = no authentication: every caller is admin (a warning at "
      "startup). Changing the key itself needs a restart.", PROXY_RESTART},

@@ -35,6 +35,8 @@ const bw_endpoint_t bw_endpoints[BW_EP_COUNT] = {
      "the proxies and consumers running, and whether their settings agree"},
     {BW_EP_WHOAMI, "GET", "/v1/whoami", BW_PATH_EXACT, NULL, "/v1/whoami", BW_ROLE_ANY, BW_ON_BOTH, NULL, NULL,
      "the caller's client name and roles"},
+    {BW_EP_OPENAPI, "GET", "/v1/openapi.yaml", BW_PATH_EXACT, NULL, "/v1/openapi.yaml", 0, BW_ON_BOTH, NULL, NULL,
+     "the OpenAPI 3.1 description of these endpoints ([openapi.yaml](openapi.yaml))"},
     {BW_EP_UI_ROOT, "GET", "/ui", BW_PATH_EXACT, NULL, "/ui", 0, BW_ON_ADMIN, NULL, PAGE_ONLY_THERE,
      "redirects to /ui/"},
     {BW_EP_UI, "GET", "/ui/", BW_PATH_PREFIX, NULL, "/ui/", 0, BW_ON_ADMIN, NULL, PAGE_ONLY_THERE,

@@ -517,6 +517,7 @@ static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const
     case BW_EP_JOBS:
     case BW_EP_FLEET:
     case BW_EP_WHOAMI:
+    case BW_EP_OPENAPI:
     case BW_EP_UI_ROOT:
     case BW_EP_UI: bw_ui_serve(c, method, url, client, &ret); return ret;
     case BW_EP_METRICS: {

@@ -1,7 +1,7 @@
 /* ui.c — the SRE page (docs/operations.md, "The page"): its files at /ui/, and the JSON
  * endpoints it needs besides those bwctl uses: GET /v1/whoami (may this caller change
  * things?), GET /v1/fleet (brokers, topics, the processes alive) and GET /v1/jobs (the
- * latest jobs). The files are built into bw-proxy (scripts/embed-ui.sh): no CDN, nothing
+ * latest jobs). Also GET /v1/openapi.yaml, the API's description (docs/openapi.yaml). The files are built into bw-proxy (scripts/embed-ui.sh): no CDN, nothing
  * fetched, the same page for the same binary.
  *
  * @locality HTTP threads; everything read goes through its module's locks. */
@@ -42,6 +42,19 @@ static enum MHD_Result serve_asset(struct MHD_Connection *c, const char *name) {
                             "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* GET /v1/openapi.yaml: the API's description, as built into this binary; open like the
+ * page's files (it holds no data), so a client generator needs no token. */
+static enum MHD_Result serve_openapi(struct MHD_Connection *c) {
+    const bw_ui_asset_t *a = &bw_api_assets[0];
+    struct MHD_Response *r = MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     return ret;
@@ -246,6 +259,8 @@ int bw_ui_serve(struct MHD_Connection *c, const char *method, const char *url, c
         MHD_destroy_response(r);
     } else if (strncmp(url, "/ui/", 4) == 0) {
         *ret = serve_asset(c, url + 4);
+    } else if (strcmp(url, "/v1/openapi.yaml") == 0) {
+        *ret = serve_openapi(c);
     } else if (strcmp(url, "/v1/whoami") == 0) {
         *ret = whoami(c, client);
     } else if (strcmp(url, "/v1/fleet") == 0) {

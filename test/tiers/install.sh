@@ -141,7 +141,8 @@ for prefix in /usr /opt/bulkwrite; do
     check "PREFIX=$prefix: the config is $sysconfdir/bulkwrite/bulkwrite.conf and validates" \
         "$dest$bindir/bwctl" check-config -c "$dest$sysconfdir/bulkwrite/bulkwrite.conf"
     check "PREFIX=$prefix: the docs are in $docdir" \
-        test -f "$dest$docdir/README.md" -a -f "$dest$docdir/docs/deployment.md" -a -f "$dest$docdir/examples/clients.example.conf"
+        test -f "$dest$docdir/README.md" -a -f "$dest$docdir/docs/deployment.md" -a -f "$dest$docdir/docs/openapi.yaml" \
+        -a -f "$dest$docdir/examples/clients.example.conf"
     check "PREFIX=$prefix: the client API is $prefix/include/bulkwrite/v1/bulkwrite.proto and compiles on its own" \
         protoc -I"$dest$prefix/include" --descriptor_set_out=/dev/null bulkwrite/v1/bulkwrite.proto
     check "PREFIX=$prefix: the units and the sysusers file are there, their paths filled in" \
