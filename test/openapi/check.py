@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, respons
                                                response_schema_conformance, status_code_conformance)
 
 DOC, API_MD, DATA, ADMIN, WORK = sys.argv[1:6]
-TOKENS = {"admin": "sre-token", "read": "dash-token", "submit": "feed-token"}
+TOKENS = {"admin": "sre-token", "read": "dash-token", "submit": "feed-token", "burst": "burst-token"}
 CHECKS = [status_code_conformance, content_type_conformance, response_headers_conformance,
           response_schema_conformance]
 results = {"passed": 0, "failed": 0}
@@ -245,6 +245,11 @@ call("no valid op", "POST", DATA, "/v1/batches", token="submit", expect=422,
      body={"ops": [{"op": "delete", "object_type": "pin"}]})
 call("a read client posting a batch", "POST", DATA, "/v1/batches", token="read", expect=403, body={"ops": [create(0, 8)]})
 call("no credential", "POST", DATA, "/v1/batches", expect=401, body={"ops": [create(0, 8)]})
+# a client with a quota of 20 ops/s: a burst is paid for after, so the next request waits
+call("60 creates by a client with 20 ops/s", "POST", DATA, "/v1/batches", token="burst", expect=202,
+     body={"ops": [create(1, 100 + k) for k in range(60)]})
+call("... its next request, over its quota (Retry-After)", "POST", DATA, "/v1/batches", token="burst", expect=429,
+     body={"ops": [create(1, 160)]})
 call("a batch on the admin listener", "POST", ADMIN, "/v1/batches", token="admin", expect=404,
      body={"ops": [create(0, 8)]})
 

@@ -5,11 +5,11 @@
 #   test/tiers/openapi.sh embedded|kafka
 #
 # The proxy runs with a clients file (an admin, a read and a submit client) and an admin
-# listener; one consumer applies. test/openapi/check.py sends a scripted set of requests
+# listener (and a client with a quota, for a 429); one consumer applies. test/openapi/check.py sends a scripted set of requests
 # (a job with a failure, its status in JSON and protobuf, its failures, a held job, one
 # after it and a cancel, a named job, shards, check, fleet, whoami, the shard and server
 # control POSTs on the admin listener, and 400, 401, 403, 404, 405, 409, 415, 422
-# answers) and checks each answer against the document with schemathesis's response
+# and 429 answers) and checks each answer against the document with schemathesis's response
 # checks. The tools come pinned from PyPI (scripts/install-openapi.sh). The last line is
 # "N passed, N failed".
 set -uo pipefail
@@ -21,7 +21,8 @@ ADMIN_PORT=$((PROXY + 4))
 
 bw_stack_conf() {
     write_clients "$WORK/clients.conf" "$(client sre sre-token '"admin"')" "$(client dash dash-token '"read"')" \
-        "$(client feed feed-token '"submit", "read"' '"*:*"')"
+        "$(client feed feed-token '"submit", "read"' '"*:*"')" \
+        "$(client burst burst-token '"submit"' '"*:*"' | sed 's/ }$//') ops_per_second = 20; }"
     "$BIN/bwctl" config-set "$1" proxy.auth.clients_file=clients.conf proxy.admin_port=$ADMIN_PORT || exit 1
 }
 bw_stack_start openapi "$MODE"
