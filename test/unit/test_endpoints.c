@@ -36,6 +36,8 @@ START_TEST(roles_of_each_endpoint) {
     ck_assert_uint_eq(bw_endpoint_roles("DELETE", "/v1/jobs/x", 0), BW_ROLE_SUBMIT | BW_ROLE_ADMIN);
     ck_assert_uint_eq(bw_endpoint_roles("POST", "/v1/servers/a/pause", 1), BW_ROLE_ADMIN);
     ck_assert_uint_eq(bw_endpoint_roles("GET", "/ui/", 0), 0);
+    ck_assert_uint_eq(bw_endpoint_roles("GET", "/v1/openapi.yaml", 0), 0); /* no data: client generators need no token */
+    ck_assert_uint_eq(bw_endpoint_find("GET", "/v1/openapi.yaml")->listeners, BW_ON_BOTH);
     /* unknown endpoints need some client: they are 404 or 405 for it, 401 without one */
     ck_assert_uint_eq(bw_endpoint_roles("GET", "/nope", 1), BW_ROLE_ANY);
     ck_assert_uint_eq(bw_endpoint_roles("PUT", "/healthz", 0), BW_ROLE_ANY);
