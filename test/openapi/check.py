@@ -316,6 +316,8 @@ call("a shard's rate", "POST", ADMIN, "/v1/shards/3/rate", token="admin", expect
      body={"rate": 50, "row_rate": 20000, "reason": "openapi"})
 call("a shard paused", "POST", ADMIN, "/v1/shards/3/pause", token="admin", expect=200, body={"reason": "openapi"})
 call("shards, one paused with history", "GET", ADMIN, "/v1/shards", token="admin", expect=200)
+r = call("a job for the paused shard", "POST", DATA, "/v1/batches", token="submit", expect=202, body={"ops": [create(3, 2)]})
+call("its status: its shard waits", "GET", DATA, "/v1/jobs/" + r.json().get("job_id", ""), token="submit", expect=200)
 call("a shard resumed, no body", "POST", ADMIN, "/v1/shards/3/resume", token="admin", expect=200)
 call("a shard's rate back to the configured one", "POST", ADMIN, "/v1/shards/3/rate", token="admin", expect=200,
      body={"rate": None, "row_rate": None})
