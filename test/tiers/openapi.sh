@@ -27,6 +27,7 @@ bw_stack_conf() {
     "$BIN/bwctl" config-set "$1" proxy.auth.clients_file=clients.conf proxy.admin_port=$ADMIN_PORT || exit 1
 }
 bw_stack_start openapi "$MODE"
+export HYPOTHESIS_STORAGE_DIRECTORY=$WORK/hypothesis # schemathesis's cache: not in the source tree
 start_consumer $C1
 assigned() { grep -q assigned "$WORK/consumer-$C1.log"; }
 check "the consumer has its shards" wait_for 60 assigned
