@@ -23,7 +23,7 @@ PKGS=(
     curl jq openssl
     protobuf-compiler   # protoc: test/tiers/doc-examples.sh runs the protobuf example of docs/api.md
     chromium            # the page's browser tier (test/tiers/browser.sh), headless
-    python3-venv        # venvs of pinned PyPI packages: the Python client's tier (clients/python/scripts/venv.sh), the openapi tier (scripts/install-openapi.sh)
+    python3-venv        # venvs of pinned PyPI packages (clients/python/scripts/venv.sh, scripts/install-openapi.sh)
 )
 
 # A Java/Maven installed some other way (sdkman, tarball) is good enough.
