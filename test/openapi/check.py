@@ -4,7 +4,8 @@
 
 1. The document is valid OpenAPI 3.1 (openapi-spec-validator).
 2. Its operations are the endpoints of docs/api.md's endpoint table (which make docs-check
-   holds equal to proxy/endpoints.c), with the same roles and listeners, no more, no fewer.
+   holds equal to proxy/endpoints.c), with the same roles and listeners, no more, no fewer;
+   the table's Connect calls, which the proto describes, are named in its description.
 3. A scripted set of requests, on both listeners and with tokens of three roles (the
    tier's clients file), each answered as the document says: its status is documented for
    the operation, and its content type, headers and body match (schemathesis's response
