@@ -563,6 +563,8 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
          * of it came after them, so they must stay well under that to settle */
         if (ts.bytes + len > BW_KAFKA_EMBEDDED_PARTITION_BYTES / 8) {
             err = RD_KAFKA_RESP_ERR__QUEUE_FULL;
+            s->header = MHD_HTTP_HEADER_RETRY_AFTER; /* as every 503 of a batch: when to send it again */
+            snprintf(s->header_value, sizeof(s->header_value), "%d", proxy.conf->backlog_retry_after_s);
             stop(s, MHD_HTTP_SERVICE_UNAVAILABLE, "the embedded Kafka keeps %lld MiB of the jobs topic, and the %zu "
                  "scheduled or dependent jobs held now take %zu KiB of the eighth held jobs may use: send this one "
                  "again once some are released, or run a real broker for a larger delay queue (docs/jobs.md)",
@@ -635,7 +637,7 @@ enum MHD_Result bw_submit(struct MHD_Connection *c, bw_upload_t *up) {
         rd_kafka_resp_err_t err = fresh || s.named_job[0] ? record_job(&s) : RD_KAFKA_RESP_ERR_NO_ERROR;
         bw_batcher_free_payloads(&s.set);
         if (s.status) {
-            ret = bw_reply_error_with(c, s.status, NULL, NULL, s.err);
+            ret = bw_reply_error_with(c, s.status, s.header, s.header_value, s.err);
             goto done;
         }
         if (err) hold_failed(&s, err);
