@@ -507,6 +507,22 @@ void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *
     records_free(recs);
 }
 
+int bw_shard_table_pause(bw_shard_table_t *t, int shard, bw_shard_setting_t *out) {
+    Bulkwrite__Internal__V1__ShardControl *recs[BW_CONTROL_KEYS], c;
+    Bulkwrite__Internal__V1__ControlChange *hist[BW_CONTROL_HISTORY];
+    uint64_t order[BW_CONTROL_KEYS];
+    memset(out, 0, sizeof(*out));
+    if (records(t, shard, recs, order) && fold(shard, (const Bulkwrite__Internal__V1__ShardControl *const *)recs, order, &c, hist) &&
+        c.paused) {
+        /* the pause's own record; a record of a version before per-field keys holds it whole */
+        const Bulkwrite__Internal__V1__ShardControl *p = recs[BW_CONTROL_PAUSE] ? recs[BW_CONTROL_PAUSE] : recs[BW_CONTROL_WHOLE];
+        bw_shard_setting_from_record(p ? p : &c, out);
+        out->paused = 1;
+    }
+    records_free(recs);
+    return out->paused;
+}
+
 void bw_shard_setting_from_record(const Bulkwrite__Internal__V1__ShardControl *c, bw_shard_setting_t *out) {
     memset(out, 0, sizeof(*out));
     out->paused = c->paused;

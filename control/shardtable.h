@@ -61,6 +61,11 @@ void bw_shard_table_stop(bw_shard_table_t *t);
 int bw_shard_table_sync(bw_shard_table_t *t, int timeout_ms);
 
 void bw_shard_table_setting(bw_shard_table_t *t, int shard, bw_shard_setting_t *out);
+/* 1 if an operator paused the shard (its own pause, or its server's), with the audit
+ * (reason, changed_by, changed_from, updated_at_ms) of the change that paused it in *out:
+ * the newest change of the shard may be a rate's, which says nothing of the pause. 0
+ * (and *out zeroed) while it runs. */
+int bw_shard_table_pause(bw_shard_table_t *t, int shard, bw_shard_setting_t *out);
 /* The setting a control record holds. A rate outside the bounds (written by hand, or by a
  * version that accepted it) is clamped by bw_ratelimit_clamp() (a row rate by
  * bw_ratelimit_clamp_rows()): 1e-13 reads as the minimum, never as "unlimited"; the table

@@ -111,10 +111,8 @@ static double finite_or_0(double x) { return isfinite(x) ? x : 0; }
 static json_t *throttle_obj(const Bulkwrite__Internal__V1__ShardStatus *st, int admin) {
     if (!st || !st->throttle_state || !*st->throttle_state) return NULL;
     char reason[300];
-    snprintf(reason, sizeof(reason), "%s", st->throttle_reason ? st->throttle_reason : "");
-    char *since = strstr(reason, " since "), *error = since ? strstr(since, ": ") : NULL;
-    if (!admin && error && strcmp(st->throttle_state, "unknown") == 0)
-        snprintf(error, sizeof(reason) - (size_t)(error - reason), " (details for admins)");
+    if (admin) snprintf(reason, sizeof(reason), "%s", st->throttle_reason ? st->throttle_reason : "");
+    else bw_scrub_throttle_reason(st->throttle_state, st->throttle_reason, reason, sizeof(reason));
     json_t *o = json_pack("{s:s, s:b, s:f, s:f, s:I, s:s, s:b}", "state", st->throttle_state, "throttled",
                           strcmp(st->throttle_state, "running") != 0 && !st->throttle_dry_run, "rate",
                           finite_or_0(st->throttle_rate), "cap", finite_or_0(st->cap_rate), "since_ms",

@@ -292,6 +292,12 @@ void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table
         p->failed = ps.failed;
         p->cancelled = ps.cancelled;
         p->was_cancelled = ps.cancelled_at_ms != 0;
+        for (size_t k = 0; k < st->n_shards; k++) {
+            Bulkwrite__V1__JobShard *js = st->shards[k];
+            if (js->scheduled && !js->waits && !bw_jobs_done_on(&ps, (int)js->shard))
+                js->waits = bw_jobs_wait_pick(&(bw_wait_facts_t){.shard = (int)js->shard, .held = js->scheduled,
+                                                                 .prerequisite = p->job_id});
+        }
         bw_jobs_status_free(&ps);
     }
 }
@@ -324,6 +330,7 @@ void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st) {
     free(st->lane);
     for (size_t i = 0; i < st->n_shards; i++) {
         free(st->shards[i]->error);
+        bw_jobs_wait_free(st->shards[i]->waits);
         free(st->shards[i]);
     }
     free(st->shards);
@@ -332,6 +339,191 @@ void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st) {
         free(st->failures[i]);
     }
     free(st->failures);
+}
+
+/* ---- why a shard waits ------------------------------------------------------------------ */
+
+static Bulkwrite__V1__ShardWait *wait_new(Bulkwrite__V1__WaitKind kind, const char *detail) {
+    Bulkwrite__V1__ShardWait *w = calloc(1, sizeof(*w));
+    if (!w) abort();
+    bulkwrite__v1__shard_wait__init(w);
+    w->kind = kind;
+    w->detail = strdup(detail);
+    w->by = strdup(""); /* init left them the library's static "": freed as ours */
+    w->reason = strdup("");
+    w->signal = strdup("");
+    return w;
+}
+
+void bw_jobs_wait_free(Bulkwrite__V1__ShardWait *w) {
+    if (!w) return;
+    free(w->detail);
+    free(w->by);
+    free(w->reason);
+    free(w->signal);
+    free(w);
+}
+
+static void wait_set(char **field, const char *value) {
+    free(*field);
+    *field = strdup(value ? value : "");
+}
+
+const char *bw_jobs_pause_words(int shard, const bw_shard_setting_t *pause, char *out, size_t size) {
+    snprintf(out, size, "shard %d is paused by %s%s%s", shard, pause->changed_by[0] ? pause->changed_by : "an operator",
+             pause->reason[0] ? ": " : "", pause->reason);
+    return out;
+}
+
+/* The signal's name in ShardWait.signal. */
+static const char *signal_name(Bulkwrite__Internal__V1__ThrottleSignal s) {
+    switch (s) {
+    case BULKWRITE__INTERNAL__V1__THROTTLE_SIGNAL__THROTTLE_SIGNAL_REPLICATION_LAG: return "replication_lag";
+    case BULKWRITE__INTERNAL__V1__THROTTLE_SIGNAL__THROTTLE_SIGNAL_THREADS_RUNNING: return "threads_running";
+    case BULKWRITE__INTERNAL__V1__THROTTLE_SIGNAL__THROTTLE_SIGNAL_LATENCY: return "latency";
+    case BULKWRITE__INTERNAL__V1__THROTTLE_SIGNAL__THROTTLE_SIGNAL_CUSTOM: return "custom";
+    default: return "";
+    }
+}
+
+/* An error the consumer stops the shard on: its gate reason's name and the sentence. */
+static Bulkwrite__V1__ShardWait *error_wait(int shard, Bulkwrite__Internal__V1__GateReason r) {
+    const char *name, *words;
+    switch (r) {
+    case BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_GAP:
+        name = "gap", words = "stopped at messages lost in Kafka: it waits until an operator moves it past the gap";
+        break;
+    case BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_STOPPED:
+        name = "stopped", words = "stopped on an error only an operator can fix (see the shard's alert)";
+        break;
+    case BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_SERVER_DOWN:
+        name = "server_down", words = "waits for its server, which does not answer";
+        break;
+    default:
+        name = "unhealthy", words = "is held back after consecutive timeouts on its server";
+        break;
+    }
+    char detail[200];
+    snprintf(detail, sizeof(detail), "shard %d %s", shard, words);
+    Bulkwrite__V1__ShardWait *w = wait_new(BULKWRITE__V1__WAIT_KIND__WAIT_KIND_ERROR, detail);
+    wait_set(&w->reason, name);
+    return w;
+}
+
+Bulkwrite__V1__ShardWait *bw_jobs_wait_pick(const bw_wait_facts_t *f) {
+    char detail[600];
+    Bulkwrite__V1__ShardWait *w;
+    /* ops the shard itself holds back: in its partition, or held ones due and free to go */
+    int ready = f->in_kafka || (f->held && !f->held_until_ms && !f->prerequisite);
+    if (ready && f->pause) {
+        w = wait_new(BULKWRITE__V1__WAIT_KIND__WAIT_KIND_PAUSED, bw_jobs_pause_words(f->shard, f->pause, detail, sizeof(detail)));
+        wait_set(&w->by, f->pause->changed_by);
+        wait_set(&w->reason, f->pause->reason);
+        return w;
+    }
+    if (ready && f->error) return error_wait(f->shard, f->error);
+    if (ready && f->throttle) {
+        int critical = f->throttle == BULKWRITE__INTERNAL__V1__THROTTLE_STATE__THROTTLE_STATE_CRITICAL;
+        const char *why = f->throttle_reason && f->throttle_reason[0] ? f->throttle_reason : NULL;
+        snprintf(detail, sizeof(detail), "shard %d is %s by the adaptive throttle%s%s", f->shard,
+                 critical ? "paused" : "slowed", why ? ": " : "", why ? why : "");
+        w = wait_new(BULKWRITE__V1__WAIT_KIND__WAIT_KIND_THROTTLED, detail);
+        wait_set(&w->reason, f->throttle_reason);
+        wait_set(&w->signal, signal_name(f->signal));
+        return w;
+    }
+    if (f->held && f->held_until_ms) {
+        char when[21];
+        bw_utc_time_format(f->held_until_ms, when);
+        snprintf(detail, sizeof(detail), "shard %d holds %u ops of the job until %s (not_before)", f->shard, f->held, when);
+        w = wait_new(BULKWRITE__V1__WAIT_KIND__WAIT_KIND_HELD, detail);
+        w->until_ms = f->held_until_ms;
+        return w;
+    }
+    if (f->held && f->prerequisite) {
+        snprintf(detail, sizeof(detail), "shard %d holds %u ops of the job until job %s is finished on it", f->shard,
+                 f->held, f->prerequisite);
+        w = wait_new(BULKWRITE__V1__WAIT_KIND__WAIT_KIND_PREREQUISITE, detail);
+        wait_set(&w->reason, f->prerequisite);
+        return w;
+    }
+    if (ready && f->backlog_full) {
+        snprintf(detail, sizeof(detail),
+                 "shard %d's backlog is full (%lld messages, %.1f MiB not yet applied): the job's ops wait behind it, "
+                 "and its next parts for the shard are refused (429) until it drains",
+                 f->shard, (long long)f->backlog_messages, (double)f->backlog_bytes / 1048576.0);
+        return wait_new(BULKWRITE__V1__WAIT_KIND__WAIT_KIND_BACKLOG_FULL, detail);
+    }
+    return NULL;
+}
+
+/* The error the consumer's status stops the shard on, the longest-lasting first; NONE. */
+static Bulkwrite__Internal__V1__GateReason status_error(const Bulkwrite__Internal__V1__ShardStatus *st) {
+    static const Bulkwrite__Internal__V1__GateReason order[] = {
+        BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_GAP, BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_STOPPED,
+        BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_SERVER_DOWN,
+        BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_UNHEALTHY};
+    for (size_t k = 0; k < sizeof(order) / sizeof(*order); k++)
+        for (size_t i = 0; i < st->n_reason_codes; i++)
+            if (st->reason_codes[i] == order[k]) return order[k];
+    return BULKWRITE__INTERNAL__V1__GATE_REASON__GATE_REASON_NONE;
+}
+
+void bw_jobs_waits(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin,
+                   Bulkwrite__V1__JobStatus *st) {
+    int64_t now = bw_wall_ms();
+    int lane = bw_config_lane(conf, st->lane);
+    if (lane < 0) lane = 0;
+    for (size_t i = 0; i < st->n_shards; i++) {
+        Bulkwrite__V1__JobShard *js = st->shards[i];
+        Bulkwrite__V1__ShardWait *noted = js->waits; /* bw_jobs_prerequisites' */
+        js->waits = NULL;
+        int shard = (int)js->shard;
+        if (js->pending && shard >= 0 && shard < conf->shard_count) {
+            bw_wait_facts_t f = {
+                .shard = shard,
+                .in_kafka = js->pending - (js->scheduled < js->pending ? js->scheduled : js->pending),
+                .held = js->scheduled,
+                .held_until_ms = st->not_before_ms > now ? st->not_before_ms : 0,
+                .prerequisite = noted && noted->kind == BULKWRITE__V1__WAIT_KIND__WAIT_KIND_PREREQUISITE ? noted->reason : NULL,
+            };
+            bw_shard_setting_t pause;
+            if (table && bw_shard_table_pause(table, shard, &pause)) f.pause = &pause;
+            Bulkwrite__Internal__V1__ShardStatus *ss = table ? bw_shard_table_status(table, shard) : NULL;
+            char reason[300];
+            if (ss) {
+                f.error = status_error(ss);
+                if (!ss->throttle_dry_run &&
+                    ss->throttle_state_code > BULKWRITE__INTERNAL__V1__THROTTLE_STATE__THROTTLE_STATE_RUNNING) {
+                    f.throttle = ss->throttle_state_code;
+                    f.signal = ss->throttle_signal_code;
+                    f.throttle_reason = admin ? ss->throttle_reason
+                                              : bw_scrub_throttle_reason(ss->throttle_state, ss->throttle_reason, reason, sizeof(reason));
+                }
+            }
+            if (backlog) {
+                bw_backlog_view_t v;
+                bw_backlog_view(backlog, bw_config_slot(conf, lane, shard), &v);
+                f.backlog_full = v.messages >= v.max_messages || v.bytes >= v.max_bytes;
+                f.backlog_messages = v.messages, f.backlog_bytes = v.bytes;
+            }
+            js->waits = bw_jobs_wait_pick(&f);
+            if (ss) bulkwrite__internal__v1__shard_status__free_unpacked(ss, NULL);
+        }
+        bw_jobs_wait_free(noted);
+    }
+}
+
+/* {"kind", "detail", and the members that apply}: the JSON of JobShard.waits. */
+static json_t *wait_json(const Bulkwrite__V1__ShardWait *w) {
+    static const char *const kinds[] = {"", "paused", "throttled", "backlog_full", "held", "prerequisite", "error"};
+    json_t *o = json_pack("{s:s, s:s}", "kind", (unsigned)w->kind < sizeof(kinds) / sizeof(*kinds) ? kinds[w->kind] : "",
+                          "detail", w->detail ? w->detail : "");
+    if (w->kind == BULKWRITE__V1__WAIT_KIND__WAIT_KIND_PAUSED) json_object_set_new(o, "by", json_string(w->by ? w->by : ""));
+    if (w->reason && w->reason[0]) json_object_set_new(o, "reason", json_string(w->reason));
+    if (w->signal && w->signal[0]) json_object_set_new(o, "signal", json_string(w->signal));
+    if (w->until_ms) json_object_set_new(o, "until_ms", json_integer(w->until_ms));
+    return o;
 }
 
 char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
@@ -345,6 +537,7 @@ char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st) {
         if (s->cancelled) json_object_set_new(o, "cancelled", json_integer(s->cancelled));
         if (s->scheduled) json_object_set_new(o, "scheduled", json_integer(s->scheduled));
         if (s->error && s->error[0]) json_object_set_new(o, "error", json_string(s->error));
+        if (s->waits) json_object_set_new(o, "waits", wait_json(s->waits));
         json_array_append_new(shards, o);
     }
     for (size_t i = 0; i < st->n_failures; i++) {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backlog.h"
 #include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 #include "jobs.h"
@@ -30,7 +31,9 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__Internal__V1__JobRecord 
                     bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st);
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
 /* Fills st->prerequisites: each job of st->after, as its own status says now (its
- * ledgers read). Freed by bw_jobs_status_free. */
+ * ledgers read), and on each shard whose held ops one of them holds back (not finished
+ * there) a PREREQUISITE wait naming it (bw_jobs_waits decides). Freed by
+ * bw_jobs_status_free. */
 void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st);
 /* 1 when a job with status st, named in another's `after`, lets that job's ops on `shard`
  * go (-1: whether it can on some shard): it is not cancelled, every op of it is in (a
@@ -38,6 +41,49 @@ void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table
  * ops on that shard is pending, held, lost (to be sent again) or unknown (a ledger that
  * did not answer). */
 int bw_jobs_done_on(const Bulkwrite__V1__JobStatus *st, int shard);
+
+/* ---- why a shard holds a job's ops back (JobShard.waits) -------------------------------
+ * One answer per shard with pending ops of the job, the first obstacle in their way:
+ *   1. the shard's own state, while some of the job's ops on it could run (in its
+ *      partition, or held ops that are due and free to go): PAUSED by an operator (the
+ *      shard or its server), then ERROR (the consumer's gate: a gap in Kafka, stopped, its
+ *      server down, unhealthy, in that order), then THROTTLED by the adaptive throttle
+ *      (throttled, unknown or critical; never in dry run). A pause first: it is a
+ *      decision, and it stays after an error clears; an error before the throttle: the
+ *      shard applies nothing, where the throttle slows it.
+ *   2. the job's schedule: HELD while not_before is ahead (until_ms), else PREREQUISITE
+ *      while a job of `after` is not finished on the shard (reason: its id).
+ *   3. BACKLOG_FULL: the shard's backlog (as this proxy's admission sees it) is full: its
+ *      ops wait behind it, and the job's next parts for the shard are refused (429).
+ * None of these: no wait (the shard is applying, at its rate). */
+typedef struct {
+    int shard;
+    uint32_t in_kafka;          /* the job's pending ops in the shard's partition */
+    uint32_t held;              /* its ops the proxies still hold (scheduled) */
+    int64_t held_until_ms;      /* the job's not_before while it is ahead, else 0 */
+    const char *prerequisite;   /* a job of `after` not finished on the shard (its id), or NULL */
+    const bw_shard_setting_t *pause;                 /* bw_shard_table_pause's, or NULL: not paused */
+    Bulkwrite__Internal__V1__GateReason error;       /* GAP, STOPPED, SERVER_DOWN, UNHEALTHY, or NONE */
+    Bulkwrite__Internal__V1__ThrottleState throttle; /* THROTTLED, UNKNOWN, CRITICAL, or NONE */
+    Bulkwrite__Internal__V1__ThrottleSignal signal;
+    const char *throttle_reason;                     /* in words, as the caller may see it */
+    int backlog_full;
+    int64_t backlog_messages, backlog_bytes;
+} bw_wait_facts_t;
+
+/* The wait the facts make (rules above; malloc'd, free with bw_jobs_wait_free), or NULL
+ * when nothing holds the ops back. Pure. */
+Bulkwrite__V1__ShardWait *bw_jobs_wait_pick(const bw_wait_facts_t *f);
+void bw_jobs_wait_free(Bulkwrite__V1__ShardWait *w);
+/* "shard 3 is paused by alice: reindex" (no reason: without ": …"). Returns out. */
+const char *bw_jobs_pause_words(int shard, const bw_shard_setting_t *pause, char *out, size_t size);
+/* Fills each shard's `waits` of st from the shard table (pause, the consumer's status)
+ * and the backlog (NULL: not known), after bw_jobs_status and bw_jobs_prerequisites
+ * (which notes the prerequisite a shard's held ops wait for). admin 0: the throttle's
+ * reason scrubbed (scrub.h). Freed by bw_jobs_status_free. */
+void bw_jobs_waits(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin,
+                   Bulkwrite__V1__JobStatus *st);
+
 /* JSON text of a status (malloc'd). */
 char *bw_jobs_status_json(const Bulkwrite__V1__JobStatus *st);
 

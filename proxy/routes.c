@@ -147,6 +147,7 @@ enum MHD_Result bw_routes_job(struct MHD_Connection *c, const char *id, const bw
     rec->job_id = record_id;
     bulkwrite__internal__v1__job_record__free_unpacked(rec, NULL);
     bw_jobs_prerequisites(proxy.jobs, proxy.conf, proxy.shards, &st);
+    bw_jobs_waits(proxy.conf, proxy.shards, proxy.backlog, admin, &st);
     if (protobuf) {
         size_t len = bulkwrite__v1__job_status__get_packed_size(&st);
         uint8_t *body = malloc(len ? len : 1);

@@ -31,3 +31,11 @@ const char *bw_scrub_shard_error(const char *kind, const char *message, char *ou
     snprintf(out, size, "%s error (details for admins)", kind);
     return out;
 }
+
+const char *bw_scrub_throttle_reason(const char *state, const char *reason, char *out, size_t size) {
+    snprintf(out, size, "%s", reason ? reason : "");
+    char *since = strstr(out, " since "), *error = since ? strstr(since, ": ") : NULL;
+    if (error && state && strcmp(state, "unknown") == 0)
+        snprintf(error, size - (size_t)(error - out), " (details for admins)");
+    return out;
+}

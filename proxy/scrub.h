@@ -26,4 +26,10 @@ const char *bw_scrub_failure(unsigned code, const char *reason, char *out, size_
  * anything else: "<kind> error (details for admins)". Returns message or out. */
 const char *bw_scrub_shard_error(const char *kind, const char *message, char *out, size_t size);
 
+/* The adaptive throttle's reason (ShardStatus.throttle_reason) as a non-admin sees it: an
+ * unknown signal's reason ends in the error that made it unknown, which names hosts and
+ * users: cut after "since <time>" with " (details for admins)". Any other state's as is.
+ * Always writes out; returns out. */
+const char *bw_scrub_throttle_reason(const char *state, const char *reason, char *out, size_t size);
+
 #endif

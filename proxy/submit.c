@@ -362,13 +362,20 @@ static void admit_messages(submit_t *s) {
             s->fate[i] = BW_MSG_PRODUCE;
         } else {
             if (!refused[m->shard]) {
-                char text[320];
+                /* a paused shard's backlog fills and stays full: the client's error names the pause */
+                char text[800], whose[400];
+                bw_shard_setting_t pause;
+                if (bw_shard_table_pause(proxy.shards, m->shard, &pause))
+                    snprintf(whose, sizeof(whose), "%s; its", bw_jobs_pause_words(m->shard, &pause, text, sizeof(text)));
+                else
+                    snprintf(whose, sizeof(whose), "shard %d's", m->shard);
                 int len = snprintf(text, sizeof(text),
-                                   "not accepted now: shard %d's backlog is full%s%s (%lld messages, %.1f MiB not yet "
+                                   "not accepted now: %s backlog is full%s%s (%lld messages, %.1f MiB not yet "
                                    "applied; bounds %lld messages, %.1f MiB); resend after Retry-After",
-                                   m->shard, lane ? " in lane " : "", lane ? proxy.conf->lanes[lane].name : "",
+                                   whose, lane ? " in lane " : "", lane ? proxy.conf->lanes[lane].name : "",
                                    (long long)v.messages, (double)v.bytes / 1048576.0,
                                    (long long)v.max_messages, (double)v.max_bytes / 1048576.0);
+                if (len >= (int)sizeof(text)) len = (int)sizeof(text) - 1;
                 refused[m->shard] = bw_arena_strndup(&s->arena, text, (size_t)len);
             }
             s->fate[i] = BW_MSG_BACKLOG_FULL;

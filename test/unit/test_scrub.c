@@ -56,6 +56,19 @@ START_TEST(shard_errors_lose_server_names_and_text) {
 }
 END_TEST
 
+/* The throttle's reason: an unknown signal's error (hosts, users) is cut after "since …";
+ * any other state's reason is kept whole. */
+START_TEST(throttle_reason_loses_the_error) {
+    char out[200];
+    ck_assert_str_eq(bw_scrub_throttle_reason("unknown", "replication_lag_ms unknown since 2026-12-01T19:22:02Z: "
+                                              "SELECT denied to user 'bw'@'10.0.0.7'", out, sizeof(out)),
+                     "replication_lag_ms unknown since 2026-12-01T19:22:02Z (details for admins)");
+    const char *lag = "replication_lag_ms 2518.5 over its threshold 1000 since 2026-12-01T19:21:25Z";
+    ck_assert_str_eq(bw_scrub_throttle_reason("throttled", lag, out, sizeof(out)), lag);
+    ck_assert_str_eq(bw_scrub_throttle_reason("unknown", NULL, out, sizeof(out)), "");
+}
+END_TEST
+
 START_TEST(charset_decision) {
     const char *const names[3] = {"character_set_client", "character_set_connection", "character_set_results"};
     char why[128] = "";
@@ -124,6 +137,7 @@ Suite *scrub_suite(void) {
     tcase_add_test(tc, mysql_errors_become_number_and_class);
     tcase_add_test(tc, failure_reasons_lose_row_values);
     tcase_add_test(tc, shard_errors_lose_server_names_and_text);
+    tcase_add_test(tc, throttle_reason_loses_the_error);
     tcase_add_test(tc, charset_decision);
     tcase_add_test(tc, users_sql_least_privilege);
     tcase_add_test(tc, live_session_is_utf8mb4);
