@@ -435,14 +435,15 @@ Bulkwrite__V1__ShardWait *bw_jobs_wait_pick(const bw_wait_facts_t *f) {
     if (f->held && f->held_until_ms) {
         char when[21];
         bw_utc_time_format(f->held_until_ms, when);
-        snprintf(detail, sizeof(detail), "shard %d holds %u ops of the job until %s (not_before)", f->shard, f->held, when);
+        snprintf(detail, sizeof(detail), "shard %d holds %u op%s of the job until %s (not_before)", f->shard, f->held,
+                 f->held == 1 ? "" : "s", when);
         w = wait_new(BULKWRITE__V1__WAIT_KIND__WAIT_KIND_HELD, detail);
         w->until_ms = f->held_until_ms;
         return w;
     }
     if (f->held && f->prerequisite) {
-        snprintf(detail, sizeof(detail), "shard %d holds %u ops of the job until job %s is finished on it", f->shard,
-                 f->held, f->prerequisite);
+        snprintf(detail, sizeof(detail), "shard %d holds %u op%s of the job until job %s is finished on it", f->shard,
+                 f->held, f->held == 1 ? "" : "s", f->prerequisite);
         w = wait_new(BULKWRITE__V1__WAIT_KIND__WAIT_KIND_PREREQUISITE, detail);
         wait_set(&w->reason, f->prerequisite);
         return w;

@@ -115,17 +115,95 @@ applied() { curl -sf "http://127.0.0.1:$C1/metrics" |
 before=$(rows_of $S 'COALESCE(SUM(like_count), 0)') before_applied=$(applied) other_rows=$(rows_of $OTHER)
 check "shard $S has applied batches before ($before_applied)" test "$before_applied" -gt 0
 check "a small job (likes on shard $S, creates on shard $OTHER) is accepted" \
-    "$BIN/bw-workload" -c "$CONF" submit --url "$A/v1/batches" like:100:$S feed:200:$OTHER
+    "$BIN/bw-workload" -c "$CONF" submit --url "$A/v1/batches" --jobs-out "$WORK/waits.jobs" like:100:$S feed:200:$OTHER
 check "shard $OTHER applies its 200 creates meanwhile" wait_for 60 eval '[ "$(rows_of $OTHER)" = $((other_rows + 200)) ]'
 sleep 2
 now_s() { echo "$(rows_of $S 'COALESCE(SUM(like_count), 0)') $(applied)"; }
 check "paused shard $S applied nothing (likes $before, $before_applied batches before; $(now_s) now)" \
     test "$(now_s)" = "$before $before_applied"
+
+# ---- a job says why it waits (GET /v1/jobs/{id}: shards[].waits) ------------------------------
+# The last round paused shard S (or its whole server) with a reason: the likes' job names,
+# for S, the pause, who paused it and why, on either proxy, in JSON and in protobuf; the
+# creates' job on shard OTHER, done, has no wait.
+job_on() { # job_on SHARD: the job of waits.jobs with ops on SHARD
+    local id
+    for id in $(awk '{print $1}' "$WORK/waits.jobs"); do
+        curl -sf "$A/v1/jobs/$id" | jq -e --argjson s "$1" '[.shards[].shard] | index($s) != null' >/dev/null && echo "$id" && return
+    done
+}
+job=$(job_on $S) other_job=$(job_on $OTHER)
+why="round $ROUNDS"
+[ $((ROUNDS % 5)) = 0 ] && why="server mysql-a: round $ROUNDS"
+names_pause() { # names_pause BASE
+    curl -sf "$1/v1/jobs/$job" | tee "$WORK/waits-paused.json" | jq -e --argjson s $S --arg why "$why" '
+        .finished == false and (.shards | length) == 1 and (.shards[0] | .shard == $s and .pending > 0 and
+            .waits == {"kind": "paused", "detail": ("shard \($s) is paused by (open): " + $why), "by": "(open)",
+                       "reason": $why})' >/dev/null &&
+        curl -sf "$1/v1/jobs/$other_job" | jq -e '.finished and ([.shards[] | has("waits")] | any | not)' >/dev/null
+}
+check "the likes' job names shard $S's pause: kind paused, by (open), reason \"$why\"; the creates' job (done) no wait (proxy A)" \
+    names_pause "$A"
+check "... and proxy B says the same" names_pause "$B"
+pb_names_pause() {
+    curl -sf -H 'Accept: application/x-protobuf' "$A/v1/jobs/$job" |
+        protoc --decode=bulkwrite.v1.JobStatus --proto_path=proto proto/bulkwrite/v1/bulkwrite.proto >"$WORK/waits-paused.pb.txt" &&
+        grep -q 'kind: WAIT_KIND_PAUSED' "$WORK/waits-paused.pb.txt" && grep -qF "reason: \"$why\"" "$WORK/waits-paused.pb.txt" &&
+        grep -qF 'by: "(open)"' "$WORK/waits-paused.pb.txt" && [ "$(grep -c 'waits {' "$WORK/waits-paused.pb.txt")" = 1 ]
+}
+check "... and so does its protobuf JobStatus (JobShard.waits, on shard $S only)" pb_names_pause
+
+# A part refused for the paused shard's full backlog says the shard is paused, by whom and
+# why: proxy C admits one unapplied message per shard and waits for none.
+cp "$CONF" "$WORK/c.conf"
+"$BIN/bwctl" config-set "$WORK/c.conf" proxy.backlog_max_messages=1 proxy.backlog_wait_ms=0 || exit 1
+"$BIN/bw-proxy" -c "$WORK/c.conf" -b "$BROKERS" -p 0 --port-file "$WORK/c.port" >"$WORK/proxy-c.log" 2>&1 &
+pids+=($!)
+check "a third proxy, with a backlog bound of one message, answers" \
+    eval 'wait_for 60 test -s "$WORK/c.port" && wait_for 60 curl -sf "http://127.0.0.1:$(cat "$WORK/c.port")/healthz"'
+full_names_pause() {
+    local pin=$(( (S << 46) | (1 << 36) | 987654321 )) # no such pin: applied by mistake, it would change nothing
+    curl -s -o "$WORK/waits-429.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary "{\"ops\":[{\"op\":\"update\",\"object_type\":\"pin\",\"id\":$pin,\"fields\":{\"title\":\"x\"}}]}" \
+        "http://127.0.0.1:$(cat "$WORK/c.port")/v1/batches" >"$WORK/waits-429.code"
+    cat "$WORK/waits-429.json"; echo
+    [ "$(cat "$WORK/waits-429.code")" = 429 ] &&
+        grep -qF "not accepted now: shard $S is paused by (open): $why; its backlog is full" "$WORK/waits-429.json"
+}
+check "... a part for shard $S it refuses (429) names the pause: \"shard $S is paused by (open): $why; its backlog is full\"" \
+    wait_for 20 full_names_pause
+
+# A job held an hour ahead (on shard 0, paused too): it waits for its time first; cancelled,
+# it waits for nothing (and none of it is ever applied: the rows below are compared).
+held_job() {
+    local at
+    at=$(date -u -d '+1 hour' +%FT%TZ)
+    curl -sf -o "$WORK/waits-held.reply" -H 'Content-Type: application/json' "$A/v1/batches" \
+        -d "{\"not_before\":\"$at\",\"ops\":[{\"op\":\"delete\",\"object_type\":\"pin\",\"id\":$(( (1 << 36) | 999999 ))}]}" || return 1
+    curl -sf "$A/v1/jobs/$(jq -r .job_id "$WORK/waits-held.reply")" | tee "$WORK/waits-held.json" | jq -e --arg at "$at" '
+        .not_before == $at and .not_before_ms as $nb | .shards[0] | .shard == 0 and .scheduled == 1 and
+            .waits == {"kind": "held", "detail": ("shard 0 holds 1 op of the job until " + $at + " (not_before)"),
+                       "until_ms": $nb}' >/dev/null
+}
+check "a job held an hour ahead on paused shard 0 waits for its time: kind held, until_ms its not_before_ms" held_job
+held_cancelled() {
+    local id
+    id=$(jq -r .job_id "$WORK/waits-held.reply")
+    curl -sf -X DELETE "$A/v1/jobs/$id?reason=waits" >/dev/null &&
+        curl -sf "$A/v1/jobs/$id" | jq -e '.finished and .cancelled == 1 and (.shards[0] | has("waits") | not)' >/dev/null
+}
+check "... cancelled, it waits for nothing" held_cancelled
+
 resume_all() { post "$B" /v1/servers/mysql-a/resume '' "$WORK/b.json" && [ "$(cat "$WORK/b.json.code")" = 200 ]; }
 check "resume mysql-a's shards (on proxy B)" resume_all
 check "every shard holds exactly the rows sent, row by row" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:100:$S like:100:$S feed:200:$OTHER
 check "shard $S's applied count moved after the resume" eval '[ "$(applied)" -gt "$before_applied" ]'
+no_wait() {
+    curl -sf "$A/v1/jobs/$job" | tee "$WORK/waits-done.json" |
+        jq -e '.finished and .applied > 0 and .pending == 0 and ([.shards[] | has("waits")] | any | not)' >/dev/null
+}
+check "the job finished, and no shard of it waits any more" wait_for 30 no_wait
 
 # ---- a whole server's budget ------------------------------------------------------------------
 # mysql-b (shards 4 to 7) gets $BUDGET statements/s for the whole server; shards 4 and 7
