@@ -400,6 +400,7 @@ function renderJobs() {
     const schedule = [j.not_before_ms ? 'not before ' + fmt.time(j.not_before_ms) : null,
       j.after ? 'after ' + j.after.map((a) => a.slice(0, 8)).join(', ') : null, st && st.waiting ? st.waiting : null]
       .filter(Boolean).join('; ');
+    const waits = st && !st.finished ? jobWaits(st) : null;
     const shards = el('span', {}, ...j.shards.slice(0, 12).map((n) => el('span', { class: 'link', on: { click: () => { showView('fleet'); selectShard(n); } } }, n + ' ')),
       j.shards.length > 12 ? `+${j.shards.length - 12}` : '');
     return el('tr', { 'data-testid': 'job-row', 'data-job': j.job_id },
@@ -410,12 +411,22 @@ function renderJobs() {
         progressFill(pct)), ' ', el('span', { 'data-testid': 'job-progress', 'data-percent': st ? pct : '' }, st ? `${pct}% of ${fmt.n(st.submitted)}` : '…')),
       el('td', {}, eta),
       el('td', {}, st && st.failed ? el('span', { class: 'link', on: { click: () => showFailures(j.job_id) } }, fmt.n(st.failed)) : '0'),
-      el('td', {}, schedule || '-'),
+      el('td', {}, schedule || (waits ? '' : '-'), waits),
       el('td', {}, shards),
       el('td', {}, mayCancel(j) && !j.cancelled && !(st && st.finished) ? el('button', { class: 'act danger', type: 'button', 'data-testid': 'btn-cancel-job',
         on: { click: () => confirmThen(`Cancel job ${j.job || j.job_id}`, (reason) => api(`/v1/jobs/${j.job_id}?reason=${encodeURIComponent(reason)}`, { method: 'DELETE' })) } }, 'cancel') : ''));
   });
   $('jobs').replaceChildren(...rows);
+}
+
+// Why the job's shards hold its ops back (GET /v1/jobs/{id}'s shards[].waits): a line per
+// shard, the first few; a whole server paused is many shards with one reason.
+function jobWaits(st) {
+  const waiting = st.shards.filter((s) => s.waits);
+  if (!waiting.length) return null;
+  const shown = waiting.slice(0, 4).map((s) => el('div', { class: 'wait wait-' + s.waits.kind, 'data-testid': 'job-wait',
+    'data-shard': s.shard, 'data-kind': s.waits.kind }, s.waits.detail));
+  return el('div', {}, shown, waiting.length > 4 ? el('div', { class: 'hint' }, `+${waiting.length - 4} shards more`) : null);
 }
 
 // The job's owner (with the submit role) or an admin may cancel it, as DELETE /v1/jobs/{id} checks.

@@ -1,5 +1,6 @@
 // The SRE page in headless chromium (test/tiers/browser.sh sets the stack up first: shard 2
-// paused, mysql-b down with work for shard 5, a finished job on shard 1; tokens
+// paused by sre with work waiting, mysql-b down with work for shard 5, a finished job on
+// shard 1; tokens
 // admin-token and read-token). One "ok - NAME" or "not ok - NAME" line per check, then
 // "page: done". Screenshots of each view go to BW_UI_SHOTS.
 import { createRequire } from 'module';
@@ -166,6 +167,15 @@ await check("the jobs view: the finished job's progress bar reaches 100 %", asyn
   await page.click('.tab[data-view="jobs"]');
   await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="job-progress"]')]
     .some((p) => p.dataset.percent === '100'), null, { timeout: 30000 });
+});
+await check("the jobs view says why the jobs wait: shard 2's job names the pause, who and why; shard 5's its server", async () => {
+  const wait = '[data-testid="job-wait"][data-shard="2"][data-kind="paused"]';
+  await page.waitForSelector(wait, { timeout: 30000 });
+  const text = await page.textContent(wait);
+  expect(text === 'shard 2 is paused by sre: browser test: disk swap', text);
+  await page.waitForSelector('[data-testid="job-wait"][data-shard="5"][data-kind="error"]', { timeout: 30000 });
+  const down = await page.textContent('[data-testid="job-wait"][data-shard="5"]');
+  expect(down.includes('shard 5 waits for its server'), down);
 });
 await check('the jobs view shows the 40 held one-op jobs as one delay queue', async () => {
   await page.waitForSelector('[data-testid="delay-queue-held"][data-held="40"]', { timeout: 15000 });

@@ -4,7 +4,8 @@
 #
 #   test/tiers/browser.sh embedded|kafka
 #
-# The stack is set up here (a paused shard, a server down, a finished job); the page is
+# The stack is set up here (a paused shard with a job waiting, a server down, a finished
+# job); the page is
 # then checked by test/browser/page.mjs, one "ok - …" line per check, which also saves a
 # screenshot of each view under $WORK/screens (BW_KEEP=1 keeps them; BW_UI_SHOTS=DIR
 # copies them there too, as docs/img has them). The last line is "N passed, N failed".
@@ -46,6 +47,9 @@ dup_refused() { post_dup && post_dup && wait_for 60 dead_lettered; }
 check "a pin created twice on shard 1: the second is refused, and GET /v1/shards shows the dead letter and the statement latency" \
     dup_refused
 check "shard 2 paused, with a reason" "${BWCTL[@]}" pause 2 --reason "browser test: disk swap"
+# work for the paused shard: the jobs view says its job waits for the pause, who and why
+check "creates for shard 2 accepted while it is paused" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --token-file "$WORK/feed.token" feed:300:2
 # mysql-b (shards 4-7) down, with work waiting for shard 5: its consumer finds the server down
 check "mysql-b stopped" scripts/mariadb.sh stop "$WORK/mysql-b"
 check "creates for shard 5 accepted while its server is down" \
@@ -77,8 +81,9 @@ once_then_gone() { # the twice-created pin is there once (its title the first's)
         mariadb -h127.0.0.1 -P$DB_A -uroot -e "DELETE FROM db00001.pins WHERE id = $pin"
 }
 check "the pin created twice is in shard 1 once" once_then_gone
-check "every row of both jobs is in its shard" \
-    "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:2000:1 feed:500:5
+check "shard 2 resumed" "${BWCTL[@]}" resume 2
+check "every row of the three jobs is in its shard" \
+    "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:2000:1 feed:500:5 feed:300:2
 rate_stands() {
     curl -sf -H 'Authorization: Bearer admin-token' "http://127.0.0.1:$PROXY/v1/shards" |
         jq -e '.shards[3].operator_rate == 7 and .shards[3].history[0].reason == "browser test: slow down"' >/dev/null
