@@ -467,12 +467,22 @@ schedule_tests() {
                 and (.waiting | contains("until job " + $a))' >/dev/null
     }
     check "job B (100 deletes) after job A (100 creates on the paused shard): B is held, naming A" dep_submit
+    # why each waits, per shard: A's ops for the pause (who, why), B's for A
+    dep_waits() {
+        job_json "$ajob" | tee "$WORK/dep-a-waits.json" | jq -e '.shards == [.shards[] | select(.shard == 0)] and
+            .shards[0].waits == {"kind": "paused", "detail": "shard 0 is paused by (open): dependent job test",
+                                 "by": "(open)", "reason": "dependent job test"}' >/dev/null &&
+            job_json "$bjob" | jq -e --arg a "$ajob" '.shards[0].waits.kind == "prerequisite" and .shards[0].waits.reason == $a
+                and (.shards[0].waits.detail | endswith("until job " + $a + " is finished on it"))' >/dev/null
+    }
+    check "... A's status says shard 0 is paused (by, reason); B's that it waits for A (kind prerequisite)" dep_waits
     ajob=$(head -n 1 "$WORK/dep-a.out") bjob=$(head -n 1 "$WORK/dep-b.out")
     check "shard 0 resumed" "${BWCTL[@]}" resume 0
     dep_done() {
-        job_json "$bjob" | tee "$WORK/dep-b-done.json" | jq -e '.finished and .applied == 100 and .scheduled == 0' >/dev/null
+        job_json "$bjob" | tee "$WORK/dep-b-done.json" |
+            jq -e '.finished and .applied == 100 and .scheduled == 0 and ([.shards[] | has("waits")] | any | not)' >/dev/null
     }
-    check "... A applies, then B is released and applies: B finished, 100 applied" wait_for 90 dep_done
+    check "... A applies, then B is released and applies: B finished, 100 applied, no shard waits" wait_for 90 dep_done
     dep_rows() { job_json "$ajob" | jq -e '.finished and .applied == 100' >/dev/null && [ "$(pins_in 23002000 23002099)" = 0 ] &&
         jq -e --arg a "$ajob" '.prerequisites == [{"job_id": $a, "found": true, "finished": true, "submitted": 100,
             "applied": 100, "failed": 0, "cancelled": 0, "was_cancelled": false}]' "$WORK/dep-b-done.json" >/dev/null; }

@@ -119,7 +119,15 @@ check "over the critical level (11) for critical_ms (2 s): shard 2 critical, pau
     wait_for 8 eval 'state_is 2 critical && check_json 2 ".throttle.state == \"critical\" and (.throttle.reason | test(\"threads_running [0-9.]+ over its critical level 11: paused since\"))"'
 statements() { metric "bulkwrite_consumer_statements_total{shard=\"$1\"}"; }
 before=$(statements 2)
-check "a job for shard 2 is accepted while it is paused" "$BIN/bw-workload" -c "$CONF" submit --url "$URL" feed:1000:2
+check "a job for shard 2 is accepted while it is paused" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --jobs-out "$WORK/critical.jobs" feed:1000:2
+throttle_named() { # the job's status says why shard 2 holds it back: the throttle, its signal and reason
+    curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$(awk 'NR == 1 {print $1}' "$WORK/critical.jobs")" | tee "$WORK/critical-job.json" |
+        jq -e '.shards[0] | .shard == 2 and .pending > 0 and .waits.kind == "throttled" and .waits.signal == "threads_running"
+            and (.waits.reason | test("threads_running [0-9.]+ over its critical level 11: paused since"))
+            and (.waits.detail | startswith("shard 2 is paused by the adaptive throttle: threads_running"))' >/dev/null
+}
+check "... its status says why it waits: kind throttled, signal threads_running, the throttle's reason" wait_for 5 throttle_named
 check "... and waits in Kafka: shard 2's lag shows it within 10 s (the watermarks are read every second)" wait_for 10 eval \
     '[ "$(metric "bulkwrite_consumer_lag_messages{shard=\"2\"}")" -gt 0 ]'
 check "... while shard 2 applies nothing" eval '[ "$(statements 2)" = "$before" ] && state_is 2 critical'
