@@ -152,6 +152,12 @@ pb_names_pause() {
         grep -qF 'by: "(open)"' "$WORK/waits-paused.pb.txt" && [ "$(grep -c 'waits {' "$WORK/waits-paused.pb.txt")" = 1 ]
 }
 check "... and so does its protobuf JobStatus (JobShard.waits, on shard $S only)" pb_names_pause
+connect_names_pause() { # Connect GetJob, proto3 JSON: the same JobStatus
+    curl -sf -H 'Content-Type: application/json' -d "{\"jobId\": \"$job\"}" \
+        "$A/bulkwrite.v1.BulkwriteService/GetJob" | tee "$WORK/waits-connect.json" |
+        jq -e --arg why "$why" '.shards[0].waits | .kind == "WAIT_KIND_PAUSED" and .by == "(open)" and .reason == $why' >/dev/null
+}
+check "... and so does Connect's GetJob (kind WAIT_KIND_PAUSED)" connect_names_pause
 
 # A part refused for the paused shard's full backlog says the shard is paused, by whom and
 # why: proxy C admits one unapplied message per shard and waits for none.
