@@ -362,19 +362,18 @@ static void admit_messages(submit_t *s) {
             s->fate[i] = BW_MSG_PRODUCE;
         } else {
             if (!refused[m->shard]) {
-                /* a paused shard's backlog fills and stays full: the client's error names the pause */
-                char text[800], whose[400];
+                /* a paused shard's backlog fills and stays full: the client's error names the
+                 * pause, after the clause clients show as the gist (bwctl: up to the "(") */
+                char text[800], because[400] = "";
                 bw_shard_setting_t pause;
                 if (bw_shard_table_pause(proxy.shards, m->shard, &pause))
-                    snprintf(whose, sizeof(whose), "%s; its", bw_jobs_pause_words(m->shard, &pause, text, sizeof(text)));
-                else
-                    snprintf(whose, sizeof(whose), "shard %d's", m->shard);
+                    snprintf(because, sizeof(because), ", because %s", bw_jobs_pause_words(m->shard, &pause, text, sizeof(text)));
                 int len = snprintf(text, sizeof(text),
-                                   "not accepted now: %s backlog is full%s%s (%lld messages, %.1f MiB not yet "
-                                   "applied; bounds %lld messages, %.1f MiB); resend after Retry-After",
-                                   whose, lane ? " in lane " : "", lane ? proxy.conf->lanes[lane].name : "",
+                                   "not accepted now: shard %d's backlog is full%s%s (%lld messages, %.1f MiB not yet "
+                                   "applied; bounds %lld messages, %.1f MiB)%s; resend after Retry-After",
+                                   m->shard, lane ? " in lane " : "", lane ? proxy.conf->lanes[lane].name : "",
                                    (long long)v.messages, (double)v.bytes / 1048576.0,
-                                   (long long)v.max_messages, (double)v.max_bytes / 1048576.0);
+                                   (long long)v.max_messages, (double)v.max_bytes / 1048576.0, because);
                 if (len >= (int)sizeof(text)) len = (int)sizeof(text) - 1;
                 refused[m->shard] = bw_arena_strndup(&s->arena, text, (size_t)len);
             }

@@ -174,9 +174,10 @@ full_names_pause() {
         "http://127.0.0.1:$(cat "$WORK/c.port")/v1/batches" >"$WORK/waits-429.code"
     cat "$WORK/waits-429.json"; echo
     [ "$(cat "$WORK/waits-429.code")" = 429 ] &&
-        grep -qF "not accepted now: shard $S is paused by (open): $why; its backlog is full" "$WORK/waits-429.json"
+        grep -qF "not accepted now: shard $S's backlog is full" "$WORK/waits-429.json" &&
+        grep -qF "), because shard $S is paused by (open): $why; resend after Retry-After" "$WORK/waits-429.json"
 }
-check "... a part for shard $S it refuses (429) names the pause: \"shard $S is paused by (open): $why; its backlog is full\"" \
+check "... a part for shard $S it refuses (429) names the pause: \"…, because shard $S is paused by (open): $why\"" \
     wait_for 20 full_names_pause
 
 # A job held an hour ahead (on shard 0, paused too): it waits for its time first; cancelled,
