@@ -1142,15 +1142,20 @@ func (x *JobShard) GetWaits() *ShardWait {
 	return nil
 }
 
-// Why a shard holds a job's pending ops back (JobShard.waits), as the proxy sees it.
+// Why a shard holds a job's pending ops back (JobShard.waits), as the proxy sees it. One
+// reason per shard, the first in the ops' way: while some could run, PAUSED, then ERROR,
+// then THROTTLED; then HELD, then PREREQUISITE; last BACKLOG_FULL (docs/api.md, "Why a
+// shard waits").
 type ShardWait struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          WaitKind               `protobuf:"varint,1,opt,name=kind,proto3,enum=bulkwrite.v1.WaitKind" json:"kind,omitempty"`
-	Detail        string                 `protobuf:"bytes,2,opt,name=detail,proto3" json:"detail,omitempty"`                   // in words: "shard 3 is paused by alice: reindex"
-	By            string                 `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`                           // PAUSED: the operator (client name) who paused it
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`                   // PAUSED: the operator's reason; THROTTLED: the throttle's, in words
-	Signal        string                 `protobuf:"bytes,5,opt,name=signal,proto3" json:"signal,omitempty"`                   // THROTTLED: replication_lag, threads_running, latency or custom
-	UntilMs       int64                  `protobuf:"varint,6,opt,name=until_ms,json=untilMs,proto3" json:"until_ms,omitempty"` // HELD: the not_before its ops wait for (ms since the Unix epoch)
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Kind   WaitKind               `protobuf:"varint,1,opt,name=kind,proto3,enum=bulkwrite.v1.WaitKind" json:"kind,omitempty"`
+	Detail string                 `protobuf:"bytes,2,opt,name=detail,proto3" json:"detail,omitempty"` // in words: "shard 3 is paused by alice: reindex"
+	By     string                 `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`         // PAUSED: the operator (client name) who paused it
+	// PAUSED: the operator's reason; THROTTLED: the throttle's, in words; PREREQUISITE: the
+	// id of the job waited for; ERROR: gap, stopped, server_down or unhealthy.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Signal        string `protobuf:"bytes,5,opt,name=signal,proto3" json:"signal,omitempty"`                   // THROTTLED: replication_lag, threads_running, latency or custom
+	UntilMs       int64  `protobuf:"varint,6,opt,name=until_ms,json=untilMs,proto3" json:"until_ms,omitempty"` // HELD: the not_before its ops wait for (ms since the Unix epoch)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
