@@ -124,7 +124,7 @@ FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanit
 	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # (the consumer's files and the proxy's pipeline are not under test, and need their
 # main.c's state: consumer.h, proxy.h)
-PROXY_STATE_SRC := proxy/producers.c proxy/routes.c proxy/submit.c proxy/release.c proxy/ui.c proxy/changes.c
+PROXY_STATE_SRC := proxy/producers.c proxy/routes.c proxy/submit.c proxy/release.c proxy/ui.c proxy/changes.c proxy/connect.c
 FUZZ_LIB_SRC := $(filter-out $(PROTO_C) $(UI_C) $(API_C) consumer/% $(PROXY_STATE_SRC),$(LIB_SRC)) $(PROTO_C)
 build/fuzz/fuzz-request: test/fuzz/fuzz_request.c $(FUZZ_LIB_SRC)
 	@mkdir -p $(dir $@)
