@@ -277,6 +277,7 @@ docs-check: $(BIN)/bwctl
 	@$(BIN)/bwctl endpoints-doc docs/api.md | diff -u docs/api.md - \
 	  || { echo "the endpoint table in docs/api.md is stale: run 'make docs'"; exit 1; }
 	@scripts/include-cycles.sh || { echo "the includes above form a circle: a module must not include one that includes it"; exit 1; }
+	@scripts/check-monitoring.sh
 
 # ---- installation (docs/deployment.md) ------------------------------------------------
 # The daemons, bwctl, and bw-workload (its dead-letters command is in the runbook); the test
@@ -288,6 +289,7 @@ BINDIR ?= $(PREFIX)/bin
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 DOCDIR ?= $(PREFIX)/share/doc/bulkwrite
 INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 INSTALL_PROGRAMS := bw-proxy bw-consumer bwctl bw-workload
@@ -305,6 +307,8 @@ install: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
 	for f in docs/*.md docs/openapi.yaml; do install -D -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
 	install -D -m 0644 conf/bulkwrite.conf $(DESTDIR)$(DOCDIR)/examples/bulkwrite.conf
 	install -D -m 0644 conf/clients.example.conf $(DESTDIR)$(DOCDIR)/examples/clients.example.conf
+	for f in bulkwrite.rules.yml grafana-dashboard.json; do \
+	  install -D -m 0644 monitoring/$$f $(DESTDIR)$(DATADIR)/bulkwrite/monitoring/$$f || exit 1; done
 	@mkdir -p $(BUILD)/systemd
 	for u in $(UNITS); do \
 	  sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
@@ -315,7 +319,7 @@ install: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_PROGRAMS)) $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) \
 	      $(DESTDIR)$(SYSUSERSDIR)/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf.example
-	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(INCLUDEDIR)/bulkwrite
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(INCLUDEDIR)/bulkwrite $(DESTDIR)$(DATADIR)/bulkwrite
 	@echo "left $(CONF_DIR)/bulkwrite.conf and the bulkwrite user in place"
 
 # make install into temp dirs (PREFIX=/usr and /opt/bulkwrite), the tree checked,

@@ -128,6 +128,7 @@ uninstalled() { # PREFIX DEST BINDIR SYSCONFDIR UNITDIR
     for p in "${PROGRAMS[@]}"; do [ ! -e "$2$3/$p" ] || { echo "$p left behind"; return 1; }; done
     for u in "${UNITS[@]}"; do [ ! -e "$2$5/$u" ] || { echo "$u left behind"; return 1; }; done
     [ ! -e "$2$1/include/bulkwrite" ] || { echo "the client API's proto left behind"; return 1; }
+    [ ! -e "$2$1/share/bulkwrite" ] || { echo "the monitoring files left behind"; return 1; }
     [ -f "$2$4/bulkwrite/bulkwrite.conf" ] || { echo "uninstall removed the config"; return 1; }
 }
 
@@ -145,6 +146,8 @@ for prefix in /usr /opt/bulkwrite; do
         -a -f "$dest$docdir/examples/clients.example.conf"
     check "PREFIX=$prefix: the client API is $prefix/include/bulkwrite/v1/bulkwrite.proto and compiles on its own" \
         protoc -I"$dest$prefix/include" --descriptor_set_out=/dev/null bulkwrite/v1/bulkwrite.proto
+    check "PREFIX=$prefix: the Prometheus rules and the Grafana dashboard are in $prefix/share/bulkwrite/monitoring" \
+        test -f "$dest$prefix/share/bulkwrite/monitoring/bulkwrite.rules.yml" -a -f "$dest$prefix/share/bulkwrite/monitoring/grafana-dashboard.json"
     check "PREFIX=$prefix: the units and the sysusers file are there, their paths filled in" \
         units_present "$dest" "$unitdir" "$sysusersdir"
     check "PREFIX=$prefix: every ExecStart= program and config exists in the tree" exec_paths_exist "$dest" "$unitdir"
