@@ -577,8 +577,9 @@ void bw_release_start(void) {
 
 void bw_release_stop(void) {
     atomic_store(&release_run, 0);
+    if (!release_started) return; /* a startup that failed before it: no jobs index either */
     bw_timers_wake(bw_jobs_timers(proxy.jobs));
-    if (release_started) pthread_join(release_thread, NULL);
+    pthread_join(release_thread, NULL);
     release_started = 0;
 }
 
