@@ -51,7 +51,8 @@ RECORDS_PROTO := proto/bulkwrite/internal/v1/records.proto
 PROTO_C := $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c $(GEN)/bulkwrite/internal/v1/records.pb-c.c
 UI_C := $(GEN)/ui_assets.c
 API_C := $(GEN)/api_assets.c
-LIB_SRC := $(PROTO_C) $(UI_C) $(API_C) $(filter-out %/main.c,$(foreach d,$(SUBSYSTEMS),$(wildcard $(d)/*.c)))
+VERSION_C := $(GEN)/version.c
+LIB_SRC := $(PROTO_C) $(UI_C) $(API_C) $(VERSION_C) $(filter-out %/main.c,$(foreach d,$(SUBSYSTEMS),$(wildcard $(d)/*.c)))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC))
 LIB := $(BUILD)/libbulkwrite.a
 
@@ -77,6 +78,15 @@ $(UI_C): scripts/embed-ui.sh $(sort $(wildcard ui/*))
 $(API_C): scripts/embed-ui.sh docs/openapi.yaml
 	@mkdir -p $(GEN)
 	scripts/embed-ui.sh $@ --table bw_api_assets docs/openapi.yaml
+
+# the release (VERSION) and the commit built (common/version.h: --version, bulkwrite_build_info);
+# written again only when either changed, so a new commit relinks and rebuilds one file
+$(VERSION_C): FORCE
+	@mkdir -p $(GEN)
+	@printf '#include "version.h"\nconst char bw_version[] = "%s";\nconst char bw_commit[] = "%s";\n' \
+	  "$$(cat VERSION)" "$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" >$@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+FORCE:
 
 $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c: $(PUBLIC_PROTO)
 	@mkdir -p $(GEN)

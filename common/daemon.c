@@ -11,15 +11,17 @@
 #include "bw.h"
 #include "log.h"
 #include "notify.h"
+#include "version.h"
 
 static void usage(const bw_daemon_t *d, FILE *out) {
     fprintf(out,
-            "usage: %s [-c CONFIG] [--brokers HOST:PORT] [--port N] [--port-file F] [--dump-config]\n"
+            "usage: %s [-c CONFIG] [--brokers HOST:PORT] [--port N] [--port-file F] [--dump-config] [--version]\n"
             "  -c, --config FILE    configuration (default conf/bulkwrite.conf)\n"
             "  -b, --brokers LIST   Kafka bootstrap servers (overrides kafka.brokers)\n"
             "  -p, --port N         %s (0 = any free port)\n"
             "      --port-file F    write the bound port to F once listening\n"
-            "      --dump-config    print the effective configuration and exit\n",
+            "      --dump-config    print the effective configuration and exit\n"
+            "  -V, --version        print the version and the commit built, and exit\n",
             d->name, d->port_help);
 }
 
@@ -32,12 +34,13 @@ bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_cod
                                          {"port-file", required_argument, 0, 'P'},
                                          {"dump-config", no_argument, 0, 'D'},
                                          {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, 'V'},
                                          {0, 0, 0, 0}};
     d->config_path = "conf/bulkwrite.conf";
     d->brokers = d->port_file = NULL;
     d->port = -1;
     int dump = 0;
-    for (int o; (o = getopt_long(argc, argv, "c:b:p:h", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, "c:b:p:hV", opts, NULL)) != -1;) {
         char *end;
         switch (o) {
         case 'c': d->config_path = optarg; break;
@@ -53,7 +56,11 @@ bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_cod
         case 'P': d->port_file = optarg; break;
         case 'D': dump = 1; break;
         case 'h': usage(d, stdout); *exit_code = 0; return NULL;
-        default: usage(d, stderr); *exit_code = 2; return NULL;
+        case 'V': printf("%s %s (commit %s)\n", d->name, bw_version, bw_commit); *exit_code = 0; return NULL;
+        default: /* getopt said what is wrong, in one line */
+            fprintf(stderr, "%s: try %s --help\n", d->name, d->name);
+            *exit_code = 2;
+            return NULL;
         }
     }
     char err[512];

@@ -1,9 +1,14 @@
 #include "metrics.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "version.h"
 
 static const double buckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 #define BUCKETS (sizeof(buckets) / sizeof(buckets[0]))
@@ -316,7 +321,58 @@ static void put_row(bw_buf_t *out, const bw_metrics_t *m, size_t row) {
     }
 }
 
+/* What every process exports besides its table: which build runs, and Prometheus's
+ * process_* family from /proc/self (the names its client libraries use). */
+static void put_process(bw_buf_t *out) {
+    bw_buf_printf(out, "# HELP bulkwrite_build_info The version and commit of this build.\n"
+                       "# TYPE bulkwrite_build_info gauge\nbulkwrite_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+                  bw_version, bw_commit);
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    unsigned long utime = 0, stime = 0, vsize = 0;
+    unsigned long long start = 0;
+    long rss = 0;
+    FILE *f = fopen("/proc/self/stat", "r");
+    char buf[1024];
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+    int got = p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %llu %lu %ld",
+                          &utime, &stime, &start, &vsize, &rss) == 5;
+    long long btime = 0;
+    if ((f = fopen("/proc/stat", "r"))) {
+        while (fgets(buf, sizeof(buf), f))
+            if (sscanf(buf, "btime %lld", &btime) == 1) break;
+        fclose(f);
+    }
+    int fds = 0;
+    DIR *dir = opendir("/proc/self/fd");
+    for (struct dirent *e; dir && (e = readdir(dir));) fds += e->d_name[0] != '.';
+    if (dir) closedir(dir);
+    fds -= dir != NULL; /* the one opendir held */
+    struct rlimit lim = {0};
+    getrlimit(RLIMIT_NOFILE, &lim);
+    if (got && tick > 0) {
+        bw_buf_printf(out, "# HELP process_cpu_seconds_total User and system CPU time spent, in seconds.\n"
+                           "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n",
+                      (double)(utime + stime) / (double)tick);
+        bw_buf_printf(out, "# HELP process_start_time_seconds Start time of the process since the Unix epoch, in seconds.\n"
+                           "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n",
+                      (double)btime + (double)start / (double)tick);
+        bw_buf_printf(out, "# HELP process_virtual_memory_bytes Virtual memory size, in bytes.\n"
+                           "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %lu\n", vsize);
+        bw_buf_printf(out, "# HELP process_resident_memory_bytes Resident memory size, in bytes.\n"
+                           "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %lld\n",
+                      (long long)rss * page);
+    }
+    bw_buf_printf(out, "# HELP process_open_fds Open file descriptors.\n# TYPE process_open_fds gauge\n"
+                       "process_open_fds %d\n# HELP process_max_fds The limit of open file descriptors.\n"
+                       "# TYPE process_max_fds gauge\nprocess_max_fds %llu\n",
+                  fds, (unsigned long long)lim.rlim_cur);
+}
+
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out) {
+    put_process(out);
     pthread_mutex_lock(&m->mu);
     for (size_t i = 0; i < m->table->row_cnt; i++) {
         const bw_metric_row_t *r = &m->table->rows[i];
@@ -344,7 +400,10 @@ void bw_metrics_doc(const bw_metrics_table_t *const *tables, size_t n, bw_buf_t 
     for (size_t i = 0; i < n; i++) bw_buf_printf(out, "%s`%s`", i == 0 ? "" : i + 1 < n ? ", " : " and ", tables[i]->file);
     bw_buf_printf(out, ", which also write%s this list. Histograms have the buckets (seconds)", n > 1 ? "" : "s");
     for (size_t i = 0; i < BUCKETS; i++) bw_buf_printf(out, "%s %g", i ? "," : "", buckets[i]);
-    bw_buf_puts(out, " and `+Inf`.\n");
+    bw_buf_puts(out, " and `+Inf`. Every process also has `bulkwrite_build_info{version,commit}` (1: the\n"
+                     "release and the git commit it was built from, as `--version` prints them) and Prometheus's\n"
+                     "`process_cpu_seconds_total`, `process_start_time_seconds`, `process_resident_memory_bytes`,\n"
+                     "`process_virtual_memory_bytes`, `process_open_fds` and `process_max_fds`.\n");
     for (size_t i = 0; i < n; i++) {
         bw_buf_printf(out, "\n%s\n\n", tables[i]->title);
         doc_table(out, tables[i]);

@@ -105,6 +105,10 @@ void bw_metrics_switch(bw_metrics_t *m, unsigned groups, int on);
 
 /* /metrics: every family of the table shown now, each with one HELP and TYPE. */
 void bw_metrics_render(bw_metrics_t *m, bw_buf_t *out);
+/* The families every process renders before its table's: bulkwrite_build_info and
+ * process_cpu_seconds_total, _start_time_seconds, _virtual_memory_bytes,
+ * _resident_memory_bytes, _open_fds, _max_fds. */
+#define BW_METRICS_PROCESS_FAMILIES 7
 
 /* The metric list of docs/api.md: the tables' lists, in order. */
 void bw_metrics_doc(const bw_metrics_table_t *const *tables, size_t n, bw_buf_t *out);

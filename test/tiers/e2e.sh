@@ -700,6 +700,16 @@ fleet_seen() {
             and (.servers | map(.name)) == ["mysql-a", "mysql-b"]' >/dev/null
 }
 check "GET /v1/fleet: the proxies and consumers alive, the batches topic (8 partitions, none offline), the servers" fleet_seen
+build_seen() { # the build --version names, on both daemons' /metrics, with their process_* numbers
+    local v c
+    read -r _ v _ c <<<"$("$BIN/bw-proxy" --version)"
+    c=${c%)}
+    [ "$v" = "$(cat VERSION)" ] && [ -n "$c" ] &&
+        [ "$(bw_metric $PROXY "bulkwrite_build_info{version=\"$v\",commit=\"$c\"}")" = 1 ] &&
+        [ "$(bw_metric $C1 "bulkwrite_build_info{version=\"$v\",commit=\"$c\"}")" = 1 ] &&
+        [ "$(bw_metric $C1 process_resident_memory_bytes)" -gt 1000000 ] && [ "$(bw_metric $PROXY process_open_fds)" -gt 3 ]
+}
+check "bw-proxy --version names VERSION and the commit; both daemons export it as bulkwrite_build_info, and process_*" build_seen
 recent_jobs() {
     curl -sf "http://127.0.0.1:$PROXY/v1/jobs?limit=5" | tee "$WORK/recent.json" |
         jq -e '(.jobs | length) == 5 and .jobs[0].created_at_ms >= .jobs[4].created_at_ms' >/dev/null &&

@@ -30,6 +30,9 @@ programs_run() { # DEST BINDIR
         [ -x "$1$2/$p" ] || { echo "$1$2/$p is not executable"; return 1; }
         "$1$2/$p" --help >/dev/null || { echo "$p --help failed"; return 1; }
     done
+    for p in bw-proxy bw-consumer; do # which build: the release and the commit
+        "$1$2/$p" --version | grep -qx "$p $(cat VERSION) (commit [0-9a-f]*)" || { echo "$p --version: $("$1$2/$p" --version)"; return 1; }
+    done
 }
 
 units_present() { # DEST UNITDIR SYSUSERSDIR

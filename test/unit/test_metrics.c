@@ -15,6 +15,7 @@
 #include "proxy_metrics.h"
 #include "quota.h"
 #include "throttle.h"
+#include "version.h"
 
 /* Both daemons' tables, the proxy's first (as docs/api.md lists them). */
 static const bw_metrics_table_t *const tables[] = {&bw_proxy_metrics, &bw_consumer_metrics};
@@ -225,8 +226,16 @@ START_TEST(every_row_rendered) {
             }
             ck_assert_msg(samples > 0, "%s: no sample", d->name);
         }
-        ck_assert_int_eq(count_of(text, "# HELP "), (int)tables[t]->row_cnt);
-        ck_assert_int_eq(count_of(text, "# TYPE "), (int)tables[t]->row_cnt);
+        ck_assert_int_eq(count_of(text, "# HELP "), (int)tables[t]->row_cnt + BW_METRICS_PROCESS_FAMILIES);
+        ck_assert_int_eq(count_of(text, "# TYPE "), (int)tables[t]->row_cnt + BW_METRICS_PROCESS_FAMILIES);
+        /* which build runs, and the process's own numbers, read from /proc */
+        char build[160];
+        snprintf(build, sizeof(build), "\nbulkwrite_build_info{version=\"%s\",commit=\"%s\"} 1\n", bw_version, bw_commit);
+        ck_assert_msg(strstr(text, build), "no %s", build);
+        const char *rss = strstr(text, "\nprocess_resident_memory_bytes ");
+        ck_assert_msg(rss && atoll(rss + 31) > 1 << 20, "process_resident_memory_bytes missing or under 1 MiB");
+        const char *fds = strstr(text, "\nprocess_open_fds ");
+        ck_assert_msg(fds && atoi(fds + 18) >= 3, "process_open_fds missing or under 3 (stdin, stdout, stderr)");
         free(text);
         bw_metrics_destroy(m);
     }
