@@ -1007,6 +1007,47 @@ static json_t *get_job(const char *id, char *err, size_t esz, long *status) {
     return j;
 }
 
+/* What holds the job's pending ops back, from its shards' "waits" ({"for": …, "detail":
+ * "shard 3 paused by alice: reindex"}, on a shard only while it holds them): a line per
+ * distinct detail with its count of shards, the most shards first, at most WAITS_LINES,
+ * then how many shards wait otherwise; "" when none waits. */
+#define WAITS_LINES 3
+typedef struct {
+    const char *detail;
+    long shards;
+} wait_line_t;
+
+static void waits_text(json_t *job, bw_buf_t *out) {
+    wait_line_t seen[64];
+    int n = 0;
+    long other = 0; /* shards past the 64 distinct details kept */
+    size_t i;
+    json_t *s;
+    bw_buf_reset(out);
+    json_array_foreach(json_object_get(job, "shards"), i, s) {
+        json_t *w = json_object_get(s, "waits");
+        if (!json_is_object(w)) continue;
+        const char *d = jstr(w, "detail")[0] ? jstr(w, "detail") : jstr(w, "for");
+        int k = 0;
+        while (k < n && strcmp(seen[k].detail, d)) k++;
+        if (k < n) seen[k].shards++;
+        else if (n < 64) seen[n++] = (wait_line_t){d, 1};
+        else other++;
+    }
+    for (int line = 0; line < n; line++) {
+        int top = line; /* the next most shards, ties in the order the shards came */
+        for (int k = line + 1; k < n; k++)
+            if (seen[k].shards > seen[top].shards) top = k;
+        wait_line_t t = seen[top];
+        memmove(&seen[line + 1], &seen[line], (size_t)(top - line) * sizeof(seen[0]));
+        seen[line] = t;
+        if (line < WAITS_LINES)
+            bw_buf_printf(out, "  %ld shard%s waiting: %s\n", t.shards, t.shards == 1 ? "" : "s", t.detail);
+        else other += t.shards;
+    }
+    if (other) bw_buf_printf(out, "  %ld more shard%s waiting for other reasons\n", other, other == 1 ? "" : "s");
+}
+
 static int cmd_job(int argc, char **argv) {
     if (argc != 2 || argv[1][0] == '-')
         return fputs("usage: bwctl job JOB_ID\nPrints the job's status as JSON (GET /v1/jobs/JOB_ID).\n",
@@ -1018,6 +1059,11 @@ static int cmd_job(int argc, char **argv) {
     char *s = json_dumps(j, JSON_INDENT(2));
     puts(s);
     free(s);
+    bw_buf_t waits; /* stdout is the status as it came; what holds it back, readable, on stderr */
+    bw_buf_init(&waits);
+    waits_text(j, &waits);
+    if (waits.len) fprintf(stderr, "job %s (lane %s) is held back:\n%s", argv[1], jstr(j, "lane"), waits.data);
+    bw_buf_free(&waits);
     json_decref(j);
     return 0;
 }
@@ -1029,7 +1075,8 @@ static int cmd_watch(int argc, char **argv) {
         "usage: bwctl watch [--interval S] [--timeout S] JOB_ID\n"
         "Follows the job until nothing is pending: a progress bar with rate and ETA on stderr,\n"
         "then the counts and a sample of failed ops; a scheduled or dependent job's line says\n"
-        "what its held ops wait for.\n"
+        "what its held ops wait for, and while shards hold the job's ops back (paused,\n"
+        "throttled, a full backlog, …) a line per reason says so, with its count of shards.\n"
         "A named job (bwctl submit) is finished once sealed (its last part sent) and applied.\n"
         "Exit: 0 finished, nothing failed; 1 finished with failed or cancelled ops (or the job\n"
         "is unknown);\n"
@@ -1048,11 +1095,19 @@ static int cmd_watch(int argc, char **argv) {
     const char *id = argv[optind];
     int64_t t0 = bw_now_us(), deadline = timeout > 0 ? t0 + (int64_t)timeout * 1000000 : INT64_MAX;
     long first_done = -1;
-    for (;;) {
+    bw_buf_t waits, shown; /* what holds the job back now, and as last printed */
+    bw_buf_init(&waits);
+    bw_buf_init(&shown);
+    int rc = -1;
+    while (rc < 0) {
         char err[512];
         long status;
         json_t *j = get_job(id, err, sizeof(err), &status);
-        if (!j) return fprintf(stderr, "bwctl: %s\n", err), 1;
+        if (!j) {
+            fprintf(stderr, "bwctl: %s\n", err);
+            rc = 1;
+            break;
+        }
         long submitted = jint(j, "submitted"), done = jint(j, "applied") + jint(j, "failed");
         if (first_done < 0) first_done = done;
         double secs = (double)(bw_now_us() - t0) / 1e6;
@@ -1065,10 +1120,18 @@ static int cmd_watch(int argc, char **argv) {
         else if (jstr(j, "waiting")[0]) snprintf(note, sizeof(note), "%s", jstr(j, "waiting"));
         else if (json_is_false(json_object_get(j, "sealed")))
             snprintf(note, sizeof(note), "%ld parts in, not sealed yet", jint(j, "parts"));
+        waits_text(j, &waits);
+        if (strcmp(waits.data ? waits.data : "", shown.data ? shown.data : "")) { /* printed as it changes */
+            if (isatty(2)) fputs("\r\033[K", stderr); /* above the bar, which is drawn again below */
+            fprintf(stderr, "job %s (lane %s) %s", id, jstr(j, "lane"), waits.len ? "is held back:\n" : "is held back no more\n");
+            fputs(waits.data ? waits.data : "", stderr);
+            bw_buf_reset(&shown);
+            bw_buf_append(&shown, waits.data ? waits.data : "", waits.len);
+        }
         progress("watch", (double)done, (double)submitted, rate, note, finished);
         if (finished) {
-            fprintf(stderr, "job %s: %ld submitted, %ld applied, %ld failed, %ld cancelled, %ld rejected at submission\n",
-                    id, submitted, jint(j, "applied"), jint(j, "failed"), cancelled, jint(j, "rejected"));
+            fprintf(stderr, "job %s (lane %s): %ld submitted, %ld applied, %ld failed, %ld cancelled, %ld rejected at submission\n",
+                    id, jstr(j, "lane"), submitted, jint(j, "applied"), jint(j, "failed"), cancelled, jint(j, "rejected"));
             size_t i;
             json_t *fo;
             json_array_foreach(json_object_get(j, "failures"), i, fo)
@@ -1079,17 +1142,17 @@ static int cmd_watch(int argc, char **argv) {
                         json_is_true(json_object_get(fo, "finished")) ? "finished, " : "",
                         jint(fo, "applied"), jint(fo, "failed"),
                         json_is_true(json_object_get(fo, "was_cancelled")) ? ", cancelled" : "");
-            int rc = jint(j, "failed") || cancelled ? 1 : 0;
-            json_decref(j);
-            return rc;
+            rc = jint(j, "failed") || cancelled ? 1 : 0;
+        } else if (bw_now_us() >= deadline) {
+            fprintf(stderr, "bwctl: job %s not finished after %d s\n", id, timeout);
+            rc = 3;
         }
         json_decref(j);
-        if (bw_now_us() >= deadline) {
-            fprintf(stderr, "bwctl: job %s not finished after %d s\n", id, timeout);
-            return 3;
-        }
-        usleep((useconds_t)(interval * 1e6));
+        if (rc < 0) usleep((useconds_t)(interval * 1e6));
     }
+    bw_buf_free(&waits);
+    bw_buf_free(&shown);
+    return rc;
 }
 
 /* bwctl dead-letters: every failed op of a job, page by page (GET /v1/jobs/{id}/failures),
