@@ -898,7 +898,7 @@ static int cmd_submit(int argc, char **argv) {
     sb.keys = calloc(sb.batch, sizeof(uint64_t));
     sb.queue = calloc((size_t)sb.in_flight, sizeof(*sb.queue));
     if (!sb.lines || !sb.keys || !sb.queue) abort();
-    keyset_init(&sb.flying, (size_t)sb.in_flight * sb.batch);
+    keyset_init(&sb.flying, sb.in_flight < 2 ? 0 : (size_t)sb.in_flight * sb.batch); /* 1: never used */
     jline_t jl;
     jline_open(&jl);
     pthread_mutex_init(&sb.mu, NULL);
