@@ -181,6 +181,11 @@ static void progress(const char *what, double done, double total, double rate, c
  * part waits for its Kafka acknowledgement (docs/performance.md, hot-shard-bwctl). */
 #define SUBMIT_IN_FLIGHT_DEFAULT 8
 #define SUBMIT_IN_FLIGHT_MAX 16
+/* Ops a part by default: as many as bw-workload's protobuf requests, so that the proxy
+ * and Kafka pay for as few requests; a scheduled or dependent part is held whole in one
+ * Kafka record (kafka.message_max_bytes, 1 MB), which 1,000 ops of up to 900 bytes fit. */
+#define SUBMIT_BATCH_DEFAULT 5000
+#define SUBMIT_BATCH_HELD 1000
 
 /* The object keys of the parts in flight (queued or being sent): a part that shares one
  * with them waits until they are answered, so two ops on one object never travel
@@ -404,6 +409,8 @@ typedef struct {
     keyset_t flying;           /* the keys of the queued and busy parts */
     pthread_t senders[SUBMIT_IN_FLIGHT_MAX];
     int n_senders;
+    pthread_t resumer; /* asks for next_part once the job's id is known (resume_point) */
+    int resuming;
 } submit_t;
 
 /* One part, built: its request body, its ops' input lines and keys. */
@@ -486,19 +493,25 @@ static long post_batch(submit_t *sb, const char *body, bw_buf_t *resp) {
 static json_t *get_job(const char *id, char *err, size_t esz, long *status);
 
 /* The parts the job already has whole, asked once the job's id is known: a resumed run
- * goes on from there. */
-static void resume_point(submit_t *sb) {
+ * goes on from there (its own thread, started by the first answer). Parts built before
+ * the answer are sent meanwhile: a part the proxy holds is answered from its record and
+ * produced once, so asking costs the first parts no round trip. */
+static void *resume_point(void *arg) {
+    submit_t *sb = arg;
     char err[512];
     long status;
     json_t *j = get_job(sb->job_id, err, sizeof(err), &status);
-    if (!j) return;
-    sb->next_part = jint(j, "next_part");
+    pthread_mutex_lock(&sb->mu);
+    if (j) sb->next_part = jint(j, "next_part");
+    pthread_mutex_unlock(&sb->mu);
     json_decref(j);
+    return NULL;
 }
 
 /* Sends a built part until it has a final answer, and counts what the proxy said (any
  * thread). The first answer names the job: its id is printed, and the parts the proxy
- * already holds are asked for (the first part is sent alone, so no sender runs yet).
+ * already holds are asked for by a thread of their own (without one, every part is sent:
+ * each still applies once). The first part is sent alone, so no sender runs yet.
  * Once answered, the part's keys leave the flying set: parts held back for them may go. */
 static void send_part(submit_t *sb, submit_part_t *p) {
     bw_buf_t resp;
@@ -514,7 +527,7 @@ static void send_part(submit_t *sb, submit_part_t *p) {
             snprintf(sb->job_id, sizeof(sb->job_id), "%s", jstr(r, "job_id"));
             printf("%s\n", sb->job_id);
             fflush(stdout); /* known at once: a submit killed half-way has printed its job */
-            resume_point(sb);
+            sb->resuming = pthread_create(&sb->resumer, NULL, resume_point, sb) == 0;
         }
         size_t i;
         json_t *rej;
@@ -616,6 +629,8 @@ static void stop_senders(submit_t *sb) {
     pthread_mutex_unlock(&sb->mu);
     for (int i = 0; i < sb->n_senders; i++) pthread_join(sb->senders[i], NULL);
     sb->n_senders = 0;
+    if (sb->resuming) pthread_join(sb->resumer, NULL);
+    sb->resuming = 0;
 }
 
 /* The job's name when --job gave none: resumable, as the same file gives the same name
@@ -649,7 +664,7 @@ static void append_json_string(bw_buf_t *b, const char *s) {
 
 /* Sends the batch as part `requests` of the job (the last one when `last`). A part below
  * the job's next_part is not sent: the proxy has all of it. The first part goes alone
- * (its answer names the job and where a resumed run goes on), the middle ones several at
+ * (its answer names the job, and starts asking where a resumed run goes on), the middle ones several at
  * once (queue_part: none with an object of a part still in flight), the last one once
  * every other part is answered, so that it seals a job whose parts are all in. */
 static int flush_batch(submit_t *sb, int last) {
@@ -822,8 +837,9 @@ static int cmd_submit(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl submit [--format jsonl|csv] [--batch N] [--job NAME] [--lane NAME] [--retry-for S]\n"
         "                    [--not-before YYYY-MM-DDTHH:MM:SSZ] [--after JOB_ID]... [--in-flight K] FILE|-\n"
-        "Sends the ops in FILE to the proxy as one job, in requests (its parts) of N ops\n"
-        "(default 1000), printing the job's id on stdout once it is known and each rejected op\n"
+        "Sends the ops in FILE to the proxy as one job, in requests (its parts) of N ops (5000\n"
+        "by default; 1000 with --not-before or --after, as such a part is held whole in one\n"
+        "Kafka record), printing the job's id on stdout once it is known and each rejected op\n"
         "(with its input line) on stderr; the last part seals the job. Up to K parts (1 to 16,\n"
         "default 8) are on their way at once after the first, the last once all others are in;\n"
         "a part with an object (object type and id) of a part still on its way waits until that\n"
@@ -849,7 +865,8 @@ static int cmd_submit(int argc, char **argv) {
         "long that is (not counted against S); the progress line shows the wait.\n"
         "Exit: 0 every op accepted; 1 some were not; 2 usage.\n";
     /* parts in flight together share no object (queue_part), so the file's order holds */
-    submit_t sb = {.batch = 1000, .retry_s = 60, .in_flight = SUBMIT_IN_FLIGHT_DEFAULT};
+    submit_t sb = {.retry_s = 60, .in_flight = SUBMIT_IN_FLIGHT_DEFAULT};
+    long batch = 0; /* --batch; 0: the default, known once the options are */
     int64_t secs;
     const char *format = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
@@ -867,7 +884,8 @@ static int cmd_submit(int argc, char **argv) {
             return fprintf(stderr, "bwctl: --after: a job id (32 hex digits), not \"%s\"\n", optarg), 2;
         else if (o == 'A' && sb.n_after == 16) return fprintf(stderr, "bwctl: --after: at most 16 jobs\n"), 2;
         else if (o == 'A') snprintf(sb.after[sb.n_after++], 33, "%s", optarg);
-        else if (o == 'n') sb.batch = (size_t)atol(optarg);
+        else if (o == 'n' && atol(optarg) < 1) return fprintf(stderr, "bwctl: --batch: at least 1 op\n"), 2;
+        else if (o == 'n') batch = atol(optarg);
         else if (o == 'j') {
             if (!optarg[0] || strlen(optarg) > 128) return fprintf(stderr, "bwctl: --job: 1 to 128 bytes\n"), 2;
             snprintf(sb.job, sizeof(sb.job), "%s", optarg);
@@ -881,7 +899,8 @@ static int cmd_submit(int argc, char **argv) {
         else if (o == 'L') sb.lane = optarg;
         else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
     }
-    if (optind != argc - 1 || sb.batch < 1) return fputs(help, stderr), 2;
+    if (optind != argc - 1) return fputs(help, stderr), 2;
+    sb.batch = batch ? (size_t)batch : sb.not_before || sb.n_after ? SUBMIT_BATCH_HELD : SUBMIT_BATCH_DEFAULT;
     const char *path = argv[optind];
     if (!format) {
         size_t l = strlen(path);
