@@ -409,8 +409,6 @@ typedef struct {
     keyset_t flying;           /* the keys of the queued and busy parts */
     pthread_t senders[SUBMIT_IN_FLIGHT_MAX];
     int n_senders;
-    pthread_t resumer; /* asks for next_part once the job's id is known (resume_point) */
-    int resuming;
 } submit_t;
 
 /* One part, built: its request body, its ops' input lines and keys. */
@@ -493,25 +491,19 @@ static long post_batch(submit_t *sb, const char *body, bw_buf_t *resp) {
 static json_t *get_job(const char *id, char *err, size_t esz, long *status);
 
 /* The parts the job already has whole, asked once the job's id is known: a resumed run
- * goes on from there (its own thread, started by the first answer). Parts built before
- * the answer are sent meanwhile: a part the proxy holds is answered from its record and
- * produced once, so asking costs the first parts no round trip. */
-static void *resume_point(void *arg) {
-    submit_t *sb = arg;
+ * goes on from there. */
+static void resume_point(submit_t *sb) {
     char err[512];
     long status;
     json_t *j = get_job(sb->job_id, err, sizeof(err), &status);
-    pthread_mutex_lock(&sb->mu);
-    if (j) sb->next_part = jint(j, "next_part");
-    pthread_mutex_unlock(&sb->mu);
+    if (!j) return;
+    sb->next_part = jint(j, "next_part");
     json_decref(j);
-    return NULL;
 }
 
 /* Sends a built part until it has a final answer, and counts what the proxy said (any
  * thread). The first answer names the job: its id is printed, and the parts the proxy
- * already holds are asked for by a thread of their own (without one, every part is sent:
- * each still applies once). The first part is sent alone, so no sender runs yet.
+ * already holds are asked for (the first part is sent alone, so no sender runs yet).
  * Once answered, the part's keys leave the flying set: parts held back for them may go. */
 static void send_part(submit_t *sb, submit_part_t *p) {
     bw_buf_t resp;
@@ -527,7 +519,7 @@ static void send_part(submit_t *sb, submit_part_t *p) {
             snprintf(sb->job_id, sizeof(sb->job_id), "%s", jstr(r, "job_id"));
             printf("%s\n", sb->job_id);
             fflush(stdout); /* known at once: a submit killed half-way has printed its job */
-            sb->resuming = pthread_create(&sb->resumer, NULL, resume_point, sb) == 0;
+            resume_point(sb);
         }
         size_t i;
         json_t *rej;
@@ -629,8 +621,6 @@ static void stop_senders(submit_t *sb) {
     pthread_mutex_unlock(&sb->mu);
     for (int i = 0; i < sb->n_senders; i++) pthread_join(sb->senders[i], NULL);
     sb->n_senders = 0;
-    if (sb->resuming) pthread_join(sb->resumer, NULL);
-    sb->resuming = 0;
 }
 
 /* The job's name when --job gave none: resumable, as the same file gives the same name
@@ -664,7 +654,7 @@ static void append_json_string(bw_buf_t *b, const char *s) {
 
 /* Sends the batch as part `requests` of the job (the last one when `last`). A part below
  * the job's next_part is not sent: the proxy has all of it. The first part goes alone
- * (its answer names the job, and starts asking where a resumed run goes on), the middle ones several at
+ * (its answer names the job and where a resumed run goes on), the middle ones several at
  * once (queue_part: none with an object of a part still in flight), the last one once
  * every other part is answered, so that it seals a job whose parts are all in. */
 static int flush_batch(submit_t *sb, int last) {
