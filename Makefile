@@ -163,24 +163,24 @@ check: deps
 	$(MAKE) -j3 check-lane-embedded check-lane-kafka check-lane-sanitizers
 LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded client-go-embedded auth-embedded openapi-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded client-python-embedded bench-smoke fault-embedded backlog-embedded)
+	@$(call LANE,embedded,fuzz e2e-embedded client-go-embedded auth-embedded openapi-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded client-python-embedded bwctl-embedded bench-smoke fault-embedded backlog-embedded)
 check-lane-kafka:
-	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka client-go-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka timers-kafka client-python-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
+	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka client-go-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka timers-kafka client-python-kafka bwctl-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
 check-lane-sanitizers:
 	@BW_TEST_PORT_OFFSET=2000 $(call LANE,sanitizers,check-tsan check-sanitize)
 
 # The unit tests and the embedded-Kafka tiers again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run: -fno-sanitize-recover).
 check-sanitize:
-	@test/lane.sh asan "$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 JOB_OPS=30000" all unit e2e-embedded auth-embedded throttle-embedded lanes-embedded fault-embedded backlog-embedded fairness-embedded
+	@test/lane.sh asan "$(MAKE) SANITIZE=address,undefined BACKLOG_FEED=200000 JOB_OPS=30000" all unit e2e-embedded auth-embedded throttle-embedded lanes-embedded bwctl-embedded fault-embedded backlog-embedded fairness-embedded
 
-# The unit tier, the embedded-Kafka e2e, auth, throttle and backlog tiers, and the failover tier (the
+# The unit tier, the embedded-Kafka e2e, auth, throttle, bwctl and backlog tiers, and the failover tier (the
 # consumer's replica reader runs on a real broker only) under ThreadSanitizer: the daemons'
-# threads (dispatcher, workers, alert sender, tails, HTTP) and librdkafka's, made visible
+# threads (dispatcher, workers, alert sender, tails, HTTP), bwctl submit's senders, and librdkafka's, made visible
 # by test/tsan/c11threads.c. A report stops the program (halt_on_error).
 TSAN_OPTIONS_CHECK := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/test/tsan/suppressions.txt
 check-tsan:
-	@TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" test/lane.sh tsan "$(MAKE) SANITIZE=thread BACKLOG_FEED=200000 JOB_OPS=30000" all unit e2e-embedded auth-embedded throttle-embedded backlog-embedded failover-kafka
+	@TSAN_OPTIONS="$(TSAN_OPTIONS_CHECK)" test/lane.sh tsan "$(MAKE) SANITIZE=thread BACKLOG_FEED=200000 JOB_OPS=30000" all unit e2e-embedded auth-embedded throttle-embedded bwctl-embedded backlog-embedded failover-kafka
 
 unit: $(BIN)/unit-tests
 	test/run-unit.sh $(BIN)
@@ -231,8 +231,8 @@ client-python-unit:
 BACKLOG_FEED ?= 1000000
 JOB_OPS ?= 300000
 TIER_ENV = BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) BW_JOB_OPS=$(JOB_OPS)
-TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers client-go client-python openapi
-TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096 timers client-go client-python
+TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers client-go client-python openapi bwctl
+TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096 timers client-go client-python bwctl
 $(addsuffix -embedded,$(TIERS_EMBEDDED)): %-embedded: all
 	$(TIER_ENV) test/tiers/$*.sh embedded
 $(addsuffix -kafka,$(TIERS_KAFKA)): %-kafka: all

@@ -272,14 +272,14 @@ e2e() {
     calc "$rows / ($last_at - $started)" 0
 }
 # user_e2e CONF ROWS FILE JOB: what a user sees: FILE (JOB's ops as JSON lines) sent by
-# `bwctl submit --in-flight 4` as one new job (parts of 1,000 ops, 4 at once: each pin of
-# the feed is in one part, so their order does not matter), rows/s from the moment the command starts (its own start included) to the last
-# transaction's commit; then every shard row by row.
+# `bwctl submit` with its defaults as one new job, rows/s from the moment the command
+# starts (its own start included) to the last transaction's commit; then every shard row
+# by row.
 user_e2e() {
     local conf=$1 rows=$2 before t0 parts n first_at first_rows last_at
     before=$(applied_rows)
     t0=$(now)
-    "$BIN/bwctl" -c "$conf" --url "http://127.0.0.1:$PROXY" submit --in-flight 4 --job "bench-user-$(date +%s%N)" "$3" \
+    "$BIN/bwctl" -c "$conf" --url "http://127.0.0.1:$PROXY" submit --job "bench-user-$(date +%s%N)" "$3" \
         >/dev/null 2>>"$WORK/submit.log" || die "bwctl submit $3 failed (see $WORK/submit.log)"
     wait_rows "$before" "$rows" 600 >/dev/null
     read -r parts n first_at first_rows last_at < <(ledger_applied "$conf" "$t0")

@@ -51,6 +51,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+#include <yajl/yajl_parse.h>
 
 #include "auth.h"
 #include "buf.h"
@@ -158,8 +159,9 @@ static void draw_bar(const char *what, double frac, const char *stats, const cha
 static void progress(const char *what, double done, double total, double rate, const char *note, int final) {
     static int64_t last_us;
     static char last_note[128];
+    static int tty = -1; /* asked once: submit reports every line it reads */
     int64_t now = bw_now_us();
-    int tty = isatty(2);
+    if (tty < 0) tty = isatty(2);
     note = note ? note : "";
     if (!final && strcmp(note, last_note) == 0 && now - last_us < (tty ? 100000 : 2000000)) return;
     last_us = now;
@@ -175,13 +177,210 @@ static void progress(const char *what, double done, double total, double rate, c
 
 /* ---- submit ----------------------------------------------------------------------------- */
 
+/* Parts in flight at once by default: enough to keep a shard's pipeline busy while each
+ * part waits for its Kafka acknowledgement (docs/performance.md, hot-shard-bwctl). */
+#define SUBMIT_IN_FLIGHT_DEFAULT 8
 #define SUBMIT_IN_FLIGHT_MAX 16
+/* Ops a part by default: as many as bw-workload's protobuf requests, so that the proxy
+ * and Kafka pay for as few requests; a scheduled or dependent part is held whole in one
+ * Kafka record (kafka.message_max_bytes, 1 MB), which 1,000 ops of up to 900 bytes fit. */
+#define SUBMIT_BATCH_DEFAULT 5000
+#define SUBMIT_BATCH_HELD 1000
+
+/* The object keys of the parts in flight (queued or being sent): a part that shares one
+ * with them waits until they are answered, so two ops on one object never travel
+ * together and each shard gets them in the file's order. An op's key is a 64-bit hash
+ * of its object type and id (see op_key): a collision only holds a part back longer.
+ * Open addressing with linear probing, 0 = an empty slot; sized once for every op that
+ * can be in flight, so it never grows. No two parts in flight share a key, so a key is
+ * one part's, and a part's repeated key is added and removed as one. */
+typedef struct {
+    uint64_t *slot;
+    size_t mask;
+} keyset_t;
+
+static void keyset_init(keyset_t *ks, size_t keys) {
+    size_t cap = 16;
+    while (cap < 2 * keys) cap <<= 1;
+    ks->slot = calloc(cap, sizeof(uint64_t));
+    if (!ks->slot) abort();
+    ks->mask = cap - 1;
+}
+
+static size_t keyset_find(const keyset_t *ks, uint64_t k) {
+    size_t i = (size_t)(k ^ k >> 32) & ks->mask;
+    while (ks->slot[i] && ks->slot[i] != k) i = (i + 1) & ks->mask;
+    return i;
+}
+
+static int keyset_has(const keyset_t *ks, uint64_t k) { return ks->slot[keyset_find(ks, k)] != 0; }
+
+static void keyset_add(keyset_t *ks, uint64_t k) { ks->slot[keyset_find(ks, k)] = k; }
+
+/* Removes k, moving back the keys after it in its run so that every key stays reachable
+ * from its home slot (no tombstones). */
+static void keyset_del(keyset_t *ks, uint64_t k) {
+    size_t i = keyset_find(ks, k);
+    if (!ks->slot[i]) return;
+    for (size_t j = (i + 1) & ks->mask;; j = (j + 1) & ks->mask) {
+        uint64_t m = ks->slot[j];
+        if (!m) break;
+        size_t home = (size_t)(m ^ m >> 32) & ks->mask;
+        /* m may move to i unless its home lies cyclically in (i, j] */
+        if (((j - home) & ks->mask) >= ((j - i) & ks->mask)) {
+            ks->slot[i] = m;
+            i = j;
+        }
+    }
+    ks->slot[i] = 0;
+}
+
+/* FNV-1a over bytes, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+#define FNV_BASIS 0xcbf29ce484222325ULL
+
+/* An op's id as it came (a JSON number, or a string of its decimal digits), as a number;
+ * text that is no decimal id is hashed, so that the same text still names one object. */
+static uint64_t id_of_text(const unsigned char *p, size_t n) {
+    uint64_t id = 0;
+    size_t i = 0;
+    while (i < n && p[i] >= '0' && p[i] <= '9' && id <= (UINT64_MAX - 9) / 10) id = id * 10 + (uint64_t)(p[i++] - '0');
+    return i == n ? id : fnv1a(FNV_BASIS, p, n) | 1;
+}
+
+/* The key of the object an op names (type hashed, id), 0 for none: a create without an
+ * id gets a new one from its table, so nothing else in the file can name it. */
+static uint64_t op_key(uint64_t type_hash, uint64_t id) {
+    if (!id) return 0;
+    uint64_t h = type_hash ^ id * 0x9e3779b97f4a7c15ULL; /* splitmix64's finaliser */
+    h = (h ^ h >> 30) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ h >> 27) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h ? h : 1;
+}
+
+/* The key of a parsed op (a CSV row's). */
+static uint64_t op_key_json(json_t *op) {
+    const char *type = json_string_value(json_object_get(op, "object_type"));
+    const char *id = json_string_value(json_object_get(op, "id"));
+    uint64_t th = type ? fnv1a(FNV_BASIS, (const unsigned char *)type, strlen(type)) : FNV_BASIS;
+    return id ? op_key(th, id_of_text((const unsigned char *)id, strlen(id))) : 0;
+}
+
+/* ---- a JSON line, read without building it ---------------------------------------------- */
+
+/* A JSON-lines op is checked to be one JSON object or array (a line that is not is named
+ * and left out) and sent as it is; reading it needs only its top-level "object_type" and
+ * "id" (its key) and "replay_of" (a dead-letters file's first line). yajl's callbacks
+ * give them without a tree or a malloc per line: one handle reads every line, each a
+ * value of its own (yajl_allow_multiple_values), and is made anew only after a bad one. */
+typedef struct {
+    yajl_handle h;
+    int depth, values, members; /* nesting now; values begun at the top; top object's members */
+    int top_map;                /* the line is an object */
+    enum { M_OTHER, M_TYPE, M_ID, M_REPLAY } member; /* whose value comes next at depth 1 */
+    uint64_t type_hash, id;
+    int replay_seen;    /* a top-level "replay_of" string */
+    char replay_of[33]; /* its value when 32 characters long, else "" */
+    const char *refusal; /* why a callback stopped the parse */
+} jline_t;
+
+/* Every value passes here first: at the top only an object or array may begin, once. */
+static int jl_value(jline_t *jl, int container) {
+    if (jl->depth == 0) {
+        if (!container || jl->values++) return jl->refusal = "'[' or '{' expected, one value a line", 0;
+    }
+    return 1;
+}
+
+/* a scalar: kept when it is the value of a member we read */
+static int jl_scalar(jline_t *jl, const unsigned char *p, size_t n, int string) {
+    if (!jl_value(jl, 0)) return 0;
+    if (jl->depth == 1 && jl->top_map) {
+        if (jl->member == M_TYPE && string) jl->type_hash = fnv1a(FNV_BASIS, p, n);
+        else if (jl->member == M_ID) jl->id = id_of_text(p, n);
+        else if (jl->member == M_REPLAY && string) {
+            jl->replay_seen = 1;
+            if (n == 32) snprintf(jl->replay_of, sizeof(jl->replay_of), "%.*s", 32, (const char *)p);
+        }
+        jl->member = M_OTHER;
+    }
+    return 1;
+}
+
+static int jl_null(void *ud) { return jl_scalar(ud, NULL, 0, 0); }
+static int jl_bool(void *ud, int b) { return (void)b, jl_scalar(ud, NULL, 0, 0); }
+static int jl_number(void *ud, const char *p, size_t n) { return jl_scalar(ud, (const unsigned char *)p, n, 0); }
+static int jl_string(void *ud, const unsigned char *p, size_t n) { return jl_scalar(ud, p, n, 1); }
+
+static int jl_open(jline_t *jl, int map) {
+    if (!jl_value(jl, 1)) return 0;
+    if (jl->depth == 0) jl->top_map = map;
+    if (jl->depth == 1) jl->member = M_OTHER;
+    jl->depth++;
+    return 1;
+}
+static int jl_start_map(void *ud) { return jl_open(ud, 1); }
+static int jl_start_array(void *ud) { return jl_open(ud, 0); }
+static int jl_close(void *ud) { return ((jline_t *)ud)->depth--, 1; }
+
+static int jl_key(void *ud, const unsigned char *k, size_t n) {
+    jline_t *jl = ud;
+    if (jl->depth != 1) return 1;
+    jl->members++;
+    jl->member = n == 11 && !memcmp(k, "object_type", 11) ? M_TYPE : n == 2 && !memcmp(k, "id", 2) ? M_ID
+               : n == 9 && !memcmp(k, "replay_of", 9) ? M_REPLAY : M_OTHER;
+    return 1;
+}
+
+static const yajl_callbacks jl_callbacks = {
+    .yajl_null = jl_null, .yajl_boolean = jl_bool, .yajl_number = jl_number, .yajl_string = jl_string,
+    .yajl_start_map = jl_start_map, .yajl_map_key = jl_key, .yajl_end_map = jl_close,
+    .yajl_start_array = jl_start_array, .yajl_end_array = jl_close,
+};
+
+static void jline_open(jline_t *jl) {
+    jl->h = yajl_alloc(&jl_callbacks, NULL, jl);
+    if (!jl->h) abort();
+    yajl_config(jl->h, yajl_allow_multiple_values, 1);
+}
+
+/* Reads one line: 0 when it is one JSON object or array (its key in *key), else -1 with
+ * why in err. */
+static int jline_read(jline_t *jl, const char *line, size_t len, uint64_t *key, char *err, size_t esz) {
+    yajl_handle h = jl->h;
+    *jl = (jline_t){.h = h, .type_hash = FNV_BASIS};
+    yajl_status st = yajl_parse(h, (const unsigned char *)line, len);
+    if (st == yajl_status_ok) st = yajl_parse(h, (const unsigned char *)" ", 1); /* ends a number at the end */
+    if (st == yajl_status_ok && jl->values == 1 && jl->depth == 0) {
+        *key = jl->top_map ? op_key(jl->type_hash, jl->id) : 0;
+        return 0;
+    }
+    if (st == yajl_status_error) {
+        unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)line, len);
+        int n = (int)strcspn((const char *)e, "\n"); /* its first line: the rest repeats the input */
+        snprintf(err, esz, "malformed JSON: %.*s", n, (const char *)e);
+        yajl_free_error(h, e);
+    } else {
+        snprintf(err, esz, "malformed JSON: %s",
+                 jl->refusal ? jl->refusal : jl->values ? "the line ends inside a value" : "'[' or '{' expected");
+    }
+    yajl_free(h); /* what it holds of the bad line must not reach the next */
+    jline_open(jl);
+    return -1;
+}
+
+/* ---- submit ----------------------------------------------------------------------------- */
 
 typedef struct {
     size_t batch;
     char job[140];           /* the job's name: --job, or derived from the first request's ops */
     char job_id[33];         /* from the first reply */
     char replay_of[33];      /* the file's {"replay_of": JOB_ID} line (bwctl dead-letters), or "" */
+    const char *lane;        /* --lane NAME, or NULL: the default lane */
     const char *not_before;  /* --not-before: a UTC time, or NULL */
     char after[16][33];      /* --after: the job ids it runs after */
     int n_after;
@@ -190,31 +389,35 @@ typedef struct {
     long sent, accepted, rejected, requests, resent, skipped;
     long backlog_waits;      /* 429 answers */
     int64_t backlog_us;      /* time spent waiting them out */
+    long held_back;          /* parts that waited for an earlier part on one of their objects */
     long lineno, total_lines;
     int64_t t0;
     size_t n;                /* ops in the batch being filled */
     bw_buf_t raw;            /* their JSON, comma-separated: each input line as it came */
     json_t *ops;             /* the first part's ops, parsed, while the job's name is to derive */
-    long first_line;         /* input line of ops[0] */
     long *lines;             /* input line of each op in the batch */
+    uint64_t *keys;          /* the key of each op in the batch (op_key; 0: none) */
     int failed;
     /* parts after the first go out from `in_flight` sender threads at once, the last one
-     * alone once all before it are answered; mu guards the counters above and the queue */
+     * alone once all before it are answered; mu guards the counters above, the queue and
+     * the keys in flight */
     int in_flight;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct submit_part *queue; /* [in_flight]: parts built, not yet taken by a sender */
-    int q_head, q_len, busy, stop;
+    struct submit_part *queue; /* [in_flight]: parts handed over, not yet taken by a sender */
+    int q_head, q_len, busy, stop; /* q_len + busy <= in_flight */
+    keyset_t flying;           /* the keys of the queued and busy parts */
     pthread_t senders[SUBMIT_IN_FLIGHT_MAX];
     int n_senders;
 } submit_t;
 
-/* One part, built: its request body and its ops' input lines. */
+/* One part, built: its request body, its ops' input lines and keys. */
 typedef struct submit_part {
     long part;
     size_t n;
     char *body;
     long *lines;
+    uint64_t *keys;
 } submit_part_t;
 
 /* The submit bar: input lines read, ops sent per second; note says why it waits. */
@@ -300,7 +503,8 @@ static void resume_point(submit_t *sb) {
 
 /* Sends a built part until it has a final answer, and counts what the proxy said (any
  * thread). The first answer names the job: its id is printed, and the parts the proxy
- * already holds are asked for (the first part is sent alone, so no sender runs yet). */
+ * already holds are asked for (the first part is sent alone, so no sender runs yet).
+ * Once answered, the part's keys leave the flying set: parts held back for them may go. */
 static void send_part(submit_t *sb, submit_part_t *p) {
     bw_buf_t resp;
     bw_buf_init(&resp);
@@ -332,11 +536,14 @@ static void send_part(submit_t *sb, submit_part_t *p) {
         sb->rejected += (long)p->n;
         sb->failed = 1;
     }
+    for (size_t i = 0; p->keys && i < p->n; i++)
+        if (p->keys[i]) keyset_del(&sb->flying, p->keys[i]);
     pthread_mutex_unlock(&sb->mu);
     json_decref(r);
     bw_buf_free(&resp);
     free(p->body);
     free(p->lines);
+    free(p->keys);
 }
 
 /* A sender thread: parts from the queue, each sent to its final answer. */
@@ -350,36 +557,55 @@ static void *sender(void *arg) {
         sb->q_head = (sb->q_head + 1) % sb->in_flight;
         sb->q_len--;
         sb->busy++;
-        pthread_cond_broadcast(&sb->cv); /* room in the queue */
         pthread_mutex_unlock(&sb->mu);
         send_part(sb, &p);
         pthread_mutex_lock(&sb->mu);
         sb->busy--;
-        pthread_cond_broadcast(&sb->cv);
+        pthread_cond_broadcast(&sb->cv); /* room in flight, keys freed */
     }
     pthread_mutex_unlock(&sb->mu);
     return NULL;
 }
 
-/* Waits until every queued part is answered. @locks mu MUST be held */
+/* Waits until every part handed over is answered. @locks mu MUST be held */
 static void drain_parts(submit_t *sb) {
     while (sb->q_len || sb->busy) pthread_cond_wait(&sb->cv, &sb->mu);
 }
 
-/* Hands a part to the senders (started with the first), waiting while in_flight parts
- * are queued already. */
-static void queue_part(submit_t *sb, const submit_part_t *p) {
+/* The first of p's keys that a part in flight holds, from *from on (*from moves to it),
+ * or 0 when none does. @locks mu MUST be held */
+static uint64_t shared_key(submit_t *sb, const submit_part_t *p, size_t *from) {
+    for (; *from < p->n; (*from)++)
+        if (p->keys[*from] && keyset_has(&sb->flying, p->keys[*from])) return p->keys[*from];
+    return 0;
+}
+
+/* Hands a part to the senders (started with the first) once fewer than in_flight parts
+ * are in flight and none of them has an object of this part: until then it is held back
+ * (keys are checked from the first one held, as keys only ever leave the set meanwhile). */
+static void queue_part(submit_t *sb, submit_part_t *p) {
     pthread_mutex_lock(&sb->mu);
     while (sb->n_senders < sb->in_flight &&
            pthread_create(&sb->senders[sb->n_senders], NULL, sender, sb) == 0)
         sb->n_senders++;
-    if (!sb->n_senders) { /* no thread: sent here */
+    if (!sb->n_senders) { /* no thread: sent here, alone */
+        drain_parts(sb);
         pthread_mutex_unlock(&sb->mu);
-        submit_part_t own = *p;
-        send_part(sb, &own);
+        free(p->keys);
+        p->keys = NULL;
+        send_part(sb, p);
         return;
     }
-    while (sb->q_len == sb->in_flight) pthread_cond_wait(&sb->cv, &sb->mu);
+    size_t from = 0;
+    int held = 0;
+    for (;;) {
+        if (sb->q_len + sb->busy == sb->in_flight) pthread_cond_wait(&sb->cv, &sb->mu);
+        else if (shared_key(sb, p, &from)) held = 1, pthread_cond_wait(&sb->cv, &sb->mu);
+        else break;
+    }
+    sb->held_back += held;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->keys[i]) keyset_add(&sb->flying, p->keys[i]);
     sb->queue[(sb->q_head + sb->q_len) % sb->in_flight] = *p;
     sb->q_len++;
     pthread_cond_broadcast(&sb->cv);
@@ -397,32 +623,46 @@ static void stop_senders(submit_t *sb) {
     sb->n_senders = 0;
 }
 
+/* The job's name when --job gave none: resumable, as the same file gives the same name
+ * (and each part the same body); a replay's job, a scheduled or dependent job and a job
+ * in another lane each differ from the same ops sent otherwise. */
+static void derive_job_name(submit_t *sb) {
+    char *ops = json_dumps(sb->ops, JSON_COMPACT);
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    bw_buf_t named;
+    bw_buf_init(&named);
+    bw_buf_printf(&named, "%s%s", sb->replay_of, sb->not_before ? sb->not_before : "");
+    for (int i = 0; i < sb->n_after; i++) bw_buf_printf(&named, "%s", sb->after[i]);
+    if (sb->lane) bw_buf_printf(&named, "lane=%s;", sb->lane); /* nothing without: older names stay */
+    bw_buf_printf(&named, "%s", ops);
+    SHA256((const unsigned char *)named.data, named.len, d);
+    bw_buf_free(&named);
+    free(ops);
+    int k = snprintf(sb->job, sizeof(sb->job), "bwctl-");
+    for (int i = 0; i < 12; i++) k += snprintf(sb->job + k, sizeof(sb->job) - (size_t)k, "%02x", d[i]);
+}
+
+/* A string as JSON text, appended. */
+static void append_json_string(bw_buf_t *b, const char *s) {
+    json_t *v = json_string(s);
+    char *text = json_dumps(v, JSON_ENCODE_ANY);
+    if (!text) abort();
+    bw_buf_puts(b, text);
+    free(text);
+    json_decref(v);
+}
+
 /* Sends the batch as part `requests` of the job (the last one when `last`). A part below
  * the job's next_part is not sent: the proxy has all of it. The first part goes alone
  * (its answer names the job and where a resumed run goes on), the middle ones several at
- * once, the last one once every other part is answered, so that it seals a job whose
- * parts are all in. */
+ * once (queue_part: none with an object of a part still in flight), the last one once
+ * every other part is answered, so that it seals a job whose parts are all in. */
 static int flush_batch(submit_t *sb, int last) {
     size_t n = sb->n;
     if (!n) return 0;
     sb->n = 0;
     long part = sb->requests++;
-    if (!sb->job[0]) {
-        /* resumable: the same file gives the same name, and each part the same body (a
-         * replay's job also differs from every other job's replay of the same ops) */
-        char *ops = json_dumps(sb->ops, JSON_COMPACT);
-        unsigned char d[SHA256_DIGEST_LENGTH];
-        bw_buf_t named;
-        bw_buf_init(&named);
-        bw_buf_printf(&named, "%s%s", sb->replay_of, sb->not_before ? sb->not_before : ""); /* scheduled otherwise: */
-        for (int i = 0; i < sb->n_after; i++) bw_buf_printf(&named, "%s", sb->after[i]);  /* another job */
-        bw_buf_printf(&named, "%s", ops);
-        SHA256((const unsigned char *)named.data, named.len, d);
-        bw_buf_free(&named);
-        free(ops);
-        int k = snprintf(sb->job, sizeof(sb->job), "bwctl-");
-        for (int i = 0; i < 12; i++) k += snprintf(sb->job + k, sizeof(sb->job) - (size_t)k, "%02x", d[i]);
-    }
+    if (!sb->job[0]) derive_job_name(sb);
     pthread_mutex_lock(&sb->mu);
     int skip = part && part < sb->next_part;
     if (skip) {
@@ -437,25 +677,33 @@ static int flush_batch(submit_t *sb, int last) {
     }
     /* the ops as they came, not parsed and printed again: the same file gives the same
      * bodies, and the lines were checked (JSON) when read */
-    json_t *name = json_string(sb->job);
-    char *name_json = json_dumps(name, JSON_ENCODE_ANY);
-    json_decref(name);
     bw_buf_t body;
     bw_buf_init(&body);
-    bw_buf_printf(&body, "{\"job\":%s,\"job_part\":%ld,\"job_last\":%s", name_json, part, last ? "true" : "false");
-    free(name_json);
+    bw_buf_reserve(&body, sb->raw.len + 512);
+    bw_buf_puts(&body, "{\"job\":");
+    append_json_string(&body, sb->job);
+    bw_buf_printf(&body, ",\"job_part\":%ld,\"job_last\":%s", part, last ? "true" : "false");
+    if (sb->lane) {
+        bw_buf_puts(&body, ",\"lane\":");
+        append_json_string(&body, sb->lane);
+    }
     if (sb->replay_of[0]) bw_buf_printf(&body, ",\"replay_of\":\"%s\"", sb->replay_of);         /* 32 hex digits */
     if (sb->not_before) bw_buf_printf(&body, ",\"not_before\":\"%s\"", sb->not_before);      /* checked: a UTC time */
     for (int i = 0; i < sb->n_after; i++) bw_buf_printf(&body, "%s\"%s\"", i ? "," : ",\"after\":[", sb->after[i]);
-    bw_buf_printf(&body, "%s,\"ops\":[%.*s]}", sb->n_after ? "]" : "", (int)sb->raw.len, sb->raw.data ? sb->raw.data : "");
+    bw_buf_puts(&body, sb->n_after ? "],\"ops\":[" : ",\"ops\":[");
+    bw_buf_append(&body, sb->raw.data ? sb->raw.data : "", sb->raw.len); /* not through printf: 200 KB */
+    bw_buf_puts(&body, "]}");
     bw_buf_reset(&sb->raw);
-    submit_part_t p = {part, n, body.data, malloc(n * sizeof(long))};
-    if (!p.body || !p.lines) abort();
+    submit_part_t p = {part, n, body.data, malloc(n * sizeof(long)), malloc(n * sizeof(uint64_t))};
+    if (!p.body || !p.lines || !p.keys) abort();
     memcpy(p.lines, sb->lines, n * sizeof(long));
+    memcpy(p.keys, sb->keys, n * sizeof(uint64_t));
     if (part == 0 || last || sb->in_flight < 2) {
         pthread_mutex_lock(&sb->mu);
         drain_parts(sb);
         pthread_mutex_unlock(&sb->mu);
+        free(p.keys); /* alone in flight: nothing to hold back */
+        p.keys = NULL;
         send_part(sb, &p);
     } else {
         queue_part(sb, &p);
@@ -560,12 +808,15 @@ static json_t *csv_op(char **hdr, int nh, char **cell, int nc, char *err, size_t
     return op;
 }
 
+/* The file's lines, for the bar's total (a last line without its newline counts). */
 static long count_lines(FILE *f) {
+    static char chunk[1 << 16];
     long n = 0;
-    int ch, last = '\n';
-    while ((ch = getc(f)) != EOF) {
-        if (ch == '\n') n++;
-        last = ch;
+    size_t got;
+    char last = '\n';
+    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        for (const char *p = chunk, *end = chunk + got; (p = memchr(p, '\n', (size_t)(end - p))); p++) n++;
+        last = chunk[got - 1];
     }
     if (last != '\n') n++;
     rewind(f);
@@ -574,14 +825,16 @@ static long count_lines(FILE *f) {
 
 static int cmd_submit(int argc, char **argv) {
     static const char help[] =
-        "usage: bwctl submit [--format jsonl|csv] [--batch N] [--job NAME] [--retry-for S]\n"
+        "usage: bwctl submit [--format jsonl|csv] [--batch N] [--job NAME] [--lane NAME] [--retry-for S]\n"
         "                    [--not-before YYYY-MM-DDTHH:MM:SSZ] [--after JOB_ID]... [--in-flight K] FILE|-\n"
-        "Sends the ops in FILE to the proxy as one job, in requests (its parts) of N ops\n"
-        "(default 1000), printing the job's id on stdout once it is known and each rejected op\n"
-        "(with its input line) on stderr; the last part seals the job. --in-flight K (1 to 16,\n"
-        "default 1) sends K parts at once after the first, the last once all others are in:\n"
-        "faster, but parts on their way together may apply in any order, so use it only when no\n"
-        "object is in two parts (no create then update of one id); 1 keeps the file's order.\n"
+        "Sends the ops in FILE to the proxy as one job, in requests (its parts) of N ops (5000\n"
+        "by default; 1000 with --not-before or --after, as such a part is held whole in one\n"
+        "Kafka record), printing the job's id on stdout once it is known and each rejected op\n"
+        "(with its input line) on stderr; the last part seals the job. Up to K parts (1 to 16,\n"
+        "default 8) are on their way at once after the first, the last once all others are in;\n"
+        "a part with an object (object type and id) of a part still on its way waits until that\n"
+        "part is answered, so ops on one object apply in the file's order. --in-flight 1 sends\n"
+        "one part at a time. --lane NAME sends the job in that priority lane (config lanes).\n"
         "  jsonl: one op per line in the API's JSON encoding, e.g.\n"
         "         {\"op\":\"delete\",\"object_type\":\"pin\",\"id\":68719476737}\n"
         "  csv:   a header of op,object_type,id,shard_key and column names (name+= increments);\n"
@@ -601,17 +854,18 @@ static int cmd_submit(int argc, char **argv) {
         "shard's backlog is full) is resent after its Retry-After until it is taken, however\n"
         "long that is (not counted against S); the progress line shows the wait.\n"
         "Exit: 0 every op accepted; 1 some were not; 2 usage.\n";
-    /* one part at a time by default: two parts sent together reach a shard in either order */
-    submit_t sb = {.batch = 1000, .retry_s = 60, .in_flight = 1};
+    /* parts in flight together share no object (queue_part), so the file's order holds */
+    submit_t sb = {.retry_s = 60, .in_flight = SUBMIT_IN_FLIGHT_DEFAULT};
+    long batch = 0; /* --batch; 0: the default, known once the options are */
     int64_t secs;
     const char *format = NULL;
     static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
                                          {"job", required_argument, 0, 'j'}, {"retry-for", required_argument, 0, 'R'},
                                          {"not-before", required_argument, 0, 'T'}, {"after", required_argument, 0, 'A'},
-                                         {"in-flight", required_argument, 0, 'P'}, {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+                                         {"in-flight", required_argument, 0, 'P'}, {"lane", required_argument, 0, 'L'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "f:n:j:R:T:A:P:h", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, "f:n:j:R:T:A:P:L:h", opts, NULL)) != -1;) {
         if (o == 'f') format = optarg;
         else if (o == 'T' && bw_utc_time_parse(optarg, &secs))
             return fprintf(stderr, "bwctl: --not-before: a UTC time YYYY-MM-DDTHH:MM:SSZ, not \"%s\"\n", optarg), 2;
@@ -620,7 +874,8 @@ static int cmd_submit(int argc, char **argv) {
             return fprintf(stderr, "bwctl: --after: a job id (32 hex digits), not \"%s\"\n", optarg), 2;
         else if (o == 'A' && sb.n_after == 16) return fprintf(stderr, "bwctl: --after: at most 16 jobs\n"), 2;
         else if (o == 'A') snprintf(sb.after[sb.n_after++], 33, "%s", optarg);
-        else if (o == 'n') sb.batch = (size_t)atol(optarg);
+        else if (o == 'n' && atol(optarg) < 1) return fprintf(stderr, "bwctl: --batch: at least 1 op\n"), 2;
+        else if (o == 'n') batch = atol(optarg);
         else if (o == 'j') {
             if (!optarg[0] || strlen(optarg) > 128) return fprintf(stderr, "bwctl: --job: 1 to 128 bytes\n"), 2;
             snprintf(sb.job, sizeof(sb.job), "%s", optarg);
@@ -629,9 +884,13 @@ static int cmd_submit(int argc, char **argv) {
         else if (o == 'P' && (atoi(optarg) < 1 || atoi(optarg) > SUBMIT_IN_FLIGHT_MAX))
             return fprintf(stderr, "bwctl: --in-flight: 1 to %d parts\n", SUBMIT_IN_FLIGHT_MAX), 2;
         else if (o == 'P') sb.in_flight = atoi(optarg);
+        else if (o == 'L' && (!optarg[0] || strlen(optarg) > 64))
+            return fprintf(stderr, "bwctl: --lane: a lane's name, 1 to 64 bytes\n"), 2;
+        else if (o == 'L') sb.lane = optarg;
         else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
     }
-    if (optind != argc - 1 || sb.batch < 1) return fputs(help, stderr), 2;
+    if (optind != argc - 1) return fputs(help, stderr), 2;
+    sb.batch = batch ? (size_t)batch : sb.not_before || sb.n_after ? SUBMIT_BATCH_HELD : SUBMIT_BATCH_DEFAULT;
     const char *path = argv[optind];
     if (!format) {
         size_t l = strlen(path);
@@ -645,7 +904,12 @@ static int cmd_submit(int argc, char **argv) {
     sb.ops = json_array();
     bw_buf_init(&sb.raw);
     sb.lines = calloc(sb.batch, sizeof(long));
+    sb.keys = calloc(sb.batch, sizeof(uint64_t));
     sb.queue = calloc((size_t)sb.in_flight, sizeof(*sb.queue));
+    if (!sb.lines || !sb.keys || !sb.queue) abort();
+    keyset_init(&sb.flying, sb.in_flight < 2 ? 0 : (size_t)sb.in_flight * sb.batch); /* 1: never used */
+    jline_t jl;
+    jline_open(&jl);
     pthread_mutex_init(&sb.mu, NULL);
     pthread_cond_init(&sb.cv, NULL);
     char *line = NULL, *hdr_line = NULL;
@@ -660,42 +924,44 @@ static int cmd_submit(int argc, char **argv) {
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
         if (!len) continue;
         char err[512] = "";
-        json_t *op = NULL;
+        json_t *op = NULL; /* parsed: a CSV row, or a JSON line while the job's name is to derive */
+        uint64_t key = 0;
         if (csv && !nh) {
             hdr_line = strdup(line);
             if ((nh = csv_split(hdr_line, hdr, 256)) < 1) return fprintf(stderr, "bwctl: %s:1: bad CSV header\n", path), 1;
             continue;
         }
+        int ok;
         if (csv) {
             int nc = csv_split(line, cell, 256);
             if (nc < 0) snprintf(err, sizeof(err), "malformed CSV");
             else op = csv_op(hdr, nh, cell, nc, err, sizeof(err));
-        } else {
-            json_error_t je;
-            if (!(op = json_loadb(line, (size_t)len, JSON_ALLOW_NUL, &je))) /* a text value may hold NUL (\u0000) */
+            ok = op != NULL;
+            if (ok) key = op_key_json(op);
+        } else if ((ok = jline_read(&jl, line, (size_t)len, &key, err, sizeof(err)) == 0) && jl.replay_seen &&
+                   jl.members == 1) {
+            /* a dead-letters file's first line: the job it replays */
+            if (sb.requests || sb.n || sb.replay_of[0] || strspn(jl.replay_of, "0123456789abcdef") != 32) {
+                fprintf(stderr, "line %ld: {\"replay_of\": JOB_ID} is a file's first line, once, with a job id\n", lineno);
+                bad++;
+            } else {
+                snprintf(sb.replay_of, sizeof(sb.replay_of), "%s", jl.replay_of);
+            }
+            continue;
+        } else if (ok && !sb.job[0]) {
+            json_error_t je; /* a text value may hold NUL (\u0000) */
+            if (!(ok = (op = json_loadb(line, (size_t)len, JSON_ALLOW_NUL, &je)) != NULL))
                 snprintf(err, sizeof(err), "malformed JSON: %s", je.text);
         }
-        if (!op) {
+        if (!ok) {
             fprintf(stderr, "line %ld: %s\n", lineno, err);
             bad++;
             continue;
         }
-        /* a dead-letters file's first line: the job it replays */
-        json_t *replay = json_object_get(op, "replay_of");
-        if (!csv && json_is_string(replay) && json_object_size(op) == 1) {
-            if (sb.requests || sb.n || sb.replay_of[0] || strlen(json_string_value(replay)) != 32 ||
-                strspn(json_string_value(replay), "0123456789abcdef") != 32) {
-                fprintf(stderr, "line %ld: {\"replay_of\": JOB_ID} is a file's first line, once, with a job id\n", lineno);
-                bad++;
-            } else {
-                snprintf(sb.replay_of, sizeof(sb.replay_of), "%s", json_string_value(replay));
-            }
-            json_decref(op);
-            continue;
-        }
         /* a full batch goes once the next op shows it is not the last */
         if (sb.n == sb.batch) flush_batch(&sb, 0);
-        sb.lines[sb.n++] = lineno;
+        sb.lines[sb.n] = lineno;
+        sb.keys[sb.n++] = key;
         if (sb.n > 1) bw_buf_puts(&sb.raw, ",");
         if (csv) {
             char *text = json_dumps(op, JSON_COMPACT);
@@ -705,7 +971,7 @@ static int cmd_submit(int argc, char **argv) {
         } else {
             bw_buf_append(&sb.raw, line, (size_t)len);
         }
-        if (!sb.job[0]) json_array_append_new(sb.ops, op); /* the job's name derives from them */
+        if (op && !sb.job[0]) json_array_append_new(sb.ops, op); /* the job's name derives from them */
         else json_decref(op);
         pthread_mutex_lock(&sb.mu);
         submit_progress(&sb, NULL, 0);
@@ -717,13 +983,17 @@ static int cmd_submit(int argc, char **argv) {
     if (!sb.requests) fprintf(stderr, "bwctl: %s has no ops: no job\n", path), sb.failed = 1;
     else
         fprintf(stderr, "submit: job %s (\"%s\"): %ld parts, %ld ops sent, %ld accepted, %ld rejected, %ld unreadable "
-                        "lines, %ld parts held before (not sent), %ld resent requests, %ld backlog waits (%.1f s)\n",
+                        "lines, %ld parts held before (not sent), %ld resent requests, %ld backlog waits (%.1f s), "
+                        "%ld parts held back for an object in flight\n",
                 sb.job_id[0] ? sb.job_id : "(not known)", sb.job, sb.requests, sb.sent, sb.accepted, sb.rejected, bad,
-                sb.skipped, sb.resent, sb.backlog_waits, (double)sb.backlog_us / 1e6);
+                sb.skipped, sb.resent, sb.backlog_waits, (double)sb.backlog_us / 1e6, sb.held_back);
     free(line);
     free(hdr_line);
     free(sb.lines);
+    free(sb.keys);
     free(sb.queue);
+    free(sb.flying.slot);
+    yajl_free(jl.h);
     bw_buf_free(&sb.raw);
     pthread_mutex_destroy(&sb.mu);
     pthread_cond_destroy(&sb.cv);
@@ -746,6 +1016,47 @@ static json_t *get_job(const char *id, char *err, size_t esz, long *status) {
     return j;
 }
 
+/* What holds the job's pending ops back, from its shards' "waits" ({"for": …, "detail":
+ * "shard 3 paused by alice: reindex"}, on a shard only while it holds them): a line per
+ * distinct detail with its count of shards, the most shards first, at most WAITS_LINES,
+ * then how many shards wait otherwise; "" when none waits. */
+#define WAITS_LINES 3
+typedef struct {
+    const char *detail;
+    long shards;
+} wait_line_t;
+
+static void waits_text(json_t *job, bw_buf_t *out) {
+    wait_line_t seen[64];
+    int n = 0;
+    long other = 0; /* shards past the 64 distinct details kept */
+    size_t i;
+    json_t *s;
+    bw_buf_reset(out);
+    json_array_foreach(json_object_get(job, "shards"), i, s) {
+        json_t *w = json_object_get(s, "waits");
+        if (!json_is_object(w)) continue;
+        const char *d = jstr(w, "detail")[0] ? jstr(w, "detail") : jstr(w, "for");
+        int k = 0;
+        while (k < n && strcmp(seen[k].detail, d)) k++;
+        if (k < n) seen[k].shards++;
+        else if (n < 64) seen[n++] = (wait_line_t){d, 1};
+        else other++;
+    }
+    for (int line = 0; line < n; line++) {
+        int top = line; /* the next most shards, ties in the order the shards came */
+        for (int k = line + 1; k < n; k++)
+            if (seen[k].shards > seen[top].shards) top = k;
+        wait_line_t t = seen[top];
+        memmove(&seen[line + 1], &seen[line], (size_t)(top - line) * sizeof(seen[0]));
+        seen[line] = t;
+        if (line < WAITS_LINES)
+            bw_buf_printf(out, "  %ld shard%s waiting: %s\n", t.shards, t.shards == 1 ? "" : "s", t.detail);
+        else other += t.shards;
+    }
+    if (other) bw_buf_printf(out, "  %ld more shard%s waiting for other reasons\n", other, other == 1 ? "" : "s");
+}
+
 static int cmd_job(int argc, char **argv) {
     if (argc != 2 || argv[1][0] == '-')
         return fputs("usage: bwctl job JOB_ID\nPrints the job's status as JSON (GET /v1/jobs/JOB_ID).\n",
@@ -757,6 +1068,11 @@ static int cmd_job(int argc, char **argv) {
     char *s = json_dumps(j, JSON_INDENT(2));
     puts(s);
     free(s);
+    bw_buf_t waits; /* stdout is the status as it came; what holds it back, readable, on stderr */
+    bw_buf_init(&waits);
+    waits_text(j, &waits);
+    if (waits.len) fprintf(stderr, "job %s (lane %s) is held back:\n%s", argv[1], jstr(j, "lane"), waits.data);
+    bw_buf_free(&waits);
     json_decref(j);
     return 0;
 }
@@ -768,7 +1084,8 @@ static int cmd_watch(int argc, char **argv) {
         "usage: bwctl watch [--interval S] [--timeout S] JOB_ID\n"
         "Follows the job until nothing is pending: a progress bar with rate and ETA on stderr,\n"
         "then the counts and a sample of failed ops; a scheduled or dependent job's line says\n"
-        "what its held ops wait for.\n"
+        "what its held ops wait for, and while shards hold the job's ops back (paused,\n"
+        "throttled, a full backlog, …) a line per reason says so, with its count of shards.\n"
         "A named job (bwctl submit) is finished once sealed (its last part sent) and applied.\n"
         "Exit: 0 finished, nothing failed; 1 finished with failed or cancelled ops (or the job\n"
         "is unknown);\n"
@@ -787,11 +1104,19 @@ static int cmd_watch(int argc, char **argv) {
     const char *id = argv[optind];
     int64_t t0 = bw_now_us(), deadline = timeout > 0 ? t0 + (int64_t)timeout * 1000000 : INT64_MAX;
     long first_done = -1;
-    for (;;) {
+    bw_buf_t waits, shown; /* what holds the job back now, and as last printed */
+    bw_buf_init(&waits);
+    bw_buf_init(&shown);
+    int rc = -1;
+    while (rc < 0) {
         char err[512];
         long status;
         json_t *j = get_job(id, err, sizeof(err), &status);
-        if (!j) return fprintf(stderr, "bwctl: %s\n", err), 1;
+        if (!j) {
+            fprintf(stderr, "bwctl: %s\n", err);
+            rc = 1;
+            break;
+        }
         long submitted = jint(j, "submitted"), done = jint(j, "applied") + jint(j, "failed");
         if (first_done < 0) first_done = done;
         double secs = (double)(bw_now_us() - t0) / 1e6;
@@ -804,10 +1129,18 @@ static int cmd_watch(int argc, char **argv) {
         else if (jstr(j, "waiting")[0]) snprintf(note, sizeof(note), "%s", jstr(j, "waiting"));
         else if (json_is_false(json_object_get(j, "sealed")))
             snprintf(note, sizeof(note), "%ld parts in, not sealed yet", jint(j, "parts"));
+        waits_text(j, &waits);
+        if (strcmp(waits.data ? waits.data : "", shown.data ? shown.data : "")) { /* printed as it changes */
+            if (isatty(2)) fputs("\r\033[K", stderr); /* above the bar, which is drawn again below */
+            fprintf(stderr, "job %s (lane %s) %s", id, jstr(j, "lane"), waits.len ? "is held back:\n" : "is held back no more\n");
+            fputs(waits.data ? waits.data : "", stderr);
+            bw_buf_reset(&shown);
+            bw_buf_append(&shown, waits.data ? waits.data : "", waits.len);
+        }
         progress("watch", (double)done, (double)submitted, rate, note, finished);
         if (finished) {
-            fprintf(stderr, "job %s: %ld submitted, %ld applied, %ld failed, %ld cancelled, %ld rejected at submission\n",
-                    id, submitted, jint(j, "applied"), jint(j, "failed"), cancelled, jint(j, "rejected"));
+            fprintf(stderr, "job %s (lane %s): %ld submitted, %ld applied, %ld failed, %ld cancelled, %ld rejected at submission\n",
+                    id, jstr(j, "lane"), submitted, jint(j, "applied"), jint(j, "failed"), cancelled, jint(j, "rejected"));
             size_t i;
             json_t *fo;
             json_array_foreach(json_object_get(j, "failures"), i, fo)
@@ -818,17 +1151,17 @@ static int cmd_watch(int argc, char **argv) {
                         json_is_true(json_object_get(fo, "finished")) ? "finished, " : "",
                         jint(fo, "applied"), jint(fo, "failed"),
                         json_is_true(json_object_get(fo, "was_cancelled")) ? ", cancelled" : "");
-            int rc = jint(j, "failed") || cancelled ? 1 : 0;
-            json_decref(j);
-            return rc;
+            rc = jint(j, "failed") || cancelled ? 1 : 0;
+        } else if (bw_now_us() >= deadline) {
+            fprintf(stderr, "bwctl: job %s not finished after %d s\n", id, timeout);
+            rc = 3;
         }
         json_decref(j);
-        if (bw_now_us() >= deadline) {
-            fprintf(stderr, "bwctl: job %s not finished after %d s\n", id, timeout);
-            return 3;
-        }
-        usleep((useconds_t)(interval * 1e6));
+        if (rc < 0) usleep((useconds_t)(interval * 1e6));
     }
+    bw_buf_free(&waits);
+    bw_buf_free(&shown);
+    return rc;
 }
 
 /* bwctl dead-letters: every failed op of a job, page by page (GET /v1/jobs/{id}/failures),

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# bwctl as a client team runs it (docs/jobs.md): `bwctl submit` sends parts in flight by
+# default yet keeps each object's ops in the file's order; --lane puts the job in a lane;
+# watch and job show the lane, and the shards' "waits" when the status has them.
+#
+#   test/tiers/bwctl.sh embedded|kafka
+#
+# 1. Order: $NGROUPS + 1 groups of $GROUP pins spread over every shard, in parts of
+#    2 x $GROUP ops: part p creates group p and updates group p - 1 (order_file), so
+#    every pin's create and update are in adjacent parts,
+#    which the default sends together unless it holds the second back. Every pin must
+#    end with the update's title: compared row by row with MariaDB. Run $ROUNDS times,
+#    each as a new job on new pins. (Sent with the hold-back switched off, the same file
+#    left some pins with the create's title: checked by hand, not here, as it is chance.)
+# 2. Lanes "urgent" and "bulk": --lane urgent lands the job there (GET /v1/jobs/{id},
+#    bwctl job, bwctl watch), the same file in another lane is another job, an unknown
+#    lane is refused.
+# 3. watch and job against a status with shards' "waits" (served by node from a file, as
+#    the proxy's field may come later): a line per distinct reason with its count of
+#    shards, at most three; and with no "waits" (the live job above) no such line.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+MODE=${1:?usage: test/tiers/bwctl.sh embedded|kafka}
+. test/lib.sh
+NGROUPS=${BW_ORDER_GROUPS:-240} GROUP=5 ROUNDS=${BW_ORDER_ROUNDS:-3}
+
+bw_stack_conf() { # no rate limit (lib.sh limits shard $HOT); two lanes besides the default
+    "$BIN/bwctl" config-set "$1" 'shards.rate_overrides=( )' \
+        'lanes=( { name = "urgent"; weight = 4; }, { name = "bulk"; weight = 1; } )' || exit 1
+}
+bw_stack_start bwctl "$MODE"
+start_consumer $C1
+BWCTL=("$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$PROXY")
+sql() { # sql PORT QUERY: the rows, tab-separated
+    mariadb -h127.0.0.1 -P"$1" -uroot -N -e "$2"
+}
+
+# ---- 1. each object's ops in the file's order, parts in flight -------------------------------
+
+# order_file ROUND: the JSON lines, and the pins' expected "id<TAB>title" in $WORK/order-ROUND.want.
+# Groups 0 to N of $GROUP pins; part 0 creates groups 0 and N, part p (1 to N - 1) creates
+# group p and updates group p - 1, part N updates groups N - 1 and N.
+order_file() {
+    awk -v n="$NGROUPS" -v g="$GROUP" -v round="$1" -v want="$WORK/order-$1.want" '
+    function pin(k) { return (k % 8) * 2^46 + 2^36 + 30000000 + round * 100000 + k } # shard k % 8
+    function create(grp,  k) {
+        for (k = grp * g; k < (grp + 1) * g; k++)
+            printf "{\"op\":\"create\",\"object_type\":\"pin\",\"id\":%.0f,\"shard_key\":\"%.0f\",\"fields\":{\"owner_id\":%.0f,\"title\":\"created\"}}\n", pin(k), pin(k), pin(k)
+    }
+    function update(grp,  k) {
+        for (k = grp * g; k < (grp + 1) * g; k++) {
+            printf "{\"op\":\"update\",\"object_type\":\"pin\",\"id\":\"%.0f\",\"fields\":{\"title\":\"updated %d\"}}\n", pin(k), k
+            printf "%.0f\tupdated %d\n", pin(k), k >>want
+        }
+    }
+    BEGIN {
+        create(0); create(n)
+        for (p = 1; p < n; p++) { create(p); update(p - 1) }
+        update(n - 1); update(n)
+    }'
+}
+# the round's pins as MariaDB has them, every shard of both servers
+order_rows() {
+    local lo=$((30000000 + $1 * 100000)) hi=$((30000000 + $1 * 100000 + 99999)) s port
+    for s in 0 1 2 3 4 5 6 7; do
+        port=$DB_A
+        [ $s -ge 4 ] && port=$DB_B
+        sql $port "SELECT id, title FROM db0000$s.pins WHERE (id & 68719476735) BETWEEN $lo AND $hi"
+    done | sort
+}
+order_round() {
+    local r=$1 job
+    order_file "$r" >"$WORK/order-$r.jsonl"
+    sort -o "$WORK/order-$r.want" "$WORK/order-$r.want"
+    "${BWCTL[@]}" submit --batch $((2 * GROUP)) --job "order-$r" "$WORK/order-$r.jsonl" \
+        >"$WORK/order-$r.out" 2>"$WORK/order-$r.err" || { tail -3 "$WORK/order-$r.err"; return 1; }
+    tail -n 1 "$WORK/order-$r.err"
+    job=$(head -n 1 "$WORK/order-$r.out")
+    # the default sent parts together and held some back: else this round proved nothing
+    grep -Eq "\\): $((NGROUPS + 1)) parts, $((2 * (NGROUPS + 1) * GROUP)) ops sent, .*, [1-9][0-9]* parts held back" \
+        "$WORK/order-$r.err" || return 1
+    "${BWCTL[@]}" watch --timeout 120 "$job" 2>"$WORK/order-$r.watch" || { cat "$WORK/order-$r.watch"; return 1; }
+    order_rows "$r" >"$WORK/order-$r.got"
+    diff "$WORK/order-$r.want" "$WORK/order-$r.got" >"$WORK/order-$r.diff" ||
+        { echo "$(grep -c '^>' "$WORK/order-$r.diff") pins differ:"; head -5 "$WORK/order-$r.diff"; return 1; }
+}
+for r in $(seq 1 "$ROUNDS"); do
+    check "bwctl submit, defaults: $(((NGROUPS + 1) * GROUP)) pins over 8 shards, each created in one part and updated in the next ($((NGROUPS + 1)) parts), round $r: every pin holds the update" \
+        order_round "$r"
+done
+no_waits_line() { ! grep -q 'held back' "$WORK/order-1.watch" && grep -q '(lane default): ' "$WORK/order-1.watch"; }
+check "bwctl watch of a job no shard holds back names its lane and prints no reason" no_waits_line
+in_flight_usage() { # (a grep -q on a pipe would cut the help short: pipefail)
+    "${BWCTL[@]}" submit --in-flight 17 "$WORK/order-1.jsonl" >/dev/null 2>"$WORK/usage.err"
+    [ $? = 2 ] && grep -q -- '--in-flight: 1 to 16 parts' "$WORK/usage.err" &&
+        "${BWCTL[@]}" submit --help >"$WORK/usage.out" && grep -q -- '--in-flight 1 sends' "$WORK/usage.out"
+}
+check "--in-flight takes 1 to 16 (usage otherwise), and the help says what it does" in_flight_usage
+
+# ---- 2. --lane ---------------------------------------------------------------------------------
+
+lo=$(( (1 << 36) | 31000000 ))
+for k in 0 1 2; do
+    printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"title":"urgent"}}\n' $((lo + k))
+done >"$WORK/lane.jsonl"
+lane_job() {
+    "${BWCTL[@]}" submit --lane urgent "$WORK/lane.jsonl" >"$WORK/lane.out" 2>"$WORK/lane.err" || { cat "$WORK/lane.err"; return 1; }
+    curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$(cat "$WORK/lane.out")" | tee "$WORK/lane.json" | jq -e '.lane == "urgent"' >/dev/null &&
+        "${BWCTL[@]}" job "$(cat "$WORK/lane.out")" 2>/dev/null | jq -e '.lane == "urgent"' >/dev/null &&
+        "${BWCTL[@]}" watch --timeout 60 "$(cat "$WORK/lane.out")" 2>&1 | grep -q '(lane urgent): 3 submitted, 3 applied' &&
+        [ "$(sql $DB_A "SELECT COUNT(*) FROM db00000.pins WHERE id BETWEEN $lo AND $((lo + 2)) AND title = 'urgent'")" = 3 ]
+}
+check "bwctl submit --lane urgent: the job is in the urgent lane (GET /v1/jobs/{id}, bwctl job, bwctl watch), its 3 pins applied" lane_job
+other_lane() { # the lane is part of the derived name: another job, not a 409 for another lane
+    "${BWCTL[@]}" submit --lane bulk "$WORK/lane.jsonl" >"$WORK/lane-bulk.out" 2>"$WORK/lane-bulk.err" || return 1
+    [ "$(cat "$WORK/lane-bulk.out")" != "$(cat "$WORK/lane.out")" ] &&
+        curl -sf "http://127.0.0.1:$PROXY/v1/jobs/$(cat "$WORK/lane-bulk.out")" | jq -e '.lane == "bulk"' >/dev/null
+}
+check "the same file with --lane bulk is another job, in the bulk lane" other_lane
+bad_lane() {
+    "${BWCTL[@]}" submit --lane nosuch "$WORK/lane.jsonl" >/dev/null 2>"$WORK/nosuch.err"
+    [ $? = 1 ] && grep -q 'unknown lane' "$WORK/nosuch.err"
+}
+check "bwctl submit --lane nosuch: refused, naming the unknown lane (exit 1)" bad_lane
+
+# ---- 3. the shards' "waits" in watch and job ---------------------------------------------------
+
+FAKE=$((PROXY + 90))
+waits_id=0123456789abcdef0123456789abcdef
+cat >"$WORK/waits.json" <<JSON
+{"job_id": "$waits_id", "lane": "bulk", "submitted": 700, "applied": 100, "failed": 0, "pending": 600,
+ "finished": false, "sealed": true,
+ "shards": [{"shard": 0, "pending": 100, "waits": {"for": "paused", "detail": "shard 0 paused by alice: reindex"}},
+            {"shard": 1, "pending": 100, "waits": {"for": "error", "detail": "server mysql-a is down"}},
+            {"shard": 2, "pending": 100, "waits": {"for": "error", "detail": "server mysql-a is down"}},
+            {"shard": 3, "pending": 100},
+            {"shard": 4, "pending": 100, "waits": {"for": "throttled", "detail": "shard 4 throttled"}},
+            {"shard": 5, "pending": 100, "waits": {"for": "held", "detail": "held until 2026-12-08T02:00:00Z"}},
+            {"shard": 6, "pending": 0, "applied": 100}]}
+JSON
+node -e 'const fs = require("fs"); require("http").createServer((q, r) => {
+    r.writeHead(200, {"Content-Type": "application/json"}); r.end(fs.readFileSync(process.argv[1])); }).listen(+process.argv[2], "127.0.0.1")' \
+    "$WORK/waits.json" $FAKE >"$WORK/node.log" 2>&1 &
+pids+=($!)
+wait_for 20 curl -sf "http://127.0.0.1:$FAKE/v1/jobs/$waits_id"
+waits_shown() {
+    "$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$FAKE" watch --timeout 1 "$waits_id" 2>"$WORK/waits-watch.err"
+    [ $? = 3 ] || return 1
+    cat "$WORK/waits-watch.err"
+    grep -qx "job $waits_id (lane bulk) is held back:" "$WORK/waits-watch.err" &&
+        grep -qx '  2 shards waiting: server mysql-a is down' "$WORK/waits-watch.err" &&
+        grep -qx '  1 shard waiting: shard 0 paused by alice: reindex' "$WORK/waits-watch.err" &&
+        grep -qx '  1 shard waiting: shard 4 throttled' "$WORK/waits-watch.err" &&
+        grep -qx '  1 more shard waiting for other reasons' "$WORK/waits-watch.err" &&
+        [ "$(grep -c 'held back:' "$WORK/waits-watch.err")" = 1 ] # printed once while it does not change
+}
+check "bwctl watch: a line per reason shards hold the job back, most shards first, at most 3, then the rest counted" waits_shown
+job_waits() {
+    "$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$FAKE" job "$waits_id" >"$WORK/waits-job.out" 2>"$WORK/waits-job.err" &&
+        jq -e '.shards[0].waits.for == "paused"' "$WORK/waits-job.out" >/dev/null &&
+        grep -qx '  2 shards waiting: server mysql-a is down' "$WORK/waits-job.err" &&
+        ! grep -q waiting "$WORK/waits-job.out"
+}
+check "bwctl job: the status as JSON on stdout, the same reasons on stderr" job_waits
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
