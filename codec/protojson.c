@@ -165,8 +165,9 @@ static int integer_of(reader_t *r, json_t *v, int is_signed, int64_t min, uint64
         const char *t = json_string_value(v);
         char *end;
         errno = 0;
+        if (!isdigit((unsigned char)*t) && (!is_signed || *t != '-'))
+            return fail(r, "\"%s\" is not an integer in range", t); /* strto*: no spaces, no sign to wrap */
         if (is_signed) s = strtoll(t, &end, 10), u = (uint64_t)s;
-        else if (*t == '-') return fail(r, "%s", "a negative number for an unsigned field");
         else u = strtoull(t, &end, 10), s = (int64_t)u;
         if (!*t || *end || errno) return fail(r, "\"%s\" is not an integer in range", t);
     } else {
@@ -262,48 +263,56 @@ static const ProtobufCFieldDescriptor *field_named(const ProtobufCMessageDescrip
     return NULL;
 }
 
+/* One field's value (not null) into m. */
+static int decode_field(reader_t *r, const ProtobufCFieldDescriptor *f, json_t *v, ProtobufCMessage *m) {
+    char *base = (char *)m;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+        if (!json_is_array(v)) return fail(r, "%s", "expected an array");
+        size_t n = json_array_size(v), es = element_size(f->type);
+        char *arr = calloc(n ? n : 1, es);
+        if (!arr) abort();
+        *(void **)(base + f->offset) = arr;
+        size_t *count = (size_t *)(base + f->quantifier_offset);
+        for (size_t k = 0; k < n; k++) {
+            if (scalar_of(r, f, json_array_get(v, k), arr + k * es)) return -1;
+            *count = k + 1; /* what is freed on failure */
+        }
+        return 0;
+    }
+    if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+        uint32_t *c = (uint32_t *)(base + f->quantifier_offset);
+        if (*c) return fail(r, "%s", "a second member of a oneof");
+        if (scalar_of(r, f, v, base + f->offset)) return -1;
+        *c = f->id;
+        return 0;
+    }
+    if (scalar_of(r, f, v, base + f->offset)) return -1;
+    if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset)
+        *(protobuf_c_boolean *)(base + f->quantifier_offset) = 1;
+    return 0;
+}
+
 /* Decodes o into m, already initialized; on failure m holds what was read (freed by the caller). */
 static int decode_into(reader_t *r, const ProtobufCMessageDescriptor *d, json_t *o, ProtobufCMessage *m) {
     const char *key;
     json_t *v;
     size_t path_len = strlen(r->path);
+    uint8_t *seen = calloc(d->n_fields ? d->n_fields : 1, 1); /* "jobPart" and "job_part" are one field */
+    if (!seen) abort();
+    int ret = 0;
     json_object_foreach(o, key, v) {
         snprintf(r->path + path_len, sizeof(r->path) - path_len, "%s%s", path_len ? "." : "", key);
         const ProtobufCFieldDescriptor *f = field_named(d, key);
         if (!f) continue; /* a newer client's field: skipped, as protobuf skips an unknown number */
-        if (json_is_null(v)) continue; /* the default */
-        /* "jobPart" and "job_part" are one field: its value once */
-        if (f->label == PROTOBUF_C_LABEL_REPEATED ? *(size_t *)((char *)m + f->quantifier_offset) != 0
-            : (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) ? *(uint32_t *)((char *)m + f->quantifier_offset) == f->id
-                                                       : !is_default(f, (char *)m + f->offset))
-            return fail(r, "%s", "given twice (by its JSON name and its proto name)");
-        char *base = (char *)m;
-        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-            if (!json_is_array(v)) return fail(r, "%s", "expected an array");
-            size_t n = json_array_size(v), es = element_size(f->type);
-            char *arr = calloc(n ? n : 1, es);
-            if (!arr) abort();
-            *(void **)(base + f->offset) = arr;
-            size_t *count = (size_t *)(base + f->quantifier_offset);
-            for (size_t k = 0; k < n; k++) {
-                if (scalar_of(r, f, json_array_get(v, k), arr + k * es)) return -1;
-                *count = k + 1; /* what is freed on failure */
-            }
-            continue;
+        if (seen[f - d->fields]++) {
+            ret = fail(r, "%s", "given twice (by its JSON name and its proto name)");
+            break;
         }
-        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
-            uint32_t *c = (uint32_t *)(base + f->quantifier_offset);
-            if (*c) return fail(r, "%s", "a second member of a oneof");
-            if (scalar_of(r, f, v, base + f->offset)) return -1;
-            *c = f->id;
-            continue;
-        }
-        if (scalar_of(r, f, v, base + f->offset)) return -1;
-        if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset)
-            *(protobuf_c_boolean *)(base + f->quantifier_offset) = 1;
+        if (!json_is_null(v) && (ret = decode_field(r, f, v, m))) break; /* null: the default */
     }
-    r->path[path_len] = '\0';
-    return 0;
+    free(seen);
+    if (!ret) r->path[path_len] = '\0';
+    return ret;
 }
 
 static ProtobufCMessage *decode_message(reader_t *r, const ProtobufCMessageDescriptor *d, json_t *o) {

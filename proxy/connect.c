@@ -46,7 +46,9 @@ static enum MHD_Result connect_error(struct MHD_Connection *c, unsigned status, 
                                      const char *detail_type, const void *detail, size_t detail_len,
                                      const char *header, const char *value) {
     unsigned http;
-    json_t *e = json_pack("{s:s, s:s}", "code", code_of(status, &http), "message", message);
+    const char *code = code_of(status, &http);
+    json_t *e = json_pack("{s:s, s:s}", "code", code, "message", message);
+    if (!e) e = json_pack("{s:s, s:s}", "code", code, "message", "(the message was not valid UTF-8)");
     if (detail_type) {
         char *b64 = bw_base64(detail, detail_len);
         for (size_t n = strlen(b64); n && b64[n - 1] == '='; n--) b64[n - 1] = '\0'; /* the protocol's: no padding */

@@ -185,6 +185,7 @@ static void progress(const char *what, double done, double total, double rate, c
  * and Kafka pay for as few requests; a scheduled or dependent part is held whole in one
  * Kafka record (kafka.message_max_bytes, 1 MB), which 1,000 ops of up to 900 bytes fit. */
 #define SUBMIT_BATCH_DEFAULT 5000
+#define SUBMIT_NAME_OPS 1000 /* a derived job name hashes the file's first ops: so many */
 #define SUBMIT_BATCH_HELD 1000
 
 /* The object keys of the parts in flight (queued or being sent): a part that shares one
@@ -314,7 +315,13 @@ static int jl_scalar(jline_t *jl, const unsigned char *p, size_t n, int string) 
 static int jl_null(void *ud) { return jl_scalar(ud, NULL, 0, 0); }
 static int jl_bool(void *ud, int b) { return (void)b, jl_scalar(ud, NULL, 0, 0); }
 static int jl_number(void *ud, const char *p, size_t n) { return jl_scalar(ud, (const unsigned char *)p, n, 0); }
-static int jl_string(void *ud, const unsigned char *p, size_t n) { return jl_scalar(ud, p, n, 1); }
+/* text as the proxy takes it (request_json.c): UTF-8 by bw_utf8_valid, which refuses what
+ * yajl lets by (overlong forms, encoded surrogates): a line it would refuse is refused
+ * here alone, not with its whole part */
+static int jl_string(void *ud, const unsigned char *p, size_t n) {
+    if (!bw_utf8_valid(p, n)) return ((jline_t *)ud)->refusal = "text that is not valid UTF-8", 0;
+    return jl_scalar(ud, p, n, 1);
+}
 
 static int jl_open(jline_t *jl, int map) {
     if (!jl_value(jl, 1)) return 0;
@@ -329,6 +336,8 @@ static int jl_close(void *ud) { return ((jline_t *)ud)->depth--, 1; }
 
 static int jl_key(void *ud, const unsigned char *k, size_t n) {
     jline_t *jl = ud;
+    if (memchr(k, 0, n)) return jl->refusal = "a NUL in a member's name", 0;
+    if (!bw_utf8_valid(k, n)) return jl->refusal = "a member's name that is not valid UTF-8", 0;
     if (jl->depth != 1) return 1;
     jl->members++;
     jl->member = n == 11 && !memcmp(k, "object_type", 11) ? M_TYPE : n == 2 && !memcmp(k, "id", 2) ? M_ID
@@ -398,6 +407,10 @@ typedef struct {
     long *lines;             /* input line of each op in the batch */
     uint64_t *keys;          /* the key of each op in the batch (op_key; 0: none) */
     int failed;
+    /* a part the proxy did not take (an HTTP error after the retries): no later part is
+     * sent, so that none overtakes one of its ops; a run of the same command resumes */
+    int halted;
+    long not_sent; /* ops of the parts not sent for it */
     /* parts after the first go out from `in_flight` sender threads at once, the last one
      * alone once all before it are answered; mu guards the counters above, the queue and
      * the keys in flight */
@@ -535,6 +548,7 @@ static void send_part(submit_t *sb, submit_part_t *p) {
                 p->lines[p->n - 1], p->part, status, error_text(&resp, e, sizeof(e)));
         sb->rejected += (long)p->n;
         sb->failed = 1;
+        sb->halted = 1;
     }
     for (size_t i = 0; p->keys && i < p->n; i++)
         if (p->keys[i]) keyset_del(&sb->flying, p->keys[i]);
@@ -583,6 +597,16 @@ static uint64_t shared_key(submit_t *sb, const submit_part_t *p, size_t *from) {
 /* Hands a part to the senders (started with the first) once fewer than in_flight parts
  * are in flight and none of them has an object of this part: until then it is held back
  * (keys are checked from the first one held, as keys only ever leave the set meanwhile). */
+/* With mu held: 1 when parts are no longer sent (halted), p dropped and counted. */
+static int dropped(submit_t *sb, submit_part_t *p) {
+    if (!sb->halted) return 0;
+    sb->not_sent += (long)p->n;
+    free(p->body);
+    free(p->lines);
+    free(p->keys);
+    return 1;
+}
+
 static void queue_part(submit_t *sb, submit_part_t *p) {
     pthread_mutex_lock(&sb->mu);
     while (sb->n_senders < sb->in_flight &&
@@ -590,6 +614,7 @@ static void queue_part(submit_t *sb, submit_part_t *p) {
         sb->n_senders++;
     if (!sb->n_senders) { /* no thread: sent here, alone */
         drain_parts(sb);
+        if (dropped(sb, p)) return (void)pthread_mutex_unlock(&sb->mu);
         pthread_mutex_unlock(&sb->mu);
         free(p->keys);
         p->keys = NULL;
@@ -599,6 +624,7 @@ static void queue_part(submit_t *sb, submit_part_t *p) {
     size_t from = 0;
     int held = 0;
     for (;;) {
+        if (dropped(sb, p)) return (void)pthread_mutex_unlock(&sb->mu);
         if (sb->q_len + sb->busy == sb->in_flight) pthread_cond_wait(&sb->cv, &sb->mu);
         else if (shared_key(sb, p, &from)) held = 1, pthread_cond_wait(&sb->cv, &sb->mu);
         else break;
@@ -625,7 +651,10 @@ static void stop_senders(submit_t *sb) {
 
 /* The job's name when --job gave none: resumable, as the same file gives the same name
  * (and each part the same body); a replay's job, a scheduled or dependent job and a job
- * in another lane each differ from the same ops sent otherwise. */
+ * in another lane each differ from the same ops sent otherwise. It hashes the file's
+ * first SUBMIT_NAME_OPS ops (fewer when the first part is smaller), not the first part:
+ * the part size's default changed (1,000, then 5,000), and a job an older bwctl began
+ * must keep its name, or a resumed run would send every op again as another job. */
 static void derive_job_name(submit_t *sb) {
     char *ops = json_dumps(sb->ops, JSON_COMPACT);
     unsigned char d[SHA256_DIGEST_LENGTH];
@@ -701,7 +730,9 @@ static int flush_batch(submit_t *sb, int last) {
     if (part == 0 || last || sb->in_flight < 2) {
         pthread_mutex_lock(&sb->mu);
         drain_parts(sb);
+        int gone = dropped(sb, &p);
         pthread_mutex_unlock(&sb->mu);
+        if (gone) return 0;
         free(p.keys); /* alone in flight: nothing to hold back */
         p.keys = NULL;
         send_part(sb, &p);
@@ -920,7 +951,9 @@ static int cmd_submit(int argc, char **argv) {
     int nh = 0;
     sb.t0 = bw_now_us();
     while ((len = getline(&line, &cap, f)) >= 0) {
+        pthread_mutex_lock(&sb.mu); /* the senders read it for their progress lines */
         long lineno = ++sb.lineno;
+        pthread_mutex_unlock(&sb.mu);
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
         if (!len) continue;
         char err[512] = "";
@@ -948,7 +981,7 @@ static int cmd_submit(int argc, char **argv) {
                 snprintf(sb.replay_of, sizeof(sb.replay_of), "%s", jl.replay_of);
             }
             continue;
-        } else if (ok && !sb.job[0]) {
+        } else if (ok && !sb.job[0] && json_array_size(sb.ops) < SUBMIT_NAME_OPS) {
             json_error_t je; /* a text value may hold NUL (\u0000) */
             if (!(ok = (op = json_loadb(line, (size_t)len, JSON_ALLOW_NUL, &je)) != NULL))
                 snprintf(err, sizeof(err), "malformed JSON: %s", je.text);
@@ -971,7 +1004,8 @@ static int cmd_submit(int argc, char **argv) {
         } else {
             bw_buf_append(&sb.raw, line, (size_t)len);
         }
-        if (op && !sb.job[0]) json_array_append_new(sb.ops, op); /* the job's name derives from them */
+        if (op && !sb.job[0] && json_array_size(sb.ops) < SUBMIT_NAME_OPS)
+            json_array_append_new(sb.ops, op); /* the job's name derives from them */
         else json_decref(op);
         pthread_mutex_lock(&sb.mu);
         submit_progress(&sb, NULL, 0);
@@ -980,6 +1014,9 @@ static int cmd_submit(int argc, char **argv) {
     flush_batch(&sb, 1);
     stop_senders(&sb);
     submit_progress(&sb, NULL, 1);
+    if (sb.not_sent)
+        fprintf(stderr, "bwctl: %ld ops of the parts after the one not taken were not sent, so that none overtakes "
+                        "one of its ops: run the same command again to resume\n", sb.not_sent);
     if (!sb.requests) fprintf(stderr, "bwctl: %s has no ops: no job\n", path), sb.failed = 1;
     else
         fprintf(stderr, "submit: job %s (\"%s\"): %ld parts, %ld ops sent, %ld accepted, %ld rejected, %ld unreadable "

@@ -15,9 +15,15 @@
 # 2. Lanes "urgent" and "bulk": --lane urgent lands the job there (GET /v1/jobs/{id},
 #    bwctl job, bwctl watch), the same file in another lane is another job, an unknown
 #    lane is refused.
-# 3. watch and job against a status with shards' "waits" (served by node from a file, as
-#    the proxy's field may come later): a line per distinct reason with its count of
-#    shards, at most three; and with no "waits" (the live job above) no such line.
+# 3. watch and job against a status with shards' "waits" (served by node from a file):
+#    a line per distinct reason with its count of shards, at most three; and with no
+#    "waits" (the live job above) no such line.
+# 4. A part the proxy does not take (a fake proxy answers 409 to part 2): no later part is
+#    sent, so none overtakes its ops; bwctl says so and exits 1.
+# 5. A line whose text is not valid UTF-8 as the proxy reads it (an overlong form) is
+#    refused alone, the others sent; a job's derived name does not depend on --batch (a
+#    run with the default part size after one with --batch 1000 is the same job, refused
+#    409 for a part 0 of another size, not sent again as another job).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODE=${1:?usage: test/tiers/bwctl.sh embedded|kafka}
@@ -130,12 +136,12 @@ waits_id=0123456789abcdef0123456789abcdef
 cat >"$WORK/waits.json" <<JSON
 {"job_id": "$waits_id", "lane": "bulk", "submitted": 700, "applied": 100, "failed": 0, "pending": 600,
  "finished": false, "sealed": true,
- "shards": [{"shard": 0, "pending": 100, "waits": {"for": "paused", "detail": "shard 0 paused by alice: reindex"}},
-            {"shard": 1, "pending": 100, "waits": {"for": "error", "detail": "server mysql-a is down"}},
-            {"shard": 2, "pending": 100, "waits": {"for": "error", "detail": "server mysql-a is down"}},
+ "shards": [{"shard": 0, "pending": 100, "waits": {"kind": "paused", "detail": "shard 0 paused by alice: reindex"}},
+            {"shard": 1, "pending": 100, "waits": {"kind": "error", "detail": "server mysql-a is down"}},
+            {"shard": 2, "pending": 100, "waits": {"kind": "error", "detail": "server mysql-a is down"}},
             {"shard": 3, "pending": 100},
-            {"shard": 4, "pending": 100, "waits": {"for": "throttled", "detail": "shard 4 throttled"}},
-            {"shard": 5, "pending": 100, "waits": {"for": "held", "detail": "held until 2026-12-08T02:00:00Z"}},
+            {"shard": 4, "pending": 100, "waits": {"kind": "throttled", "detail": "shard 4 throttled"}},
+            {"shard": 5, "pending": 100, "waits": {"kind": "held", "detail": "held until 2026-12-08T02:00:00Z"}},
             {"shard": 6, "pending": 0, "applied": 100}]}
 JSON
 node -e 'const fs = require("fs"); require("http").createServer((q, r) => {
@@ -157,11 +163,65 @@ waits_shown() {
 check "bwctl watch: a line per reason shards hold the job back, most shards first, at most 3, then the rest counted" waits_shown
 job_waits() {
     "$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$FAKE" job "$waits_id" >"$WORK/waits-job.out" 2>"$WORK/waits-job.err" &&
-        jq -e '.shards[0].waits.for == "paused"' "$WORK/waits-job.out" >/dev/null &&
+        jq -e '.shards[0].waits.kind == "paused"' "$WORK/waits-job.out" >/dev/null &&
         grep -qx '  2 shards waiting: server mysql-a is down' "$WORK/waits-job.err" &&
         ! grep -q waiting "$WORK/waits-job.out"
 }
 check "bwctl job: the status as JSON on stdout, the same reasons on stderr" job_waits
+
+# ---- 4. a part not taken stops the parts after it ------------------------------------------------
+
+HALT=$((PROXY + 91))
+node -e 'const fs = require("fs"); require("http").createServer((q, r) => {
+    let body = ""; q.on("data", c => body += c); q.on("end", () => {
+        r.setHeader("Content-Type", "application/json");
+        if (q.method === "GET") return r.end(JSON.stringify({job_id: "ab".repeat(16), next_part: 1, parts: 1}));
+        const b = JSON.parse(body);
+        fs.appendFileSync(process.argv[1], b.job_part + "\n");
+        if (b.job_part === 2) { r.statusCode = 409; return r.end(JSON.stringify({error: "part 2 refused by the test"})); }
+        r.statusCode = 202; r.end(JSON.stringify({job_id: "ab".repeat(16), accepted: b.ops.length, rejected: []}));
+    }); }).listen(+process.argv[2], "127.0.0.1")' "$WORK/halt-parts.log" $HALT >"$WORK/halt-node.log" 2>&1 &
+pids+=($!)
+wait_for 20 curl -sf "http://127.0.0.1:$HALT/v1/jobs/x"
+halted() { # 8 parts of 5 pins, each part updating the pins the part before created
+    local p k
+    for p in 0 1 2 3 4 5 6 7; do for k in 1 2 3 4 5; do
+        echo "{\"op\":\"create\",\"object_type\":\"pin\",\"id\":$((68719476736 + 40000000 + p * 10 + k)),\"shard_key\":\"42\",\"fields\":{\"owner_id\":42}}"
+        [ $p = 0 ] || echo "{\"op\":\"update\",\"object_type\":\"pin\",\"id\":$((68719476736 + 40000000 + (p - 1) * 10 + k)),\"fields\":{\"title\":\"u\"}}"
+    done; done >"$WORK/halt.jsonl"
+    : >"$WORK/halt-parts.log"
+    "$BIN/bwctl" -c "$CONF" --url "http://127.0.0.1:$HALT" submit --batch 10 --job halt "$WORK/halt.jsonl" \
+        >"$WORK/halt.out" 2>"$WORK/halt.err"
+    local rc=$?
+    cat "$WORK/halt.err"
+    [ $rc != 0 ] && grep -q "were not sent, so that none overtakes one of its ops: run the same command again" "$WORK/halt.err" &&
+        [ "$(sort -n "$WORK/halt-parts.log" | tr '\n' ' ')" = "0 1 2 " ]
+}
+check "a part not taken (409 for part 2): the parts after it, each sharing pins with the one before, are not sent; bwctl says so, exit 1" halted
+
+# ---- 5. a line the proxy would refuse, refused alone; a derived name whatever --batch ----------
+
+names() {
+    { printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"title":"ok"}}\n' $((68719476736 + 41000001))
+      printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"title":"bad \xc0\x80"}}\n' $((68719476736 + 41000002))
+      for k in $(seq 3 1500); do
+          printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"title":"ok"}}\n' $((68719476736 + 41000000 + k))
+      done; } >"$WORK/names.jsonl"
+    "${BWCTL[@]}" submit --batch 1000 "$WORK/names.jsonl" >"$WORK/names-1.out" 2>"$WORK/names-1.err"
+    grep -q "^line 2: malformed JSON: text that is not valid UTF-8" "$WORK/names-1.err" &&
+        grep -q ", 1499 accepted, 0 rejected, 1 unreadable lines," "$WORK/names-1.err" || { cat "$WORK/names-1.err"; return 1; }
+    "${BWCTL[@]}" submit "$WORK/names.jsonl" >"$WORK/names-2.out" 2>"$WORK/names-2.err" && { echo "the second run took it"; return 1; }
+    cat "$WORK/names-2.err"
+    local n1 n2 # the derived name, from each run's summary
+    n1=$(sed -n 's/^submit: job .* ("\(bwctl-[0-9a-f]*\)").*/\1/p' "$WORK/names-1.err")
+    n2=$(sed -n 's/^submit: job .* ("\(bwctl-[0-9a-f]*\)").*/\1/p' "$WORK/names-2.err")
+    [ -n "$n1" ] && [ "$n1" = "$n2" ] && grep -q "HTTP 409" "$WORK/names-2.err"
+}
+check "a line of invalid UTF-8 is refused alone; the same file with the default part size is the same job (409), not sent again" names
+names_once() {
+    [ "$(sql $DB_A "SELECT COUNT(*) FROM db00000.pins WHERE id BETWEEN $((68719476736 + 41000001)) AND $((68719476736 + 41001500))")" = 1499 ]
+}
+check "... its 1,499 pins applied once" wait_for 60 names_once
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

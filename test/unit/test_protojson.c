@@ -83,6 +83,10 @@ START_TEST(errors_name_the_field)
         {"{\"jobPart\": 4294967296}", "jobPart: out of range"},
         {"{\"notBeforeMs\": \"12x\"}", "notBeforeMs: \"12x\" is not an integer in range"},
         {"{\"job_part\": 1, \"jobPart\": 2}", "given twice"},
+        {"{\"requestId\": \"\", \"request_id\": \"r1\"}", "request_id: given twice"}, /* the first at its default */
+        {"{\"after\": [], \"after\": [\"x\"]}", "malformed JSON"},                    /* jansson: a duplicate key */
+        {"{\"ops\": [{\"id\": \" -1\"}]}", "ops.id: \" -1\" is not an integer in range"}, /* not wrapped to 2^64-1 */
+        {"{\"ops\": [{\"id\": \"-1\"}]}", "ops.id: \"-1\" is not an integer in range"},
         {"{\"ops\": [{\"fields\": [{\"value\": {\"intValue\": 1, \"boolValue\": true}}]}]}", "a second member of a oneof"},
         {"{\"ops\": [{\"fields\": [{\"value\": {\"bytesValue\": \"!!\"}}]}]}", "not base64"},
         {"{\"ops\": {}}", "ops: expected an array"},
