@@ -47,6 +47,18 @@ typedef struct {
 /* The fault of an op of a request the JSON decoder returned, or NULL. */
 const char *bw_json_op_fault(const Bulkwrite__V1__Op *op);
 
+/* A reader of ops one at a time, each a JSON text of its own (a line of a JSON-lines
+ * file), by the JSON decoder's rules and into the same structs: bwctl submit reads a file
+ * with it and sends protobuf. @locality one thread a reader. */
+typedef struct bw_json_ops_reader bw_json_ops_reader_t;
+bw_json_ops_reader_t *bw_json_ops_reader_new(void);
+void bw_json_ops_reader_free(bw_json_ops_reader_t *r);
+
+/* The op that text holds (its structs from a), or NULL with err saying why it cannot be
+ * read. An op the JSON decoder marks with a fault (bw_json_op_fault) is returned. */
+Bulkwrite__V1__Op *bw_json_op_read(bw_json_ops_reader_t *r, bw_arena_t *a, const char *text, size_t len, char *err,
+                                   size_t esz);
+
 /* Decodes a request body of either encoding, refusing a request of more than max_ops ops
  * while it is decoded, before the ops' structs are built (protobuf: counted on the wire
  * first; JSON: the parse stops at op max_ops + 1), with *too_many set (the proxy answers

@@ -71,6 +71,7 @@ typedef struct {
     char *err; /* what is wrong, when a callback stops the parse */
     size_t esz;
     int malformed; /* err is a syntax-level fault: reported as malformed JSON with its position */
+    size_t one_value; /* bw_json_op_read: 1, one op a text (0: any number) */
 } json_ctx_t;
 
 typedef struct {
@@ -409,6 +410,7 @@ static int j_start_map(void *ctx) {
     case X_ROOT: x->expect = X_TOP_KEY; return 1;
     case X_OP_ITEM: {
         Bulkwrite__V1__BatchWriteRequest *req = x->req;
+        if (x->one_value && req->n_ops == x->one_value) JMALFORMED("one op a line");
         if (req->n_ops == x->max_ops) {
             x->too_many = 1;
             JFAIL("the request has more than %zu ops; proxy.max_ops is %zu", x->max_ops, x->max_ops);
@@ -680,4 +682,92 @@ Bulkwrite__V1__BatchWriteRequest *bw_request_decode_json(const void *body, size_
     if (req && !req->ops) req->ops = bw_arena_alloc(a, sizeof(*req->ops));
     *too_many = !req && x.too_many;
     return req;
+}
+
+/* ---- ops one at a time (a JSON-lines file) -------------------------------------------- */
+
+struct bw_json_ops_reader {
+    yajl_handle h; /* reads every text, each a value of its own; made anew after a bad one */
+    json_ctx_t x;
+    Bulkwrite__V1__BatchWriteRequest one; /* the op's request while it is read */
+    Bulkwrite__V1__Op *slot[2];
+    char err[512];
+};
+
+static void ops_reader_open(bw_json_ops_reader_t *r) {
+    if (!(r->h = yajl_alloc(&json_callbacks, NULL, &r->x))) abort();
+    yajl_config(r->h, yajl_dont_validate_strings, 1);
+    yajl_config(r->h, yajl_allow_multiple_values, 1);
+}
+
+bw_json_ops_reader_t *bw_json_ops_reader_new(void) {
+    bw_json_ops_reader_t *r = calloc(1, sizeof(*r));
+    if (!r) abort();
+    r->x.top = bw_schema_request();
+    r->x.ops = bw_schema_op();
+    r->x.req = &r->one;
+    r->x.max_ops = SIZE_MAX;
+    r->x.one_value = 1;
+    r->x.err = r->err;
+    r->x.esz = sizeof(r->err);
+    ops_reader_open(r);
+    return r;
+}
+
+void bw_json_ops_reader_free(bw_json_ops_reader_t *r) {
+    if (!r) return;
+    yajl_free(r->h);
+    free(r);
+}
+
+/* The decoder's message about an op, without the "ops[N]" it has in a request. */
+static void ops_reader_error(const char *msg, char *err, size_t esz) {
+    if (strncmp(msg, "ops[", 4) == 0 && strchr(msg, ']')) {
+        msg = strchr(msg, ']') + 1;
+        if (*msg == '.' || *msg == ':') msg++;
+        while (*msg == ' ') msg++;
+    }
+    snprintf(err, esz, "%s", msg);
+}
+
+/* "malformed JSON at column C: what" for a fault at byte offset `at` of an op's text: a
+ * line of its own, so the column is the place. */
+static void op_malformed(size_t at, const char *what, char *err, size_t esz) {
+    snprintf(err, esz, "malformed JSON at column %zu: %s", at + 1, what);
+}
+
+Bulkwrite__V1__Op *bw_json_op_read(bw_json_ops_reader_t *r, bw_arena_t *a, const char *text, size_t len, char *err,
+                                   size_t esz) {
+    json_ctx_t *x = &r->x;
+    r->one.n_ops = 0;
+    r->one.ops = r->slot;
+    x->ops_cap = 1; /* one_value refuses a second op before it would grow */
+    x->a = a;
+    x->fields_cap = x->names_cap = 0; /* their lists were in another text's arena */
+    x->expect = X_OP_ITEM;
+    x->malformed = 0;
+    r->err[0] = '\0';
+    yajl_status st = yajl_parse(r->h, (const unsigned char *)text, len);
+    if (st == yajl_status_ok) st = yajl_parse(r->h, (const unsigned char *)" ", 1); /* ends a number at the end */
+    size_t lone = json_lone_surrogate(text, len);
+    if (st == yajl_status_ok && x->expect == X_OP_ITEM && r->one.n_ops == 1 && lone == len) return r->slot[0];
+    if (st == yajl_status_client_canceled) {
+        if (x->malformed) op_malformed(yajl_get_bytes_consumed(r->h), r->err, err, esz);
+        else ops_reader_error(r->err, err, esz);
+    } else if (st == yajl_status_error) {
+        unsigned char *e = yajl_get_error(r->h, 0, (const unsigned char *)text, len);
+        char what[256];
+        snprintf(what, sizeof(what), "%s", e ? (const char *)e : "not JSON");
+        what[strcspn(what, "\n")] = '\0';
+        if (e) yajl_free_error(r->h, e);
+        op_malformed(yajl_get_bytes_consumed(r->h), what, err, esz);
+    } else if (lone < len) {
+        op_malformed(lone, "a \\u escape of a high surrogate without its low surrogate", err, esz);
+    } else {
+        snprintf(err, esz, "%s", r->one.n_ops ? "malformed JSON: the text ends inside the op"
+                                              : "malformed JSON: an op ('{') expected");
+    }
+    yajl_free(r->h); /* what it holds of a bad text must not reach the next */
+    ops_reader_open(r);
+    return NULL;
 }

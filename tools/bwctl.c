@@ -51,8 +51,8 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
-#include <yajl/yajl_parse.h>
 
+#include "arena.h"
 #include "auth.h"
 #include "buf.h"
 #include "config.h"
@@ -60,8 +60,10 @@
 #include "endpoints.h"
 #include "consumer_metrics.h"
 #include "metrics.h"
+#include "protojson.h"
 #include "proxy_metrics.h"
 #include "ratelimit.h"
+#include "request_decode.h"
 #include "tls.h"
 #include "token.h"
 #include "utf8.h"
@@ -78,15 +80,19 @@ static size_t collect(char *p, size_t sz, size_t n, void *ud) {
     return sz * n;
 }
 
-/* method GET (body NULL) or POST (JSON body). Returns the HTTP status, or -1 with the
- * transport error in resp; resp gets the body (NUL-terminated), *retry_after_s (when not
- * NULL) the Retry-After header's seconds, 0 without one. */
-static long http(const char *method, const char *path, const char *body, bw_buf_t *resp, long *retry_after_s) {
+/* method GET (body NULL) or another with a body of len bytes of type ctype. Returns the
+ * HTTP status, or -1 with the transport error in resp; resp gets the body
+ * (NUL-terminated), *retry_after_s (when not NULL) the Retry-After header's seconds, 0
+ * without one. */
+static long http_body(const char *method, const char *path, const char *ctype, const void *body, size_t len,
+                      bw_buf_t *resp, long *retry_after_s) {
     CURL *c = curl_easy_init();
     bw_buf_t url; /* never cut: a cut query would ask for something else */
     bw_buf_init(&url);
     bw_buf_printf(&url, "%s%s", base_url, path);
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    char content_type[64];
+    snprintf(content_type, sizeof(content_type), "Content-Type: %s", ctype);
+    struct curl_slist *h = curl_slist_append(NULL, content_type);
     h = curl_slist_append(h, "Expect:");
     if (auth_header) h = curl_slist_append(h, auth_header);
     bw_buf_reset(resp);
@@ -98,8 +104,12 @@ static long http(const char *method, const char *path, const char *body, bw_buf_
     if (tls_cacert) curl_easy_setopt(c, CURLOPT_CAINFO, tls_cacert);
     if (tls_cert) curl_easy_setopt(c, CURLOPT_SSLCERT, tls_cert);
     if (tls_key) curl_easy_setopt(c, CURLOPT_SSLKEY, tls_key);
-    if (strcmp(method, "POST") == 0) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
-    else if (strcmp(method, "GET")) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+    } else if (strcmp(method, "GET")) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    }
     CURLcode rc = curl_easy_perform(c);
     long status = -1;
     curl_off_t retry_after = 0;
@@ -116,6 +126,11 @@ static long http(const char *method, const char *path, const char *body, bw_buf_
     curl_easy_cleanup(c);
     bw_buf_free(&url);
     return status;
+}
+
+/* The same with a JSON body (a string, or NULL). */
+static long http(const char *method, const char *path, const char *body, bw_buf_t *resp, long *retry_after_s) {
+    return http_body(method, path, "application/json", body, body ? strlen(body) : 0, resp, retry_after_s);
 }
 
 /* The "error" of a JSON error body, or the body itself. */
@@ -243,15 +258,6 @@ static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n) {
 }
 #define FNV_BASIS 0xcbf29ce484222325ULL
 
-/* An op's id as it came (a JSON number, or a string of its decimal digits), as a number;
- * text that is no decimal id is hashed, so that the same text still names one object. */
-static uint64_t id_of_text(const unsigned char *p, size_t n) {
-    uint64_t id = 0;
-    size_t i = 0;
-    while (i < n && p[i] >= '0' && p[i] <= '9' && id <= (UINT64_MAX - 9) / 10) id = id * 10 + (uint64_t)(p[i++] - '0');
-    return i == n ? id : fnv1a(FNV_BASIS, p, n) | 1;
-}
-
 /* The key of the object an op names (type hashed, id), 0 for none: a create without an
  * id gets a new one from its table, so nothing else in the file can name it. */
 static uint64_t op_key(uint64_t type_hash, uint64_t id) {
@@ -263,123 +269,21 @@ static uint64_t op_key(uint64_t type_hash, uint64_t id) {
     return h ? h : 1;
 }
 
-/* The key of a parsed op (a CSV row's). */
-static uint64_t op_key_json(json_t *op) {
-    const char *type = json_string_value(json_object_get(op, "object_type"));
-    const char *id = json_string_value(json_object_get(op, "id"));
-    uint64_t th = type ? fnv1a(FNV_BASIS, (const unsigned char *)type, strlen(type)) : FNV_BASIS;
-    return id ? op_key(th, id_of_text((const unsigned char *)id, strlen(id))) : 0;
+/* The key of an op read (bw_json_op_read). */
+static uint64_t op_key_of(const Bulkwrite__V1__Op *op) {
+    const char *type = op->object_type ? op->object_type : "";
+    return op_key(fnv1a(FNV_BASIS, (const unsigned char *)type, strlen(type)), op->id);
 }
 
-/* ---- a JSON line, read without building it ---------------------------------------------- */
-
-/* A JSON-lines op is checked to be one JSON object or array (a line that is not is named
- * and left out) and sent as it is; reading it needs only its top-level "object_type" and
- * "id" (its key) and "replay_of" (a dead-letters file's first line). yajl's callbacks
- * give them without a tree or a malloc per line: one handle reads every line, each a
- * value of its own (yajl_allow_multiple_values), and is made anew only after a bad one. */
-typedef struct {
-    yajl_handle h;
-    int depth, values, members; /* nesting now; values begun at the top; top object's members */
-    int top_map;                /* the line is an object */
-    enum { M_OTHER, M_TYPE, M_ID, M_REPLAY } member; /* whose value comes next at depth 1 */
-    uint64_t type_hash, id;
-    int replay_seen;    /* a top-level "replay_of" string */
-    char replay_of[33]; /* its value when 32 characters long, else "" */
-    const char *refusal; /* why a callback stopped the parse */
-} jline_t;
-
-/* Every value passes here first: at the top only an object or array may begin, once. */
-static int jl_value(jline_t *jl, int container) {
-    if (jl->depth == 0) {
-        if (!container || jl->values++) return jl->refusal = "'[' or '{' expected, one value a line", 0;
-    }
-    return 1;
-}
-
-/* a scalar: kept when it is the value of a member we read */
-static int jl_scalar(jline_t *jl, const unsigned char *p, size_t n, int string) {
-    if (!jl_value(jl, 0)) return 0;
-    if (jl->depth == 1 && jl->top_map) {
-        if (jl->member == M_TYPE && string) jl->type_hash = fnv1a(FNV_BASIS, p, n);
-        else if (jl->member == M_ID) jl->id = id_of_text(p, n);
-        else if (jl->member == M_REPLAY && string) {
-            jl->replay_seen = 1;
-            if (n == 32) snprintf(jl->replay_of, sizeof(jl->replay_of), "%.*s", 32, (const char *)p);
-        }
-        jl->member = M_OTHER;
-    }
-    return 1;
-}
-
-static int jl_null(void *ud) { return jl_scalar(ud, NULL, 0, 0); }
-static int jl_bool(void *ud, int b) { return (void)b, jl_scalar(ud, NULL, 0, 0); }
-static int jl_number(void *ud, const char *p, size_t n) { return jl_scalar(ud, (const unsigned char *)p, n, 0); }
-/* text as the proxy takes it (request_json.c): UTF-8 by bw_utf8_valid, which refuses what
- * yajl lets by (overlong forms, encoded surrogates): a line it would refuse is refused
- * here alone, not with its whole part */
-static int jl_string(void *ud, const unsigned char *p, size_t n) {
-    if (!bw_utf8_valid(p, n)) return ((jline_t *)ud)->refusal = "text that is not valid UTF-8", 0;
-    return jl_scalar(ud, p, n, 1);
-}
-
-static int jl_open(jline_t *jl, int map) {
-    if (!jl_value(jl, 1)) return 0;
-    if (jl->depth == 0) jl->top_map = map;
-    if (jl->depth == 1) jl->member = M_OTHER;
-    jl->depth++;
-    return 1;
-}
-static int jl_start_map(void *ud) { return jl_open(ud, 1); }
-static int jl_start_array(void *ud) { return jl_open(ud, 0); }
-static int jl_close(void *ud) { return ((jline_t *)ud)->depth--, 1; }
-
-static int jl_key(void *ud, const unsigned char *k, size_t n) {
-    jline_t *jl = ud;
-    if (memchr(k, 0, n)) return jl->refusal = "a NUL in a member's name", 0;
-    if (!bw_utf8_valid(k, n)) return jl->refusal = "a member's name that is not valid UTF-8", 0;
-    if (jl->depth != 1) return 1;
-    jl->members++;
-    jl->member = n == 11 && !memcmp(k, "object_type", 11) ? M_TYPE : n == 2 && !memcmp(k, "id", 2) ? M_ID
-               : n == 9 && !memcmp(k, "replay_of", 9) ? M_REPLAY : M_OTHER;
-    return 1;
-}
-
-static const yajl_callbacks jl_callbacks = {
-    .yajl_null = jl_null, .yajl_boolean = jl_bool, .yajl_number = jl_number, .yajl_string = jl_string,
-    .yajl_start_map = jl_start_map, .yajl_map_key = jl_key, .yajl_end_map = jl_close,
-    .yajl_start_array = jl_start_array, .yajl_end_array = jl_close,
-};
-
-static void jline_open(jline_t *jl) {
-    jl->h = yajl_alloc(&jl_callbacks, NULL, jl);
-    if (!jl->h) abort();
-    yajl_config(jl->h, yajl_allow_multiple_values, 1);
-}
-
-/* Reads one line: 0 when it is one JSON object or array (its key in *key), else -1 with
- * why in err. */
-static int jline_read(jline_t *jl, const char *line, size_t len, uint64_t *key, char *err, size_t esz) {
-    yajl_handle h = jl->h;
-    *jl = (jline_t){.h = h, .type_hash = FNV_BASIS};
-    yajl_status st = yajl_parse(h, (const unsigned char *)line, len);
-    if (st == yajl_status_ok) st = yajl_parse(h, (const unsigned char *)" ", 1); /* ends a number at the end */
-    if (st == yajl_status_ok && jl->values == 1 && jl->depth == 0) {
-        *key = jl->top_map ? op_key(jl->type_hash, jl->id) : 0;
-        return 0;
-    }
-    if (st == yajl_status_error) {
-        unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)line, len);
-        int n = (int)strcspn((const char *)e, "\n"); /* its first line: the rest repeats the input */
-        snprintf(err, esz, "malformed JSON: %.*s", n, (const char *)e);
-        yajl_free_error(h, e);
-    } else {
-        snprintf(err, esz, "malformed JSON: %s",
-                 jl->refusal ? jl->refusal : jl->values ? "the line ends inside a value" : "'[' or '{' expected");
-    }
-    yajl_free(h); /* what it holds of the bad line must not reach the next */
-    jline_open(jl);
-    return -1;
+/* A dead-letters file's first line, {"replay_of": JOB_ID}: 1 with the id in out (when it
+ * is 32 characters long, else ""), 0 when the text is no such line. Asked of a line the
+ * op reader refused, as it is no op. */
+static int replay_line(const char *text, size_t len, char out[33]) {
+    json_t *j = json_loadb(text, len, 0, NULL);
+    const char *id = json_object_size(j) == 1 ? json_string_value(json_object_get(j, "replay_of")) : NULL;
+    if (id) snprintf(out, 33, "%s", strlen(id) == 32 ? id : "");
+    json_decref(j);
+    return id != NULL;
 }
 
 /* ---- submit ----------------------------------------------------------------------------- */
@@ -402,7 +306,11 @@ typedef struct {
     long lineno, total_lines;
     int64_t t0;
     size_t n;                /* ops in the batch being filled */
+    bw_buf_t pb;             /* their protobuf, each a request's ops field: what is sent */
     bw_buf_t raw;            /* their JSON, comma-separated: each input line as it came */
+    bw_json_ops_reader_t *reader; /* reads each line as the proxy would (request_decode.h) */
+    bw_arena_t op_arena;     /* the op being read, until it is packed */
+    bw_buf_t op_pb;          /* it, packed */
     json_t *ops;             /* the first part's ops, parsed, while the job's name is to derive */
     long *lines;             /* input line of each op in the batch */
     uint64_t *keys;          /* the key of each op in the batch (op_key; 0: none) */
@@ -428,10 +336,30 @@ typedef struct {
 typedef struct submit_part {
     long part;
     size_t n;
-    char *body;
+    char *body; /* protobuf */
+    size_t len;
+    /* the same request in the API's JSON, as bwctl sent parts before 2026-12-08: sent when
+     * the protobuf one gets a 409 (a resent part must be the same bytes), i.e. when this
+     * run resumes a job an older bwctl began */
+    char *json;
     long *lines;
     uint64_t *keys;
 } submit_part_t;
+
+/* A part's answer (202, 422, 429, 503, 403), from either encoding; NULL when none is
+ * readable. Free it with protobuf_c_message_free_unpacked. */
+static Bulkwrite__V1__BatchWriteResponse *batch_reply(const bw_buf_t *resp, int json) {
+    char err[256];
+    if (!resp->len) return NULL;
+    if (json)
+        return (Bulkwrite__V1__BatchWriteResponse *)bw_protojson_decode(&bulkwrite__v1__batch_write_response__descriptor,
+                                                                         resp->data, resp->len, err, sizeof(err));
+    return bulkwrite__v1__batch_write_response__unpack(NULL, resp->len, (const uint8_t *)resp->data);
+}
+
+static void batch_reply_free(Bulkwrite__V1__BatchWriteResponse *r) {
+    if (r) protobuf_c_message_free_unpacked(&r->base, NULL);
+}
 
 /* The submit bar: input lines read, ops sent per second; note says why it waits. */
 static void submit_progress(const submit_t *sb, const char *note, int final) {
@@ -443,13 +371,12 @@ static void submit_progress(const submit_t *sb, const char *note, int final) {
 /* Why a 429 came, short enough for a progress line: the gist of its first retryable
  * rejection's reason, i.e. the clause before any "(", without a leading "label: "
  * ("not accepted now: shard 3's backlog is full (...)" -> "shard 3's backlog is full"). */
-static void backlog_reason(const bw_buf_t *resp, char *out, size_t size) {
-    json_t *r = json_loadb(resp->data, resp->len, 0, NULL), *rej;
+static void backlog_reason(const bw_buf_t *resp, int json, char *out, size_t size) {
+    Bulkwrite__V1__BatchWriteResponse *r = batch_reply(resp, json);
     const char *why = "shard backlog full";
-    size_t i;
-    json_array_foreach(json_object_get(r, "rejected"), i, rej) {
-        if (!json_is_true(json_object_get(rej, "retryable"))) continue;
-        why = jstr(rej, "reason");
+    for (size_t i = 0; r && i < r->n_rejected; i++) {
+        if (!r->rejected[i]->retryable) continue;
+        why = r->rejected[i]->reason;
         break;
     }
     const char *end = why + strcspn(why, "("), *gist = why;
@@ -457,15 +384,15 @@ static void backlog_reason(const bw_buf_t *resp, char *out, size_t size) {
     for (const char *p = why; p + 2 < end; p++)
         if (p[0] == ':' && p[1] == ' ') gist = p + 2;
     snprintf(out, size, "%.*s", (int)(end - gist), gist);
-    json_decref(r);
+    batch_reply_free(r);
 }
 
 /* Waits out a 429 (a shard's backlog is full): Retry-After seconds (1 when absent, at
  * most 30, so a drained backlog is not left idle long), shown on the progress line. */
-static void backlog_wait(submit_t *sb, const bw_buf_t *resp, long retry_after_s) {
+static void backlog_wait(submit_t *sb, const bw_buf_t *resp, int json, long retry_after_s) {
     long secs = retry_after_s < 1 ? 1 : retry_after_s > 30 ? 30 : retry_after_s;
     char why[100], note[128];
-    backlog_reason(resp, why, sizeof(why));
+    backlog_reason(resp, json, why, sizeof(why));
     snprintf(note, sizeof(note), "waiting %ld s: %s", secs, why);
     pthread_mutex_lock(&sb->mu);
     submit_progress(sb, note, 0);
@@ -482,13 +409,15 @@ static void backlog_wait(submit_t *sb, const bw_buf_t *resp, long retry_after_s)
  * (-1: no answer). A 429 is resent after Retry-After for as long as it takes: the backlog
  * drains as the consumers apply, and that time does not count against --retry-for, which
  * bounds outages (no answer, 5xx). The request_id makes every resend apply once. */
-static long post_batch(submit_t *sb, const char *body, bw_buf_t *resp) {
+static long post_batch(submit_t *sb, const submit_part_t *p, int json, bw_buf_t *resp) {
     int64_t deadline = bw_now_us() + (int64_t)sb->retry_s * 1000000;
     for (;;) {
         int64_t start = bw_now_us();
-        long retry_after_s, status = http("POST", "/v1/batches", body, resp, &retry_after_s);
+        long retry_after_s, status =
+            json ? http_body("POST", "/v1/batches", "application/json", p->json, strlen(p->json), resp, &retry_after_s)
+                 : http_body("POST", "/v1/batches", "application/x-protobuf", p->body, p->len, resp, &retry_after_s);
         if (status == 429) {
-            backlog_wait(sb, resp, retry_after_s);
+            backlog_wait(sb, resp, json, retry_after_s);
             deadline += bw_now_us() - start;
         } else if ((status < 0 || status >= 500) && bw_now_us() < deadline) {
             pthread_mutex_lock(&sb->mu);
@@ -521,31 +450,33 @@ static void resume_point(submit_t *sb) {
 static void send_part(submit_t *sb, submit_part_t *p) {
     bw_buf_t resp;
     bw_buf_init(&resp);
-    long status = post_batch(sb, p->body, &resp);
-    json_t *r = status > 0 ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
+    int json = 0;
+    long status = post_batch(sb, p, json, &resp);
+    if (status == 409) status = post_batch(sb, p, json = 1, &resp); /* begun by an older bwctl? */
+    Bulkwrite__V1__BatchWriteResponse *r = status == 202 || status == 422 ? batch_reply(&resp, json) : NULL;
     pthread_mutex_lock(&sb->mu);
     sb->sent += (long)p->n;
-    if (status == 202 || status == 422) {
-        long acc = (long)json_integer_value(json_object_get(r, "accepted"));
+    if (r) {
+        long acc = (long)r->accepted;
         sb->accepted += acc;
-        if (!sb->job_id[0] && jstr(r, "job_id")[0]) {
-            snprintf(sb->job_id, sizeof(sb->job_id), "%s", jstr(r, "job_id"));
+        if (!sb->job_id[0] && r->job_id && r->job_id[0]) {
+            snprintf(sb->job_id, sizeof(sb->job_id), "%s", r->job_id);
             printf("%s\n", sb->job_id);
             fflush(stdout); /* known at once: a submit killed half-way has printed its job */
             resume_point(sb);
         }
-        size_t i;
-        json_t *rej;
-        json_array_foreach(json_object_get(r, "rejected"), i, rej) {
-            size_t idx = (size_t)json_integer_value(json_object_get(rej, "index"));
-            fprintf(stderr, "line %ld: %s\n", idx < p->n ? p->lines[idx] : -1L, jstr(rej, "reason"));
+        for (size_t i = 0; i < r->n_rejected; i++) {
+            size_t idx = r->rejected[i]->index;
+            fprintf(stderr, "line %ld: %s\n", idx < p->n ? p->lines[idx] : -1L, r->rejected[i]->reason);
             sb->rejected++;
         }
         if (acc < (long)p->n) sb->failed = 1;
     } else {
         char e[512];
+        if (status == 202 || status == 422) snprintf(e, sizeof(e), "an answer that is no BatchWriteResponse");
+        else error_text(&resp, e, sizeof(e));
         fprintf(stderr, "bwctl: lines %ld-%ld (part %ld) not accepted: HTTP %ld: %s\n", p->lines[0],
-                p->lines[p->n - 1], p->part, status, error_text(&resp, e, sizeof(e)));
+                p->lines[p->n - 1], p->part, status, e);
         sb->rejected += (long)p->n;
         sb->failed = 1;
         sb->halted = 1;
@@ -553,9 +484,10 @@ static void send_part(submit_t *sb, submit_part_t *p) {
     for (size_t i = 0; p->keys && i < p->n; i++)
         if (p->keys[i]) keyset_del(&sb->flying, p->keys[i]);
     pthread_mutex_unlock(&sb->mu);
-    json_decref(r);
+    batch_reply_free(r);
     bw_buf_free(&resp);
     free(p->body);
+    free(p->json);
     free(p->lines);
     free(p->keys);
 }
@@ -602,6 +534,7 @@ static int dropped(submit_t *sb, submit_part_t *p) {
     if (!sb->halted) return 0;
     sb->not_sent += (long)p->n;
     free(p->body);
+    free(p->json);
     free(p->lines);
     free(p->keys);
     return 1;
@@ -671,6 +604,26 @@ static void derive_job_name(submit_t *sb) {
     for (int i = 0; i < 12; i++) k += snprintf(sb->job + k, sizeof(sb->job) - (size_t)k, "%02x", d[i]);
 }
 
+/* Reads one op's JSON text as the proxy would, into sb->op_pb (packed as a request's ops
+ * field) and its key: 0, or -1 with why in err. A text the proxy would refuse is refused
+ * here alone, not with its whole part; so is an op its JSON decoder would let through
+ * only to reject (bw_json_op_fault: a value protobuf cannot carry). */
+static int read_op(submit_t *sb, const char *text, size_t len, uint64_t *key, char *err, size_t esz) {
+    bw_arena_reset(&sb->op_arena);
+    Bulkwrite__V1__Op *op = bw_json_op_read(sb->reader, &sb->op_arena, text, len, err, esz);
+    if (!op) return -1;
+    if (bw_json_op_fault(op)) return snprintf(err, esz, "%s", bw_json_op_fault(op)), -1;
+    *key = op_key_of(op);
+    Bulkwrite__V1__BatchWriteRequest one = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+    one.n_ops = 1;
+    one.ops = &op;
+    size_t n = bulkwrite__v1__batch_write_request__get_packed_size(&one);
+    bw_buf_reset(&sb->op_pb);
+    bw_buf_reserve(&sb->op_pb, n);
+    sb->op_pb.len = bulkwrite__v1__batch_write_request__pack(&one, (uint8_t *)sb->op_pb.data);
+    return 0;
+}
+
 /* A string as JSON text, appended. */
 static void append_json_string(bw_buf_t *b, const char *s) {
     json_t *v = json_string(s);
@@ -702,10 +655,11 @@ static int flush_batch(submit_t *sb, int last) {
     json_array_clear(sb->ops);
     if (skip) {
         bw_buf_reset(&sb->raw);
+        bw_buf_reset(&sb->pb);
         return 0;
     }
-    /* the ops as they came, not parsed and printed again: the same file gives the same
-     * bodies, and the lines were checked (JSON) when read */
+    /* the JSON form: the ops as they came, not parsed and printed again, so that the same
+     * file gives the same bodies */
     bw_buf_t body;
     bw_buf_init(&body);
     bw_buf_reserve(&body, sb->raw.len + 512);
@@ -720,11 +674,28 @@ static int flush_batch(submit_t *sb, int last) {
     if (sb->not_before) bw_buf_printf(&body, ",\"not_before\":\"%s\"", sb->not_before);      /* checked: a UTC time */
     for (int i = 0; i < sb->n_after; i++) bw_buf_printf(&body, "%s\"%s\"", i ? "," : ",\"after\":[", sb->after[i]);
     bw_buf_puts(&body, sb->n_after ? "],\"ops\":[" : ",\"ops\":[");
+    submit_part_t p = {.part = part, .n = n, .lines = malloc(n * sizeof(long)), .keys = malloc(n * sizeof(uint64_t))};
+    /* the protobuf form, sent: these members as the proxy's JSON decoder reads them (one
+     * mapping of names and times), then the ops as read */
+    bw_buf_puts(&body, "]}");
+    bw_arena_t a;
+    bw_arena_init(&a, 4096);
+    char err[512];
+    Bulkwrite__V1__BatchWriteRequest *head = bw_request_decode(BW_FMT_JSON, body.data, body.len, &a, err, sizeof(err));
+    if (!head) fprintf(stderr, "bwctl: a request of its own making refused: %s\n", err), abort();
+    p.len = bulkwrite__v1__batch_write_request__get_packed_size(head);
+    if (!(p.body = malloc(p.len + sb->pb.len))) abort();
+    bulkwrite__v1__batch_write_request__pack(head, (uint8_t *)p.body);
+    if (sb->pb.len) memcpy(p.body + p.len, sb->pb.data, sb->pb.len);
+    p.len += sb->pb.len;
+    bw_arena_destroy(&a);
+    bw_buf_reset(&sb->pb);
+    body.len -= 2; /* "]}" */
     bw_buf_append(&body, sb->raw.data ? sb->raw.data : "", sb->raw.len); /* not through printf: 200 KB */
     bw_buf_puts(&body, "]}");
     bw_buf_reset(&sb->raw);
-    submit_part_t p = {part, n, body.data, malloc(n * sizeof(long)), malloc(n * sizeof(uint64_t))};
-    if (!p.body || !p.lines || !p.keys) abort();
+    p.json = body.data;
+    if (!p.json || !p.lines || !p.keys) abort();
     memcpy(p.lines, sb->lines, n * sizeof(long));
     memcpy(p.keys, sb->keys, n * sizeof(uint64_t));
     if (part == 0 || last || sb->in_flight < 2) {
@@ -876,7 +847,7 @@ static int cmd_submit(int argc, char **argv) {
         "--not-before T holds the job's ops until T (UTC; e.g. $(date -ud tomorrow\\ 02:00 +%FT%TZ));\n"
         "--after JOB_ID (up to 16) holds them, on each shard, until that job is finished there;\n"
         "a job cancelled there cancels this one. Give the same T again when resuming.\n"
-        "The job is named by --job, or by the sha256 of its first part's ops (bwctl-<hex>):\n"
+        "The job is named by --job, or by the sha256 of its first 1,000 ops (bwctl-<hex>):\n"
         "running the same command again after a crash or a kill resumes the job, sending only\n"
         "the parts the proxy does not hold whole, and no op applies twice. To apply the same\n"
         "file again as new work, give it a new --job name.\n"
@@ -939,8 +910,8 @@ static int cmd_submit(int argc, char **argv) {
     sb.queue = calloc((size_t)sb.in_flight, sizeof(*sb.queue));
     if (!sb.lines || !sb.keys || !sb.queue) abort();
     keyset_init(&sb.flying, sb.in_flight < 2 ? 0 : (size_t)sb.in_flight * sb.batch); /* 1: never used */
-    jline_t jl;
-    jline_open(&jl);
+    sb.reader = bw_json_ops_reader_new();
+    bw_arena_init(&sb.op_arena, 1 << 16);
     pthread_mutex_init(&sb.mu, NULL);
     pthread_cond_init(&sb.cv, NULL);
     char *line = NULL, *hdr_line = NULL;
@@ -948,6 +919,7 @@ static int cmd_submit(int argc, char **argv) {
     ssize_t len;
     long bad = 0;
     char *hdr[256], *cell[256];
+    char replay_of[33];
     int nh = 0;
     sb.t0 = bw_now_us();
     while ((len = getline(&line, &cap, f)) >= 0) {
@@ -965,23 +937,31 @@ static int cmd_submit(int argc, char **argv) {
             continue;
         }
         int ok;
+        char *text = line; /* the op's JSON: the line, or a CSV row's */
+        size_t text_len = (size_t)len;
         if (csv) {
             int nc = csv_split(line, cell, 256);
             if (nc < 0) snprintf(err, sizeof(err), "malformed CSV");
             else op = csv_op(hdr, nh, cell, nc, err, sizeof(err));
-            ok = op != NULL;
-            if (ok) key = op_key_json(op);
-        } else if ((ok = jline_read(&jl, line, (size_t)len, &key, err, sizeof(err)) == 0) && jl.replay_seen &&
-                   jl.members == 1) {
+            if ((ok = op != NULL)) {
+                if (!(text = json_dumps(op, JSON_COMPACT))) abort();
+                text_len = strlen(text);
+            }
+        } else {
+            ok = 1;
+        }
+        if (ok) ok = read_op(&sb, text, text_len, &key, err, sizeof(err)) == 0;
+        if (!ok && !csv && replay_line(line, (size_t)len, replay_of)) {
             /* a dead-letters file's first line: the job it replays */
-            if (sb.requests || sb.n || sb.replay_of[0] || strspn(jl.replay_of, "0123456789abcdef") != 32) {
+            if (sb.requests || sb.n || sb.replay_of[0] || strspn(replay_of, "0123456789abcdef") != 32) {
                 fprintf(stderr, "line %ld: {\"replay_of\": JOB_ID} is a file's first line, once, with a job id\n", lineno);
                 bad++;
             } else {
-                snprintf(sb.replay_of, sizeof(sb.replay_of), "%s", jl.replay_of);
+                snprintf(sb.replay_of, sizeof(sb.replay_of), "%s", replay_of);
             }
             continue;
-        } else if (ok && !sb.job[0] && json_array_size(sb.ops) < SUBMIT_NAME_OPS) {
+        }
+        if (ok && !csv && !sb.job[0] && json_array_size(sb.ops) < SUBMIT_NAME_OPS) {
             json_error_t je; /* a text value may hold NUL (\u0000) */
             if (!(ok = (op = json_loadb(line, (size_t)len, JSON_ALLOW_NUL, &je)) != NULL))
                 snprintf(err, sizeof(err), "malformed JSON: %s", je.text);
@@ -989,6 +969,8 @@ static int cmd_submit(int argc, char **argv) {
         if (!ok) {
             fprintf(stderr, "line %ld: %s\n", lineno, err);
             bad++;
+            json_decref(op);
+            if (text != line) free(text);
             continue;
         }
         /* a full batch goes once the next op shows it is not the last */
@@ -996,14 +978,9 @@ static int cmd_submit(int argc, char **argv) {
         sb.lines[sb.n] = lineno;
         sb.keys[sb.n++] = key;
         if (sb.n > 1) bw_buf_puts(&sb.raw, ",");
-        if (csv) {
-            char *text = json_dumps(op, JSON_COMPACT);
-            if (!text) abort();
-            bw_buf_puts(&sb.raw, text);
-            free(text);
-        } else {
-            bw_buf_append(&sb.raw, line, (size_t)len);
-        }
+        bw_buf_append(&sb.raw, text, text_len);
+        bw_buf_append(&sb.pb, sb.op_pb.data, sb.op_pb.len);
+        if (text != line) free(text);
         if (op && !sb.job[0] && json_array_size(sb.ops) < SUBMIT_NAME_OPS)
             json_array_append_new(sb.ops, op); /* the job's name derives from them */
         else json_decref(op);
@@ -1030,7 +1007,10 @@ static int cmd_submit(int argc, char **argv) {
     free(sb.keys);
     free(sb.queue);
     free(sb.flying.slot);
-    yajl_free(jl.h);
+    bw_json_ops_reader_free(sb.reader);
+    bw_arena_destroy(&sb.op_arena);
+    bw_buf_free(&sb.op_pb);
+    bw_buf_free(&sb.pb);
     bw_buf_free(&sb.raw);
     pthread_mutex_destroy(&sb.mu);
     pthread_cond_destroy(&sb.cv);

@@ -24,6 +24,8 @@
 #    refused alone, the others sent; a job's derived name does not depend on --batch (a
 #    run with the default part size after one with --batch 1000 is the same job, refused
 #    409 for a part 0 of another size, not sent again as another job).
+# 6. A job an older bwctl began (parts sent as JSON), resumed by this one, which sends
+#    protobuf: a resent part refused 409 goes again as JSON and counts once.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODE=${1:?usage: test/tiers/bwctl.sh embedded|kafka}
@@ -172,14 +174,30 @@ check "bwctl job: the status as JSON on stdout, the same reasons on stderr" job_
 # ---- 4. a part not taken stops the parts after it ------------------------------------------------
 
 HALT=$((PROXY + 91))
-node -e 'const fs = require("fs"); require("http").createServer((q, r) => {
-    let body = ""; q.on("data", c => body += c); q.on("end", () => {
-        r.setHeader("Content-Type", "application/json");
-        if (q.method === "GET") return r.end(JSON.stringify({job_id: "ab".repeat(16), next_part: 1, parts: 1}));
-        const b = JSON.parse(body);
-        fs.appendFileSync(process.argv[1], b.job_part + "\n");
-        if (b.job_part === 2) { r.statusCode = 409; return r.end(JSON.stringify({error: "part 2 refused by the test"})); }
-        r.statusCode = 202; r.end(JSON.stringify({job_id: "ab".repeat(16), accepted: b.ops.length, rejected: []}));
+# a proxy that takes parts 0 and 1 and refuses part 2 with a 409; bwctl sends protobuf
+# (a 409 once more as JSON: a part an older bwctl may have sent), read here by hand: the
+# request's job_part (field 5) and its ops (field 2); its answer a BatchWriteResponse
+node -e 'const fs = require("fs");
+    const varint = (b, i) => { let v = 0, m = 1; for (;;) { const x = b[i++]; v += (x & 127) * m; m *= 128; if (x < 128) return [v, i]; } };
+    const request = b => { let part = 0, ops = 0, i = 0; while (i < b.length) { let t, v; [t, i] = varint(b, i);
+        if ((t & 7) === 0) { [v, i] = varint(b, i); if (t >> 3 === 5) part = v; }
+        else if ((t & 7) === 2) { [v, i] = varint(b, i); i += v; if (t >> 3 === 2) ops++; }
+        else if ((t & 7) === 1) i += 8; else i += 4; } return {job_part: part, ops: ops}; };
+    const id = "ab".repeat(16);
+    require("http").createServer((q, r) => {
+    const chunks = []; q.on("data", c => chunks.push(c)); q.on("end", () => {
+        const body = Buffer.concat(chunks), pb = q.headers["content-type"] === "application/x-protobuf";
+        if (q.method === "GET") { r.setHeader("Content-Type", "application/json");
+            return r.end(JSON.stringify({job_id: id, next_part: 1, parts: 1})); }
+        const b = pb ? request(body) : (j => ({job_part: j.job_part, ops: j.ops.length}))(JSON.parse(body));
+        fs.appendFileSync(process.argv[1], b.job_part + (pb ? "" : " json") + "\n");
+        if (b.job_part === 2) { r.statusCode = 409; r.setHeader("Content-Type", "application/json");
+            return r.end(JSON.stringify({error: "part 2 refused by the test"})); }
+        r.statusCode = 202;
+        if (!pb) { r.setHeader("Content-Type", "application/json");
+            return r.end(JSON.stringify({job_id: id, accepted: b.ops, rejected: []})); }
+        r.setHeader("Content-Type", "application/x-protobuf");
+        r.end(Buffer.concat([Buffer.from([10, 32]), Buffer.from(id), Buffer.from([16, b.ops])]));
     }); }).listen(+process.argv[2], "127.0.0.1")' "$WORK/halt-parts.log" $HALT >"$WORK/halt-node.log" 2>&1 &
 pids+=($!)
 wait_for 20 curl -sf "http://127.0.0.1:$HALT/v1/jobs/x"
@@ -195,7 +213,7 @@ halted() { # 8 parts of 5 pins, each part updating the pins the part before crea
     local rc=$?
     cat "$WORK/halt.err"
     [ $rc != 0 ] && grep -q "were not sent, so that none overtakes one of its ops: run the same command again" "$WORK/halt.err" &&
-        [ "$(sort -n "$WORK/halt-parts.log" | tr '\n' ' ')" = "0 1 2 " ]
+        [ "$(sort -n "$WORK/halt-parts.log" | tr '\n' ' ')" = "0 1 2 2 json " ]
 }
 check "a part not taken (409 for part 2): the parts after it, each sharing pins with the one before, are not sent; bwctl says so, exit 1" halted
 
@@ -208,7 +226,7 @@ names() {
           printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"title":"ok"}}\n' $((68719476736 + 41000000 + k))
       done; } >"$WORK/names.jsonl"
     "${BWCTL[@]}" submit --batch 1000 "$WORK/names.jsonl" >"$WORK/names-1.out" 2>"$WORK/names-1.err"
-    grep -q "^line 2: malformed JSON: text that is not valid UTF-8" "$WORK/names-1.err" &&
+    grep -q "^line 2: malformed JSON at column 110: invalid UTF-8 in a string" "$WORK/names-1.err" &&
         grep -q ", 1499 accepted, 0 rejected, 1 unreadable lines," "$WORK/names-1.err" || { cat "$WORK/names-1.err"; return 1; }
     "${BWCTL[@]}" submit "$WORK/names.jsonl" >"$WORK/names-2.out" 2>"$WORK/names-2.err" && { echo "the second run took it"; return 1; }
     cat "$WORK/names-2.err"
@@ -222,6 +240,38 @@ names_once() {
     [ "$(sql $DB_A "SELECT COUNT(*) FROM db00000.pins WHERE id BETWEEN $((68719476736 + 41000001)) AND $((68719476736 + 41001500))")" = 1499 ]
 }
 check "... its 1,499 pins applied once" wait_for 60 names_once
+
+
+# ---- 6. a job an older bwctl began (its parts in JSON), resumed by this one -------------------
+
+# 10 pins, each liked twice over 20 lines in parts of 5: an older bwctl sent parts 0 and 1
+# as JSON (the bytes it built, by curl here) and was killed; this bwctl's run sends part 0
+# again (its protobuf form refused 409, a resent part must be the same bytes: then its
+# JSON form, taken as the resend it is), skips part 1 and sends 2 and 3. Every pin's
+# like_count must be 2: a part applied twice or not at all would show.
+older_job() {
+    local lo=$(( (1 << 36) | 42000000 )) k part line body
+    for k in $(seq 0 9); do
+        printf '{"op":"create","object_type":"pin","id":%d,"shard_key":"42","fields":{"owner_id":42,"title":"liked"}}\n' $((lo + k))
+    done >"$WORK/older-pins.jsonl"
+    "${BWCTL[@]}" submit --job older-pins "$WORK/older-pins.jsonl" >"$WORK/older-pins.out" 2>"$WORK/older-pins.err" &&
+        "${BWCTL[@]}" watch --timeout 60 "$(cat "$WORK/older-pins.out")" 2>/dev/null || { cat "$WORK/older-pins.err"; return 1; }
+    for k in $(seq 0 9) $(seq 9 -1 0); do
+        printf '{"op":"update","object_type":"pin","id":%d,"fields":{"like_count":{"increment":1}}}\n' $((lo + k))
+    done >"$WORK/older.jsonl"
+    for part in 0 1; do
+        body="{\"job\":\"older\",\"job_part\":$part,\"job_last\":false,\"ops\":[$(sed -n "$((part * 5 + 1)),$((part * 5 + 5))p" "$WORK/older.jsonl" | paste -sd,)]}"
+        curl -sf -H 'Content-Type: application/json' --data-binary "$body" "http://127.0.0.1:$PROXY/v1/batches" >/dev/null ||
+            { echo "part $part as JSON was not taken"; return 1; }
+    done
+    "${BWCTL[@]}" submit --batch 5 --job older "$WORK/older.jsonl" >"$WORK/older.out" 2>"$WORK/older.err" || { cat "$WORK/older.err"; return 1; }
+    tail -n 1 "$WORK/older.err"
+    grep -q ", 20 accepted, 0 rejected, 0 unreadable lines, 1 parts held before (not sent)," "$WORK/older.err" &&
+        "${BWCTL[@]}" watch --timeout 60 "$(cat "$WORK/older.out")" 2>/dev/null || return 1
+    sql $DB_A "SELECT id, like_count FROM db00000.pins WHERE id BETWEEN $lo AND $((lo + 9)) ORDER BY id" >"$WORK/older.got"
+    for k in $(seq 0 9); do printf '%d\t2\n' $((lo + k)); done | diff - "$WORK/older.got"
+}
+check "a job an older bwctl began with JSON parts, resumed: part 0 resent as its JSON (409 for protobuf), the rest sent once; every pin liked exactly twice" older_job
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

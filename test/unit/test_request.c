@@ -685,6 +685,65 @@ START_TEST(json_bad_values_reject_their_op_alone) {
 }
 END_TEST
 
+/* bwctl submit's reader: ops one text at a time, by the request decoder's rules, into the
+ * same structs as the same ops in one request */
+START_TEST(json_ops_read_one_at_a_time) {
+    uint64_t pin = PIN_ID(3, 5);
+    char ops[3][512];
+    snprintf(ops[0], sizeof(ops[0]),
+             "{\"op\": \"create\", \"object_type\": \"pin\", \"id\": %" PRIu64 ", \"shard_key\": \"7\","
+             " \"fields\": {\"owner_id\": 12, \"title\": \"caf\\u00e9\", \"image\": {\"base64\": \"AP8=\"}}}", pin);
+    snprintf(ops[1], sizeof(ops[1]),
+             "{\"op\": \"update\", \"object_type\": \"pin\", \"id\": \"%" PRIu64 "\", \"fields\": {\"like_count\":"
+             " {\"increment\": 3}, \"a\": 1, \"b\": 2, \"c\": 3, \"d\": 4, \"e\": 5, \"f\": 6, \"g\": 7, \"h\": 8,"
+             " \"i\": 9, \"j\": 10, \"k\": 11, \"l\": 12, \"m\": 13, \"n\": 14, \"o\": 15, \"p\": 16, \"q\": 17}}", pin);
+    snprintf(ops[2], sizeof(ops[2]), "{\"op\": \"delete\", \"object_type\": \"pin\", \"id\": %" PRIu64 "}", pin);
+    char body[2048];
+    snprintf(body, sizeof(body), "{\"ops\": [%s, %s, %s]}", ops[0], ops[1], ops[2]);
+    Bulkwrite__V1__BatchWriteRequest *whole = json(body);
+    ck_assert_msg(whole != NULL, "%s", errbuf);
+
+    bw_json_ops_reader_t *r = bw_json_ops_reader_new();
+    Bulkwrite__V1__BatchWriteRequest one = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
+    Bulkwrite__V1__Op *read[3];
+    one.ops = read;
+    char err[256];
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"{\"op\": \"delete\", \"object_type\": \"pin\", \"id\": 1}{\"op\": \"delete\"}", "one op a line"},
+        {"{\"op\": \"delete\", \"object_type\": \"pin\"", "ends inside the op"},
+        {"[1, 2]", "not an object"},
+        {"", "an op ('{') expected"},
+        {"{\"op\": \"delete\", \"colour\": 1}", "unknown member \"colour\""},
+        {"{\"op\": \"delete\", \"op\": \"create\"}", "malformed JSON at column 22: duplicate object key \"op\""},
+        {"{\"op\": \"delete\", \"object_type\": \"pin\", \"fields\": {\"title\": \"\\ud83d\"}}", "high surrogate"},
+        {"{\"op\": \"delete\", \"object_type\": \"p\xc0\x80\"}", "invalid UTF-8"},
+        {"{\"op\" \"delete\"}", "malformed JSON at column"},
+    };
+    /* each good text after a bad one: what yajl held of the bad one is gone */
+    for (size_t i = 0; i < 3; i++) {
+        for (size_t k = i; k < sizeof(bad) / sizeof(bad[0]); k += 3) {
+            ck_assert_msg(bw_json_op_read(r, &A, bad[k].text, strlen(bad[k].text), err, sizeof(err)) == NULL,
+                          "read: %s", bad[k].text);
+            ck_assert_msg(strstr(err, bad[k].why) && !strstr(err, "ops["), "%s: \"%s\" lacks \"%s\"", bad[k].text,
+                          err, bad[k].why);
+        }
+        read[i] = bw_json_op_read(r, &A, ops[i], strlen(ops[i]), err, sizeof(err));
+        ck_assert_msg(read[i] != NULL, "%s: %s", ops[i], err);
+        ck_assert_ptr_null(bw_json_op_fault(read[i]));
+        one.n_ops = i + 1;
+    }
+    char why[256] = "";
+    ck_assert_msg(t_request_eq(whole, &one, why, sizeof(why)), "read one at a time differently: %s", why);
+    /* an op protobuf cannot carry is read, with the fault its request would reject it for */
+    const char *neg = "{\"op\": \"delete\", \"object_type\": \"pin\", \"id\": -1}";
+    Bulkwrite__V1__Op *op = bw_json_op_read(r, &A, neg, strlen(neg), err, sizeof(err));
+    ck_assert(op && bw_json_op_fault(op) && strstr(bw_json_op_fault(op), "id -1 is not"));
+    bw_json_ops_reader_free(r);
+}
+END_TEST
+
 START_TEST(validate_json_op_word) {
     Bulkwrite__V1__BatchWriteRequest *req =
         json("{\"ops\": [{\"op\": \"frobnicate\", \"object_type\": \"pin\", \"id\": 68719476737},"
@@ -1245,6 +1304,7 @@ Suite *request_suite(void) {
     tcase_add_test(tc, validate_rejections);
     tcase_add_test(tc, validate_json_op_word);
     tcase_add_test(tc, json_bad_values_reject_their_op_alone);
+    tcase_add_test(tc, json_ops_read_one_at_a_time);
     tcase_add_test(tc, utf8_validity);
     suite_add_tcase(s, tc);
     tc = tcase_create("response");
