@@ -345,15 +345,17 @@ install-check: installable
 # The Debian package (debian/): dpkg-buildpackage -b in a copy of the tree's files (those
 # git tracks or would, as they are now) under build/deb/src, so that neither the tree's own
 # build nor the folder above it is touched; the .deb and .buildinfo/.changes land in
-# build/deb. A real build from scratch (DEB_BUILD_OPTIONS: parallel=2 unless set).
+# build/deb. A real build from scratch (DEB_BUILD_OPTIONS: parallel=2 unless set), with
+# none of this make's flags (-s, -j) and its full log in build/deb/src/build.log.
 DEB_DIR := build/deb
 DEB_BUILD_OPTIONS ?= parallel=2
 deb:
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src/bulkwrite
 	git ls-files -z --cached --others --exclude-standard | \
 	  tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C $(DEB_DIR)/src/bulkwrite
-	@test -x $(DEB_DIR)/src/bulkwrite/debian/rules || { echo "make deb: the copy under $(DEB_DIR)/src has no debian/rules"; exit 1; }
-	cd $(DEB_DIR)/src/bulkwrite && DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" dpkg-buildpackage -us -uc -b >../build.log 2>&1 \
+	@test -x $(DEB_DIR)/src/bulkwrite/debian/rules || { echo "make deb: the copy under $(DEB_DIR)/src has no debian/rules (make deb copies the files git lists: it needs a git checkout)"; exit 1; }
+	cd $(DEB_DIR)/src/bulkwrite && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" \
+	  dpkg-buildpackage -us -uc -b >../build.log 2>&1 \
 	  || { tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed (log: $(DEB_DIR)/src/build.log)"; exit 1; }
 	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/src/*.changes $(DEB_DIR)/
 	@ls $(DEB_DIR)/*.deb

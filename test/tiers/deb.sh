@@ -95,7 +95,8 @@ programs_run() {
 
 check_config() { # from /, so no relative conf/bulkwrite.conf can stand in for it
     (cd / && /usr/bin/bwctl -c "$CONF" check-config) || return 1
-    if /usr/bin/bwctl --help | grep -q "default $CONF"; then (cd / && /usr/bin/bwctl check-config); fi
+    # and by default, once bwctl's default is the installed config (issue 45, item 1)
+    if /usr/bin/bwctl --help | grep -qF "$CONF"; then (cd / && /usr/bin/bwctl check-config); fi
 }
 
 files_in_place() {
