@@ -8,9 +8,10 @@
 # file is where Debian 12 expects it (dpkg -L), the config is a conffile, the bulkwrite
 # user exists, no unit is enabled and no daemon started, and bw-workload (a test tool)
 # is not there. An edited conffile survives a reinstall and a remove; the purge takes it
-# and every other file away, and the links that enabled the units (bw-consumer@PORT's too). Starts no server. Refuses to run where bulkwrite is
-# installed already (a package or `make install PREFIX=/usr`), and leaves the machine as
-# it found it, on failure too: the package purged, the user it made deleted.
+# and every other file away, and the links that enabled the units (bw-consumer@PORT's
+# too). Starts no server. Refuses to run where bulkwrite is installed already (a package
+# or `make install PREFIX=/usr`), and leaves the machine as it found it, on failure too:
+# the package purged, the user it made deleted.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
