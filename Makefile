@@ -17,6 +17,8 @@
 #   make install [PREFIX=/usr/local] [DESTDIR=]   the programs, the example config, the docs,
 #                                           the systemd units and sysusers file (docs/deployment.md)
 #   make uninstall                          removes what install put there, but the config
+#   make deb                                the Debian package, built from a copy of the tree,
+#                                           into build/deb (docs/deployment.md)
 
 SANITIZE ?=
 comma := ,
@@ -64,7 +66,7 @@ UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(UNIT_SRC))
 PROGRAMS := $(BIN)/bw-proxy $(BIN)/bw-consumer $(BIN)/bwctl $(BIN)/bw-kafka-embedded \
             $(BIN)/bw-workload $(BIN)/bw-bench
 
-.PHONY: client-go-gen client-go-unit client-python-gen client-python-unit fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke bench-timers check-lane-embedded check-lane-kafka check-lane-sanitizers fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check clean
+.PHONY: client-go-gen client-go-unit client-python-gen client-python-unit fault-embedded fault-kafka cluster-kafka scale-cluster lanes throttle bench bench-smoke bench-timers check-lane-embedded check-lane-kafka check-lane-sanitizers fuzz all deps check check-sanitize check-tsan unit e2e backlog fault demo docs docs-check install uninstall install-check installable deb deb-check clean
 all: $(PROGRAMS)
 
 deps:
@@ -159,7 +161,7 @@ fuzz: build/fuzz/fuzz-request build/fuzz/fuzz-forward
 # says its lane and each tier's time (test/lane.sh); a failure in any fails the check.
 check: deps
 	$(MAKE) all $(BIN)/unit-tests
-	$(MAKE) docs-check install-check unit client-go-unit client-python-unit
+	$(MAKE) docs-check install-check deb-check unit client-go-unit client-python-unit
 	$(MAKE) -j3 check-lane-embedded check-lane-kafka check-lane-sanitizers
 LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
@@ -290,9 +292,9 @@ docs-check: $(BIN)/bwctl
 	@scripts/check-monitoring.sh
 
 # ---- installation (docs/deployment.md) ------------------------------------------------
-# The daemons, bwctl, and bw-workload (its dead-letters command is in the runbook); the test
-# servers and baselines (bw-kafka-embedded, bw-bench) stay in bin/. An existing config is
-# never overwritten: the new example goes next to it as bulkwrite.conf.example.
+# The daemons and bwctl; the test tools (bw-workload, which writes straight into Kafka,
+# bw-kafka-embedded, bw-bench) stay in bin/. An existing config is never overwritten: the
+# new example goes next to it as bulkwrite.conf.example.
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
@@ -302,11 +304,14 @@ INCLUDEDIR ?= $(PREFIX)/include
 DATADIR ?= $(PREFIX)/share
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
-INSTALL_PROGRAMS := bw-proxy bw-consumer bwctl bw-workload
+INSTALL_PROGRAMS := bw-proxy bw-consumer bwctl
 UNITS := bw-proxy.service bw-consumer.service bw-consumer@.service
 CONF_DIR = $(DESTDIR)$(SYSCONFDIR)/bulkwrite
 
-install: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
+# builds what make install installs (debian/rules builds this, not the test tools)
+installable: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
+
+install: installable
 	for p in $(INSTALL_PROGRAMS); do install -D -m 0755 $(BIN)/$$p $(DESTDIR)$(BINDIR)/$$p || exit 1; done
 	if [ -e $(CONF_DIR)/bulkwrite.conf ]; then \
 	  install -D -m 0644 conf/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf.example && \
@@ -327,20 +332,44 @@ install: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
 	install -D -m 0644 systemd/bulkwrite.sysusers $(DESTDIR)$(SYSUSERSDIR)/bulkwrite.conf
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_PROGRAMS)) $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) \
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_PROGRAMS) bw-workload) $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS)) \
 	      $(DESTDIR)$(SYSUSERSDIR)/bulkwrite.conf $(CONF_DIR)/bulkwrite.conf.example
 	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(INCLUDEDIR)/bulkwrite $(DESTDIR)$(DATADIR)/bulkwrite
 	@echo "left $(CONF_DIR)/bulkwrite.conf and the bulkwrite user in place"
 
 # make install into temp dirs (PREFIX=/usr and /opt/bulkwrite), the tree checked,
 # the units verified by systemd-analyze; needs no root and starts no server
-install-check: $(addprefix $(BIN)/,$(INSTALL_PROGRAMS))
+install-check: installable
 	test/tiers/install.sh
+
+# The Debian package (debian/): dpkg-buildpackage -b in a copy of the tree's files (those
+# git tracks or would, as they are now) under build/deb/src, so that neither the tree's own
+# build nor the folder above it is touched; the .deb and .buildinfo/.changes land in
+# build/deb. A real build from scratch (DEB_BUILD_OPTIONS: parallel=2 unless set), with
+# none of this make's flags (-s, -j) and its full log in build/deb/src/build.log.
+DEB_DIR := build/deb
+DEB_BUILD_OPTIONS ?= parallel=2
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src/bulkwrite
+	git ls-files -z --cached --others --exclude-standard | \
+	  tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C $(DEB_DIR)/src/bulkwrite
+	@test -x $(DEB_DIR)/src/bulkwrite/debian/rules || { echo "make deb: the copy under $(DEB_DIR)/src has no debian/rules (make deb copies the files git lists: it needs a git checkout)"; exit 1; }
+	cd $(DEB_DIR)/src/bulkwrite && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" \
+	  dpkg-buildpackage -us -uc -b >../build.log 2>&1 \
+	  || { tail -n 40 ../build.log; echo "make deb: dpkg-buildpackage failed (log: $(DEB_DIR)/src/build.log)"; exit 1; }
+	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/src/*.changes $(DEB_DIR)/
+	@ls $(DEB_DIR)/*.deb
+
+# make deb, lintian on the .deb, then the package installed on this machine with dpkg
+# and purged (test/tiers/deb.sh: as root; it starts no daemon)
+deb-check:
+	test/tiers/deb.sh
 
 clean:
 	rm -rf build bin
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# (not build/deb: make deb's copy of the tree, with its own build)
+-include $(shell find build -path build/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # keep tool objects: they are not intermediate files to delete
 .SECONDARY:

@@ -24,6 +24,7 @@ PKGS=(
     protobuf-compiler   # protoc: test/tiers/doc-examples.sh runs the protobuf example of docs/api.md
     chromium            # the page's browser tier (test/tiers/browser.sh), headless
     python3-venv        # venvs of pinned PyPI packages (clients/python/scripts/venv.sh, scripts/install-openapi.sh)
+    debhelper dpkg-dev fakeroot help2man lintian   # the Debian package: make deb, test/tiers/deb.sh
 )
 
 # A Java/Maven installed some other way (sdkman, tarball) is good enough.

@@ -3,13 +3,14 @@
 #
 # For PREFIX=/usr and PREFIX=/opt/bulkwrite, into a fresh DESTDIR: the programs run, the
 # config lands where SYSCONFDIR says and validates, the docs, units and sysusers file are
-# there with their paths filled in, every ExecStart= program and config of the units is in
+# there with their paths filled in, no test tool (bw-workload, bw-kafka-embedded, bw-bench)
+# is installed, every ExecStart= program and config of the units is in
 # the tree, `systemd-analyze verify --root` accepts the units without a word, and
 # `systemd-analyze security` rates them hardened. Verify does not look at User=, so the
 # sysusers file is applied to the verification root with `systemd-sysusers --root` and
 # each unit's User= must be a user it created. A broken unit must fail the same
 # verification (it is not blind). A second install keeps an edited config; uninstall
-# removes the rest. Needs no root and starts no server.
+# removes the rest, and a bw-workload an older install left. Needs no root and starts no server.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -19,7 +20,8 @@ trap 'rm -rf "$WORK"' EXIT
 # shellcheck source=lib.sh
 source test/lib.sh
 
-PROGRAMS=(bw-proxy bw-consumer bwctl bw-workload)
+PROGRAMS=(bw-proxy bw-consumer bwctl)
+TEST_TOOLS=(bw-workload bw-kafka-embedded bw-bench) # they stay in bin/
 UNITS=(bw-proxy.service bw-consumer.service bw-consumer@.service)
 
 make_install() { make --no-print-directory -s install PREFIX="$1" DESTDIR="$2" >"$WORK/make.out" 2>&1; }
@@ -32,6 +34,14 @@ programs_run() { # DEST BINDIR
     done
     for p in bw-proxy bw-consumer; do # which build: the release and the commit
         "$1$2/$p" --version | grep -qx "$p $(cat VERSION) (commit [0-9a-f]*)" || { echo "$p --version: $("$1$2/$p" --version)"; return 1; }
+    done
+}
+
+no_test_tools() { # DEST
+    local t found
+    for t in "${TEST_TOOLS[@]}"; do
+        found=$(find "$1" -name "$t")
+        [ -z "$found" ] || { echo "a test tool is installed: $found"; return 1; }
     done
 }
 
@@ -126,9 +136,10 @@ config_kept() { # PREFIX DEST SYSCONFDIR
 }
 
 uninstalled() { # PREFIX DEST BINDIR SYSCONFDIR UNITDIR
+    install -m 0755 bin/bwctl "$2$3/bw-workload" # as an older make install left it
     make --no-print-directory -s uninstall PREFIX="$1" DESTDIR="$2" >"$WORK/make.out" 2>&1 || { cat "$WORK/make.out"; return 1; }
     local p u
-    for p in "${PROGRAMS[@]}"; do [ ! -e "$2$3/$p" ] || { echo "$p left behind"; return 1; }; done
+    for p in "${PROGRAMS[@]}" bw-workload; do [ ! -e "$2$3/$p" ] || { echo "$p left behind"; return 1; }; done
     for u in "${UNITS[@]}"; do [ ! -e "$2$5/$u" ] || { echo "$u left behind"; return 1; }; done
     [ ! -e "$2$1/include/bulkwrite" ] || { echo "the client API's proto left behind"; return 1; }
     [ ! -e "$2$1/share/bulkwrite" ] || { echo "the monitoring files left behind"; return 1; }
@@ -142,6 +153,7 @@ for prefix in /usr /opt/bulkwrite; do
     if [ "$prefix" = /usr ]; then sysconfdir=/etc; else sysconfdir=$prefix/etc; fi
     check "PREFIX=$prefix: make install into a DESTDIR, as $(id -un)" make_install "$prefix" "$dest"
     check "PREFIX=$prefix: the programs are in $bindir and run" programs_run "$dest" "$bindir"
+    check "PREFIX=$prefix: no test tool is installed (${TEST_TOOLS[*]})" no_test_tools "$dest"
     check "PREFIX=$prefix: the config is $sysconfdir/bulkwrite/bulkwrite.conf and validates" \
         "$dest$bindir/bwctl" check-config -c "$dest$sysconfdir/bulkwrite/bulkwrite.conf"
     check "PREFIX=$prefix: the docs are in $docdir" \
@@ -164,7 +176,7 @@ for prefix in /usr /opt/bulkwrite; do
         verify_not_blind "$dest" "$unitdir" "$sysusersdir"
     check "PREFIX=$prefix: a second install keeps an edited config and adds bulkwrite.conf.example" \
         config_kept "$prefix" "$dest" "$sysconfdir"
-    check "PREFIX=$prefix: make uninstall removes programs and units, keeps the config" \
+    check "PREFIX=$prefix: make uninstall removes programs (an old bw-workload too) and units, keeps the config" \
         uninstalled "$prefix" "$dest" "$bindir" "$sysconfdir" "$unitdir"
 done
 
