@@ -43,6 +43,10 @@ SUBSYSTEMS := common config codec store control batcher proxy consumer
 CFLAGS += -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread \
           -I$(GEN) $(addprefix -I,$(SUBSYSTEMS)) $(SANFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+# The configuration a program reads without -c or BULKWRITE_CONF (common/cli.h): the one
+# install puts in $(SYSCONFDIR) (from PREFIX, below), compiled into common/cli.c alone
+DEFAULT_CONF = $(SYSCONFDIR)/bulkwrite/bulkwrite.conf
+DEFAULT_CONF_FLAG = -DBW_DEFAULT_CONF='"$(DEFAULT_CONF)"'
 LDFLAGS += $(SANFLAGS)
 
 # the client API (installed: what client teams generate from) and the daemons' own records
@@ -87,6 +91,15 @@ $(VERSION_C): FORCE
 	  "$$(cat VERSION)" "$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" >$@.tmp
 	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
 FORCE:
+# the default configuration's path, in a stamp written again only when it changed: `make
+# install PREFIX=/usr` after `make` rebuilds common/cli.c and relinks the programs, so
+# they read /etc/bulkwrite/bulkwrite.conf (as git's Makefile does with its prefix)
+$(BUILD)/common/cli.o: CFLAGS += $(DEFAULT_CONF_FLAG)
+$(BUILD)/common/cli.o: $(BUILD)/default-conf.stamp
+$(BUILD)/default-conf.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(DEFAULT_CONF)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
 
 $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c: $(PUBLIC_PROTO)
 	@mkdir -p $(GEN)
@@ -130,7 +143,7 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB) $(TSAN_OBJ)
 # (test/unit/forward_ref.c).
 FUZZ_SECONDS ?= 60
 FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -I$(GEN) $(addprefix -I,$(SUBSYSTEMS)) -Itest/unit \
+	  -fno-sanitize-recover=all -I$(GEN) $(addprefix -I,$(SUBSYSTEMS)) -Itest/unit $(DEFAULT_CONF_FLAG) \
 	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # (the consumer's files and the proxy's pipeline are not under test, and need their
 # main.c's state: consumer.h, proxy.h)
