@@ -85,11 +85,14 @@ $(API_C): scripts/embed-ui.sh docs/openapi.yaml
 
 # the release (VERSION) and the commit built (common/version.h: --version, bulkwrite_build_info);
 # written again only when either changed, so a new commit relinks and rebuilds one file
+# (each make through its own temporary file: the check's lanes run `make all` at once)
 $(VERSION_C): FORCE
 	@mkdir -p $(GEN)
 	@printf '#include "version.h"\nconst char bw_version[] = "%s";\nconst char bw_commit[] = "%s";\n' \
-	  "$$(cat VERSION)" "$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" >$@.tmp
-	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+	  "$$(cat VERSION)" "$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" >$@.$$$$.tmp; \
+	  if cmp -s $@.$$$$.tmp $@; then rm $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
+# (phony: under .SECONDARY below, a plain FORCE counted as an intermediate never remade)
+.PHONY: FORCE
 FORCE:
 # the default configuration's path, in a stamp written again only when it changed: `make
 # install PREFIX=/usr` after `make` rebuilds common/cli.c and relinks the programs, so
@@ -98,8 +101,7 @@ $(BUILD)/common/cli.o: CFLAGS += $(DEFAULT_CONF_FLAG)
 $(BUILD)/common/cli.o: $(BUILD)/default-conf.stamp
 $(BUILD)/default-conf.stamp: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(DEFAULT_CONF)' >$@.tmp
-	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+	@echo '$(DEFAULT_CONF)' >$@.$$$$.tmp; if cmp -s $@.$$$$.tmp $@; then rm $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
 
 $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c: $(PUBLIC_PROTO)
 	@mkdir -p $(GEN)
