@@ -45,6 +45,10 @@ SUBSYSTEMS := common config codec store control batcher proxy consumer
 CFLAGS += -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread \
           -I$(GEN) $(addprefix -I,$(SUBSYSTEMS)) $(SANFLAGS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+# The configuration a program reads without -c or BULKWRITE_CONF (common/cli.h): the one
+# install puts in $(SYSCONFDIR) (from PREFIX, below), compiled into common/cli.c alone
+DEFAULT_CONF = $(SYSCONFDIR)/bulkwrite/bulkwrite.conf
+DEFAULT_CONF_FLAG = -DBW_DEFAULT_CONF='"$(DEFAULT_CONF)"'
 LDFLAGS += $(SANFLAGS)
 
 # the client API (installed: what client teams generate from) and the daemons' own records
@@ -83,12 +87,23 @@ $(API_C): scripts/embed-ui.sh docs/openapi.yaml
 
 # the release (VERSION) and the commit built (common/version.h: --version, bulkwrite_build_info);
 # written again only when either changed, so a new commit relinks and rebuilds one file
+# (each make through its own temporary file: the check's lanes run `make all` at once)
 $(VERSION_C): FORCE
 	@mkdir -p $(GEN)
 	@printf '#include "version.h"\nconst char bw_version[] = "%s";\nconst char bw_commit[] = "%s";\n' \
-	  "$$(cat VERSION)" "$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" >$@.tmp
-	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+	  "$$(cat VERSION)" "$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" >$@.$$$$.tmp; \
+	  if cmp -s $@.$$$$.tmp $@; then rm $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
+# (phony: under .SECONDARY below, a plain FORCE counted as an intermediate never remade)
+.PHONY: FORCE
 FORCE:
+# the default configuration's path, in a stamp written again only when it changed: `make
+# install PREFIX=/usr` after `make` rebuilds common/cli.c and relinks the programs, so
+# they read /etc/bulkwrite/bulkwrite.conf (as git's Makefile does with its prefix)
+$(BUILD)/common/cli.o: CFLAGS += $(DEFAULT_CONF_FLAG)
+$(BUILD)/common/cli.o: $(BUILD)/default-conf.stamp
+$(BUILD)/default-conf.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(DEFAULT_CONF)' >$@.$$$$.tmp; if cmp -s $@.$$$$.tmp $@; then rm $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
 
 $(GEN)/bulkwrite/v1/bulkwrite.pb-c.c: $(PUBLIC_PROTO)
 	@mkdir -p $(GEN)
@@ -132,7 +147,7 @@ $(BIN)/unit-tests: $(UNIT_OBJ) $(LIB) $(TSAN_OBJ)
 # (test/unit/forward_ref.c).
 FUZZ_SECONDS ?= 60
 FUZZ_CC = clang -O1 -g -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -pthread -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -I$(GEN) $(addprefix -I,$(SUBSYSTEMS)) -Itest/unit \
+	  -fno-sanitize-recover=all -I$(GEN) $(addprefix -I,$(SUBSYSTEMS)) -Itest/unit $(DEFAULT_CONF_FLAG) \
 	  $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # (the consumer's files and the proxy's pipeline are not under test, and need their
 # main.c's state: consumer.h, proxy.h)

@@ -10,20 +10,20 @@
 #include <string.h>
 
 #include "bw.h"
+#include "cli.h"
 #include "log.h"
 #include "notify.h"
-#include "version.h"
 
 static void usage(const bw_daemon_t *d, FILE *out) {
     fprintf(out,
             "usage: %s [-c CONFIG] [--brokers HOST:PORT] [--port N] [--port-file F] [--dump-config] [--version]\n"
-            "  -c, --config FILE    configuration (default conf/bulkwrite.conf)\n"
+            "  -c, --config FILE    configuration (default: $" BW_CONF_ENV ", else %s)\n"
             "  -b, --brokers LIST   Kafka bootstrap servers (overrides kafka.brokers)\n"
             "  -p, --port N         %s (0 = any free port)\n"
             "      --port-file F    write the bound port to F once listening\n"
             "      --dump-config    print the effective configuration and exit\n"
             "  -V, --version        print the version and the commit built, and exit\n",
-            d->name, d->port_help);
+            d->name, bw_cli_default_config(), d->port_help);
 }
 
 static void set_log_level(const bw_config_t *c);
@@ -47,10 +47,11 @@ bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_cod
                                          {"help", no_argument, 0, 'h'},
                                          {"version", no_argument, 0, 'V'},
                                          {0, 0, 0, 0}};
-    d->config_path = "conf/bulkwrite.conf";
+    d->config_path = NULL; /* -c, else bw_cli_config_path's */
     d->brokers = d->port_file = NULL;
     d->port = -1;
     int dump = 0;
+    argv[0] = (char *)d->name; /* getopt's messages begin with it, not with the path */
     for (int o; (o = getopt_long(argc, argv, "c:b:p:hV", opts, NULL)) != -1;) {
         char *end;
         switch (o) {
@@ -59,25 +60,29 @@ bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_cod
         case 'p':
             d->port = (int)strtol(optarg, &end, 10);
             if (*end || d->port < 0 || d->port > 65535) {
-                fprintf(stderr, "%s: --port %s is not a port number\n", d->name, optarg);
-                *exit_code = 2;
+                *exit_code = bw_cli_usage_error(d->name, "--port %s is not a port number", optarg);
                 return NULL;
             }
             break;
         case 'P': d->port_file = optarg; break;
         case 'D': dump = 1; break;
         case 'h': usage(d, stdout); *exit_code = 0; return NULL;
-        case 'V': printf("%s %s (commit %s)\n", d->name, bw_version, bw_commit); *exit_code = 0; return NULL;
+        case 'V': bw_cli_print_version(d->name); *exit_code = 0; return NULL;
         default: /* getopt said what is wrong, in one line */
-            fprintf(stderr, "%s: try %s --help\n", d->name, d->name);
-            *exit_code = 2;
+            *exit_code = bw_cli_usage_error(d->name, NULL);
             return NULL;
         }
     }
+    if (optind < argc) {
+        *exit_code = bw_cli_usage_error(d->name, "unexpected argument \"%s\"", argv[optind]);
+        return NULL;
+    }
+    const char *given = d->config_path;
+    d->config_path = bw_cli_config_path(given);
     char err[512];
     bw_config_t *conf = bw_config_load(d->config_path, err, sizeof(err));
     if (!conf) {
-        fprintf(stderr, "%s: %s\n", d->name, err);
+        fprintf(stderr, "%s: %s%s\n", d->name, err, bw_cli_config_hint(given));
         *exit_code = 1;
         return NULL;
     }

@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BW_BIN:-bin}
 CONF=${BW_CONF:-conf/bulkwrite.conf}
+# every program is also told by the environment (an installed one reads /etc/... else)
+export BULKWRITE_CONF=$CONF
 FEED=${BW_DEMO_FEED:-100000}
 HOT_SHARD=3
 WORK=$(mktemp -d /tmp/bw-demo.XXXXXX)
@@ -82,5 +84,6 @@ curl -sf http://127.0.0.1:18081/metrics | grep "shard=\"$HOT_SHARD\"" || true
 # BW_DEMO_STAY=1: the stack stays up for your own requests (README.md), until Ctrl-C
 if [ "${BW_DEMO_STAY:-0}" = 1 ]; then
     echo "== the stack stays up: proxy $URL, consumer metrics http://127.0.0.1:18081/metrics; Ctrl-C stops it"
+    echo "   (bwctl from another shell in this folder: export BULKWRITE_CONF=$CONF, or bin/bwctl -c $CONF …)"
     while sleep 1; do :; done
 fi

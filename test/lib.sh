@@ -189,6 +189,7 @@ bw_stack_start() {
     fi
     if declare -F bw_stack_conf >/dev/null; then bw_stack_conf "$CONF"; fi
     "$BIN/bwctl" -c "$CONF" check-config >/dev/null || exit 1
+    export BULKWRITE_CONF=$CONF # the tier's programs, where a line gives no -c (the default is the installed one)
 
     echo "# $name ($MODE): MariaDB on $DB_A and $DB_B"
     # BW_STACK_PRIMARY=1: with a binlog before anything is created, so a replica

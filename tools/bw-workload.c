@@ -62,6 +62,7 @@
 #include <sys/socket.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,7 @@
 #include <unistd.h>
 
 #include "apijson.h"
+#include "cli.h"
 #include "bulkwrite/internal/v1/records.pb-c.h"
 #include "config.h"
 #include "db.h"
@@ -176,7 +178,7 @@ typedef struct {
     /* --not-before FROM:WINDOW: a job's request r of R is scheduled at FROM + r * WINDOW / R
      * (ms since the epoch), so two jobs of one size pair up their requests' times */
     int64_t not_before_from_ms, not_before_window_ms;
-    int part_k, part_m;   /* --part K/M: only a job's requests r with r % M == K */
+    int part_k, part_m;   /* --part K/M: only a job's requests r with r %% M == K */
     FILE *jobs_out;       /* --jobs-out: "JOB_ID NOT_BEFORE_MS" per request accepted */
     int64_t not_before_ms; /* of the request being encoded or sent; 0: none */
 } sender_t;
@@ -1141,7 +1143,7 @@ static int hold(const char *from, const char *target, const char *count_s, const
 }
 
 static int usage(FILE *out, int code) {
-    fputs("usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
+    fprintf(out, "usage: bw-workload [-c CONFIG] submit --url URL [--per-request N] [--protobuf]\n"
           "                          [--request-id PREFIX] [--retry-for SECONDS] [--token-file FILE] [--lane LANE]\n"
           "                          [--cacert FILE] [--cert FILE --key FILE] [--start-at EPOCH_MS]\n"
           "                          [--not-before FROM_MS:WINDOW_MS] [--part K/M] [--jobs-out FILE] JOB...\n"
@@ -1167,7 +1169,7 @@ static int usage(FILE *out, int code) {
           "  --start-at when it began the first request (after its own start)\n"
           "  --not-before FROM_MS:WINDOW_MS schedules a job's request r of R at FROM + r * WINDOW / R\n"
           "  (protobuf only; spread:N bump:N pair each create with its bump at one time);\n"
-          "  --part K/M sends only a job's requests r with r % M == K (M clients share a job);\n"
+          "  --part K/M sends only a job's requests r with r %% M == K (M clients share a job);\n"
           "  --jobs-out FILE writes \"JOB_ID NOT_BEFORE_MS\" per request accepted\n"
           "lateness: the jobs of the FILEs against the shards' ledgers (bw_job_parts): fails when\n"
           "  one is missing after --wait, applied before its not_before, or applied twice; prints\n"
@@ -1177,13 +1179,35 @@ static int usage(FILE *out, int code) {
           "  first and last offsets written\n"
           "flood-topic: at least BYTES of 1 KiB records into each partition of TOPIC (a compacted\n"
           "  one), under random keys, or KEYS keys written again in turn, as other jobs and\n"
-          "  processes would write them\n",
-          out);
+          "  processes would write them\n"
+          "Options stand anywhere; -c CONFIG defaults to $" BW_CONF_ENV ", else %s.\n"
+          "--version prints the version and the commit built.\n",
+          bw_cli_default_config());
     return code;
 }
 
+/* Each command: whether it reads Kafka (--brokers), and its operands. */
+typedef struct {
+    const char *name;
+    int needs_brokers, min_args, max_args;
+    const char *operands; /* for the error naming them */
+} command_t;
+static const command_t commands[] = {
+    {"submit", 0, 1, INT_MAX, "JOB..."},          {"verify", 0, 1, INT_MAX, "JOB..."},
+    {"jsonl", 0, 1, INT_MAX, "JOB..."},           {"lateness", 0, 1, INT_MAX, "FILE..."},
+    {"audit", 1, 0, 0, "no operands"},            {"dead-letters", 1, 0, 0, "no operands"},
+    {"offsets", 1, 1, 1, "SHARD"},                {"delete-records", 1, 2, 2, "SHARD OFFSET|end"},
+    {"flood", 1, 2, 2, "SHARD BYTES"},            {"flood-topic", 1, 2, 3, "TOPIC BYTES [KEYS]"},
+    {"hold", 0, 4, 4, "FROM_ADDR HOST:PORT N SECONDS"},
+};
+static const command_t *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
 int main(int argc, char **argv) {
-    const char *config_path = "conf/bulkwrite.conf", *url = NULL, *brokers = NULL;
+    const char *config_path = NULL, *url = NULL, *brokers = NULL; /* -c; NULL: bw_cli_config_path's */
     long per_request = 5000;
     int protobuf = 0, wait_s = 0, retry_for = 0;
     int64_t start_at_ms = 0, nb_from = 0, nb_window = 0;
@@ -1207,7 +1231,9 @@ int main(int argc, char **argv) {
                                          {"part", required_argument, 0, 'p'},
                                          {"jobs-out", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, 'V'},
                                          {0, 0, 0, 0}};
+    argv[0] = "bw-workload"; /* getopt's messages begin with it, not with the path */
     for (int o; (o = getopt_long(argc, argv, "c:u:n:w:b:h", opts, NULL)) != -1;) {
         switch (o) {
         case 'c': config_path = optarg; break;
@@ -1226,50 +1252,51 @@ int main(int argc, char **argv) {
         case 'S': {
             char *end;
             start_at_ms = strtoll(optarg, &end, 10);
-            if (*end || start_at_ms <= 0) return fprintf(stderr, "bw-workload: --start-at wants epoch ms, not \"%s\"\n", optarg), 2;
+            if (*end || start_at_ms <= 0) return bw_cli_usage_error(argv[0], "--start-at wants epoch ms, not \"%s\"", optarg);
             break;
         }
         case 'N':
             if (sscanf(optarg, "%" SCNd64 ":%" SCNd64, &nb_from, &nb_window) != 2 || nb_from <= 0 || nb_window < 0)
-                return fprintf(stderr, "bw-workload: --not-before wants FROM_MS:WINDOW_MS, not \"%s\"\n", optarg), 2;
+                return bw_cli_usage_error(argv[0], "--not-before wants FROM_MS:WINDOW_MS, not \"%s\"", optarg);
             break;
         case 'p':
             if (sscanf(optarg, "%d/%d", &part_k, &part_m) != 2 || part_m < 1 || part_k < 0 || part_k >= part_m)
-                return fprintf(stderr, "bw-workload: --part wants K/M with 0 <= K < M, not \"%s\"\n", optarg), 2;
+                return bw_cli_usage_error(argv[0], "--part wants K/M with 0 <= K < M, not \"%s\"", optarg);
             break;
         case 'o': jobs_out = optarg; break;
         case 'h': return usage(stdout, 0);
-        default: return usage(stderr, 2);
+        case 'V': return bw_cli_print_version(argv[0]), 0;
+        default: return bw_cli_usage_error(argv[0], NULL); /* getopt named it */
         }
     }
-    if (nb_from && !protobuf) return fprintf(stderr, "bw-workload: --not-before needs --protobuf\n"), 2;
-    if (optind >= argc || per_request < 1) return usage(stderr, 2);
-    char err[512];
-    conf = bw_config_load(config_path, err, sizeof(err));
-    if (!conf) return fprintf(stderr, "bw-workload: %s\n", err), 1;
+    if (nb_from && !protobuf) return bw_cli_usage_error(argv[0], "--not-before needs --protobuf");
+    if (per_request < 1) return bw_cli_usage_error(argv[0], "--per-request: at least 1 op");
+    if (optind >= argc) return usage(stderr, 2);
     const char *cmd = argv[optind++];
     int args = argc - optind, ret;
+    const command_t *c = find_command(cmd);
+    if (!c) return bw_cli_usage_error(argv[0], "unknown command \"%s\"", cmd);
+    if (c->needs_brokers && !brokers) return bw_cli_usage_error(argv[0], "%s: --brokers is required", cmd);
+    if (!strcmp(cmd, "submit") && !url) return bw_cli_usage_error(argv[0], "submit: --url is required");
+    if (args < c->min_args || args > c->max_args)
+        return bw_cli_usage_error(argv[0], "%s takes %s", cmd, c->operands);
+    char err[512];
+    conf = bw_config_load(bw_cli_config_path(config_path), err, sizeof(err));
+    if (!conf) return fprintf(stderr, "bw-workload: %s%s\n", err, bw_cli_config_hint(config_path)), 1;
     job_t *jobs = NULL;
-    if (strcmp(cmd, "audit") == 0) ret = brokers ? audit(brokers) : usage(stderr, 2);
-    else if (strcmp(cmd, "dead-letters") == 0) ret = brokers ? dead_letters(brokers) : usage(stderr, 2);
-    else if (strcmp(cmd, "offsets") == 0)
-        ret = brokers && args == 1 ? offsets(brokers, argv[optind]) : usage(stderr, 2);
-    else if (strcmp(cmd, "delete-records") == 0)
-        ret = brokers && args == 2 ? delete_records(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
-    else if (strcmp(cmd, "hold") == 0)
-        ret = args == 4 ? hold(argv[optind], argv[optind + 1], argv[optind + 2], argv[optind + 3]) : usage(stderr, 2);
-    else if (strcmp(cmd, "lateness") == 0)
-        ret = args >= 1 ? lateness(argv + optind, args, wait_s) : usage(stderr, 2);
-    else if (strcmp(cmd, "flood") == 0)
-        ret = brokers && args == 2 ? flood(brokers, argv[optind], argv[optind + 1]) : usage(stderr, 2);
+    if (strcmp(cmd, "audit") == 0) ret = audit(brokers);
+    else if (strcmp(cmd, "dead-letters") == 0) ret = dead_letters(brokers);
+    else if (strcmp(cmd, "offsets") == 0) ret = offsets(brokers, argv[optind]);
+    else if (strcmp(cmd, "delete-records") == 0) ret = delete_records(brokers, argv[optind], argv[optind + 1]);
+    else if (strcmp(cmd, "hold") == 0) ret = hold(argv[optind], argv[optind + 1], argv[optind + 2], argv[optind + 3]);
+    else if (strcmp(cmd, "lateness") == 0) ret = lateness(argv + optind, args, wait_s);
+    else if (strcmp(cmd, "flood") == 0) ret = flood(brokers, argv[optind], argv[optind + 1]);
     else if (strcmp(cmd, "flood-topic") == 0)
-        ret = brokers && (args == 2 || args == 3)
-                  ? flood_topic(brokers, argv[optind], argv[optind + 1], args == 3 ? argv[optind + 2] : NULL)
-                  : usage(stderr, 2);
-    else if (!(jobs = parse_jobs(args, argv + optind))) ret = usage(stderr, 2);
+        ret = flood_topic(brokers, argv[optind], argv[optind + 1], args == 3 ? argv[optind + 2] : NULL);
+    else if (!(jobs = parse_jobs(args, argv + optind))) ret = bw_cli_usage_error(argv[0], NULL); /* parse_jobs named it */
     else if (strcmp(cmd, "verify") == 0) ret = verify(jobs, args, wait_s);
     else if (strcmp(cmd, "jsonl") == 0) ret = print_jsonl(jobs, args);
-    else if (strcmp(cmd, "submit") == 0 && url) {
+    else {
         /* always a request id: a resend (after a 429 or an outage) must apply once */
         char prefix[64];
         snprintf(prefix, sizeof(prefix), "bw-workload-%d-%" PRId64, (int)getpid(), bw_wall_ms());
@@ -1292,7 +1319,7 @@ int main(int argc, char **argv) {
             if (s.jobs_out && fclose(s.jobs_out)) ret = 1;
             free(auth_header);
         }
-    } else ret = usage(stderr, 2);
+    }
     free(jobs);
     bw_config_destroy(conf);
     return ret;

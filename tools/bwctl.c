@@ -2,6 +2,10 @@
  *
  *   bwctl [-c CONFIG] [--url URL] COMMAND [ARGS]   (bwctl COMMAND --help for each)
  *
+ * bwctl's own options (-c, --url, --admin-url, --token-file, --cacert, --cert, --key,
+ * --version) stand before the command or among its arguments alike (main, split_options).
+ * The configuration is -c FILE, else $BULKWRITE_CONF, else the installed one (cli.h).
+ *
  *   submit FILE          send ops from JSON lines or CSV, in batches, with a progress bar
  *   watch JOB_ID         follow a job until it is finished: progress bar and ETA
  *   job JOB_ID           print a job's status (JSON)
@@ -55,6 +59,7 @@
 #include "arena.h"
 #include "auth.h"
 #include "buf.h"
+#include "cli.h"
 #include "config.h"
 #include "db.h"
 #include "endpoints.h"
@@ -72,6 +77,7 @@ static bw_config_t *conf;
 static char base_url[512];
 static char *auth_header; /* "Authorization: Bearer TOKEN", or NULL without a token */
 static const char *tls_cacert, *tls_cert, *tls_key; /* --cacert, --cert, --key; NULL: libcurl's defaults */
+static char who[80] = "bwctl"; /* "bwctl COMMAND": who speaks in a usage error (bw_cli_usage_error) */
 
 /* ---- HTTP ------------------------------------------------------------------------------ */
 
@@ -825,6 +831,13 @@ static long count_lines(FILE *f) {
     return n;
 }
 
+static const struct option submit_opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
+                                            {"job", required_argument, 0, 'j'}, {"retry-for", required_argument, 0, 'R'},
+                                            {"not-before", required_argument, 0, 'T'}, {"after", required_argument, 0, 'A'},
+                                            {"in-flight", required_argument, 0, 'P'}, {"lane", required_argument, 0, 'L'},
+                                            {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+#define SUBMIT_SHORT "f:n:j:R:T:A:P:L:h"
+
 static int cmd_submit(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl submit [--format jsonl|csv] [--batch N] [--job NAME] [--lane NAME] [--retry-for S]\n"
@@ -861,13 +874,8 @@ static int cmd_submit(int argc, char **argv) {
     long batch = 0; /* --batch; 0: the default, known once the options are */
     int64_t secs;
     const char *format = NULL;
-    static const struct option opts[] = {{"format", required_argument, 0, 'f'}, {"batch", required_argument, 0, 'n'},
-                                         {"job", required_argument, 0, 'j'}, {"retry-for", required_argument, 0, 'R'},
-                                         {"not-before", required_argument, 0, 'T'}, {"after", required_argument, 0, 'A'},
-                                         {"in-flight", required_argument, 0, 'P'}, {"lane", required_argument, 0, 'L'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "f:n:j:R:T:A:P:L:h", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, SUBMIT_SHORT, submit_opts, NULL)) != -1;) {
         if (o == 'f') format = optarg;
         else if (o == 'T' && bw_utc_time_parse(optarg, &secs))
             return fprintf(stderr, "bwctl: --not-before: a UTC time YYYY-MM-DDTHH:MM:SSZ, not \"%s\"\n", optarg), 2;
@@ -1074,10 +1082,31 @@ static void waits_text(json_t *job, bw_buf_t *out) {
     if (other) bw_buf_printf(out, "  %ld more shard%s waiting for other reasons\n", other, other == 1 ? "" : "s");
 }
 
+static const struct option help_opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+
+/* A command's options after main checked them (split_options): 1 when --help was among
+ * them (then its help is printed), and optind at its first operand. For the commands whose
+ * only option is --help. */
+static int asked_help(int argc, char **argv, const char *help) {
+    optind = 0; /* 0: glibc re-initialises getopt */
+    int h = 0;
+    while (getopt_long(argc, argv, "h", help_opts, NULL) != -1) h = 1;
+    if (h) fputs(help, stdout);
+    return h;
+}
+
+/* "a JOB_ID is required" or "unexpected argument", when argv[optind..] is not one operand */
+static int one_operand(int argc, char **argv, const char *what) {
+    if (optind == argc) return bw_cli_usage_error(who, "%s is required", what);
+    if (optind < argc - 1) return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[optind + 1]);
+    return 0;
+}
+
 static int cmd_job(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-')
-        return fputs("usage: bwctl job JOB_ID\nPrints the job's status as JSON (GET /v1/jobs/JOB_ID).\n",
-                     argc == 2 ? stdout : stderr), argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    if (asked_help(argc, argv, "usage: bwctl job JOB_ID\nPrints the job's status as JSON (GET /v1/jobs/JOB_ID).\n"))
+        return 0;
+    if (one_operand(argc, argv, "a JOB_ID")) return 2;
+    argv += optind - 1; /* the job id is argv[1] */
     char err[512];
     long status;
     json_t *j = get_job(argv[1], err, sizeof(err), &status);
@@ -1096,6 +1125,10 @@ static int cmd_job(int argc, char **argv) {
 
 
 
+static const struct option watch_opts[] = {{"interval", required_argument, 0, 'i'}, {"timeout", required_argument, 0, 't'},
+                                           {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+#define WATCH_SHORT "i:t:h"
+
 static int cmd_watch(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl watch [--interval S] [--timeout S] JOB_ID\n"
@@ -1109,15 +1142,14 @@ static int cmd_watch(int argc, char **argv) {
         "3 not finished within the timeout (default: none).\n";
     double interval = 1;
     int timeout = 0;
-    static const struct option opts[] = {{"interval", required_argument, 0, 'i'}, {"timeout", required_argument, 0, 't'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "i:t:h", opts, NULL)) != -1;) {
+    optind = 0; /* 0: glibc re-initialises getopt */
+    for (int o; (o = getopt_long(argc, argv, WATCH_SHORT, watch_opts, NULL)) != -1;) {
         if (o == 'i') interval = atof(optarg);
         else if (o == 't') timeout = atoi(optarg);
-        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+        else return fputs(help, stdout), 0;
     }
-    if (optind != argc - 1 || interval <= 0) return fputs(help, stderr), 2;
+    if (interval <= 0) return bw_cli_usage_error(who, "--interval: more than 0 seconds");
+    if (one_operand(argc, argv, "a JOB_ID")) return 2;
     const char *id = argv[optind];
     int64_t t0 = bw_now_us(), deadline = timeout > 0 ? t0 + (int64_t)timeout * 1000000 : INT64_MAX;
     long first_done = -1;
@@ -1183,6 +1215,10 @@ static int cmd_watch(int argc, char **argv) {
 
 /* bwctl dead-letters: every failed op of a job, page by page (GET /v1/jobs/{id}/failures),
  * as a file bwctl submit sends again: a first line {"replay_of": JOB_ID}, then the ops. */
+static const struct option dead_letters_opts[] = {{"code", required_argument, 0, 'e'}, {"reason", required_argument, 0, 'r'},
+                                                  {"list", no_argument, 0, 'l'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+#define DEAD_LETTERS_SHORT "e:r:lh"
+
 static int cmd_dead_letters(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl dead-letters [--code N] [--reason TEXT] [--list] JOB_ID\n"
@@ -1197,16 +1233,14 @@ static int cmd_dead_letters(int argc, char **argv) {
     const char *reason = NULL;
     long code = 0;
     int list = 0;
-    static const struct option opts[] = {{"code", required_argument, 0, 'e'}, {"reason", required_argument, 0, 'r'},
-                                         {"list", no_argument, 0, 'l'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "e:r:lh", opts, NULL)) != -1;) {
+    optind = 0; /* 0: glibc re-initialises getopt */
+    for (int o; (o = getopt_long(argc, argv, DEAD_LETTERS_SHORT, dead_letters_opts, NULL)) != -1;) {
         if (o == 'e') code = atol(optarg);
         else if (o == 'r') reason = optarg;
         else if (o == 'l') list = 1;
-        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+        else return fputs(help, stdout), 0;
     }
-    if (optind != argc - 1) return fputs(help, stderr), 2;
+    if (one_operand(argc, argv, "a JOB_ID")) return 2;
     const char *id = argv[optind];
     CURL *c = curl_easy_init();
     char *esc_id = curl_easy_escape(c, id, 0), *esc_reason = reason ? curl_easy_escape(c, reason, 0) : NULL;
@@ -1293,6 +1327,10 @@ static int send_change(const char *method, const char *path, json_t *body) {
     return rc;
 }
 
+static const struct option cancel_opts[] = {{"reason", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'},
+                                            {0, 0, 0, 0}};
+#define CANCEL_SHORT "r:h"
+
 static int cmd_cancel(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl cancel [--reason TEXT] JOB_ID\n"
@@ -1301,14 +1339,12 @@ static int cmd_cancel(int argc, char **argv) {
         "owner or an admin may. Prints the job's status (JSON).\n"
         "Exit: 0 cancelled (or cancelled before); 1 refused or unknown job; 2 usage.\n";
     const char *reason = "";
-    static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
+    optind = 0; /* 0: glibc re-initialises getopt */
+    for (int o; (o = getopt_long(argc, argv, CANCEL_SHORT, cancel_opts, NULL)) != -1;) {
         if (o == 'r') reason = optarg;
-        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+        else return fputs(help, stdout), 0;
     }
-    if (optind != argc - 1) return fputs(help, stderr), 2;
+    if (one_operand(argc, argv, "a JOB_ID")) return 2;
     CURL *c = curl_easy_init();
     char *esc = curl_easy_escape(c, reason, 0), *id = curl_easy_escape(c, argv[optind], 0);
     char path[1024];
@@ -1408,19 +1444,28 @@ static void print_lanes(json_t *shards) {
     if (!any) printf("(no lanes: the configuration has only the default lane, or no consumer reported yet)\n");
 }
 
+static const struct option shards_opts[] = {{"history", no_argument, 0, 'H'}, {"lanes", no_argument, 0, 'L'},
+                                            {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+#define SHARDS_SHORT "h"
+
 static int cmd_shards(int argc, char **argv) {
-    int history = argc == 2 && strcmp(argv[1], "--history") == 0;
-    int lanes = argc == 2 && strcmp(argv[1], "--lanes") == 0;
-    if (argc != 1 && !history && !lanes)
-        return fputs("usage: bwctl shards [--history|--lanes]\nA table of every shard: its budgets in statements/s and rows/s as "
-                     "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
-                     "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate; pinned@rate when an operator\nholds it; \"-\" when off), why it is not running now (REASONS: paused, throttle, stopped,\nunhealthy, server_down, gap, buffer_full, ledger, backoff, revoking; \"-\" while it runs), its consumer,\nand the latest error; then a line per server: its budget for the whole server (bwctl set-budget;\n- = none), who set it, when and why.\n"
-                     "--history: then every operator change of each shard (the latest 20 per shard), newest "
-                     "first: when, rate|pause|resume, by which client, from which address, the setting after "
-                     "it, and the reason; and every server budget change.\n"
-                     "--lanes: instead, each shard's priority lanes (config lanes): weight, lag, statements applied "
-                     "from it,\nits applied offset and high watermark.\n",
-                     strcmp(argv[1], "--help") ? stderr : stdout), strcmp(argv[1], "--help") ? 2 : 0;
+    static const char help[] = "usage: bwctl shards [--history|--lanes]\nA table of every shard: its budgets in statements/s and rows/s as "
+        "configured (CONF) and in force (the operator's, else the configured; - = no limit), "
+        "paused, unhealthy, lag, the adaptive throttle (state(signal=value)@rate; pinned@rate when an operator\nholds it; \"-\" when off), why it is not running now (REASONS: paused, throttle, stopped,\nunhealthy, server_down, gap, buffer_full, ledger, backoff, revoking; \"-\" while it runs), its consumer,\nand the latest error; then a line per server: its budget for the whole server (bwctl set-budget;\n- = none), who set it, when and why.\n"
+        "--history: then every operator change of each shard (the latest 20 per shard), newest "
+        "first: when, rate|pause|resume, by which client, from which address, the setting after "
+        "it, and the reason; and every server budget change.\n"
+        "--lanes: instead, each shard's priority lanes (config lanes): weight, lag, statements applied "
+        "from it,\nits applied offset and high watermark.\n";
+    int history = 0, lanes = 0;
+    optind = 0; /* 0: glibc re-initialises getopt */
+    for (int o; (o = getopt_long(argc, argv, SHARDS_SHORT, shards_opts, NULL)) != -1;) {
+        if (o == 'H') history = 1;
+        else if (o == 'L') lanes = 1;
+        else return fputs(help, stdout), 0;
+    }
+    if (history && lanes) return bw_cli_usage_error(who, "--history or --lanes, not both");
+    if (optind < argc) return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[optind]);
     bw_buf_t resp;
     bw_buf_init(&resp);
     long status = http("GET", "/v1/shards", NULL, &resp, NULL);
@@ -1502,6 +1547,16 @@ static int put_budget(json_t *body, const char *member, const char *text, const 
     return 0;
 }
 
+/* set-rate's options; pause and resume take --reason and --server */
+static const struct option set_rate_opts[] = {{"reason", required_argument, 0, 'r'}, {"rows", required_argument, 0, 'R'},
+                                              {"server", required_argument, 0, 's'}, {"pin", no_argument, 0, 'P'},
+                                              {"unpin", no_argument, 0, 'U'},        {"help", no_argument, 0, 'h'},
+                                              {0, 0, 0, 0}};
+#define SET_RATE_SHORT "r:h"
+static const struct option pause_opts[] = {{"reason", required_argument, 0, 'r'}, {"server", required_argument, 0, 's'},
+                                           {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+#define PAUSE_SHORT "r:h"
+
 static int cmd_control(int argc, char **argv) {
     const char *cmd = argv[0];
     int is_rate = strcmp(cmd, "set-rate") == 0;
@@ -1523,23 +1578,23 @@ static int cmd_control(int argc, char **argv) {
                                          : "Applies the shard's batches again.");
     const char *reason = "", *rows = NULL, *server = NULL;
     int pin = -1; /* --pin 1, --unpin 0, neither: as it was */
-    static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"rows", required_argument, 0, 'R'},
-                                         {"server", required_argument, 0, 's'}, {"pin", no_argument, 0, 'P'},
-                                         {"unpin", no_argument, 0, 'U'},        {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
+    optind = 0; /* 0: glibc re-initialises getopt */
+    for (int o; (o = getopt_long(argc, argv, is_rate ? SET_RATE_SHORT : PAUSE_SHORT,
+                                 is_rate ? set_rate_opts : pause_opts, NULL)) != -1;) {
         if (o == 'r') reason = optarg;
         else if (o == 's') server = optarg;
-        else if (o == 'R' && is_rate) rows = optarg;
-        else if ((o == 'P' || o == 'U') && is_rate) pin = o == 'P';
-        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+        else if (o == 'R') rows = optarg;
+        else if (o == 'P' || o == 'U') pin = o == 'P';
+        else return fputs(help, stdout), 0;
     }
     /* the target: SHARD, or --server NAME in its place */
-    int positional = argc - optind + (server != NULL);
-    /* set-rate: SHARD and RATE, or SHARD alone with --rows */
-    if (is_rate ? positional != 2 && !(positional == 1 && (rows || pin >= 0)) : positional != 1)
-        return fputs(help, stderr), 2;
+    int operands = argc - optind, positional = operands + (server != NULL);
+    if (!positional) return bw_cli_usage_error(who, "a SHARD (or --server NAME) is required");
+    /* set-rate: SHARD and RATE, or SHARD alone with --rows or --pin/--unpin */
+    if (is_rate && positional == 1 && !rows && pin < 0)
+        return bw_cli_usage_error(who, "a RATE, --rows ROWS, --pin or --unpin is required");
+    if (positional > (is_rate ? 2 : 1))
+        return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[argc - 1]);
     char path[400];
     const char *rate = positional == 2 ? argv[argc - 1] : NULL;
     if (server) {
@@ -1563,6 +1618,11 @@ static int cmd_control(int argc, char **argv) {
     return send_change("POST", path, body);
 }
 
+static const struct option set_budget_opts[] = {{"reason", required_argument, 0, 'r'}, {"rows", required_argument, 0, 'R'},
+                                                {"server", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
+                                                {0, 0, 0, 0}};
+#define SET_BUDGET_SHORT "r:h"
+
 static int cmd_set_budget(int argc, char **argv) {
     static const char help[] =
         "usage: bwctl set-budget --server NAME [RATE|none] [--rows ROWS|none] --reason TEXT\n"
@@ -1574,18 +1634,18 @@ static int cmd_set_budget(int argc, char **argv) {
         "those shards / the server's). Every consumer applies it within seconds; it lasts until\n"
         "changed, across restarts. bwctl shards prints the budgets.\n";
     const char *reason = NULL, *rows = NULL, *server = NULL;
-    static const struct option opts[] = {{"reason", required_argument, 0, 'r'}, {"rows", required_argument, 0, 'R'},
-                                         {"server", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "r:h", opts, NULL)) != -1;) {
+    optind = 0; /* 0: glibc re-initialises getopt */
+    for (int o; (o = getopt_long(argc, argv, SET_BUDGET_SHORT, set_budget_opts, NULL)) != -1;) {
         if (o == 'r') reason = optarg;
         else if (o == 's') server = optarg;
         else if (o == 'R') rows = optarg;
-        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+        else return fputs(help, stdout), 0;
     }
     int positional = argc - optind;
-    if (!server || !reason || positional > 1 || (positional == 0 && !rows)) return fputs(help, stderr), 2;
+    if (!server) return bw_cli_usage_error(who, "--server NAME is required (the server the budget is for)");
+    if (!reason) return bw_cli_usage_error(who, "--reason is required (who changed it and why is audited)");
+    if (positional == 0 && !rows) return bw_cli_usage_error(who, "a RATE, --rows ROWS, or both, is required");
+    if (positional > 1) return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[optind + 1]);
     json_t *body = json_pack("{s:s}", "reason", reason);
     char why[256] = "";
     if ((positional && put_budget(body, "rate", argv[optind], "none", why, sizeof(why))) ||
@@ -1602,7 +1662,8 @@ static int cmd_set_budget(int argc, char **argv) {
 /* ---- main ------------------------------------------------------------------------------- */
 
 static int usage(FILE *out, int code) {
-    fputs("usage: bwctl [-c CONFIG] [--url URL] COMMAND [ARGS]\n"
+    fprintf(out,
+          "usage: bwctl [OPTIONS] COMMAND [ARGS] (the options below before or after the command)\n"
           "commands (bwctl COMMAND --help for each):\n"
           "  submit FILE          send ops from JSON lines or CSV as one job, with a progress bar;\n"
           "                       run again after a crash, it resumes where it stopped\n"
@@ -1634,7 +1695,7 @@ static int usage(FILE *out, int code) {
           "  endpoints-doc FILE   print FILE (docs/api.md) with its endpoint table regenerated from\n"
           "                       the proxy's endpoint table (make docs)\n"
           "options:\n"
-          "  -c, --config FILE  configuration (default conf/bulkwrite.conf)\n"
+          "  -c, --config FILE  configuration (default: $" BW_CONF_ENV ", else %s)\n"
           "  -u, --url URL      the proxy (default http://proxy.listen_address:proxy.port, https\n"
           "                     with proxy.tls.cert_file)\n"
           "  --admin-url URL    the proxy for set-rate, pause, resume, set-budget (default the admin listener,\n"
@@ -1644,10 +1705,17 @@ static int usage(FILE *out, int code) {
           "  --cacert FILE      over HTTPS: the CA certificate(s) to trust the proxy with\n"
           "  --cert FILE        over HTTPS: a client certificate (PEM) to present, with --key FILE\n"
           "  --key FILE         its private key (PEM)\n"
+          "  --version          print the version and the commit built\n"
           "exit codes: 0 success, 1 failure, 2 usage, 3 watch timed out\n",
-          out);
+          bw_cli_default_config());
     return code;
 }
+
+static const struct option schema_opts[] = {{"print", no_argument, 0, 'p'}, {"create-users", no_argument, 0, 'U'},
+                                            {"admin-user", required_argument, 0, 'a'},
+                                            {"admin-password-file", required_argument, 0, 'P'},
+                                            {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+#define SCHEMA_SHORT "h"
 
 static int cmd_schema(int argc, char **argv) {
     static const char help[] =
@@ -1660,19 +1728,16 @@ static int cmd_schema(int argc, char **argv) {
         "--admin-password-file FILE or the environment's BW_ADMIN_PASSWORD (default: empty).\n";
     int print = 0, users = 0;
     const char *admin_user = NULL, *pw_file = NULL;
-    static const struct option opts[] = {{"print", no_argument, 0, 'p'}, {"create-users", no_argument, 0, 'U'},
-                                         {"admin-user", required_argument, 0, 'a'},
-                                         {"admin-password-file", required_argument, 0, 'P'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+    optind = 0; /* 0: glibc re-initialises getopt */
+    for (int o; (o = getopt_long(argc, argv, SCHEMA_SHORT, schema_opts, NULL)) != -1;) {
         if (o == 'p') print = 1;
         else if (o == 'U') users = 1;
         else if (o == 'a') admin_user = optarg;
         else if (o == 'P') pw_file = optarg;
-        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
+        else return fputs(help, stdout), 0;
     }
-    if (optind != argc || (pw_file && !admin_user)) return fputs(help, stderr), 2;
+    if (optind < argc) return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[optind]);
+    if (pw_file && !admin_user) return bw_cli_usage_error(who, "--admin-password-file needs --admin-user (whose password it is)");
     if (print) {
         bw_buf_t b;
         bw_buf_init(&b);
@@ -1758,11 +1823,11 @@ static int read_text(const char *path, bw_buf_t *text) {
 
 /* bwctl metrics-doc [FILE]: the metric list from the daemons' tables (proxy_metrics.c, consumer_metrics.c). */
 static int metrics_doc(int argc, char **argv) {
-    if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
-        fputs("usage: bwctl metrics-doc [FILE]\n  prints the metric list of docs/api.md; with FILE, FILE with the list\n"
-              "  between its generated markers replaced\n", argc > 2 ? stderr : stdout);
-        return argc > 2 ? 2 : 0;
-    }
+    if (asked_help(argc, argv, "usage: bwctl metrics-doc [FILE]\n  prints the metric list of docs/api.md; with FILE, "
+                               "FILE with the list\n  between its generated markers replaced\n"))
+        return 0;
+    if (optind < argc - 1) return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[optind + 1]);
+    argc -= optind - 1, argv += optind - 1; /* FILE, if any, is argv[1] */
     static const bw_metrics_table_t *const tables[] = {&bw_proxy_metrics, &bw_consumer_metrics};
     bw_buf_t out, text;
     bw_buf_init(&out);
@@ -1785,11 +1850,11 @@ static int metrics_doc(int argc, char **argv) {
 /* bwctl endpoints-doc FILE: FILE (docs/api.md) with its endpoint table written from the
  * proxy's endpoint table (proxy/endpoints.c). */
 static int endpoints_doc(int argc, char **argv) {
-    if (argc != 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fputs("usage: bwctl endpoints-doc FILE\n  prints FILE (docs/api.md) with its endpoint table between its "
-              "markers regenerated\n", argc != 2 ? stderr : stdout);
-        return argc != 2 ? 2 : 0;
-    }
+    if (asked_help(argc, argv, "usage: bwctl endpoints-doc FILE\n  prints FILE (docs/api.md) with its endpoint table "
+                               "between its markers regenerated\n"))
+        return 0;
+    if (one_operand(argc, argv, "FILE (docs/api.md)")) return 2;
+    argv += optind - 1; /* FILE is argv[1] */
     bw_buf_t text;
     bw_buf_init(&text);
     char err[256];
@@ -1801,22 +1866,9 @@ static int endpoints_doc(int argc, char **argv) {
     return out ? 0 : 1;
 }
 
-/* The config verbs' own options: [-c FILE] after the verb (as before it) and --help.
- * Returns -1 to go on, else the exit code (help printed: 0; a bad option: 2). */
-static int config_verb_options(int argc, char **argv, const char **config_path, const char *help) {
-    static const struct option opts[] = {{"config", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    optind = 0; /* 0: glibc re-initialises getopt (main parsed in "+" mode) */
-    for (int o; (o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1;) {
-        if (o == 'c') *config_path = optarg;
-        else return fputs(help, o == 'h' ? stdout : stderr), o == 'h' ? 0 : 2;
-    }
-    if (optind < argc) return fprintf(stderr, "bwctl %s: unexpected argument \"%s\"\n%s", argv[0], argv[optind], help), 2;
-    return -1;
-}
-
 static const char check_config_help[] =
     "usage: bwctl check-config [-c CONFIG]\n"
-    "Loads and validates CONFIG (default conf/bulkwrite.conf, or bwctl's -c) and the files it names;\n"
+    "Loads and validates CONFIG (bwctl's -c, else $" BW_CONF_ENV ", else the installed one) and the files it names;\n"
     "prints \"CONFIG: ok (…)\" or what is wrong (exit 1).\n";
 static const char dump_config_help[] =
     "usage: bwctl dump-config [-c CONFIG]\n"
@@ -1834,89 +1886,198 @@ static const char config_set_help[] =
     "on copies and generated files (as the tests do), not on a hand-kept file.\n";
 
 static int cmd_config_set(int argc, char **argv) {
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) return fputs(config_set_help, stdout), 0;
-    if (argc < 3) return fputs(config_set_help, stderr), 2;
+    if (asked_help(argc, argv, config_set_help)) return 0;
+    if (argc - optind < 2) return bw_cli_usage_error(who, "a FILE and at least one KEY=VALUE are required");
     char err[1024];
-    if (bw_config_set_file(argv[1], argv + 2, argc - 2, err, sizeof(err)) != BW_OK)
+    if (bw_config_set_file(argv[optind], argv + optind + 1, argc - optind - 1, err, sizeof(err)) != BW_OK)
         return fprintf(stderr, "bwctl config-set: %s\n", err), 2;
     return 0;
 }
 
+static int cmd_config_doc(int argc, char **argv) {
+    if (asked_help(argc, argv, config_doc_help)) return 0;
+    if (optind < argc) return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[optind]);
+    bw_config_doc(stdout);
+    return 0;
+}
+
+static const char *config_path; /* the configuration read (bw_cli_config_path) */
+
+static int cmd_check_config(int argc, char **argv) {
+    if (asked_help(argc, argv, check_config_help)) return 0;
+    if (optind < argc) return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[optind]);
+    printf("%s: ok (%d shards on %d servers, %d object types)\n", config_path, conf->shard_count, conf->server_cnt,
+           conf->object_type_cnt);
+    return check_proxy_files();
+}
+
+static int cmd_dump_config(int argc, char **argv) {
+    if (asked_help(argc, argv, dump_config_help)) return 0;
+    if (optind < argc) return bw_cli_usage_error(who, "unexpected argument \"%s\"", argv[optind]);
+    bw_config_dump(conf, stdout);
+    return 0;
+}
+
+/* Each command: its handler, its own options (each with --help; their values are letters),
+ * and what it needs first. */
+enum { NEEDS_CONFIG = 1, CONTROL = 2 }; /* CONTROL: sent to the admin URL */
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const struct option *opts;
+    const char *short_opts;
+    int flags;
+} command_t;
+
+static const command_t commands[] = {
+    {"submit", cmd_submit, submit_opts, SUBMIT_SHORT, NEEDS_CONFIG},
+    {"watch", cmd_watch, watch_opts, WATCH_SHORT, NEEDS_CONFIG},
+    {"job", cmd_job, help_opts, "h", NEEDS_CONFIG},
+    {"cancel", cmd_cancel, cancel_opts, CANCEL_SHORT, NEEDS_CONFIG},
+    {"dead-letters", cmd_dead_letters, dead_letters_opts, DEAD_LETTERS_SHORT, NEEDS_CONFIG},
+    {"shards", cmd_shards, shards_opts, SHARDS_SHORT, NEEDS_CONFIG},
+    {"set-rate", cmd_control, set_rate_opts, SET_RATE_SHORT, NEEDS_CONFIG | CONTROL},
+    {"pause", cmd_control, pause_opts, PAUSE_SHORT, NEEDS_CONFIG | CONTROL},
+    {"resume", cmd_control, pause_opts, PAUSE_SHORT, NEEDS_CONFIG | CONTROL},
+    {"set-budget", cmd_set_budget, set_budget_opts, SET_BUDGET_SHORT, NEEDS_CONFIG | CONTROL},
+    {"schema", cmd_schema, schema_opts, SCHEMA_SHORT, NEEDS_CONFIG},
+    {"check-config", cmd_check_config, help_opts, "h", NEEDS_CONFIG},
+    {"dump-config", cmd_dump_config, help_opts, "h", NEEDS_CONFIG},
+    {"config-doc", cmd_config_doc, help_opts, "h", 0},
+    {"config-set", cmd_config_set, help_opts, "h", 0},
+    {"metrics-doc", metrics_doc, help_opts, "h", 0},
+    {"endpoints-doc", endpoints_doc, help_opts, "h", 0},
+};
+
+/* bwctl's own options, taken before the command and among its arguments alike. Their
+ * values are 'c', 'u' and from 0x100 on: no command's option (a letter) has one. */
+enum { OPT_ADMIN_URL = 0x100, OPT_TOKEN_FILE, OPT_CACERT, OPT_CERT, OPT_KEY, OPT_VERSION };
+#define GLOBAL_SHORT "c:u:"
+static const struct option global_opts[] = {{"config", required_argument, 0, 'c'},
+                                            {"url", required_argument, 0, 'u'},
+                                            {"admin-url", required_argument, 0, OPT_ADMIN_URL},
+                                            {"token-file", required_argument, 0, OPT_TOKEN_FILE},
+                                            {"cacert", required_argument, 0, OPT_CACERT},
+                                            {"cert", required_argument, 0, OPT_CERT},
+                                            {"key", required_argument, 0, OPT_KEY},
+                                            {"version", no_argument, 0, OPT_VERSION},
+                                            {0, 0, 0, 0}};
+#define GLOBAL_OPTS_N (sizeof(global_opts) / sizeof(global_opts[0]) - 1)
+static const char *given_config, *url, *admin_url, *token_file; /* -c (NULL: BULKWRITE_CONF, the default) … */
+static int print_version, command_help; /* --version; the command's --help (it needs no configuration) */
+
+/* One of bwctl's own options: 1 when `o` is one (its value kept), else 0. */
+static int global_option(int o, const char *arg) {
+    switch (o) {
+    case 'c': given_config = arg; return 1;
+    case 'u': url = arg; return 1;
+    case OPT_ADMIN_URL: admin_url = arg; return 1;
+    case OPT_TOKEN_FILE: token_file = arg; return 1;
+    case OPT_CACERT: tls_cacert = arg; return 1;
+    case OPT_CERT: tls_cert = arg; return 1;
+    case OPT_KEY: tls_key = arg; return 1;
+    case OPT_VERSION: print_version = 1; return 1;
+    default: return 0;
+    }
+}
+
+/* The command's arguments (argv[0] its name) with bwctl's own options taken out and
+ * applied, wherever they stand, into *out: the command's own options as "--name[=VALUE]",
+ * then "--" when an operand looks like an option, then its operands. getopt names a bad
+ * option (then 2), else -1. *out (malloc'd) and each option in it are the caller's. */
+static int split_options(const command_t *c, int argc, char **argv, char ***out, int *out_argc) {
+    size_t own = 0;
+    while (c->opts[own].name) own++;
+    struct option *all = calloc(own + GLOBAL_OPTS_N + 1, sizeof(*all));
+    char shorts[64];
+    snprintf(shorts, sizeof(shorts), "%s" GLOBAL_SHORT, c->short_opts);
+    *out = calloc((size_t)argc + 2, sizeof(char *));
+    if (!all || !*out) abort();
+    memcpy(all, c->opts, own * sizeof(*all));
+    memcpy(all + own, global_opts, GLOBAL_OPTS_N * sizeof(*all));
+    int n = 0;
+    (*out)[n++] = argv[0];
+    argv[0] = who; /* getopt's messages begin with it */
+    optind = 0; /* 0: glibc re-initialises getopt */
+    opterr = 1;
+    int rc = -1;
+    for (int o; rc < 0 && (o = getopt_long(argc, argv, shorts, all, NULL)) != -1;) {
+        if (o == '?' || o == ':') rc = bw_cli_usage_error(who, NULL);
+        else if (!global_option(o, optarg)) { /* the command's own: by its long name */
+            command_help |= o == 'h';
+            size_t k = 0;
+            while (k < own && all[k].val != o) k++;
+            if (k == own || asprintf(&(*out)[n++], "--%s%s%s", all[k].name, optarg ? "=" : "", optarg ? optarg : "") < 0)
+                abort(); /* each short option of a command has a long one */
+        }
+    }
+    int operands_from = n;
+    for (int i = optind; rc < 0 && i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1] && n == operands_from) (*out)[n++] = "--";
+    for (int i = optind; rc < 0 && i < argc; i++) (*out)[n++] = argv[i];
+    *out_argc = n;
+    free(all);
+    return rc;
+}
+
+static const command_t *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
 int main(int argc, char **argv) {
-    const char *config_path = "conf/bulkwrite.conf", *url = NULL, *admin_url = NULL, *token_file = NULL;
-    static const struct option opts[] = {{"config", required_argument, 0, 'c'},
-                                         {"url", required_argument, 0, 'u'},
-                                         {"admin-url", required_argument, 0, 'A'},
-                                         {"token-file", required_argument, 0, 'T'},
-                                         {"cacert", required_argument, 0, 'C'},
-                                         {"cert", required_argument, 0, 'E'},
-                                         {"key", required_argument, 0, 'K'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    for (int o; (o = getopt_long(argc, argv, "+c:u:h", opts, NULL)) != -1;) {
-        if (o == 'c') config_path = optarg;
-        else if (o == 'u') url = optarg;
-        else if (o == 'T') token_file = optarg;
-        else if (o == 'A') admin_url = optarg;
-        else if (o == 'C') tls_cacert = optarg;
-        else if (o == 'E') tls_cert = optarg;
-        else if (o == 'K') tls_key = optarg;
-        else return usage(o == 'h' ? stdout : stderr, o == 'h' ? 0 : 2);
+    static const struct option before_command[] = {{"config", required_argument, 0, 'c'},
+                                                   {"url", required_argument, 0, 'u'},
+                                                   {"admin-url", required_argument, 0, OPT_ADMIN_URL},
+                                                   {"token-file", required_argument, 0, OPT_TOKEN_FILE},
+                                                   {"cacert", required_argument, 0, OPT_CACERT},
+                                                   {"cert", required_argument, 0, OPT_CERT},
+                                                   {"key", required_argument, 0, OPT_KEY},
+                                                   {"version", no_argument, 0, OPT_VERSION},
+                                                   {"help", no_argument, 0, 'h'},
+                                                   {0, 0, 0, 0}};
+    argv[0] = "bwctl"; /* getopt's messages begin with it, not with the path */
+    for (int o; (o = getopt_long(argc, argv, "+" GLOBAL_SHORT "h", before_command, NULL)) != -1;) {
+        if (o == 'h') return usage(stdout, 0);
+        if (!global_option(o, optarg)) return bw_cli_usage_error("bwctl", NULL);
     }
+    if (print_version) return bw_cli_print_version("bwctl"), 0;
     if (optind >= argc) return usage(stderr, 2);
-    const char *cmd = argv[optind];
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
-    if (strcmp(cmd, "config-doc") == 0) {
-        int code = config_verb_options(sub_argc, sub_argv, &config_path, config_doc_help);
-        if (code >= 0) return code;
-        bw_config_doc(stdout);
-        return 0;
-    }
-    if (strcmp(cmd, "config-set") == 0) return cmd_config_set(sub_argc, sub_argv);
-    if (strcmp(cmd, "check-config") == 0 || strcmp(cmd, "dump-config") == 0) {
-        int code = config_verb_options(sub_argc, sub_argv, &config_path,
-                                       strcmp(cmd, "check-config") == 0 ? check_config_help : dump_config_help);
-        if (code >= 0) return code;
-    }
-    if (strcmp(cmd, "metrics-doc") == 0) return metrics_doc(sub_argc, sub_argv);
-    if (strcmp(cmd, "endpoints-doc") == 0) return endpoints_doc(sub_argc, sub_argv);
+    const command_t *c = find_command(argv[optind]);
+    if (!c) return bw_cli_usage_error("bwctl", "unknown command \"%s\"", argv[optind]);
+    snprintf(who, sizeof(who), "bwctl %s", c->name);
+    char **sub_argv;
+    int sub_argc, ret = split_options(c, argc - optind, argv + optind, &sub_argv, &sub_argc);
+    if (ret < 0 && print_version) ret = (bw_cli_print_version("bwctl"), 0);
     char err[512];
-    if (bw_token_header(token_file, &auth_header, err, sizeof(err))) return fprintf(stderr, "bwctl: %s\n", err), 1;
-    if (!(conf = bw_config_load(config_path, err, sizeof(err)))) {
-        fprintf(stderr, "bwctl: %s\n", err);
-        return 1;
+    if (ret < 0 && (c->flags & NEEDS_CONFIG) && !command_help) {
+        config_path = bw_cli_config_path(given_config);
+        if (bw_token_header(token_file, &auth_header, err, sizeof(err)))
+            ret = (fprintf(stderr, "bwctl: %s\n", err), 1);
+        else if (!(conf = bw_config_load(config_path, err, sizeof(err))))
+            ret = (fprintf(stderr, "bwctl: %s%s\n", err, bw_cli_config_hint(given_config)), 1);
     }
-    const char *scheme = *conf->proxy_tls_cert_file ? "https" : "http";
-    int control = !strcmp(cmd, "set-rate") || !strcmp(cmd, "pause") || !strcmp(cmd, "resume") || !strcmp(cmd, "set-budget");
-    if (control && admin_url) snprintf(base_url, sizeof(base_url), "%s", admin_url);
-    else if (control && !url && conf->proxy_admin_port)
-        snprintf(base_url, sizeof(base_url), "%s://%s:%d", scheme, conf->proxy_admin_listen_address, conf->proxy_admin_port);
-    else if (url) snprintf(base_url, sizeof(base_url), "%s", url);
-    else snprintf(base_url, sizeof(base_url), "%s://%s:%d", scheme, conf->proxy_listen_address, conf->proxy_port);
-    size_t ul = strlen(base_url);
-    if (ul && base_url[ul - 1] == '/') base_url[ul - 1] = '\0';
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    int ret;
-    if (strcmp(cmd, "check-config") == 0) {
-        printf("%s: ok (%d shards on %d servers, %d object types)\n", config_path, conf->shard_count,
-               conf->server_cnt, conf->object_type_cnt);
-        ret = check_proxy_files();
-    } else if (strcmp(cmd, "dump-config") == 0) {
-        bw_config_dump(conf, stdout);
-        ret = 0;
-    } else if (strcmp(cmd, "schema") == 0) ret = cmd_schema(sub_argc, sub_argv);
-    else if (strcmp(cmd, "submit") == 0) ret = cmd_submit(sub_argc, sub_argv);
-    else if (strcmp(cmd, "watch") == 0) ret = cmd_watch(sub_argc, sub_argv);
-    else if (strcmp(cmd, "job") == 0) ret = cmd_job(sub_argc, sub_argv);
-    else if (strcmp(cmd, "cancel") == 0) ret = cmd_cancel(sub_argc, sub_argv);
-    else if (strcmp(cmd, "dead-letters") == 0) ret = cmd_dead_letters(sub_argc, sub_argv);
-    else if (strcmp(cmd, "shards") == 0) ret = cmd_shards(sub_argc, sub_argv);
-    else if (strcmp(cmd, "set-rate") == 0 || strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
-        ret = cmd_control(sub_argc, sub_argv);
-    else if (strcmp(cmd, "set-budget") == 0) ret = cmd_set_budget(sub_argc, sub_argv);
-    else ret = usage(stderr, 2);
-    curl_global_cleanup();
+    if (ret < 0 && conf) {
+        const char *scheme = *conf->proxy_tls_cert_file ? "https" : "http";
+        int control = c->flags & CONTROL;
+        if (control && admin_url) snprintf(base_url, sizeof(base_url), "%s", admin_url);
+        else if (control && !url && conf->proxy_admin_port)
+            snprintf(base_url, sizeof(base_url), "%s://%s:%d", scheme, conf->proxy_admin_listen_address,
+                     conf->proxy_admin_port);
+        else if (url) snprintf(base_url, sizeof(base_url), "%s", url);
+        else snprintf(base_url, sizeof(base_url), "%s://%s:%d", scheme, conf->proxy_listen_address, conf->proxy_port);
+        size_t ul = strlen(base_url);
+        if (ul && base_url[ul - 1] == '/') base_url[ul - 1] = '\0';
+    }
+    if (ret < 0) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        ret = c->run(sub_argc, sub_argv);
+        curl_global_cleanup();
+    }
+    for (int i = 1; i < sub_argc && strncmp(sub_argv[i], "--", 2) == 0 && sub_argv[i][2]; i++)
+        free(sub_argv[i]); /* the options split_options wrote */
+    free(sub_argv);
     bw_config_destroy(conf);
     free(auth_header);
     return ret;

@@ -212,6 +212,14 @@ no_wait() {
 }
 check "the job finished, and no shard of it waits any more" wait_for 30 no_wait
 
+# bwctl as the runbook writes it, its own options after the command, no BULKWRITE_CONF
+paused_on() { curl -sf "$1/v1/shards" | jq -e --argjson p "$2" ".shards[$OTHER].paused == \$p" >/dev/null; }
+check "bwctl pause $OTHER -c CONF --url A --reason …: proxy B shows it paused" eval 'env -u BULKWRITE_CONF \
+    "$BIN/bwctl" pause $OTHER -c "$CONF" --url "$A" --reason "options after the command" >/dev/null &&
+    wait_for 10 paused_on "$B" true'
+check "bwctl resume $OTHER --config=CONF --url B: proxy A shows it running" eval 'env -u BULKWRITE_CONF \
+    "$BIN/bwctl" resume $OTHER --config="$CONF" --url "$B" >/dev/null && wait_for 10 paused_on "$A" false'
+
 # ---- a whole server's budget ------------------------------------------------------------------
 # mysql-b (shards 4 to 7) gets $BUDGET statements/s for the whole server; shards 4 and 7
 # then have ~200 increments to apply (one statement each), which the budget spreads over

@@ -19,12 +19,19 @@ trap 'rm -rf "$WORK"' EXIT
 # the check helper only (no stack is started)
 # shellcheck source=lib.sh
 source test/lib.sh
+# shellcheck source=cli.sh
+source test/tiers/cli.sh
 
 PROGRAMS=(bw-proxy bw-consumer bwctl)
 TEST_TOOLS=(bw-workload bw-kafka-embedded bw-bench) # they stay in bin/
 UNITS=(bw-proxy.service bw-consumer.service bw-consumer@.service)
 
-make_install() { make --no-print-directory -s install PREFIX="$1" DESTDIR="$2" >"$WORK/make.out" 2>&1; }
+# The programs compile in their PREFIX's configuration path (common/cli.h), so each install
+# relinks them: from a copy of the build, never bin/ itself (the tiers run those meanwhile)
+cp -a build/release "$WORK/build" && cp -a bin "$WORK/bin" || exit 1
+make_install() {
+    make --no-print-directory -s install PREFIX="$1" DESTDIR="$2" BUILD="$WORK/build" BIN="$WORK/bin" >"$WORK/make.out" 2>&1
+}
 
 programs_run() { # DEST BINDIR
     local p
@@ -174,6 +181,7 @@ for prefix in /usr /opt/bulkwrite; do
         units_users_exist "$dest" "$unitdir" "$sysusersdir"
     check "PREFIX=$prefix: the verification fails a unit with a missing program or a misspelt key" \
         verify_not_blind "$dest" "$unitdir" "$sysusersdir"
+    cli_checks "$dest" "$bindir" "$sysconfdir" "PREFIX=$prefix"
     check "PREFIX=$prefix: a second install keeps an edited config and adds bulkwrite.conf.example" \
         config_kept "$prefix" "$dest" "$sysconfdir"
     check "PREFIX=$prefix: make uninstall removes programs (an old bw-workload too) and units, keeps the config" \
