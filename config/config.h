@@ -173,7 +173,7 @@ typedef struct {
     char *throttle_heartbeat_table; /* in each server's first shard database */
 
     /* alerts */
-    char *alert_webhook_url;
+    char *alertmanager_url;
     int alert_resend_ms;
     int alert_timeout_ms;
     char **alert_labels; int alert_label_cnt;

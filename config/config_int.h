@@ -32,12 +32,17 @@ struct key {
      * R_UNSET. */
     unsigned char reload[BW_PROC_COUNT];
     unsigned char hook;    /* R_APPLY: the bw_reload_hook_t the process runs after copying it */
+    /* A top-level key's former name, still read: with a warning naming the new one, and
+     * refused when both are set (parse_table). NULL for most keys. */
+    const char *old_name;
 };
 enum { R_UNSET, R_UNUSED, R_RESTART, R_APPLY };
 enum { SECRET_VALUE = 1, SECRET_PROPS = 2 };
 
 /* every key reachable from the top without entering a list (K_LIST: the whole list) */
 extern const key_t_ bw_config_top_keys[];
+/* The top-level key whose old_name is `name`, or NULL. */
+const key_t_ *bw_config_renamed_key(const char *name);
 
 typedef struct {
     const char *file;

@@ -508,14 +508,16 @@ const key_t_ bw_config_top_keys[] = {
     {"throttle", K_GROUP, 0, 0, 0, 0, "", NULL, throttle_keys, 0,
      "The adaptive throttle: per-shard rates that follow the database's health "
      "(docs/operations.md, \"The adaptive throttle\")."},
-    {"alerts.webhook_url", K_STR, OFF(alert_webhook_url), 0, 0, 0, "\"\"", NULL, NULL, 0,
-     "Alertmanager v2 alerts endpoint (http://host:9093/api/v2/alerts) the consumer posts "
-     "shard alerts to; empty = alerts go to the log and the metrics only.", CONSUMER_RESTART},
+    {"alerts.alertmanager_url", K_STR, OFF(alertmanager_url), 0, 0, 0, "\"\"", NULL, NULL, 0,
+     "Alertmanager's v2 alerts API (http://host:9093/api/v2/alerts) the consumer posts shard "
+     "alerts to; empty = alerts go to the log and the metrics only. Its old name, "
+     "alerts.webhook_url, is still read, with a warning (both set: startup stops).",
+     CONSUMER_RESTART, .old_name = "alerts.webhook_url"},
     {"alerts.resend_ms", K_INT, OFF(alert_resend_ms), 0, 1000, 86400000, "60000", NULL, NULL, 0,
      "How often a firing alert is posted again (Alertmanager resolves alerts it stops hearing "
      "about after its resolve_timeout).", CONSUMER_RESTART},
     {"alerts.timeout_ms", K_INT, OFF(alert_timeout_ms), 0, 100, 600000, "5000", NULL, NULL, 0,
-     "Longest one webhook post may take; a failed post is retried at the next resend.", CONSUMER_RESTART},
+     "Longest one post to Alertmanager may take; a failed post is retried at the next resend.", CONSUMER_RESTART},
     {"alerts.labels", K_STRLIST, OFF(alert_labels), OFF(alert_label_cnt), 0, 100, "[]", NULL, NULL,
      0, "Extra labels on every alert, as \"name=value\" strings (e.g. \"team=storage\").", CONSUMER_RESTART},
     {"object_types", K_LIST, OFF(object_types), OFF(object_type_cnt), 1, 1024, NULL, NULL,
@@ -526,6 +528,12 @@ const key_t_ bw_config_top_keys[] = {
      "ingestion's backlog on the same shard (docs/throttling.md). Each lane is a topic with one "
      "partition per shard; at most 8 lanes with the default.", RESTART},
     END};
+
+const key_t_ *bw_config_renamed_key(const char *name) {
+    for (const key_t_ *k = bw_config_top_keys; k->name; k++)
+        if (k->old_name && strcmp(k->old_name, name) == 0) return k;
+    return NULL;
+}
 
 const char *bw_op_name(int op) {
     static const char *const names[] = {"?", "create", "update", "upsert", "delete"};

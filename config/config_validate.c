@@ -215,10 +215,10 @@ bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx
     if (c->retry_max_ms < c->retry_initial_ms)
         return bw_config_fail_at(ctx, bw_config_lookup(root, "consumer.retry_max_ms"),
                        "consumer.retry_max_ms must be at least consumer.retry_initial_ms%s%s", "", "");
-    if (c->alert_webhook_url[0] && strncmp(c->alert_webhook_url, "http://", 7) &&
-        strncmp(c->alert_webhook_url, "https://", 8))
-        return bw_config_fail_at(ctx, bw_config_lookup(root, "alerts.webhook_url"),
-                       "alerts.webhook_url: \"%s\" is not an http:// or https:// URL%s", c->alert_webhook_url, "");
+    if (c->alertmanager_url[0] && strncmp(c->alertmanager_url, "http://", 7) &&
+        strncmp(c->alertmanager_url, "https://", 8))
+        return bw_config_fail_at(ctx, bw_config_lookup(root, "alerts.alertmanager_url"),
+                       "alerts.alertmanager_url: \"%s\" is not an http:// or https:// URL%s", c->alertmanager_url, "");
     for (int i = 0; i < c->alert_label_cnt; i++) {
         const char *l = c->alert_labels[i], *eq = strchr(l, '=');
         int ok = eq && eq > l && (isalpha((unsigned char)l[0]) || l[0] == '_');

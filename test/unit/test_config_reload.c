@@ -40,7 +40,7 @@ static int change_of(const key_t_ *k, const char *full, const bw_config_t *c, ch
         {"shards.servers", "shards.servers[1].port=13399", NULL},
         {"object_types", "object_types[0].batch_size.create=7", NULL},
         {"lanes", "lanes=( { name = \"urgent\"; weight = 2; } )", NULL},
-        {"alerts.webhook_url", "alerts.webhook_url=http://127.0.0.1:9/api/v2/alerts", NULL},
+        {"alerts.alertmanager_url", "alerts.alertmanager_url=http://127.0.0.1:9/api/v2/alerts", NULL},
         {"throttle.custom_query", "throttle.custom_query=SELECT 1", NULL},
         {"kafka.properties", "kafka.properties=[ \"client.id=walk\" ]", NULL},
         {"kafka.producer_properties", "kafka.producer_properties=[ \"linger.ms=6\" ]", NULL},
