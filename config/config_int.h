@@ -58,6 +58,9 @@ const config_setting_t *bw_config_lookup(const config_setting_t *group, const ch
 bw_err_t bw_config_store(parse_ctx_t *ctx, const config_setting_t *s, const key_t_ *k, void *base, const char *where);
 /* Cross-key checks and derived fields, after every key was parsed. */
 bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx);
+/* Each shard's rates (c->shard_rate, shard_row_rate, allocated) from shards.default_rate,
+ * default_row_rate and rate_overrides; an override beyond c->shard_count is left out. */
+void bw_config_derive_rates(bw_config_t *c);
 /* Writes key k's value in libconfig syntax (depth: indentation of nested lines). */
 void bw_config_dump_value(FILE *out, const key_t_ *k, const void *base, int depth, int redact);
 /* Frees what keys[] own in base. */

@@ -29,8 +29,10 @@
 #define CONSUMER_APPLY(h) RL(R_UNUSED, R_APPLY), .hook = (h)
 #define APPLY(h) RL(R_APPLY, R_APPLY), .hook = (h)
 #define NOT_READ RL(R_UNUSED, R_UNUSED)              /* tools only (bwctl) */
-/* the proxy shows the configured rates in GET /v1/shards, read by its HTTP threads */
-#define RATES RL(R_RESTART, R_APPLY), .hook = BW_HOOK_SHARD_RATES
+/* the consumer runs the configured rates and the proxy shows them (GET /v1/shards): both
+ * take a change, or bwctl shards would show a rate the consumers no longer run; the
+ * per-shard arrays the proxy's HTTP threads read are atomic (config.h) */
+#define RATES APPLY(BW_HOOK_SHARD_RATES)
 #define OFF(f) offsetof(bw_config_t, f)
 
 static const char *const col_types[] = {"int", "double", "string", "bytes", "bool", NULL};
@@ -623,9 +625,9 @@ void bw_config_doc(FILE *out) {
           "The SIGHUP column says what `kill -HUP` does with a changed value, in each daemon "
           "that reads the key (docs/operations.md, \"Reload the configuration\"): *applied* "
           "takes effect at once (with what it re-derives in parentheses); *restart* only "
-          "takes effect at a restart, and a reload that changes it is refused as a whole, "
-          "naming every such key, the running configuration staying as it was; a daemon "
-          "not named does not read the key, and notes its change without effect. A list's "
+          "takes effect at a restart: a reload applies the other changes and keeps such a "
+          "key at its running value, naming every such key in one warning; a daemon not "
+          "named does not read the key, and notes its change without effect. A list's "
           "members go with their list.\n\n"
           "| key | type | default | SIGHUP | meaning |\n| --- | --- | --- | --- | --- |\n", out);
     doc_table(out, bw_config_top_keys, "", 0);
