@@ -288,6 +288,7 @@ docs-check: $(BIN)/bwctl
 	  || { echo "the endpoint table in docs/api.md is stale: run 'make docs'"; exit 1; }
 	@scripts/include-cycles.sh || { echo "the includes above form a circle: a module must not include one that includes it"; exit 1; }
 	@scripts/check-monitoring.sh
+	@scripts/check-docs-defaults.sh $(BIN)/bwctl
 
 # ---- installation (docs/deployment.md) ------------------------------------------------
 # The daemons, bwctl, and bw-workload (its dead-letters command is in the runbook); the test
