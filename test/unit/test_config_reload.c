@@ -1,7 +1,7 @@
 /* test_config_reload.c — the key table's reload column, walked key by key: each key of
  * the reference config is changed (bwctl config-set's engine), the file reloaded as each
  * daemon reloads it, and the running config must have taken it (applied keys) or kept
- * its value with the reload refused naming it (restart) or noted as not read; a key
+ * its value, named as needing a restart (restart) or noted as not read; a key
  * without a decision fails. Then config-set's own checks. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
