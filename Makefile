@@ -180,7 +180,7 @@ check: deps
 	$(MAKE) -j3 check-lane-embedded check-lane-kafka check-lane-sanitizers
 LANE = test/lane.sh $(1) "$(MAKE)" $(2)
 check-lane-embedded:
-	@$(call LANE,embedded,fuzz e2e-embedded client-go-embedded auth-embedded openapi-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded client-python-embedded bwctl-embedded bench-smoke fault-embedded backlog-embedded)
+	@$(call LANE,embedded,fuzz e2e-embedded client-go-embedded auth-embedded openapi-embedded browser-embedded fairness-embedded throttle-embedded lanes-embedded control-embedded client-python-embedded bwctl-embedded demo-embedded bench-smoke fault-embedded backlog-embedded)
 check-lane-kafka:
 	@BW_TEST_PORT_OFFSET=1000 $(call LANE,kafka,e2e-kafka client-go-kafka sasl-kafka members-kafka quotas-kafka control-kafka cluster-kafka throttle-kafka lanes-kafka timers-kafka client-python-kafka bwctl-kafka fault-kafka backlog-kafka failover-kafka shards-4096-kafka)
 check-lane-sanitizers:
@@ -248,7 +248,7 @@ client-python-unit:
 BACKLOG_FEED ?= 1000000
 JOB_OPS ?= 300000
 TIER_ENV = BW_BIN=$(BIN) BW_BACKLOG_FEED=$(BACKLOG_FEED) BW_JOB_OPS=$(JOB_OPS)
-TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers client-go client-python openapi bwctl
+TIERS_EMBEDDED := e2e auth backlog throttle lanes control fairness browser timers client-go client-python openapi bwctl demo
 TIERS_KAFKA := e2e auth sasl backlog throttle lanes control members quotas failover shards-4096 timers client-go client-python bwctl
 $(addsuffix -embedded,$(TIERS_EMBEDDED)): %-embedded: all
 	$(TIER_ENV) test/tiers/$*.sh embedded
@@ -305,6 +305,7 @@ docs-check: $(BIN)/bwctl
 	  || { echo "the endpoint table in docs/api.md is stale: run 'make docs'"; exit 1; }
 	@scripts/include-cycles.sh || { echo "the includes above form a circle: a module must not include one that includes it"; exit 1; }
 	@scripts/check-monitoring.sh
+	@scripts/check-docs-defaults.sh $(BIN)/bwctl
 
 # ---- installation (docs/deployment.md) ------------------------------------------------
 # The daemons and bwctl; the test tools (bw-workload, which writes straight into Kafka,

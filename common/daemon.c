@@ -243,19 +243,24 @@ static void notify_reloaded(const bw_daemon_t *d, const char *outcome) {
     bw_notify(state);
 }
 
-static int reload_config(const bw_daemon_t *d, bw_config_t *running);
+static int reload_config(const bw_daemon_t *d, bw_config_t *running, int *restart);
 
 int bw_daemon_reload(const bw_daemon_t *d, bw_config_t *running) {
     notify_reloading(d);
-    int applied = reload_config(d, running);
+    int restart = 0, applied = reload_config(d, running, &restart);
     char outcome[128];
     if (applied < 0) snprintf(outcome, sizeof(outcome), "SIGHUP refused: the running config stays (see the log)");
+    else if (restart)
+        snprintf(outcome, sizeof(outcome), "SIGHUP reloaded: %d keys applied, %d kept until a restart (see the log)",
+                 applied, restart);
     else snprintf(outcome, sizeof(outcome), "SIGHUP reloaded: %d keys applied", applied);
     notify_reloaded(d, outcome);
     return applied;
 }
 
-static int reload_config(const bw_daemon_t *d, bw_config_t *running) {
+/* The applied keys' count (-1: the file does not load); *restart: changed keys kept
+ * until a restart. One log line says what the reload did with every changed key. */
+static int reload_config(const bw_daemon_t *d, bw_config_t *running, int *restart) {
     char err[1024];
     bw_config_t *next = bw_config_load(d->config_path, err, sizeof(err));
     if (!next) {
@@ -270,20 +275,18 @@ static int reload_config(const bw_daemon_t *d, bw_config_t *running) {
     bw_reload_t r;
     int applied = bw_config_reload(running, next, d->process, &r);
     bw_config_destroy(next);
-    if (applied < 0) {
-        bw_log(BW_LOG_ERROR, "config", -1, NULL,
-               "SIGHUP: reload refused, the running config stays: %s changed, which %s a restart", r.restart,
-               r.restart_cnt > 1 ? "need" : "needs");
-        return -1;
-    }
     for (int h = BW_HOOK_NONE + 1; h < BW_HOOK_COUNT; h++) {
         if (!(r.hooks & 1u << h)) continue;
         if (h == BW_HOOK_LOG_LEVEL) set_log_level(running);
         else d->hooks[h](running);
     }
-    char unused[2200] = "";
+    char restart_text[2200] = "", unused[2200] = "";
+    if (r.restart_cnt)
+        snprintf(restart_text, sizeof(restart_text), "; NOT applied, %s a restart (the running value stays until then): %s",
+                 r.restart_cnt > 1 ? "need" : "needs", r.restart);
     if (r.unused_cnt) snprintf(unused, sizeof(unused), "; changed, not read by %s: %s", d->name, r.unused);
-    bw_log(BW_LOG_INFO, "config", -1, NULL, "SIGHUP: reloaded %s: %s%s%s", d->config_path,
-           applied ? "applied " : "nothing to apply", r.applied, unused);
+    bw_log(r.restart_cnt ? BW_LOG_WARN : BW_LOG_INFO, "config", -1, NULL, "SIGHUP: reloaded %s: %s%s%s%s",
+           d->config_path, applied ? "applied " : "nothing to apply", r.applied, restart_text, unused);
+    *restart = r.restart_cnt;
     return applied;
 }

@@ -100,11 +100,12 @@ void bw_daemon_ready(bw_daemon_t *d, const char *status);
 
 /* SIGHUP: reloads d->config_path into `running` as the key table's reload column says
  * for d->process (bw_config_reload), then runs d's hooks of the applied keys. Logs one
- * line: the keys applied (and the changed ones this daemon does not read), or the
- * refusal naming every changed key that needs a restart (nothing applied then), or why
- * the file does not load. Tells systemd RELOADING=1 before and READY=1 after, with the
- * outcome as its STATUS (only once the daemon said READY=1: a reload during startup does
- * not end it early). Returns the number of keys applied, -1 if refused. */
+ * line: the keys applied, every changed key that needs a restart (kept at its running
+ * value; the line is then a WARN) and the changed ones this daemon does not read; or
+ * why the file does not load (nothing applied). Tells systemd RELOADING=1 before and
+ * READY=1 after, with the outcome as its STATUS (only once the daemon said READY=1: a
+ * reload during startup does not end it early). Returns the number of keys applied, -1
+ * if the file does not load. */
 int bw_daemon_reload(const bw_daemon_t *d, bw_config_t *running);
 
 #endif

@@ -173,7 +173,7 @@ typedef struct {
     char *throttle_heartbeat_table; /* in each server's first shard database */
 
     /* alerts */
-    char *alert_webhook_url;
+    char *alertmanager_url;
     int alert_resend_ms;
     int alert_timeout_ms;
     char **alert_labels; int alert_label_cnt;
@@ -181,9 +181,10 @@ typedef struct {
     bw_object_type_t *object_types; int object_type_cnt;
     bw_lane_t *lanes; int lane_cnt; /* lane 0 is "default" (validate() puts it first) */
 
-    /* derived */
-    double *shard_rate;     /* [shard_count] configured statements per second (override, else default) */
-    double *shard_row_rate; /* [shard_count] configured rows per second (override, else default); 0 = none */
+    /* derived. The rates are atomic: a SIGHUP re-derives them on the reloading thread
+     * while others (the proxy's HTTP threads) read them; each shard's value is whole. */
+    _Atomic double *shard_rate;     /* [shard_count] configured statements per second (override, else default) */
+    _Atomic double *shard_row_rate; /* [shard_count] configured rows per second (override, else default); 0 = none */
     int *shard_server;      /* [shard_count] index into servers */
 } bw_config_t;
 
@@ -231,10 +232,11 @@ char *bw_config_secret_resolve(const char *key, const char *value, const char *c
 
 /* ---- reload (SIGHUP) ----------------------------------------------------------------
  * Each key of the table says, for each daemon (process), what a changed value does on
- * SIGHUP: "restart" (only a restart takes it; the reload is refused), "applied" (copied
- * into the running config, whose users read it fresh; then the role's hook for it runs,
- * if it has one), or "not read" (this process never reads it: the change is noted and
- * has no effect here). docs/configuration.md shows it; config_keys.c decides it. */
+ * SIGHUP: "restart" (only a restart takes it: the running value stays until then),
+ * "applied" (copied into the running config, whose users read it fresh; then the role's
+ * hook for it runs, if it has one), or "not read" (this process never reads it: the
+ * change is noted and has no effect here). docs/configuration.md shows it; config_keys.c
+ * decides it. */
 typedef enum { BW_PROC_PROXY, BW_PROC_CONSUMER, BW_PROC_COUNT } bw_process_t;
 const char *bw_process_name(bw_process_t role); /* "bw-proxy", "bw-consumer" */
 
@@ -253,16 +255,18 @@ typedef struct {
     unsigned hooks;   /* 1u << bw_reload_hook_t of every hook an applied key has */
     int applied_cnt, restart_cnt, unused_cnt;
     char applied[2048]; /* changed keys, ", "-separated */
-    char restart[2048]; /* changed keys that need a restart */
+    char restart[2048]; /* changed keys that need a restart (not applied) */
     char unused[2048];  /* changed keys this role does not read */
 } bw_reload_t;
 
-/* The reload of `running` from `next` (a freshly loaded file) for one role. If any
- * changed key needs a restart in this role, nothing is applied (the running config is
- * one whole file, the last one accepted): returns -1 with r->restart naming them all.
- * Otherwise every changed applied key's value is moved into `running` (`next` gets the
- * old one; the caller destroys it) and the count of applied keys is returned. The
- * caller runs the hooks in r->hooks. Call it on the thread that owns the keys applied. */
+/* The reload of `running` from `next` (a freshly loaded file) for one role: every changed
+ * applied key's value is moved into `running` (`next` gets the old one; the caller
+ * destroys it), the per-shard rates re-derived if a rate key changed; a changed key that
+ * needs a restart keeps its running value and is named in r->restart. Returns the count
+ * of applied keys. Applied keys never depend on restart-only ones but for the shard
+ * count: a rate override beyond the running count waits for the restart that raises it.
+ * The caller runs the hooks in r->hooks. Call it on the thread that owns the keys
+ * applied. */
 int bw_config_reload(bw_config_t *running, bw_config_t *next, bw_process_t role, bw_reload_t *r);
 /* The bw_reload_hook_t set (1u << hook) the role's applied keys can ask for. */
 unsigned bw_config_reload_hooks(bw_process_t role);

@@ -32,12 +32,17 @@ struct key {
      * R_UNSET. */
     unsigned char reload[BW_PROC_COUNT];
     unsigned char hook;    /* R_APPLY: the bw_reload_hook_t the process runs after copying it */
+    /* A top-level key's former name, still read: with a warning naming the new one, and
+     * refused when both are set (parse_table). NULL for most keys. */
+    const char *old_name;
 };
 enum { R_UNSET, R_UNUSED, R_RESTART, R_APPLY };
 enum { SECRET_VALUE = 1, SECRET_PROPS = 2 };
 
 /* every key reachable from the top without entering a list (K_LIST: the whole list) */
 extern const key_t_ bw_config_top_keys[];
+/* The top-level key whose old_name is `name`, or NULL. */
+const key_t_ *bw_config_renamed_key(const char *name);
 
 typedef struct {
     const char *file;
@@ -53,6 +58,9 @@ const config_setting_t *bw_config_lookup(const config_setting_t *group, const ch
 bw_err_t bw_config_store(parse_ctx_t *ctx, const config_setting_t *s, const key_t_ *k, void *base, const char *where);
 /* Cross-key checks and derived fields, after every key was parsed. */
 bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx);
+/* Each shard's rates (c->shard_rate, shard_row_rate, allocated) from shards.default_rate,
+ * default_row_rate and rate_overrides; an override beyond c->shard_count is left out. */
+void bw_config_derive_rates(bw_config_t *c);
 /* Writes key k's value in libconfig syntax (depth: indentation of nested lines). */
 void bw_config_dump_value(FILE *out, const key_t_ *k, const void *base, int depth, int redact);
 /* Frees what keys[] own in base. */

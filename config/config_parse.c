@@ -134,7 +134,30 @@ static bw_err_t parse_default(parse_ctx_t *ctx, const key_t_ *k, void *base, con
     return err;
 }
 
-/* Looks `name` up under `group`, following dots ("kafka.brokers"). */
+/* 1 if the key called `kname` ("kafka.brokers") lives in member `mname` of its group
+ * ("kafka" or "kafka.brokers"); *exact set when it is the member itself. */
+static int names_member(const char *kname, const char *mname, int *exact) {
+    size_t len = strlen(mname);
+    if (strncmp(kname, mname, len) != 0) return 0;
+    if (kname[len] == '\0') *exact = 1;
+    return kname[len] == '\0' || kname[len] == '.';
+}
+
+/* A renamed key (k->old_name) set under its old name is read as k, with a warning; set
+ * under both names, the file is refused. *s: the setting to read k from. */
+static bw_err_t read_old_name(parse_ctx_t *ctx, const config_setting_t *group, const key_t_ *k,
+                              const config_setting_t **s) {
+    const config_setting_t *old = k->old_name ? bw_config_lookup(group, k->old_name) : NULL;
+    if (!old) return BW_OK;
+    if (*s)
+        return bw_config_fail_at(ctx, old, "%s is the old name of %s, which is set too: remove the old name",
+                                 k->old_name, k->name);
+    bw_log(BW_LOG_WARN, "config", -1, NULL, "%s:%d: %s is the old name of %s: read as it; rename it in the file",
+           ctx->file, (int)config_setting_source_line(old), k->old_name, k->name);
+    *s = old;
+    return BW_OK;
+}
+
 /* First dotted segment of every known key must match each member of `group`. */
 static bw_err_t check_unknown(parse_ctx_t *ctx, const config_setting_t *group, const key_t_ *keys,
                               const char *prefix) {
@@ -145,10 +168,8 @@ static bw_err_t check_unknown(parse_ctx_t *ctx, const config_setting_t *group, c
         const char *mname = config_setting_name(m);
         int known = 0, exact = 0;
         for (const key_t_ *k = keys; k->name; k++) {
-            size_t len = strlen(mname);
-            if (strncmp(k->name, mname, len) != 0) continue;
-            if (k->name[len] == '\0') exact = 1;
-            if (k->name[len] == '\0' || k->name[len] == '.') known = 1;
+            known |= names_member(k->name, mname, &exact);
+            if (k->old_name) known |= names_member(k->old_name, mname, &exact);
         }
         if (!known) {
             char where[256];
@@ -172,7 +193,8 @@ static bw_err_t check_unknown(parse_ctx_t *ctx, const config_setting_t *group, c
                         char full[256];
                         snprintf(full, sizeof(full), "%s.%s", mname, config_setting_name(c));
                         int ok = 0;
-                        for (const key_t_ *k2 = keys; k2->name && !ok; k2++) ok = strcmp(k2->name, full) == 0;
+                        for (const key_t_ *k2 = keys; k2->name && !ok; k2++)
+                            ok = strcmp(k2->name, full) == 0 || (k2->old_name && strcmp(k2->old_name, full) == 0);
                         if (!ok) {
                             char where[256];
                             snprintf(where, sizeof(where), "%.100s%s%.150s", prefix, *prefix ? "." : "", full);
@@ -195,6 +217,7 @@ static bw_err_t parse_table(parse_ctx_t *ctx, const config_setting_t *group, con
         char where[256];
         snprintf(where, sizeof(where), "%.100s%s%.150s", prefix, *prefix ? "." : "", k->name);
         const config_setting_t *s = bw_config_lookup(group, k->name);
+        if ((err = read_old_name(ctx, group, k, &s))) return err;
         if (s) err = bw_config_store(ctx, s, k, base, where);
         else if (k->def) err = parse_default(ctx, k, base, where);
         else {

@@ -1,5 +1,6 @@
 /* config_reload.c — SIGHUP: which keys changed, and what the key table's reload column
- * says each one does in this process (config.h). */
+ * says each one does in this process (config.h): applied, kept until a restart, or not
+ * read. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,15 +91,10 @@ static void walk(const key_t_ *keys, const char *prefix, bw_config_t *running, b
 int bw_config_reload(bw_config_t *running, bw_config_t *next, bw_process_t role, bw_reload_t *r) {
     memset(r, 0, sizeof(*r));
     walk(bw_config_top_keys, "", running, next, role, r, 0);
-    if (r->restart_cnt) return -1;
     walk(bw_config_top_keys, "", running, next, role, r, 1);
-    /* derived from shards.default_rate, default_row_rate and rate_overrides; shards.count
-     * needs a restart, so the arrays are the same size: copied in place, as the
-     * dispatcher holds no pointer into them but reads them by index */
-    if (r->hooks & 1u << BW_HOOK_SHARD_RATES) {
-        memcpy(running->shard_rate, next->shard_rate, sizeof(double) * (size_t)running->shard_count);
-        memcpy(running->shard_row_rate, next->shard_row_rate, sizeof(double) * (size_t)running->shard_count);
-    }
+    /* in place, shard by shard: readers hold no pointer into the arrays but read them by
+     * index, and shards.count (their size) needs a restart */
+    if (r->hooks & 1u << BW_HOOK_SHARD_RATES) bw_config_derive_rates(running);
     return r->applied_cnt;
 }
 

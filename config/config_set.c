@@ -90,6 +90,9 @@ static bw_err_t set_one(config_t *cf, const char *assignment, char *errstr, size
     snprintf(path, sizeof(path), "%.*s", (int)(eq - assignment), assignment);
     int nseg = 0;
     const key_t_ *k = find_key(bw_config_top_keys, path, segs, &nseg);
+    const key_t_ *renamed = k ? NULL : bw_config_renamed_key(path);
+    if (renamed)
+        return bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "%s is the old name of %s: set that", path, renamed->name);
     if (!k) return bw_seterr(errstr, errstr_size, BW_ERR_INVALID, "unknown key \"%s\" (docs/configuration.md)", path);
 
     config_t tmp;

@@ -85,6 +85,19 @@ static bw_err_t validate_lanes(bw_config_t *c, const config_setting_t *root, par
     return BW_OK;
 }
 
+void bw_config_derive_rates(bw_config_t *c) {
+    for (int s = 0; s < c->shard_count; s++) {
+        c->shard_rate[s] = c->default_rate;
+        c->shard_row_rate[s] = c->default_row_rate;
+    }
+    for (int i = 0; i < c->rate_override_cnt; i++) {
+        const bw_rate_override_t *o = &c->rate_overrides[i];
+        if (o->shard >= c->shard_count) continue; /* a reload's, for a count that needs a restart */
+        c->shard_rate[o->shard] = o->rate;
+        c->shard_row_rate[o->shard] = o->row_rate;
+    }
+}
+
 bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {
     const config_setting_t *root = config_root_setting(cf);
     bw_err_t lanes_err = validate_lanes(c, root, ctx);
@@ -115,13 +128,9 @@ bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx
                                c->servers[i].name);
         }
     c->shard_server = malloc(sizeof(int) * (size_t)c->shard_count);
-    c->shard_rate = malloc(sizeof(double) * (size_t)c->shard_count);
-    c->shard_row_rate = malloc(sizeof(double) * (size_t)c->shard_count);
-    for (int s = 0; s < c->shard_count; s++) {
-        c->shard_server[s] = -1;
-        c->shard_rate[s] = c->default_rate;
-        c->shard_row_rate[s] = c->default_row_rate;
-    }
+    c->shard_rate = malloc(sizeof(*c->shard_rate) * (size_t)c->shard_count);
+    c->shard_row_rate = malloc(sizeof(*c->shard_row_rate) * (size_t)c->shard_count);
+    for (int s = 0; s < c->shard_count; s++) c->shard_server[s] = -1;
     char why[256];
     if (bw_ratelimit_check(c->default_rate, why, sizeof(why)))
         return bw_config_fail_at(ctx, bw_config_lookup(root, "shards.default_rate"), "shards.default_rate: %s%s", why, "");
@@ -173,9 +182,8 @@ bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx
             return bw_config_fail_at(ctx, member(at, "rate"), "shards.rate_overrides: %s%s", why, "");
         if (bw_ratelimit_check_rows(o->row_rate, why, sizeof(why)))
             return bw_config_fail_at(ctx, member(at, "row_rate"), "shards.rate_overrides: %s%s", why, "");
-        c->shard_rate[o->shard] = o->rate;
-        c->shard_row_rate[o->shard] = o->row_rate;
     }
+    bw_config_derive_rates(c);
     const config_setting_t *ots = bw_config_lookup(root, "object_types");
     for (int i = 0; i < c->object_type_cnt; i++) {
         const bw_object_type_t *ot = &c->object_types[i];
@@ -215,10 +223,10 @@ bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx
     if (c->retry_max_ms < c->retry_initial_ms)
         return bw_config_fail_at(ctx, bw_config_lookup(root, "consumer.retry_max_ms"),
                        "consumer.retry_max_ms must be at least consumer.retry_initial_ms%s%s", "", "");
-    if (c->alert_webhook_url[0] && strncmp(c->alert_webhook_url, "http://", 7) &&
-        strncmp(c->alert_webhook_url, "https://", 8))
-        return bw_config_fail_at(ctx, bw_config_lookup(root, "alerts.webhook_url"),
-                       "alerts.webhook_url: \"%s\" is not an http:// or https:// URL%s", c->alert_webhook_url, "");
+    if (c->alertmanager_url[0] && strncmp(c->alertmanager_url, "http://", 7) &&
+        strncmp(c->alertmanager_url, "https://", 8))
+        return bw_config_fail_at(ctx, bw_config_lookup(root, "alerts.alertmanager_url"),
+                       "alerts.alertmanager_url: \"%s\" is not an http:// or https:// URL%s", c->alertmanager_url, "");
     for (int i = 0; i < c->alert_label_cnt; i++) {
         const char *l = c->alert_labels[i], *eq = strchr(l, '=');
         int ok = eq && eq > l && (isalpha((unsigned char)l[0]) || l[0] == '_');

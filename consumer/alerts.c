@@ -137,7 +137,7 @@ static int post(const bw_alerts_t *a, const char *body, char *err, size_t esz) {
     CURL *c = curl_easy_init();
     if (!c) return snprintf(err, esz, "curl_easy_init failed"), -1;
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, a->conf->alert_webhook_url);
+    curl_easy_setopt(c, CURLOPT_URL, a->conf->alertmanager_url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)a->conf->alert_timeout_ms);
@@ -185,7 +185,7 @@ static void *sender_main(void *arg) {
             }
             bw_metrics_add(a->metrics, BW_CM_ALERT_POSTS, 0, rc == 0 ? 0 : 1, 1); /* ok, failed */
             if (rc) bw_log(BW_LOG_WARN, COMPONENT, -1, NULL, "posting %zu alerts to %s failed: %s", n,
-                           a->conf->alert_webhook_url, err);
+                           a->conf->alertmanager_url, err);
         }
         if (a->stopping) break;
         struct timespec ts;
@@ -207,7 +207,7 @@ bw_alerts_t *bw_alerts_new(const bw_config_t *conf, bw_metrics_t *metrics, const
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     a->alerts = calloc((size_t)conf->shard_count * BW_ALERT_KINDS, sizeof(*a->alerts));
-    if (conf->alert_webhook_url[0]) {
+    if (conf->alertmanager_url[0]) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
         a->has_thread = pthread_create(&a->thread, NULL, sender_main, a) == 0;
     }

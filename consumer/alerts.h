@@ -1,11 +1,11 @@
-/* alerts.h — shard alerts: to the log, to a metric, and to an Alertmanager webhook.
+/* alerts.h — shard alerts: to the log, to a metric, and to Alertmanager.
  *
  * Per shard, one alert of each kind (bw_alert_kind_t), labelled with the shard, its
  * database and server; BulkwriteServerDown is per server, labelled with the server. Firing it again only updates its error text; resolving sends
- * it once more with endsAt set. A background thread posts to alerts.webhook_url in
+ * it once more with endsAt set. A background thread posts to alerts.alertmanager_url in
  * Alertmanager's v2 format (a JSON array of {labels, annotations, startsAt, endsAt,
  * generatorURL}), re-posting firing alerts every alerts.resend_ms, and retrying a
- * failed post, so a webhook that was down hears the current state once it is back.
+ * failed post, so an Alertmanager that was down hears the current state once it is back.
  *
  * @locality any thread. */
 #ifndef BW_ALERTS_H

@@ -117,8 +117,8 @@ static const bw_metric_row_t rows[BW_CM_ROWS] = {
     [BW_CM_ALERT_POSTS] = {
         .name = "bulkwrite_consumer_alert_posts_total", .type = BW_METRIC_COUNTER, .labels = "result",
         .subs = post_results, .sub_cnt = 2,
-        .help = "Posts to alerts.webhook_url, by result.",
-        .doc = "posts to `alerts.webhook_url`, `ok` or `failed`"},
+        .help = "Posts to alerts.alertmanager_url, by result.",
+        .doc = "posts to `alerts.alertmanager_url`, `ok` or `failed`"},
     [BW_CM_RATE_BATCHES_PER_SECOND] = {
         .name = "bulkwrite_consumer_rate_batches_per_second", .type = BW_METRIC_GAUGE, .labels = "shard",
         .per = BW_METRIC_PER_SHARD, .show = BW_METRIC_SHOW_ASSIGNED, .real = 1,

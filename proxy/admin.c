@@ -124,15 +124,17 @@ static json_t *throttle_obj(const Bulkwrite__Internal__V1__ShardStatus *st, int 
     return o;
 }
 
-char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard, int admin) {
+char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard, int admin, int *held) {
     (void)conf;
     Bulkwrite__Internal__V1__ShardStatus *st = bw_shard_table_status(table, shard);
     bw_shard_setting_t set;
     bw_shard_table_setting(table, shard, &set);
     json_t *t = throttle_obj(st, admin);
-    json_t *o = json_pack("{s:i, s:b, s:b}", "shard", shard, "paused_by_operator", set.paused, "throttled",
-                          t && json_is_true(json_object_get(t, "throttled")));
+    int paused = set.paused || (st && st->paused), throttled = t && json_is_true(json_object_get(t, "throttled"));
+    json_t *o = json_pack("{s:i, s:b, s:b, s:b}", "shard", shard, "paused", paused, "paused_by_operator", set.paused,
+                          "throttled", throttled);
     json_object_set_new(o, "throttle", t ? t : json_null());
+    *held = paused || throttled;
     if (!st) json_object_set_new(o, "note", json_string("no consumer has reported this shard yet"));
     else if (!t) json_object_set_new(o, "note", json_string("the adaptive throttle is off (throttle.mode)"));
     if (st) bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);

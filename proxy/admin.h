@@ -22,10 +22,12 @@
  * backlog may be NULL (no backlog member then). admin 0: no server name, no "servers",
  * no consumer instance, recent errors scrubbed (scrub.h). */
 char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin);
-/* GET /v1/check/{shard}: whether the shard is being throttled, and why (malloc'd JSON):
- * {"shard", "throttled", "paused_by_operator", "throttle": {state, reason, signal, rate,
- * cap, since_ms, dry_run} or null}. From the shard's consumer's last status record. */
-char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard, int admin);
+/* GET /v1/check/{shard}: whether the shard takes writes now, and if not why (malloc'd
+ * JSON): {"shard", "paused", "paused_by_operator", "throttled", "throttle": {state,
+ * reason, signal, rate, cap, since_ms, dry_run} or null}. "paused": by an operator, or
+ * by its consumer (its latest status record: after timeouts, or the throttle's critical
+ * level). *held: 1 when paused or throttled (the endpoint's 429). */
+char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int shard, int admin, int *held);
 /* JSON of one shard's setting (malloc'd). */
 char *bw_admin_setting_json(const bw_config_t *conf, int shard, const bw_shard_setting_t *set);
 

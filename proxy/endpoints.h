@@ -37,6 +37,7 @@ typedef enum {
     BW_EP_FLEET,
     BW_EP_WHOAMI,
     BW_EP_OPENAPI,
+    BW_EP_ROOT,
     BW_EP_UI_ROOT,
     BW_EP_UI,
     BW_EP_HEALTHZ,

@@ -156,8 +156,14 @@ static void stop(void) {
     bw_config_destroy(proxy.conf);
 }
 
+/* SIGHUP's shard-rate hook: bw_config_reload re-derived conf->shard_rate and
+ * shard_row_rate, which GET /v1/shards reads fresh on each request; nothing else here
+ * holds a rate. */
+static void rates_reloaded(const bw_config_t *c) { (void)c; }
+
 int main(int argc, char **argv) {
-    bw_daemon_t d = {.name = "bw-proxy", .port_help = "HTTP port (overrides proxy.port)", .process = BW_PROC_PROXY};
+    bw_daemon_t d = {.name = "bw-proxy", .port_help = "HTTP port (overrides proxy.port)", .process = BW_PROC_PROXY,
+                     .hooks = {[BW_HOOK_SHARD_RATES] = rates_reloaded}};
     int exit_code;
     if (!(proxy.conf = bw_daemon_init(&d, argc, argv, &exit_code))) return exit_code;
     if (d.port >= 0) proxy.conf->proxy_port = d.port;

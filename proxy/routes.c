@@ -463,15 +463,18 @@ enum MHD_Result bw_routes_on_request(void *cls, struct MHD_Connection *c, const 
     return ret;
 }
 
-/* GET /v1/check/{shard}: any client may ask whether a shard takes writes now, and why not. */
+/* GET /v1/check/{shard}: any client may ask whether a shard takes writes now, and why
+ * not. A paused or throttled shard answers 429, as freno does, so `curl -f` and a load
+ * balancer's check read the answer from the status alone; the body says why either way. */
 static enum MHD_Result handle_check(struct MHD_Connection *c, const char *arg, int admin) {
     char *end;
     long shard = strtol(arg, &end, 10);
     if (end == arg || *end || shard < 0 || shard >= proxy.conf->shard_count)
         return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "expected /v1/check/{shard}, a shard from 0 to %d",
                               proxy.conf->shard_count - 1);
-    char *body = bw_admin_check_json(proxy.conf, proxy.shards, (int)shard, admin);
-    return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
+    int held;
+    char *body = bw_admin_check_json(proxy.conf, proxy.shards, (int)shard, admin, &held);
+    return bw_daemon_reply(c, held ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_OK, "application/json", body, strlen(body), 1);
 }
 
 /* The endpoint's handler (endpoints.c's row); client (NULL when open) is authorized and
@@ -519,6 +522,7 @@ static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const
     case BW_EP_FLEET:
     case BW_EP_WHOAMI:
     case BW_EP_OPENAPI:
+    case BW_EP_ROOT:
     case BW_EP_UI_ROOT:
     case BW_EP_UI: bw_ui_serve(c, method, url, client, &ret); return ret;
     case BW_EP_METRICS: {

@@ -248,15 +248,22 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
     return reply_json(c, json_pack("{s:o, s:o}", "jobs", jobs, "delay_queue", q));
 }
 
+static enum MHD_Result redirect_to_page(struct MHD_Connection *c, unsigned status) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, "/ui/");
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 int bw_ui_serve(struct MHD_Connection *c, const char *method, const char *url, const bw_auth_client_t *client,
                 enum MHD_Result *ret) {
     if (strcmp(method, "GET")) return 0;
     int admin = !client || (client->roles & BW_ROLE_ADMIN);
     if (strcmp(url, "/ui") == 0) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, "/ui/");
-        *ret = MHD_queue_response(c, MHD_HTTP_MOVED_PERMANENTLY, r);
-        MHD_destroy_response(r);
+        *ret = redirect_to_page(c, MHD_HTTP_MOVED_PERMANENTLY);
+    } else if (strcmp(url, "/") == 0) { /* found, not moved: / may serve something else one day */
+        *ret = redirect_to_page(c, MHD_HTTP_FOUND);
     } else if (strncmp(url, "/ui/", 4) == 0) {
         *ret = serve_asset(c, url + 4);
     } else if (strcmp(url, "/v1/openapi.yaml") == 0) {

@@ -12,7 +12,7 @@
 #   check NAME COMMAND...       prints "ok - NAME" or "not ok - NAME" with the output
 #   wait_for SECONDS COMMAND... polls every 0.1 s
 #   start_alertmanager          a real Alertmanager (Debian's) on $ALERTMANAGER; the
-#                               config's alerts.webhook_url points at it
+#                               config's alerts.alertmanager_url points at it
 #   alert_state SHARD           "active" while Alertmanager holds a firing
 #                               BulkwriteShardUnhealthy alert for SHARD, else "none"
 #   server_alert_state SERVER   the same for BulkwriteServerDown of SERVER (mysql-a|mysql-b)
@@ -120,7 +120,7 @@ YML
         --cluster.listen-address= >"$WORK/alertmanager.log" 2>&1 &
     pids+=($!)
     wait_for 30 curl -sf "http://127.0.0.1:$ALERTMANAGER/-/ready" || { echo "alertmanager did not start"; exit 1; }
-    "$BIN/bwctl" config-set "$CONF" alerts.webhook_url="http://127.0.0.1:$ALERTMANAGER/api/v2/alerts" || exit 1
+    "$BIN/bwctl" config-set "$CONF" alerts.alertmanager_url="http://127.0.0.1:$ALERTMANAGER/api/v2/alerts" || exit 1
 }
 
 alerts_json() { curl -sf "http://127.0.0.1:$ALERTMANAGER/api/v2/alerts?active=true&silenced=false&inhibited=false"; }

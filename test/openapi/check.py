@@ -56,7 +56,7 @@ except Exception as e:  # the validator's own message says where
 # ---- 2. the same endpoints as docs/api.md's table ---------------------------------------
 # The table's rows that are no JSON API: the page's files. The Connect calls are described
 # by the proto; the document's description names each of them.
-NOT_API = {("GET", "/ui"), ("GET", "/ui/")}
+NOT_API = {("GET", "/"), ("GET", "/ui"), ("GET", "/ui/")}
 CONNECT = "/bulkwrite.v1.BulkwriteService/"
 
 
@@ -319,7 +319,17 @@ call("a shard paused", "POST", ADMIN, "/v1/shards/3/pause", token="admin", expec
 call("shards, one paused with history", "GET", ADMIN, "/v1/shards", token="admin", expect=200)
 r = call("a job for the paused shard", "POST", DATA, "/v1/batches", token="submit", expect=202, body={"ops": [create(3, 2)]})
 call("its status: its shard waits", "GET", DATA, "/v1/jobs/" + r.json().get("job_id", ""), token="submit", expect=200)
+
+
+def check_code(shard):
+    return requests.get(DATA + "/v1/check/%d" % shard, headers={"Authorization": "Bearer " + TOKENS["submit"]},
+                        timeout=10).status_code
+
+
+wait("the paused shard's check to answer 429", lambda: check_code(3) == 429)
+call("check, a paused shard (429, the same body)", "GET", DATA, "/v1/check/3", token="submit", expect=429)
 call("a shard resumed, no body", "POST", ADMIN, "/v1/shards/3/resume", token="admin", expect=200)
+wait("the resumed shard's check to answer 200", lambda: check_code(3) == 200)
 call("a shard's rate back to the configured one", "POST", ADMIN, "/v1/shards/3/rate", token="admin", expect=200,
      body={"rate": None, "row_rate": None})
 call("a rate out of range", "POST", ADMIN, "/v1/shards/3/rate", token="admin", expect=400, body={"rate": 1e-13})

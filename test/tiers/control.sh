@@ -12,6 +12,10 @@
 # Then a budget for the whole of mysql-b (bwctl set-budget): both proxies show it, the
 # consumer's gauge shows its share, and the statements its shards apply over a window
 # stay within a generous bound of it; cleared, every row of that work is compared.
+# GET /v1/check/{shard} answers 200 before the pause, 429 while paused, 200 after. Last, a
+# SIGHUP to proxy A and the consumer with a rate, the log level and restart-only keys
+# changed: the rate and level applied in both (GET /v1/shards and the consumer agree),
+# the restart-only keys named in the log and kept.
 #
 # On a version whose control record was one whole record per shard (read, modified and
 # written back by each proxy), some rounds lose one of the two changes.
@@ -31,7 +35,10 @@ pids+=($!)
 check "a second proxy starts on a port of its own" wait_for 60 test -s "$WORK/b.port"
 B=http://127.0.0.1:$(cat "$WORK/b.port")
 check "... and answers" wait_for 60 curl -sf "$B/healthz"
+check "GET / redirects (302) to the page, /ui/" \
+    eval '[ "$(curl -s -o /dev/null -w "%{http_code} %{redirect_url}" "$A/")" = "302 $A/ui/" ]'
 start_consumer $C1
+C1_PID=$LAST_PID
 check "the consumer joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
 rows_of() { # rows_of SHARD [EXPR]: COUNT(*) (or EXPR) of the pins in the shard's database
     local port=$DB_A
@@ -41,6 +48,11 @@ rows_of() { # rows_of SHARD [EXPR]: COUNT(*) (or EXPR) of the pins in the shard'
 # shard S applies something first, so that its applied count has moved once
 check "a feed of 100 pins for shard $S is accepted" "$BIN/bw-workload" -c "$CONF" submit --url "$A/v1/batches" feed:100:$S
 check "... and applied" wait_for 60 eval '[ "$(rows_of $S)" = 100 ]'
+# GET /v1/check/{shard}: 200 while the shard takes writes, 429 while paused (freno's
+# convention: `curl -f` fails), with the body saying why either way
+check_code() { curl -s -o "$WORK/check-$1.json" -w '%{http_code}' "$A/v1/check/$1"; }
+check "GET /v1/check/$S answers 200 before any pause (curl -f succeeds)" \
+    eval 'curl -sf -o /dev/null "$A/v1/check/$S" && [ "$(check_code $S)" = 200 ] && jq -e ".paused == false" "$WORK/check-$S.json" >/dev/null'
 
 post() { # post BASE PATH BODY OUT: the reply's status code into OUT.code
     curl -s -o "$4" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$3" "$1$2" >"$4.code"
@@ -121,6 +133,9 @@ sleep 2
 now_s() { echo "$(rows_of $S 'COALESCE(SUM(like_count), 0)') $(applied)"; }
 check "paused shard $S applied nothing (likes $before, $before_applied batches before; $(now_s) now)" \
     test "$(now_s)" = "$before $before_applied"
+check "GET /v1/check/$S answers 429 while it is paused, the body saying so (curl -f fails)" \
+    eval '! curl -sf -o /dev/null "$A/v1/check/$S" && [ "$(check_code $S)" = 429 ] &&
+        jq -e ".paused and .paused_by_operator and (.throttled | not)" "$WORK/check-$S.json" >/dev/null'
 
 # ---- a job says why it waits (GET /v1/jobs/{id}: shards[].waits) ------------------------------
 # The last round paused shard S (or its whole server) with a reason: the likes' job names,
@@ -206,6 +221,8 @@ check "resume mysql-a's shards (on proxy B)" resume_all
 check "every shard holds exactly the rows sent, row by row" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:100:$S like:100:$S feed:200:$OTHER
 check "shard $S's applied count moved after the resume" eval '[ "$(applied)" -gt "$before_applied" ]'
+check "GET /v1/check/$S answers 200 again after the resume" \
+    wait_for 10 eval '[ "$(check_code $S)" = 200 ] && jq -e ".paused == false" "$WORK/check-$S.json" >/dev/null'
 no_wait() {
     curl -sf "$A/v1/jobs/$job" | tee "$WORK/waits-done.json" |
         jq -e '.finished and .applied > 0 and .pending == 0 and ([.shards[] | has("waits")] | any | not)' >/dev/null
@@ -273,6 +290,36 @@ check "the consumer's gauge for mysql-b is gone" eval 'wait_for 10 eval "[ -z \"
 check "every row of the budget's work, row by row" \
     "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:100:$S like:100:$S feed:200:$OTHER \
     feed:2000:4 feed:2000:7 like:2000:4 like:2000:7
+
+# ---- SIGHUP: a reload applies what it can and names what needs a restart -------------------------
+# shard 7's rate (shards.rate_overrides), log_level and a restart-only key of each daemon
+# (proxy.max_ops, consumer.workers) change together; proxy A and the consumer reload. Proxy
+# A shows the rate the consumer now runs; debug lines appear; each daemon names its
+# restart-only key in its reload line and keeps the running value (proxy A still takes a
+# request of more ops than the new proxy.max_ops).
+"$BIN/bwctl" config-set "$CONF" log_level=debug proxy.max_ops=20 consumer.workers=2 \
+    "shards.rate_overrides=( { shard = $HOT; rate = $HOT_RATE.0; }, { shard = 7; rate = 40.0; } )" || exit 1
+proxy_lines=$(wc -l <"$WORK/proxy.log") consumer_lines=$(wc -l <"$WORK/consumer-$C1.log")
+kill -HUP "$PROXY_PID" "$C1_PID"
+since() { tail -n +"$(($2 + 1))" "$1"; } # since LOG LINES: what LOG got after its first LINES lines
+reloaded() { # reloaded LOG LINES KEY: one WARN line applies the two keys and names KEY as needing a restart
+    since "$1" "$2" | grep -F ' WARN ' | grep -qF "SIGHUP: reloaded $CONF: applied log_level, shards.rate_overrides; NOT applied, needs a restart (the running value stays until then): $3"
+}
+check "proxy A's reload applies log_level and shards.rate_overrides, and names proxy.max_ops as needing a restart, in one line" \
+    wait_for 10 reloaded "$WORK/proxy.log" "$proxy_lines" proxy.max_ops
+check "... the consumer's the same, naming consumer.workers" wait_for 10 reloaded "$WORK/consumer-$C1.log" "$consumer_lines" consumer.workers
+check "GET /v1/shards (proxy A) shows shard 7's new configured and effective rate, 40" \
+    eval 'curl -sf "$A/v1/shards" | jq -e ".shards[7] | .configured_rate == 40 and .effective_rate == 40" >/dev/null'
+check "... and bwctl shards prints it" eval 'bwctl_a shards | awk "\$1 == 7 && \$4 == 40 && \$5 == 40 {ok = 1} END {exit !ok}"'
+check "the consumer runs shard 7 at 40 statements/s" \
+    wait_for 10 eval '[ "$(bw_metric $C1 "bulkwrite_consumer_rate_batches_per_second{shard=\"7\"}")" = 40 ]'
+check "proxy.max_ops not applied: proxy A takes 50 ops in one request (the new value would refuse more than 20)" \
+    "$BIN/bw-workload" -c "$CONF" submit --url "$A/v1/batches" --per-request 50 feed:50:0
+check "log_level applied: proxy A and the consumer log DEBUG lines for that request" wait_for 20 eval \
+    'since "$WORK/proxy.log" $proxy_lines | grep -q " DEBUG .*accepted in" &&
+     since "$WORK/consumer-$C1.log" $consumer_lines | grep -q " DEBUG .*applied [0-9]* messages"'
+check "every row, row by row" "$BIN/bw-workload" -c "$CONF" verify --wait 120 feed:100:$S like:100:$S feed:200:$OTHER \
+    feed:2000:4 feed:2000:7 like:2000:4 like:2000:7 feed:50:0
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,9 +6,10 @@
 #   test/tiers/throttle.sh embedded|kafka
 #
 #   1. the replica's SQL thread stopped during a job: shard 6's rate falls within seconds,
-#      GET /v1/check/6 and the log name replication lag with its value; a shard of
-#      mysql-a runs on; pinned by hand (bwctl set-rate --pin) it runs at its cap, unpinned
-#      it is throttled again; the SQL thread started: the rate climbs back to its cap;
+#      GET /v1/check/6 (429 while throttled, 200 after) and the log name replication lag
+#      with its value; a shard of mysql-a runs on; pinned by hand (bwctl set-rate --pin)
+#      it runs at its cap, unpinned it is throttled again; the SQL thread started: the
+#      rate climbs back to its cap;
 #   2. 6 sessions on mysql-a busy half the time: threads_running reads a fraction (the
 #      mean of its reads an interval); 12 sessions of SELECT SLEEP(): its shards throttled
 #      for threads_running, then over the critical level for critical_ms: paused, a job
@@ -47,7 +48,13 @@ URL=http://127.0.0.1:$PROXY/v1/batches
 metric() { bw_metric $C1 "$1"; }
 rate_of() { metric "bulkwrite_consumer_rate_batches_per_second{shard=\"$1\"}"; }
 state_is() { [ "$(metric "bulkwrite_consumer_throttle_state{shard=\"$1\",state=\"$2\"}")" = 1 ]; }
-check_json() { curl -sf "http://127.0.0.1:$PROXY/v1/check/$1" | tee "$WORK/check-$1.json" | jq -e "$2" >/dev/null; }
+check_json() { # check_json SHARD JQ: GET /v1/check/SHARD's body passes JQ, its status 429 if paused or throttled, else 200
+    local code
+    code=$(curl -s -o "$WORK/check-$1.json" -w '%{http_code}' "http://127.0.0.1:$PROXY/v1/check/$1") &&
+        jq -e --argjson code "$code" "($2) and \$code == (if .paused or .throttled then 429 else 200 end)" \
+            "$WORK/check-$1.json" >/dev/null
+}
+check_code() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PROXY/v1/check/$1"; }
 rate_at_most() { local r; r=$(rate_of "$1"); [ -n "$r" ] && awk -v r="$r" -v m="$2" 'BEGIN {exit !(r > 0 && r <= m)}'; }
 lag_signal() { metric 'bulkwrite_consumer_signal{server="mysql-b",signal="replication_lag_ms"}'; }
 
@@ -66,6 +73,8 @@ t0=$(date +%s.%N)
 check "the replica's SQL thread stopped: shard 6 is throttled for replication lag within 10 s" \
     wait_for 10 check_json 6 '.throttled and .throttle.signal.name == "replication_lag_ms" and .throttle.signal.value > 1000'
 check "... and its rate falls to a quarter of its cap or less within 10 s more" wait_for 10 rate_at_most 6 $((CAP / 4))
+check "... GET /v1/check/6 answers 429 (curl -f fails) while it is throttled" \
+    eval '[ "$(check_code 6)" = 429 ] && ! curl -sf -o /dev/null "http://127.0.0.1:$PROXY/v1/check/6"'
 echo "# after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s: rate $(rate_of 6), $(jq -c .throttle.reason "$WORK/check-6.json")"
 check "the log says why, with the value" grep -q 'throttle: running -> throttled: replication_lag_ms [0-9.]* over its threshold 1000' "$WORK/consumer-$C1.log"
 check "GET /v1/shards and bwctl shards show it" bash -c "
@@ -88,6 +97,7 @@ scripts/mariadb.sh replica-sql "$WORK/mysql-b-replica" start >/dev/null
 check "the SQL thread started: shard 6 runs at its cap again within 30 s" \
     wait_for 30 eval 'state_is 6 running && [ "$(rate_of 6)" = $CAP ]'
 check "the log shows the climb back" grep -q 'throttle: throttled -> running' "$WORK/consumer-$C1.log"
+check "... GET /v1/check/6 answers 200 again once it runs" wait_for 10 eval '[ "$(check_code 6)" = 200 ]'
 
 # ---- 2. Threads_running ---------------------------------------------------------------------
 # sessions busy half the time: the signal is the mean of threads_running_samples (4) reads

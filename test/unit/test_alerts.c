@@ -160,8 +160,8 @@ START_TEST(concurrent_alerts_reach_the_webhook) {
     ck_assert_ptr_nonnull(d);
     unsigned port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
     char url[128];
-    snprintf(url, sizeof(url), "webhook_url = \"http://127.0.0.1:%u/api/v2/alerts\";", port);
-    bw_config_t *conf = t_conf_variant_load("webhook_url = \"\";", url);
+    snprintf(url, sizeof(url), "alertmanager_url = \"http://127.0.0.1:%u/api/v2/alerts\";", port);
+    bw_config_t *conf = t_conf_variant_load("alertmanager_url = \"\";", url);
     bw_metrics_t *m = bw_consumer_metrics_new(conf);
     racing = bw_alerts_new(conf, m, "http://127.0.0.1:1/metrics");
     pthread_t th[4];

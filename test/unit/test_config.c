@@ -221,6 +221,28 @@ START_TEST(error_unknown_key) {
 }
 END_TEST
 
+/* A renamed key: its old name is still read (as the new one); both names set is refused. */
+START_TEST(renamed_key_old_name) {
+    const char *url = "http://127.0.0.1:9093/api/v2/alerts";
+    char old[200];
+    snprintf(old, sizeof(old), "webhook_url = \"%s\";", url);
+    bw_config_t *c = t_conf_variant_load("alertmanager_url = \"\";", old);
+    ck_assert_str_eq(c->alertmanager_url, url);
+    bw_config_destroy(c);
+    char both[300];
+    snprintf(both, sizeof(both), "alertmanager_url = \"\";\n  %s", old);
+    expect_error("alertmanager_url = \"\";", both, t_line_of(REF, NULL, "alertmanager_url = \"\";") + 1,
+                 "alerts.webhook_url is the old name of alerts.alertmanager_url, which is set too", NULL);
+    char err[256];
+    char *path = t_conf_variant("alertmanager_url", "alertmanager_url", NULL);
+    char *assign[] = {old};
+    snprintf(old, sizeof(old), "alerts.webhook_url=%s", url);
+    ck_assert_int_ne(bw_config_set_file(path, assign, 1, err, sizeof(err)), BW_OK);
+    ck_assert_str_eq(err, "alerts.webhook_url is the old name of alerts.alertmanager_url: set that");
+    t_unlink_free(path);
+}
+END_TEST
+
 /* Durable by default: 3 replicas, 2 in sync; min_insync_replicas above the replicas is refused. */
 START_TEST(durability_defaults) {
     bw_config_t *c = t_ref_config();
@@ -762,6 +784,7 @@ Suite *config_suite(void) {
     tcase_add_test(tc, reference_loads);
     tcase_add_test(tc, defaults_fill_in);
     tcase_add_test(tc, row_rates);
+    tcase_add_test(tc, renamed_key_old_name);
     suite_add_tcase(s, tc);
     tc = tcase_create("secrets");
     tcase_add_test(tc, secret_names);
