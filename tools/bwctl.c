@@ -312,11 +312,11 @@ typedef struct {
     long lineno, total_lines;
     int64_t t0;
     size_t n;                /* ops in the batch being filled */
-    bw_buf_t pb;             /* their protobuf, each a request's ops field: what is sent */
+    Bulkwrite__V1__Op **read; /* [batch]: their structs, as read (request_decode.h) */
+    bw_arena_t *arena;       /* where they are; the part takes it along */
+    bw_arena_t *spare;       /* an op read when the batch is full: it begins the next part */
     bw_buf_t raw;            /* their JSON, comma-separated: each input line as it came */
-    bw_json_ops_reader_t *reader; /* reads each line as the proxy would (request_decode.h) */
-    bw_arena_t op_arena;     /* the op being read, until it is packed */
-    bw_buf_t op_pb;          /* it, packed */
+    bw_json_ops_reader_t *reader; /* reads each line as the proxy would */
     json_t *ops;             /* the first part's ops, parsed, while the job's name is to derive */
     long *lines;             /* input line of each op in the batch */
     uint64_t *keys;          /* the key of each op in the batch (op_key; 0: none) */
@@ -333,6 +333,9 @@ typedef struct {
     pthread_cond_t cv;
     struct submit_part *queue; /* [in_flight]: parts handed over, not yet taken by a sender */
     int q_head, q_len, busy, stop; /* q_len + busy <= in_flight */
+    /* part 0 is answered: the job's id and a resumed run's next_part are known, so the
+     * parts read meanwhile may go (or be skipped); until then only part 0 is taken */
+    int job_known;
     keyset_t flying;           /* the keys of the queued and busy parts */
     pthread_t senders[SUBMIT_IN_FLIGHT_MAX];
     int n_senders;
@@ -342,7 +345,11 @@ typedef struct {
 typedef struct submit_part {
     long part;
     size_t n;
-    char *body; /* protobuf */
+    /* the request: its members and ops, in arena; packed (body, len) by the thread that
+     * sends it, so that the reading thread only reads */
+    Bulkwrite__V1__BatchWriteRequest *req;
+    bw_arena_t *arena;
+    char *body;
     size_t len;
     /* the same request in the API's JSON, as bwctl sent parts before 2026-12-08: sent when
      * the protobuf one gets a 409 (a resent part must be the same bytes), i.e. when this
@@ -351,6 +358,33 @@ typedef struct submit_part {
     long *lines;
     uint64_t *keys;
 } submit_part_t;
+
+static bw_arena_t *arena_new(void) {
+    bw_arena_t *a = malloc(sizeof(*a));
+    if (!a) abort();
+    bw_arena_init(a, 1 << 20);
+    return a;
+}
+
+static void arena_free(bw_arena_t *a) {
+    if (!a) return;
+    bw_arena_destroy(a);
+    free(a);
+}
+
+static void part_free(submit_part_t *p) {
+    arena_free(p->arena);
+    free(p->body);
+    free(p->json);
+    free(p->lines);
+    free(p->keys);
+}
+
+/* Its keys leave the flying set: parts held back for them may go. @locks mu MUST be held */
+static void keys_release(submit_t *sb, const submit_part_t *p) {
+    for (size_t i = 0; p->keys && i < p->n; i++)
+        if (p->keys[i]) keyset_del(&sb->flying, p->keys[i]);
+}
 
 /* A part's answer (202, 422, 429, 503, 403), from either encoding; NULL when none is
  * readable. Free it with protobuf_c_message_free_unpacked. */
@@ -451,12 +485,15 @@ static void resume_point(submit_t *sb) {
 
 /* Sends a built part until it has a final answer, and counts what the proxy said (any
  * thread). The first answer names the job: its id is printed, and the parts the proxy
- * already holds are asked for (the first part is sent alone, so no sender runs yet).
- * Once answered, the part's keys leave the flying set: parts held back for them may go. */
+ * already holds are asked for (part 0's answer is the first: no other part is taken
+ * before it, job_known). Once answered, the part's keys leave the flying set: parts held back for them may go. */
 static void send_part(submit_t *sb, submit_part_t *p) {
     bw_buf_t resp;
     bw_buf_init(&resp);
     int json = 0;
+    p->len = bulkwrite__v1__batch_write_request__get_packed_size(p->req);
+    if (!(p->body = malloc(p->len))) abort();
+    bulkwrite__v1__batch_write_request__pack(p->req, (uint8_t *)p->body);
     long status = post_batch(sb, p, json, &resp);
     if (status == 409) status = post_batch(sb, p, json = 1, &resp); /* begun by an older bwctl? */
     Bulkwrite__V1__BatchWriteResponse *r = status == 202 || status == 422 ? batch_reply(&resp, json) : NULL;
@@ -487,15 +524,20 @@ static void send_part(submit_t *sb, submit_part_t *p) {
         sb->failed = 1;
         sb->halted = 1;
     }
-    for (size_t i = 0; p->keys && i < p->n; i++)
-        if (p->keys[i]) keyset_del(&sb->flying, p->keys[i]);
+    keys_release(sb, p);
+    if (p->part == 0) sb->job_known = 1; /* whatever its answer: a halt drops the rest */
     pthread_mutex_unlock(&sb->mu);
     batch_reply_free(r);
     bw_buf_free(&resp);
-    free(p->body);
-    free(p->json);
-    free(p->lines);
-    free(p->keys);
+    part_free(p);
+}
+
+/* With mu held: 1 when parts are no longer sent (halted), p dropped and counted. */
+static int dropped(submit_t *sb, submit_part_t *p) {
+    if (!sb->halted) return 0;
+    sb->not_sent += (long)p->n;
+    part_free(p);
+    return 1;
 }
 
 /* A sender thread: parts from the queue, each sent to its final answer. */
@@ -503,11 +545,24 @@ static void *sender(void *arg) {
     submit_t *sb = arg;
     pthread_mutex_lock(&sb->mu);
     for (;;) {
-        while (!sb->q_len && !sb->stop) pthread_cond_wait(&sb->cv, &sb->mu);
+        while (!sb->stop && !(sb->q_len && (sb->job_known || sb->queue[sb->q_head].part == 0)))
+            pthread_cond_wait(&sb->cv, &sb->mu);
         if (!sb->q_len) break;
         submit_part_t p = sb->queue[sb->q_head];
         sb->q_head = (sb->q_head + 1) % sb->in_flight;
         sb->q_len--;
+        /* read before part 0's answer said the proxy holds it whole: not sent */
+        int skip = p.part && p.part < sb->next_part;
+        if (skip || sb->halted) {
+            keys_release(sb, &p);
+            if (!dropped(sb, &p)) {
+                sb->skipped++;
+                sb->accepted += (long)p.n; /* taken by an earlier run */
+                part_free(&p);
+            }
+            pthread_cond_broadcast(&sb->cv);
+            continue;
+        }
         sb->busy++;
         pthread_mutex_unlock(&sb->mu);
         send_part(sb, &p);
@@ -535,17 +590,6 @@ static uint64_t shared_key(submit_t *sb, const submit_part_t *p, size_t *from) {
 /* Hands a part to the senders (started with the first) once fewer than in_flight parts
  * are in flight and none of them has an object of this part: until then it is held back
  * (keys are checked from the first one held, as keys only ever leave the set meanwhile). */
-/* With mu held: 1 when parts are no longer sent (halted), p dropped and counted. */
-static int dropped(submit_t *sb, submit_part_t *p) {
-    if (!sb->halted) return 0;
-    sb->not_sent += (long)p->n;
-    free(p->body);
-    free(p->json);
-    free(p->lines);
-    free(p->keys);
-    return 1;
-}
-
 static void queue_part(submit_t *sb, submit_part_t *p) {
     pthread_mutex_lock(&sb->mu);
     while (sb->n_senders < sb->in_flight &&
@@ -610,23 +654,15 @@ static void derive_job_name(submit_t *sb) {
     for (int i = 0; i < 12; i++) k += snprintf(sb->job + k, sizeof(sb->job) - (size_t)k, "%02x", d[i]);
 }
 
-/* Reads one op's JSON text as the proxy would, into sb->op_pb (packed as a request's ops
- * field) and its key: 0, or -1 with why in err. A text the proxy would refuse is refused
- * here alone, not with its whole part; so is an op its JSON decoder would let through
- * only to reject (bw_json_op_fault: a value protobuf cannot carry). */
-static int read_op(submit_t *sb, const char *text, size_t len, uint64_t *key, char *err, size_t esz) {
-    bw_arena_reset(&sb->op_arena);
-    Bulkwrite__V1__Op *op = bw_json_op_read(sb->reader, &sb->op_arena, text, len, err, esz);
-    if (!op) return -1;
-    if (bw_json_op_fault(op)) return snprintf(err, esz, "%s", bw_json_op_fault(op)), -1;
-    *key = op_key_of(op);
-    Bulkwrite__V1__BatchWriteRequest one = BULKWRITE__V1__BATCH_WRITE_REQUEST__INIT;
-    one.n_ops = 1;
-    one.ops = &op;
-    size_t n = bulkwrite__v1__batch_write_request__get_packed_size(&one);
-    bw_buf_reset(&sb->op_pb);
-    bw_buf_reserve(&sb->op_pb, n);
-    sb->op_pb.len = bulkwrite__v1__batch_write_request__pack(&one, (uint8_t *)sb->op_pb.data);
+/* Reads one op's JSON text as the proxy would, into a (*op, and its key): 0, or -1 with
+ * why in err. A text the proxy would refuse is refused here alone, not with its whole
+ * part; so is an op its JSON decoder would let through only to reject
+ * (bw_json_op_fault: a value protobuf cannot carry). */
+static int read_op(submit_t *sb, bw_arena_t *a, const char *text, size_t len, Bulkwrite__V1__Op **op, uint64_t *key,
+                   char *err, size_t esz) {
+    if (!(*op = bw_json_op_read(sb->reader, a, text, len, err, esz))) return -1;
+    if (bw_json_op_fault(*op)) return snprintf(err, esz, "%s", bw_json_op_fault(*op)), -1;
+    *key = op_key_of(*op);
     return 0;
 }
 
@@ -641,10 +677,12 @@ static void append_json_string(bw_buf_t *b, const char *s) {
 }
 
 /* Sends the batch as part `requests` of the job (the last one when `last`). A part below
- * the job's next_part is not sent: the proxy has all of it. The first part goes alone
- * (its answer names the job and where a resumed run goes on), the middle ones several at
- * once (queue_part: none with an object of a part still in flight), the last one once
- * every other part is answered, so that it seals a job whose parts are all in. */
+ * the job's next_part is not sent: the proxy has all of it. Part 0 goes first and alone
+ * (its answer names the job and where a resumed run goes on) while the next parts are
+ * read and queued; then the middle ones several at once (queue_part: none with an object
+ * of a part still in flight; one read before part 0's answer and below next_part is
+ * skipped when taken), the last one once every other part is answered, so that it seals
+ * a job whose parts are all in. */
 static int flush_batch(submit_t *sb, int last) {
     size_t n = sb->n;
     if (!n) return 0;
@@ -659,9 +697,13 @@ static int flush_batch(submit_t *sb, int last) {
     }
     pthread_mutex_unlock(&sb->mu);
     json_array_clear(sb->ops);
+    bw_arena_t *arena = sb->arena; /* the part's; an op read past it is in the spare */
+    sb->arena = sb->spare ? sb->spare : arena_new();
+    sb->spare = NULL;
     if (skip) {
         bw_buf_reset(&sb->raw);
-        bw_buf_reset(&sb->pb);
+        bw_arena_reset(arena);
+        sb->spare = arena;
         return 0;
     }
     /* the JSON form: the ops as they came, not parsed and printed again, so that the same
@@ -680,22 +722,17 @@ static int flush_batch(submit_t *sb, int last) {
     if (sb->not_before) bw_buf_printf(&body, ",\"not_before\":\"%s\"", sb->not_before);      /* checked: a UTC time */
     for (int i = 0; i < sb->n_after; i++) bw_buf_printf(&body, "%s\"%s\"", i ? "," : ",\"after\":[", sb->after[i]);
     bw_buf_puts(&body, sb->n_after ? "],\"ops\":[" : ",\"ops\":[");
-    submit_part_t p = {.part = part, .n = n, .lines = malloc(n * sizeof(long)), .keys = malloc(n * sizeof(uint64_t))};
+    submit_part_t p = {.part = part, .n = n, .arena = arena, .lines = malloc(n * sizeof(long)),
+                       .keys = malloc(n * sizeof(uint64_t))};
     /* the protobuf form, sent: these members as the proxy's JSON decoder reads them (one
-     * mapping of names and times), then the ops as read */
+     * mapping of names and times), and the ops as read */
     bw_buf_puts(&body, "]}");
-    bw_arena_t a;
-    bw_arena_init(&a, 4096);
     char err[512];
-    Bulkwrite__V1__BatchWriteRequest *head = bw_request_decode(BW_FMT_JSON, body.data, body.len, &a, err, sizeof(err));
-    if (!head) fprintf(stderr, "bwctl: a request of its own making refused: %s\n", err), abort();
-    p.len = bulkwrite__v1__batch_write_request__get_packed_size(head);
-    if (!(p.body = malloc(p.len + sb->pb.len))) abort();
-    bulkwrite__v1__batch_write_request__pack(head, (uint8_t *)p.body);
-    if (sb->pb.len) memcpy(p.body + p.len, sb->pb.data, sb->pb.len);
-    p.len += sb->pb.len;
-    bw_arena_destroy(&a);
-    bw_buf_reset(&sb->pb);
+    p.req = bw_request_decode(BW_FMT_JSON, body.data, body.len, arena, err, sizeof(err));
+    if (!p.req) fprintf(stderr, "bwctl: a request of its own making refused: %s\n", err), abort();
+    p.req->ops = bw_arena_alloc(arena, n * sizeof(*p.req->ops));
+    memcpy(p.req->ops, sb->read, n * sizeof(*p.req->ops));
+    p.req->n_ops = n;
     body.len -= 2; /* "]}" */
     bw_buf_append(&body, sb->raw.data ? sb->raw.data : "", sb->raw.len); /* not through printf: 200 KB */
     bw_buf_puts(&body, "]}");
@@ -704,7 +741,7 @@ static int flush_batch(submit_t *sb, int last) {
     if (!p.json || !p.lines || !p.keys) abort();
     memcpy(p.lines, sb->lines, n * sizeof(long));
     memcpy(p.keys, sb->keys, n * sizeof(uint64_t));
-    if (part == 0 || last || sb->in_flight < 2) {
+    if (last || sb->in_flight < 2) {
         pthread_mutex_lock(&sb->mu);
         drain_parts(sb);
         int gone = dropped(sb, &p);
@@ -916,10 +953,11 @@ static int cmd_submit(int argc, char **argv) {
     sb.lines = calloc(sb.batch, sizeof(long));
     sb.keys = calloc(sb.batch, sizeof(uint64_t));
     sb.queue = calloc((size_t)sb.in_flight, sizeof(*sb.queue));
-    if (!sb.lines || !sb.keys || !sb.queue) abort();
+    sb.read = calloc(sb.batch, sizeof(*sb.read));
+    if (!sb.lines || !sb.keys || !sb.queue || !sb.read) abort();
     keyset_init(&sb.flying, sb.in_flight < 2 ? 0 : (size_t)sb.in_flight * sb.batch); /* 1: never used */
     sb.reader = bw_json_ops_reader_new();
-    bw_arena_init(&sb.op_arena, 1 << 16);
+    sb.arena = arena_new();
     pthread_mutex_init(&sb.mu, NULL);
     pthread_cond_init(&sb.cv, NULL);
     char *line = NULL, *hdr_line = NULL;
@@ -958,7 +996,11 @@ static int cmd_submit(int argc, char **argv) {
         } else {
             ok = 1;
         }
-        if (ok) ok = read_op(&sb, text, text_len, &key, err, sizeof(err)) == 0;
+        Bulkwrite__V1__Op *read = NULL;
+        if (ok) {
+            if (sb.n == sb.batch && !sb.spare) sb.spare = arena_new();
+            ok = read_op(&sb, sb.n == sb.batch ? sb.spare : sb.arena, text, text_len, &read, &key, err, sizeof(err)) == 0;
+        }
         if (!ok && !csv && replay_line(line, (size_t)len, replay_of)) {
             /* a dead-letters file's first line: the job it replays */
             if (sb.requests || sb.n || sb.replay_of[0] || strspn(replay_of, "0123456789abcdef") != 32) {
@@ -984,10 +1026,10 @@ static int cmd_submit(int argc, char **argv) {
         /* a full batch goes once the next op shows it is not the last */
         if (sb.n == sb.batch) flush_batch(&sb, 0);
         sb.lines[sb.n] = lineno;
+        sb.read[sb.n] = read;
         sb.keys[sb.n++] = key;
         if (sb.n > 1) bw_buf_puts(&sb.raw, ",");
         bw_buf_append(&sb.raw, text, text_len);
-        bw_buf_append(&sb.pb, sb.op_pb.data, sb.op_pb.len);
         if (text != line) free(text);
         if (op && !sb.job[0] && json_array_size(sb.ops) < SUBMIT_NAME_OPS)
             json_array_append_new(sb.ops, op); /* the job's name derives from them */
@@ -1016,9 +1058,9 @@ static int cmd_submit(int argc, char **argv) {
     free(sb.queue);
     free(sb.flying.slot);
     bw_json_ops_reader_free(sb.reader);
-    bw_arena_destroy(&sb.op_arena);
-    bw_buf_free(&sb.op_pb);
-    bw_buf_free(&sb.pb);
+    arena_free(sb.arena);
+    arena_free(sb.spare);
+    free(sb.read);
     bw_buf_free(&sb.raw);
     pthread_mutex_destroy(&sb.mu);
     pthread_cond_destroy(&sb.cv);
