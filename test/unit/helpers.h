@@ -113,5 +113,6 @@ Suite *endpoints_suite(void);
 Suite *jobs_suite(void);
 Suite *gate_suite(void);
 Suite *notify_suite(void);
+Suite *log_suite(void);
 
 #endif
