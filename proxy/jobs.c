@@ -396,11 +396,11 @@ static void merge_schedule(Bulkwrite__Internal__V1__JobRecord *rec, const Bulkwr
     }
 }
 
+static int record_of(bw_jobs_t *j, const char *job_id, const char *job, int64_t part, void **out, size_t *len);
+
 /* A named job's record: its parts' records merged (ops per shard summed, offsets the
  * first and last of any part), packed and malloc'd; -1 if no part of it was read, -2 if
  * a part's record is not known now (its sums would be short). */
-static int record_of(bw_jobs_t *j, const char *key, const char *job, int64_t part, void **out, size_t *len);
-
 static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
     bw_jobs_named_t info;
     if (bw_jobs_named(j, job_id, &info)) return -1;
@@ -509,7 +509,7 @@ static int record_of(bw_jobs_t *j, const char *job_id, const char *job, int64_t 
         }
         bw_log_part(BW_LOG_INFO, "proxy", -1, job, part,
                     "job %s in %s, read in %.0f ms (not in the index, which keeps proxy.jobs_index_max_bytes)",
-               f.rec ? "found" : "not found", j->conf->jobs_topic, (double)(bw_now_us() - t0) / 1000);
+                    f.rec ? "found" : "not found", j->conf->jobs_topic, (double)(bw_now_us() - t0) / 1000);
         if (f.rec) {
             on_record(j, job_id, 32, f.rec, f.len, -1);
             pthread_mutex_lock(&j->mu);
