@@ -46,12 +46,13 @@ typedef struct {
     size_t kv_cnt;
 } bw_log_fields_t;
 
-/* Renders one line, '\n' included, into out[cap] (cap >= 64) and returns its length: the
- * priority prefix if `journal`, then the time (Unix ms), level, fields and msg in
- * `format`. A line too long for out is cut in its message and stays one line of its
- * format (a JSON object stays whole). Control characters never reach the line: text
- * shows them as '?', logfmt and json escape them (\n, \t, \u001b), so no value can
- * forge another line. msg should be valid UTF-8 (bw_log repairs it first). */
+/* Renders one line, '\n' included, into out[cap] and returns its length: the priority
+ * prefix if `journal`, then the time (Unix ms), level, fields and msg in `format`. A line
+ * too long for out is cut in its message and stays one line of its format (a JSON object
+ * stays whole); cap >= 512 holds every field (bw_log's lines have 4 KiB). Control
+ * characters never reach the line: text shows them as '?', logfmt and json escape them
+ * (\n, \t, \u001b), so no value can forge another line. msg should be valid UTF-8
+ * (bw_log repairs it first). */
 size_t bw_log_render(char *out, size_t cap, bw_log_format_t format, int journal, int64_t wall_ms,
                      bw_log_level_t level, const bw_log_fields_t *f, const char *msg);
 
