@@ -15,6 +15,7 @@ typedef struct {
     const Bulkwrite__V1__BatchWriteRequest *req;
     bw_op_route_t *routes;
     const char *job_id;
+    const char *named_job; /* "" when none */
     int64_t now_ms;
     bw_arena_t *arena;
     /* output, grown by doubling in the arena */
@@ -162,7 +163,7 @@ static void *write_batch(const split_ctx_t *ctx, int shard, const bw_object_type
     size_t len = string_field_size(ctx->job_id) + (shard ? 1 + bw_wire_varint_size((uint32_t)shard) : 0) +
                  string_field_size(ot->name) + (opk ? 1 + bw_wire_varint_size((uint64_t)(int64_t)opk) : 0) +
                  (ctx->now_ms ? 1 + bw_wire_varint_size((uint64_t)ctx->now_ms) : 0) +
-                 (part ? 1 + bw_wire_varint_size(part) : 0);
+                 (part ? 1 + bw_wire_varint_size(part) : 0) + string_field_size(ctx->named_job);
     for (size_t c = 0; c < col_cnt; c++) len += bw_wire_len_size(strlen(col_names[c]));
     for (size_t r = 0; r < row_cnt; r++) len += bw_wire_len_size(sizes[r]);
     uint8_t *payload = malloc(len ? len : 1);
@@ -175,6 +176,7 @@ static void *write_batch(const split_ctx_t *ctx, int shard, const bw_object_type
     for (size_t r = 0; r < row_cnt; r++) p = put_row(ctx, p, ops[r], sizes[r]);
     if (ctx->now_ms) p = bw_wire_put_varint(bw_wire_put_tag(p, 7, BW_WIRE_VARINT), (uint64_t)ctx->now_ms);
     if (part) p = bw_wire_put_varint(bw_wire_put_tag(p, 8, BW_WIRE_VARINT), part);
+    p = put_string_field(p, 9, ctx->named_job);
     if ((size_t)(p - payload) != len) abort(); /* the sizes above and the bytes written disagree: a bug */
     *len_out = len;
     return payload;
@@ -298,7 +300,7 @@ static void split_shard(split_ctx_t *ctx, int shard, uint32_t *v, size_t n) {
 }
 
 void bw_batcher_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *req,
-                      bw_op_route_t *routes, const char *job_id, int64_t now_ms,
+                      bw_op_route_t *routes, const char *job_id, const char *named_job, int64_t now_ms,
                       bw_arena_t *arena, bw_batch_set_t *out, uint32_t **too_large,
                       size_t *too_large_cnt) {
     split_ctx_t *ctx = bw_arena_alloc(arena, sizeof(*ctx));
@@ -307,6 +309,7 @@ void bw_batcher_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRe
     ctx->req = req;
     ctx->routes = routes;
     ctx->job_id = job_id;
+    ctx->named_job = named_job ? named_job : "";
     ctx->now_ms = now_ms;
     ctx->arena = arena;
 

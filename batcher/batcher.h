@@ -44,11 +44,12 @@ typedef struct {
     size_t msg_cnt;
 } bw_batch_set_t;
 
-/* Splits the routed ops of `req` into messages. An op whose row alone exceeds the
+/* Splits the routed ops of `req` into messages of job `job_id`; a named job's part also
+ * carries the job's id, `named_job` (NULL or "" for a job of one request). An op whose row alone exceeds the
  * message size limit is rejected: routes[i].shard is set to -1 and its index and reason
  * are appended to `too_large` (arena, caller reads *too_large_cnt entries). */
 void bw_batcher_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *req,
-                      bw_op_route_t *routes, const char *job_id, int64_t now_ms,
+                      bw_op_route_t *routes, const char *job_id, const char *named_job, int64_t now_ms,
                       bw_arena_t *arena, bw_batch_set_t *out, uint32_t **too_large,
                       size_t *too_large_cnt);
 

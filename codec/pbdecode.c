@@ -182,6 +182,7 @@ Bulkwrite__Internal__V1__ShardBatch *bw_pbd_shard_batch(const void *data, size_t
     bulkwrite__internal__v1__shard_batch__init(sb);
     sb->job_id = "";
     sb->object_type = "";
+    sb->job = "";
     if (n_columns) sb->columns = bw_arena_alloc(a, n_columns * sizeof(*sb->columns));
     Bulkwrite__Internal__V1__Row *rows = NULL;
     if (n_rows) {
@@ -199,9 +200,11 @@ Bulkwrite__Internal__V1__ShardBatch *bw_pbd_shard_batch(const void *data, size_t
         case 1: /* job_id */
         case 3: /* object_type */
         case 5: /* columns */
+        case 9: /* job */
             if (wt != BW_WIRE_LEN || bw_wire_bytes(&r, &d, &n)) return NULL;
             if (field == 1) sb->job_id = bw_pbd_string(a, d, n);
             else if (field == 3) sb->object_type = bw_pbd_string(a, d, n);
+            else if (field == 9) sb->job = bw_pbd_string(a, d, n);
             else sb->columns[sb->n_columns++] = bw_pbd_string(a, d, n);
             break;
         case 2:

@@ -26,7 +26,7 @@ static void usage(const bw_daemon_t *d, FILE *out) {
             d->name, bw_cli_default_config(), d->port_help);
 }
 
-static void set_log_level(const bw_config_t *c);
+static void set_logging(const bw_config_t *c);
 
 /* A request's body, arena and batches take megabytes and are freed when it is answered.
  * glibc hands blocks that large back to the kernel at once (an mmap'd block unmapped, a
@@ -93,13 +93,13 @@ bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_cod
         return NULL;
     }
     /* every hook the reload column can ask this daemon for is there (a programming error) */
-    unsigned needed = bw_config_reload_hooks(d->process) & ~(1u << BW_HOOK_LOG_LEVEL);
+    unsigned needed = bw_config_reload_hooks(d->process) & ~(1u << BW_HOOK_LOGGING);
     for (int h = BW_HOOK_NONE + 1; h < BW_HOOK_COUNT; h++)
         if (needed & 1u << h && !d->hooks[h]) {
             fprintf(stderr, "%s: no reload hook for %s\n", d->name, bw_reload_hook_name((bw_reload_hook_t)h));
             abort();
         }
-    set_log_level(conf);
+    set_logging(conf);
     return conf;
 }
 
@@ -217,7 +217,10 @@ void bw_daemon_handle_signals(atomic_int *run, atomic_int *reload) {
     signal(SIGPIPE, SIG_IGN);
 }
 
-static void set_log_level(const bw_config_t *c) { bw_log_set_level((bw_log_level_t)c->log_level); }
+static void set_logging(const bw_config_t *c) {
+    bw_log_set_level((bw_log_level_t)c->log_level);
+    bw_log_set_format((bw_log_format_t)c->log_format);
+}
 
 void bw_daemon_ready(bw_daemon_t *d, const char *status) {
     if (d->ready) return;
@@ -277,7 +280,7 @@ static int reload_config(const bw_daemon_t *d, bw_config_t *running, int *restar
     bw_config_destroy(next);
     for (int h = BW_HOOK_NONE + 1; h < BW_HOOK_COUNT; h++) {
         if (!(r.hooks & 1u << h)) continue;
-        if (h == BW_HOOK_LOG_LEVEL) set_log_level(running);
+        if (h == BW_HOOK_LOGGING) set_logging(running);
         else d->hooks[h](running);
     }
     char restart_text[2200] = "", unused[2200] = "";

@@ -22,7 +22,7 @@ typedef struct {
     const char *port_help; /* what --port serves, for the usage text */
     bw_process_t process;  /* which column of the reload policy is this daemon's */
     /* the daemon's hooks, one for each hook its applied keys name (bw_daemon_init
-     * refuses to start without one); the log level's is daemon.c's own */
+     * refuses to start without one); the logging one is daemon.c's own */
     bw_reload_hook_fn hooks[BW_HOOK_COUNT];
     /* filled by bw_daemon_init */
     const char *config_path;

@@ -1,6 +1,7 @@
 #include "kafka.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +58,38 @@ static int set_list(rd_kafka_conf_t *kc, char **props, int cnt, const char *key,
     return 0;
 }
 
+/* librdkafka's lines of one kind at most this often: a flapping broker repeats its few
+ * lines for as long as it flaps */
+static bw_log_limit_t kafka_log_limit = BW_LOG_LIMIT_INIT(5, 60000);
+
+/* @locality any librdkafka thread */
+static void kafka_log(const rd_kafka_t *rk, int level, const char *facility, const char *buf) {
+    bw_log_level_t bl = level <= 3 ? BW_LOG_ERROR : level == 4 ? BW_LOG_WARN : level <= 6 ? BW_LOG_INFO : BW_LOG_DEBUG;
+    unsigned dropped;
+    if (!bw_log_enabled(bl) || !bw_log_limit_pass(&kafka_log_limit, facility, buf, bw_now_us() / 1000, &dropped))
+        return;
+    /* "[thrd:main]: text": the thread is a field of its own */
+    char thread[64] = "";
+    const char *end = strncmp(buf, "[thrd:", 6) == 0 ? strstr(buf, "]: ") : NULL;
+    if (end && end - buf - 6 < (ptrdiff_t)sizeof(thread)) {
+        snprintf(thread, sizeof(thread), "%.*s", (int)(end - buf - 6), buf + 6);
+        buf = end + 3;
+    }
+    bw_log_kv_t kv[] = {{"client", rd_kafka_name(rk)}, {"facility", facility}, {"thread", thread[0] ? thread : NULL}};
+    bw_log_fields_t f = {.component = "kafka", .shard = -1, .part = -1, .kv = kv, .kv_cnt = BW_ARRAY_LEN(kv)};
+    if (dropped)
+        bw_log_fields(bl, &f, "%s (and %u more like it, not logged: at most %u a minute)", buf, dropped,
+                      kafka_log_limit.burst);
+    else
+        bw_log_fields(bl, &f, "%s", buf);
+}
+
+void bw_kafka_conf_logging(rd_kafka_conf_t *kc) { rd_kafka_conf_set_log_cb(kc, kafka_log); }
+
 rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, const char *brokers,
                                char *errstr, size_t errstr_size) {
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    bw_kafka_conf_logging(kc);
     char num[32];
     if (set(kc, "bootstrap.servers", brokers ? brokers : conf->brokers, errstr, errstr_size) ||
         /* topics are made by bw_kafka_ensure_*() with their partitions and retention, never

@@ -17,6 +17,12 @@ typedef enum { BW_KAFKA_PRODUCER, BW_KAFKA_CONSUMER } bw_kafka_role_t;
 rd_kafka_conf_t *bw_kafka_conf(const bw_config_t *conf, bw_kafka_role_t role, const char *brokers,
                                char *errstr, size_t errstr_size);
 
+/* Sends librdkafka's log lines through bw_log in bulkwrite's format (component "kafka",
+ * the fields client, facility and thread), at bulkwrite's level for their syslog level
+ * (0-3 error, 4 warn, 5-6 info, 7 debug), at most 5 of a kind a minute (bw_log_limit_t).
+ * bw_kafka_conf does it; a conf made otherwise calls it. */
+void bw_kafka_conf_logging(rd_kafka_conf_t *kc);
+
 typedef enum {
     BW_TOPIC_LOG,      /* a plain log with the broker's retention (the dead letters) */
     BW_TOPIC_TABLE,    /* cleanup.policy=compact: the latest value per key, kept forever */

@@ -78,6 +78,7 @@ typedef struct {
 typedef struct {
     char *path;
     int log_level;          /* bw_log_level_t */
+    int log_format;         /* bw_log_format_t */
 
     /* kafka */
     char *brokers;
@@ -243,7 +244,7 @@ const char *bw_process_name(bw_process_t role); /* "bw-proxy", "bw-consumer" */
 /* What a daemon re-derives after applied keys changed (its bw_daemon_t.hooks). */
 typedef enum {
     BW_HOOK_NONE,
-    BW_HOOK_LOG_LEVEL,   /* the log's least level */
+    BW_HOOK_LOGGING,     /* the log's least level and format */
     BW_HOOK_SHARD_RATES, /* each shard's configured statement and row budgets */
     BW_HOOK_THROTTLE,    /* the adaptive throttle's limits */
     BW_HOOK_HEALTH,      /* the shard health tracker's pause limits */

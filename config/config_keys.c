@@ -38,6 +38,7 @@
 static const char *const col_types[] = {"int", "double", "string", "bytes", "bool", NULL};
 static const char *const routes[] = {"id", "md5", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+static const char *const log_formats[] = {"text", "logfmt", "json", NULL}; /* bw_log_format_t */
 
 static const key_t_ column_keys[] = {
     {"name", K_STR, offsetof(bw_column_t, name), 0, 0, 0, NULL, NULL, NULL, 0,
@@ -252,7 +253,12 @@ static const key_t_ tls_keys[] = {
 
 const key_t_ bw_config_top_keys[] = {
     {"log_level", K_ENUM, OFF(log_level), 0, 0, 0, "\"info\"", log_levels, NULL, 0,
-     "Least level logged: debug, info, warn or error.", APPLY(BW_HOOK_LOG_LEVEL)},
+     "Least level logged: debug, info, warn or error.", APPLY(BW_HOOK_LOGGING)},
+    {"log_format", K_ENUM, OFF(log_format), 0, 0, 0, "\"text\"", log_formats, NULL, 0,
+     "How each line on stderr is written: \"text\" (time, LEVEL, component, then key=value fields and the "
+     "message), \"logfmt\" (every part a key=value, the message as msg) or \"json\" (one JSON object a line). "
+     "Under journald each line also starts with its syslog priority (docs/operations.md#logs).",
+     APPLY(BW_HOOK_LOGGING)},
     {"kafka.brokers", K_STR, OFF(brokers), 0, 0, 0, "\"127.0.0.1:9092\"", NULL, NULL, 0,
      "Bootstrap servers; the daemons' --brokers option overrides it.", RESTART},
     {"kafka.topic", K_STR, OFF(topic), 0, 0, 0, "\"bulkwrite.batches\"", NULL, NULL, 0,

@@ -11,7 +11,7 @@
 const char *bw_process_name(bw_process_t role) { return role == BW_PROC_PROXY ? "bw-proxy" : "bw-consumer"; }
 
 const char *bw_reload_hook_name(bw_reload_hook_t hook) {
-    static const char *const names[BW_HOOK_COUNT] = {"", "log level", "shard rates", "throttle limits",
+    static const char *const names[BW_HOOK_COUNT] = {"", "logging", "shard rates", "throttle limits",
                                                      "health limits"};
     return hook > BW_HOOK_NONE && hook < BW_HOOK_COUNT ? names[hook] : "";
 }

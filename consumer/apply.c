@@ -17,6 +17,15 @@
 
 #define COMPONENT "consumer"
 
+typedef Bulkwrite__Internal__V1__ShardBatch shard_batch_t;
+
+/* A message's job as logs name it: the id its client holds (a named job's, not its
+ * part's), and a named job's part number (-1 for a job of one request). */
+static const char *client_job(const shard_batch_t *sb) { return sb->job[0] ? sb->job : sb->job_id; }
+static int64_t named_part(const shard_batch_t *sb) {
+    return sb->job[0] ? (int64_t)bw_ledger_part_of(sb->job_id) : -1;
+}
+
 void bw_applier_init(bw_applier_t *ap, const bw_config_t *conf, bw_metrics_t *metrics,
                      bw_dead_letters_t *dead_letters) {
     memset(ap, 0, sizeof(*ap));
@@ -165,8 +174,8 @@ static void fail_unusable(apply_ctx_t *x, size_t cnt) {
     for (size_t i = 0; i < cnt; i++) {
         decoded_t *d = &x->dec[i];
         if (!d->sb || !d->unusable || x->parts[i].duplicate) continue;
-        bw_log(BW_LOG_ERROR, COMPONENT, x->shard, d->sb->job_id, "message at offset %" PRId64 " cannot be applied: %s",
-               x->msgs[i]->offset, d->unusable);
+        bw_log_part(BW_LOG_ERROR, COMPONENT, x->shard, client_job(d->sb), named_part(d->sb),
+                    "message at offset %" PRId64 " cannot be applied: %s", x->msgs[i]->offset, d->unusable);
         for (size_t r = 0; r < d->sb->n_rows; r++) add_failure(x, (uint32_t)i, d->sb->rows[r], 0, d->unusable);
     }
 }
@@ -231,9 +240,10 @@ static int apply_rows_one_by_one(apply_ctx_t *x, const run_t *run, size_t from, 
         }
         if (failed_retry(x, "statement")) return -1;
         unsigned code = mysql_errno(x->db);
-        const char *job = x->dec[run->msg[i]].sb->job_id;
-        bw_log(BW_LOG_WARN, COMPONENT, x->shard, job, "op %" PRIu32 " (%s id %" PRIu64 ") failed: %s",
-               run->src[i]->op_index, bw_op_name(run->op), run->rows[i].id, x->res->error);
+        const shard_batch_t *sb = x->dec[run->msg[i]].sb;
+        bw_log_part(BW_LOG_WARN, COMPONENT, x->shard, client_job(sb), named_part(sb),
+                    "op %" PRIu32 " (%s id %" PRIu64 ") failed: %s", run->src[i]->op_index, bw_op_name(run->op),
+                    run->rows[i].id, x->res->error);
         add_failure(x, run->msg[i], run->src[i], code, mysql_error(x->db));
         if (query(x, "ROLLBACK TO SAVEPOINT bw_row", 28)) return failed_retry(x, "rollback to savepoint"), -1;
     }
@@ -255,8 +265,10 @@ static int too_big_for_server(apply_ctx_t *x, const run_t *run, size_t i) {
     char reason[200];
     snprintf(reason, sizeof(reason), "row too large: its statement is %zu bytes, over the server's "
              "max_allowed_packet (%lu)", len, x->conn->max_packet);
-    bw_log(BW_LOG_WARN, COMPONENT, x->shard, x->dec[run->msg[i]].sb->job_id, "op %" PRIu32 " (%s id %" PRIu64 ") failed: %s",
-           run->src[i]->op_index, bw_op_name(run->op), run->rows[i].id, reason);
+    const shard_batch_t *sb = x->dec[run->msg[i]].sb;
+    bw_log_part(BW_LOG_WARN, COMPONENT, x->shard, client_job(sb), named_part(sb),
+                "op %" PRIu32 " (%s id %" PRIu64 ") failed: %s", run->src[i]->op_index, bw_op_name(run->op),
+                run->rows[i].id, reason);
     add_failure(x, run->msg[i], run->src[i], ER_NET_PACKET_TOO_LARGE, reason);
     return 1;
 }
@@ -544,9 +556,9 @@ static void apply_batch(bw_applier_t *ap, int slot, int64_t applied, rd_kafka_me
         if (d && (!d->sb || !d->ot)) continue;
         if (d && x.parts[i].duplicate) {
             res->messages_duplicate++;
-            bw_log(BW_LOG_INFO, COMPONENT, shard, d->sb->job_id,
-                   "part %" PRIu32 " at offset %" PRId64 " was applied before (resubmitted request): skipped",
-                   d->sb->part, msgs[i]->offset);
+            bw_log_part(BW_LOG_INFO, COMPONENT, shard, client_job(d->sb), named_part(d->sb),
+                        "message %" PRIu32 " at offset %" PRId64 " was applied before (resubmitted request): skipped",
+                        d->sb->part, msgs[i]->offset);
             continue;
         }
         if (d && ap->jobs && bw_shard_table_job_cancelled(ap->jobs, d->sb->job_id)) {

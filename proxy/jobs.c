@@ -396,6 +396,8 @@ static void merge_schedule(Bulkwrite__Internal__V1__JobRecord *rec, const Bulkwr
     }
 }
 
+static int record_of(bw_jobs_t *j, const char *job_id, const char *job, int64_t part, void **out, size_t *len);
+
 /* A named job's record: its parts' records merged (ops per shard summed, offsets the
  * first and last of any part), packed and malloc'd; -1 if no part of it was read, -2 if
  * a part's record is not known now (its sums would be short). */
@@ -430,7 +432,7 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
             void *raw;
             size_t raw_len;
             bw_ledger_part_id(job_id, (uint32_t)p, pid);
-            int rc = bw_jobs_record(j, pid, &raw, &raw_len);
+            int rc = record_of(j, pid, job_id, (int64_t)p, &raw, &raw_len);
             if (rc == -2) unknown = 1; /* not known now: the sums would be short; no answer rather than a wrong one */
             if (rc) continue;          /* -1: deleted by the topic's retention */
             Bulkwrite__Internal__V1__JobRecord *r = bulkwrite__internal__v1__job_record__unpack(NULL, raw_len, raw);
@@ -477,6 +479,13 @@ static int named_record(bw_jobs_t *j, const char *job_id, void **out, size_t *le
 }
 
 int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
+    return record_of(j, job_id, job_id, -1, out, len);
+}
+
+/* bw_jobs_record of the record keyed job_id, which is job `job`'s part `part` (-1: the
+ * record is the job's own) for the log's lines: a named job's parts are logged by the
+ * job's id, which its client holds, not the part's. */
+static int record_of(bw_jobs_t *j, const char *job_id, const char *job, int64_t part, void **out, size_t *len) {
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
     int synced = bw_tail_sync(j->tail, 3000); /* a job just accepted by another proxy */
     if (bw_jobs_lookup(j, job_id, out, len) == 0) return 0;
@@ -495,12 +504,12 @@ int bw_jobs_record(bw_jobs_t *j, const char *job_id, void **out, size_t *len) {
         int64_t t0 = bw_now_us();
         if (bw_tail_find(j->conf, j->brokers, j->conf->jobs_topic, job_id, 32, keep_found, &f, 10000, err,
                          sizeof(err))) {
-            bw_log(BW_LOG_WARN, "proxy", -1, job_id, "job not in the index, and %s", err);
+            bw_log_part(BW_LOG_WARN, "proxy", -1, job, part, "job not in the index, and %s", err);
             rc = -2;
         }
-        bw_log(BW_LOG_INFO, "proxy", -1, job_id,
-               "job %s in %s, read in %.0f ms (not in the index, which keeps proxy.jobs_index_max_bytes)",
-               f.rec ? "found" : "not found", j->conf->jobs_topic, (double)(bw_now_us() - t0) / 1000);
+        bw_log_part(BW_LOG_INFO, "proxy", -1, job, part,
+                    "job %s in %s, read in %.0f ms (not in the index, which keeps proxy.jobs_index_max_bytes)",
+                    f.rec ? "found" : "not found", j->conf->jobs_topic, (double)(bw_now_us() - t0) / 1000);
         if (f.rec) {
             on_record(j, job_id, 32, f.rec, f.len, -1);
             pthread_mutex_lock(&j->mu);

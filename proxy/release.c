@@ -54,6 +54,10 @@
 #define TURN_SPACING_MS 5     /* turns at most this often: timers due within it go out together */
 #define OWNERS_EVERY_MS 1000  /* how often the shards' owners are worked out again */
 
+/* A held record's part number as logs give it with its job (h->job, the id its client
+ * holds): a named job's part's, or -1 for a job of one request. */
+static int64_t named_part(const bw_timer_t *h) { return strcmp(h->id, h->job) ? (int64_t)h->job_part : -1; }
+
 static pthread_t release_thread;
 static atomic_int release_run;
 static atomic_int release_running; /* past its first wait: it can own shards (own_shards) */
@@ -345,12 +349,12 @@ static void write_records(pick_t *picks, size_t n, lane_out_t *lanes, rd_kafka_r
         if (werrs[c]) {
             sum->not_written++; /* its batches go out again next turn: applied once */
             if (sum->not_written == 1)
-                bw_log(BW_LOG_WARN, COMPONENT, -1, p->h->id, "held job record not written (%s): tried again",
-                       rd_kafka_err2str(werrs[c]));
+                bw_log_part(BW_LOG_WARN, COMPONENT, -1, p->h->job, named_part(p->h),
+                            "held job record not written (%s): tried again", rd_kafka_err2str(werrs[c]));
         } else {
             if (p->drop) /* one line per job: cancels are operators' acts, not a flood */
-                bw_log(BW_LOG_INFO, COMPONENT, -1, p->h->id, "job cancelled: its %zu held batches are dropped",
-                       p->rec->n_held);
+                bw_log_part(BW_LOG_INFO, COMPONENT, -1, p->h->job, named_part(p->h),
+                            "job cancelled: its %zu held batches are dropped", p->rec->n_held);
             bw_jobs_put(proxy.jobs, p->h->id, vals[c], vlens[c]);
             sum->emptied += empty[c];
         }
@@ -468,8 +472,8 @@ static size_t release_turn(uint8_t *refused, uint8_t *waits, const uint8_t *mine
         if (!(p->rec = bulkwrite__internal__v1__job_record__unpack(NULL, h->len, h->rec))) continue;
         p->lane = bw_config_lane(proxy.conf, p->rec->lane && p->rec->lane[0] ? p->rec->lane : "default");
         if (p->lane < 0) {
-            bw_log(BW_LOG_ERROR, COMPONENT, -1, h->id, "held batches of lane \"%s\", which the configuration no "
-                   "longer has: kept until it has", p->rec->lane);
+            bw_log_part(BW_LOG_ERROR, COMPONENT, -1, h->job, named_part(h), "held batches of lane \"%s\", which the "
+                        "configuration no longer has: kept until it has", p->rec->lane);
             p->lane = 0;
             maybe = 0;
         }

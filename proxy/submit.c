@@ -62,6 +62,11 @@ typedef struct {
     uint32_t accepted;
 } submit_t;
 
+/* The job as logs name it: the id its client holds (the named job's, not its part's),
+ * and a named job's part number (-1 for a job of one request). */
+static const char *client_job(const submit_t *s) { return s->named_job[0] ? s->named_job : s->job_id; }
+static int64_t named_part(const submit_t *s) { return s->named_job[0] ? (int64_t)s->req->job_part : -1; }
+
 /* Ends the request early with status and a message. Returns the status. */
 static unsigned stop(submit_t *s, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static unsigned stop(submit_t *s, unsigned status, const char *fmt, ...) {
@@ -195,7 +200,7 @@ static int job_visible(const submit_t *s, const char *id, Bulkwrite__Internal__V
 static unsigned check_job_ref(submit_t *s, const char *what, const char *id) {
     if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
         return stop(s, MHD_HTTP_BAD_REQUEST, "%s: a job id is 32 lower-case hex digits, not \"%.64s\"", what, id);
-    const char *own = s->named_job[0] ? s->named_job : s->job_id;
+    const char *own = client_job(s);
     if (strcmp(id, own) == 0) return stop(s, MHD_HTTP_BAD_REQUEST, "%s: job %s names the request's own job", what, id);
     return 0;
 }
@@ -238,7 +243,7 @@ static unsigned check_schedule(submit_t *s) {
             return s->status;
         }
     }
-    const char *own = s->named_job[0] ? s->named_job : s->job_id;
+    const char *own = client_job(s);
     /* every held record the other proxies took first: a cycle through one of them counts */
     if (!s->prev && req->n_after && !bw_jobs_sync(proxy.jobs)) {
         s->header = MHD_HTTP_HEADER_RETRY_AFTER;
@@ -273,7 +278,7 @@ static unsigned name_job(submit_t *s) {
         return s->status = MHD_HTTP_BAD_REQUEST;
     }
     s->has_rid = s->named_job[0] || (req->request_id && req->request_id[0]);
-    const char *job = s->named_job[0] ? s->named_job : s->job_id;
+    const char *job = client_job(s);
     if (s->has_rid && bw_shard_table_job_cancelled(proxy.shards, job))
         return stop(s, MHD_HTTP_CONFLICT, "job %s was cancelled (GET /v1/jobs/%s says when and by whom): it takes no "
                     "more ops; send them as a new job", job, job);
@@ -311,7 +316,7 @@ static void validate(submit_t *s) {
 
 /* The valid ops, as one message per (shard, op type) run (batcher.h). */
 static void batch(submit_t *s) {
-    bw_batcher_split(proxy.conf, s->req, s->routes, s->job_id, bw_wall_ms(), &s->arena, &s->set, &s->too_large,
+    bw_batcher_split(proxy.conf, s->req, s->routes, s->job_id, s->named_job, bw_wall_ms(), &s->arena, &s->set, &s->too_large,
                      &s->too_large_cnt);
     size_t cnt = s->set.msg_cnt + 1;
     s->errs = bw_arena_alloc(&s->arena, cnt * sizeof(*s->errs));
@@ -432,8 +437,8 @@ static void collect_rejections(submit_t *s) {
             int len = snprintf(err, sizeof(s->err), "not accepted: Kafka did not acknowledge it (%s); after a "
                                "timeout it may still have been stored", rd_kafka_err2str(s->errs[i]));
             reason = bw_arena_strndup(&s->arena, err, (size_t)len);
-            bw_log(BW_LOG_ERROR, COMPONENT, s->set.msgs[i].shard, s->job_id, "kafka produce failed: %s",
-                   rd_kafka_err2str(s->errs[i]));
+            bw_log_part(BW_LOG_ERROR, COMPONENT, s->set.msgs[i].shard, client_job(s), named_part(s),
+                        "kafka produce failed: %s", rd_kafka_err2str(s->errs[i]));
         }
         if (!reason) continue;
         for (size_t k = 0; k < s->set.msgs[i].op_cnt; k++)
@@ -586,8 +591,8 @@ static rd_kafka_resp_err_t record_job(submit_t *s) {
     err = bw_producers_send_records(proxy.conf->jobs_topic, 1, &key, &key_len, &val, &len, NULL);
     /* the ops are durable all the same, unless held here; else only the receipt is missing */
     if (err)
-        bw_log(BW_LOG_ERROR, COMPONENT, -1, s->job_id, "job record not written to %s (%s)%s", proxy.conf->jobs_topic,
-               rd_kafka_err2str(err), n_held ? ": its held ops are not accepted" : "");
+        bw_log_part(BW_LOG_ERROR, COMPONENT, -1, client_job(s), named_part(s), "job record not written to %s (%s)%s",
+                    proxy.conf->jobs_topic, rd_kafka_err2str(err), n_held ? ": its held ops are not accepted" : "");
     else bw_jobs_put(proxy.jobs, s->job_id, buf, len); /* a resend to this proxy sees it before the tail does */
 done:
     if (prev) bulkwrite__internal__v1__job_record__free_unpacked(prev, NULL);
@@ -614,11 +619,11 @@ static enum MHD_Result reply(submit_t *s) {
     if (s->client) bw_proxy_metrics_client_accepted(proxy.metrics, s->client, s->accepted, s->up->len);
     char *body;
     size_t body_len;
-    bw_response_encode(s->fmt, s->named_job[0] ? s->named_job : s->job_id, s->accepted, s->all, s->all_cnt, &body, &body_len);
+    bw_response_encode(s->fmt, client_job(s), s->accepted, s->all, s->all_cnt, &body, &body_len);
     bw_proxy_metrics_request(proxy.metrics, status, s->accepted, s->all_cnt - s->failed_ops - s->backlog_ops,
                              s->failed_ops, s->set.msg_cnt, bw_now_us() - s->started_us);
-    bw_log(BW_LOG_DEBUG, COMPONENT, -1, s->job_id, "%zu ops: %u accepted in %zu messages, %zu rejected, %zu for a full "
-           "backlog", s->req->n_ops, s->accepted, s->set.msg_cnt, s->all_cnt, s->backlog_ops);
+    bw_log_part(BW_LOG_DEBUG, COMPONENT, -1, client_job(s), named_part(s), "%zu ops: %u accepted in %zu messages, %zu "
+                "rejected, %zu for a full backlog", s->req->n_ops, s->accepted, s->set.msg_cnt, s->all_cnt, s->backlog_ops);
     char retry_after[16];
     snprintf(retry_after, sizeof(retry_after), "%d", proxy.conf->backlog_retry_after_s);
     int retry = s->backlog_ops || s->failed_ops; /* 429 and 503 both say when to resend */

@@ -200,6 +200,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    bw_kafka_conf_logging(kc); /* the mock cluster's lines too */
     char num[16];
     snprintf(num, sizeof(num), "%d", brokers);
     if (rd_kafka_conf_set(kc, "test.mock.num.brokers", num, err, sizeof(err)) != RD_KAFKA_CONF_OK) {

@@ -690,6 +690,7 @@ static int read_topic(const char *brokers, const char *topic, int timeout_s,
                       void (*fn)(const rd_kafka_message_t *m, void *ud), void *ud, int *parts) {
     char err[512];
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    bw_kafka_conf_logging(kc);
     rd_kafka_conf_set(kc, "bootstrap.servers", brokers, err, sizeof(err));
     rd_kafka_conf_set(kc, "group.id", "bw-workload-reader", err, sizeof(err));
     rd_kafka_conf_set(kc, "enable.partition.eof", "true", err, sizeof(err));

@@ -72,8 +72,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint32_t *too_large;
         size_t too_large_cnt;
         const char *job = "00112233445566778899aabbccddeeff";
-        bw_batcher_split(c, req, routes, job, (int64_t)size * 1000, &arena, &set, &too_large, &too_large_cnt);
-        if (!fref_check_split(c, pbc, &set, job, (int64_t)size * 1000, why, sizeof(why))) {
+        const char *named = size % 3 ? NULL : "ffeeddccbbaa99887766554433221100"; /* a named job's part too */
+        bw_batcher_split(c, req, routes, job, named, (int64_t)size * 1000, &arena, &set, &too_large, &too_large_cnt);
+        if (!fref_check_split(c, pbc, &set, job, named, (int64_t)size * 1000, why, sizeof(why))) {
             fprintf(stderr, "fuzz: %s\n", why);
             abort();
         }

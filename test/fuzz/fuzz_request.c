@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bw_batch_set_t set;
     uint32_t *too_large;
     size_t too_large_cnt;
-    bw_batcher_split(conf, req, routes, job_id, 0, &arena, &set, &too_large, &too_large_cnt);
+    bw_batcher_split(conf, req, routes, job_id, NULL, 0, &arena, &set, &too_large, &too_large_cnt);
     /* every routed op lands in exactly one message of its shard */
     size_t routed = 0, carried = 0;
     for (size_t i = 0; i < req->n_ops; i++) routed += routes[i].shard >= 0;

@@ -690,6 +690,11 @@ doc_examples
 . test/tiers/jobs.sh
 jobs_tests
 
+# the log: a named job's id as its client holds it, librdkafka's lines in our format,
+# journald's priorities, log_format=json
+. test/tiers/logs.sh
+logs_tests
+
 # bulkwrite.v1.BulkwriteService over the Connect protocol, from curl and protoc
 . test/tiers/connect.sh
 connect_tests

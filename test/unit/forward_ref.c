@@ -58,6 +58,7 @@ int fref_shard_batch_eq(const Bulkwrite__Internal__V1__ShardBatch *a, const Bulk
                         size_t why_size) {
 #define DIFF(...) do { snprintf(why, why_size, __VA_ARGS__); return 0; } while (0)
     if (strcmp(nz(a->job_id), nz(b->job_id))) DIFF("job_id");
+    if (strcmp(nz(a->job), nz(b->job))) DIFF("job");
     if (a->shard != b->shard) DIFF("shard %u vs %u", a->shard, b->shard);
     if (strcmp(nz(a->object_type), nz(b->object_type))) DIFF("object_type");
     if (a->op != b->op) DIFF("op %d vs %d", (int)a->op, (int)b->op);
@@ -101,7 +102,7 @@ int fref_shard_batch_agrees(const void *data, size_t len, bw_arena_t *a, int *ac
 
 /* protobuf-c's pack of the ShardBatch the old batcher built for message m. */
 static uint8_t *ref_pack(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *pbc, const bw_batch_msg_t *m,
-                         const char *job_id, int64_t now_ms, uint32_t part, size_t *len) {
+                         const char *job_id, const char *named_job, int64_t now_ms, uint32_t part, size_t *len) {
     const Bulkwrite__V1__Op *op0 = pbc->ops[m->ops[0]];
     const bw_object_type_t *ot = bw_config_object_type(conf, op0->object_type);
     if (!ot) return NULL;
@@ -153,6 +154,7 @@ static uint8_t *ref_pack(const bw_config_t *conf, const Bulkwrite__V1__BatchWrit
     sb.rows = row_ptrs;
     sb.enqueued_at_ms = now_ms;
     sb.part = part;
+    if (named_job) sb.job = (char *)named_job;
     *len = bulkwrite__internal__v1__shard_batch__get_packed_size(&sb);
     uint8_t *out = malloc(*len + 1);
     bulkwrite__internal__v1__shard_batch__pack(&sb, out);
@@ -167,11 +169,11 @@ static uint8_t *ref_pack(const bw_config_t *conf, const Bulkwrite__V1__BatchWrit
 }
 
 int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *pbc, const bw_batch_set_t *set,
-                     const char *job_id, int64_t now_ms, char *why, size_t why_size) {
+                     const char *job_id, const char *named_job, int64_t now_ms, char *why, size_t why_size) {
     for (size_t i = 0; i < set->msg_cnt; i++) {
         const bw_batch_msg_t *m = &set->msgs[i];
         size_t len;
-        uint8_t *ref = ref_pack(conf, pbc, m, job_id, now_ms, (uint32_t)i, &len);
+        uint8_t *ref = ref_pack(conf, pbc, m, job_id, named_job, now_ms, (uint32_t)i, &len);
         int same = ref && len == m->len && memcmp(ref, m->payload, len) == 0;
         free(ref);
         if (!same) {

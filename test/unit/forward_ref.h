@@ -31,11 +31,11 @@ int fref_shard_batch_agrees(const void *data, size_t len, bw_arena_t *a, int *ac
 
 /* Checks every message of a split of the request against protobuf-c: each payload must
  * equal, byte for byte, protobuf-c's pack of the ShardBatch built from `pbc` (the same
- * body unpacked by protobuf-c) for the message's rows (columns in first-use order,
+ * body unpacked by protobuf-c) for the message's rows and job (named_job: NULL or a named job's id) (columns in first-use order,
  * unknown fields dropped), unpack to n_rows == op_cnt, and read the same through the
  * consumer's reader (fref_shard_batch_agrees). 1 if all do; else 0 and why. */
 int fref_check_split(const bw_config_t *conf, const Bulkwrite__V1__BatchWriteRequest *pbc, const bw_batch_set_t *set,
-                     const char *job_id, int64_t now_ms, char *why, size_t why_size);
+                     const char *job_id, const char *named_job, int64_t now_ms, char *why, size_t why_size);
 
 /* The wire reader's one deliberate difference from protobuf-c: a NUL inside request_id,
  * job, replay_of or an after (which protobuf-c keeps, and every C string then cuts short) is

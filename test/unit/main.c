@@ -38,6 +38,7 @@ int main(void) {
     srunner_add_suite(sr, gate_suite());
     srunner_add_suite(sr, notify_suite());
     srunner_add_suite(sr, cli_suite());
+    srunner_add_suite(sr, log_suite());
     srunner_add_suite(sr, fleet_suite());
     srunner_add_suite(sr, protojson_suite());
     srunner_run_all(sr, CK_ENV);

@@ -52,7 +52,7 @@ static void split_and_check(const bw_config_t *conf, const Bulkwrite__V1__BatchW
     int *valid = calloc(n + 1, sizeof(int));
     for (size_t i = 0; i < n; i++) valid[i] = s->routes[i].shard >= 0;
     const char *job = "job-0123456789abcdef";
-    bw_batcher_split(conf, req, s->routes, job, 1234567890123LL, &A, &s->set, &s->too_large, &s->too_large_cnt);
+    bw_batcher_split(conf, req, s->routes, job, NULL, 1234567890123LL, &A, &s->set, &s->too_large, &s->too_large_cnt);
 
     s->pos = malloc((n + 1) * sizeof(*s->pos));
     for (size_t i = 0; i < n; i++) s->pos[i] = (pos_t){-1, -1};

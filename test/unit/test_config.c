@@ -499,7 +499,7 @@ static void check_documented(const char *doc, const config_setting_t *s, const c
 START_TEST(doc_mentions_every_key) {
     char *doc = doc_text();
     static const char *keys[] = {
-        "log_level", "kafka.brokers", "kafka.topic", "kafka.consumer_group", "kafka.create_topic",
+        "log_level", "log_format", "kafka.brokers", "kafka.topic", "kafka.consumer_group", "kafka.create_topic",
         "kafka.replication_factor", "kafka.message_max_bytes", "kafka.properties",
         "kafka.producer_properties", "kafka.consumer_properties", "shards.count",
         "shards.database_prefix", "shards.default_rate", "shards.default_row_rate", "shards.rate_overrides",
@@ -535,6 +535,7 @@ static void assert_same_config(const bw_config_t *a, const bw_config_t *b) {
 #define SAME_INT(f) ck_assert_int_eq(a->f, b->f)
 #define SAME_DBL(f) ck_assert_msg(a->f == b->f, #f ": %.17g vs %.17g", a->f, b->f)
     SAME_INT(log_level);
+    SAME_INT(log_format);
     SAME_STR(brokers);
     SAME_STR(topic);
     SAME_STR(consumer_group);

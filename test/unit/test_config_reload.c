@@ -243,7 +243,7 @@ START_TEST(reload_applies_rates_and_names_them) {
     bw_reload_t r;
     ck_assert_int_eq(bw_config_reload(running, next, BW_PROC_CONSUMER, &r), 3);
     ck_assert_str_eq(r.applied, "log_level, shards.default_rate, throttle.floor");
-    ck_assert_uint_eq(r.hooks, 1u << BW_HOOK_LOG_LEVEL | 1u << BW_HOOK_SHARD_RATES | 1u << BW_HOOK_THROTTLE);
+    ck_assert_uint_eq(r.hooks, 1u << BW_HOOK_LOGGING | 1u << BW_HOOK_SHARD_RATES | 1u << BW_HOOK_THROTTLE);
     ck_assert(running->shard_rate[0] == 7.0 && running->shard_rate[7] == 50.0);
     ck_assert(running->throttle_floor == 2.0);
     bw_config_destroy(next);
@@ -255,8 +255,8 @@ START_TEST(reload_applies_rates_and_names_them) {
     bw_config_destroy(running);
     t_unlink_free(path);
     /* what each daemon must run after a reload */
-    ck_assert_uint_eq(bw_config_reload_hooks(BW_PROC_PROXY), 1u << BW_HOOK_LOG_LEVEL | 1u << BW_HOOK_SHARD_RATES);
-    ck_assert_uint_eq(bw_config_reload_hooks(BW_PROC_CONSUMER), 1u << BW_HOOK_LOG_LEVEL | 1u << BW_HOOK_SHARD_RATES |
+    ck_assert_uint_eq(bw_config_reload_hooks(BW_PROC_PROXY), 1u << BW_HOOK_LOGGING | 1u << BW_HOOK_SHARD_RATES);
+    ck_assert_uint_eq(bw_config_reload_hooks(BW_PROC_CONSUMER), 1u << BW_HOOK_LOGGING | 1u << BW_HOOK_SHARD_RATES |
                                                                    1u << BW_HOOK_THROTTLE | 1u << BW_HOOK_HEALTH);
 }
 END_TEST

@@ -205,11 +205,19 @@ static size_t forward_and_compare(const bw_config_t *conf, const uint8_t *body, 
     bw_batch_set_t set;
     uint32_t *too_large;
     size_t too_large_cnt;
-    bw_batcher_split(conf, req, routes, "0123456789abcdef0123456789abcdef", 1700000000123LL, &A, &set, &too_large,
+    bw_batcher_split(conf, req, routes, "0123456789abcdef0123456789abcdef", NULL, 1700000000123LL, &A, &set, &too_large,
                      &too_large_cnt);
-    ck_assert_msg(fref_check_split(conf, pbc, &set, "0123456789abcdef0123456789abcdef", 1700000000123LL, why, sizeof(why)),
+    ck_assert_msg(fref_check_split(conf, pbc, &set, "0123456789abcdef0123456789abcdef", NULL, 1700000000123LL, why, sizeof(why)),
                   "%s", why);
     size_t n = set.msg_cnt;
+    bw_batcher_free_payloads(&set);
+    /* a named job's part carries the job's id too (ShardBatch.job), for the consumer's logs */
+    const char *named = "fedcba9876543210fedcba9876543210";
+    bw_batcher_split(conf, req, routes, "fedcba9876543210fedc000000000007", named, 1700000000123LL, &A, &set, &too_large,
+                     &too_large_cnt);
+    ck_assert_msg(fref_check_split(conf, pbc, &set, "fedcba9876543210fedc000000000007", named, 1700000000123LL, why,
+                                   sizeof(why)), "%s", why);
+    ck_assert_uint_eq(set.msg_cnt, n);
     bw_batcher_free_payloads(&set);
     return n;
 }
