@@ -377,6 +377,8 @@ for run in $(seq 1 "$(runs_of A)"); do
         "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9" "$waits 429 waits; $cpu"
     record hot-shard-bwctl "$run" "the same feed as a JSON-lines file through bwctl submit, from the command's start (rows/s)" \
         "$user_rate" "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9"
+    record bwctl-vs-hot-shard "$run" "the bwctl submit figure above (rows/s)" "$user_rate" \
+        "the hot-shard figure: bw-workload's protobuf requests, the same run" "$e2e_rate" "≥ 0.8"
     record hot-shard-drain "$run" "the same from a backlog: the consumer alone (rows/s)" "$drain_rate" \
         "the same 500-row INSERTs sent directly, 1 connection" "$direct" "≥ 0.9"
     record hot-shard-vs-rowwise "$run" "$ROWS creates on shard $HOT_SHARD, end to end (rows/s)" "$e2e_rate" \
