@@ -34,7 +34,7 @@ static void set_logging(const bw_config_t *c);
  * a fifth of the proxy's CPU under a bulk feed. Kept instead, up to these bounds. */
 static void keep_freed_memory(void) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20); /* blocks under 32 MiB from the heap (glibc's most) */
-    mallopt(M_TRIM_THRESHOLD, 256 << 20); /* a heap's free top kept up to 256 MiB */
+    mallopt(M_TRIM_THRESHOLD, 64 << 20); /* a heap's free top kept up to 64 MiB: more goes back */
 }
 
 bw_config_t *bw_daemon_init(bw_daemon_t *d, int argc, char **argv, int *exit_code) {

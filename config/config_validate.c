@@ -85,17 +85,22 @@ static bw_err_t validate_lanes(bw_config_t *c, const config_setting_t *root, par
     return BW_OK;
 }
 
+/* Each shard's rate is stored once, its final value: a reload writes the running
+ * config's arrays while other threads read them, and a shard with an override must never
+ * show the default between two stores. */
 void bw_config_derive_rates(bw_config_t *c) {
+    int *override = malloc((size_t)(c->shard_count > 0 ? c->shard_count : 1) * sizeof(*override));
+    if (!override) abort();
+    for (int s = 0; s < c->shard_count; s++) override[s] = -1;
+    for (int i = 0; i < c->rate_override_cnt; i++) /* the last of a shard's wins */
+        if (c->rate_overrides[i].shard >= 0 && c->rate_overrides[i].shard < c->shard_count) /* else a reload's, for a count that needs a restart */
+            override[c->rate_overrides[i].shard] = i;
     for (int s = 0; s < c->shard_count; s++) {
-        c->shard_rate[s] = c->default_rate;
-        c->shard_row_rate[s] = c->default_row_rate;
+        const bw_rate_override_t *o = override[s] < 0 ? NULL : &c->rate_overrides[override[s]];
+        c->shard_rate[s] = o ? o->rate : c->default_rate;
+        c->shard_row_rate[s] = o ? o->row_rate : c->default_row_rate;
     }
-    for (int i = 0; i < c->rate_override_cnt; i++) {
-        const bw_rate_override_t *o = &c->rate_overrides[i];
-        if (o->shard >= c->shard_count) continue; /* a reload's, for a count that needs a restart */
-        c->shard_rate[o->shard] = o->rate;
-        c->shard_row_rate[o->shard] = o->row_rate;
-    }
+    free(override);
 }
 
 bw_err_t bw_config_validate(bw_config_t *c, const config_t *cf, parse_ctx_t *ctx) {

@@ -55,6 +55,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+#include <yajl/yajl_parse.h>
 
 #include "arena.h"
 #include "auth.h"
@@ -264,6 +265,15 @@ static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n) {
 }
 #define FNV_BASIS 0xcbf29ce484222325ULL
 
+/* An op's id as it came (a JSON number, or a string of its decimal digits), as a number;
+ * text that is no decimal id is hashed, so that the same text still names one object. */
+static uint64_t id_of_text(const unsigned char *p, size_t n) {
+    uint64_t id = 0;
+    size_t i = 0;
+    while (i < n && p[i] >= '0' && p[i] <= '9' && id <= (UINT64_MAX - 9) / 10) id = id * 10 + (uint64_t)(p[i++] - '0');
+    return i == n ? id : fnv1a(FNV_BASIS, p, n) | 1;
+}
+
 /* The key of the object an op names (type hashed, id), 0 for none: a create without an
  * id gets a new one from its table, so nothing else in the file can name it. */
 static uint64_t op_key(uint64_t type_hash, uint64_t id) {
@@ -281,15 +291,117 @@ static uint64_t op_key_of(const Bulkwrite__V1__Op *op) {
     return op_key(fnv1a(FNV_BASIS, (const unsigned char *)type, strlen(type)), op->id);
 }
 
-/* A dead-letters file's first line, {"replay_of": JOB_ID}: 1 with the id in out (when it
- * is 32 characters long, else ""), 0 when the text is no such line. Asked of a line the
- * op reader refused, as it is no op. */
-static int replay_line(const char *text, size_t len, char out[33]) {
-    json_t *j = json_loadb(text, len, 0, NULL);
-    const char *id = json_object_size(j) == 1 ? json_string_value(json_object_get(j, "replay_of")) : NULL;
-    if (id) snprintf(out, 33, "%s", strlen(id) == 32 ? id : "");
-    json_decref(j);
-    return id != NULL;
+/* ---- a JSON line, read without building it ---------------------------------------------- */
+
+/* A line as bwctl read it before it sent protobuf, and still reads a line the op reader
+ * refuses: one JSON object or array (a line that is not is named and left out), with
+ * its top-level "object_type" and "id" (its key) and "replay_of" (a dead-letters file's
+ * first line). Such a line is in its part as before, so that a job an older bwctl began
+ * keeps its name and its parts; the part goes as JSON, and the proxy judges the line. yajl's callbacks
+ * give them without a tree or a malloc per line: one handle reads every line, each a
+ * value of its own (yajl_allow_multiple_values), and is made anew only after a bad one. */
+typedef struct {
+    yajl_handle h;
+    int depth, values, members; /* nesting now; values begun at the top; top object's members */
+    int top_map;                /* the line is an object */
+    enum { M_OTHER, M_TYPE, M_ID, M_REPLAY } member; /* whose value comes next at depth 1 */
+    uint64_t type_hash, id;
+    int replay_seen;    /* a top-level "replay_of" string */
+    char replay_of[33]; /* its value when 32 characters long, else "" */
+    const char *refusal; /* why a callback stopped the parse */
+} jline_t;
+
+/* Every value passes here first: at the top only an object or array may begin, once. */
+static int jl_value(jline_t *jl, int container) {
+    if (jl->depth == 0) {
+        if (!container || jl->values++) return jl->refusal = "'[' or '{' expected, one value a line", 0;
+    }
+    return 1;
+}
+
+/* a scalar: kept when it is the value of a member we read */
+static int jl_scalar(jline_t *jl, const unsigned char *p, size_t n, int string) {
+    if (!jl_value(jl, 0)) return 0;
+    if (jl->depth == 1 && jl->top_map) {
+        if (jl->member == M_TYPE && string) jl->type_hash = fnv1a(FNV_BASIS, p, n);
+        else if (jl->member == M_ID) jl->id = id_of_text(p, n);
+        else if (jl->member == M_REPLAY && string) {
+            jl->replay_seen = 1;
+            if (n == 32) snprintf(jl->replay_of, sizeof(jl->replay_of), "%.*s", 32, (const char *)p);
+        }
+        jl->member = M_OTHER;
+    }
+    return 1;
+}
+
+static int jl_null(void *ud) { return jl_scalar(ud, NULL, 0, 0); }
+static int jl_bool(void *ud, int b) { return (void)b, jl_scalar(ud, NULL, 0, 0); }
+static int jl_number(void *ud, const char *p, size_t n) { return jl_scalar(ud, (const unsigned char *)p, n, 0); }
+/* text as the proxy takes it (request_json.c): UTF-8 by bw_utf8_valid, which refuses what
+ * yajl lets by (overlong forms, encoded surrogates): a line it would refuse is refused
+ * here alone, not with its whole part */
+static int jl_string(void *ud, const unsigned char *p, size_t n) {
+    if (!bw_utf8_valid(p, n)) return ((jline_t *)ud)->refusal = "text that is not valid UTF-8", 0;
+    return jl_scalar(ud, p, n, 1);
+}
+
+static int jl_open(jline_t *jl, int map) {
+    if (!jl_value(jl, 1)) return 0;
+    if (jl->depth == 0) jl->top_map = map;
+    if (jl->depth == 1) jl->member = M_OTHER;
+    jl->depth++;
+    return 1;
+}
+static int jl_start_map(void *ud) { return jl_open(ud, 1); }
+static int jl_start_array(void *ud) { return jl_open(ud, 0); }
+static int jl_close(void *ud) { return ((jline_t *)ud)->depth--, 1; }
+
+static int jl_key(void *ud, const unsigned char *k, size_t n) {
+    jline_t *jl = ud;
+    if (memchr(k, 0, n)) return jl->refusal = "a NUL in a member's name", 0;
+    if (!bw_utf8_valid(k, n)) return jl->refusal = "a member's name that is not valid UTF-8", 0;
+    if (jl->depth != 1) return 1;
+    jl->members++;
+    jl->member = n == 11 && !memcmp(k, "object_type", 11) ? M_TYPE : n == 2 && !memcmp(k, "id", 2) ? M_ID
+               : n == 9 && !memcmp(k, "replay_of", 9) ? M_REPLAY : M_OTHER;
+    return 1;
+}
+
+static const yajl_callbacks jl_callbacks = {
+    .yajl_null = jl_null, .yajl_boolean = jl_bool, .yajl_number = jl_number, .yajl_string = jl_string,
+    .yajl_start_map = jl_start_map, .yajl_map_key = jl_key, .yajl_end_map = jl_close,
+    .yajl_start_array = jl_start_array, .yajl_end_array = jl_close,
+};
+
+static void jline_open(jline_t *jl) {
+    jl->h = yajl_alloc(&jl_callbacks, NULL, jl);
+    if (!jl->h) abort();
+    yajl_config(jl->h, yajl_allow_multiple_values, 1);
+}
+
+/* Reads one line: 0 when it is one JSON object or array (its key in *key), else -1 with
+ * why in err. */
+static int jline_read(jline_t *jl, const char *line, size_t len, uint64_t *key, char *err, size_t esz) {
+    yajl_handle h = jl->h;
+    *jl = (jline_t){.h = h, .type_hash = FNV_BASIS};
+    yajl_status st = yajl_parse(h, (const unsigned char *)line, len);
+    if (st == yajl_status_ok) st = yajl_parse(h, (const unsigned char *)" ", 1); /* ends a number at the end */
+    if (st == yajl_status_ok && jl->values == 1 && jl->depth == 0) {
+        *key = jl->top_map ? op_key(jl->type_hash, jl->id) : 0;
+        return 0;
+    }
+    if (st == yajl_status_error) {
+        unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)line, len);
+        int n = (int)strcspn((const char *)e, "\n"); /* its first line: the rest repeats the input */
+        snprintf(err, esz, "malformed JSON: %.*s", n, (const char *)e);
+        yajl_free_error(h, e);
+    } else {
+        snprintf(err, esz, "malformed JSON: %s",
+                 jl->refusal ? jl->refusal : jl->values ? "the line ends inside a value" : "'[' or '{' expected");
+    }
+    yajl_free(h); /* what it holds of the bad line must not reach the next */
+    jline_open(jl);
+    return -1;
 }
 
 /* ---- submit ----------------------------------------------------------------------------- */
@@ -317,6 +429,7 @@ typedef struct {
     bw_arena_t *spare;       /* an op read when the batch is full: it begins the next part */
     bw_buf_t raw;            /* their JSON, comma-separated: each input line as it came */
     bw_json_ops_reader_t *reader; /* reads each line as the proxy would */
+    int as_json;             /* the batch has a line the reader refused (jline_t): it goes as JSON */
     json_t *ops;             /* the first part's ops, parsed, while the job's name is to derive */
     long *lines;             /* input line of each op in the batch */
     uint64_t *keys;          /* the key of each op in the batch (op_key; 0: none) */
@@ -353,8 +466,9 @@ typedef struct submit_part {
     size_t len;
     /* the same request in the API's JSON, as bwctl sent parts before 2026-12-08: sent when
      * the protobuf one gets a 409 (a resent part must be the same bytes), i.e. when this
-     * run resumes a job an older bwctl began */
+     * run resumes a job an older bwctl began; and sent alone when as_json */
     char *json;
+    int as_json;
     long *lines;
     uint64_t *keys;
 } submit_part_t;
@@ -490,12 +604,14 @@ static void resume_point(submit_t *sb) {
 static void send_part(submit_t *sb, submit_part_t *p) {
     bw_buf_t resp;
     bw_buf_init(&resp);
-    int json = 0;
-    p->len = bulkwrite__v1__batch_write_request__get_packed_size(p->req);
-    if (!(p->body = malloc(p->len))) abort();
-    bulkwrite__v1__batch_write_request__pack(p->req, (uint8_t *)p->body);
+    int json = p->as_json;
+    if (!json) {
+        p->len = bulkwrite__v1__batch_write_request__get_packed_size(p->req);
+        if (!(p->body = malloc(p->len))) abort();
+        bulkwrite__v1__batch_write_request__pack(p->req, (uint8_t *)p->body);
+    }
     long status = post_batch(sb, p, json, &resp);
-    if (status == 409) status = post_batch(sb, p, json = 1, &resp); /* begun by an older bwctl? */
+    if (status == 409 && !json) status = post_batch(sb, p, json = 1, &resp); /* begun by an older bwctl? */
     Bulkwrite__V1__BatchWriteResponse *r = status == 202 || status == 422 ? batch_reply(&resp, json) : NULL;
     pthread_mutex_lock(&sb->mu);
     sb->sent += (long)p->n;
@@ -516,8 +632,13 @@ static void send_part(submit_t *sb, submit_part_t *p) {
         if (acc < (long)p->n) sb->failed = 1;
     } else {
         char e[512];
-        if (status == 202 || status == 422) snprintf(e, sizeof(e), "an answer that is no BatchWriteResponse");
+        /* a 403 or 503 answers a BatchWriteResponse too: its ops' reasons */
+        Bulkwrite__V1__BatchWriteResponse *x = status == 403 || status == 503 ? batch_reply(&resp, json) : NULL;
+        if (x && x->n_rejected)
+            snprintf(e, sizeof(e), "%s (the first of %zu reasons)", x->rejected[0]->reason, x->n_rejected);
+        else if (status == 202 || status == 422) snprintf(e, sizeof(e), "an answer that is no BatchWriteResponse");
         else error_text(&resp, e, sizeof(e));
+        batch_reply_free(x);
         fprintf(stderr, "bwctl: lines %ld-%ld (part %ld) not accepted: HTTP %ld: %s\n", p->lines[0],
                 p->lines[p->n - 1], p->part, status, e);
         sb->rejected += (long)p->n;
@@ -687,6 +808,8 @@ static int flush_batch(submit_t *sb, int last) {
     size_t n = sb->n;
     if (!n) return 0;
     sb->n = 0;
+    int as_json = sb->as_json;
+    sb->as_json = 0;
     long part = sb->requests++;
     if (!sb->job[0]) derive_job_name(sb);
     pthread_mutex_lock(&sb->mu);
@@ -722,8 +845,8 @@ static int flush_batch(submit_t *sb, int last) {
     if (sb->not_before) bw_buf_printf(&body, ",\"not_before\":\"%s\"", sb->not_before);      /* checked: a UTC time */
     for (int i = 0; i < sb->n_after; i++) bw_buf_printf(&body, "%s\"%s\"", i ? "," : ",\"after\":[", sb->after[i]);
     bw_buf_puts(&body, sb->n_after ? "],\"ops\":[" : ",\"ops\":[");
-    submit_part_t p = {.part = part, .n = n, .arena = arena, .lines = malloc(n * sizeof(long)),
-                       .keys = malloc(n * sizeof(uint64_t))};
+    submit_part_t p = {.part = part, .n = n, .arena = arena, .as_json = as_json,
+                       .lines = malloc(n * sizeof(long)), .keys = malloc(n * sizeof(uint64_t))};
     /* the protobuf form, sent: these members as the proxy's JSON decoder reads them (one
      * mapping of names and times), and the ops as read */
     bw_buf_puts(&body, "]}");
@@ -744,8 +867,15 @@ static int flush_batch(submit_t *sb, int last) {
     if (last || sb->in_flight < 2) {
         pthread_mutex_lock(&sb->mu);
         drain_parts(sb);
-        int gone = dropped(sb, &p);
+        /* read before part 0's answer: the proxy may hold it whole */
+        int held = part && part < sb->next_part && !sb->halted;
+        if (held) {
+            sb->skipped++;
+            sb->accepted += (long)n; /* taken by an earlier run */
+        }
+        int gone = held || dropped(sb, &p);
         pthread_mutex_unlock(&sb->mu);
+        if (held) part_free(&p);
         if (gone) return 0;
         free(p.keys); /* alone in flight: nothing to hold back */
         p.keys = NULL;
@@ -965,7 +1095,8 @@ static int cmd_submit(int argc, char **argv) {
     ssize_t len;
     long bad = 0;
     char *hdr[256], *cell[256];
-    char replay_of[33];
+    jline_t jl;
+    jline_open(&jl);
     int nh = 0;
     sb.t0 = bw_now_us();
     while ((len = getline(&line, &cap, f)) >= 0) {
@@ -997,17 +1128,21 @@ static int cmd_submit(int argc, char **argv) {
             ok = 1;
         }
         Bulkwrite__V1__Op *read = NULL;
+        int as_json = 0; /* a line the op reader refuses that bwctl sent before: its part goes as JSON */
         if (ok) {
             if (sb.n == sb.batch && !sb.spare) sb.spare = arena_new();
-            ok = read_op(&sb, sb.n == sb.batch ? sb.spare : sb.arena, text, text_len, &read, &key, err, sizeof(err)) == 0;
+            char why[512];
+            if (read_op(&sb, sb.n == sb.batch ? sb.spare : sb.arena, text, text_len, &read, &key, err, sizeof(err)) &&
+                !(as_json = jline_read(&jl, text, text_len, &key, why, sizeof(why)) == 0))
+                ok = 0; /* err: the reader's, which says more */
         }
-        if (!ok && !csv && replay_line(line, (size_t)len, replay_of)) {
+        if (as_json && !csv && jl.replay_seen && jl.members == 1) {
             /* a dead-letters file's first line: the job it replays */
-            if (sb.requests || sb.n || sb.replay_of[0] || strspn(replay_of, "0123456789abcdef") != 32) {
+            if (sb.requests || sb.n || sb.replay_of[0] || strspn(jl.replay_of, "0123456789abcdef") != 32) {
                 fprintf(stderr, "line %ld: {\"replay_of\": JOB_ID} is a file's first line, once, with a job id\n", lineno);
                 bad++;
             } else {
-                snprintf(sb.replay_of, sizeof(sb.replay_of), "%s", replay_of);
+                snprintf(sb.replay_of, sizeof(sb.replay_of), "%s", jl.replay_of);
             }
             continue;
         }
@@ -1025,6 +1160,7 @@ static int cmd_submit(int argc, char **argv) {
         }
         /* a full batch goes once the next op shows it is not the last */
         if (sb.n == sb.batch) flush_batch(&sb, 0);
+        sb.as_json |= as_json;
         sb.lines[sb.n] = lineno;
         sb.read[sb.n] = read;
         sb.keys[sb.n++] = key;
@@ -1058,6 +1194,7 @@ static int cmd_submit(int argc, char **argv) {
     free(sb.queue);
     free(sb.flying.slot);
     bw_json_ops_reader_free(sb.reader);
+    yajl_free(jl.h);
     arena_free(sb.arena);
     arena_free(sb.spare);
     free(sb.read);

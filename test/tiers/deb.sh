@@ -35,6 +35,9 @@ FILES=(/usr/bin/bw-proxy /usr/bin/bw-consumer /usr/bin/bwctl "$CONF"
 
 fail() { echo "not ok - $*"; echo "0 passed, 1 failed"; rm -rf "$WORK"; exit 1; }
 [ "$(id -u)" -eq 0 ] || fail "test/tiers/deb.sh installs a package on this machine: run it as root"
+# one run at a time on this machine (two checkouts' make check side by side would install
+# and purge each other's package): the checks below come after the lock
+exec 8>/run/lock/bulkwrite-deb-check.lock && flock 8 || fail "cannot take /run/lock/bulkwrite-deb-check.lock"
 installed_status() { dpkg-query -W -f='${Status}' bulkwrite 2>/dev/null; }
 case $(installed_status) in *installed* | *config-files*)
     fail "bulkwrite is installed on this machine already ($(installed_status)): not touching it" ;;
