@@ -21,7 +21,10 @@ const state = {
   admin: false,
   me: null, // GET /v1/whoami: {client, roles, admin}
   shards: [], // GET /v1/shards' shards
-  shardsText: null, // its body as last read: an unchanged body (a 304) is not parsed again
+  shardsAt: 0, // when the shards' body was read: their ages are as of then
+  fleetAt: 0, // when the fleet's was
+  full: false, // the proxy answered the full form to ?view=summary (an older one)
+  detail: null, // the open shard in full (GET /v1/shards?shard=N): {shard, s, at} or {shard, error}
   rateWindow: null, // GET /v1/shards' rate_window_s: the window of consumer.rows_per_s
   servers: [], // GET /v1/fleet's servers
   serverOf: [], // shard -> its server's name (from the fleet: GET /v1/shards omits it for non-admins)
@@ -42,18 +45,22 @@ const state = {
 
 const $ = (id) => document.getElementById(id);
 
-// One API call, with the token the user gave (a clients file asks for one). The browser's
-// cache revalidates with the ETag by itself: no cache-busting here. Returns the body's text.
-async function apiText(path, opts = {}) {
+// One API call, with the token the user gave (a clients file asks for one). Returns the
+// body's text; `cached` sends the ETag of the body last read there and takes a 304 as that
+// body (never a cache-busting query: the browser may answer from its cache too).
+async function apiText(path, opts = {}, cached = null) {
   const headers = Object.assign({}, opts.headers || {});
   const token = sessionStorage.getItem('bw-token');
   if (token) headers.Authorization = 'Bearer ' + token;
+  if (cached && cached.etag) headers['If-None-Match'] = cached.etag;
   const res = await fetch(path, Object.assign({}, opts, { headers }));
   if (res.status === 401) {
     $('token-form').classList.remove('hidden');
     throw apiError('a token is needed (401)', 401);
   }
+  if (res.status === 304 && cached) return cached.text;
   const text = await res.text();
+  if (cached) Object.assign(cached, { etag: res.headers.get('ETag'), text, at: Date.now() });
   if (!res.ok) {
     let msg = 'HTTP ' + res.status;
     try { msg = JSON.parse(text).error || msg; } catch (e) { /* not JSON */ }
@@ -71,6 +78,21 @@ function apiError(message, status) {
 async function api(path, opts) {
   const text = await apiText(path, opts);
   return text ? JSON.parse(text) : {};
+}
+
+// A polled GET: its last body and ETag, and when that body was read (`at`: a 304 leaves the
+// ages in it as they were then; ETags leave out what moves only with the clock).
+const polled = new Map();
+async function poll_get(path) {
+  if (!polled.has(path)) polled.set(path, { etag: null, text: null, at: 0, parsedText: null, data: null });
+  const c = polled.get(path);
+  await apiText(path, {}, c);
+  const changed = c.parsedText !== c.text;
+  if (changed) {
+    c.data = JSON.parse(c.text);
+    c.parsedText = c.text;
+  }
+  return { data: c.data, at: c.at, changed };
 }
 
 // ---- elements --------------------------------------------------------------------
@@ -122,18 +144,18 @@ function rowsPerSecond(s) {
 // The state a shard's cell shows, from what its consumer last reported.
 function shardState(s) {
   const c = s.consumer;
-  if (!c || c.age_ms > STALE_MS) return 'unknown';
+  if (!c || statusAge(c) > STALE_MS) return 'unknown';
   const reasons = c.reasons || [];
   if (c.unhealthy || reasons.some((r) => ['unhealthy', 'stopped', 'server_down', 'gap'].includes(r))) return 'unhealthy';
   if (s.paused || c.paused || reasons.includes('paused') || reasons.includes('throttle')) return 'paused';
-  if (c.throttle && c.throttle.throttled) return 'throttled';
+  if (c.throttled) return 'throttled';
   return 'running';
 }
 
 // Why a shard is an alert (a key of ALERT_WORDS), or null when it is none.
 function alertReason(s) {
   const c = s.consumer;
-  if (!c || c.age_ms > STALE_MS) return 'unknown';
+  if (!c || statusAge(c) > STALE_MS) return 'unknown';
   const reasons = c.reasons || [];
   return ALERT_REASONS.find((r) => reasons.includes(r)) || (c.unhealthy ? 'unhealthy' : null);
 }
@@ -149,13 +171,33 @@ function proxyNow() {
   return Date.now() + state.skew;
 }
 
-function oldestAge(s, now) {
-  const at = s.consumer && s.consumer.oldest_unapplied_ms;
-  return at ? Math.max(0, now - at) : 0;
+// How old a consumer's status is now, and its oldest unapplied message (0: none waits):
+// as read, plus the time since the body was read.
+function statusAge(c) {
+  return (c.age_ms || 0) + (Date.now() - state.shardsAt);
+}
+
+function oldestAge(s) {
+  const age = s.consumer && s.consumer.oldest_unapplied_age_ms;
+  return typeof age === 'number' ? age + (Date.now() - state.shardsAt) : 0;
 }
 
 function errorCount(s) {
-  return s.consumer && s.consumer.recent_errors ? s.consumer.recent_errors.length : 0;
+  return (s.consumer && s.consumer.errors) || 0;
+}
+
+// GET /v1/shards?view=summary is what the page polls; an older proxy answers the full form,
+// which has what the summary sums up: each consumer gets the summary's members.
+function summarize(c, proxyNowAtRead) {
+  if (!c) return c;
+  if (c.throttled === undefined) c.throttled = !!(c.throttle && c.throttle.throttled);
+  if (c.errors === undefined) {
+    c.errors = (c.recent_errors || []).length;
+    if (c.errors) c.last_error = c.recent_errors[0];
+  }
+  if (c.oldest_unapplied_age_ms === undefined)
+    c.oldest_unapplied_age_ms = c.oldest_unapplied_ms ? Math.max(0, proxyNowAtRead - c.oldest_unapplied_ms) : null;
+  return c;
 }
 
 function serverOf(s) {
@@ -177,6 +219,11 @@ function renderKafka(fleet) {
   box.append(el('div', { class: 'scroll' }, el('table', {}, el('tr', {}, el('th', {}, 'topic'), el('th', {}, 'partitions × replicas'), el('th', {}, 'state')), rows)));
 }
 
+// A process's age as read, plus the time since (a 304 keeps the ages of the last 200).
+function memberAge(m) {
+  return m.age_ms + (Date.now() - state.fleetAt);
+}
+
 function renderMembers(fleet) {
   // a member whose settings print differs from the others of its role is marked
   const counts = {};
@@ -185,7 +232,7 @@ function renderMembers(fleet) {
     const odd = !m.agrees || counts[m.role + m.fingerprint] < Math.max(...fleet.members.filter((x) => x.role === m.role).map((x) => counts[x.role + x.fingerprint]));
     return el('tr', { 'data-testid': 'member', 'data-role': m.role },
       el('td', {}, m.role), el('td', { class: 'mono' }, m.instance),
-      el('td', { class: m.alive ? 'ok' : 'bad' }, m.alive ? 'alive' : 'gone ' + fmt.ago(m.age_ms)),
+      el('td', { class: m.alive ? 'ok' : 'bad' }, m.alive ? 'alive' : 'gone ' + fmt.ago(memberAge(m))),
       el('td', { class: 'mono' + (odd ? ' bad' : ''), title: 'fingerprint of its shared settings: ' + m.fingerprint },
         m.fingerprint.slice(0, 8) + (odd ? ' (differs)' : '')));
   });
@@ -212,7 +259,7 @@ function renderAlerts(fleet) {
     if (t.under_replicated || t.offline)
       items.push(el('li', { class: 'bad', 'data-testid': 'alert' }, `${t.name}: ${t.under_replicated} under-replicated, ${t.offline} offline`));
   for (const m of fleet.members)
-    if (!m.alive) items.push(el('li', { class: 'bad', 'data-testid': 'alert' }, `${m.role} ${m.instance} gone (${fmt.ago(m.age_ms)})`));
+    if (!m.alive) items.push(el('li', { class: 'bad', 'data-testid': 'alert' }, `${m.role} ${m.instance} gone (${fmt.ago(memberAge(m))})`));
   $('alerts').replaceChildren(...(items.length ? items : [el('li', { class: 'ok' }, 'none')]));
 }
 
@@ -318,13 +365,13 @@ const COLUMNS = [
     cell: (s) => stateText(s) },
   { key: 'lag', head: 'lag (msgs)', value: (s) => (s.consumer ? s.consumer.lag || 0 : -1), num: true,
     cell: (s) => fmt.n(s.consumer && s.consumer.lag) },
-  { key: 'oldest', head: 'oldest unapplied', value: (s, now) => oldestAge(s, now), num: true,
-    cell: (s, now) => (oldestAge(s, now) ? fmt.age(oldestAge(s, now)) : '-') },
+  { key: 'oldest', head: 'oldest unapplied', value: (s) => oldestAge(s), num: true,
+    cell: (s) => (oldestAge(s) ? fmt.age(oldestAge(s)) : '-') },
   { key: 'rows', head: () => rowsLabel(), value: (s) => rowsPerSecond(s) ?? -1, num: true,
     cell: (s) => (rowsPerSecond(s) === null ? '-' : fmt.n(Math.round(rowsPerSecond(s)))) },
   { key: 'rate', head: 'cap, stmt/s', value: (s) => (s.effective_rate === 0 ? Infinity : s.effective_rate ?? -1), num: true,
     cell: (s) => (s.effective_rate === 0 ? 'unlimited' : fmt.n(s.effective_rate)) },
-  { key: 'errors', head: 'errors', value: (s) => errorCount(s) * 1e13 + ((s.consumer?.recent_errors || [])[0]?.at_ms || 0), num: true,
+  { key: 'errors', head: 'errors', value: (s) => errorCount(s) * 1e13 + (s.consumer?.last_error?.at_ms || 0), num: true,
     cell: (s) => String(errorCount(s)) },
 ];
 
@@ -357,12 +404,14 @@ function tableMatches(s) {
 
 function renderTable() {
   const t = state.table;
-  const now = proxyNow();
   const col = COLUMNS.find((c) => c.key === t.sort) || COLUMNS[3];
   const matching = state.shards.filter(tableMatches);
   const dir = t.desc ? -1 : 1;
-  matching.sort((a, b) => dir * (col.value(a, now) - col.value(b, now) || String(col.value(a, now)).localeCompare(String(col.value(b, now))))
-    || a.shard - b.shard);
+  const key = new Map(matching.map((s) => [s, col.value(s)]));
+  matching.sort((a, b) => {
+    const x = key.get(a), y = key.get(b);
+    return dir * (typeof x === 'string' ? x.localeCompare(y) : x - y) || a.shard - b.shard;
+  });
   const shown = matching.slice(0, t.shown);
   const head = el('tr', {}, COLUMNS.map((c) => el('th', { 'aria-sort': c.key === t.sort ? (t.desc ? 'descending' : 'ascending') : 'none' },
     el('button', { type: 'button', class: 'sort' + (c.key === t.sort ? ' on' : ''), 'data-testid': 'table-sort', 'data-key': c.key,
@@ -370,7 +419,7 @@ function renderTable() {
       c.key === t.sort ? (t.desc ? ' ▼' : ' ▲') : ''))));
   const rows = shown.map((s) => el('tr', { 'data-testid': 'table-row', 'data-shard': s.shard,
     class: state.selected === s.shard ? 'selected' : '', on: { click: () => selectShard(s.shard) } },
-  COLUMNS.map((c) => el('td', { class: c.num ? 'num' : '' }, c.cell(s, now)))));
+  COLUMNS.map((c) => el('td', { class: c.num ? 'num' : '' }, c.cell(s)))));
   $('shard-table').replaceChildren(el('thead', {}, head), el('tbody', {}, rows));
   const order = `by ${typeof col.head === 'function' ? col.head() : col.head}, ${t.desc ? 'largest' : 'smallest'} first`;
   $('table-count').replaceChildren(
@@ -456,10 +505,37 @@ function selectShard(n) {
   if (state.view !== 'fleet') showView('fleet');
   state.selected = n;
   remember();
+  loadDetail(n).then(() => { if (state.selected === n) renderShard(); });
   renderShard();
   renderServers();
   renderTable();
   if (window.matchMedia('(max-width: 720px)').matches) $('shard').scrollIntoView({ block: 'start' });
+}
+
+// The open shard in full: GET /v1/shards?shard=N (its audit, errors, dead letters, lanes,
+// budgets), read again every poll while open (a 304 when nothing changed).
+async function loadDetail(n) {
+  if (state.full) {
+    state.detail = { shard: n, s: state.shards.find((x) => x.shard === n), at: state.shardsAt };
+    return;
+  }
+  const path = `/v1/shards?shard=${n}`;
+  for (const p of polled.keys()) if (p.startsWith('/v1/shards?shard=') && p !== path) polled.delete(p);
+  try {
+    const read = await poll_get(path);
+    if (read.changed) {
+      for (const s of read.data.shards || []) summarize(s.consumer, read.data.now_ms || read.at + state.skew);
+      takeBudgets(read.data);
+    }
+    state.detail = { shard: n, s: (read.data.shards || []).find((x) => x.shard === n), at: read.at };
+  } catch (e) {
+    state.detail = { shard: n, error: e.message };
+  }
+}
+
+// Servers' budgets: in GET /v1/shards' full form, for admins.
+function takeBudgets(body) {
+  if ((body.servers || []).some((v) => 'budget' in v)) state.budgets = new Map(body.servers.map((v) => [v.name, v.budget]));
 }
 
 // The view and the open shard live in the address (#shard=12, #jobs): a reload or a link
@@ -469,10 +545,12 @@ function remember() {
   if (location.hash !== hash) history.replaceState(null, '', hash || location.pathname + location.search);
 }
 
+// The open shard: in full once GET /v1/shards?shard=N has answered, from the summary until then.
 function renderShard() {
   const box = $('shard');
-  const s = state.shards.find((x) => x.shard === state.selected);
-  if (!s) return box.classList.add('hidden');
+  const d = state.detail && state.detail.shard === state.selected ? state.detail : null;
+  const s = (d && d.s) || state.shards.find((x) => x.shard === state.selected);
+  if (state.selected === null || !s) return box.classList.add('hidden');
   box.classList.remove('hidden');
   const c = s.consumer || {};
   const th = c.throttle;
@@ -480,7 +558,7 @@ function renderShard() {
   if (s.operator_rate !== null && s.operator_rate !== undefined) why.push(`set by ${s.changed_by || '?'}`);
   if (s.pinned) why.push('pinned');
   if (th && th.throttled) why.push('throttle: ' + th.reason);
-  const oldest = oldestAge(s, proxyNow());
+  const oldest = oldestAge(s);
   const rows = rowsPerSecond(s);
   const server = serverOf(s);
   const dl = el('dl', {},
@@ -494,7 +572,7 @@ function renderShard() {
     el('dt', {}, 'lag'), el('dd', {}, `${fmt.n(c.lag)} messages` + (oldest ? `, oldest unapplied ${fmt.age(oldest)} old` : '')),
     el('dt', {}, 'paused'), el('dd', { 'data-testid': 'pause-reason' },
       s.paused ? `yes, by ${s.changed_by || '?'}: ${s.reason || '(no reason)'}` : 'no'),
-    el('dt', {}, 'consumer'), el('dd', {}, c.instance ? `${c.instance} (${fmt.ago(c.age_ms)})` : c.age_ms !== undefined ? `reported ${fmt.ago(c.age_ms)}` : 'none reported'),
+    el('dt', {}, 'consumer'), el('dd', {}, c.age_ms === undefined ? 'none reported' : `${c.instance || 'reported'} (${fmt.ago(statusAge(c))})`),
     el('dt', {}, 'applied / failed'), el('dd', {}, `${fmt.n(c.rows_applied)} / ${fmt.n(c.rows_failed)} rows`),
     el('dt', {}, 'statement latency'), el('dd', { 'data-testid': 'shard-latency' }, c.statement_p99_ms
       ? `p99 ${fmt.ms(c.statement_p99_ms)}, median ${fmt.ms(c.statement_p50_ms)} (last 128 batches)` : '-'),
@@ -544,8 +622,10 @@ async function loadHistory(n) {
   const h = state.history;
   h.at = Date.now();
   let data;
+  const path = `/v1/shards/${n}/history`;
+  for (const p of polled.keys()) if (p.endsWith('/history') && p !== path) polled.delete(p);
   try {
-    data = await api(`/v1/shards/${n}/history`);
+    data = (await poll_get(path)).data;
   } catch (e) {
     if (h.shard !== n) return;
     h.box.replaceChildren(el('h2', {}, 'last hour'), el('div', { class: 'hint', 'data-testid': 'history-missing' },
@@ -579,7 +659,8 @@ function drawHistory(box, data) {
   const eventRows = events.slice().reverse().map((e) => el('tr', { 'data-testid': 'history-event', 'data-kind': e.kind },
     el('td', {}, fmt.clock(e.at_ms)), el('td', {}, el('span', { class: 'mark mark-' + e.kind }, EVENT_MARK[e.kind] || '•'), ' ',
       EVENT_WORDS[e.kind] || e.kind), el('td', {}, e.by || ''), el('td', {}, e.detail || '')));
-  const oldest = last && last.oldest_unapplied_ms ? `, oldest unapplied ${fmt.age(Math.max(0, to - last.oldest_unapplied_ms))} old` : '';
+  // a point's oldest_unapplied_ms is an age (GET /v1/shards' is a time)
+  const oldest = last && last.oldest_unapplied_ms ? `, oldest unapplied ${fmt.age(last.oldest_unapplied_ms)} old` : '';
   box.replaceChildren(
     el('h2', {}, `last ${window} min`, el('span', { class: 'hint' }, ` (every ${data.step_s || 10} s, kept by the platform)`)),
     el('div', { class: 'chart-caption' }, 'lag, messages: ', el('span', { 'data-testid': 'history-value', 'data-series': 'lag' }, caption('lag', 'msgs', true) + oldest)),
@@ -764,7 +845,7 @@ function numbersOf(j) {
 }
 
 async function loadJobs() {
-  const list = await api('/v1/jobs?limit=50');
+  const list = (await poll_get('/v1/jobs?limit=50')).data;
   state.jobs = list.jobs;
   state.delayQueue = list.delay_queue || null;
   const now = Date.now();
@@ -788,13 +869,24 @@ async function loadJobs() {
     const n = numbersOf(j);
     if (!n || n.unknown) continue;
     const list = state.jobSamples.get(j.job_id) || [];
-    list.push({ t: now, done: (n.applied || 0) + (n.failed || 0) + (n.cancelled || 0) });
+    list.push({ t: now, done: doneOf(n) });
     while (list.length > 1 && now - list[0].t > 120000) list.shift();
     state.jobSamples.set(j.job_id, list);
   }
   const listed = new Set(state.jobs.map((j) => j.job_id));
   for (const id of state.jobDetail.keys()) if (!listed.has(id)) state.jobDetail.delete(id);
   for (const id of state.jobSamples.keys()) if (!listed.has(id)) state.jobSamples.delete(id);
+}
+
+// A job's (or a job's shard's) ops carried out: applied, failed or skipped by a cancel. The
+// list says `cancelled_ops` (its `cancelled` is whether the job was cancelled); a status
+// says `cancelled`, a count.
+function cancelledOps(n) {
+  return typeof n.cancelled_ops === 'number' ? n.cancelled_ops : typeof n.cancelled === 'number' ? n.cancelled : 0;
+}
+
+function doneOf(n) {
+  return (n.applied || 0) + (n.failed || 0) + cancelledOps(n);
 }
 
 // The delay queue in one line: however many timers are held, they are one thing here.
@@ -827,7 +919,7 @@ function renderJobs() {
     const n = numbersOf(j);
     const detail = state.jobDetail.get(j.job_id);
     const unknown = !n ? 'not read yet' : n.unknown || null;
-    const done = n && !unknown ? (n.applied || 0) + (n.failed || 0) + (n.cancelled || 0) : 0;
+    const done = n && !unknown ? doneOf(n) : 0;
     const pct = n && !unknown && n.submitted ? Math.floor((done * 100) / n.submitted) : n && !unknown ? 100 : 0;
     const finished = !!(n && n.finished);
     const schedule = [j.not_before_ms ? 'not before ' + fmt.time(j.not_before_ms) : null,
@@ -840,7 +932,7 @@ function renderJobs() {
       : el('span', {}, el('span', { class: 'bar' + (n.failed ? ' failed' : '') }, progressFill(pct)), ' ',
         el('span', { 'data-testid': 'job-progress', 'data-percent': pct }, `${pct}% of ${fmt.n(n.submitted)}`),
         el('div', { class: 'hint', 'data-testid': 'job-numbers' }, `${fmt.n(n.applied)} applied · ${fmt.n(n.failed)} failed · ` +
-          `${fmt.n(n.pending)} pending` + (n.cancelled ? ` · ${fmt.n(n.cancelled)} cancelled` : '')));
+          `${fmt.n(n.pending)} pending` + (cancelledOps(n) ? ` · ${fmt.n(cancelledOps(n))} cancelled` : '') + (n.lost ? ` · ${fmt.n(n.lost)} lost` : '')));
     const open = state.openJobs.has(j.job_id);
     const shardList = el('span', {}, ...j.shards.slice(0, 8).map((s) => el('button', { type: 'button', class: 'linkish', on: { click: () => selectShard(s) } }, String(s))),
       j.shards.length > 8 ? ` +${j.shards.length - 8}` : '',
@@ -879,7 +971,7 @@ function jobShards(st) {
   if (!st || !st.shards) return el('div', { class: 'hint' }, st && st.unknown ? 'unknown: ' + st.unknown : 'reading the job…');
   const order = st.shards.slice().sort((a, b) => (!!b.waits - !!a.waits) || (b.pending || 0) - (a.pending || 0) || a.shard - b.shard);
   const rows = order.slice(0, JOB_SHARDS_SHOWN).map((s) => {
-    const done = (s.applied || 0) + (s.failed || 0) + (s.cancelled || 0);
+    const done = doneOf(s);
     const pct = s.submitted ? Math.floor((done * 100) / s.submitted) : 100;
     return el('tr', { 'data-testid': 'job-shard', 'data-shard': s.shard, 'data-kind': s.waits ? s.waits.kind : '' },
       el('td', {}, el('button', { type: 'button', class: 'linkish', on: { click: () => selectShard(s.shard) } }, 'shard ' + s.shard)),
@@ -945,17 +1037,22 @@ async function poll() {
   if (polling || document.visibilityState === 'hidden') return;
   polling = true;
   try {
-    const [fleetText, shardsText] = await Promise.all([apiText('/v1/fleet'), apiText('/v1/shards')]);
-    const fleet = JSON.parse(fleetText);
+    const [fleetRead, shardsRead] = await Promise.all([poll_get('/v1/fleet'), poll_get('/v1/shards?view=summary')]);
+    const fleet = fleetRead.data;
     const now = Date.now();
-    if (fleet.now_ms) state.skew = fleet.now_ms - now;
-    if (shardsText !== state.shardsText) {
-      const body = JSON.parse(shardsText);
+    state.fleetAt = fleetRead.at;
+    if (fleet.now_ms) state.skew = fleet.now_ms - fleetRead.at;
+    if (shardsRead.changed) {
+      const body = shardsRead.data;
+      const readAt = body.now_ms || shardsRead.at + state.skew;
+      for (const s of body.shards) summarize(s.consumer, readAt);
       state.shards = body.shards;
+      state.full = body.view !== 'summary'; // an older proxy: the full form, every shard's detail in it
       state.rateWindow = body.rate_window_s || null;
-      state.budgets = new Map((body.servers || []).map((v) => [v.name, v.budget]));
-      state.shardsText = shardsText;
+      takeBudgets(body);
     }
+    state.shardsAt = shardsRead.at;
+    if (state.selected !== null) await loadDetail(state.selected);
     state.servers = fleet.servers;
     state.serverOf = [];
     for (const sv of fleet.servers) for (let n = sv.first_shard; n <= sv.last_shard; n++) state.serverOf[n] = sv.name;

@@ -55,11 +55,21 @@ function shard(n) {
     },
   };
 }
-const shardsBody = JSON.stringify({
-  rate_window_s: 60,
-  shards: Array.from({ length: SHARDS }, (_, n) => shard(n)),
-  servers: SERVERS.map((s) => ({ name: s.name, budget: null })),
-});
+const full = (list) => JSON.stringify({ rate_window_s: 60, now_ms: Date.now(), shards: list,
+  servers: SERVERS.map((s) => ({ name: s.name, budget: null })) });
+const shardsBody = full(Array.from({ length: SHARDS }, (_, n) => shard(n)));
+// ?view=summary, as page-contract's GET /v1/shards?view=summary: what the page polls
+function summary(n) {
+  const s = shard(n), c = s.consumer;
+  return { shard: n, database: s.database, server: s.server, paused: s.paused, effective_rate: s.effective_rate,
+    effective_row_rate: s.effective_row_rate, backlog_full: false,
+    consumer: { age_ms: c.age_ms, lag: c.lag, oldest_unapplied_age_ms: c.oldest_unapplied_ms ? now0 - c.oldest_unapplied_ms : null,
+      rows_per_s: c.rows_per_s, rate: c.rate, row_rate: c.row_rate, paused: c.paused, unhealthy: c.unhealthy, reasons: c.reasons,
+      throttled: !!(c.throttle && c.throttle.throttled), errors: c.recent_errors.length,
+      ...(c.recent_errors.length ? { last_error: c.recent_errors[0] } : {}), dead_letters: c.dead_letters } };
+}
+const summaryBody = JSON.stringify({ view: 'summary', now_ms: now0, rate_window_s: 60, servers: SERVERS,
+  shards: Array.from({ length: SHARDS }, (_, n) => summary(n)) });
 const expectedRows = (server) => SERVERS.filter((s) => s.name === server)
   .reduce((sum, s) => { for (let n = s.first_shard; n <= s.last_shard; n++) sum += rowsOf(n); return sum; }, 0);
 
@@ -87,7 +97,7 @@ function history(n) {
     const ago = (end - t) / 60000;
     const isPaused = ago <= 40 && ago > 30;
     const lag = Math.round(lagOf(n) / 2 + 4000 * (1 + Math.sin(t / 400000)) + (isPaused ? (40 - ago) * 3000 : 0));
-    points.push({ at_ms: t, lag, oldest_unapplied_ms: t - lag * 20, rows_per_s: isPaused ? 0 : ago <= 20 ? 100 : 150, rate: ago <= 20 ? 100 : 200, row_rate: 0, paused: isPaused });
+    points.push({ at_ms: t, lag, oldest_unapplied_ms: lag * 20, rows_per_s: isPaused ? 0 : ago <= 20 ? 100 : 150, rate: ago <= 20 ? 100 : 200, row_rate: 0, paused: isPaused });
   }
   return { shard: n, step_s: STEP / 1000, window_s: WINDOW / 1000, points, events: EVENTS.map((e) => ({ at_ms: end - e.ago * 60000, kind: e.kind, by: e.by, detail: e.detail })) };
 }
@@ -101,22 +111,26 @@ const JOBS = [
     lane: 'default', shards: [SERVERS[5].first_shard], request_id: 'cleanup-f' },
   { job_id: 'd'.repeat(32), client: 'spam', created_at_ms: now0 - 1200000, submitted: 300, applied: 290, failed: 10, pending: 0, cancelled: 0,
     finished: true, lane: 'default', shards: [0, 1, 2], job: 'spam-sweep', sealed: true, parts: 3 },
-].map(({ cancelled_job, ...j }) => ({ ...j, cancelled: false }));
+].map(({ cancelled_job, cancelled, ...j }) => ({ ...j, cancelled: false, ...(j.unknown ? {} : { cancelled_ops: cancelled, lost: 0 }) }));
 const jobDetail = {
   ['b'.repeat(32)]: { job_id: 'b'.repeat(32), request_id: 'stuck-feed', submitted: 10000, applied: 9600, failed: 0, pending: 400, finished: false,
     shards: [{ shard: 5, submitted: 5000, applied: 5000, failed: 0, pending: 0 },
       { shard: PAUSED, submitted: 5000, applied: 4600, failed: 0, pending: 400,
         waits: { kind: 'paused', detail: `shard ${PAUSED} is paused by sre: disk swap`, by: 'sre', reason: 'disk swap' } }], failures: [] },
+  ['c'.repeat(32)]: { job_id: 'c'.repeat(32), request_id: 'cleanup-f', submitted: 200, applied: 0, failed: 0, pending: 200, finished: false,
+    shards: [{ shard: SERVERS[5].first_shard, submitted: 200, applied: 0, failed: 0, pending: 200, error: `server ${DOWN} cannot be read`,
+      waits: { kind: 'error', detail: `shard ${SERVERS[5].first_shard} waits for its server (server_down)`, reason: 'server_down' } }], failures: [] },
 };
 
 // ---- the server, with what it counts --------------------------------------------------
-const stats = { shardsPolls: 0, shards304: 0, shardsWire: [], conditional: 0, history: 0, posts: [], apiDown: false };
-const etag = '"' + crypto.createHash('sha1').update(shardsBody).digest('hex').slice(0, 16) + '"';
-const gz = zlib.gzipSync(shardsBody);
+const stats = { shardsPolls: 0, shards304: 0, shardsWire: [], conditional: 0, history: 0, detail: 0, fullPolls: 0, posts: [], apiDown: false };
+const etag = 'W/"' + crypto.createHash('sha1').update(summaryBody).digest('hex').slice(0, 16) + '"';
+const gz = zlib.gzipSync(summaryBody);
+const gzFull = zlib.gzipSync(shardsBody);
 function send(req, res, status, body, headers = {}) {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const zip = /\bgzip\b/.test(req.headers['accept-encoding'] || '') && text.length > 1024;
-  const out = zip ? (text === shardsBody ? gz : zlib.gzipSync(text)) : Buffer.from(text);
+  const out = zip ? (text === summaryBody ? gz : zlib.gzipSync(text)) : Buffer.from(text);
   res.writeHead(status, Object.assign({ 'Content-Type': 'application/json', 'Content-Length': out.length, 'Cache-Control': 'no-cache' },
     zip ? { 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding' } : {}, headers));
   res.end(out);
@@ -132,6 +146,16 @@ const server = http.createServer((req, res) => {
   }
   if (stats.apiDown) return req.socket.destroy(); // the proxy gone
   let m;
+  if (p === '/v1/shards' && u.searchParams.get('shard')) {
+    stats.detail++;
+    const n = Number(u.searchParams.get('shard'));
+    if (!(n >= 0 && n < SHARDS)) return send(req, res, 404, { error: `shard ${n} is out of range` });
+    return send(req, res, 200, full([shard(n)]));
+  }
+  if (p === '/v1/shards' && u.searchParams.get('view') !== 'summary') {
+    stats.fullPolls++;
+    return send(req, res, 200, shardsBody);
+  }
   if (p === '/v1/shards') {
     stats.shardsPolls++;
     if (req.headers['if-none-match']) stats.conditional++;
@@ -140,7 +164,7 @@ const server = http.createServer((req, res) => {
       res.writeHead(304, { ETag: etag, 'Cache-Control': 'no-cache' });
       return res.end();
     }
-    stats.shardsWire.push(send(req, res, 200, shardsBody, { ETag: etag }));
+    stats.shardsWire.push(send(req, res, 200, summaryBody, { ETag: etag }));
     return;
   }
   if (p === '/v1/fleet') return send(req, res, 200, fleet());
@@ -339,8 +363,10 @@ await check('a shard\'s control confirmed on success', async () => {
 
 await check('polls let the ETag work: GET /v1/shards revalidated (304) when unchanged, gzip when sent', async () => {
   expect(stats.conditional > 0 && stats.shards304 > 0, `${stats.shardsPolls} polls, ${stats.conditional} conditional, ${stats.shards304} answered 304`);
+  expect(stats.fullPolls === 0 && stats.detail > 0, `${stats.fullPolls} reads of every shard in full (the summary is polled; an open shard alone in full: ${stats.detail})`);
 });
-console.log(`measured: GET /v1/shards at ${SHARDS} shards: ${(shardsBody.length / 1024).toFixed(0)} KiB of JSON, ` +
+console.log(`measured: GET /v1/shards at ${SHARDS} shards (synthetic): the full form ${(shardsBody.length / 1024).toFixed(0)} KiB of JSON, ` +
+  `${(gzFull.length / 1024).toFixed(0)} KiB gzipped; ?view=summary (what the page polls) ${(summaryBody.length / 1024).toFixed(0)} KiB, ` +
   `${(gz.length / 1024).toFixed(0)} KiB gzipped; ${stats.shardsPolls} polls, ${stats.shards304} answered 304 (no body), ` +
   `${stats.shardsWire.length} sent (${(stats.shardsWire.reduce((a, b) => a + b, 0) / Math.max(1, stats.shardsWire.length) / 1024).toFixed(0)} KiB each on the wire)`);
 console.log(`measured: first draw of ${SHARDS} shards: ${firstDraw} ms (navigation to every cell drawn)`);
