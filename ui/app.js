@@ -628,8 +628,12 @@ async function loadHistory(n) {
     data = (await poll_get(path)).data;
   } catch (e) {
     if (h.shard !== n) return;
+    // an older proxy has no such endpoint (404, or 405 where only POSTs live under the shard):
+    // asked again a minute later, not every step
+    const absent = e.status === 404 || e.status === 405;
+    if (absent) h.step = 60000;
     h.box.replaceChildren(el('h2', {}, 'last hour'), el('div', { class: 'hint', 'data-testid': 'history-missing' },
-      e.status === 404 ? 'This proxy keeps no history of the shard (GET /v1/shards/' + n + '/history: 404; an older proxy).'
+      absent ? `This proxy keeps no history of the shard (GET /v1/shards/${n}/history: ${e.status}; an older proxy).`
         : 'history not read: ' + e.message));
     return;
   }

@@ -224,6 +224,7 @@ await check(`one server down: one grouped alert "${DOWN} down: ${PER_SERVER} sha
   expect(alerts.length === 1, 'alerts: ' + JSON.stringify(alerts));
   expect(alerts[0][0] === DOWN && alerts[0][2] === String(PER_SERVER) && alerts[0][3] === `${DOWN} down: ${PER_SERVER} shards`, JSON.stringify(alerts[0]));
   await page.click('[data-testid="alert"] summary');
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="alert-shard"]').length === n, PER_SERVER, { timeout: 10000 });
   const listed = await page.$$eval('[data-testid="alert-shard"]', (b) => b.map((x) => Number(x.dataset.shard)));
   const f = SERVERS.find((s) => s.name === DOWN);
   expect(listed.length === PER_SERVER && listed[0] === f.first_shard && listed.at(-1) === f.last_shard, `listed ${listed.length}: ${listed[0]}…${listed.at(-1)}`);
