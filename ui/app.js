@@ -427,7 +427,7 @@ function renderTable() {
       `${shown.length < matching.length ? 'top ' + fmt.n(shown.length) + ' of ' : ''}${fmt.plural(matching.length, 'shard')}` +
       `${matching.length < state.shards.length ? ' matching (of ' + fmt.n(state.shards.length) + ')' : ''}, ${order}`),
     shown.length < matching.length ? el('button', { type: 'button', class: 'act', 'data-testid': 'table-more',
-      on: { click: () => { t.shown += TABLE_PAGE; renderTable(); } } }, `${TABLE_PAGE} more`) : null);
+      on: { click: () => { t.shown += TABLE_PAGE; renderTable(); } } }, `${TABLE_PAGE} more`) : '');
 }
 
 function sortBy(c) {

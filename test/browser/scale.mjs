@@ -449,6 +449,7 @@ await check('a phone (390x844): no horizontal overflow on the fleet, a shard or 
   expect(grid >= 300, 'grid ' + grid + ' px wide');
   const controls = await p.$eval('[data-testid="server-controls"]', (c) => c.getBoundingClientRect().right);
   expect(controls <= 390, 'server controls cut off at ' + controls);
+  await p.evaluate(() => window.scrollTo(0, 0));
   await shot(p, 'ui-phone-shard.png');
   await p.click('.tab[data-view="jobs"]');
   await p.waitForSelector('[data-testid="job-row"]');
