@@ -669,7 +669,7 @@ function drawHistory(box, data) {
     el('h2', {}, `last ${window} min`, el('span', { class: 'hint' }, ` (every ${data.step_s || 10} s, kept by the platform)`)),
     el('div', { class: 'chart-caption' }, 'lag, messages: ', el('span', { 'data-testid': 'history-value', 'data-series': 'lag' }, caption('lag', 'msgs', true) + oldest)),
     chart(points, 'lag', from, to, step, events),
-    el('div', { class: 'chart-caption' }, `applied, ${rowsLabel()}: `, el('span', { 'data-testid': 'history-value', 'data-series': 'rows' }, caption('rows_per_s', 'rows/s', true))),
+    el('div', { class: 'chart-caption' }, `applied, rows/s over each ${data.step_s || 10} s: `, el('span', { 'data-testid': 'history-value', 'data-series': 'rows' }, caption('rows_per_s', 'rows/s', true))),
     chart(points, 'rows_per_s', from, to, step, events),
     el('div', { class: 'hint' }, 'shaded: paused · P pause, R resume, r rate change, ! alert, ✓ alert resolved'),
     eventRows.length ? el('div', { class: 'scroll' }, el('table', { class: 'events' }, eventRows)) : el('div', { class: 'hint' }, 'no pause, rate change or alert in the window'));
@@ -708,6 +708,10 @@ function chart(points, key, from, to, step, events) {
   let lines = 0;
   const flush = () => {
     if (run.length) svg.append(svgEl('polyline', { class: 'series', 'data-testid': 'history-line', points: run.join(' ') }));
+    if (run.length === 1) { // a lone point (a fresh proxy, a consumer back): a dot, a line of one draws nothing
+      const [cx, cy] = run[0].split(',');
+      svg.append(svgEl('circle', { class: 'dot', cx, cy, r: 2 }));
+    }
     lines += run.length;
     run = [];
   };

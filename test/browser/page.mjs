@@ -187,6 +187,7 @@ await check("a budget for server mysql-a set on the page reaches the API and the
 });
 await check("shard 2's last hour: drawn from GET /v1/shards/2/history with its pause marked (or, from a proxy without it, said missing)", async () => {
   await page.click('[data-testid="shard-cell"][data-shard="2"]');
+  console.log(`note: GET /v1/shards/{n}/history answers ${historyStatus === 200 ? '200: the chart is checked' : historyStatus + ': the panel must say it is missing'}`);
   if (historyAbsent) {
     await page.waitForSelector('[data-testid="history-missing"]', { timeout: 15000 });
     return;
