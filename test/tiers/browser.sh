@@ -5,10 +5,12 @@
 #   test/tiers/browser.sh embedded|kafka
 #
 # The stack is set up here (a paused shard with a job waiting, a server down, a finished
-# job); the page is
-# then checked by test/browser/page.mjs, one "ok - …" line per check, which also saves a
-# screenshot of each view under $WORK/screens (BW_KEEP=1 keeps them; BW_UI_SHOTS=DIR
-# copies them there too, as docs/img has them). The last line is "N passed, N failed".
+# job); the page is then checked by test/browser/page.mjs, and at 4,096 shards by
+# test/browser/scale.mjs against a synthetic API it serves itself (a server down, a job
+# stuck behind a paused shard, the proxy gone, a phone), one "ok - …" line per check
+# ("measured: …" lines: bytes per poll, first draw, contrast). Both save a screenshot of
+# each view under $WORK/screens (BW_KEEP=1 keeps them; BW_UI_SHOTS=DIR copies them there
+# too, as docs/img has them). The last line is "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODE=${1:?usage: test/tiers/browser.sh embedded|kafka}
@@ -65,13 +67,21 @@ check "40 one-op jobs scheduled an hour ahead are held" \
     "$BIN/bw-workload" -c "$CONF" submit --url "$URL" --token-file "$WORK/feed.token" --protobuf --per-request 1 \
     --not-before "$(($(date +%s%3N) + 3600000)):0" spread:40
 mkdir -p "$WORK/screens"
-node_out=$WORK/page.out
-NODE_PATH=$NODE_MODULES BW_UI_URL="http://127.0.0.1:$PROXY/ui/" BW_UI_SHOTS="$WORK/screens" \
-    timeout 300 node test/browser/page.mjs >"$node_out" 2>&1
-cat "$node_out"
-passed=$((passed + $(grep -c '^ok - ' "$node_out")))
-failed=$((failed + $(grep -c '^not ok - ' "$node_out")))
-grep -q '^page: done$' "$node_out" || { echo "not ok - the page test did not run to its end"; failed=$((failed + 1)); }
+# run_page SCRIPT [ARG...]: one of test/browser/*.mjs, its "ok - " lines counted here; it
+# must print its last line ("page: done", "scale: done")
+run_page() {
+    local script=$1 out="$WORK/$(basename "$1" .mjs).out"
+    shift
+    NODE_PATH=$NODE_MODULES BW_UI_URL="http://127.0.0.1:$PROXY/ui/" BW_UI_SHOTS="$WORK/screens" \
+        timeout 300 node "$script" "$@" >"$out" 2>&1
+    cat "$out"
+    passed=$((passed + $(grep -c '^ok - ' "$out")))
+    failed=$((failed + $(grep -c '^not ok - ' "$out")))
+    grep -q "^$(basename "$script" .mjs): done$" "$out" || { echo "not ok - $script did not run to its end"; failed=$((failed + 1)); }
+}
+run_page test/browser/page.mjs
+# the page at 4,096 shards, against a synthetic API of that size served by the script itself
+run_page test/browser/scale.mjs 4096
 [ -n "${BW_UI_SHOTS:-}" ] && mkdir -p "$BW_UI_SHOTS" && cp "$WORK"/screens/*.png "$BW_UI_SHOTS"/
 
 # the server back: shard 5 applies what waited, row by row; the page's rate change stands
