@@ -114,5 +114,6 @@ Suite *jobs_suite(void);
 Suite *gate_suite(void);
 Suite *notify_suite(void);
 Suite *cli_suite(void);
+Suite *history_suite(void);
 
 #endif
