@@ -208,7 +208,7 @@ static json_t *consumer_obj(const bw_config_t *conf, int s, const Bulkwrite__Int
 
 /* The summary view's consumer: what the grid, the table and the alerts need. */
 static json_t *consumer_summary(int s, const Bulkwrite__Internal__V1__ShardStatus *st, bw_history_t *history,
-                                int admin, int64_t now, bw_clock_t *k) {
+                                int admin, bw_clock_t *k) {
     json_t *c = json_pack("{s:I, s:f, s:f, s:b, s:b}", "lag", (json_int_t)st->lag, "rate", st->rate, "row_rate",
                           st->row_rate, "paused", st->paused, "unhealthy", st->unhealthy);
     bw_clock_age(k, c, "age_ms", st->updated_at_ms);
@@ -233,14 +233,12 @@ static json_t *consumer_summary(int s, const Bulkwrite__Internal__V1__ShardStatu
                                             : bw_scrub_shard_error(e->kind, e->message, scrubbed, sizeof(scrubbed))));
     }
     json_object_set_new(c, "dead_letters", json_integer((json_int_t)st->dead_letters));
-    (void)now;
     return c;
 }
 
 json_t *bw_admin_shards_tree(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog,
                              bw_history_t *history, const bw_admin_shards_view_t *view, int admin, bw_clock_t *k) {
     json_t *arr = json_array();
-    int64_t now = bw_wall_ms();
     int first = view->shard >= 0 ? view->shard : 0, last = view->shard >= 0 ? view->shard : conf->shard_count - 1;
     for (int s = first; s <= last; s++) {
         bw_shard_setting_t set;
@@ -269,7 +267,7 @@ json_t *bw_admin_shards_tree(const bw_config_t *conf, bw_shard_table_t *table, b
             json_object_set_new(o, "backlog_full", json_boolean(v.messages >= v.max_messages || v.bytes >= v.max_bytes));
         }
         json_t *c = !st ? json_null() /* no consumer has reported it yet */
-                  : view->summary ? consumer_summary(s, st, history, admin, now, k)
+                  : view->summary ? consumer_summary(s, st, history, admin, k)
                                   : consumer_obj(conf, s, st, backlog, history, admin, k);
         json_object_set_new(o, "consumer", c);
         if (st) bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
