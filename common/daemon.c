@@ -262,6 +262,8 @@ enum MHD_Result bw_daemon_reply_cacheable(struct MHD_Connection *c, const char *
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
     MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    /* a browser keeps it for the caller alone and asks with If-None-Match each time */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "private, no-cache");
     if (z) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
     enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
