@@ -258,11 +258,16 @@ gzip_etag() { # gzip_etag PATH
     local etag
     etag=$(awk 'tolower($1) == "etag:" {print $2}' "$WORK/gz.h" | tr -d '\r')
     [ -n "$etag" ] && [ "$(curl -s -H "If-None-Match: $etag" -o "$WORK/gz.304" -w '%{http_code}' "$A$1")" = 304 ] &&
-        [ ! -s "$WORK/gz.304" ]
+        [ ! -s "$WORK/gz.304" ] && return 0
+    # what moved between the two (printed if it never stops moving)
+    diff <(gunzip -c "$WORK/gz.body" | jq -S .) <(jq -S . "$WORK/gz.304") | head -20 >"$WORK/gz.diff"
+    return 1
 }
 for path in /v1/shards '/v1/shards?view=summary' /v1/jobs /v1/fleet; do
+    was=$failed
     check "GET $path answers gzip (Content-Encoding) with an ETag, and 304 with no body for If-None-Match" \
         wait_for 30 gzip_etag "$path"
+    [ "$failed" = "$was" ] || { echo "# the last two answers differed in:"; cat "$WORK/gz.diff"; }
 done
 check "GET /v1/shards without Accept-Encoding is plain JSON with rate_window_s and per-shard consumer.rows_per_s" \
     eval 'curl -s -D "$WORK/plain.h" "$A/v1/shards" | jq -e ".rate_window_s == 60 and
