@@ -4,8 +4,8 @@
  * /v1/shards' consumer.rows_per_s), and when the consumer's alerts fired and resolved.
  *
  * Everything lives in fixed arrays allocated once (no allocation per status record or per
- * sample): a point is 20 bytes and a flags byte, so 4,096 shards × 360 points hold
- * 31 MB, 8 shards 60 KB. Kept in the proxy's memory only: a restarted proxy starts
+ * sample): a point is 20 bytes and a flags byte, about 8 KB a shard with its readings
+ * and alert events: 33 MB for 4,096 shards, 69 KB for 8 (bw_history_bytes). Kept in the proxy's memory only: a restarted proxy starts
  * with no points (each proxy keeps its own, from the same status topic).
  *
  * The clock is the caller's (wall ms): bw_history_observe() takes the consumer's report

@@ -266,7 +266,7 @@ gzip_etag() { # gzip_etag PATH
 for path in /v1/shards '/v1/shards?view=summary' /v1/jobs /v1/fleet; do
     was=$failed
     check "GET $path answers gzip (Content-Encoding) with an ETag, and 304 with no body for If-None-Match" \
-        wait_for 30 gzip_etag "$path"
+        wait_for 60 gzip_etag "$path"
     [ "$failed" = "$was" ] || { echo "# the last two answers differed in:"; cat "$WORK/gz.diff"; }
 done
 check "GET /v1/shards without Accept-Encoding is plain JSON with rate_window_s and per-shard consumer.rows_per_s" \
