@@ -23,7 +23,7 @@
 SANITIZE ?=
 comma := ,
 CC ?= cc
-PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson yajl libmariadb libcurl libcrypto gnutls
+PKGS := rdkafka libconfig libprotobuf-c libmicrohttpd jansson yajl libmariadb libcurl libcrypto gnutls zlib
 
 ifeq ($(SANITIZE),)
 BUILD := build/release

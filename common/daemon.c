@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <zlib.h>
 
 #include "bw.h"
 #include "cli.h"
@@ -178,6 +180,92 @@ enum MHD_Result bw_daemon_reply_with(struct MHD_Connection *c, unsigned status, 
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (header) MHD_add_response_header(r, header, value);
     enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+void bw_daemon_etag(const void *text, size_t len, char out[24]) {
+    uint64_t x = 14695981039346656037ull; /* FNV-1a, 64 bits: a cache key, not a secret */
+    for (size_t i = 0; i < len; i++) x = (x ^ ((const unsigned char *)text)[i]) * 1099511628211ull;
+    snprintf(out, 24, "W/\"%016llx\"", (unsigned long long)x);
+}
+
+int bw_daemon_not_modified(struct MHD_Connection *c, const char *etag) {
+    const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    if (!inm) return 0;
+    if (strcmp(inm, "*") == 0) return 1;
+    return strstr(inm, etag + 2) != NULL; /* weak comparison: the quoted opaque tag, W/ or not */
+}
+
+int bw_daemon_accepts_gzip(const char *ae) {
+    for (const char *p = ae; p && *p;) {
+        p += strspn(p, " \t,");
+        size_t n = strcspn(p, ",;"), name = n;
+        while (name && (p[name - 1] == ' ' || p[name - 1] == '\t')) name--;
+        int ours = (name == 4 && strncasecmp(p, "gzip", 4) == 0) || (name == 1 && *p == '*');
+        const char *end = p + strcspn(p, ",");
+        int refused = 0; /* q=0, q=0.0, q=0.000 */
+        for (const char *q = p + n; q < end; q++)
+            if ((*q == 'q' || *q == 'Q') && q[1] == '=' && q[2] == '0' && strspn(q + 3, ".0") == (size_t)(end - q - 3))
+                refused = 1;
+        if (ours && !refused) return 1;
+        p = end;
+    }
+    return 0;
+}
+
+unsigned char *bw_daemon_gzip(const void *in, size_t len, size_t *out_len) {
+    z_stream z = {0};
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return NULL; /* 15 + 16: gzip */
+    size_t cap = deflateBound(&z, (uLong)len);
+    unsigned char *out = malloc(cap ? cap : 1);
+    if (!out) abort();
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    int rc = deflate(&z, Z_FINISH);
+    *out_len = z.total_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+enum MHD_Result bw_daemon_reply_not_modified(struct MHD_Connection *c, const char *etag) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_NOT_MODIFIED, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+enum MHD_Result bw_daemon_reply_cacheable(struct MHD_Connection *c, const char *type, char *body, size_t len,
+                                          const char *etag) {
+    if (capture) return bw_daemon_reply(c, MHD_HTTP_OK, type, body, len, 1);
+    if (bw_daemon_not_modified(c, etag)) {
+        free(body);
+        return bw_daemon_reply_not_modified(c, etag);
+    }
+    size_t zlen = 0;
+    unsigned char *z = NULL;
+    if (bw_daemon_accepts_gzip(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING)) &&
+        (z = bw_daemon_gzip(body, len, &zlen))) {
+        free(body);
+        body = (char *)z;
+        len = zlen;
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    /* a browser keeps it for the caller alone and asks with If-None-Match each time */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "private, no-cache");
+    if (z) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     return ret;
 }

@@ -84,6 +84,23 @@ enum MHD_Result bw_daemon_reply(struct MHD_Connection *c, unsigned status, const
 enum MHD_Result bw_daemon_reply_with(struct MHD_Connection *c, unsigned status, const char *type, void *body,
                                      size_t len, int free_body, const char *header, const char *value);
 
+/* A 200 a client may keep and ask again for (the page's polls): ETag `etag` (W/"…",
+ * bw_daemon_etag), and, when the request's If-None-Match names it, 304 with no body
+ * instead; gzip'd (Content-Encoding: gzip) when its Accept-Encoding takes gzip. body is
+ * malloc'd and taken (freed here). */
+enum MHD_Result bw_daemon_reply_cacheable(struct MHD_Connection *c, const char *type, char *body, size_t len,
+                                          const char *etag);
+/* 1 when the request's If-None-Match names `etag` (or is *): answer 304. */
+int bw_daemon_not_modified(struct MHD_Connection *c, const char *etag);
+/* A weak ETag (W/"16 hex digits") for a representation whose text is text[len]. */
+void bw_daemon_etag(const void *text, size_t len, char out[24]);
+/* 304 Not Modified for `etag`. */
+enum MHD_Result bw_daemon_reply_not_modified(struct MHD_Connection *c, const char *etag);
+/* Whether an Accept-Encoding header value takes gzip (a "gzip" or "*" coding without q=0). */
+int bw_daemon_accepts_gzip(const char *accept_encoding);
+/* gzip of in[len] (malloc'd, *out_len its size), or NULL when zlib fails. */
+unsigned char *bw_daemon_gzip(const void *in, size_t len, size_t *out_len);
+
 /* Serves the operations endpoints every daemon has: GET /metrics (Prometheus text),
  * /healthz (the process answers) and /readyz (ready() says; NULL = always ready).
  * Returns 1 with *ret set when `url` was one of them. @locality an HTTP thread. */

@@ -301,6 +301,17 @@ void bw_alerts_hand_over_server(bw_alerts_t *a, int server, int64_t lapse_ms) {
     resolve(a, BW_ALERT_SERVER_DOWN, server, lapse_ms > 0 ? lapse_ms : 1);
 }
 
+size_t bw_alerts_of_shard(bw_alerts_t *a, int shard, const char **names, size_t max) {
+    size_t n = 0;
+    pthread_mutex_lock(&a->mu);
+    for (int k = 0; k < BW_ALERT_KINDS && n < max; k++) {
+        int at = kinds[k].per_server ? a->conf->shard_server[shard] : shard;
+        if (a->alerts[k * a->conf->shard_count + at].firing) names[n++] = kinds[k].name;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
 int bw_alerts_firing(bw_alerts_t *a, bw_alert_kind_t kind, int shard) {
     pthread_mutex_lock(&a->mu);
     int f = a->alerts[kind * a->conf->shard_count + shard].firing;

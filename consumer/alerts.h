@@ -40,6 +40,9 @@ void bw_alerts_destroy(bw_alerts_t *a);
 void bw_alerts_fire(bw_alerts_t *a, bw_alert_kind_t kind, int shard, const char *error);
 void bw_alerts_resolve(bw_alerts_t *a, bw_alert_kind_t kind, int shard);
 int bw_alerts_firing(bw_alerts_t *a, bw_alert_kind_t kind, int shard);
+/* The names of the alerts firing now that concern `shard`: its own, and its server's
+ * (per-server kinds), into names[max] (static strings); returns how many. */
+size_t bw_alerts_of_shard(bw_alerts_t *a, int shard, const char **names, size_t max);
 /* BW_ALERT_SERVER_DOWN of server index `server`. */
 void bw_alerts_fire_server(bw_alerts_t *a, int server, const char *error);
 void bw_alerts_resolve_server(bw_alerts_t *a, int server);

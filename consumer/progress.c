@@ -316,6 +316,9 @@ static void publish_shard_status(int s, int64_t now) {
         st.lost_to = d->lost_to;
     }
     st.oldest_unapplied_ms = bw_partition_shard_oldest_unapplied_ms(s);
+    const char *alerts[BW_ALERT_KINDS];
+    st.n_alerts = bw_alerts_of_shard(consumer.alerts, s, alerts, BW_ALERT_KINDS);
+    st.alerts = (char **)alerts;
     for (int lane = 0; lane < consumer.conf->lane_cnt; lane++) {
         bw_partition_t *q = &consumer.partitions[bw_config_slot(consumer.conf, lane, s)];
         if (!q->assigned) continue;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bw.h"
+#include "history.h"
 #include "endpoints.h"
 #include "ratelimit.h"
 #include "scrub.h"
@@ -143,88 +144,201 @@ char *bw_admin_check_json(const bw_config_t *conf, bw_shard_table_t *table, int 
     return out;
 }
 
-char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin) {
+/* A shard's consumer as GET /v1/shards shows it (st: its latest status record). */
+static json_t *consumer_obj(const bw_config_t *conf, int s, const Bulkwrite__Internal__V1__ShardStatus *st,
+                            bw_backlog_t *backlog, bw_history_t *history, int admin, bw_clock_t *k) {
+    json_t *errs = json_array();
+    for (size_t i = 0; i < st->n_recent_errors; i++) {
+        const Bulkwrite__Internal__V1__ShardError *e = st->recent_errors[i];
+        char scrubbed[160];
+        json_array_append_new(errs, json_pack("{s:I, s:s, s:s}", "at_ms", (json_int_t)e->at_ms, "kind", e->kind,
+                                              "message", admin ? e->message
+                                                               : bw_scrub_shard_error(e->kind, e->message, scrubbed,
+                                                                                      sizeof(scrubbed))));
+    }
+    json_t *c = json_pack("{s:s, s:I, s:f, s:b, s:b, s:I, s:I, s:o}", "instance", st->consumer, "lag",
+                          (json_int_t)st->lag, "rate", st->rate, "paused", st->paused, "unhealthy", st->unhealthy,
+                          "rows_applied", (json_int_t)st->rows_applied, "rows_failed", (json_int_t)st->rows_failed,
+                          "recent_errors", errs);
+    bw_clock_age(k, c, "age_ms", st->updated_at_ms);
+    json_object_set_new(c, "row_rate", json_real(st->row_rate));
+    double rows_per_s = history ? bw_history_rows_per_s(history, s) : NAN;
+    json_object_set_new(c, "rows_per_s", isfinite(rows_per_s) ? json_real(rows_per_s) : json_null());
+    /* the lag as time: when the next message to apply was written (0: none waits) */
+    json_object_set_new(c, "oldest_unapplied_ms", json_integer(st->oldest_unapplied_ms));
+    json_object_set_new(c, "statement_p50_ms", json_real(finite_or_0(st->statement_p50_ms)));
+    json_object_set_new(c, "statement_p99_ms", json_real(finite_or_0(st->statement_p99_ms)));
+    json_object_set_new(c, "dead_letters", json_integer((json_int_t)st->dead_letters));
+    json_object_set_new(c, "statements", json_integer((json_int_t)st->statements));
+    json_t *dead = json_array(); /* the jobs to look at: their failures have every op */
+    for (size_t i = 0; i < st->n_recent_dead_letters; i++) {
+        const Bulkwrite__Internal__V1__DeadLetterNote *d = st->recent_dead_letters[i];
+        json_t *n = json_pack("{s:I, s:s, s:i, s:i}", "at_ms", (json_int_t)d->at_ms, "job_id",
+                              d->job_id ? d->job_id : "", "ops", (int)d->ops, "error_code", (int)d->error_code);
+        if (admin) json_object_set_new(n, "reason", json_string(d->reason ? d->reason : "")); /* holds values */
+        json_array_append_new(dead, n);
+    }
+    json_object_set_new(c, "recent_dead_letters", dead);
+    json_t *reasons = json_array(); /* why it is not running now (consumer/gate.h); [] while it runs */
+    for (size_t i = 0; i < st->n_reasons; i++) json_array_append_new(reasons, json_string(st->reasons[i]));
+    json_object_set_new(c, "reasons", reasons);
+    json_t *t = throttle_obj(st, admin);
+    if (t) json_object_set_new(c, "throttle", t);
+    if (st->n_lanes) { /* priority lanes: each one's lag, share and backlog */
+        json_t *lanes = json_array();
+        for (size_t i = 0; i < st->n_lanes; i++) {
+            const Bulkwrite__Internal__V1__LaneStatus *l = st->lanes[i];
+            json_t *lo = json_pack("{s:s, s:i, s:I, s:I, s:I, s:I}", "lane", l->lane ? l->lane : "", "weight",
+                                   (int)l->weight, "lag", (json_int_t)l->lag, "statements", (json_int_t)l->statements,
+                                   "applied_offset", (json_int_t)l->applied_offset, "high_watermark",
+                                   (json_int_t)l->high_watermark);
+            if (l->lost_to > l->lost_from)
+                json_object_set_new(lo, "lost", json_pack("{s:I, s:I}", "from_offset", (json_int_t)l->lost_from,
+                                                          "to_offset", (json_int_t)l->lost_to));
+            int lane = bw_config_lane(conf, l->lane);
+            if (backlog && lane > 0)
+                json_object_set_new(lo, "backlog", backlog_obj(backlog, bw_config_slot(conf, lane, s), NULL));
+            json_array_append_new(lanes, lo);
+        }
+        json_object_set_new(c, "lanes", lanes);
+    }
+    if (!admin) json_object_del(c, "instance"); /* a host name */
+    return c;
+}
+
+/* The summary view's consumer: what the grid, the table and the alerts need. */
+static json_t *consumer_summary(int s, const Bulkwrite__Internal__V1__ShardStatus *st, bw_history_t *history,
+                                int admin, bw_clock_t *k) {
+    json_t *c = json_pack("{s:I, s:f, s:f, s:b, s:b}", "lag", (json_int_t)st->lag, "rate", st->rate, "row_rate",
+                          st->row_rate, "paused", st->paused, "unhealthy", st->unhealthy);
+    bw_clock_age(k, c, "age_ms", st->updated_at_ms);
+    /* an age, unlike the full form's timestamp: it moves with the clock */
+    if (st->lag > 0 && st->oldest_unapplied_ms > 0) bw_clock_age(k, c, "oldest_unapplied_age_ms", st->oldest_unapplied_ms);
+    else json_object_set_new(c, "oldest_unapplied_age_ms", json_null());
+    double rows_per_s = history ? bw_history_rows_per_s(history, s) : NAN;
+    json_object_set_new(c, "rows_per_s", isfinite(rows_per_s) ? json_real(rows_per_s) : json_null());
+    json_t *reasons = json_array();
+    for (size_t i = 0; i < st->n_reasons; i++) json_array_append_new(reasons, json_string(st->reasons[i]));
+    json_object_set_new(c, "reasons", reasons);
+    json_t *t = throttle_obj(st, admin);
+    json_object_set_new(c, "throttled", json_boolean(t && json_is_true(json_object_get(t, "throttled"))));
+    json_decref(t);
+    json_object_set_new(c, "errors", json_integer((json_int_t)st->n_recent_errors));
+    if (st->n_recent_errors) {
+        const Bulkwrite__Internal__V1__ShardError *e = st->recent_errors[0];
+        char scrubbed[160];
+        json_object_set_new(c, "last_error",
+                            json_pack("{s:I, s:s, s:s}", "at_ms", (json_int_t)e->at_ms, "kind", e->kind, "message",
+                                      admin ? e->message
+                                            : bw_scrub_shard_error(e->kind, e->message, scrubbed, sizeof(scrubbed))));
+    }
+    json_object_set_new(c, "dead_letters", json_integer((json_int_t)st->dead_letters));
+    return c;
+}
+
+json_t *bw_admin_shards_tree(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog,
+                             bw_history_t *history, const bw_admin_shards_view_t *view, int admin, bw_clock_t *k) {
     json_t *arr = json_array();
-    int64_t now = bw_wall_ms();
-    for (int s = 0; s < conf->shard_count; s++) {
+    int first = view->shard >= 0 ? view->shard : 0, last = view->shard >= 0 ? view->shard : conf->shard_count - 1;
+    for (int s = first; s <= last; s++) {
         bw_shard_setting_t set;
         Bulkwrite__Internal__V1__ShardControl *rec = bw_shard_table_control(table, s);
         if (rec) bw_shard_setting_from_record(rec, &set);
         else memset(&set, 0, sizeof(set));
-        json_t *o = setting_obj(conf, s, &set, admin);
-        if (rec) { /* only shards an operator changed: 4,096 empty lists say nothing */
-            json_object_set_new(o, "history", history_arr(rec));
-            bulkwrite__internal__v1__shard_control__free_unpacked(rec, NULL);
-        }
-        Bulkwrite__Internal__V1__ShardStatus *st = bw_shard_table_status(table, s);
-        if (backlog) json_object_set_new(o, "backlog", backlog_obj(backlog, s, st));
-        if (st) {
-            json_t *errs = json_array();
-            for (size_t i = 0; i < st->n_recent_errors; i++) {
-                const Bulkwrite__Internal__V1__ShardError *e = st->recent_errors[i];
-                char scrubbed[160];
-                json_array_append_new(errs, json_pack("{s:I, s:s, s:s}", "at_ms", (json_int_t)e->at_ms, "kind", e->kind,
-                                                      "message", admin ? e->message
-                                                                       : bw_scrub_shard_error(e->kind, e->message, scrubbed,
-                                                                                              sizeof(scrubbed))));
-            }
-            json_object_set_new(o, "consumer", json_pack("{s:s, s:I, s:I, s:f, s:b, s:b, s:I, s:I, s:o}", "instance",
-                                                         st->consumer, "age_ms", (json_int_t)(now - st->updated_at_ms),
-                                                         "lag", (json_int_t)st->lag, "rate", st->rate, "paused",
-                                                         st->paused, "unhealthy", st->unhealthy, "rows_applied",
-                                                         (json_int_t)st->rows_applied, "rows_failed",
-                                                         (json_int_t)st->rows_failed, "recent_errors", errs));
-            json_object_set_new(json_object_get(o, "consumer"), "row_rate", json_real(st->row_rate));
-            /* the lag as time: when the next message to apply was written (0: none waits) */
-            json_object_set_new(json_object_get(o, "consumer"), "oldest_unapplied_ms", json_integer(st->oldest_unapplied_ms));
-            json_t *c = json_object_get(o, "consumer");
-            json_object_set_new(c, "statement_p50_ms", json_real(finite_or_0(st->statement_p50_ms)));
-            json_object_set_new(c, "statement_p99_ms", json_real(finite_or_0(st->statement_p99_ms)));
-            json_object_set_new(c, "dead_letters", json_integer((json_int_t)st->dead_letters));
-            json_object_set_new(c, "statements", json_integer((json_int_t)st->statements));
-            json_t *dead = json_array(); /* the jobs to look at: their failures have every op */
-            for (size_t i = 0; i < st->n_recent_dead_letters; i++) {
-                const Bulkwrite__Internal__V1__DeadLetterNote *d = st->recent_dead_letters[i];
-                json_t *n = json_pack("{s:I, s:s, s:i, s:i}", "at_ms", (json_int_t)d->at_ms, "job_id",
-                                      d->job_id ? d->job_id : "", "ops", (int)d->ops, "error_code", (int)d->error_code);
-                if (admin) json_object_set_new(n, "reason", json_string(d->reason ? d->reason : "")); /* holds values */
-                json_array_append_new(dead, n);
-            }
-            json_object_set_new(c, "recent_dead_letters", dead);
-            json_t *reasons = json_array(); /* why it is not running now (consumer/gate.h); [] while it runs */
-            for (size_t i = 0; i < st->n_reasons; i++) json_array_append_new(reasons, json_string(st->reasons[i]));
-            json_object_set_new(json_object_get(o, "consumer"), "reasons", reasons);
-            json_t *t = throttle_obj(st, admin);
-            if (t) json_object_set_new(json_object_get(o, "consumer"), "throttle", t);
-            if (st->n_lanes) { /* priority lanes: each one's lag, share and backlog */
-                json_t *lanes = json_array();
-                for (size_t i = 0; i < st->n_lanes; i++) {
-                    const Bulkwrite__Internal__V1__LaneStatus *l = st->lanes[i];
-                    json_t *lo = json_pack("{s:s, s:i, s:I, s:I, s:I, s:I}", "lane", l->lane ? l->lane : "", "weight",
-                                           (int)l->weight, "lag", (json_int_t)l->lag, "statements",
-                                           (json_int_t)l->statements, "applied_offset", (json_int_t)l->applied_offset,
-                                           "high_watermark", (json_int_t)l->high_watermark);
-                    if (l->lost_to > l->lost_from)
-                        json_object_set_new(lo, "lost", json_pack("{s:I, s:I}", "from_offset", (json_int_t)l->lost_from,
-                                                                  "to_offset", (json_int_t)l->lost_to));
-                    int lane = bw_config_lane(conf, l->lane);
-                    if (backlog && lane > 0) json_object_set_new(lo, "backlog", backlog_obj(backlog, bw_config_slot(conf, lane, s), NULL));
-                    json_array_append_new(lanes, lo);
-                }
-                json_object_set_new(json_object_get(o, "consumer"), "lanes", lanes);
-            }
-            if (!admin) json_object_del(json_object_get(o, "consumer"), "instance"); /* a host name */
-            bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
+        json_t *o;
+        if (view->summary) {
+            char db[80];
+            bw_config_shard_db(conf, s, db, sizeof(db));
+            o = json_pack("{s:i, s:s}", "shard", s, "database", db);
+            if (admin) json_object_set_new(o, "server", json_string(conf->servers[conf->shard_server[s]].name));
+            json_object_set_new(o, "paused", json_boolean(set.paused));
+            json_object_set_new(o, "effective_rate", json_real(bw_shard_effective_rate(conf, s, &set)));
+            json_object_set_new(o, "effective_row_rate", json_real(bw_shard_effective_row_rate(conf, s, &set)));
         } else {
-            json_object_set_new(o, "consumer", json_null()); /* no consumer has reported it yet */
+            o = setting_obj(conf, s, &set, admin);
+            if (rec) json_object_set_new(o, "history", history_arr(rec)); /* only shards an operator changed */
         }
+        if (rec) bulkwrite__internal__v1__shard_control__free_unpacked(rec, NULL);
+        Bulkwrite__Internal__V1__ShardStatus *st = bw_shard_table_status(table, s);
+        if (backlog && !view->summary) json_object_set_new(o, "backlog", backlog_obj(backlog, s, st));
+        if (backlog && view->summary) {
+            bw_backlog_view_t v;
+            bw_backlog_view(backlog, s, &v);
+            json_object_set_new(o, "backlog_full", json_boolean(v.messages >= v.max_messages || v.bytes >= v.max_bytes));
+        }
+        json_t *c = !st ? json_null() /* no consumer has reported it yet */
+                  : view->summary ? consumer_summary(s, st, history, admin, k)
+                                  : consumer_obj(conf, s, st, backlog, history, admin, k);
+        json_object_set_new(o, "consumer", c);
+        if (st) bulkwrite__internal__v1__shard_status__free_unpacked(st, NULL);
         json_array_append_new(arr, o);
     }
-    json_t *root = json_pack("{s:o}", "shards", arr);
-    if (admin) json_object_set_new(root, "servers", servers_arr(conf, table)); /* server names: admins only */
-    char *out = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    return out;
+    json_t *root = json_object();
+    if (view->summary) json_object_set_new(root, "view", json_string("summary"));
+    bw_clock_now(k, root, "now_ms");
+    json_object_set_new(root, "rate_window_s", json_integer(BW_RATE_WINDOW_MS / 1000));
+    if (admin && view->summary) { /* server names: admins only */
+        json_t *servers = json_array();
+        for (int v = 0; v < conf->server_cnt; v++)
+            json_array_append_new(servers, json_pack("{s:s, s:i, s:i}", "name", conf->servers[v].name, "first_shard",
+                                                     conf->servers[v].first_shard, "last_shard",
+                                                     conf->servers[v].last_shard));
+        json_object_set_new(root, "servers", servers);
+    } else if (admin) {
+        json_object_set_new(root, "servers", servers_arr(conf, table));
+    }
+    json_object_set_new(root, "shards", arr);
+    return root;
+}
+
+/* One point of a shard's history as JSON. */
+static json_t *point_obj(const bw_history_point_t *p) {
+    json_t *o = json_pack("{s:I, s:I}", "at_ms", (json_int_t)p->at_ms, "lag", (json_int_t)p->lag);
+    json_object_set_new(o, "oldest_unapplied_ms", p->oldest_unapplied_ms >= 0 ? json_integer(p->oldest_unapplied_ms)
+                                                                              : json_null());
+    json_object_set_new(o, "rows_per_s", isfinite(p->rows_per_s) ? json_real(p->rows_per_s) : json_null());
+    json_object_set_new(o, "rate", json_real(p->rate));
+    json_object_set_new(o, "row_rate", json_real(p->row_rate));
+    json_object_set_new(o, "paused", json_boolean(p->paused));
+    return o;
+}
+
+static int event_cmp(const void *a, const void *b) {
+    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "at_ms"));
+    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "at_ms"));
+    return x < y ? -1 : x > y;
+}
+
+json_t *bw_admin_history_tree(bw_shard_table_t *table, bw_history_t *history, int shard, int64_t now_ms) {
+    int64_t since = now_ms - (int64_t)BW_HISTORY_STEP_MS * BW_HISTORY_POINTS;
+    bw_history_point_t *pts = malloc(BW_HISTORY_POINTS * sizeof(*pts));
+    if (!pts) abort();
+    size_t n = bw_history_points(history, shard, pts, BW_HISTORY_POINTS);
+    json_t *points = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(points, point_obj(&pts[i]));
+    free(pts);
+    /* operator changes from the control records (they survive restarts), alerts from the history */
+    json_t *ev[BW_CONTROL_HISTORY + BW_HISTORY_ALERT_EVENTS];
+    size_t m = 0;
+    Bulkwrite__Internal__V1__ShardControl *rec = bw_shard_table_control(table, shard);
+    for (size_t i = 0; rec && i < rec->n_history && m < BW_CONTROL_HISTORY; i++) {
+        const Bulkwrite__Internal__V1__ControlChange *h = rec->history[i];
+        if (h->at_ms < since) continue;
+        const char *kind = !strcmp(h->action, "pause") ? "pause" : !strcmp(h->action, "resume") ? "resume" : "rate";
+        ev[m++] = json_pack("{s:I, s:s, s:s, s:s, s:s}", "at_ms", (json_int_t)h->at_ms, "kind", kind, "by", h->by,
+                            "detail", h->reason, "setting", h->setting);
+    }
+    if (rec) bulkwrite__internal__v1__shard_control__free_unpacked(rec, NULL);
+    bw_history_alert_t al[BW_HISTORY_ALERT_EVENTS];
+    size_t na = bw_history_alerts(history, shard, since, al, BW_HISTORY_ALERT_EVENTS);
+    for (size_t i = 0; i < na; i++)
+        ev[m++] = json_pack("{s:I, s:s, s:s, s:s}", "at_ms", (json_int_t)al[i].at_ms, "kind",
+                            al[i].resolved ? "alert_resolved" : "alert", "by", "consumer", "detail", al[i].name);
+    qsort(ev, m, sizeof(ev[0]), event_cmp);
+    json_t *events = json_array();
+    for (size_t i = 0; i < m; i++) json_array_append_new(events, ev[i]);
+    return json_pack("{s:i, s:i, s:i, s:o, s:o}", "shard", shard, "step_s", BW_HISTORY_STEP_MS / 1000, "window_s",
+                     BW_HISTORY_STEP_MS * BW_HISTORY_POINTS / 1000, "points", points, "events", events);
 }
 
 int bw_admin_is_control(const char *method, const char *url) {

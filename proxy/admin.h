@@ -16,12 +16,26 @@
 #include "config.h"
 #include "endpoints.h" /* the listeners */
 #include "backlog.h"
+#include "history.h"
+#include "reply.h"
 #include "shardtable.h"
 
-/* JSON of every shard (malloc'd): {"shards": [...], "servers": [{"name", "budget"}]}.
- * backlog may be NULL (no backlog member then). admin 0: no server name, no "servers",
+/* What GET /v1/shards answers: every shard (shard -1) or one (?shard=N), in full or
+ * the summary (?view=summary: what the page polls, docs/api.md). */
+typedef struct {
+    int shard;
+    int summary;
+} bw_admin_shards_view_t;
+
+/* GET /v1/shards as a tree (taken by the caller): {"now_ms", "rate_window_s", "shards":
+ * [...], "servers": [...]}; ages and now_ms go to *k (reply.h). backlog and history may
+ * be NULL (no backlog member, rows_per_s null). admin 0: no server name, no "servers",
  * no consumer instance, recent errors scrubbed (scrub.h). */
-char *bw_admin_shards_json(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog, int admin);
+json_t *bw_admin_shards_tree(const bw_config_t *conf, bw_shard_table_t *table, bw_backlog_t *backlog,
+                             bw_history_t *history, const bw_admin_shards_view_t *view, int admin, bw_clock_t *k);
+/* GET /v1/shards/{n}/history as a tree: the shard's points and, within the window, its
+ * operator changes (from the control records) and alerts (history.h), oldest first. */
+json_t *bw_admin_history_tree(bw_shard_table_t *table, bw_history_t *history, int shard, int64_t now_ms);
 /* GET /v1/check/{shard}: whether the shard takes writes now, and if not why (malloc'd
  * JSON): {"shard", "paused", "paused_by_operator", "throttled", "throttle": {state,
  * reason, signal, rate, cap, since_ms, dry_run} or null}. "paused": by an operator, or

@@ -24,7 +24,10 @@ const bw_endpoint_t bw_endpoints[BW_EP_COUNT] = {
     {BW_EP_JOBS, "GET", "/v1/jobs", BW_PATH_EXACT, NULL, "/v1/jobs", READERS, BW_ON_BOTH, NULL, NULL,
      "the latest jobs (the page's list)"},
     {BW_EP_SHARDS, "GET", "/v1/shards", BW_PATH_EXACT, NULL, "/v1/shards", READERS, BW_ON_BOTH, NULL, NULL,
-     "every shard's settings, state and backlog"},
+     "every shard's settings, state and backlog (`?view=summary`: the page's compact form; `?shard=N`: one shard)"},
+    {BW_EP_SHARD_HISTORY, "GET", "/v1/shards/", BW_PATH_SUFFIX, "/history", "/v1/shards/{n}/history", READERS,
+     BW_ON_BOTH, NULL, NULL, "a shard's last hour: lag, oldest unapplied, rows/s and budgets every 10 s, and its "
+     "pauses, rate changes and alerts"},
     {BW_EP_CHECK, "GET", "/v1/check/", BW_PATH_PREFIX, NULL, "/v1/check/{shard}", BW_ROLE_ANY, BW_ON_DATA, NULL,
      NULL, "whether a shard takes writes now: 200, or 429 when paused or throttled, the body saying why (any client)"},
     {BW_EP_SHARD_CONTROL, "POST", "/v1/shards/", BW_PATH_PREFIX, NULL, "/v1/shards/{n}/rate\\|pause\\|resume",
@@ -69,6 +72,10 @@ static int path_matches(const bw_endpoint_t *e, const char *url) {
     case BW_PATH_PREFIX: return strncmp(url, e->path, len) == 0;
     case BW_PATH_JOB_SUB: return strncmp(url, e->path, len) == 0 && strlen(url) == len + 32 + strlen(e->sub) &&
                                  strcmp(url + len + 32, e->sub) == 0;
+    case BW_PATH_SUFFIX: {
+        size_t ul = strlen(url), sl = strlen(e->sub);
+        return strncmp(url, e->path, len) == 0 && ul > len + sl && strcmp(url + ul - sl, e->sub) == 0;
+    }
     }
     return 0;
 }

@@ -31,6 +31,7 @@ typedef enum {
     BW_EP_JOB_CANCEL,
     BW_EP_JOBS,
     BW_EP_SHARDS,
+    BW_EP_SHARD_HISTORY,
     BW_EP_CHECK,
     BW_EP_SHARD_CONTROL,
     BW_EP_SERVER_CONTROL,
@@ -54,7 +55,8 @@ typedef enum {
 typedef enum {
     BW_PATH_EXACT,  /* the whole URL */
     BW_PATH_PREFIX, /* the URL starts with it; the rest is the endpoint's argument */
-    BW_PATH_JOB_SUB /* path is "/v1/jobs/" and sub the suffix after a 32-digit job id */
+    BW_PATH_JOB_SUB, /* path is "/v1/jobs/" and sub the suffix after a 32-digit job id */
+    BW_PATH_SUFFIX   /* starts with path, ends with sub, something between (the argument) */
 } bw_path_match_t;
 
 /* Roles: bits of auth.h's bw_role_t; 0 = anyone, even without credentials. */
@@ -71,7 +73,7 @@ typedef struct {
     const char *method;
     const char *path;
     bw_path_match_t match;
-    const char *sub;       /* BW_PATH_JOB_SUB's suffix */
+    const char *sub;       /* BW_PATH_JOB_SUB's and BW_PATH_SUFFIX's suffix */
     const char *shown;     /* as docs/api.md and the 405s name it: "/v1/jobs/{id}" */
     unsigned roles;        /* BW_ROLE_* bits, or BW_EP_OPS_ROLES, or 0 */
     unsigned listeners;    /* BW_ON_* */

@@ -2,6 +2,8 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -261,6 +263,51 @@ void bw_jobs_status(const bw_config_t *conf, Bulkwrite__Internal__V1__JobRecord 
         st->failures[i] = f;
     }
     free(fails);
+}
+
+/* Finished jobs' summaries (they no longer change), a ring of the latest.
+ * @locks summaries_mu guards summaries[], summaries_next */
+static pthread_mutex_t summaries_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char id[33];
+    bw_jobs_summary_t sum;
+} summaries[BW_JOBS_RECENT_MAX];
+static size_t summaries_next;
+
+static int summary_kept(const char *job_id, bw_jobs_summary_t *out) {
+    int found = 0;
+    pthread_mutex_lock(&summaries_mu);
+    for (size_t i = 0; i < BW_JOBS_RECENT_MAX && !found; i++)
+        if (strcmp(summaries[i].id, job_id) == 0) *out = summaries[i].sum, found = 1;
+    pthread_mutex_unlock(&summaries_mu);
+    return found;
+}
+
+static void summary_keep(const char *job_id, const bw_jobs_summary_t *sum) {
+    pthread_mutex_lock(&summaries_mu);
+    size_t i = summaries_next++ % BW_JOBS_RECENT_MAX;
+    snprintf(summaries[i].id, sizeof(summaries[i].id), "%s", job_id);
+    summaries[i].sum = *sum;
+    pthread_mutex_unlock(&summaries_mu);
+}
+
+void bw_jobs_summary(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table_t *table,
+                     Bulkwrite__Internal__V1__JobRecord *rec, const char *job_id, int admin, bw_jobs_summary_t *out) {
+    if (summary_kept(job_id, out)) return;
+    bw_jobs_named_t named;
+    int is_named = rec->job && strcmp(rec->job, job_id) == 0 && bw_jobs_named(j, job_id, &named) == 0;
+    Bulkwrite__V1__JobStatus st;
+    char *record_id = rec->job_id; /* freed with the record */
+    bw_jobs_status(conf, rec, job_id, table, admin, is_named ? &named : NULL, &st);
+    rec->job_id = record_id;
+    *out = (bw_jobs_summary_t){.submitted = st.submitted, .applied = st.applied, .failed = st.failed,
+                               .pending = st.pending, .cancelled = st.cancelled, .lost = st.lost,
+                               .finished = st.finished, .named = st.named, .sealed = st.sealed};
+    for (size_t i = 0; i < st.n_shards && !out->unknown[0]; i++)
+        if (st.shards[i]->error && st.shards[i]->error[0])
+            snprintf(out->unknown, sizeof(out->unknown), "shard %u: %s", st.shards[i]->shard, st.shards[i]->error);
+    bw_jobs_status_free(&st);
+    if (out->finished && !out->unknown[0]) summary_keep(job_id, out);
 }
 
 void bw_jobs_prerequisites(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table_t *table, Bulkwrite__V1__JobStatus *st) {

@@ -30,6 +30,18 @@
 void bw_jobs_status(const bw_config_t *conf, Bulkwrite__Internal__V1__JobRecord *rec, const char *job_id,
                     bw_shard_table_t *table, int admin, const bw_jobs_named_t *named, Bulkwrite__V1__JobStatus *st);
 void bw_jobs_status_free(Bulkwrite__V1__JobStatus *st);
+
+/* A job's numbers as its status has them (bw_jobs_status, the same ledgers), for GET
+ * /v1/jobs: unknown holds why when a shard's ledger could not be read (the numbers are
+ * then not to be shown). A finished job's numbers no longer change: they are kept
+ * (BW_JOBS_RECENT_MAX of them, the latest) and not read again. */
+typedef struct {
+    uint32_t submitted, applied, failed, pending, cancelled, lost;
+    int finished, named, sealed;
+    char unknown[300]; /* "" when the numbers are known */
+} bw_jobs_summary_t;
+void bw_jobs_summary(bw_jobs_t *j, const bw_config_t *conf, bw_shard_table_t *table,
+                     Bulkwrite__Internal__V1__JobRecord *rec, const char *job_id, int admin, bw_jobs_summary_t *out);
 /* Fills st->prerequisites: each job of st->after, as its own status says now (its
  * ledgers read), and on each shard whose held ops one of them holds back (not finished
  * there) a PREREQUISITE wait naming it (bw_jobs_waits decides). Freed by

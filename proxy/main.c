@@ -25,6 +25,26 @@
 
 bw_proxy_t proxy;
 
+/* Every status record a consumer writes: the backlog's admission learns the applied
+ * offsets, the history the shard's numbers. @locality the status tail's thread */
+static void on_status(void *ud, int shard, const Bulkwrite__Internal__V1__ShardStatus *st) {
+    (void)ud;
+    bw_backlog_on_status(proxy.backlog, shard, st);
+    bw_history_observe(proxy.history, shard,
+                       &(bw_history_report_t){.at_ms = st->updated_at_ms, .consumer = st->consumer, .lag = st->lag,
+                                              .oldest_unapplied_ms = st->oldest_unapplied_ms,
+                                              .rows_applied = st->rows_applied, .rate = st->rate,
+                                              .row_rate = st->row_rate, .paused = st->paused,
+                                              .alerts = (const char *const *)st->alerts, .n_alerts = st->n_alerts});
+}
+
+/* A shard whose consumer has not reported for three status intervals (30 s at least)
+ * gets no point in its history: a gap where its consumer was gone. */
+static int64_t history_stale_ms(const bw_config_t *conf) {
+    int64_t three = 3 * (int64_t)conf->status_interval_ms;
+    return three > 30000 ? three : 30000;
+}
+
 /* Who may call, TLS, the producers, the side topics and their tails. */
 static int start(bw_daemon_t *d) {
     bw_config_t *conf = proxy.conf;
@@ -47,8 +67,8 @@ static int start(bw_daemon_t *d) {
         bw_kafka_ensure_side_topic(proxy.rk, conf, conf->status_topic, BW_TOPIC_TABLE, 10000, err, sizeof(err)) ||
         !(proxy.jobs = bw_jobs_start(conf, d->brokers, err, sizeof(err))) ||
         !(proxy.backlog = bw_backlog_new(conf, proxy.rk, retention.embedded)) ||
-        !(proxy.shards = bw_shard_table_start(conf, d->brokers, &(bw_status_hook_t){bw_backlog_on_status, proxy.backlog},
-                                              err, sizeof(err))))
+        !(proxy.history = bw_history_new(conf->shard_count, history_stale_ms(conf))) ||
+        !(proxy.shards = bw_shard_table_start(conf, d->brokers, &(bw_status_hook_t){on_status, NULL}, err, sizeof(err))))
         return bw_error(COMPONENT, "jobs, control and status topics: %s", err), -1;
     proxy.metrics = bw_metrics_new(conf, &bw_proxy_metrics);
     bw_quota_on_share(proxy.quota, bw_proxy_metrics_quota_share, proxy.metrics); /* before the first fleet turn */
@@ -148,6 +168,7 @@ static void stop(void) {
     if (proxy.jobs) bw_jobs_stop(proxy.jobs);
     if (proxy.shards) bw_shard_table_stop(proxy.shards);
     if (proxy.backlog) bw_backlog_destroy(proxy.backlog);
+    bw_history_free(proxy.history);
     bw_producers_destroy();
     if (proxy.auth) bw_auth_stop(proxy.auth);
     bw_quota_free(proxy.quota);
@@ -196,6 +217,7 @@ int main(int argc, char **argv) {
         atomic_store(&proxy.fleet_agrees, bw_fleet_turn(&proxy.fleet, proxy.rk, proxy.conf->status_topic, proxy.shards,
                                                         bw_wall_ms()));
         bw_producers_recover(); /* a producer librdkafka raised a fatal error on */
+        bw_history_tick(proxy.history, bw_wall_ms()); /* a point per shard every BW_HISTORY_STEP_MS */
     }
     bw_info(COMPONENT, "shutting down: finishing requests in flight");
     bw_notify("STOPPING=1");

@@ -21,6 +21,8 @@
  *   job_status.c what the shards made of a job: its status, its failures
  *   changes.c    every write to the control topic, one way (lock, read, build, produce, read back)
  *   proxy_metrics.c  the proxy's metric families, one row each (common/metrics.h renders them)
+ *   history.c    each shard's last hour from its consumers' status: points, rows/s, alerts
+ *   reply.c      the page's JSON replies: gzip, ETag and 304
  *   backlog.c, quota.c, auth.c, tls.c, admin.c
  *
  * The folders they build on (common/, config/, codec/, store/, control/, batcher/) are
@@ -86,6 +88,7 @@ typedef struct {
     bw_jobs_t *jobs;
     bw_shard_table_t *shards;
     bw_backlog_t *backlog;
+    bw_history_t *history; /* each shard's last hour, from the status records (history.h) */
     int embedded;             /* the embedded Kafka: its partitions keep only their newest 5 MiB */
     bw_auth_t *auth;
     bw_quota_t *quota; /* per client budgets (quota.h) */

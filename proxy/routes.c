@@ -477,6 +477,37 @@ static enum MHD_Result handle_check(struct MHD_Connection *c, const char *arg, i
     return bw_daemon_reply(c, held ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_OK, "application/json", body, strlen(body), 1);
 }
 
+/* GET /v1/shards[?view=summary|full][&shard=N]: gzip'd, with an ETag (reply.h). */
+static enum MHD_Result handle_shards(struct MHD_Connection *c, int admin) {
+    const char *view_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "view");
+    const char *shard_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "shard");
+    bw_admin_shards_view_t view = {.shard = -1};
+    if (view_s && strcmp(view_s, "full") && !(view.summary = strcmp(view_s, "summary") == 0))
+        return bw_reply_error(c, MHD_HTTP_BAD_REQUEST, "view: summary or full, not \"%.32s\"", view_s);
+    if (shard_s) {
+        char *end;
+        long shard = strtol(shard_s, &end, 10);
+        if (end == shard_s || *end || shard < 0 || shard >= proxy.conf->shard_count)
+            return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "shard: a shard from 0 to %d, not \"%.32s\"",
+                                  proxy.conf->shard_count - 1, shard_s);
+        view.shard = (int)shard;
+    }
+    bw_clock_t k = {0};
+    json_t *root = bw_admin_shards_tree(proxy.conf, proxy.shards, proxy.backlog, proxy.history, &view, admin, &k);
+    return bw_reply_json_cacheable(c, root, &k);
+}
+
+/* GET /v1/shards/{n}/history: arg is "{n}/history". */
+static enum MHD_Result handle_history(struct MHD_Connection *c, const char *arg) {
+    char *end;
+    long shard = strtol(arg, &end, 10);
+    if (end == arg || strcmp(end, "/history") || shard < 0 || shard >= proxy.conf->shard_count)
+        return bw_reply_error(c, MHD_HTTP_NOT_FOUND, "expected /v1/shards/{n}/history, a shard from 0 to %d",
+                              proxy.conf->shard_count - 1);
+    bw_clock_t k = {0};
+    return bw_reply_json_cacheable(c, bw_admin_history_tree(proxy.shards, proxy.history, (int)shard, bw_wall_ms()), &k);
+}
+
 /* The endpoint's handler (endpoints.c's row); client (NULL when open) is authorized and
  * the listener checked. up: a POST's body. */
 static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const char *url,
@@ -513,10 +544,8 @@ static enum MHD_Result serve(struct MHD_Connection *c, const char *method, const
     case BW_EP_RPC_GET_JOB:
     case BW_EP_RPC_CANCEL_JOB:
     case BW_EP_RPC_LIST_FAILURES: return bw_connect_serve(c, e->id, client, up);
-    case BW_EP_SHARDS: {
-        char *body = bw_admin_shards_json(proxy.conf, proxy.shards, proxy.backlog, admin);
-        return bw_daemon_reply(c, MHD_HTTP_OK, "application/json", body, strlen(body), 1);
-    }
+    case BW_EP_SHARDS: return handle_shards(c, admin);
+    case BW_EP_SHARD_HISTORY: return handle_history(c, arg);
     case BW_EP_CHECK: return handle_check(c, arg, admin);
     case BW_EP_JOBS:
     case BW_EP_FLEET:

@@ -8,6 +8,7 @@
 #include "ui.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,7 @@ static void fingerprint(const Bulkwrite__Internal__V1__FleetMember *m, char out[
  * control topic), and the servers with their shards. Addresses are for admins. */
 static enum MHD_Result fleet(struct MHD_Connection *c, int admin) {
     int64_t now = bw_wall_ms();
+    bw_clock_t k = {0};
     json_t *members = json_array(), *servers = json_array();
     Bulkwrite__Internal__V1__FleetMember **ms;
     size_t n = bw_shard_table_members(proxy.shards, &ms);
@@ -131,10 +133,11 @@ static enum MHD_Result fleet(struct MHD_Connection *c, int admin) {
         char print[17];
         fingerprint(ms[i], print);
         int64_t age = now - ms[i]->seen_at_ms;
-        json_t *m = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:b, s:s}", "role", ms[i]->role, "instance",
+        json_t *m = json_pack("{s:s, s:s, s:I, s:I, s:b, s:b, s:s}", "role", ms[i]->role, "instance",
                               ms[i]->instance, "started_at_ms", (json_int_t)ms[i]->started_at_ms, "seen_at_ms",
-                              (json_int_t)ms[i]->seen_at_ms, "age_ms", (json_int_t)age, "alive",
-                              age < BW_FLEET_STALE_MS, "agrees", ms[i]->agrees, "fingerprint", print);
+                              (json_int_t)ms[i]->seen_at_ms, "alive", age < BW_FLEET_STALE_MS, "agrees",
+                              ms[i]->agrees, "fingerprint", print);
+        bw_clock_age(&k, m, "age_ms", ms[i]->seen_at_ms);
         if (!strcmp(ms[i]->role, "proxy")) json_object_set_new(m, "releases", json_boolean(ms[i]->releases));
         json_array_append_new(members, m);
     }
@@ -145,11 +148,22 @@ static enum MHD_Result fleet(struct MHD_Connection *c, int admin) {
         json_t *o = json_pack("{s:s, s:i, s:i}", "name", sv->name, "first_shard", sv->first_shard, "last_shard",
                               sv->last_shard);
         if (admin) json_object_set_new(o, "address", json_sprintf("%s:%d", sv->host, sv->port));
+        bw_history_sum_t sum; /* what its shards' consumers report: rows/s over rate_window_s, lag */
+        bw_history_sum(proxy.history, sv->first_shard, sv->last_shard, &sum);
+        json_object_set_new(o, "rows_per_s", isfinite(sum.rows_per_s) ? json_real(sum.rows_per_s) : json_null());
+        json_object_set_new(o, "lag", json_integer(sum.lag));
+        json_object_set_new(o, "shards_reporting", json_integer(sum.reporting));
         json_array_append_new(servers, o);
     }
-    return reply_json(c, json_pack("{s:I, s:s, s:i, s:o, s:o, s:o}", "now_ms", (json_int_t)now, "proxy",
-                                   proxy.fleet.instance, "shards", conf->shard_count, "kafka", kafka_json(), "members",
-                                   members, "servers", servers));
+    json_t *root = json_object();
+    bw_clock_now(&k, root, "now_ms");
+    json_object_set_new(root, "proxy", json_string(proxy.fleet.instance));
+    json_object_set_new(root, "shards", json_integer(conf->shard_count));
+    json_object_set_new(root, "rate_window_s", json_integer(BW_RATE_WINDOW_MS / 1000));
+    json_object_set_new(root, "kafka", kafka_json());
+    json_object_set_new(root, "members", members);
+    json_object_set_new(root, "servers", servers);
+    return bw_reply_json_cacheable(c, root, &k);
 }
 
 /* A client with more held jobs than this has them in the delay queue's line, not one by
@@ -191,7 +205,8 @@ static int folded(const bw_timers_client_t *clients, size_t n, const char *name)
  * the admin role), newest first, each as its record says: name, client, when, ops
  * accepted, lane, schedule, cancel; and the delay queue in one object. A client's held
  * jobs are left out of the list while it holds more than HELD_FOLD: the delay queue
- * counts them. The counts of what the shards did are in GET /v1/jobs/{id}. */
+ * counts them. Each job has what the shards made of it (bw_jobs_summary: the numbers of
+ * GET /v1/jobs/{id}, or why they are unknown); its shards one by one are there. */
 static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_client_t *client) {
     const char *limit_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
     char *end;
@@ -232,6 +247,20 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
                               (json_int_t)submitted, "scheduled", (json_int_t)(cancelled ? 0 : held), "lane",
                               rec->lane && rec->lane[0] ? rec->lane : "default", "shards", shards, "cancelled",
                               cancelled);
+        /* what the shards made of it, from the ledgers as GET /v1/jobs/{id} reads them */
+        bw_jobs_summary_t sum;
+        bw_jobs_summary(proxy.jobs, proxy.conf, proxy.shards, rec, recent[i].id, admin, &sum);
+        if (sum.unknown[0]) {
+            json_object_set_new(o, "unknown", json_string(sum.unknown));
+        } else {
+            json_object_set_new(o, "applied", json_integer(sum.applied));
+            json_object_set_new(o, "failed", json_integer(sum.failed));
+            json_object_set_new(o, "pending", json_integer(sum.pending));
+            json_object_set_new(o, "cancelled_ops", json_integer(sum.cancelled));
+            json_object_set_new(o, "lost", json_integer(sum.lost));
+            json_object_set_new(o, "finished", json_boolean(sum.finished));
+            if (sum.named) json_object_set_new(o, "sealed", json_boolean(sum.sealed));
+        }
         if (rec->job_name && rec->job_name[0]) json_object_set_new(o, "job", json_string(rec->job_name));
         if (rec->request_id && rec->request_id[0]) json_object_set_new(o, "request_id", json_string(rec->request_id));
         if (rec->not_before_ms) json_object_set_new(o, "not_before_ms", json_integer(rec->not_before_ms));
@@ -245,7 +274,8 @@ static enum MHD_Result recent_jobs(struct MHD_Connection *c, const bw_auth_clien
     }
     json_t *q = delay_queue(client, admin, clients, n_clients);
     free(clients);
-    return reply_json(c, json_pack("{s:o, s:o}", "jobs", jobs, "delay_queue", q));
+    bw_clock_t k = {0};
+    return bw_reply_json_cacheable(c, json_pack("{s:o, s:o}", "jobs", jobs, "delay_queue", q), &k);
 }
 
 static enum MHD_Result redirect_to_page(struct MHD_Connection *c, unsigned status) {

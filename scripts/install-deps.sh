@@ -17,6 +17,7 @@ PKGS=(
     librdkafka-dev libmariadb-dev libconfig-dev
     libprotobuf-c-dev protobuf-c-compiler
     check libmicrohttpd-dev libgnutls28-dev libjansson-dev libyajl-dev libcurl4-openssl-dev libssl-dev
+    zlib1g-dev          # gzip'd replies of the proxy's page endpoints (GET /v1/shards, /v1/fleet, /v1/jobs)
     mariadb-server mariadb-client
     prometheus prometheus-alertmanager
     clang libclang-rt-14-dev

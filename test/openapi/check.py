@@ -299,6 +299,22 @@ call("the dependent job's status, cancelled", "GET", DATA, "/v1/jobs/" + depende
 call("shards (admin)", "GET", DATA, "/v1/shards", token="admin", expect=200)
 call("shards (read)", "GET", DATA, "/v1/shards", token="read", expect=200)
 call("shards on the admin listener", "GET", ADMIN, "/v1/shards", token="read", expect=200)
+call("shards, the page's summary (admin)", "GET", DATA, "/v1/shards?view=summary", token="admin", expect=200)
+call("shards, the page's summary (read)", "GET", ADMIN, "/v1/shards?view=summary", token="read", expect=200)
+call("one shard", "GET", DATA, "/v1/shards?shard=3", token="read", expect=200)
+call("one shard out of range", "GET", DATA, "/v1/shards?shard=99", token="read", expect=404)
+call("shards, an unknown view", "GET", DATA, "/v1/shards?view=tiny", token="read", expect=400)
+call("a shard's history", "GET", DATA, "/v1/shards/3/history", token="read", expect=200)
+call("a shard's history on the admin listener", "GET", ADMIN, "/v1/shards/3/history", token="admin", expect=200)
+call("a shard's history, out of range", "GET", DATA, "/v1/shards/99/history", token="read", expect=404)
+r = requests.get(DATA + "/v1/shards?view=summary", headers={"Authorization": "Bearer " + TOKENS["read"]}, timeout=10)
+etag = r.headers.get("ETag", "")
+r2 = requests.get(DATA + "/v1/jobs", headers={"Authorization": "Bearer " + TOKENS["admin"]}, timeout=10)
+r3 = requests.get(DATA + "/v1/jobs", headers={"Authorization": "Bearer " + TOKENS["admin"],
+                                              "If-None-Match": r2.headers.get("ETag", "")}, timeout=10)
+report(r.headers.get("Content-Encoding") == "gzip" and etag.startswith('W/"') and r3.status_code == 304 and not r3.content,
+       "the page's polls: gzip'd with an ETag, and 304 with no body for a matching If-None-Match",
+       "Content-Encoding %r, ETag %r, 304? %d" % (r.headers.get("Content-Encoding"), etag, r3.status_code))
 call("check", "GET", DATA, "/v1/check/0", token="submit", expect=200)
 call("check, a shard out of range", "GET", DATA, "/v1/check/99", token="submit", expect=404)
 call("check on the admin listener", "GET", ADMIN, "/v1/check/0", token="admin", expect=404)

@@ -38,7 +38,7 @@ check "... and answers" wait_for 60 curl -sf "$B/healthz"
 check "GET / redirects (302) to the page, /ui/" \
     eval '[ "$(curl -s -o /dev/null -w "%{http_code} %{redirect_url}" "$A/")" = "302 $A/ui/" ]'
 start_consumer $C1
-C1_PID=$LAST_PID
+C1_PID=$LAST_PID C1_START=$(date +%s)
 check "the consumer joins" wait_for 60 curl -sf "http://127.0.0.1:$C1/readyz"
 rows_of() { # rows_of SHARD [EXPR]: COUNT(*) (or EXPR) of the pins in the shard's database
     local port=$DB_A
@@ -229,6 +229,64 @@ no_wait() {
 }
 check "the job finished, and no shard of it waits any more" wait_for 30 no_wait
 
+# ---- the page's data: history, compressed and conditional replies, job numbers ---------------
+# GET /v1/shards/{n}/history: a point every 10 s from the consumer's status, and the last
+# round's pause and its resume as events; a second request (a page reload) serves the same
+# points again, on each proxy (each keeps its own, from the same status topic).
+history_ok() { # history_ok BASE
+    curl -sf "$1/v1/shards/$S/history" >"$WORK/history.json" && jq -e --arg why "$why" '
+        .shard == '$S' and .step_s == 10 and .window_s == 3600 and (.points | length) >= 2 and
+        ([.points[].at_ms] | . == sort) and ([.events[].at_ms] | . == sort) and
+        (.points[-1] | has("lag") and has("oldest_unapplied_ms") and has("rows_per_s") and (.rate | type) == "number"
+            and (.paused | type) == "boolean") and
+        ([.events[] | select(.kind == "pause" and .detail == $why and .by == "(open)")] | length) >= 1 and
+        ([.events[] | select(.kind == "resume")] | length) >= 1' "$WORK/history.json" >/dev/null
+}
+check "GET /v1/shards/$S/history (proxy A): points every 10 s, oldest first, and the pause (\"$why\") and resume as events" \
+    wait_for 40 history_ok "$A"
+first_point=$(jq -c '.points[0]' "$WORK/history.json")
+check "... served again on a second request (a reload): the same oldest point" \
+    eval 'curl -sf "$A/v1/shards/$S/history" | jq -e --argjson p "$first_point" ".points[0] == \$p" >/dev/null'
+check "... and proxy B keeps its own" wait_for 20 history_ok "$B"
+check "GET /v1/shards/99/history answers 404 (shard out of range)" \
+    eval '[ "$(curl -s -o /dev/null -w "%{http_code}" "$A/v1/shards/99/history")" = 404 ]'
+# gzip and ETag: the reply is gzip'd when asked for, and a matching If-None-Match is a 304
+# without a body (asked again until nothing moved between two requests)
+gzip_etag() { # gzip_etag PATH
+    curl -s -H 'Accept-Encoding: gzip' -D "$WORK/gz.h" -o "$WORK/gz.body" "$A$1" &&
+        grep -qi '^content-encoding: gzip' "$WORK/gz.h" && gunzip -c "$WORK/gz.body" | jq -e . >/dev/null || return 1
+    local etag
+    etag=$(awk 'tolower($1) == "etag:" {print $2}' "$WORK/gz.h" | tr -d '\r')
+    [ -n "$etag" ] && [ "$(curl -s -H "If-None-Match: $etag" -o "$WORK/gz.304" -w '%{http_code}' "$A$1")" = 304 ] &&
+        [ ! -s "$WORK/gz.304" ] && return 0
+    # what moved between the two (printed if it never stops moving)
+    diff <(gunzip -c "$WORK/gz.body" | jq -S .) <(jq -S . "$WORK/gz.304") | head -20 >"$WORK/gz.diff"
+    return 1
+}
+for path in /v1/shards '/v1/shards?view=summary' /v1/jobs /v1/fleet; do
+    was=$failed
+    check "GET $path answers gzip (Content-Encoding) with an ETag, and 304 with no body for If-None-Match" \
+        wait_for 60 gzip_etag "$path"
+    [ "$failed" = "$was" ] || { echo "# the last two answers differed in:"; cat "$WORK/gz.diff"; }
+done
+check "GET /v1/shards without Accept-Encoding is plain JSON with rate_window_s and per-shard consumer.rows_per_s" \
+    eval 'curl -s -D "$WORK/plain.h" "$A/v1/shards" | jq -e ".rate_window_s == 60 and
+        ([.shards[] | select(.consumer != null) | .consumer | has(\"rows_per_s\")] | all)" >/dev/null &&
+        ! grep -qi "^content-encoding" "$WORK/plain.h"'
+# GET /v1/jobs: every job with its numbers, the same as GET /v1/jobs/{id}'s
+jobs_numbers() {
+    local one
+    one=$(curl -sf "$A/v1/jobs/$job" | jq -c '{applied, failed, pending, finished}') &&
+        curl -sf "$A/v1/jobs" | tee "$WORK/jobs.json" | jq -e --arg id "$job" --argjson one "$one" \
+            --arg held "$(jq -r .job_id "$WORK/waits-held.reply")" '
+            (.jobs[] | select(.job_id == $id) | {applied, failed, pending, finished}) == $one and
+            (.jobs[] | select(.job_id == $held) | .cancelled and .cancelled_ops == 1 and .finished) and
+            ([.jobs[] | has("unknown") or (has("applied") and has("failed") and has("pending") and has("finished"))] | all)' \
+            >/dev/null
+}
+check "GET /v1/jobs: each job carries applied, failed, pending, finished as GET /v1/jobs/{id} says (the cancelled held job: cancelled_ops 1, finished)" \
+    jobs_numbers
+
 # bwctl as the runbook writes it, its own options after the command, no BULKWRITE_CONF
 paused_on() { curl -sf "$1/v1/shards" | jq -e --argjson p "$2" ".shards[$OTHER].paused == \$p" >/dev/null; }
 check "bwctl pause $OTHER -c CONF --url A --reason …: proxy B shows it paused" eval 'env -u BULKWRITE_CONF \
@@ -268,6 +326,25 @@ statements_b() { curl -sf "http://127.0.0.1:$C1/metrics" | awk '
     $1 ~ /^bulkwrite_consumer_statements_total\{shard="[4-7]"\}$/ {n += $2} END {print n + 0}'; }
 check "pins for shards 4 and 7 are accepted and applied" eval '"$BIN/bw-workload" -c "$CONF" submit --url "$A/v1/batches" \
     feed:2000:4 feed:2000:7 >/dev/null && wait_for 60 eval "[ \"\$(rows_of 4)\" = 2000 ] && [ \"\$(rows_of 7)\" = 2000 ]"'
+# rows/s from the consumer's own counter over rate_window_s (60 s): the 2,000 rows shard 4
+# applied just now (its first ever: the ledger holds exactly them) spread over a window of
+# 60 to 75 s, not the burst two polls seconds apart would show
+# (a window as long as the consumer has reported the shard, if that is less: its first
+# report came a few seconds after its start)
+rows_rate_plausible() {
+    local span=$(( $(date +%s) - C1_START - 10 ))
+    [ $span -gt 58 ] && span=58
+    [ $span -lt 5 ] && span=5
+    curl -sf "$A/v1/shards" | jq -c '.shards[4].consumer | {rows_applied, rows_per_s}' >"$WORK/rows-rate.json"
+    jq -e --argjson span $span '.rows_applied == 2000 and .rows_per_s >= (2000 / 75) and
+        .rows_per_s <= (2000 / $span)' "$WORK/rows-rate.json" >/dev/null
+}
+check "shard 4's consumer.rows_per_s is its 2,000 rows over the 60-s window (or the consumer's time, if less), rows_applied the ledger's 2,000" \
+    wait_for 10 rows_rate_plausible
+echo "# shard 4: $(cat "$WORK/rows-rate.json") (the consumer started $(( $(date +%s) - C1_START )) s ago)"
+fleet_rows() { curl -sf "$A/v1/fleet" | jq -e '.rate_window_s == 60 and
+    (.servers[] | select(.name == "mysql-b") | .rows_per_s >= (4000 / 75) and .shards_reporting == 4)' >/dev/null; }
+check "GET /v1/fleet sums mysql-b's rows/s (shards 4 and 7: 4,000 rows over the window)" fleet_rows
 lag_b() { curl -sf "http://127.0.0.1:$C1/metrics" | awk '
     $1 ~ /^bulkwrite_consumer_lag_messages\{shard="[4-7]"\}$/ {n += $2} END {print n + 0}'; }
 check "400 likes for shards 4 and 7 (one statement each) are accepted" \

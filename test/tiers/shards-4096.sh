@@ -16,6 +16,9 @@
 #    once both consumers hold their share no consumer loses it: no session timeout, no
 #    timed-out heartbeat, no revoked partitions. The elapsed time and the consumers'
 #    memory are printed; only a generous bound (BW_FLEET_WAIT, 600 s) is asserted.
+# 3. The page's poll: GET /v1/shards?view=summary gzip'd is under 200 KiB on the wire (the
+#    bytes of it and of the full form, /v1/fleet, /v1/jobs and a shard's history are
+#    printed), and a poll with its ETag answers 304 once nothing moved.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 MODE=${1:?usage: test/tiers/shards-4096.sh kafka}
@@ -167,6 +170,27 @@ for pid in "${consumer_pids[@]}"; do
     echo "# consumer pid $pid: RSS $((${now:-0} / 1024)) MiB now, peak sampled $((peak / 1024)) MiB," \
         "high-water $((${hwm:-0} / 1024)) MiB"
 done
+
+# ---- 3. the page's poll at 4,096 shards: bytes on the wire -------------------------------
+# every shard reported by its consumer (status every 2 s); curl --compressed asks for gzip
+# and counts what came over the wire (docs/performance.md's table has the numbers)
+reported_all() { curl -sf "http://127.0.0.1:$PROXY/v1/shards?view=summary" |
+    jq -e '[.shards[] | select(.consumer != null)] | length == '$SHARDS >/dev/null; }
+check "every shard's consumer status reached the proxy" wait_for 30 reported_all
+wire() { curl -s --compressed -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PROXY$1"; }
+plain() { curl -s -o /dev/null -w '%{size_download}' "http://127.0.0.1:$PROXY$1"; }
+summary_gz=$(wire '/v1/shards?view=summary') full_gz=$(wire /v1/shards) summary_raw=$(plain '/v1/shards?view=summary')
+full_raw=$(plain /v1/shards) fleet_gz=$(wire /v1/fleet) jobs_gz=$(wire /v1/jobs) history_gz=$(wire /v1/shards/7/history)
+echo "# page poll at $SHARDS shards: /v1/shards?view=summary $summary_gz bytes gzip'd ($summary_raw plain)," \
+    "/v1/shards $full_gz ($full_raw plain), /v1/fleet $fleet_gz, /v1/jobs $jobs_gz, /v1/shards/7/history $history_gz"
+check "the page's poll (GET /v1/shards?view=summary, gzip) is under 200 KiB on the wire ($summary_gz bytes)" \
+    test "$summary_gz" -lt 204800
+etag=$(curl -s -D - -o /dev/null --compressed "http://127.0.0.1:$PROXY/v1/shards?view=summary" | awk 'tolower($1) == "etag:" {print $2}' | tr -d '\r')
+unchanged() { [ "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "http://127.0.0.1:$PROXY/v1/shards?view=summary")" = 304 ] ||
+    { etag=$(curl -s -D - -o /dev/null --compressed "http://127.0.0.1:$PROXY/v1/shards?view=summary" | awk 'tolower($1) == "etag:" {print $2}' | tr -d '\r'); false; }; }
+check "... and a poll with its ETag (If-None-Match) answers 304 once nothing moved" wait_for 120 unchanged
+proxy_rss=$(rss_kb $PROXY_PID VmRSS)
+echo "# proxy RSS $((${proxy_rss:-0} / 1024)) MiB (its shard history holds about 33 MB at $SHARDS shards)"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -115,5 +115,6 @@ Suite *gate_suite(void);
 Suite *notify_suite(void);
 Suite *cli_suite(void);
 Suite *log_suite(void);
+Suite *history_suite(void);
 
 #endif

@@ -41,6 +41,7 @@ int main(void) {
     srunner_add_suite(sr, log_suite());
     srunner_add_suite(sr, fleet_suite());
     srunner_add_suite(sr, protojson_suite());
+    srunner_add_suite(sr, history_suite());
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -203,6 +203,15 @@ START_TEST(server_alert_names_the_server) {
     bw_alerts_fire_server(a, 1, "connect to mysql-b (127.0.0.1:13307): Connection refused");
     ck_assert(bw_alerts_firing(a, BW_ALERT_SERVER_DOWN, 1));
     ck_assert(!bw_alerts_firing(a, BW_ALERT_SERVER_DOWN, 0));
+    /* each of its shards' status names it (ShardStatus.alerts), with the shard's own */
+    const char *names[BW_ALERT_KINDS];
+    bw_alerts_fire(a, BW_ALERT_NO_PROGRESS, 5, "no batch for 60 s");
+    ck_assert_int_eq(bw_alerts_of_shard(a, 5, names, BW_ALERT_KINDS), 2);
+    ck_assert_str_eq(names[0], "BulkwriteShardNoProgress");
+    ck_assert_str_eq(names[1], "BulkwriteServerDown");
+    ck_assert_int_eq(bw_alerts_of_shard(a, 4, names, BW_ALERT_KINDS), 1);
+    ck_assert_int_eq(bw_alerts_of_shard(a, 1, names, BW_ALERT_KINDS), 0); /* mysql-a's */
+    bw_alerts_resolve(a, BW_ALERT_NO_PROGRESS, 5);
     int index = BW_ALERT_SERVER_DOWN * conf->shard_count + 1;
     json_t *j = body_of(a, index), *al = json_array_get(j, 0), *labels = json_object_get(al, "labels");
     ck_assert_str_eq(json_string_value(json_object_get(labels, "alertname")), "BulkwriteServerDown");
