@@ -2206,16 +2206,10 @@ static const command_t *find_command(const char *name) {
 }
 
 int main(int argc, char **argv) {
-    static const struct option before_command[] = {{"config", required_argument, 0, 'c'},
-                                                   {"url", required_argument, 0, 'u'},
-                                                   {"admin-url", required_argument, 0, OPT_ADMIN_URL},
-                                                   {"token-file", required_argument, 0, OPT_TOKEN_FILE},
-                                                   {"cacert", required_argument, 0, OPT_CACERT},
-                                                   {"cert", required_argument, 0, OPT_CERT},
-                                                   {"key", required_argument, 0, OPT_KEY},
-                                                   {"version", no_argument, 0, OPT_VERSION},
-                                                   {"help", no_argument, 0, 'h'},
-                                                   {0, 0, 0, 0}};
+    struct option before_command[GLOBAL_OPTS_N + 2]; /* bwctl's own options, and --help */
+    memcpy(before_command, global_opts, GLOBAL_OPTS_N * sizeof(*before_command));
+    before_command[GLOBAL_OPTS_N] = (struct option){"help", no_argument, 0, 'h'};
+    before_command[GLOBAL_OPTS_N + 1] = (struct option){0, 0, 0, 0};
     argv[0] = "bwctl"; /* getopt's messages begin with it, not with the path */
     for (int o; (o = getopt_long(argc, argv, "+" GLOBAL_SHORT "h", before_command, NULL)) != -1;) {
         if (o == 'h') return usage(stdout, 0);

@@ -5,6 +5,7 @@
 // "page: done". Screenshots of each view go to BW_UI_SHOTS.
 import { createRequire } from 'module';
 import path from 'path';
+import { check, expect } from './checks.mjs';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core'); // NODE_PATH: scripts/install-browser.sh
@@ -12,20 +13,6 @@ const { chromium } = require('playwright-core'); // NODE_PATH: scripts/install-b
 const url = process.env.BW_UI_URL;
 const shots = process.env.BW_UI_SHOTS;
 const api = new URL('/', url).href;
-
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log('ok - ' + name);
-  } catch (e) {
-    console.log('not ok - ' + name);
-    console.log('    ' + String(e && e.message ? e.message : e).split('\n').slice(0, 6).join('\n    '));
-  }
-}
-
-function expect(cond, what) {
-  if (!cond) throw new Error(what);
-}
 
 async function signIn(page, token) {
   await page.goto(url);

@@ -12,6 +12,7 @@ import fs from 'fs';
 import http from 'http';
 import path from 'path';
 import zlib from 'zlib';
+import { check, expect } from './checks.mjs';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core'); // NODE_PATH: scripts/install-browser.sh
@@ -187,18 +188,6 @@ await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
 const url = `http://127.0.0.1:${server.address().port}/ui/`;
 
 // ---- the checks -------------------------------------------------------------------------
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log('ok - ' + name);
-  } catch (e) {
-    console.log('not ok - ' + name);
-    console.log('    ' + String(e && e.message ? e.message : e).split('\n').slice(0, 6).join('\n    '));
-  }
-}
-function expect(cond, what) {
-  if (!cond) throw new Error(what);
-}
 const shot = async (page, name, full = false) => { if (shots) await page.screenshot({ path: path.join(shots, name), fullPage: full }); };
 const allDrawn = (page) => page.waitForFunction((n) => document.querySelectorAll('[data-testid="shard-cell"]:not([data-state="unknown"])').length === n,
   SHARDS, { timeout: 60000, polling: 20 });
