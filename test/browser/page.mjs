@@ -101,8 +101,13 @@ if (shots) await page.screenshot({ path: path.join(shots, 'ui-fleet.png'), fullP
 await check('the shard view of shard 2 shows its pause, who set it and why', async () => {
   await page.click('[data-testid="shard-cell"][data-shard="2"]');
   await page.waitForSelector('[data-testid="shard-view"]:not(.hidden)');
+  // the panel is drawn from the summary at once, then again from the shard's own reply
+  await page.waitForFunction(() => document.querySelector('[data-testid="pause-reason"]')?.textContent.includes('disk swap'),
+    null, { timeout: 10000 }).catch(() => {});
   const text = await page.textContent('[data-testid="pause-reason"]');
   expect(text.includes('by sre') && text.includes('browser test: disk swap'), 'pause reason: ' + text);
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="history-row"]')]
+    .some((h) => h.textContent.includes('pause') && h.textContent.includes('sre')), null, { timeout: 10000 }).catch(() => {});
   const hist = await page.locator('[data-testid="history-row"]').allTextContents();
   expect(hist.some((h) => h.includes('pause') && h.includes('sre')), 'history: ' + hist.join(' | '));
 });
@@ -150,6 +155,8 @@ await check('the keyboard: Home on a server\'s grid opens its first shard, arrow
   await page.keyboard.press('ArrowRight');
   await page.keyboard.press('ArrowRight');
   await page.waitForFunction(() => document.querySelector('[data-testid="shard-view"] h2.title')?.textContent.startsWith('shard 2 '));
+  await page.waitForFunction(() => document.querySelector('[data-testid="pause-reason"]')?.textContent.includes('disk swap'),
+    null, { timeout: 10000 }).catch(() => {});
   expect((await page.textContent('[data-testid="pause-reason"]')).includes('disk swap'), 'shard 2 not shown');
   await page.keyboard.press('Escape');
   await page.waitForSelector('[data-testid="shard-view"].hidden', { state: 'attached' });
