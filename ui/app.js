@@ -571,7 +571,8 @@ function renderShard() {
       rows === null ? 'rows/s not reported by this proxy' : `${fmt.n(Math.round(rows))} ${rowsLabel()}`),
     el('dt', {}, 'lag'), el('dd', {}, `${fmt.n(c.lag)} messages` + (oldest ? `, oldest unapplied ${fmt.age(oldest)} old` : '')),
     el('dt', {}, 'paused'), el('dd', { 'data-testid': 'pause-reason' },
-      s.paused ? `yes, by ${s.changed_by || '?'}: ${s.reason || '(no reason)'}` : 'no'),
+      !s.paused ? 'no' : !('changed_by' in s) ? 'yes' /* the summary's: who and why come with the shard's own reply */
+        : `yes, by ${s.changed_by || '?'}: ${s.reason || '(no reason)'}`),
     el('dt', {}, 'consumer'), el('dd', {}, c.age_ms === undefined ? 'none reported' : `${c.instance || 'reported'} (${fmt.ago(statusAge(c))})`),
     el('dt', {}, 'applied / failed'), el('dd', {}, `${fmt.n(c.rows_applied)} / ${fmt.n(c.rows_failed)} rows`),
     el('dt', {}, 'statement latency'), el('dd', { 'data-testid': 'shard-latency' }, c.statement_p99_ms
