@@ -133,10 +133,10 @@ static enum MHD_Result fleet(struct MHD_Connection *c, int admin) {
         char print[17];
         fingerprint(ms[i], print);
         int64_t age = now - ms[i]->seen_at_ms;
-        json_t *m = json_pack("{s:s, s:s, s:I, s:I, s:b, s:b, s:s}", "role", ms[i]->role, "instance",
-                              ms[i]->instance, "started_at_ms", (json_int_t)ms[i]->started_at_ms, "seen_at_ms",
-                              (json_int_t)ms[i]->seen_at_ms, "alive", age < BW_FLEET_STALE_MS, "agrees",
-                              ms[i]->agrees, "fingerprint", print);
+        json_t *m = json_pack("{s:s, s:s, s:I, s:b, s:b, s:s}", "role", ms[i]->role, "instance", ms[i]->instance,
+                              "started_at_ms", (json_int_t)ms[i]->started_at_ms, "alive", age < BW_FLEET_STALE_MS,
+                              "agrees", ms[i]->agrees, "fingerprint", print);
+        bw_clock_at(&k, m, "seen_at_ms", ms[i]->seen_at_ms); /* a heartbeat: alive says what changed */
         bw_clock_age(&k, m, "age_ms", ms[i]->seen_at_ms);
         if (!strcmp(ms[i]->role, "proxy")) json_object_set_new(m, "releases", json_boolean(ms[i]->releases));
         json_array_append_new(members, m);
