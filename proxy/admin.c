@@ -60,12 +60,15 @@ static json_t *budget_obj(const Bulkwrite__Internal__V1__ServerBudget *r) {
     return o;
 }
 
-/* [{"name", "budget"}] of every configured server (GET /v1/shards, admins). */
+/* [{"name", "first_shard", "last_shard", "budget"}] of every configured server (GET
+ * /v1/shards, either view, admins). */
 static json_t *servers_arr(const bw_config_t *conf, bw_shard_table_t *table) {
     json_t *a = json_array();
     for (int v = 0; v < conf->server_cnt; v++) {
+        const bw_server_t *sv = &conf->servers[v];
         Bulkwrite__Internal__V1__ServerBudget *r = bw_shard_table_server_budget_record(table, v);
-        json_array_append_new(a, json_pack("{s:s, s:o}", "name", conf->servers[v].name, "budget", budget_obj(r)));
+        json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:o}", "name", sv->name, "first_shard", sv->first_shard,
+                                           "last_shard", sv->last_shard, "budget", budget_obj(r)));
         if (r) bulkwrite__internal__v1__server_budget__free_unpacked(r, NULL);
     }
     return a;
@@ -277,16 +280,7 @@ json_t *bw_admin_shards_tree(const bw_config_t *conf, bw_shard_table_t *table, b
     if (view->summary) json_object_set_new(root, "view", json_string("summary"));
     bw_clock_now(k, root, "now_ms");
     json_object_set_new(root, "rate_window_s", json_integer(BW_RATE_WINDOW_MS / 1000));
-    if (admin && view->summary) { /* server names: admins only */
-        json_t *servers = json_array();
-        for (int v = 0; v < conf->server_cnt; v++)
-            json_array_append_new(servers, json_pack("{s:s, s:i, s:i}", "name", conf->servers[v].name, "first_shard",
-                                                     conf->servers[v].first_shard, "last_shard",
-                                                     conf->servers[v].last_shard));
-        json_object_set_new(root, "servers", servers);
-    } else if (admin) {
-        json_object_set_new(root, "servers", servers_arr(conf, table));
-    }
+    if (admin) json_object_set_new(root, "servers", servers_arr(conf, table)); /* server names: admins only */
     json_object_set_new(root, "shards", arr);
     return root;
 }

@@ -24,6 +24,9 @@
 #include "compactor.h"
 #include "config.h"
 #include "kafka.h"
+#include "log.h"
+
+#define COMPONENT "kafka-embedded" /* its log lines' component, once the config has set their format */
 
 static volatile sig_atomic_t run = 1;
 static void on_signal(int sig) {
@@ -62,8 +65,8 @@ static void copy_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op
     (void)rk, (void)opaque;
     copy_t *cp = m->_private;
     if (m->err) {
-        fprintf(stderr, "bw-kafka-embedded: writing a live record of %s again: %s; trying again\n",
-                rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
+        bw_warn(COMPONENT, "writing a live record of %s again: %s; trying again", rd_kafka_topic_name(m->rkt),
+                rd_kafka_err2str(m->err));
         if (cp) bw_compactor_lost(cp->c, cp->key, cp->klen, cp->origin);
     }
     free(cp);
@@ -88,7 +91,7 @@ static void compact(compaction_t *k, table_t *t, const rd_kafka_message_t *m) {
             RD_KAFKA_V_HEADER(BW_KAFKA_HEADER_ORIGIN, digits, (ssize_t)strlen(digits)), RD_KAFKA_V_OPAQUE(cp),
             RD_KAFKA_V_END);
         if (e) { /* not queued: no report comes; the next record read hands it out again */
-            fprintf(stderr, "bw-kafka-embedded: writing a live record of %s again: %s\n", t->topic, rd_kafka_err2str(e));
+            bw_warn(COMPONENT, "writing a live record of %s again: %s", t->topic, rd_kafka_err2str(e));
             bw_compactor_lost(c, cp->key, cp->klen, cp->origin);
             free(cp);
             break;
@@ -99,10 +102,10 @@ static void compact(compaction_t *k, table_t *t, const rd_kafka_message_t *m) {
     int too_big = live > BW_KAFKA_EMBEDDED_PARTITION_BYTES / 4 ||
                   (int64_t)bw_compactor_live_records(c) > BW_KAFKA_EMBEDDED_PARTITION_SETS / 4;
     if (too_big && !t->too_big[m->partition])
-        fprintf(stderr,
-                "bw-kafka-embedded: ERROR: %s partition %d holds %" PRId64 " bytes in %zu live records, more than "
-                "the embedded Kafka can keep (a quarter of its %lld-byte, %d-record partitions): the oldest "
-                "may be lost; run a real Kafka (docs/deployment.md)\n",
+        bw_error(COMPONENT,
+                 "%s partition %d holds %" PRId64 " bytes in %zu live records, more than "
+                 "the embedded Kafka can keep (a quarter of its %lld-byte, %d-record partitions): the oldest "
+                 "may be lost; run a real Kafka (docs/deployment.md)",
                 t->topic, (int)m->partition, live, bw_compactor_live_records(c),
                 (long long)BW_KAFKA_EMBEDDED_PARTITION_BYTES, BW_KAFKA_EMBEDDED_PARTITION_SETS);
     t->too_big[m->partition] = (char)too_big;
@@ -115,7 +118,7 @@ static void *compaction_main(void *arg) {
         rd_kafka_poll(k->producer, 0);
         if (!m) continue;
         if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            fprintf(stderr, "bw-kafka-embedded: compacting: %s\n", rd_kafka_message_errstr(m));
+            bw_warn(COMPONENT, "compacting: %s", rd_kafka_message_errstr(m));
         } else if (!m->err) {
             for (int i = 0; i < TABLES; i++)
                 if (!strcmp(rd_kafka_topic_name(m->rkt), k->tables[i].topic) && m->partition >= 0 &&
@@ -136,7 +139,7 @@ static int compaction_start(compaction_t *k, const bw_config_t *conf, const char
     if (pc) rd_kafka_conf_set_dr_msg_cb(pc, copy_delivered);
     if (!cc || !pc || !(k->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof(err))) ||
         !(k->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof(err)))) {
-        fprintf(stderr, "bw-kafka-embedded: compacting the tables: %s\n", err);
+        bw_error(COMPONENT, "compacting the tables: %s", err);
         return -1;
     }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(64);
@@ -199,17 +202,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bw-kafka-embedded: %s\n", err);
         return 1;
     }
+    bw_log_set_level((bw_log_level_t)conf->log_level);
+    bw_log_set_format((bw_log_format_t)conf->log_format);
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
     bw_kafka_conf_logging(kc); /* the mock cluster's lines too */
     char num[16];
     snprintf(num, sizeof(num), "%d", brokers);
     if (rd_kafka_conf_set(kc, "test.mock.num.brokers", num, err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-        fprintf(stderr, "bw-kafka-embedded: %s\n", err);
+        bw_error(COMPONENT, "%s", err);
         return 1;
     }
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
     if (!rk) {
-        fprintf(stderr, "bw-kafka-embedded: %s\n", err);
+        bw_error(COMPONENT, "%s", err);
         return 1;
     }
     rd_kafka_mock_cluster_t *mc = rd_kafka_handle_mock_cluster(rk);
@@ -225,14 +230,14 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof(topics) / sizeof(topics[0]); i++) {
         rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, topics[i].name, topics[i].partitions, 1);
         if (e) {
-            fprintf(stderr, "bw-kafka-embedded: creating topic %s: %s\n", topics[i].name, rd_kafka_err2str(e));
+            bw_error(COMPONENT, "creating topic %s: %s", topics[i].name, rd_kafka_err2str(e));
             return 1;
         }
     }
     for (int lane = 1; lane < conf->lane_cnt; lane++) { /* lane 0's topic is conf->topic, made above */
         rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, conf->lanes[lane].topic, conf->shard_count, 1);
         if (e) {
-            fprintf(stderr, "bw-kafka-embedded: creating topic %s: %s\n", conf->lanes[lane].topic, rd_kafka_err2str(e));
+            bw_error(COMPONENT, "creating topic %s: %s", conf->lanes[lane].topic, rd_kafka_err2str(e));
             return 1;
         }
     }
@@ -245,12 +250,11 @@ int main(int argc, char **argv) {
         snprintf(tmp, sizeof(tmp), "%s.tmp", bootstrap_file);
         FILE *f = fopen(tmp, "w");
         if (!f || fprintf(f, "%s\n", bootstrap) < 0 || fclose(f) || rename(tmp, bootstrap_file)) {
-            fprintf(stderr, "bw-kafka-embedded: cannot write %s\n", bootstrap_file);
+            bw_error(COMPONENT, "cannot write %s", bootstrap_file);
             return 1;
         }
     }
-    fprintf(stderr, "bw-kafka-embedded: topic %s with %d partitions on %s\n", conf->topic,
-            conf->shard_count, bootstrap);
+    bw_info(COMPONENT, "topic %s with %d partitions on %s", conf->topic, conf->shard_count, bootstrap);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     compaction_t compaction = {0};

@@ -533,7 +533,7 @@ async function loadDetail(n) {
   }
 }
 
-// Servers' budgets: in GET /v1/shards' full form, for admins.
+// Servers' budgets: in GET /v1/shards (either view, so every poll), for admins.
 function takeBudgets(body) {
   if ((body.servers || []).some((v) => 'budget' in v)) state.budgets = new Map(body.servers.map((v) => [v.name, v.budget]));
 }

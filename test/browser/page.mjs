@@ -179,6 +179,12 @@ await check("a budget for server mysql-a set on the page reaches the API and the
   expect(b && b.rate === 400 && b.row_rate === 0 && b.reason === 'browser test: share the box' && b.changed_by === 'sre', JSON.stringify(b));
   expect((await page.textContent('[data-testid="server-budget"]')).includes('browser test: share the box'), 'shard view budget line');
 });
+await check("a fresh load shows mysql-a's budget in its server's summary before any shard is opened (the polled summary carries it)", async () => {
+  await page.goto(url);
+  await page.waitForFunction(() => document.getElementById('sum-mysql-a')?.textContent.includes('budget 400 stmt/s, no row budget'),
+    null, { timeout: 15000 });
+  expect(await page.isHidden('[data-testid="shard-view"]'), 'a shard view is open');
+});
 await check("shard 2's last hour: drawn from GET /v1/shards/2/history with its pause marked (or, from a proxy without it, said missing)", async () => {
   await page.click('[data-testid="shard-cell"][data-shard="2"]');
   console.log(`note: GET /v1/shards/{n}/history answers ${historyStatus === 200 ? '200: the chart is checked' : historyStatus + ': the panel must say it is missing'}`);

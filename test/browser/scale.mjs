@@ -56,8 +56,8 @@ function shard(n) {
     },
   };
 }
-const full = (list) => JSON.stringify({ rate_window_s: 60, now_ms: Date.now(), shards: list,
-  servers: SERVERS.map((s) => ({ name: s.name, budget: null })) });
+const SERVERS_LISTED = SERVERS.map((s) => ({ ...s, budget: null })); // GET /v1/shards' servers, either view
+const full = (list) => JSON.stringify({ rate_window_s: 60, now_ms: Date.now(), shards: list, servers: SERVERS_LISTED });
 const shardsBody = full(Array.from({ length: SHARDS }, (_, n) => shard(n)));
 // ?view=summary, as page-contract's GET /v1/shards?view=summary: what the page polls
 function summary(n) {
@@ -69,7 +69,7 @@ function summary(n) {
       throttled: !!(c.throttle && c.throttle.throttled), errors: c.recent_errors.length,
       ...(c.recent_errors.length ? { last_error: c.recent_errors[0] } : {}), dead_letters: c.dead_letters } };
 }
-const summaryBody = JSON.stringify({ view: 'summary', now_ms: now0, rate_window_s: 60, servers: SERVERS,
+const summaryBody = JSON.stringify({ view: 'summary', now_ms: now0, rate_window_s: 60, servers: SERVERS_LISTED,
   shards: Array.from({ length: SHARDS }, (_, n) => summary(n)) });
 const expectedRows = (server) => SERVERS.filter((s) => s.name === server)
   .reduce((sum, s) => { for (let n = s.first_shard; n <= s.last_shard; n++) sum += rowsOf(n); return sum; }, 0);

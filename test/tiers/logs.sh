@@ -2,8 +2,8 @@
 # job's id, the one its client holds, in the consumer's lines about it (its part a field
 # of its own, the part's internal id nowhere); librdkafka's lines in bulkwrite's format,
 # never its own "%4|…|FAC|…"; the syslog priority prefixes under journald; log_format =
-# json, every line a JSON object. Sourced by e2e.sh (check, wait_for, WORK, CONF, URL,
-# PROXY, BIN, BWCTL), so it runs with both Kafka modes.
+# json, every line a JSON object (bw-kafka-embedded's too). Sourced by e2e.sh (check,
+# wait_for, WORK, CONF, URL, PROXY, BIN, BWCTL, MODE), so it runs with both Kafka modes.
 
 logs_tests() {
     # -- a named job whose part 1 creates again the pin its part 0 created: the consumer
@@ -68,4 +68,25 @@ logs_tests() {
                 "$WORK/logs-journal.log"
     }
     check "under journald (JOURNAL_STREAM is stderr) every line starts with its priority: <3> for librdkafka's error" logs_journal
+
+    # -- the embedded Kafka's own lines are in the configured format too
+    embedded_json() {
+        local pid ok=1
+        cp "$CONF" "$WORK/logs-embedded.conf"
+        "$BIN/bwctl" config-set "$WORK/logs-embedded.conf" log_format=json || return 1
+        rm -f "$WORK/logs-embedded.bootstrap"
+        "$BIN/bw-kafka-embedded" -c "$WORK/logs-embedded.conf" --bootstrap-file "$WORK/logs-embedded.bootstrap" \
+            >/dev/null 2>"$WORK/logs-embedded.log" &
+        pid=$!
+        wait_for 20 grep -q 'partitions on' "$WORK/logs-embedded.log" || ok=0
+        kill $pid 2>/dev/null
+        wait $pid 2>/dev/null
+        cat "$WORK/logs-embedded.log"
+        [ $ok = 1 ] && [ "$(jq -c . "$WORK/logs-embedded.log" | wc -l)" = "$(wc -l <"$WORK/logs-embedded.log")" ] &&
+            jq -s -e 'any(.[]; .level == "info" and .component == "kafka-embedded" and (.msg | contains("partitions on")))' \
+                "$WORK/logs-embedded.log" >/dev/null
+    }
+    if [ "$MODE" = embedded ]; then
+        check "bw-kafka-embedded with log_format=json: every line parses, its own (component kafka-embedded) among them" embedded_json
+    fi
 }
