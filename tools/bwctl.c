@@ -977,7 +977,8 @@ static json_t *csv_op(char **hdr, int nh, char **cell, int nc, char *err, size_t
         json_object_set_new(fields, name, jv);
         continue;
     bad:
-        snprintf(err, esz, "column %s: \"%s\" is not a %s", name, v, bw_col_type_name(ot->columns[col].type));
+        snprintf(err, esz, "column %s: \"%s\" is not of its type (%s)", name, v,
+                 bw_col_type_name(ot->columns[col].type));
         json_decref(op);
         json_decref(fields);
         return NULL;
