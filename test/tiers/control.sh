@@ -257,6 +257,7 @@ gzip_etag() { # gzip_etag PATH
         grep -qi '^content-encoding: gzip' "$WORK/gz.h" && gunzip -c "$WORK/gz.body" | jq -e . >/dev/null || return 1
     local etag
     etag=$(awk 'tolower($1) == "etag:" {print $2}' "$WORK/gz.h" | tr -d '\r')
+    rm -f "$WORK/gz.304" # curl writes no file for an empty body: an earlier try's would stay
     [ -n "$etag" ] && [ "$(curl -s -H "If-None-Match: $etag" -o "$WORK/gz.304" -w '%{http_code}' "$A$1")" = 304 ] &&
         [ ! -s "$WORK/gz.304" ] && return 0
     # what moved between the two (printed if it never stops moving)
