@@ -427,16 +427,18 @@ boards_ok() { [ "$(boards)" -eq 300 ] && [ "$(board_row | tr '\t' '|')" = 'partn
 check "the shards hold 300 boards, quotes and types intact ($(board_row | tr '\t' '|'))" boards_ok
 
 # A cell that is not UTF-8 (a Latin-1 export) is refused by name; jansson would refuse
-# the text and the op used to go without that field. The other line goes through.
+# the text and the op used to go without that field. So is a cell not of its column's
+# type. The other line goes through.
 latin1_csv() {
-    printf 'op,object_type,shard_key,partner,name\ncreate,board,latin1-ok,latin1-ok,caf\xc3\xa9\ncreate,board,latin1-bad,latin1-bad,caf\xe9\n' \
+    printf 'op,object_type,shard_key,partner,name,score\ncreate,board,latin1-ok,latin1-ok,caf\xc3\xa9,1.5\ncreate,board,latin1-bad,latin1-bad,caf\xe9,2\ncreate,board,typed-bad,typed-bad,x,high\n' \
         >"$WORK/latin1.csv"
     if "${BWCTL[@]}" submit "$WORK/latin1.csv" >"$WORK/latin1.out" 2>&1; then cat "$WORK/latin1.out"; return 1; fi
     cat "$WORK/latin1.out"
     grep -q 'line 3: column name: not UTF-8 text' "$WORK/latin1.out" &&
-        grep -q '^submit: job [0-9a-f]* ("bwctl-[0-9a-f]*"): 1 parts, 1 ops sent, 1 accepted, 0 rejected, 1 unreadable lines' "$WORK/latin1.out"
+        grep -q 'line 4: column score: "high" is not of its type (double)' "$WORK/latin1.out" &&
+        grep -q '^submit: job [0-9a-f]* ("bwctl-[0-9a-f]*"): 1 parts, 1 ops sent, 1 accepted, 0 rejected, 2 unreadable lines' "$WORK/latin1.out"
 }
-check "bwctl submit: a cell that is not UTF-8 is refused, naming its line and column; the rest is accepted" latin1_csv
+check "bwctl submit: a cell that is not UTF-8, or not of its column's type, is refused, naming its line and column; the rest is accepted" latin1_csv
 
 status_of() { curl -s -o /dev/null -w '%{http_code}' -H "Content-Type: $1" --data-binary "$2" "$URL"; }
 check "malformed JSON gets 400" test "$(status_of application/json '{"ops": [')" = 400
