@@ -586,8 +586,8 @@ static long post_batch(submit_t *sb, const submit_part_t *p, int json, bw_buf_t 
 
 static json_t *get_job(const char *id, char *err, size_t esz, long *status);
 
-/* The parts job_id already has whole, asked once the job's id is known (without the
- * lock: the reading goes on meanwhile): a resumed run goes on from there. */
+/* The parts job_id already has whole, asked once the job's id is known: a resumed run
+ * goes on from there. */
 static long resume_point(const char *job_id) {
     char err[512];
     long status;
@@ -614,20 +614,24 @@ static void send_part(submit_t *sb, submit_part_t *p) {
     long status = post_batch(sb, p, json, &resp);
     if (status == 409 && !json) status = post_batch(sb, p, json = 1, &resp); /* begun by an older bwctl? */
     Bulkwrite__V1__BatchWriteResponse *r = status == 202 || status == 422 ? batch_reply(&resp, json) : NULL;
-    /* only part 0 can give the first answer (job_known), so only its thread asks */
+    /* only part 0 can give the first answer (job_known), so only its thread names the job
+     * and asks where it goes on (without the lock: the reading goes on meanwhile) */
     int names_job = p->part == 0 && r && r->job_id && r->job_id[0];
-    long next_part = names_job ? resume_point(r->job_id) : 0;
+    long next_part = 0;
+    if (names_job) {
+        pthread_mutex_lock(&sb->mu);
+        snprintf(sb->job_id, sizeof(sb->job_id), "%s", r->job_id);
+        printf("%s\n", sb->job_id);
+        fflush(stdout); /* known at once: a submit killed half-way has printed its job */
+        pthread_mutex_unlock(&sb->mu);
+        next_part = resume_point(r->job_id);
+    }
     pthread_mutex_lock(&sb->mu);
     sb->sent += (long)p->n;
     if (r) {
         long acc = (long)r->accepted;
         sb->accepted += acc;
-        if (names_job && !sb->job_id[0]) {
-            snprintf(sb->job_id, sizeof(sb->job_id), "%s", r->job_id);
-            printf("%s\n", sb->job_id);
-            fflush(stdout); /* known at once: a submit killed half-way has printed its job */
-            sb->next_part = next_part;
-        }
+        if (names_job) sb->next_part = next_part;
         for (size_t i = 0; i < r->n_rejected; i++) {
             size_t idx = r->rejected[i]->index;
             fprintf(stderr, "line %ld: %s\n", idx < p->n ? p->lines[idx] : -1L, r->rejected[i]->reason);
